@@ -1,0 +1,144 @@
+// Package cluster describes the machines tide schedules onto: sites, racks,
+// nodes and the GPUs inside them.
+//
+// A Cluster is immutable once built. GPUs are numbered densely from 0 in
+// node order, so a GPU id is an index into per-GPU tables kept by the engine
+// and the placers; node ids are likewise dense indexes into Nodes.
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// GPUID is a dense index of one GPU in a Cluster (0 .. TotalGPUs-1).
+type GPUID int
+
+// Site kinds. Only cloud sites exist until the multi-site issue lands, but the
+// field is part of the spec from the start so specs stay valid.
+const (
+	SiteCloud     = "cloud"
+	SiteEdge      = "edge"
+	SiteInference = "inference"
+)
+
+// Node is one machine.
+type Node struct {
+	ID      int     // dense index into Cluster.Nodes
+	Name    string  // unique, e.g. "cloud/rack-0/node-3"
+	Site    string  // site name
+	Rack    string  // rack name, unique within the cluster
+	GPUType string  // lower-case GPU model, e.g. "t4"
+	GPUs    int     // GPUs on this node (>= 0)
+	GPUMem  float64 // memory per GPU, GiB
+	CPUs    int     // CPU cores, 0 when unknown
+	MemGiB  float64 // host memory, GiB, 0 when unknown
+	First   GPUID   // id of this node's first GPU; its GPUs are First .. First+GPUs-1
+	RackIdx int     // dense rack index, for topology-aware placement
+}
+
+// Cluster is an immutable set of nodes.
+type Cluster struct {
+	Nodes []Node
+	gpu   []int // GPU id -> node id
+	racks []string
+	types []string
+}
+
+// New builds a cluster from nodes, assigning ids, GPU ranges and rack indexes.
+// Node IDs and First fields in the input are ignored.
+func New(nodes []Node) (*Cluster, error) {
+	c := &Cluster{Nodes: make([]Node, len(nodes))}
+	rackIdx := map[string]int{}
+	names := map[string]bool{}
+	typeSet := map[string]bool{}
+	next := GPUID(0)
+	for i, n := range nodes {
+		if n.GPUs < 0 {
+			return nil, fmt.Errorf("node %q: gpus must be >= 0, got %d", n.Name, n.GPUs)
+		}
+		if n.Name == "" {
+			n.Name = fmt.Sprintf("node-%d", i)
+		}
+		if names[n.Name] {
+			return nil, fmt.Errorf("node %q: duplicate node name", n.Name)
+		}
+		names[n.Name] = true
+		n.GPUType = strings.ToLower(n.GPUType)
+		if n.GPUs > 0 && n.GPUType == "" {
+			return nil, fmt.Errorf("node %q: gpu type missing", n.Name)
+		}
+		if n.Site == "" {
+			n.Site = "default"
+		}
+		if n.Rack == "" {
+			n.Rack = n.Site + "/rack-0"
+		}
+		r, ok := rackIdx[n.Rack]
+		if !ok {
+			r = len(c.racks)
+			rackIdx[n.Rack] = r
+			c.racks = append(c.racks, n.Rack)
+		}
+		n.ID, n.First, n.RackIdx = i, next, r
+		for g := 0; g < n.GPUs; g++ {
+			c.gpu = append(c.gpu, i)
+		}
+		next += GPUID(n.GPUs)
+		if n.GPUs > 0 {
+			typeSet[n.GPUType] = true
+		}
+		c.Nodes[i] = n
+	}
+	for t := range typeSet {
+		c.types = append(c.types, t)
+	}
+	sort.Strings(c.types)
+	return c, nil
+}
+
+// TotalGPUs is the number of GPUs in the cluster.
+func (c *Cluster) TotalGPUs() int { return len(c.gpu) }
+
+// NodeOf returns the node holding GPU g.
+func (c *Cluster) NodeOf(g GPUID) *Node { return &c.Nodes[c.gpu[g]] }
+
+// Racks returns the rack names, indexed by Node.RackIdx.
+func (c *Cluster) Racks() []string { return c.racks }
+
+// GPUTypes returns the GPU types present, sorted.
+func (c *Cluster) GPUTypes() []string { return c.types }
+
+// GPUsOfType counts the GPUs of type t ("" counts all).
+func (c *Cluster) GPUsOfType(t string) int {
+	if t == "" {
+		return len(c.gpu)
+	}
+	n := 0
+	for _, nd := range c.Nodes {
+		if nd.GPUType == t {
+			n += nd.GPUs
+		}
+	}
+	return n
+}
+
+// String summarises the cluster, e.g. "64 GPUs (16 nodes): 64 t4".
+func (c *Cluster) String() string {
+	counts := map[string]int{}
+	for _, n := range c.Nodes {
+		counts[n.GPUType] += n.GPUs
+	}
+	var parts []string
+	for _, t := range c.types {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[t], t))
+	}
+	return fmt.Sprintf("%d GPUs (%d nodes): %s", len(c.gpu), len(c.Nodes), strings.Join(parts, ", "))
+}
+
+// DefaultGPUMemGiB is the memory per GPU assumed when a spec does not give it.
+var DefaultGPUMemGiB = map[string]float64{
+	"k80": 12, "p100": 16, "v100": 32, "v100m32": 32, "t4": 16, "a100": 40,
+	"a100-80": 80, "h100": 80, "h200": 141, "l4": 24, "a10": 24, "rtx3090": 24,
+}

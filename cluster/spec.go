@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is the YAML/JSON description of a cluster:
+//
+//	sites:
+//	  - name: cloud
+//	    kind: cloud            # cloud (default), edge or inference
+//	    racks:
+//	      - name: rack-0
+//	        nodes:
+//	          - {count: 8, gpus: 4, gpu: t4, gpu_memory_gib: 16, cpus: 48, memory_gib: 192}
+//	  - name: edge
+//	    kind: edge
+//	    nodes:                 # nodes straight under a site go into one rack
+//	      - {count: 4, gpus: 1, gpu: v100}
+//
+// A top-level "nodes:" list is shorthand for one site called "default".
+type Spec struct {
+	Sites []SiteSpec `json:"sites,omitempty" yaml:"sites,omitempty"`
+	Nodes []NodeSpec `json:"nodes,omitempty" yaml:"nodes,omitempty"`
+}
+
+// SiteSpec is one site of a Spec.
+type SiteSpec struct {
+	Name  string     `json:"name" yaml:"name"`
+	Kind  string     `json:"kind,omitempty" yaml:"kind,omitempty"`
+	Racks []RackSpec `json:"racks,omitempty" yaml:"racks,omitempty"`
+	Nodes []NodeSpec `json:"nodes,omitempty" yaml:"nodes,omitempty"`
+}
+
+// RackSpec is one rack of a site.
+type RackSpec struct {
+	Name  string     `json:"name" yaml:"name"`
+	Nodes []NodeSpec `json:"nodes" yaml:"nodes"`
+}
+
+// NodeSpec describes Count identical nodes.
+type NodeSpec struct {
+	Count  int     `json:"count,omitempty" yaml:"count,omitempty"` // default 1
+	GPUs   int     `json:"gpus" yaml:"gpus"`
+	GPU    string  `json:"gpu" yaml:"gpu"` // GPU type, e.g. t4
+	GPUMem float64 `json:"gpu_memory_gib,omitempty" yaml:"gpu_memory_gib,omitempty"`
+	CPUs   int     `json:"cpus,omitempty" yaml:"cpus,omitempty"`
+	MemGiB float64 `json:"memory_gib,omitempty" yaml:"memory_gib,omitempty"`
+}
+
+// Build turns a spec into a Cluster, naming nodes site/rack/node-i.
+func (s *Spec) Build() (*Cluster, error) {
+	sites := s.Sites
+	if len(s.Nodes) > 0 {
+		sites = append([]SiteSpec{{Name: "default", Nodes: s.Nodes}}, sites...)
+	}
+	if len(sites) == 0 {
+		return nil, fmt.Errorf("cluster spec: no sites and no nodes")
+	}
+	var nodes []Node
+	seenSite := map[string]bool{}
+	for si, site := range sites {
+		if site.Name == "" {
+			return nil, fmt.Errorf("cluster spec: sites[%d].name: missing", si)
+		}
+		if seenSite[site.Name] {
+			return nil, fmt.Errorf("cluster spec: sites[%d].name: duplicate site %q", si, site.Name)
+		}
+		seenSite[site.Name] = true
+		switch site.Kind {
+		case "", SiteCloud, SiteEdge, SiteInference:
+		default:
+			return nil, fmt.Errorf("cluster spec: sites[%d].kind: %q is not one of cloud, edge, inference", si, site.Kind)
+		}
+		racks := site.Racks
+		if len(site.Nodes) > 0 {
+			racks = append([]RackSpec{{Name: "rack-0", Nodes: site.Nodes}}, racks...)
+		}
+		for ri, rack := range racks {
+			if rack.Name == "" {
+				rack.Name = fmt.Sprintf("rack-%d", ri)
+			}
+			rackName := site.Name + "/" + rack.Name
+			for ni, ns := range rack.Nodes {
+				where := fmt.Sprintf("cluster spec: site %q rack %q nodes[%d]", site.Name, rack.Name, ni)
+				count := ns.Count
+				if count == 0 {
+					count = 1
+				}
+				if count < 0 {
+					return nil, fmt.Errorf("%s.count: must be >= 1, got %d", where, ns.Count)
+				}
+				if ns.GPUs < 0 {
+					return nil, fmt.Errorf("%s.gpus: must be >= 0, got %d", where, ns.GPUs)
+				}
+				t := strings.ToLower(strings.TrimSpace(ns.GPU))
+				if ns.GPUs > 0 && t == "" {
+					return nil, fmt.Errorf("%s.gpu: missing GPU type (e.g. t4, v100, a100)", where)
+				}
+				mem := ns.GPUMem
+				if mem == 0 {
+					mem = DefaultGPUMemGiB[t]
+				}
+				for k := 0; k < count; k++ {
+					nodes = append(nodes, Node{
+						Name:    fmt.Sprintf("%s/node-%d", rackName, countInRack(nodes, rackName)),
+						Site:    site.Name,
+						Rack:    rackName,
+						GPUType: t,
+						GPUs:    ns.GPUs,
+						GPUMem:  mem,
+						CPUs:    ns.CPUs,
+						MemGiB:  ns.MemGiB,
+					})
+				}
+			}
+		}
+	}
+	return New(nodes)
+}
+
+func countInRack(nodes []Node, rack string) int {
+	n := 0
+	for _, nd := range nodes {
+		if nd.Rack == rack {
+			n++
+		}
+	}
+	return n
+}
+
+// ParseShorthand reads "16x4:t4" (16 nodes of 4 T4 GPUs). Several groups are
+// separated by commas: "8x1:v100,8x1:p100,8x1:k80". Each group becomes a rack of
+// the site "default".
+func ParseShorthand(s string) (*Spec, error) {
+	spec := &Spec{Sites: []SiteSpec{{Name: "default"}}}
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		nodesGPUs, typ, ok := strings.Cut(part, ":")
+		if !ok || typ == "" {
+			return nil, fmt.Errorf("cluster %q: group %d %q: want NODESxGPUS:TYPE, e.g. 16x4:t4", s, i+1, part)
+		}
+		ns, gs, ok := strings.Cut(strings.ToLower(nodesGPUs), "x")
+		if !ok {
+			return nil, fmt.Errorf("cluster %q: group %d %q: want NODESxGPUS:TYPE, e.g. 16x4:t4", s, i+1, part)
+		}
+		n, err := strconv.Atoi(ns)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("cluster %q: group %d: node count %q is not a positive integer", s, i+1, ns)
+		}
+		g, err := strconv.Atoi(gs)
+		if err != nil || g <= 0 {
+			return nil, fmt.Errorf("cluster %q: group %d: GPUs per node %q is not a positive integer", s, i+1, gs)
+		}
+		spec.Sites[0].Racks = append(spec.Sites[0].Racks, RackSpec{
+			Name:  fmt.Sprintf("rack-%d", i),
+			Nodes: []NodeSpec{{Count: n, GPUs: g, GPU: strings.ToLower(typ)}},
+		})
+	}
+	return spec, nil
+}
+
+// Parse accepts either a shorthand ("16x4:t4") or the path of a YAML/JSON spec.
+func Parse(arg string) (*Cluster, error) {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsAny(arg, "/\\") ||
+		strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") || strings.HasSuffix(arg, ".json") {
+		return LoadFile(arg)
+	}
+	spec, err := ParseShorthand(arg)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Build()
+}
+
+// LoadFile reads a YAML or JSON cluster spec. Unknown fields are errors.
+func LoadFile(path string) (*Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster spec: %w", err)
+	}
+	spec, err := DecodeSpec(data, filepath.Ext(path) == ".json")
+	if err != nil {
+		return nil, fmt.Errorf("cluster spec %s: %w", path, err)
+	}
+	c, err := spec.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// DecodeSpec parses spec bytes, as JSON when asJSON is set and YAML otherwise.
+func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
+	var spec Spec
+	if asJSON {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&spec); err != nil {
+			return nil, err
+		}
+		return &spec, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}

@@ -1,0 +1,127 @@
+// Package job holds what a user asks for (Job) and where a job is in its
+// lifecycle (State).
+//
+// All times are seconds. In a simulation they count from the start of the
+// trace; in a live system from the Unix epoch. tide never mixes the two.
+package job
+
+import (
+	"fmt"
+	"math"
+)
+
+// Unit is the unit of a job's amount of work.
+type Unit string
+
+// Work units. Seconds means "seconds of running on the requested GPUs": the
+// work of traces that carry only a duration.
+const (
+	Iterations Unit = "iterations"
+	Samples    Unit = "samples"
+	Epochs     Unit = "epochs"
+	Seconds    Unit = "seconds"
+)
+
+// Job is a training job as submitted. It is immutable once accepted.
+type Job struct {
+	ID       string  // unique within a trace or server
+	Submit   float64 // submission time, s
+	Tenant   string  // owner (user, team, virtual cluster); "" means default
+	Priority int     // larger is more important; 0 is the default
+
+	// GPU request. A rigid job has MinGPUs == MaxGPUs. An elastic job can run
+	// on any count in [MinGPUs, MaxGPUs]. GPUs is the count a non-elastic
+	// policy gives it (the trace's request), within [MinGPUs, MaxGPUs].
+	GPUs    int
+	MinGPUs int
+	MaxGPUs int
+	GPUType string // "" = any type
+
+	Model     string // model / profile name, e.g. "cifar10"; "" for duration-only jobs
+	BatchSize int    // global batch size, samples; 0 = model default
+
+	Work float64 // amount of work, in WorkUnit (> 0)
+	Unit Unit
+
+	// Deadline is the absolute time by which the job should finish, s; 0 = none.
+	Deadline float64
+	// Duration is the job's run time on GPUs GPUs as recorded by the trace, s
+	// (0 when unknown). Oracle policies (SRTF) may read it; others must not.
+	Duration float64
+}
+
+// Elastic reports whether the job can run on more than one GPU count.
+func (j *Job) Elastic() bool { return j.MinGPUs < j.MaxGPUs }
+
+// Validate checks the fields a scheduler relies on and fills defaults:
+// MinGPUs/MaxGPUs default to GPUs and GPUs to MaxGPUs.
+func (j *Job) Validate() error {
+	if j.ID == "" {
+		return fmt.Errorf("job: id: missing")
+	}
+	if math.IsNaN(j.Submit) || math.IsInf(j.Submit, 0) || j.Submit < 0 {
+		return fmt.Errorf("job %s: submit time: want a finite number >= 0, got %v", j.ID, j.Submit)
+	}
+	if j.GPUs == 0 {
+		j.GPUs = j.MaxGPUs
+	}
+	if j.MinGPUs == 0 {
+		j.MinGPUs = j.GPUs
+	}
+	if j.MaxGPUs == 0 {
+		j.MaxGPUs = j.GPUs
+	}
+	if j.MinGPUs <= 0 || j.GPUs <= 0 {
+		return fmt.Errorf("job %s: gpus: want at least 1 GPU, got %d", j.ID, j.GPUs)
+	}
+	if j.MinGPUs > j.MaxGPUs {
+		return fmt.Errorf("job %s: min gpus %d > max gpus %d", j.ID, j.MinGPUs, j.MaxGPUs)
+	}
+	if j.GPUs < j.MinGPUs || j.GPUs > j.MaxGPUs {
+		return fmt.Errorf("job %s: gpus %d outside [min %d, max %d]", j.ID, j.GPUs, j.MinGPUs, j.MaxGPUs)
+	}
+	if !(j.Work > 0) || math.IsInf(j.Work, 0) {
+		return fmt.Errorf("job %s: work: want a finite number > 0, got %v", j.ID, j.Work)
+	}
+	switch j.Unit {
+	case Iterations, Samples, Epochs, Seconds:
+	case "":
+		return fmt.Errorf("job %s: work unit: missing", j.ID)
+	default:
+		return fmt.Errorf("job %s: work unit %q: want iterations, samples, epochs or seconds", j.ID, j.Unit)
+	}
+	if j.BatchSize < 0 {
+		return fmt.Errorf("job %s: batch size: want >= 0, got %d", j.ID, j.BatchSize)
+	}
+	if j.Deadline < 0 || math.IsNaN(j.Deadline) {
+		return fmt.Errorf("job %s: deadline: want >= 0, got %v", j.ID, j.Deadline)
+	}
+	if j.Duration < 0 || math.IsNaN(j.Duration) {
+		return fmt.Errorf("job %s: duration: want >= 0, got %v", j.ID, j.Duration)
+	}
+	return nil
+}
+
+// State is where a job is in its lifecycle.
+//
+//	pending ──start──▶ running ──finish──▶ finished
+//	   │  ▲               │  ╲──fail────▶ failed
+//	   │  └──restart── preempted ◀─preempt─┘
+//	   └──admission refused──▶ declined
+type State string
+
+// Lifecycle states.
+const (
+	Pending   State = "pending"
+	Running   State = "running"
+	Preempted State = "preempted"
+	Finished  State = "finished"
+	Failed    State = "failed"
+	Declined  State = "declined"
+)
+
+// Terminal reports whether a job in state s will never run again.
+func (s State) Terminal() bool { return s == Finished || s == Failed || s == Declined }
+
+// Waiting reports whether a job in state s wants GPUs but has none.
+func (s State) Waiting() bool { return s == Pending || s == Preempted }
