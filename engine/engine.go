@@ -1,0 +1,515 @@
+// Package engine is tide's scheduling core, shared by every executor: the
+// simulator, the local process executor and Kubernetes.
+//
+// One scheduling round reads top to bottom:
+//
+//  1. account: bring every active job's attained service up to now;
+//  2. snapshot: copy the cluster, the active jobs and their history into a
+//     read-only Snapshot;
+//  3. decide: hand the snapshot to the Policy, which returns a Plan (which
+//     jobs should hold how many GPUs of which type, most important first);
+//  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
+//     more GPUs of a type than exist;
+//  5. place: the Placer maps the plan onto concrete GPUs, keeping jobs whose
+//     allocation did not change where they are;
+//  6. diff: compare with what jobs hold now and emit Changes (start,
+//     restart, resize, preempt) for the executor to apply, updating job states.
+//
+// The engine never reads the wall clock: it asks its Clock. It never runs
+// anything either: executors apply Changes and report back through Report,
+// Finish and Fail.
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+)
+
+// Clock tells the engine what time it is, in seconds.
+type Clock interface{ Now() float64 }
+
+// Memo is per-job scratch state a policy keeps between rounds (for example
+// Tiresias' service at the last starvation reset). The engine stores it with
+// the job, so it survives restarts of a live system, and hands it back in
+// each snapshot; its meaning belongs to the policy that wrote it.
+type Memo [4]float64
+
+// Status is the engine's record of one job. Snapshots hold copies; the GPUs
+// slice is shared and must not be modified by readers.
+type Status struct {
+	Job   *job.Job
+	State job.State
+	GPUs  []cluster.GPUID // held now, ascending; empty unless running
+	Alloc perf.Alloc      // shape of GPUs
+
+	Work     float64 // total work, model units (perf.Model.Work)
+	Progress float64 // work done, model units, as last reported
+
+	Attained float64 // GPU-seconds held so far
+	Executed float64 // seconds holding GPUs so far
+	Waited   float64 // seconds spent waiting (pending or preempted)
+
+	FirstStart float64 // first start time, -1 if never
+	LastStart  float64 // last start, restart or resize time, -1 if never
+	LastStop   float64 // last preemption, or submission
+	Finish     float64 // completion time, -1 until finished
+
+	Starts      int // launches, the first included
+	Preemptions int
+	Resizes     int
+
+	Memo Memo
+
+	since float64 // time up to which Attained/Executed/Waited are counted
+}
+
+// Snapshot is what a policy sees. It is read-only: policies must not modify
+// it or anything it points to.
+type Snapshot struct {
+	Now     float64
+	Round   int // rounds run before this one
+	Cluster *cluster.Cluster
+	Model   perf.Model
+	// Jobs are the jobs that are waiting or running, ordered by submission
+	// time, then ID.
+	Jobs []*Status
+	// GPUsPerNode is the largest GPU count of any node per GPU type, to shape
+	// predictions (perf.Packed).
+	GPUsPerNode map[string]int
+}
+
+// Remaining predicts the seconds st needs to finish on n packed GPUs of type
+// t ("" = the job's type or the cluster's first), ignoring restart costs.
+func (s *Snapshot) Remaining(st *Status, n int, t string) float64 {
+	if t == "" {
+		t = st.Job.GPUType
+	}
+	if t == "" {
+		t = s.Cluster.GPUTypes()[0]
+	}
+	return perf.Remaining(s.Model, st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), st.Progress)
+}
+
+// Assignment asks for one job to hold GPUs.
+type Assignment struct {
+	Job     string // job ID
+	GPUs    int    // how many, within the job's [MinGPUs, MaxGPUs]
+	GPUType string // "" = any type (the placer picks)
+}
+
+// Plan is a policy's decision. Jobs not listed in Run hold no GPUs after the
+// round: running ones are preempted.
+type Plan struct {
+	Run  []Assignment    // most important first; the placer honours this order
+	Memo map[string]Memo // updated policy memos by job ID
+}
+
+// Policy decides who runs. Schedule must be deterministic: the same snapshot
+// gives the same plan. It may read the snapshot's model for predictions but
+// never touches an executor.
+type Policy interface {
+	Name() string
+	Schedule(s *Snapshot) Plan
+}
+
+// Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
+// job whose assignment matches what it holds (same count, compatible type)
+// must keep them, and GPUs held by jobs not in run are free. Place returns
+// GPUs for every assignment it could place; assignments it cannot place are
+// left out (the jobs wait). The order of a job's GPUs is the order the
+// placer chose them (it shapes perf.Alloc.PerNode); no GPU may appear twice.
+type Placer interface {
+	Name() string
+	Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID
+}
+
+// ChangeKind says what an executor must do to a job.
+type ChangeKind string
+
+// Change kinds.
+const (
+	Start   ChangeKind = "start"   // first launch
+	Restart ChangeKind = "restart" // relaunch after a preemption
+	Resize  ChangeKind = "resize"  // different GPUs while running
+	Preempt ChangeKind = "preempt" // stop, keeping the checkpoint
+)
+
+// Change is one thing the executor must do.
+type Change struct {
+	Kind     ChangeKind
+	Status   *Status
+	From, To []cluster.GPUID
+}
+
+// Config builds an Engine.
+type Config struct {
+	Cluster *cluster.Cluster
+	Model   perf.Model
+	Policy  Policy
+	Placer  Placer
+	Clock   Clock
+}
+
+// Engine holds the jobs and the GPU assignment.
+type Engine struct {
+	cfg     Config
+	jobs    map[string]*Status
+	active  []*Status // waiting or running, by (Submit, ID)
+	owner   []*Status // GPU -> holder
+	rounds  int
+	perNode map[string]int
+}
+
+// New makes an engine. All Config fields are required.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Cluster == nil || cfg.Model == nil || cfg.Policy == nil || cfg.Placer == nil || cfg.Clock == nil {
+		return nil, fmt.Errorf("engine: cluster, model, policy, placer and clock are all required")
+	}
+	if cfg.Cluster.TotalGPUs() == 0 {
+		return nil, fmt.Errorf("engine: the cluster has no GPUs")
+	}
+	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
+	for _, n := range cfg.Cluster.Nodes {
+		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
+	}
+	return e, nil
+}
+
+// Submit accepts a job as pending. It fails, accepting nothing, when the job
+// is invalid, its ID is taken, the model cannot run it or the cluster could
+// never hold it.
+func (e *Engine) Submit(j *job.Job) (*Status, error) {
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	if _, dup := e.jobs[j.ID]; dup {
+		return nil, fmt.Errorf("job %s: id already submitted", j.ID)
+	}
+	if err := e.cfg.Model.Check(j); err != nil {
+		return nil, err
+	}
+	if have := e.cfg.Cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
+		what := "GPUs"
+		if j.GPUType != "" {
+			what = j.GPUType + " GPUs"
+		}
+		return nil, fmt.Errorf("job %s: needs at least %d %s, the cluster has %d", j.ID, j.MinGPUs, what, have)
+	}
+	now := e.cfg.Clock.Now()
+	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),
+		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now}
+	e.jobs[j.ID] = st
+	e.insertActive(st)
+	return st, nil
+}
+
+func (e *Engine) insertActive(st *Status) {
+	i := sort.Search(len(e.active), func(i int) bool { return lessSubmit(st, e.active[i]) })
+	e.active = append(e.active, nil)
+	copy(e.active[i+1:], e.active[i:])
+	e.active[i] = st
+}
+
+func lessSubmit(a, b *Status) bool {
+	if a.Job.Submit != b.Job.Submit {
+		return a.Job.Submit < b.Job.Submit
+	}
+	return a.Job.ID < b.Job.ID
+}
+
+// Job returns a job's status, or nil.
+func (e *Engine) Job(id string) *Status { return e.jobs[id] }
+
+// Active returns the waiting and running jobs (shared; do not modify).
+func (e *Engine) Active() []*Status { return e.active }
+
+// Rounds is the number of scheduling rounds run.
+func (e *Engine) Rounds() int { return e.rounds }
+
+// Allocated is the number of GPUs held by jobs.
+func (e *Engine) Allocated() int {
+	n := 0
+	for _, st := range e.active {
+		n += len(st.GPUs)
+	}
+	return n
+}
+
+// Report records an executor's progress report for a running job, in model
+// units. Progress never goes backwards: a lower value is ignored.
+func (e *Engine) Report(id string, progress float64) error {
+	st := e.jobs[id]
+	if st == nil {
+		return fmt.Errorf("report: unknown job %s", id)
+	}
+	if progress > st.Progress {
+		st.Progress = min(progress, st.Work)
+	}
+	return nil
+}
+
+// Finish marks a job finished now and frees its GPUs. No round runs: the
+// caller decides whether a completion triggers one.
+func (e *Engine) Finish(id string) error { return e.end(id, job.Finished) }
+
+// Fail marks a job failed now and frees its GPUs.
+func (e *Engine) Fail(id string) error { return e.end(id, job.Failed) }
+
+func (e *Engine) end(id string, s job.State) error {
+	st := e.jobs[id]
+	if st == nil {
+		return fmt.Errorf("finish: unknown job %s", id)
+	}
+	if st.State.Terminal() {
+		return fmt.Errorf("finish: job %s is already %s", id, st.State)
+	}
+	now := e.cfg.Clock.Now()
+	e.accountJob(st, now)
+	if s == job.Finished {
+		st.Progress = st.Work
+	}
+	e.release(st)
+	st.State, st.Finish = s, now
+	for i, a := range e.active {
+		if a == st {
+			e.active = append(e.active[:i], e.active[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (e *Engine) release(st *Status) {
+	for _, g := range st.GPUs {
+		e.owner[g] = nil
+	}
+	st.GPUs, st.Alloc = nil, perf.Alloc{}
+}
+
+// account brings every active job's counters up to now.
+func (e *Engine) account(now float64) {
+	for _, st := range e.active {
+		e.accountJob(st, now)
+	}
+}
+
+func (e *Engine) accountJob(st *Status, now float64) {
+	dt := now - st.since
+	if dt <= 0 {
+		return
+	}
+	if len(st.GPUs) > 0 {
+		st.Executed += dt
+		st.Attained += dt * float64(len(st.GPUs))
+	} else {
+		st.Waited += dt
+	}
+	st.since = now
+}
+
+// Snapshot returns a read-only view of the engine now.
+func (e *Engine) Snapshot() *Snapshot {
+	now := e.cfg.Clock.Now()
+	e.account(now)
+	s := &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
+		Jobs: make([]*Status, len(e.active)), GPUsPerNode: e.perNode}
+	copies := make([]Status, len(e.active))
+	for i, st := range e.active {
+		copies[i] = *st
+		s.Jobs[i] = &copies[i]
+	}
+	return s
+}
+
+// Schedule runs one round and returns the changes for the executor, in a
+// deterministic order: preemptions first (they free GPUs), then resizes and
+// starts in plan order.
+func (e *Engine) Schedule() ([]Change, error) {
+	// 1-2. Account and snapshot.
+	snap := e.Snapshot()
+	now := snap.Now
+	e.rounds++
+	// 3. Decide.
+	plan := e.cfg.Policy.Schedule(snap)
+	// 4. Check.
+	if err := e.check(plan); err != nil {
+		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
+	}
+	for id, m := range plan.Memo {
+		if st := e.jobs[id]; st != nil {
+			st.Memo = m
+		}
+	}
+	// 5. Place.
+	held := make(map[string][]cluster.GPUID, len(e.active))
+	for _, st := range e.active {
+		if len(st.GPUs) > 0 {
+			held[st.Job.ID] = st.GPUs
+		}
+	}
+	placed := e.cfg.Placer.Place(e.cfg.Cluster, held, plan.Run)
+	if err := e.checkPlacement(plan, placed); err != nil {
+		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
+	}
+	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
+	// jobs), then hand out new ones in plan order.
+	var changes []Change
+	resized := map[*Status]bool{}
+	for _, st := range e.active {
+		if len(st.GPUs) == 0 {
+			continue
+		}
+		to := placed[st.Job.ID]
+		switch {
+		case to == nil:
+			changes = append(changes, Change{Kind: Preempt, Status: st, From: st.GPUs})
+			e.release(st)
+			st.State, st.LastStop = job.Preempted, now
+			st.Preemptions++
+		case !sameGPUs(to, st.GPUs):
+			resized[st] = true
+		}
+	}
+	for _, a := range plan.Run {
+		st, to := e.jobs[a.Job], placed[a.Job]
+		if to == nil || (len(st.GPUs) > 0 && !resized[st]) {
+			continue // not placed, or unchanged
+		}
+		ch := Change{Status: st, From: st.GPUs, To: to}
+		switch {
+		case resized[st]:
+			ch.Kind = Resize
+			st.Resizes++
+			e.release(st)
+		case st.Starts > 0:
+			ch.Kind = Restart
+		default:
+			ch.Kind = Start
+		}
+		changes = append(changes, ch)
+	}
+	for _, ch := range changes {
+		if ch.Kind == Preempt {
+			continue
+		}
+		st := ch.Status
+		for _, g := range ch.To {
+			e.owner[g] = st
+		}
+		st.GPUs, st.Alloc = ch.To, e.shape(ch.To)
+		if st.FirstStart < 0 {
+			st.FirstStart = now
+		}
+		st.LastStart = now
+		st.Starts++
+		st.State = job.Running
+	}
+	return changes, nil
+}
+
+func sameGPUs(a, b []cluster.GPUID) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// shape turns a GPU list into the allocation shape the model needs: GPUs
+// per node in the order nodes first appear.
+func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
+	c := e.cfg.Cluster
+	a := perf.Alloc{}
+	last := -1
+	for _, g := range gpus {
+		n := c.NodeOf(g)
+		if a.GPUType == "" {
+			a.GPUType = n.GPUType
+		}
+		if n.ID != last {
+			a.PerNode = append(a.PerNode, 0)
+			last = n.ID
+		}
+		a.PerNode[len(a.PerNode)-1]++
+	}
+	return a
+}
+
+func (e *Engine) check(p Plan) error {
+	seen := make(map[string]bool, len(p.Run))
+	perType := map[string]int{}
+	total := 0
+	for _, a := range p.Run {
+		st := e.jobs[a.Job]
+		if st == nil || st.State.Terminal() {
+			return fmt.Errorf("plan runs job %q, which is not active", a.Job)
+		}
+		if seen[a.Job] {
+			return fmt.Errorf("plan lists job %s twice", a.Job)
+		}
+		seen[a.Job] = true
+		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
+			return fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+		}
+		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
+			return fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+		}
+		t := a.GPUType
+		if t == "" {
+			t = st.Job.GPUType
+		}
+		perType[t] += a.GPUs
+		total += a.GPUs
+	}
+	if total > e.cfg.Cluster.TotalGPUs() {
+		return fmt.Errorf("plan asks for %d GPUs, the cluster has %d", total, e.cfg.Cluster.TotalGPUs())
+	}
+	for t, n := range perType {
+		if t != "" && n > e.cfg.Cluster.GPUsOfType(t) {
+			return fmt.Errorf("plan asks for %d %s GPUs, the cluster has %d", n, t, e.cfg.Cluster.GPUsOfType(t))
+		}
+	}
+	return nil
+}
+
+// checkPlacement enforces the invariants no placer may break: every GPU
+// exists and is given at most once, and a job gets the count it was planned.
+func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error {
+	owner := make(map[cluster.GPUID]string)
+	planned := 0
+	for _, a := range p.Run {
+		gpus, ok := placed[a.Job]
+		if !ok {
+			continue
+		}
+		planned++
+		id := a.Job
+		if len(gpus) != a.GPUs {
+			return fmt.Errorf("job %s planned %d GPUs, placed on %d", id, a.GPUs, len(gpus))
+		}
+		for _, g := range gpus {
+			if g < 0 || int(g) >= len(e.owner) {
+				return fmt.Errorf("job %s placed on GPU %d, which does not exist", id, g)
+			}
+			if t := e.cfg.Cluster.NodeOf(g).GPUType; a.GPUType != "" && t != a.GPUType {
+				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
+			}
+			if o, ok := owner[g]; ok {
+				return fmt.Errorf("GPU %d given to both %s and %s", g, o, id)
+			}
+			owner[g] = id
+		}
+	}
+	if planned != len(placed) {
+		return fmt.Errorf("placed %d jobs, only %d of them were planned", len(placed), planned)
+	}
+	return nil
+}

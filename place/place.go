@@ -1,0 +1,207 @@
+// Package place holds the placers: they turn a plan's GPU counts into
+// concrete GPUs (engine.Placer).
+package place
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+)
+
+// Lookup returns the placer called name: "pack" (default) or "most-free".
+func Lookup(name string) (engine.Placer, error) {
+	switch name {
+	case "", "pack":
+		return Pack{}, nil
+	case "most-free":
+		return MostFree{}, nil
+	}
+	return nil, fmt.Errorf("unknown placer %q: want pack or most-free", name)
+}
+
+// freeMap tracks free GPUs per node during one placement.
+type freeMap struct {
+	c    *cluster.Cluster
+	free [][]cluster.GPUID // node -> free GPU ids, ascending
+}
+
+// start marks every GPU free except those kept by jobs whose assignment is
+// unchanged, and returns the kept placements.
+func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) (*freeMap, map[string][]cluster.GPUID) {
+	busy := make([]bool, c.TotalGPUs())
+	out := make(map[string][]cluster.GPUID, len(run))
+	for _, a := range run {
+		h := held[a.Job]
+		if len(h) == 0 || len(h) != a.GPUs {
+			continue
+		}
+		if a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType {
+			continue
+		}
+		out[a.Job] = h
+		for _, g := range h {
+			busy[g] = true
+		}
+	}
+	f := &freeMap{c: c, free: make([][]cluster.GPUID, len(c.Nodes))}
+	for _, n := range c.Nodes {
+		for k := 0; k < n.GPUs; k++ {
+			if g := n.First + cluster.GPUID(k); !busy[g] {
+				f.free[n.ID] = append(f.free[n.ID], g)
+			}
+		}
+	}
+	return f, out
+}
+
+// available counts free GPUs of type t ("" = any type; then the type with
+// the most free GPUs is returned with its count).
+func (f *freeMap) available(t string) (string, int) {
+	count := map[string]int{}
+	for _, n := range f.c.Nodes {
+		count[n.GPUType] += len(f.free[n.ID])
+	}
+	if t != "" {
+		return t, count[t]
+	}
+	best, bestN := "", -1
+	for _, typ := range f.c.GPUTypes() {
+		if count[typ] > bestN {
+			best, bestN = typ, count[typ]
+		}
+	}
+	return best, bestN
+}
+
+// take removes k free GPUs from node n (lowest ids first).
+func (f *freeMap) take(n, k int) []cluster.GPUID {
+	g := f.free[n][:k:k]
+	f.free[n] = f.free[n][k:]
+	return g
+}
+
+// MostFree is the Pollux artifact's placer: a job takes GPUs from the node
+// with the most free GPUs, then the next, until it has enough (ties go to
+// the lowest node index). Jobs are placed in plan order.
+type MostFree struct{}
+
+// Name implements engine.Placer.
+func (MostFree) Name() string { return "most-free" }
+
+// Place implements engine.Placer.
+func (MostFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
+	f, out := start(c, held, run)
+	for _, a := range run {
+		if _, kept := out[a.Job]; kept {
+			continue
+		}
+		t, n := f.available(a.GPUType)
+		if n < a.GPUs {
+			continue
+		}
+		var gpus []cluster.GPUID
+		for len(gpus) < a.GPUs {
+			best := -1
+			for _, nd := range c.Nodes {
+				if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (best < 0 || len(f.free[nd.ID]) > len(f.free[best])) {
+					best = nd.ID
+				}
+			}
+			gpus = append(gpus, f.take(best, min(len(f.free[best]), a.GPUs-len(gpus)))...)
+		}
+		out[a.Job] = gpus
+	}
+	return out
+}
+
+// Pack is the default, topology-aware consolidating placer. For each job, in
+// plan order, it tries in turn:
+//  1. one node: the node with the fewest free GPUs that still fits the job
+//     (best fit keeps whole nodes free for larger jobs);
+//  2. one rack: the rack needing the fewest nodes when its nodes are used
+//     fullest first;
+//  3. anywhere: nodes with the most free GPUs first.
+//
+// A job asking for no GPU type gets the type with the most free GPUs.
+// Ties go to the lowest node or rack index, so placement is deterministic.
+type Pack struct{}
+
+// Name implements engine.Placer.
+func (Pack) Name() string { return "pack" }
+
+// Place implements engine.Placer.
+func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
+	f, out := start(c, held, run)
+	for _, a := range run {
+		if _, kept := out[a.Job]; kept {
+			continue
+		}
+		t, n := f.available(a.GPUType)
+		if n < a.GPUs {
+			continue
+		}
+		out[a.Job] = f.pack(t, a.GPUs)
+	}
+	return out
+}
+
+func (f *freeMap) pack(t string, k int) []cluster.GPUID {
+	c := f.c
+	// 1. One node, best fit.
+	best := -1
+	for _, nd := range c.Nodes {
+		if nd.GPUType != t {
+			continue
+		}
+		if fr := len(f.free[nd.ID]); fr >= k && (best < 0 || fr < len(f.free[best])) {
+			best = nd.ID
+		}
+	}
+	if best >= 0 {
+		return f.take(best, k)
+	}
+	// 2. One rack, fewest nodes.
+	bestRack, bestNodes := -1, 0
+	for r := range c.Racks() {
+		nodes := f.byFree(t, r)
+		got, used := 0, 0
+		for _, id := range nodes {
+			if got >= k {
+				break
+			}
+			got += len(f.free[id])
+			used++
+		}
+		if got >= k && (bestRack < 0 || used < bestNodes) {
+			bestRack, bestNodes = r, used
+		}
+	}
+	nodes := f.byFree(t, -1)
+	if bestRack >= 0 {
+		nodes = f.byFree(t, bestRack)
+	}
+	// 3. (or 2.) Fill from the fullest free nodes.
+	var gpus []cluster.GPUID
+	for _, id := range nodes {
+		if len(gpus) == k {
+			break
+		}
+		gpus = append(gpus, f.take(id, min(len(f.free[id]), k-len(gpus)))...)
+	}
+	return gpus
+}
+
+// byFree lists nodes of type t with free GPUs (in rack r, or all when r < 0),
+// most free first, then by node index.
+func (f *freeMap) byFree(t string, r int) []int {
+	var ids []int
+	for _, nd := range f.c.Nodes {
+		if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (r < 0 || nd.RackIdx == r) {
+			ids = append(ids, nd.ID)
+		}
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return len(f.free[ids[a]]) > len(f.free[ids[b]]) })
+	return ids
+}

@@ -1,0 +1,94 @@
+package policy
+
+import (
+	"math"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+func init() {
+	register(Info{
+		Name:    "fifo",
+		Summary: "first come, first served; a running job is never preempted",
+		Knobs:   "backfill=false: let smaller jobs start past a head job that does not fit",
+		build: func(_ Context, o Options) (engine.Policy, error) {
+			b, err := o.Bool("backfill", false)
+			return &FIFO{Backfill: b}, err
+		},
+	})
+	register(Info{
+		Name: "srtf",
+		Summary: "shortest remaining time first, preemptive, with oracle knowledge of " +
+			"each job's remaining time (an upper reference, not deployable)",
+		Knobs: "",
+		build: func(Context, Options) (engine.Policy, error) { return SRTF{}, nil },
+	})
+	register(Info{
+		Name:           "edf",
+		Summary:        "earliest deadline first, preemptive; jobs without a deadline go last",
+		Knobs:          "",
+		NeedsDeadlines: true,
+		build:          func(Context, Options) (engine.Policy, error) { return EDF{}, nil },
+	})
+}
+
+// FIFO runs jobs in submission order on their requested GPUs. Running jobs
+// keep their GPUs; waiting jobs start in order while they fit. Without
+// Backfill the first waiting job that does not fit blocks those behind it.
+type FIFO struct{ Backfill bool }
+
+// Name implements engine.Policy.
+func (f *FIFO) Name() string { return "fifo" }
+
+// Schedule implements engine.Policy.
+func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
+	// Running jobs first (never preempted), then the queue in submit order.
+	order := make([]*engine.Status, 0, len(s.Jobs))
+	for _, st := range s.Jobs {
+		if len(st.GPUs) > 0 {
+			order = append(order, st)
+		}
+	}
+	for _, st := range s.Jobs {
+		if len(st.GPUs) == 0 {
+			order = append(order, st)
+		}
+	}
+	return greedy(s, order, !f.Backfill)
+}
+
+// SRTF runs the jobs with the least remaining time first, on their requested
+// GPUs, preempting longer ones. Remaining time comes from the performance
+// model, which in a simulation is the ground truth: an oracle.
+type SRTF struct{}
+
+// Name implements engine.Policy.
+func (SRTF) Name() string { return "srtf" }
+
+// Schedule implements engine.Policy.
+func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
+	rem := make(map[*engine.Status]float64, len(s.Jobs))
+	for _, st := range s.Jobs {
+		rem[st] = s.Remaining(st, st.Job.GPUs, "")
+	}
+	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmpFloat(rem[a], rem[b]) })
+	return greedy(s, order, false)
+}
+
+// EDF runs the jobs with the earliest deadlines first, preempting later ones.
+type EDF struct{}
+
+// Name implements engine.Policy.
+func (EDF) Name() string { return "edf" }
+
+// Schedule implements engine.Policy.
+func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
+	dl := func(st *engine.Status) float64 {
+		if st.Job.Deadline > 0 {
+			return st.Job.Deadline
+		}
+		return math.Inf(1)
+	}
+	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmpFloat(dl(a), dl(b)) })
+	return greedy(s, order, false)
+}

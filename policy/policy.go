@@ -1,0 +1,211 @@
+// Package policy holds tide's scheduling policies. Each one turns a read-only
+// engine.Snapshot into an engine.Plan and nothing else: policies never touch
+// an executor, never read the clock other than Snapshot.Now, and give the
+// same plan for the same snapshot.
+//
+// Policies are named by a spec string, "name" or "name:key=value:key=value"
+// (for example "tiresias:preset=pollux" or "tiresias:limits=3600/7200:knob=2"),
+// so several can be compared on one command line.
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+)
+
+// Context is what a policy may learn before the run: the trace's jobs (for
+// distributions such as Tiresias' Gittins index) and a place to resolve
+// relative file names.
+type Context struct {
+	Jobs []*job.Job
+	// Service estimates a job's total GPU-seconds, for distributions built
+	// from the trace; nil means use Job.Duration x GPUs.
+	Service func(j *job.Job) float64
+}
+
+// Info describes one registered policy.
+type Info struct {
+	Name    string
+	Summary string
+	Knobs   string // "key=default: meaning; ..."
+	// NeedsDeadlines marks policies that only make sense when jobs have deadlines.
+	NeedsDeadlines bool
+	build          func(ctx Context, opts Options) (engine.Policy, error)
+}
+
+var registry []Info
+
+func register(i Info) { registry = append(registry, i) }
+
+// All lists the registered policies in a stable order.
+func All() []Info {
+	out := append([]Info(nil), registry...)
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+// Options are a spec's key=value pairs. Getters record which keys were read,
+// so unknown keys are reported.
+type Options struct {
+	policy string
+	kv     map[string]string
+	used   map[string]bool
+}
+
+func (o Options) raw(key string) (string, bool) {
+	o.used[key] = true
+	v, ok := o.kv[key]
+	return v, ok
+}
+
+// Float reads a number knob.
+func (o Options) Float(key string, def float64) (float64, error) {
+	v, ok := o.raw(key)
+	if !ok {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("policy %s: %s=%q: want a number", o.policy, key, v)
+	}
+	return f, nil
+}
+
+// Bool reads a true/false knob.
+func (o Options) Bool(key string, def bool) (bool, error) {
+	v, ok := o.raw(key)
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("policy %s: %s=%q: want true or false", o.policy, key, v)
+	}
+	return b, nil
+}
+
+// String reads a text knob.
+func (o Options) String(key, def string) string {
+	if v, ok := o.raw(key); ok {
+		return v
+	}
+	return def
+}
+
+// Floats reads a list knob separated by "/".
+func (o Options) Floats(key string, def []float64) ([]float64, error) {
+	v, ok := o.raw(key)
+	if !ok {
+		return def, nil
+	}
+	var out []float64
+	for _, part := range strings.Split(v, "/") {
+		f, err := strconv.ParseFloat(part, 64)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %s=%q: want numbers separated by /", o.policy, key, v)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Parse builds the policy named by spec.
+func Parse(spec string, ctx Context) (engine.Policy, error) {
+	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	opts := Options{policy: name, kv: map[string]string{}, used: map[string]bool{}}
+	if rest != "" {
+		for _, kv := range strings.Split(rest, ":") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("policy %q: option %q: want key=value", spec, kv)
+			}
+			opts.kv[k] = v
+		}
+	}
+	for _, i := range registry {
+		if i.Name != name {
+			continue
+		}
+		p, err := i.build(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		var unknown []string
+		for k := range opts.kv {
+			if !opts.used[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			return nil, fmt.Errorf("policy %s: unknown option(s) %s (knobs: %s)", name, strings.Join(unknown, ", "), i.Knobs)
+		}
+		return p, nil
+	}
+	var names []string
+	for _, i := range All() {
+		names = append(names, i.Name)
+	}
+	return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// greedy runs jobs in the given order while their GPU counts fit, each on
+// its requested count (Job.GPUs) and type. With strict, it stops at the first
+// job that does not fit (no job overtakes it); otherwise smaller jobs behind
+// it may start.
+func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
+	free := s.Cluster.TotalGPUs()
+	perType := map[string]int{}
+	for _, t := range s.Cluster.GPUTypes() {
+		perType[t] = s.Cluster.GPUsOfType(t)
+	}
+	var plan engine.Plan
+	for _, st := range order {
+		j := st.Job
+		n := j.GPUs
+		fits := n <= free && (j.GPUType == "" || n <= perType[j.GPUType])
+		if !fits {
+			if strict {
+				break
+			}
+			continue
+		}
+		free -= n
+		if j.GPUType != "" {
+			perType[j.GPUType] -= n
+		}
+		plan.Run = append(plan.Run, engine.Assignment{Job: j.ID, GPUs: n, GPUType: j.GPUType})
+	}
+	return plan
+}
+
+// sortJobs orders a copy of jobs by less, falling back to (submit, ID).
+func sortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engine.Status {
+	out := append([]*engine.Status(nil), jobs...)
+	sort.SliceStable(out, func(a, b int) bool {
+		if c := less(out[a], out[b]); c != 0 {
+			return c < 0
+		}
+		ja, jb := out[a].Job, out[b].Job
+		if ja.Submit != jb.Submit {
+			return ja.Submit < jb.Submit
+		}
+		return ja.ID < jb.ID
+	})
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,447 @@
+// Package sim is tide's discrete-event simulator: the executor that replays
+// a trace on a virtual clock, advancing each job with the performance model.
+//
+// A run is a pure function of its inputs: the same trace, cluster, model,
+// policy and seed give the same report, byte for byte. Events at the same
+// instant are handled in a fixed order: job boundaries and completions
+// (by job index), then arrivals (in submission order), then one scheduling
+// round if one is due.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/report"
+)
+
+// Config is one simulation.
+type Config struct {
+	Cluster *cluster.Cluster
+	Model   perf.Model
+	Policy  engine.Policy
+	Placer  engine.Placer
+	// Round is the time between scheduling rounds, s (default 60). Rounds
+	// fall on multiples of Round from time 0.
+	Round float64
+	// OnEvents also runs a round at every arrival and completion. Off, jobs
+	// wait for the next round to start and freed GPUs stay idle until then,
+	// as in the Pollux artifact simulator.
+	OnEvents bool
+	Seed     int64
+	// WholeSeconds emulates the Pollux artifact simulator's time keeping:
+	// it advances in steps of Round seconds and, when a job crosses a rate
+	// boundary (an epoch) inside a step, rounds the time to reach it from
+	// the step's start (or the previous boundary) to whole seconds, half to
+	// even, as Python's round() does. Only for fidelity checks.
+	WholeSeconds bool
+	// Trace names the trace in the report.
+	Trace string
+	// Progress, when set, is called now and then with the simulated time and
+	// the number of jobs finished so far.
+	Progress func(now float64, done, total int)
+}
+
+type clock struct{ t float64 }
+
+func (c *clock) Now() float64 { return c.t }
+
+// running is the simulator's view of a job holding GPUs.
+type running struct {
+	idx      int
+	st       *engine.Status
+	last     float64 // progress and GPU time counted up to here
+	delay    float64 // start/restart/resize seconds still to pay
+	rate     float64 // progress per second once the delay is paid
+	until    float64 // progress at which rate changes
+	progress float64
+	gen      int // bumped on every change; stale events are ignored
+	pos      int // index in simulator.live
+}
+
+type event struct {
+	t   float64
+	idx int
+	gen int
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(a, b int) bool {
+	if h[a].t != h[b].t {
+		return h[a].t < h[b].t
+	}
+	return h[a].idx < h[b].idx
+}
+func (h eventHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+type simulator struct {
+	cfg     Config
+	clk     *clock
+	eng     *engine.Engine
+	jobs    []*job.Job // trace order
+	recs    []report.JobRecord
+	runs    []*running // by job index; nil when not running
+	live    []*running // the non-nil entries of runs, in no particular order
+	byID    map[string]int
+	events  eventHeap
+	out     *report.Run
+	alloc   int // GPUs held
+	useful  int // GPUs held by jobs past their delay
+	active  int // jobs submitted and not terminal
+	nrun    int // jobs holding GPUs
+	done    int
+	nEvents int
+}
+
+// Run replays jobs (in trace order; they are started in submission order)
+// and returns what happened. A job the cluster or the model cannot run is an
+// error naming the job; nothing is skipped.
+func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
+	if cfg.Round == 0 {
+		cfg.Round = 60
+	}
+	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
+		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
+	}
+	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, byID: make(map[string]int, len(jobs))}
+	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk})
+	if err != nil {
+		return nil, err
+	}
+	s.eng = eng
+	s.recs = make([]report.JobRecord, len(jobs))
+	s.runs = make([]*running, len(jobs))
+	for i, j := range jobs {
+		if err := j.Validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := s.byID[j.ID]; dup {
+			return nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
+		}
+		if err := cfg.Model.Check(j); err != nil {
+			return nil, err
+		}
+		s.byID[j.ID] = i
+		s.recs[i] = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs,
+			Submit: j.Submit, Start: -1, Finish: -1, Deadline: j.Deadline, State: string(job.Pending)}
+	}
+	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
+		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
+	if err := s.loop(); err != nil {
+		return nil, err
+	}
+	s.finishRecords()
+	return s.out, nil
+}
+
+func (s *simulator) loop() error {
+	order := make([]int, len(s.jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return s.jobs[order[a]].Submit < s.jobs[order[b]].Submit })
+	next := 0 // next arrival in order
+	round := s.cfg.Round
+	tick := int64(1) // next round at tick*round
+	lastReport := 0
+	for s.done < len(s.jobs) {
+		// Choose the next instant.
+		t := math.Inf(1)
+		if next < len(order) {
+			t = s.jobs[order[next]].Submit
+		}
+		if len(s.events) > 0 {
+			t = math.Min(t, s.events[0].t)
+		}
+		if s.active > 0 {
+			t = math.Min(t, float64(tick)*round)
+		} else if !math.IsInf(t, 1) {
+			// Idle cluster: skip the empty rounds before the next arrival.
+			tick = max(tick, int64(math.Ceil(t/round)))
+		}
+		if math.IsInf(t, 1) {
+			break // nothing can ever happen again
+		}
+		s.clk.t = t
+		// 1. Job boundaries and completions.
+		finished := false
+		for len(s.events) > 0 && s.events[0].t <= t {
+			ev := heap.Pop(&s.events).(event)
+			r := s.runs[ev.idx]
+			if r == nil || r.gen != ev.gen {
+				continue
+			}
+			s.nEvents++
+			if s.boundary(r, t) {
+				finished = true
+			}
+		}
+		// 2. Arrivals.
+		arrived := false
+		for next < len(order) && s.jobs[order[next]].Submit <= t {
+			j := s.jobs[order[next]]
+			if _, err := s.eng.Submit(j); err != nil {
+				return err
+			}
+			s.active++
+			s.nEvents++
+			next++
+			arrived = true
+		}
+		// 3. A round, when due.
+		due := float64(tick)*round <= t
+		if due {
+			tick = int64(math.Floor(t/round)) + 1
+		}
+		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished))) {
+			if err := s.schedule(t); err != nil {
+				return err
+			}
+			if s.nrun == 0 && len(s.events) == 0 && next == len(order) {
+				return s.stuck(t)
+			}
+		}
+		s.sample(t)
+		if s.cfg.Progress != nil && s.done-lastReport >= 1+len(s.jobs)/200 {
+			lastReport = s.done
+			s.cfg.Progress(t, s.done, len(s.jobs))
+		}
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.clk.t, s.done, len(s.jobs))
+	}
+	return nil
+}
+
+// stuck reports jobs that can never start: nothing runs, nothing will arrive.
+func (s *simulator) stuck(t float64) error {
+	var ids []string
+	for _, st := range s.eng.Active() {
+		ids = append(ids, st.Job.ID)
+		if len(ids) == 5 {
+			break
+		}
+	}
+	return fmt.Errorf("sim: at t=%.0f s the policy %s leaves %d job(s) waiting on an idle cluster with nothing left to happen (first: %v)",
+		t, s.cfg.Policy.Name(), s.active, ids)
+}
+
+// schedule runs one round and applies its changes.
+func (s *simulator) schedule(t float64) error {
+	for _, r := range s.live {
+		s.advance(r, t)
+		if err := s.eng.Report(r.st.Job.ID, r.progress); err != nil {
+			return err
+		}
+	}
+	changes, err := s.eng.Schedule()
+	if err != nil {
+		return err
+	}
+	s.out.Rounds++
+	for _, ch := range changes {
+		idx := s.byID[ch.Status.Job.ID]
+		rec := &s.recs[idx]
+		r := s.runs[idx]
+		switch ch.Kind {
+		case engine.Preempt:
+			s.stop(r)
+			rec.Preemptions++
+			continue
+		case engine.Resize:
+			s.stop(r)
+			rec.Resizes++
+			rec.Restarts++
+		case engine.Restart:
+			rec.Restarts++
+		case engine.Start:
+			rec.Start = t
+		}
+		costs := s.cfg.Model.Costs(ch.Status.Job)
+		delay := costs.Start
+		switch ch.Kind {
+		case engine.Restart:
+			delay = costs.Restart
+		case engine.Resize:
+			delay = costs.Resize
+		}
+		progress := ch.Status.Progress
+		gen := 0
+		if r != nil {
+			progress, gen = r.progress, r.gen
+		}
+		r = &running{idx: idx, st: ch.Status, last: t, delay: delay, progress: progress, gen: gen + 1, pos: len(s.live)}
+		s.runs[idx] = r
+		s.live = append(s.live, r)
+		s.alloc += len(ch.To)
+		s.nrun++
+		if delay <= 0 {
+			s.useful += len(ch.To)
+		}
+		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.st.Alloc, r.progress)
+		s.push(r)
+	}
+	return nil
+}
+
+// stop takes a running job off its GPUs.
+func (s *simulator) stop(r *running) {
+	r.gen++
+	last := s.live[len(s.live)-1]
+	s.live[r.pos], last.pos = last, r.pos
+	s.live = s.live[:len(s.live)-1]
+	s.runs[r.idx] = nil
+	gpus := r.st.Alloc.GPUs()
+	s.alloc -= gpus
+	if r.delay <= 0 {
+		s.useful -= gpus
+	}
+	s.nrun--
+}
+
+// advance counts r's progress and GPU time up to t.
+func (s *simulator) advance(r *running, t float64) {
+	dt := t - r.last
+	if dt <= 0 {
+		return
+	}
+	gpus := float64(r.st.Alloc.GPUs())
+	rec := &s.recs[r.idx]
+	rec.GPUSeconds += dt * gpus
+	if r.delay > 0 {
+		d := math.Min(r.delay, dt)
+		r.delay -= d
+		dt -= d
+		rec.RestartSeconds += d
+		if r.delay <= 1e-9 {
+			r.delay = 0
+			s.useful += int(gpus)
+		}
+	}
+	if dt > 0 {
+		r.progress += r.rate * dt
+		rec.UsefulGPUSeconds += dt * gpus
+	}
+	r.last = t
+}
+
+// push schedules r's next boundary: the end of its delay, the end of its
+// current rate segment, or its completion.
+func (s *simulator) push(r *running) {
+	var t float64
+	if r.delay > 0 {
+		t = r.last + r.delay
+	} else {
+		if !(r.rate > 0) {
+			return // cannot progress on this allocation; the policy must move it
+		}
+		target := math.Min(r.until, r.st.Work)
+		t = r.last + math.Max(0, target-r.progress)/r.rate
+		if s.cfg.WholeSeconds {
+			// The step in which the boundary falls starts at the last round
+			// strictly before it, or where this segment started.
+			step := math.Max(r.last, (math.Ceil(t/s.cfg.Round)-1)*s.cfg.Round)
+			p := r.progress + r.rate*(step-r.last)
+			t = step + math.RoundToEven(math.Max(0, target-p)/r.rate)
+		}
+	}
+	heap.Push(&s.events, event{t: t, idx: r.idx, gen: r.gen})
+}
+
+// boundary handles r's event at t; it reports whether r finished.
+func (s *simulator) boundary(r *running, t float64) bool {
+	inDelay := r.delay > 0
+	s.advance(r, t)
+	if !inDelay {
+		// Snap to the boundary exactly: the event time was computed from it.
+		r.progress = math.Min(r.until, r.st.Work)
+	}
+	if r.progress >= r.st.Work {
+		s.complete(r, t)
+		return true
+	}
+	if !inDelay {
+		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.st.Alloc, r.progress)
+	}
+	s.push(r)
+	return false
+}
+
+func (s *simulator) complete(r *running, t float64) {
+	s.stop(r)
+	id := r.st.Job.ID
+	_ = s.eng.Report(id, r.progress)
+	_ = s.eng.Finish(id)
+	s.recs[r.idx].Finish = t
+	s.active--
+	s.done++
+}
+
+// sample appends the cluster state at t to the timeline when it changed.
+func (s *simulator) sample(t float64) {
+	smp := report.Sample{T: t, Allocated: s.alloc, Useful: s.useful, Queued: s.active - s.nrun, Running: s.nrun}
+	tl := s.out.Timeline
+	if n := len(tl); n > 0 {
+		last := tl[n-1]
+		if last.Allocated == smp.Allocated && last.Useful == smp.Useful && last.Queued == smp.Queued && last.Running == smp.Running {
+			return
+		}
+		if last.T == t {
+			tl[n-1] = smp
+			return
+		}
+	}
+	s.out.Timeline = append(tl, smp)
+}
+
+// finishRecords fills the final states and each job's no-contention bound.
+func (s *simulator) finishRecords() {
+	s.out.Events = s.nEvents
+	perNode := map[string]int{}
+	for _, n := range s.cfg.Cluster.Nodes {
+		perNode[n.GPUType] = max(perNode[n.GPUType], n.GPUs)
+	}
+	for i, j := range s.jobs {
+		rec := &s.recs[i]
+		if st := s.eng.Job(j.ID); st != nil {
+			rec.State = string(st.State)
+		}
+		rec.LowerBound = LowerBound(s.cfg.Model, s.cfg.Cluster, perNode, j)
+	}
+	s.out.Jobs = s.recs
+}
+
+// LowerBound is j's completion time alone on the cluster: its start cost plus
+// its run time at the best GPU count in [MinGPUs, MaxGPUs] and the best GPU
+// type, packed on as few nodes as possible.
+func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job.Job) float64 {
+	types := c.GPUTypes()
+	if j.GPUType != "" {
+		types = []string{j.GPUType}
+	}
+	best := math.Inf(1)
+	for _, t := range types {
+		for n := j.MinGPUs; n <= min(j.MaxGPUs, c.GPUsOfType(t)); n++ {
+			best = math.Min(best, perf.Remaining(m, j, perf.Packed(t, n, perNode[t]), 0))
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0
+	}
+	return best + m.Costs(j).Start
+}
