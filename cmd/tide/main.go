@@ -1,0 +1,71 @@
+// Command tide is a GPU cluster scheduler for deep-learning jobs. This
+// binary holds the simulator (tide sim) and its benchmark (tide bench).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `tide schedules deep-learning jobs on GPU clusters.
+
+Usage:
+  tide sim [flags]      replay a trace under one or more policies and compare them
+  tide bench [flags]    measure the simulator's speed
+  tide policies         list the scheduling policies and their knobs
+  tide help [command]   show help
+
+With no flags, 'tide sim' replays the Pollux workload-6 trace (160 jobs,
+embedded) on 16 nodes x 4 T4 GPUs under FIFO, SRTF and Tiresias.
+Run 'tide help sim' for every flag.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "sim":
+		err = cmdSim(args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
+	case "policies":
+		err = cmdPolicies(stdout)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tide: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tide %s: %v\n", args[0], err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks mistakes on the command line (exit code 2).
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }

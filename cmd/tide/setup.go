@@ -1,0 +1,306 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/data"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/pollux"
+	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/trace"
+)
+
+// common holds the flags sim and bench share: what to replay, on what, how.
+type common struct {
+	trace, format, clusterArg, policies, placer, model, costs, preset string
+	round                                                            float64
+	onEvents, sortRows, skipBad                                      bool
+	seed                                                             int64
+}
+
+func (c *common) register(fs *flag.FlagSet, defPolicies string) {
+	fs.StringVar(&c.trace, "trace", "", "trace `FILE` to replay (default: the embedded Pollux workload-6)")
+	fs.StringVar(&c.format, "format", "", "trace format, one of "+strings.Join(trace.Formats, ", ")+" (default: detected from the file)")
+	fs.StringVar(&c.clusterArg, "cluster", "16x4:t4", "cluster: a shorthand such as 16x4:t4 or 8x1:v100,8x1:p100, or a YAML/JSON spec `FILE`")
+	fs.StringVar(&c.policies, "policy", defPolicies, "comma-separated policy specs, name[:key=value...], or 'all' (see 'tide policies')")
+	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware) or most-free (default pack; most-free under --preset pollux-artifact)")
+	fs.StringVar(&c.model, "model", "auto", "performance model: auto, pollux[=DIR], duration, elasticflow=DIR[@TYPE][,DIR@TYPE], gavel=FILE")
+	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured values, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
+	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux)")
+	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
+	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
+	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
+	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
+	fs.Int64Var(&c.seed, "seed", 1, "random seed (every policy is deterministic given it)")
+}
+
+// setup is what a simulation needs, resolved from the flags.
+type setup struct {
+	traceName string
+	jobs      []*job.Job
+	cluster   *cluster.Cluster
+	model     perf.Model
+	specs     []string
+	placer    string
+	whole     bool
+}
+
+func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
+	s := &setup{placer: c.placer}
+	switch c.preset {
+	case "":
+	case "pollux-artifact":
+		if !flagSet(fs, "on-events") {
+			c.onEvents = false
+		}
+		if s.placer == "" {
+			s.placer = "most-free"
+		}
+		s.whole = true
+	default:
+		return nil, usageError{fmt.Errorf("--preset %q: want pollux-artifact", c.preset)}
+	}
+	if c.round <= 0 || math.IsNaN(c.round) || math.IsInf(c.round, 0) {
+		return nil, usageError{fmt.Errorf("--round %v: want a positive number of seconds", c.round)}
+	}
+	cl, err := cluster.Parse(c.clusterArg)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cluster: %w", err)}
+	}
+	s.cluster = cl
+	opts := trace.Options{Sort: c.sortRows, SkipBad: c.skipBad, Warn: func(m string) { fmt.Fprintln(stderr, "warning:", m) }}
+	var tr *trace.Trace
+	if c.trace == "" {
+		f, err := data.FS.Open(data.DefaultTrace)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		tr, err = trace.Read(f, "workload-6.csv (embedded)", "pollux", opts)
+		if err != nil {
+			return nil, err
+		}
+	} else if tr, err = trace.ReadFile(c.trace, c.format, opts); err != nil {
+		return nil, err
+	}
+	s.traceName, s.jobs = tr.Name, tr.Jobs
+	if len(s.jobs) == 0 {
+		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
+	}
+	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
+		return nil, err
+	}
+	if err := applyCosts(s.model, c.costs); err != nil {
+		return nil, usageError{err}
+	}
+	hasDeadlines := false
+	for _, j := range s.jobs {
+		hasDeadlines = hasDeadlines || j.Deadline > 0
+	}
+	for _, spec := range strings.Split(c.policies, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		if spec == "all" {
+			for _, i := range policy.All() {
+				if !i.NeedsDeadlines || hasDeadlines {
+					s.specs = append(s.specs, i.Name)
+				}
+			}
+			continue
+		}
+		s.specs = append(s.specs, spec)
+	}
+	if len(s.specs) == 0 {
+		return nil, usageError{fmt.Errorf("--policy: no policy given")}
+	}
+	if c.preset == "pollux-artifact" {
+		for i, spec := range s.specs {
+			if (spec == "tiresias" || spec == "tiresias-gittins") && !strings.Contains(spec, "preset=") {
+				s.specs[i] = spec + ":preset=pollux"
+			}
+		}
+	}
+	return s, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// buildModel picks the performance model. "auto" chooses the Pollux
+// profiles for jobs counted in epochs and the duration model otherwise,
+// converting jobs that carry a recorded duration.
+func (c *common) buildModel(jobs []*job.Job, stderr io.Writer) (perf.Model, []*job.Job, error) {
+	name, arg, _ := strings.Cut(c.model, "=")
+	switch name {
+	case "auto":
+		epochs, seconds := 0, 0
+		for _, j := range jobs {
+			switch j.Unit {
+			case job.Epochs:
+				epochs++
+			case job.Seconds:
+				seconds++
+			}
+		}
+		switch {
+		case epochs == len(jobs):
+			return c.polluxModel("", jobs)
+		case seconds == len(jobs):
+			return perf.Duration{Cost: durationCosts}, jobs, nil
+		}
+		out, err := toDuration(jobs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w; pass --model elasticflow=DIR or --model gavel=FILE to use measured throughputs", err)
+		}
+		fmt.Fprintln(stderr, "note: the trace counts work in iterations; replaying each job's recorded duration (--model duration). Use --model elasticflow=DIR or gavel=FILE for measured throughputs.")
+		return perf.Duration{Cost: durationCosts}, out, nil
+	case "pollux":
+		return c.polluxModel(arg, jobs)
+	case "duration":
+		out, err := toDuration(jobs)
+		return perf.Duration{Cost: durationCosts}, out, err
+	case "elasticflow":
+		if arg == "" {
+			return nil, nil, usageError{fmt.Errorf("--model elasticflow=DIR[@TYPE]: directory of throughput CSVs missing")}
+		}
+		var tab *table.Table
+		for _, part := range strings.Split(arg, ",") {
+			dir, typ, _ := strings.Cut(part, "@")
+			if typ == "" {
+				typ = inferType(dir, c)
+			}
+			t, err := table.LoadElasticFlowDir(dir, typ)
+			if err != nil {
+				return nil, nil, err
+			}
+			if tab == nil {
+				tab = t
+			} else if err := tab.Add(t); err != nil {
+				return nil, nil, err
+			}
+		}
+		return tab, jobs, nil
+	case "gavel":
+		if arg == "" {
+			return nil, nil, usageError{fmt.Errorf("--model gavel=FILE: throughputs JSON missing")}
+		}
+		g, err := table.LoadGavel(arg)
+		return g, jobs, err
+	}
+	return nil, nil, usageError{fmt.Errorf("--model %q: want auto, pollux[=DIR], duration, elasticflow=DIR or gavel=FILE", c.model)}
+}
+
+// durationCosts: a duration-only job starts for free and pays 30 s (the
+// Pollux artifact's checkpoint-restore figure) when preempted or resized.
+var durationCosts = perf.CostTable{Default: perf.Costs{Start: 0, Restart: 30, Resize: 30}}
+
+// inferType guesses the GPU type of an ElasticFlow table directory from its
+// name (throughputs_A100 -> a100), else the cluster's only type.
+func inferType(dir string, c *common) string {
+	low := strings.ToLower(dir)
+	if i := strings.LastIndex(low, "throughputs_"); i >= 0 {
+		return strings.Trim(low[i+len("throughputs_"):], "/")
+	}
+	if cl, err := cluster.Parse(c.clusterArg); err == nil && len(cl.GPUTypes()) == 1 {
+		return cl.GPUTypes()[0]
+	}
+	return ""
+}
+
+func (c *common) polluxModel(dir string, jobs []*job.Job) (perf.Model, []*job.Job, error) {
+	if dir == "" {
+		m, err := pollux.Load(data.FS, data.ProfilesDir)
+		return m, jobs, err
+	}
+	m, err := pollux.Load(os.DirFS(dir), ".")
+	return m, jobs, err
+}
+
+// toDuration rewrites jobs to count their work as their recorded duration.
+func toDuration(jobs []*job.Job) ([]*job.Job, error) {
+	out := make([]*job.Job, len(jobs))
+	for i, j := range jobs {
+		if j.Unit == job.Seconds {
+			out[i] = j
+			continue
+		}
+		if !(j.Duration > 0) {
+			return nil, fmt.Errorf("job %s counts work in %s and has no recorded duration", j.ID, j.Unit)
+		}
+		c := *j
+		c.Work, c.Unit = j.Duration, job.Seconds
+		out[i] = &c
+	}
+	return out, nil
+}
+
+// applyCosts overrides a model's restart costs from --restart-cost.
+func applyCosts(m perf.Model, spec string) error {
+	if spec == "" {
+		return nil
+	}
+	var ct *perf.CostTable
+	switch mm := m.(type) {
+	case *pollux.Model:
+		ct = &mm.Cost
+	case *table.Table:
+		ct = &mm.Cost
+	case *table.Gavel:
+		ct = &mm.Cost
+	default:
+		return fmt.Errorf("--restart-cost: the %s model takes no cost overrides", m.Name())
+	}
+	if spec == "measured" {
+		ct.PerKey = perf.MeasuredRestartCosts
+		return nil
+	}
+	if v, err := strconv.ParseFloat(spec, 64); err == nil {
+		if v < 0 {
+			return fmt.Errorf("--restart-cost %v: want >= 0 seconds", v)
+		}
+		ct.Default, ct.PerKey = perf.Costs{Start: v, Restart: v, Resize: v}, nil
+		return nil
+	}
+	per := map[string]perf.Costs{}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		f, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || f < 0 {
+			return fmt.Errorf("--restart-cost %q: want N, 'measured', or model=N,... with N >= 0 seconds", spec)
+		}
+		per[k] = perf.Costs{Start: f, Restart: f, Resize: f}
+	}
+	ct.PerKey = per
+	return nil
+}
+
+func cmdPolicies(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POLICY\tWHAT IT DOES\tKNOBS")
+	infos := policy.All()
+	sort.SliceStable(infos, func(a, b int) bool { return infos[a].Name < infos[b].Name })
+	for _, i := range infos {
+		knobs := i.Knobs
+		if knobs == "" {
+			knobs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Name, i.Summary, knobs)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
+)
+
+const simHelp = `Usage: tide sim [flags]
+
+Replays a trace on a simulated cluster under each policy given and prints
+the policies side by side: JCT (average, median, p95, p99), queueing delay,
+makespan, GPU utilisation, preemptions and restarts per job, deadlines met,
+and each policy's distance to the no-contention lower bound.
+
+Examples:
+  tide sim                                   # workload-6, 64 T4 GPUs, fifo,srtf,tiresias
+  tide sim --policy all --report out/        # every policy; CSV, JSON and HTML in out/
+  tide sim --preset pollux-artifact --policy tiresias --json
+  tide sim --trace philly.csv --sort --cluster 512x4:v100 --policy tiresias
+
+Flags:
+`
+
+func cmdSim(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs, "fifo,srtf,tiresias")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
+	reportDir := fs.String("report", "", "also write per-job CSV, summary.json and report.html to `DIR`")
+	window := fs.String("jobs-window", "", "count only jobs LO..HI-1 (0-based, trace order) in the metrics, as `LO:HI`")
+	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, simHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (flags only; see tide help sim)", fs.Arg(0))}
+	}
+	win, err := parseWindow(*window)
+	if err != nil {
+		return usageError{err}
+	}
+	s, err := c.resolve(fs, stderr)
+	if err != nil {
+		return err
+	}
+	if win[1] > len(s.jobs) {
+		return usageError{fmt.Errorf("--jobs-window %s: the trace has %d jobs", *window, len(s.jobs))}
+	}
+	showBar := *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr))
+	if *progress != "on" && *progress != "off" && *progress != "auto" {
+		return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
+	}
+	bar := newBar(stderr, showBar, len(s.jobs)*len(s.specs))
+	runs, err := simulate(s, &c, bar)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	sums := make([]report.Summary, len(runs))
+	for i, r := range runs {
+		r.Window = win
+		sums[i] = report.Summarize(r)
+	}
+	meta := report.Meta{Trace: s.traceName, Cluster: s.cluster.String(), TotalGPUs: s.cluster.TotalGPUs(), Seed: c.seed, Jobs: len(s.jobs)}
+	if *reportDir != "" {
+		if err := report.WriteDir(*reportDir, meta, runs); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return report.WriteJSON(stdout, meta, sums)
+	}
+	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n\n", s.traceName, len(s.jobs), s.cluster)
+	report.WriteTable(stdout, sums)
+	if *reportDir != "" {
+		fmt.Fprintf(stdout, "\nreport written to %s (report.html, summary.json, jobs-<policy>.csv)\n", *reportDir)
+	}
+	return nil
+}
+
+func parseWindow(s string) ([2]int, error) {
+	if s == "" {
+		return [2]int{}, nil
+	}
+	a, b, ok := strings.Cut(s, ":")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || lo < 0 || hi <= lo {
+		return [2]int{}, fmt.Errorf("--jobs-window %q: want LO:HI with 0 <= LO < HI", s)
+	}
+	return [2]int{lo, hi}, nil
+}
+
+// simulate runs every policy on the same inputs, in parallel; the results
+// come back in the order the policies were given.
+func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
+	ctx := policy.Context{Jobs: s.jobs, Service: serviceEstimate(s)}
+	runs := make([]*report.Run, len(s.specs))
+	errs := make([]error, len(s.specs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, spec := range s.specs {
+		p, err := policy.Parse(spec, ctx)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--policy: %w", err)}
+		}
+		pl, err := place.Lookup(s.placer)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--placer: %w", err)}
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cfg := sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
+				OnEvents: c.onEvents, Seed: c.seed, Trace: s.traceName, WholeSeconds: s.whole}
+			last := 0
+			cfg.Progress = func(_ float64, done, _ int) {
+				bar.add(done - last)
+				last = done
+			}
+			runs[i], errs[i] = sim.Run(cfg, s.jobs)
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+// serviceEstimate gives each job's GPU-seconds on its requested GPUs, for
+// distributions built from the trace (Tiresias' Gittins index).
+func serviceEstimate(s *setup) func(j *job.Job) float64 {
+	perNode := 0
+	for _, n := range s.cluster.Nodes {
+		perNode = max(perNode, n.GPUs)
+	}
+	return func(j *job.Job) float64 {
+		if j.Duration > 0 {
+			return j.Duration * float64(j.GPUs)
+		}
+		t := j.GPUType
+		if t == "" {
+			t = s.cluster.GPUTypes()[0]
+		}
+		return perf.Remaining(s.model, j, perf.Packed(t, j.GPUs, perNode), 0) * float64(j.GPUs)
+	}
+}
+
+// bar is a progress bar on a terminal; it prints nothing when disabled.
+type bar struct {
+	mu      sync.Mutex
+	w       io.Writer
+	on      bool
+	total   int
+	done    int
+	start   time.Time
+	lastPct int
+}
+
+func newBar(w io.Writer, on bool, total int) *bar {
+	return &bar{w: w, on: on, total: total, start: time.Now(), lastPct: -1}
+}
+
+func (b *bar) add(n int) {
+	if !b.on || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done += n
+	pct := 100 * b.done / max(b.total, 1)
+	if pct == b.lastPct {
+		return
+	}
+	b.lastPct = pct
+	width := 40
+	fill := width * pct / 100
+	fmt.Fprintf(b.w, "\r[%s%s] %3d%%  %d/%d jobs  %.1fs", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, b.done, b.total, time.Since(b.start).Seconds())
+}
+
+func (b *bar) finish() {
+	if b.on && b.lastPct >= 0 {
+		fmt.Fprint(b.w, "\r\033[K")
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
