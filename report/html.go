@@ -151,8 +151,13 @@ func timeChart(runs []*Run, title, ylabel string, val func(r *Run, s *Sample) fl
 		x:     axis{label: "time since trace start", format: durationTick},
 		y:     axis{label: ylabel, format: numberTick},
 	}
-	c.x.ticks = timeTicks(lo, hi, 8)
-	c.x.min, c.x.max = c.x.ticks[0], c.x.ticks[len(c.x.ticks)-1]
+	// The axis spans the data exactly; ticks outside it are dropped.
+	c.x.min, c.x.max = lo, hi
+	for _, t := range timeTicks(lo, hi, 8) {
+		if t >= lo && t <= hi {
+			c.x.ticks = append(c.x.ticks, t)
+		}
+	}
 	ymax := 0.0
 	for _, r := range runs {
 		_, end := runSpan(r)

@@ -225,8 +225,9 @@ func niceTicks(lo, hi float64, n int) []float64 {
 
 // timeSteps are the round durations, in seconds, that time axes step by.
 var timeSteps = []float64{1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
-	3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400,
-	14 * 86400, 28 * 86400, 56 * 86400, 91 * 86400, 182 * 86400, 364 * 86400}
+	3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 3 * 86400,
+	5 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 56 * 86400, 91 * 86400,
+	182 * 86400, 364 * 86400}
 
 // timeTicks returns ticks at the smallest round duration step (1 min, 6 h,
 // 1 d, ...) that gives at most about n intervals, covering [lo, hi] like

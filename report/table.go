@@ -80,7 +80,7 @@ func WriteTable(w io.Writer, sums []Summary) error {
 	for _, row := range tableCells(sums) {
 		for i, c := range row {
 			// Cells must not break the table's own layout.
-			row[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
+			row[i] = cellSpace.Replace(c)
 		}
 		if _, err := io.WriteString(tw, strings.Join(row, "\t")+"\n"); err != nil {
 			return err
@@ -88,6 +88,9 @@ func WriteTable(w io.Writer, sums []Summary) error {
 	}
 	return tw.Flush()
 }
+
+// cellSpace replaces the characters that would break a text table's layout.
+var cellSpace = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 
 // fixed formats x with prec decimals.
 func fixed(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }

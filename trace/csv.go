@@ -30,15 +30,18 @@ type csvFormat struct {
 	row func(p *parser, r *row, j *job.Job, index int)
 }
 
-// header maps column names to their index.
-type header map[string]int
+// header holds the column names in file order. A linear scan over the few
+// columns of a trace is cheaper than hashing for every field of every row.
+type header []string
 
-func (h header) has(name string) bool { _, ok := h[name]; return ok }
+func (h header) has(name string) bool { return h.col(name) >= 0 }
 
 // col is the index of name, or -1 when the header lacks it.
 func (h header) col(name string) int {
-	if i, ok := h[name]; ok {
-		return i
+	for i, c := range h {
+		if c == name {
+			return i
+		}
 	}
 	return -1
 }
@@ -60,19 +63,21 @@ func (p *parser) readCSV(r io.Reader, f csvFormat) error {
 	}
 	hline, _ := cr.FieldPos(0)
 	p.lastLine = hline
+	if len(rec) > maxColumns {
+		return &ParseError{File: p.name, Line: hline, Msg: fmt.Sprintf("the header has %d columns; at most %d are supported", len(rec), maxColumns)}
+	}
 	names := make([]string, len(rec))
-	h := make(header, len(rec))
 	for i, c := range rec {
 		c = strings.TrimSpace(c)
 		if i == 0 {
 			c = strings.TrimPrefix(c, "\ufeff")
 		}
-		names[i] = c
-		if _, dup := h[c]; dup {
+		if header(names[:i]).has(c) {
 			return &ParseError{File: p.name, Line: hline, Field: c, Msg: "column appears twice in the header"}
 		}
-		h[c] = i
+		names[i] = c
 	}
+	h := header(names)
 	seen := strings.Join(names, ",")
 	required := f.required
 	if f.need != nil {
@@ -238,6 +243,9 @@ func (r *row) deadline(name string, d, submit float64) float64 {
 	}
 	return d
 }
+
+// maxColumns bounds the width of a CSV trace.
+const maxColumns = 1024
 
 // maxInt bounds integer fields (GPU counts, batch sizes, priorities).
 const maxInt = math.MaxInt32

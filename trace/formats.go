@@ -10,9 +10,9 @@ import (
 	"github.com/tide-sched/tide/job"
 )
 
-// PolluxEpochs is the number of epochs each Pollux application trains for
-// (the Pollux artifact's simulator/applications.py, data/README.md).
-var PolluxEpochs = map[string]float64{
+// polluxEpochs is the number of epochs each Pollux application trains for
+// (the shared data README, from the Pollux artifact's profiles).
+var polluxEpochs = map[string]float64{
 	"bert":        2,
 	"cifar10":     100,
 	"ncf":         10,
@@ -35,10 +35,10 @@ var polluxFormat = csvFormat{
 		j.BatchSize = r.count("batch_size", 0)
 		j.Unit = job.Epochs
 		if r.err == nil {
-			e, ok := PolluxEpochs[j.Model]
+			e, ok := polluxEpochs[j.Model]
 			if !ok {
-				known := make([]string, 0, len(PolluxEpochs))
-				for k := range PolluxEpochs {
+				known := make([]string, 0, len(polluxEpochs))
+				for k := range polluxEpochs {
 					known = append(known, k)
 				}
 				slices.Sort(known)
@@ -63,7 +63,8 @@ var phillyFormat = csvFormat{
 	optional: []string{"gpu_time"},
 	shift:    true,
 	row: func(p *parser, r *row, j *job.Job, index int) {
-		j.ID = "philly-" + strconv.Itoa(index)
+		p.buf = strconv.AppendInt(append(p.buf[:0], "philly-"...), int64(index), 10)
+		j.ID = string(p.buf)
 		ts := r.raw("timestamp")
 		if r.err == nil {
 			t, err := time.Parse(phillyLayout, ts)
@@ -156,9 +157,9 @@ var itpFormat = csvFormat{
 
 // Chronus priorities by job_type.
 const (
-	ChronusStrict     = 2 // strict SLO: must meet its deadline
-	ChronusSoft       = 1 // soft SLO: utility falls after the first deadline
-	ChronusBestEffort = 0 // no deadline
+	chronusStrict     = 2 // strict SLO: must meet its deadline
+	chronusSoft       = 1 // soft SLO: utility falls after the first deadline
+	chronusBestEffort = 0 // no deadline
 )
 
 // chronus: job_id,user,num_gpu,submit_time,iterations,model_name,duration,
@@ -183,11 +184,11 @@ var chronusFormat = csvFormat{
 		}
 		switch kind {
 		case "strict":
-			j.Priority = ChronusStrict
+			j.Priority = chronusStrict
 		case "soft":
-			j.Priority = ChronusSoft
+			j.Priority = chronusSoft
 		case "best", "best-effort", "best_effort", "besteffort":
-			j.Priority = ChronusBestEffort
+			j.Priority = chronusBestEffort
 			return
 		default:
 			r.fail("job_type", "unknown job type %q: want strict, soft or best", kind)
@@ -228,8 +229,8 @@ var tideCSVFormat = csvFormat{
 			j.Priority = v
 		}
 		j.GPUs = r.count("gpus", 1)
-		j.MinGPUs = r.optCount("min_gpus", 1)
-		j.MaxGPUs = r.optCount("max_gpus", 1)
+		j.MinGPUs = r.optCount("min_gpus", 0)
+		j.MaxGPUs = r.optCount("max_gpus", 0)
 		j.GPUType = r.optText("gpu_type")
 		j.Model = r.optText("model")
 		j.BatchSize = r.optCount("batch_size", 0)

@@ -229,9 +229,14 @@ func TestRealTraces(t *testing.T) {
 			format: Gavel, files: 26, sep: "\t",
 			id: rowIndex,
 			check: func(t *testing.T, tb table, r []string, j *job.Job) {
-				steps, scale, arrival := r[5], r[6], r[9] // 10 columns
-				if len(r) == 7 {
+				var steps, scale, arrival string
+				switch len(r) {
+				case 10:
+					steps, scale, arrival = r[5], r[6], r[9]
+				case 7:
 					steps, scale, arrival = r[4], r[6], r[5]
+				default:
+					t.Fatalf("test expects 7 or 10 columns, got %d", len(r))
 				}
 				eq(t, "submit", j.Submit, num(t, arrival))
 				eq(t, "gpus", float64(j.GPUs), num(t, scale))

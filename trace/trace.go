@@ -240,7 +240,8 @@ type parser struct {
 	lastLine int // line of the last row read
 	skipped  int
 	intern   map[string]string
-	shift    bool // Submit holds absolute times: rebase on the earliest (philly)
+	shift    bool   // Submit holds absolute times: rebase on the earliest (philly)
+	buf      []byte // scratch space for building IDs
 }
 
 // job returns a zeroed job to fill. It becomes part of the trace only when

@@ -327,8 +327,8 @@ func TestTideCSV(t *testing.T) {
 		job.Job{ID: "c,1", Submit: 6, GPUs: 2, MinGPUs: 2, MaxGPUs: 2, Model: "res,net", Work: 1e6, Unit: job.Samples},
 	)
 	// Column order is free and optional columns may be left out.
-	got = mustRead(t, TideCSV, "unit,work,gpus,submit,id\niterations,10,1,0,x\n", Options{})
-	wantJobs(t, got, job.Job{ID: "x", GPUs: 1, MinGPUs: 1, MaxGPUs: 1, Work: 10, Unit: job.Iterations})
+	got = mustRead(t, TideCSV, "unit,work,gpus,submit,id,min_gpus\niterations,10,3,0,x,0\n", Options{})
+	wantJobs(t, got, job.Job{ID: "x", GPUs: 3, MinGPUs: 3, MaxGPUs: 3, Work: 10, Unit: job.Iterations})
 
 	const h = "id,submit,gpus,min_gpus,max_gpus,work,unit,deadline,duration,priority\n"
 	runErrCases(t, TideCSV, []errCase{
@@ -465,3 +465,36 @@ func TestSlabReuse(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestDocExamples reads the tide-csv and tide-jsonl examples of
+// docs/trace-formats.md: the documented format must be the implemented one.
+func TestDocExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "trace-formats.md"))
+	if err != nil {
+		t.Skipf("docs not found: %v", err)
+	}
+	blocks := map[string]string{}
+	for _, part := range strings.Split(string(b), "```")[1:] {
+		lang, body, _ := strings.Cut(part, "\n")
+		if lang == "csv" || lang == "json" {
+			blocks[lang] = body
+		}
+	}
+	var jobs [2][]*job.Job
+	for i, f := range []struct{ lang, format string }{{"csv", TideCSV}, {"json", TideJSONL}} {
+		if blocks[f.lang] == "" {
+			t.Fatalf("no %s example in the docs", f.lang)
+		}
+		jobs[i] = mustRead(t, f.format, blocks[f.lang], Options{})
+	}
+	wantJobs(t, jobs[1], func() []job.Job {
+		var js []job.Job
+		for _, j := range jobs[0] {
+			js = append(js, *j)
+		}
+		return js
+	}()...)
+	if len(jobs[0]) != 3 || jobs[0][2].Unit != job.Seconds || jobs[0][0].Deadline != 7200 {
+		t.Errorf("unexpected example jobs %+v", jobs[0])
+	}
+}

@@ -24,9 +24,9 @@ import (
 // common holds the flags sim and bench share: what to replay, on what, how.
 type common struct {
 	trace, format, clusterArg, policies, placer, model, costs, preset string
-	round                                                            float64
-	onEvents, sortRows, skipBad                                      bool
-	seed                                                             int64
+	round                                                             float64
+	onEvents, sortRows, skipBad                                       bool
+	seed                                                              int64
 }
 
 func (c *common) register(fs *flag.FlagSet, defPolicies string) {

@@ -243,7 +243,7 @@ func parseSheet(source string, r io.Reader) (*sheet, error) {
 	cr.TrimLeadingSpace = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, &ParseError{File: source, Err: errors.New("empty file, want a header " + BatchColumn + ",1,2,4,...")}
+		return nil, &ParseError{File: source, Err: errors.New("empty file: want a header of " + BatchColumn + " and GPU counts")}
 	}
 	if err != nil {
 		return nil, csvError(source, err)
@@ -369,8 +369,10 @@ func (c *curve) at(n int, interp Interpolation) float64 {
 	if n == lo || interp == Floor {
 		return c.rates[i-1]
 	}
-	f := float64(n-lo) / float64(hi-lo)
-	return c.rates[i-1] + f*(c.rates[i]-c.rates[i-1])
+	a, b := c.rates[i-1], c.rates[i]
+	v := a + float64(n-lo)/float64(hi-lo)*(b-a)
+	// Keep rounding from stepping outside the two measurements.
+	return max(min(a, b), min(max(a, b), v))
 }
 
 // Models lists the loaded model names, sorted.

@@ -427,7 +427,7 @@ func (g *Gavel) Check(j *job.Job) error {
 	if !ok {
 		return fmt.Errorf("job %s: job type %q: %w (Gavel throughputs have %s)", j.ID, j.Model, perf.ErrUnknownModel, strings.Join(sortedKeys(g.jobs), "; "))
 	}
-	if sort.SearchInts(sfs, j.GPUs) == len(sfs) || sfs[sort.SearchInts(sfs, j.GPUs)] != j.GPUs {
+	if i := sort.SearchInts(sfs, j.GPUs); i == len(sfs) || sfs[i] != j.GPUs {
 		return fmt.Errorf("job %s: job type %q: no throughput at scale factor (GPUs) %d (have %s)", j.ID, j.Model, j.GPUs, joinInts(sfs))
 	}
 	switch j.Unit {

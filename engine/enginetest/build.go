@@ -1,0 +1,69 @@
+// Package enginetest holds small builders for tests, so a table test reads
+// like its scenario: enginetest.Job("a").At(10).GPUs(2).Seconds(300).Obj().
+package enginetest
+
+import (
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/job"
+)
+
+// JobBuilder builds a job.Job.
+type JobBuilder struct{ j job.Job }
+
+// Job starts a rigid one-GPU job with 60 s of work submitted at 0.
+func Job(id string) *JobBuilder {
+	return &JobBuilder{job.Job{ID: id, GPUs: 1, Work: 60, Unit: job.Seconds, Duration: 60}}
+}
+
+// At sets the submission time, s.
+func (b *JobBuilder) At(t float64) *JobBuilder { b.j.Submit = t; return b }
+
+// GPUs sets a rigid GPU count.
+func (b *JobBuilder) GPUs(n int) *JobBuilder {
+	b.j.GPUs, b.j.MinGPUs, b.j.MaxGPUs = n, n, n
+	return b
+}
+
+// Elastic sets a GPU range, with n the requested count.
+func (b *JobBuilder) Elastic(lo, n, hi int) *JobBuilder {
+	b.j.MinGPUs, b.j.GPUs, b.j.MaxGPUs = lo, n, hi
+	return b
+}
+
+// Seconds sets duration-only work: s seconds on the requested GPUs.
+func (b *JobBuilder) Seconds(s float64) *JobBuilder {
+	b.j.Work, b.j.Unit, b.j.Duration = s, job.Seconds, s
+	return b
+}
+
+// Epochs sets work counted in epochs of a profiled model.
+func (b *JobBuilder) Epochs(model string, e float64, batch int) *JobBuilder {
+	b.j.Model, b.j.Work, b.j.Unit, b.j.BatchSize, b.j.Duration = model, e, job.Epochs, batch, 0
+	return b
+}
+
+// Deadline sets an absolute deadline, s.
+func (b *JobBuilder) Deadline(t float64) *JobBuilder { b.j.Deadline = t; return b }
+
+// Type restricts the job to one GPU type.
+func (b *JobBuilder) Type(t string) *JobBuilder { b.j.GPUType = t; return b }
+
+// Tenant sets the owner.
+func (b *JobBuilder) Tenant(t string) *JobBuilder { b.j.Tenant = t; return b }
+
+// Obj returns the job.
+func (b *JobBuilder) Obj() *job.Job { j := b.j; return &j }
+
+// Cluster builds a cluster from a shorthand such as "2x4:t4"; it panics on a
+// bad shorthand, which is a bug in the test.
+func Cluster(shorthand string) *cluster.Cluster {
+	spec, err := cluster.ParseShorthand(shorthand)
+	if err != nil {
+		panic(err)
+	}
+	c, err := spec.Build()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
