@@ -52,20 +52,19 @@ var maxLocalBszOverride = map[string]int{"yolov3": 8}
 
 // Profile is one model's measurements.
 type Profile struct {
-	Name         string
-	InitBatch    int // smallest validated global batch size, B0
-	MaxBatch     int // largest validated global batch size
-	MinLocalBsz  int // smallest profiled per-GPU batch
-	MaxLocalBsz  int // largest per-GPU batch (profiled, or the artifact's override)
-	MaxEpochs    int
-	placements   map[string]*curve // normalised placement digits -> step/sync over local bsz
-	points       []point           // (nodes, replicas, bsz) -> step, sync for interpolation
-	nodeLevels   []int             // sorted distinct node counts among points
-	valBatch     []int             // validated batch sizes, ascending
-	grad         [][]gradStat      // [validation index][epoch]
-	progress     []float64         // progress[e] = progress at the end of epoch e-1; progress[0] = 0
-	configCache  sync.Map          // configKey -> config
-	measuredOnly bool
+	Name        string
+	InitBatch   int // smallest validated global batch size, B0
+	MaxBatch    int // largest validated global batch size
+	MinLocalBsz int // smallest profiled per-GPU batch
+	MaxLocalBsz int // largest per-GPU batch (profiled, or the artifact's override)
+	MaxEpochs   int
+	placements  map[string]*curve // normalised placement digits -> step/sync over local bsz
+	points      []point           // (nodes, replicas, bsz) -> step, sync for interpolation
+	nodeLevels  []int             // sorted distinct node counts among points
+	valBatch    []int             // validated batch sizes, ascending
+	grad        [][]gradStat      // [validation index][epoch]
+	progress    []float64         // progress[e] = progress at the end of epoch e-1; progress[0] = 0
+	configCache sync.Map          // configKey -> config
 }
 
 type gradStat struct{ sqr, vr float64 }
