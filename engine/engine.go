@@ -64,7 +64,8 @@ type Status struct {
 
 	Memo Memo
 
-	since float64 // time up to which Attained/Executed/Waited are counted
+	since   float64 // time up to which Attained/Executed/Waited are counted
+	checked int     // the round in which check last saw this job planned
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -158,6 +159,7 @@ type Config struct {
 type Engine struct {
 	cfg     Config
 	jobs    map[string]*Status
+	given   []int     // scratch for checkPlacement, one per GPU
 	active  []*Status // waiting or running, by (Submit, ID)
 	owner   []*Status // GPU -> holder
 	rounds  int
@@ -172,7 +174,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Cluster.TotalGPUs() == 0 {
 		return nil, fmt.Errorf("engine: the cluster has no GPUs")
 	}
-	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
+	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
@@ -336,13 +338,19 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// 3. Decide.
 	plan := e.cfg.Policy.Schedule(snap)
 	// 4. Check.
-	if err := e.check(plan); err != nil {
+	planned, err := e.check(plan)
+	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
 	for id, m := range plan.Memo {
 		if st := e.jobs[id]; st != nil {
 			st.Memo = m
 		}
+	}
+	if e.keepsAll(plan, planned) {
+		// The placer must leave every job on what it holds: nothing changes.
+		// Most rounds end here, which keeps large simulations fast.
+		return nil, nil
 	}
 	// 5. Place.
 	held := make(map[string][]cluster.GPUID, len(e.active))
@@ -443,24 +451,48 @@ func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
 	return a
 }
 
-func (e *Engine) check(p Plan) error {
-	seen := make(map[string]bool, len(p.Run))
+// keepsAll reports whether plan runs exactly the jobs running now, each on
+// the count and type it holds.
+func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
+	running := 0
+	for _, st := range e.active {
+		if len(st.GPUs) > 0 {
+			running++
+		}
+	}
+	if running != len(p.Run) {
+		return false
+	}
+	for i, a := range p.Run {
+		st := planned[i]
+		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) {
+			return false
+		}
+	}
+	return true
+}
+
+// check validates a plan and returns the status of each job it runs, in
+// plan order.
+func (e *Engine) check(p Plan) ([]*Status, error) {
+	planned := make([]*Status, len(p.Run))
 	perType := map[string]int{}
 	total := 0
-	for _, a := range p.Run {
+	for i, a := range p.Run {
 		st := e.jobs[a.Job]
 		if st == nil || st.State.Terminal() {
-			return fmt.Errorf("plan runs job %q, which is not active", a.Job)
+			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
 		}
-		if seen[a.Job] {
-			return fmt.Errorf("plan lists job %s twice", a.Job)
+		if st.checked == e.rounds {
+			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
 		}
-		seen[a.Job] = true
+		st.checked = e.rounds
+		planned[i] = st
 		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
-			return fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
 		}
 		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
-			return fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
 		}
 		t := a.GPUType
 		if t == "" {
@@ -470,22 +502,26 @@ func (e *Engine) check(p Plan) error {
 		total += a.GPUs
 	}
 	if total > e.cfg.Cluster.TotalGPUs() {
-		return fmt.Errorf("plan asks for %d GPUs, the cluster has %d", total, e.cfg.Cluster.TotalGPUs())
+		return nil, fmt.Errorf("plan asks for %d GPUs, the cluster has %d", total, e.cfg.Cluster.TotalGPUs())
 	}
 	for t, n := range perType {
 		if t != "" && n > e.cfg.Cluster.GPUsOfType(t) {
-			return fmt.Errorf("plan asks for %d %s GPUs, the cluster has %d", n, t, e.cfg.Cluster.GPUsOfType(t))
+			return nil, fmt.Errorf("plan asks for %d %s GPUs, the cluster has %d", n, t, e.cfg.Cluster.GPUsOfType(t))
 		}
 	}
-	return nil
+	return planned, nil
 }
 
 // checkPlacement enforces the invariants no placer may break: every GPU
 // exists and is given at most once, and a job gets the count it was planned.
 func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error {
-	owner := make(map[cluster.GPUID]string)
+	// e.given[g] holds 1 + the index in p.Run of the job given GPU g in this
+	// round: a reused slice, since a map here dominated large simulations.
+	for i := range e.given {
+		e.given[i] = 0
+	}
 	planned := 0
-	for _, a := range p.Run {
+	for i, a := range p.Run {
 		gpus, ok := placed[a.Job]
 		if !ok {
 			continue
@@ -502,10 +538,10 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 			if t := e.cfg.Cluster.NodeOf(g).GPUType; a.GPUType != "" && t != a.GPUType {
 				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
 			}
-			if o, ok := owner[g]; ok {
-				return fmt.Errorf("GPU %d given to both %s and %s", g, o, id)
+			if o := e.given[g]; o != 0 {
+				return fmt.Errorf("GPU %d given to both %s and %s", g, p.Run[o-1].Job, id)
 			}
-			owner[g] = id
+			e.given[g] = i + 1
 		}
 	}
 	if planned != len(placed) {

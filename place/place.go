@@ -23,8 +23,9 @@ func Lookup(name string) (engine.Placer, error) {
 
 // freeMap tracks free GPUs per node during one placement.
 type freeMap struct {
-	c    *cluster.Cluster
-	free [][]cluster.GPUID // node -> free GPU ids, ascending
+	c     *cluster.Cluster
+	free  [][]cluster.GPUID // node -> free GPU ids, ascending
+	count map[string]int    // GPU type -> free GPUs
 }
 
 // start marks every GPU free except those kept by jobs whose assignment is
@@ -45,13 +46,19 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 			busy[g] = true
 		}
 	}
-	f := &freeMap{c: c, free: make([][]cluster.GPUID, len(c.Nodes))}
+	// One backing array for every node's free list: a round allocates
+	// twice, not once per node.
+	f := &freeMap{c: c, free: make([][]cluster.GPUID, len(c.Nodes)), count: map[string]int{}}
+	all := make([]cluster.GPUID, 0, len(busy))
 	for _, n := range c.Nodes {
+		from := len(all)
 		for k := 0; k < n.GPUs; k++ {
 			if g := n.First + cluster.GPUID(k); !busy[g] {
-				f.free[n.ID] = append(f.free[n.ID], g)
+				all = append(all, g)
 			}
 		}
+		f.free[n.ID] = all[from:len(all):len(all)]
+		f.count[n.GPUType] += len(all) - from
 	}
 	return f, out
 }
@@ -59,17 +66,13 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 // available counts free GPUs of type t ("" = any type; then the type with
 // the most free GPUs is returned with its count).
 func (f *freeMap) available(t string) (string, int) {
-	count := map[string]int{}
-	for _, n := range f.c.Nodes {
-		count[n.GPUType] += len(f.free[n.ID])
-	}
 	if t != "" {
-		return t, count[t]
+		return t, f.count[t]
 	}
 	best, bestN := "", -1
 	for _, typ := range f.c.GPUTypes() {
-		if count[typ] > bestN {
-			best, bestN = typ, count[typ]
+		if f.count[typ] > bestN {
+			best, bestN = typ, f.count[typ]
 		}
 	}
 	return best, bestN
@@ -77,6 +80,7 @@ func (f *freeMap) available(t string) (string, int) {
 
 // take removes k free GPUs from node n (lowest ids first).
 func (f *freeMap) take(n, k int) []cluster.GPUID {
+	f.count[f.c.Nodes[n].GPUType] -= k
 	g := f.free[n][:k:k]
 	f.free[n] = f.free[n][k:]
 	return g

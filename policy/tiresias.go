@@ -2,9 +2,11 @@ package policy
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,7 +129,7 @@ func (t *Tiresias) queueOf(service float64) int {
 
 // Schedule implements engine.Policy.
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
-	memo := make(map[string]engine.Memo, len(s.Jobs))
+	memo := map[string]engine.Memo{} // only the memos that change
 	type entry struct {
 		st      *engine.Status
 		queue   int
@@ -153,7 +155,9 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 				m[memoEntered] = st.Job.Submit
 			}
 		}
-		memo[st.Job.ID] = m
+		if m != st.Memo {
+			memo[st.Job.ID] = m
+		}
 		e := entry{st: st, queue: q, entered: m[memoEntered]}
 		if t.Gittins != nil {
 			d := t.Gittins.Quantum
@@ -164,22 +168,21 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		entries[i] = e
 	}
-	sort.SliceStable(entries, func(a, b int) bool {
-		ea, eb := entries[a], entries[b]
+	slices.SortStableFunc(entries, func(ea, eb entry) int {
 		if ea.queue != eb.queue {
-			return ea.queue < eb.queue
+			return cmp.Compare(ea.queue, eb.queue)
 		}
 		if t.Gittins != nil && ea.index != eb.index {
-			return ea.index > eb.index
+			return -cmp.Compare(ea.index, eb.index)
 		}
 		if ea.entered != eb.entered {
-			return ea.entered < eb.entered
+			return cmp.Compare(ea.entered, eb.entered)
 		}
 		ja, jb := ea.st.Job, eb.st.Job
 		if ja.Submit != jb.Submit {
-			return ja.Submit < jb.Submit
+			return cmp.Compare(ja.Submit, jb.Submit)
 		}
-		return ja.ID < jb.ID
+		return strings.Compare(ja.ID, jb.ID)
 	})
 	order := make([]*engine.Status, len(entries))
 	for i, e := range entries {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +34,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs, "tiresias")
 	repeat := fs.Int("repeat", 3, "runs per policy; the best is reported")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the runs to `FILE` (read it with go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
@@ -51,6 +54,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	s, err := c.resolve(fs, stderr)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n", s.traceName, len(s.jobs), s.cluster)
