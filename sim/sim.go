@@ -62,6 +62,7 @@ type running struct {
 	until    float64 // progress at which rate changes
 	progress float64
 	gen      int // bumped on every change; stale events are ignored
+	gpus     int // GPUs held; the engine may have released them already
 	pos      int // index in simulator.live
 }
 
@@ -96,6 +97,7 @@ type simulator struct {
 	jobs    []*job.Job // trace order
 	recs    []report.JobRecord
 	runs    []*running // by job index; nil when not running
+	gens    []int      // by job index: bumped at every start and stop
 	live    []*running // the non-nil entries of runs, in no particular order
 	byID    map[string]int
 	events  eventHeap
@@ -126,6 +128,7 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	s.eng = eng
 	s.recs = make([]report.JobRecord, len(jobs))
 	s.runs = make([]*running, len(jobs))
+	s.gens = make([]int, len(jobs))
 	for i, j := range jobs {
 		if err := j.Validate(); err != nil {
 			return nil, err
@@ -281,11 +284,13 @@ func (s *simulator) schedule(t float64) error {
 			delay = costs.Resize
 		}
 		progress := ch.Status.Progress
-		gen := 0
 		if r != nil {
-			progress, gen = r.progress, r.gen
+			progress = r.progress
 		}
-		r = &running{idx: idx, st: ch.Status, last: t, delay: delay, progress: progress, gen: gen + 1, pos: len(s.live)}
+		// Generations count per job over the whole run, across
+		// preemptions, so an event pushed before one never fires after.
+		s.gens[idx]++
+		r = &running{idx: idx, st: ch.Status, last: t, delay: delay, progress: progress, gen: s.gens[idx], pos: len(s.live), gpus: len(ch.To)}
 		s.runs[idx] = r
 		s.live = append(s.live, r)
 		s.alloc += len(ch.To)
@@ -301,12 +306,13 @@ func (s *simulator) schedule(t float64) error {
 
 // stop takes a running job off its GPUs.
 func (s *simulator) stop(r *running) {
-	r.gen++
+	s.gens[r.idx]++
+	r.gen = s.gens[r.idx]
 	last := s.live[len(s.live)-1]
 	s.live[r.pos], last.pos = last, r.pos
 	s.live = s.live[:len(s.live)-1]
 	s.runs[r.idx] = nil
-	gpus := r.st.Alloc.GPUs()
+	gpus := r.gpus
 	s.alloc -= gpus
 	if r.delay <= 0 {
 		s.useful -= gpus
@@ -320,7 +326,7 @@ func (s *simulator) advance(r *running, t float64) {
 	if dt <= 0 {
 		return
 	}
-	gpus := float64(r.st.Alloc.GPUs())
+	gpus := float64(r.gpus)
 	rec := &s.recs[r.idx]
 	rec.GPUSeconds += dt * gpus
 	if r.delay > 0 {
