@@ -69,7 +69,8 @@ type Status struct {
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
-// it or anything it points to.
+// it or anything it points to, nor keep it after Policy.Schedule returns
+// (the engine reuses its memory for the next round).
 type Snapshot struct {
 	Now     float64
 	Round   int // rounds run before this one
@@ -313,18 +314,31 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	st.since = now
 }
 
-// Snapshot returns a read-only view of the engine now.
+// Snapshot returns a read-only view of the engine now. It is the caller's to
+// keep.
 func (e *Engine) Snapshot() *Snapshot {
+	s, _ := e.snapshot(nil, nil)
+	return s
+}
+
+// snapshot fills a Snapshot using the given buffers (grown as needed).
+func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status) {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	s := &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: make([]*Status, len(e.active)), GPUsPerNode: e.perNode}
-	copies := make([]Status, len(e.active))
+	n := len(e.active)
+	if cap(ptrs) < n {
+		ptrs = make([]*Status, n, n+n/4)
+	}
+	if cap(copies) < n {
+		copies = make([]Status, n, n+n/4)
+	}
+	ptrs, copies = ptrs[:n], copies[:n]
 	for i, st := range e.active {
 		copies[i] = *st
-		s.Jobs[i] = &copies[i]
+		ptrs[i] = &copies[i]
 	}
-	return s
+	return &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
+		Jobs: ptrs, GPUsPerNode: e.perNode}, copies
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
