@@ -1,0 +1,304 @@
+package engine_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+)
+
+// manual is a clock the test moves by hand.
+type manual struct{ t float64 }
+
+func (c *manual) Now() float64 { return c.t }
+
+// planFunc adapts a function to engine.Policy.
+type planFunc func(s *engine.Snapshot) engine.Plan
+
+func (planFunc) Name() string                              { return "test" }
+func (f planFunc) Schedule(s *engine.Snapshot) engine.Plan { return f(s) }
+
+// fixedPlacer returns a canned placement, to feed the engine placers that
+// break the rules.
+type fixedPlacer map[string][]cluster.GPUID
+
+func (fixedPlacer) Name() string { return "fixed" }
+func (f fixedPlacer) Place(*cluster.Cluster, map[string][]cluster.GPUID, []engine.Assignment) map[string][]cluster.GPUID {
+	return f
+}
+
+func newEngine(t *testing.T, shorthand string, p engine.Policy, pl engine.Placer) (*engine.Engine, *manual) {
+	t.Helper()
+	clk := &manual{}
+	if pl == nil {
+		pl = place.Pack{}
+	}
+	e, err := engine.New(engine.Config{Cluster: enginetest.Cluster(shorthand), Model: perf.Duration{},
+		Policy: p, Placer: pl, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, clk
+}
+
+// TestRejectsBadPlans feeds the engine plans and placements that break its
+// invariants; each must be refused with an error that says why, and leave
+// no job holding GPUs.
+func TestRejectsBadPlans(t *testing.T) {
+	run := func(id string, n int) engine.Assignment { return engine.Assignment{Job: id, GPUs: n} }
+	tests := []struct {
+		name   string
+		plan   []engine.Assignment
+		placer engine.Placer
+		want   string
+	}{
+		{"unknown job", []engine.Assignment{run("zz", 1)}, nil, `"zz"`},
+		{"job twice", []engine.Assignment{run("a", 1), run("a", 1)}, nil, "twice"},
+		{"below its minimum", []engine.Assignment{run("e", 1)}, nil, "outside its [2, 4]"},
+		{"above its maximum", []engine.Assignment{run("e", 5)}, nil, "outside its [2, 4]"},
+		{"more than the cluster", []engine.Assignment{run("a", 1), run("b", 4), run("e", 4)}, nil, "the cluster has 8"},
+		{"wrong type", []engine.Assignment{{Job: "a", GPUs: 1, GPUType: "v100"}}, nil, "asks for t4"},
+		{"GPU given twice", []engine.Assignment{run("a", 1), run("b", 4)},
+			fixedPlacer{"a": {0}, "b": {0, 1, 2, 3}}, "GPU 0 given to both"},
+		{"wrong count placed", []engine.Assignment{run("b", 4)}, fixedPlacer{"b": {0, 1}}, "placed on 2"},
+		{"GPU that does not exist", []engine.Assignment{run("a", 1)}, fixedPlacer{"a": {99}}, "does not exist"},
+		{"placed a job not planned", []engine.Assignment{run("a", 1)}, fixedPlacer{"a": {0}, "b": {1, 2, 3, 4}}, "only 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newEngine(t, "2x4:t4", planFunc(func(*engine.Snapshot) engine.Plan { return engine.Plan{Run: tc.plan} }), tc.placer)
+			for _, j := range []*job.Job{
+				enginetest.Job("a").Type("t4").Obj(),
+				enginetest.Job("b").GPUs(4).Obj(),
+				enginetest.Job("e").Elastic(2, 3, 4).Obj(),
+			} {
+				if _, err := e.Submit(j); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := e.Schedule()
+			if err == nil {
+				t.Fatalf("plan accepted, want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if n := e.Allocated(); n != 0 {
+				t.Errorf("%d GPUs allocated after a refused plan", n)
+			}
+		})
+	}
+}
+
+// TestSubmitErrors checks that jobs the engine cannot run are refused at the
+// door, by name, and that nothing already accepted is lost.
+func TestSubmitErrors(t *testing.T) {
+	e, _ := newEngine(t, "2x4:t4", planFunc(func(*engine.Snapshot) engine.Plan { return engine.Plan{} }), nil)
+	if _, err := e.Submit(enginetest.Job("ok").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		j    *job.Job
+		want string
+	}{
+		{enginetest.Job("ok").Obj(), "already submitted"},
+		{enginetest.Job("big").GPUs(9).Obj(), "the cluster has 8"},
+		{enginetest.Job("typed").Type("a100").Obj(), "a100"},
+		{enginetest.Job("epochs").Epochs("bert", 2, 32).Obj(), "duration model"},
+	} {
+		_, err := e.Submit(tc.j)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.j.ID) {
+			t.Errorf("submit %s: error %v, want one naming the job and containing %q", tc.j.ID, err, tc.want)
+		}
+	}
+	if len(e.Active()) != 1 || e.Job("ok") == nil {
+		t.Errorf("accepted job lost: %d active", len(e.Active()))
+	}
+}
+
+// TestAccounting checks attained service (GPU-seconds), executed and waited
+// time, driven only by the clock the engine was handed. Job a (2 GPUs) runs
+// 0-100, is preempted for b at 100 and waits 100-160: attained 2x100 = 200,
+// executed 100, waited 60.
+func TestAccounting(t *testing.T) {
+	order := []string{"a"}
+	e, clk := newEngine(t, "1x2:t4", planFunc(func(s *engine.Snapshot) engine.Plan {
+		var p engine.Plan
+		for _, id := range order {
+			p.Run = append(p.Run, engine.Assignment{Job: id, GPUs: 2})
+		}
+		return p
+	}), nil)
+	if _, err := e.Submit(enginetest.Job("a").GPUs(2).Seconds(1000).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := e.Schedule()
+	if err != nil || len(ch) != 1 || ch[0].Kind != engine.Start {
+		t.Fatalf("changes %v, err %v; want one start", ch, err)
+	}
+	clk.t = 100
+	if _, err := e.Submit(enginetest.Job("b").At(100).GPUs(2).Seconds(10).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	order = []string{"b"}
+	ch, err = e.Schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := fmt.Sprint(kindsOf(ch))
+	if kinds != "[preempt:a start:b]" {
+		t.Fatalf("changes %s, want [preempt:a start:b]", kinds)
+	}
+	clk.t = 160
+	e.Snapshot()
+	a := e.Job("a")
+	if a.Attained != 200 || a.Executed != 100 || a.Waited != 60 || a.Preemptions != 1 || a.State != job.Preempted {
+		t.Errorf("a: attained %v executed %v waited %v preemptions %d state %s; want 200, 100, 60, 1, preempted",
+			a.Attained, a.Executed, a.Waited, a.Preemptions, a.State)
+	}
+	if err := e.Finish("b"); err != nil {
+		t.Fatal(err)
+	}
+	order = []string{"a"}
+	ch, err = e.Schedule()
+	if err != nil || fmt.Sprint(kindsOf(ch)) != "[restart:a]" {
+		t.Fatalf("changes %v, err %v; want [restart:a]", kindsOf(ch), err)
+	}
+	if err := e.Finish("b"); err == nil {
+		t.Error("finishing b twice was accepted")
+	}
+}
+
+func kindsOf(ch []engine.Change) []string {
+	var out []string
+	for _, c := range ch {
+		out = append(out, string(c.Kind)+":"+c.Status.Job.ID)
+	}
+	return out
+}
+
+// chaos is a policy that returns a random valid plan: random jobs, random
+// counts within their limits, no more GPUs than exist. It exercises the
+// engine and placers far beyond what a sensible policy would ask.
+type chaos struct{ rng *rand.Rand }
+
+func (chaos) Name() string { return "chaos" }
+func (c chaos) Schedule(s *engine.Snapshot) engine.Plan {
+	free := s.Cluster.TotalGPUs()
+	var p engine.Plan
+	for _, i := range c.rng.Perm(len(s.Jobs)) {
+		j := s.Jobs[i].Job
+		if c.rng.IntN(3) == 0 {
+			continue
+		}
+		n := j.MinGPUs + c.rng.IntN(j.MaxGPUs-j.MinGPUs+1)
+		if n > free {
+			continue
+		}
+		free -= n
+		p.Run = append(p.Run, engine.Assignment{Job: j.ID, GPUs: n})
+	}
+	return p
+}
+
+// TestInvariantsUnderChaos drives the engine with random plans, arrivals and
+// completions on random clusters, with both placers, and checks after every
+// round that no GPU is held twice, capacity is never exceeded, every running
+// job holds a count within its limits on GPUs of one type, and the changes
+// describe exactly what moved.
+func TestInvariantsUnderChaos(t *testing.T) {
+	clusters := []string{"1x4:t4", "2x4:t4,2x2:v100", "4x8:a100", "3x1:t4,1x8:t4"}
+	for trial := range 40 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 99))
+		shorthand := clusters[trial%len(clusters)]
+		placer := engine.Placer(place.Pack{})
+		if trial%2 == 1 {
+			placer = place.MostFree{}
+		}
+		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
+			e, clk := newEngine(t, shorthand, chaos{rng}, placer)
+			c := enginetest.Cluster(shorthand)
+			biggest := 0
+			for _, typ := range c.GPUTypes() {
+				biggest = max(biggest, c.GPUsOfType(typ))
+			}
+			held := map[string][]cluster.GPUID{}
+			for step := range 60 {
+				clk.t += float64(1 + rng.IntN(100))
+				for k := rng.IntN(3); k > 0; k-- {
+					lo := 1 + rng.IntN(min(4, biggest))
+					hi := lo + rng.IntN(biggest-lo+1)
+					j := enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(lo, lo, hi).Obj()
+					if _, err := e.Submit(j); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if act := e.Active(); len(act) > 0 && rng.IntN(4) == 0 {
+					id := act[rng.IntN(len(act))].Job.ID
+					if err := e.Finish(id); err != nil {
+						t.Fatal(err)
+					}
+					delete(held, id)
+				}
+				changes, err := e.Schedule()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range changes {
+					id := ch.Status.Job.ID
+					if got := fmt.Sprint(held[id]); got != fmt.Sprint(ch.From) && len(held[id]) > 0 {
+						t.Fatalf("%s %s: From %v, but it held %v", ch.Kind, id, ch.From, held[id])
+					}
+					if ch.Kind == engine.Preempt {
+						delete(held, id)
+					} else {
+						held[id] = ch.To
+					}
+				}
+				owner := map[cluster.GPUID]string{}
+				total := 0
+				for _, st := range e.Active() {
+					if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
+						t.Fatalf("job %s holds %v, the changes said %v", st.Job.ID, st.GPUs, held[st.Job.ID])
+					}
+					if len(st.GPUs) == 0 {
+						if st.State == job.Running {
+							t.Fatalf("job %s running without GPUs", st.Job.ID)
+						}
+						continue
+					}
+					if st.State != job.Running {
+						t.Fatalf("job %s holds GPUs in state %s", st.Job.ID, st.State)
+					}
+					if n := len(st.GPUs); n < st.Job.MinGPUs || n > st.Job.MaxGPUs {
+						t.Fatalf("job %s holds %d GPUs, outside [%d, %d]", st.Job.ID, n, st.Job.MinGPUs, st.Job.MaxGPUs)
+					}
+					typ := c.NodeOf(st.GPUs[0]).GPUType
+					for _, g := range st.GPUs {
+						if o, dup := owner[g]; dup {
+							t.Fatalf("GPU %d held by %s and %s", g, o, st.Job.ID)
+						}
+						owner[g] = st.Job.ID
+						if c.NodeOf(g).GPUType != typ {
+							t.Fatalf("job %s spans GPU types", st.Job.ID)
+						}
+					}
+					if st.Alloc.GPUs() != len(st.GPUs) || st.Alloc.GPUType != typ {
+						t.Fatalf("job %s: shape %+v does not describe %v", st.Job.ID, st.Alloc, st.GPUs)
+					}
+					total += len(st.GPUs)
+				}
+				if total > c.TotalGPUs() || total != e.Allocated() {
+					t.Fatalf("%d GPUs held, Allocated says %d, cluster has %d", total, e.Allocated(), c.TotalGPUs())
+				}
+			}
+		})
+	}
+}
