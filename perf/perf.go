@@ -110,8 +110,10 @@ func (t CostTable) For(name string) Costs {
 // allocation, the first start included, costs 30 s.
 var PolluxArtifactCosts = Costs{Start: 30, Restart: 30, Resize: 30}
 
-// MeasuredRestartCosts are full-restart and fast-rescale times measured on T4
-// GPUs in the DeepBoot code (see docs/performance-models.md), in seconds.
+// MeasuredRestartCosts are per-model reallocation delays measured on T4 GPUs
+// for DeepBoot (APPLICATIONS_DELAY in its simulator's applications.py), in
+// seconds: a full checkpoint-restart, charged for every start, restart and
+// resize. DeepBoot's much shorter fast-rescale times are not used.
 var MeasuredRestartCosts = map[string]Costs{
 	"bert":        {Start: 103, Restart: 103, Resize: 103},
 	"cifar10":     {Start: 24, Restart: 24, Resize: 24},
