@@ -10,6 +10,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,14 +64,14 @@ func (o Options) raw(key string) (string, bool) {
 	return v, ok
 }
 
-// Float reads a number knob.
+// Float reads a number knob; NaN and infinities are refused.
 func (o Options) Float(key string, def float64) (float64, error) {
 	v, ok := o.raw(key)
 	if !ok {
 		return def, nil
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("policy %s: %s=%q: want a number", o.policy, key, v)
 	}
 	return f, nil
@@ -97,7 +98,7 @@ func (o Options) String(key, def string) string {
 	return def
 }
 
-// Floats reads a list knob separated by "/".
+// Floats reads a list knob of finite numbers separated by "/".
 func (o Options) Floats(key string, def []float64) ([]float64, error) {
 	v, ok := o.raw(key)
 	if !ok {
@@ -106,7 +107,7 @@ func (o Options) Floats(key string, def []float64) ([]float64, error) {
 	var out []float64
 	for _, part := range strings.Split(v, "/") {
 		f, err := strconv.ParseFloat(part, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("policy %s: %s=%q: want numbers separated by /", o.policy, key, v)
 		}
 		out = append(out, f)

@@ -92,6 +92,9 @@ func newTiresias(ctx Context, o Options, gittins bool) (engine.Policy, error) {
 		if err != nil {
 			return nil, err
 		}
+		if quantum <= 0 {
+			return nil, fmt.Errorf("policy %s: quantum must be > 0, got %v", t.name, quantum)
+		}
 		var samples []float64
 		if path := o.String("dist", ""); path != "" {
 			if samples, err = ReadServiceSamples(path); err != nil {

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tide runs the command in-process and returns its exit code and output.
+func tide(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+type jsonOut struct {
+	Trace    string                   `json:"trace"`
+	Jobs     int                      `json:"jobs"`
+	Policies []map[string]interface{} `json:"policies"`
+}
+
+func decode(t *testing.T, s string) jsonOut {
+	t.Helper()
+	var o jsonOut
+	if err := json.Unmarshal([]byte(s), &o); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, s)
+	}
+	return o
+}
+
+// TestSimDefault is the newcomer's first command: workload-6 on 64 T4 under
+// FIFO, SRTF and Tiresias, as JSON. The keys scripts rely on must be there,
+// and the figures must be sane: every job done, no average below the
+// no-contention bound, and the oracle SRTF ahead of FIFO (on this trace
+// FIFO's head-of-line blocking costs hours; see the README).
+func TestSimDefault(t *testing.T) {
+	code, out, errs := tide(t, "sim", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	o := decode(t, out)
+	if o.Jobs != 160 || len(o.Policies) != 3 {
+		t.Fatalf("%d jobs, %d policies; want 160 and 3", o.Jobs, len(o.Policies))
+	}
+	avg := map[string]float64{}
+	for i, p := range o.Policies {
+		for _, k := range []string{"name", "jobs", "avg_jct_s", "p99_jct_s", "makespan_s", "utilization", "deadline_met_frac"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("policy %d lacks %q", i, k)
+			}
+		}
+		name, _ := p["name"].(string)
+		a, _ := p["avg_jct_s"].(float64)
+		lb, _ := p["lower_bound_avg_jct_s"].(float64)
+		u, _ := p["utilization"].(float64)
+		if p["jobs"] != 160.0 || p["finished"] != 160.0 {
+			t.Errorf("%s: jobs %v finished %v, want 160", name, p["jobs"], p["finished"])
+		}
+		if !(a >= lb && lb > 0) || !(u > 0 && u <= 1) {
+			t.Errorf("%s: avg JCT %v, lower bound %v, utilisation %v", name, a, lb, u)
+		}
+		if p["deadline_met_frac"] != nil {
+			t.Errorf("%s: deadline_met_frac %v on a trace without deadlines, want null", name, p["deadline_met_frac"])
+		}
+		avg[strings.SplitN(name, ":", 2)[0]] = a
+	}
+	if !(avg["srtf"] < avg["fifo"]) {
+		t.Errorf("SRTF avg JCT %v not below FIFO's %v", avg["srtf"], avg["fifo"])
+	}
+	if strings.Contains(errs, "\r") {
+		t.Errorf("progress bar printed to a pipe: %q", errs)
+	}
+}
+
+// TestSimDeterministic: the same command prints the same bytes.
+func TestSimDeterministic(t *testing.T) {
+	args := []string{"sim", "--policy", "tiresias,tiresias-gittins,edf", "--cluster", "12x4:t4,4x4:v100"}
+	_, a, _ := tide(t, args...)
+	_, b, _ := tide(t, args...)
+	if a != b || !strings.Contains(a, "avg JCT") {
+		t.Fatal("two identical runs printed different output")
+	}
+}
+
+// TestPresetPolluxArtifact: the artifact's rules reproduce its Tiresias
+// average JCT on workload-6 (3,469.69 s, from the per-job JCTs in
+// sim/testdata) within the 3% the project promises.
+func TestPresetPolluxArtifact(t *testing.T) {
+	code, out, errs := tide(t, "sim", "--preset", "pollux-artifact", "--policy", "tiresias", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	o := decode(t, out)
+	a := o.Policies[0]["avg_jct_s"].(float64)
+	if math.Abs(a-3469.69375)/3469.69375 > 0.03 {
+		t.Errorf("avg JCT %v, artifact 3469.69", a)
+	}
+}
+
+// TestSimTableAndReport checks the side-by-side table and the report files,
+// and that the HTML needs nothing from the network.
+func TestSimTableAndReport(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := tide(t, "sim", "--policy", "fifo,tiresias", "--report", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"avg JCT", "p99 JCT", "lower-bound avg JCT", "GPU utilisation", "preemptions per job", "fifo", "tiresias"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script src", "<link ", "url(http", `src="http`} {
+		if bytes.Contains(html, []byte(bad)) {
+			t.Errorf("report.html references an outside resource (%q)", bad)
+		}
+	}
+	if !bytes.Contains(html, []byte("<svg")) {
+		t.Error("report.html has no plot")
+	}
+	for _, f := range []string{"summary.json", "jobs-fifo.csv", "jobs-tiresias.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("report file missing: %v", err)
+		}
+	}
+}
+
+// TestSimTideCSV replays a trace in tide's own format, with deadlines, on a
+// YAML cluster spec: EDF must meet both deadlines, which are loose enough
+// for either order.
+func TestSimTideCSV(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.csv")
+	os.WriteFile(tr, []byte("id,submit,gpus,duration,deadline\na,0,2,100,1000\nb,10,2,50,400\n"), 0o644)
+	spec := filepath.Join(dir, "c.yaml")
+	os.WriteFile(spec, []byte("sites:\n- name: s\n  racks:\n  - name: r\n    nodes:\n    - count: 1\n      gpus: 2\n      gpu: t4\n"), 0o644)
+	code, out, errs := tide(t, "sim", "--trace", tr, "--cluster", spec, "--policy", "edf", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	p := decode(t, out).Policies[0]
+	if p["deadline_met_frac"] != 1.0 {
+		t.Errorf("deadline_met_frac %v, want 1", p["deadline_met_frac"])
+	}
+}
+
+// TestErrors: mistakes get a clear message and exit code 2 (usage) or 1
+// (bad input), naming what was wrong.
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("id,submit,gpus,duration\na,0,2,100\nb,10,two,50\n"), 0o644)
+	tests := []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"sim", "--cluster", "4x"}, 2, []string{"--cluster"}},
+		{[]string{"sim", "--policy", "nosuch"}, 2, []string{"nosuch"}},
+		{[]string{"sim", "--policy", "tiresias:knob=x"}, 2, []string{"knob"}},
+		{[]string{"sim", "--round", "-5"}, 2, []string{"--round"}},
+		{[]string{"sim", "--trace", bad}, 1, []string{"bad.csv", "line 3", "gpus"}},
+		{[]string{"sim", "--trace", filepath.Join(dir, "missing.csv")}, 1, []string{"missing.csv"}},
+		{[]string{"sim", "--jobs-window", "5:2"}, 2, []string{"--jobs-window"}},
+		{[]string{"sim", "extra"}, 2, []string{"extra"}},
+		{[]string{"frobnicate"}, 2, []string{"unknown command"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, errs := tide(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q: %s", w, errs)
+				}
+			}
+		})
+	}
+}
+
+// TestSkipBad: --skip-bad replays the good rows and warns about the bad one.
+func TestSkipBad(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("id,submit,gpus,duration\na,0,2,100\nb,10,two,50\n"), 0o644)
+	code, out, errs := tide(t, "sim", "--trace", bad, "--skip-bad", "--policy", "fifo", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if o := decode(t, out); o.Jobs != 1 {
+		t.Errorf("%d jobs replayed, want 1", o.Jobs)
+	}
+	if !strings.Contains(errs, "line 3") {
+		t.Errorf("no warning naming line 3: %s", errs)
+	}
+}
+
+// TestHelpAndLists: help explains the flags; policies lists every policy.
+func TestHelpAndLists(t *testing.T) {
+	code, _, errs := tide(t, "help", "sim")
+	if code != 0 || !strings.Contains(errs, "--trace") && !strings.Contains(errs, "-trace") {
+		t.Errorf("help sim: exit %d, %s", code, errs)
+	}
+	code, out, _ := tide(t, "policies")
+	for _, p := range []string{"fifo", "srtf", "edf", "tiresias", "tiresias-gittins"} {
+		if code != 0 || !strings.Contains(out, p) {
+			t.Errorf("policies lacks %s", p)
+		}
+	}
+	code, out, errs = tide(t, "bench", "--repeat", "1")
+	if code != 0 || !strings.Contains(out, "events/s") {
+		t.Errorf("bench: exit %d\n%s%s", code, out, errs)
+	}
+}
