@@ -159,28 +159,46 @@ func Parse(spec string, ctx Context) (engine.Policy, error) {
 // its requested count (Job.GPUs) and type. With strict, it stops at the first
 // job that does not fit (no job overtakes it); otherwise smaller jobs behind
 // it may start.
+//
+// A job that accepts any type is given a concrete one here, so that what the
+// plan counts is what the placer can honour on a mixed cluster: the type it
+// runs on now if it still fits there, else the type with the fewest GPUs
+// left that still holds it (best fit, the first in the cluster's order on a
+// tie), which keeps the larger pools for the jobs that need them. On a one-type cluster the
+// assignment keeps the job's own (possibly empty) type.
 func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
-	free := s.Cluster.TotalGPUs()
-	perType := map[string]int{}
-	for _, t := range s.Cluster.GPUTypes() {
+	types := s.Cluster.GPUTypes()
+	perType := make(map[string]int, len(types))
+	for _, t := range types {
 		perType[t] = s.Cluster.GPUsOfType(t)
 	}
 	var plan engine.Plan
 	for _, st := range order {
 		j := st.Job
 		n := j.GPUs
-		fits := n <= free && (j.GPUType == "" || n <= perType[j.GPUType])
-		if !fits {
+		t := j.GPUType
+		if t == "" {
+			if cur := st.Alloc.GPUType; cur != "" && perType[cur] >= n {
+				t = cur
+			} else {
+				for _, c := range types {
+					if perType[c] >= n && (t == "" || perType[c] < perType[t]) {
+						t = c
+					}
+				}
+			}
+		}
+		if t == "" || perType[t] < n {
 			if strict {
 				break
 			}
 			continue
 		}
-		free -= n
-		if j.GPUType != "" {
-			perType[j.GPUType] -= n
+		perType[t] -= n
+		if len(types) == 1 {
+			t = j.GPUType // nothing to choose: leave the plan as the job asked
 		}
-		plan.Run = append(plan.Run, engine.Assignment{Job: j.ID, GPUs: n, GPUType: j.GPUType})
+		plan.Run = append(plan.Run, engine.Assignment{Job: j.ID, GPUs: n, GPUType: t})
 	}
 	return plan
 }

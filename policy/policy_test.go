@@ -398,6 +398,8 @@ func TestGreedy(t *testing.T) {
 	c := enginetest.Job("c").At(3).GPUs(1).Obj()
 	v := enginetest.Job("v").At(4).GPUs(2).Type("v100").Obj()
 	t4 := enginetest.Job("t").At(5).GPUs(1).Type("t4").Obj()
+	u := enginetest.Job("u").At(6).GPUs(2).Obj()
+	w := enginetest.Job("w").At(7).GPUs(4).Type("v100").Obj()
 	for _, tc := range []struct {
 		name    string
 		cluster string
@@ -415,9 +417,16 @@ func TestGreedy(t *testing.T) {
 		{"order is kept", "1x4:t4", []*job.Job{c, b, a}, true, []string{"c:1", "b:1", "a:2"}},
 		// 2 t4 + 2 v100: v fits the v100s; a second typed-v100 demand would
 		// not, whatever the total.
-		{"typed jobs count their type", "1x2:t4,1x2:v100", []*job.Job{v, t4, b}, true, []string{"v:2:v100", "t:1:t4", "b:1"}},
+		{"typed jobs count their type", "1x2:t4,1x2:v100", []*job.Job{v, t4, b}, true, []string{"v:2:v100", "t:1:t4", "b:1:t4"}},
 		{"typed job does not fit its type", "1x3:t4,1x1:v100", []*job.Job{v, b}, true, []string{}},
-		{"typed misfit skipped when lenient", "1x3:t4,1x1:v100", []*job.Job{v, b}, false, []string{"b:1"}},
+		// v (2 v100) cannot fit the single V100 and is skipped; b then takes
+		// the tightest pool that holds one GPU: the V100.
+		{"typed misfit skipped when lenient", "1x3:t4,1x1:v100", []*job.Job{v, b}, false, []string{"b:1:v100"}},
+		// On a mixed cluster an any-type job is given the tightest type
+		// that holds it: u (2) goes to the 2 T4, leaving the 4 V100 for w,
+		// which needs them. Picking the bigger pool would leave w out and
+		// two T4 idle.
+		{"any-type job takes the best-fit type", "1x2:t4,1x4:v100", []*job.Job{u, w}, true, []string{"u:2:t4", "w:4:v100"}},
 		// A type the cluster lacks never fits.
 		{"missing type", "1x4:t4", []*job.Job{v, b}, false, []string{"b:1"}},
 	} {
