@@ -223,3 +223,26 @@ func TestHelpAndLists(t *testing.T) {
 		t.Errorf("bench: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestRestartCostOverride: --restart-cost N charges N s for every start on a
+// duration trace: a lone 100 s job finishes at 107 with N = 7.
+func TestRestartCostOverride(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "one.csv")
+	os.WriteFile(tr, []byte("id,submit,gpus,duration\na,0,1,100\n"), 0o644)
+	for _, tc := range []struct {
+		cost string
+		want float64
+	}{{"", 100}, {"7", 107}} {
+		args := []string{"sim", "--trace", tr, "--cluster", "1x1:t4", "--policy", "fifo", "--json"}
+		if tc.cost != "" {
+			args = append(args, "--restart-cost", tc.cost)
+		}
+		code, out, errs := tide(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if got := decode(t, out).Policies[0]["avg_jct_s"]; got != tc.want {
+			t.Errorf("--restart-cost %q: avg JCT %v, want %v", tc.cost, got, tc.want)
+		}
+	}
+}

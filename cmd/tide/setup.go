@@ -101,7 +101,13 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
 		return nil, err
 	}
-	if err := applyCosts(s.model, c.costs); err != nil {
+	if d, ok := s.model.(perf.Duration); ok {
+		// Duration is a value: override a copy and keep it.
+		if err := applyCosts(&d, c.costs); err != nil {
+			return nil, usageError{err}
+		}
+		s.model = d
+	} else if err := applyCosts(s.model, c.costs); err != nil {
 		return nil, usageError{err}
 	}
 	hasDeadlines := false
@@ -262,6 +268,8 @@ func applyCosts(m perf.Model, spec string) error {
 	case *table.Table:
 		ct = &mm.Cost
 	case *table.Gavel:
+		ct = &mm.Cost
+	case *perf.Duration:
 		ct = &mm.Cost
 	default:
 		return fmt.Errorf("--restart-cost: the %s model takes no cost overrides", m.Name())
