@@ -246,3 +246,17 @@ func TestRestartCostOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestProgress: --progress on draws a bar on stderr and clears it; the
+// default (auto) draws nothing when stderr is not a terminal, as in every
+// other test here.
+func TestProgress(t *testing.T) {
+	code, _, errs := tide(t, "sim", "--policy", "fifo", "--progress", "on")
+	if code != 0 || !strings.Contains(errs, "\r[") || !strings.Contains(errs, "jobs") {
+		t.Errorf("exit %d, no progress bar on stderr: %q", code, errs)
+	}
+	code, _, errs = tide(t, "sim", "--policy", "fifo", "--progress", "sometimes")
+	if code != 2 || !strings.Contains(errs, "--progress") {
+		t.Errorf("bad --progress: exit %d, %s", code, errs)
+	}
+}
