@@ -96,28 +96,19 @@ func (MostFree) Name() string { return "most-free" }
 
 // Place implements engine.Placer.
 func (MostFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
-	f, out := start(c, held, run)
-	for _, a := range run {
-		if _, kept := out[a.Job]; kept {
-			continue
-		}
-		t, n := f.available(a.GPUType)
-		if n < a.GPUs {
-			continue
-		}
+	return placeEach(c, held, run, func(f *freeMap, t string, k int) []cluster.GPUID {
 		var gpus []cluster.GPUID
-		for len(gpus) < a.GPUs {
+		for len(gpus) < k {
 			best := -1
 			for _, nd := range c.Nodes {
 				if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (best < 0 || len(f.free[nd.ID]) > len(f.free[best])) {
 					best = nd.ID
 				}
 			}
-			gpus = append(gpus, f.take(best, min(len(f.free[best]), a.GPUs-len(gpus)))...)
+			gpus = append(gpus, f.take(best, min(len(f.free[best]), k-len(gpus)))...)
 		}
-		out[a.Job] = gpus
-	}
-	return out
+		return gpus
+	})
 }
 
 // Pack is the default, topology-aware consolidating placer. For each job, in
@@ -137,6 +128,13 @@ func (Pack) Name() string { return "pack" }
 
 // Place implements engine.Placer.
 func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
+	return placeEach(c, held, run, (*freeMap).pack)
+}
+
+// placeEach keeps the jobs whose assignment is unchanged and, in plan order,
+// gives each other job k GPUs of type t from pick, when that many are free.
+func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment,
+	pick func(f *freeMap, t string, k int) []cluster.GPUID) map[string][]cluster.GPUID {
 	f, out := start(c, held, run)
 	for _, a := range run {
 		if _, kept := out[a.Job]; kept {
@@ -146,7 +144,7 @@ func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []eng
 		if n < a.GPUs {
 			continue
 		}
-		out[a.Job] = f.pack(t, a.GPUs)
+		out[a.Job] = pick(f, t, a.GPUs)
 	}
 	return out
 }

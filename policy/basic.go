@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"math"
 
 	"github.com/tide-sched/tide/engine"
@@ -71,7 +72,7 @@ func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, st := range s.Jobs {
 		rem[st] = s.Remaining(st, st.Job.GPUs, "")
 	}
-	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmpFloat(rem[a], rem[b]) })
+	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
 	return greedy(s, order, false)
 }
 
@@ -89,6 +90,6 @@ func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return math.Inf(1)
 	}
-	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmpFloat(dl(a), dl(b)) })
+	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
 	return greedy(s, order, false)
 }

@@ -218,13 +218,3 @@ func sortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engi
 	})
 	return out
 }
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

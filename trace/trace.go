@@ -23,6 +23,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -344,18 +345,8 @@ func (p *parser) finish() error {
 		}
 	}
 	if p.opt.Sort {
-		slices.SortStableFunc(p.jobs, func(a, b *job.Job) int { return cmpFloat(a.Submit, b.Submit) })
+		slices.SortStableFunc(p.jobs, func(a, b *job.Job) int { return cmp.Compare(a.Submit, b.Submit) })
 	}
 	p.jobs = slices.Clip(p.jobs)
 	return nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
