@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,6 +48,13 @@ type RackSpec struct {
 	Nodes []NodeSpec `json:"nodes" yaml:"nodes"`
 }
 
+// MaxNodes and MaxGPUs bound what a spec or shorthand may describe, so a
+// typo such as 1000000000x8 is an error rather than an exhausted memory.
+const (
+	MaxNodes = 1 << 20
+	MaxGPUs  = 1 << 22
+)
+
 // NodeSpec describes Count identical nodes.
 type NodeSpec struct {
 	Count  int     `json:"count,omitempty" yaml:"count,omitempty"` // default 1
@@ -59,15 +68,21 @@ type NodeSpec struct {
 // Build turns a spec into a Cluster, naming nodes site/rack/node-i.
 func (s *Spec) Build() (*Cluster, error) {
 	sites := s.Sites
+	implicit := 0 // sites[si] is the spec's sites[si-implicit]
 	if len(s.Nodes) > 0 {
 		sites = append([]SiteSpec{{Name: "default", Nodes: s.Nodes}}, sites...)
+		implicit = 1
 	}
 	if len(sites) == 0 {
 		return nil, fmt.Errorf("cluster spec: no sites and no nodes")
 	}
 	var nodes []Node
 	seenSite := map[string]bool{}
-	for si, site := range sites {
+	seenRack := map[string]bool{}
+	inRack := map[string]int{} // nodes so far per rack, to name the next
+	totalGPUs := 0
+	for i, site := range sites {
+		si := i - implicit
 		if site.Name == "" {
 			return nil, fmt.Errorf("cluster spec: sites[%d].name: missing", si)
 		}
@@ -85,10 +100,16 @@ func (s *Spec) Build() (*Cluster, error) {
 			racks = append([]RackSpec{{Name: "rack-0", Nodes: site.Nodes}}, racks...)
 		}
 		for ri, rack := range racks {
+			unnamed := ""
 			if rack.Name == "" {
 				rack.Name = fmt.Sprintf("rack-%d", ri)
+				unnamed = " (an unnamed rack is called rack-<index>)"
 			}
 			rackName := site.Name + "/" + rack.Name
+			if seenRack[rackName] {
+				return nil, fmt.Errorf("cluster spec: site %q rack %q: duplicate rack name %q%s", site.Name, rack.Name, rackName, unnamed)
+			}
+			seenRack[rackName] = true
 			for ni, ns := range rack.Nodes {
 				where := fmt.Sprintf("cluster spec: site %q rack %q nodes[%d]", site.Name, rack.Name, ni)
 				count := ns.Count
@@ -105,13 +126,27 @@ func (s *Spec) Build() (*Cluster, error) {
 				if ns.GPUs > 0 && t == "" {
 					return nil, fmt.Errorf("%s.gpu: missing GPU type (e.g. t4, v100, a100)", where)
 				}
+				for _, f := range []struct {
+					name string
+					v    float64
+				}{{"gpu_memory_gib", ns.GPUMem}, {"cpus", float64(ns.CPUs)}, {"memory_gib", ns.MemGiB}} {
+					if !(f.v >= 0) || math.IsInf(f.v, 1) {
+						return nil, fmt.Errorf("%s.%s: must be a finite number >= 0, got %v", where, f.name, f.v)
+					}
+				}
 				mem := ns.GPUMem
 				if mem == 0 {
 					mem = DefaultGPUMemGiB[t]
 				}
+				if count > MaxNodes-len(nodes) || ns.GPUs > MaxGPUs || count*ns.GPUs > MaxGPUs-totalGPUs {
+					return nil, fmt.Errorf("%s: the cluster would exceed tide's limits of %d nodes and %d GPUs", where, MaxNodes, MaxGPUs)
+				}
+				totalGPUs += count * ns.GPUs
+				first := inRack[rackName]
+				inRack[rackName] += count
 				for k := 0; k < count; k++ {
 					nodes = append(nodes, Node{
-						Name:    fmt.Sprintf("%s/node-%d", rackName, countInRack(nodes, rackName)),
+						Name:    fmt.Sprintf("%s/node-%d", rackName, first+k),
 						Site:    site.Name,
 						Rack:    rackName,
 						GPUType: t,
@@ -125,16 +160,6 @@ func (s *Spec) Build() (*Cluster, error) {
 		}
 	}
 	return New(nodes)
-}
-
-func countInRack(nodes []Node, rack string) int {
-	n := 0
-	for _, nd := range nodes {
-		if nd.Rack == rack {
-			n++
-		}
-	}
-	return n
 }
 
 // ParseShorthand reads "16x4:t4" (16 nodes of 4 T4 GPUs). Several groups are
@@ -199,20 +224,45 @@ func LoadFile(path string) (*Cluster, error) {
 }
 
 // DecodeSpec parses spec bytes, as JSON when asJSON is set and YAML otherwise.
+// Input after the spec is an error: a second JSON value, or a second YAML
+// document that is not empty.
 func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
 	var spec Spec
 	if asJSON {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
-			return nil, err
+			return nil, emptyEOF(err)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, fmt.Errorf("unexpected data after the spec")
 		}
 		return &spec, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {
-		return nil, err
+		return nil, emptyEOF(err)
 	}
-	return &spec, nil
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return &spec, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {
+			return nil, fmt.Errorf("line %d: more than one YAML document", doc.Line)
+		}
+	}
+}
+
+// emptyEOF names the error of decoding nothing.
+func emptyEOF(err error) error {
+	if err == io.EOF {
+		return fmt.Errorf("empty spec")
+	}
+	return err
 }

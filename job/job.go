@@ -71,8 +71,11 @@ func (j *Job) Validate() error {
 	if j.MaxGPUs == 0 {
 		j.MaxGPUs = j.GPUs
 	}
-	if j.MinGPUs <= 0 || j.GPUs <= 0 {
+	if j.GPUs <= 0 {
 		return fmt.Errorf("job %s: gpus: want at least 1 GPU, got %d", j.ID, j.GPUs)
+	}
+	if j.MinGPUs <= 0 {
+		return fmt.Errorf("job %s: min gpus: want at least 1 GPU, got %d", j.ID, j.MinGPUs)
 	}
 	if j.MinGPUs > j.MaxGPUs {
 		return fmt.Errorf("job %s: min gpus %d > max gpus %d", j.ID, j.MinGPUs, j.MaxGPUs)
@@ -93,11 +96,11 @@ func (j *Job) Validate() error {
 	if j.BatchSize < 0 {
 		return fmt.Errorf("job %s: batch size: want >= 0, got %d", j.ID, j.BatchSize)
 	}
-	if j.Deadline < 0 || math.IsNaN(j.Deadline) {
-		return fmt.Errorf("job %s: deadline: want >= 0, got %v", j.ID, j.Deadline)
+	if j.Deadline < 0 || math.IsNaN(j.Deadline) || math.IsInf(j.Deadline, 0) {
+		return fmt.Errorf("job %s: deadline: want a finite number >= 0, got %v", j.ID, j.Deadline)
 	}
-	if j.Duration < 0 || math.IsNaN(j.Duration) {
-		return fmt.Errorf("job %s: duration: want >= 0, got %v", j.ID, j.Duration)
+	if j.Duration < 0 || math.IsNaN(j.Duration) || math.IsInf(j.Duration, 0) {
+		return fmt.Errorf("job %s: duration: want a finite number >= 0, got %v", j.ID, j.Duration)
 	}
 	return nil
 }
