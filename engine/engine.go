@@ -27,6 +27,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // Clock tells the engine what time it is, in seconds.
@@ -63,6 +64,12 @@ type Status struct {
 	Resizes     int
 
 	Memo Memo
+
+	// Hints is the job's latest report of its own performance (a fitted
+	// goodput model and gradient statistics); nil until it reports. Elastic
+	// policies (Pollux, Optimus, AFS) read it; it is replaced, never
+	// modified, so snapshots may share it.
+	Hints *goodput.Hints
 
 	since   float64 // time up to which Attained/Executed/Waited are counted
 	checked int     // the round in which check last saw this job planned
@@ -101,6 +108,41 @@ type Assignment struct {
 	Job     string // job ID
 	GPUs    int    // how many, within the job's [MinGPUs, MaxGPUs]
 	GPUType string // "" = any type (the placer picks)
+	// Nodes, when set, is the exact shape the policy wants (Pollux chooses
+	// nodes itself): GPUs on each listed node, summing to GPUs. A placer
+	// honours it or leaves the job unplaced; a job already holding this
+	// shape keeps its GPUs.
+	Nodes []NodeGPUs
+}
+
+// NodeGPUs is a GPU count on one node (cluster.Node.ID).
+type NodeGPUs struct{ Node, GPUs int }
+
+// Fits reports whether GPUs gs (on cluster c) have the shape a.Nodes asks
+// for; true when a.Nodes is empty.
+func (a *Assignment) Fits(c *cluster.Cluster, gs []cluster.GPUID) bool {
+	if len(a.Nodes) == 0 {
+		return true
+	}
+	left := 0
+	for _, n := range a.Nodes {
+		left += n.GPUs
+	}
+	if left != len(gs) {
+		return false
+	}
+	for _, n := range a.Nodes {
+		have := 0
+		for _, g := range gs {
+			if c.NodeOf(g).ID == n.Node {
+				have++
+			}
+		}
+		if have != n.GPUs {
+			return false
+		}
+	}
+	return true
 }
 
 // Plan is a policy's decision. Jobs not listed in Run hold no GPUs after the
@@ -252,6 +294,17 @@ func (e *Engine) Report(id string, progress float64) error {
 	if progress > st.Progress {
 		st.Progress = min(progress, st.Work)
 	}
+	return nil
+}
+
+// Hint records a job's report of its own performance. The engine keeps the
+// pointer: the caller must not modify *h afterwards.
+func (e *Engine) Hint(id string, h *goodput.Hints) error {
+	st := e.jobs[id]
+	if st == nil {
+		return fmt.Errorf("hint: unknown job %s", id)
+	}
+	st.Hints = h
 	return nil
 }
 
@@ -479,7 +532,7 @@ func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
 	}
 	for i, a := range p.Run {
 		st := planned[i]
-		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) {
+		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) {
 			return false
 		}
 	}

@@ -39,6 +39,9 @@ type Job struct {
 
 	Model     string // model / profile name, e.g. "cifar10"; "" for duration-only jobs
 	BatchSize int    // global batch size, samples; 0 = model default
+	// AdaptBatch lets the job's agent choose its batch size for each
+	// allocation, maximising goodput (Pollux); BatchSize is then ignored.
+	AdaptBatch bool
 
 	Work float64 // amount of work, in WorkUnit (> 0)
 	Unit Unit

@@ -12,6 +12,7 @@ import (
 	"math"
 
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // Alloc is the shape of an allocation that matters for speed.
@@ -20,6 +21,25 @@ type Alloc struct {
 	// PerNode holds the GPUs used on each node the job spans, in placement
 	// order. Its sum is the GPU count; its length the node count.
 	PerNode []int
+	// LocalBsz and AccumSteps, when LocalBsz > 0, are the batch
+	// configuration an adaptive job's agent chose for this allocation
+	// (per-GPU batch of one pass, extra accumulation passes). Zero means
+	// the model derives them from the job's own batch size.
+	LocalBsz, AccumSteps int
+}
+
+// Observer is a Model that can stand in for a job's agent in simulation:
+// it says what the job would measure on an allocation, so the agent can fit
+// its goodput model from observations as a live job does.
+type Observer interface {
+	Model
+	// Observe returns the compute and step time the job would measure on a
+	// (with a's batch configuration, or the job's own when a.LocalBsz is
+	// 0) and its gradient statistics at progress p; ok is false when the
+	// job cannot run on a.
+	Observe(j *job.Job, a Alloc, p float64) (obs goodput.Observation, grad goodput.Grad, ok bool)
+	// Limits are the job's batch-size limits.
+	Limits(j *job.Job) goodput.Limits
 }
 
 // GPUs is the total GPU count of a.

@@ -41,6 +41,9 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 		if a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType {
 			continue
 		}
+		if !a.Fits(c, h) {
+			continue
+		}
 		out[a.Job] = h
 		for _, g := range h {
 			busy[g] = true
@@ -131,6 +134,22 @@ func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []eng
 	return placeEach(c, held, run, (*freeMap).pack)
 }
 
+// exact takes the GPUs a.Nodes names, or nothing when any of those nodes
+// lacks them (or has the wrong type).
+func (f *freeMap) exact(a engine.Assignment) []cluster.GPUID {
+	for _, n := range a.Nodes {
+		if n.Node < 0 || n.Node >= len(f.free) || n.GPUs < 1 || len(f.free[n.Node]) < n.GPUs ||
+			(a.GPUType != "" && f.c.Nodes[n.Node].GPUType != a.GPUType) {
+			return nil
+		}
+	}
+	var gs []cluster.GPUID
+	for _, n := range a.Nodes {
+		gs = append(gs, f.take(n.Node, n.GPUs)...)
+	}
+	return gs
+}
+
 // placeEach keeps the jobs whose assignment is unchanged and, in plan order,
 // gives each other job k GPUs of type t from pick, when that many are free.
 func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment,
@@ -138,6 +157,12 @@ func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine
 	f, out := start(c, held, run)
 	for _, a := range run {
 		if _, kept := out[a.Job]; kept {
+			continue
+		}
+		if len(a.Nodes) > 0 {
+			if gs := f.exact(a); gs != nil {
+				out[a.Job] = gs
+			}
 			continue
 		}
 		t, n := f.available(a.GPUType)

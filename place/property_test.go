@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -363,7 +364,7 @@ func simulate(p engine.Placer, rule ruleFunc, seed uint64, clusters, rounds int)
 			}
 			planCopy := slices.Clone(plan)
 			got := p.Place(c, held, plan)
-			if !maps.EqualFunc(held, heldCopy, slices.Equal) || !slices.Equal(plan, planCopy) {
+			if !maps.EqualFunc(held, heldCopy, slices.Equal) || !reflect.DeepEqual(plan, planCopy) {
 				return st, fmt.Errorf("cluster %d %q round %d: Place changed its inputs", ci, sh, round)
 			}
 			if err := checkPlace(c, held, plan, got, countRule); err != nil {
