@@ -61,15 +61,20 @@ type running struct {
 	rate     float64 // progress per second once the delay is paid
 	until    float64 // progress at which rate changes
 	progress float64
-	gen      int // bumped on every change; stale events are ignored
-	gpus     int // GPUs held; the engine may have released them already
-	pos      int // index in simulator.live
+	gen      int        // bumped on every change; stale events are ignored
+	gpus     int        // GPUs held; the engine may have released them already
+	alloc    perf.Alloc // shape and batch configuration the job runs with
+	pos      int        // index in simulator.live
 }
 
 type event struct {
 	t   float64
 	idx int
 	gen int
+	// late marks, under WholeSeconds, a boundary that the artifact reaches
+	// zero seconds into the step starting at a round: after that round, not
+	// before it (see push).
+	late bool
 }
 
 type eventHeap []event
@@ -78,6 +83,9 @@ func (h eventHeap) Len() int { return len(h) }
 func (h eventHeap) Less(a, b int) bool {
 	if h[a].t != h[b].t {
 		return h[a].t < h[b].t
+	}
+	if h[a].late != h[b].late {
+		return !h[a].late
 	}
 	return h[a].idx < h[b].idx
 }
@@ -98,6 +106,8 @@ type simulator struct {
 	recs    []report.JobRecord
 	runs    []*running // by job index; nil when not running
 	gens    []int      // by job index: bumped at every start and stop
+	agents  []*agent   // by job index, when the model is a perf.Observer
+	obs     perf.Observer
 	live    []*running // the non-nil entries of runs, in no particular order
 	byID    map[string]int
 	events  eventHeap
@@ -129,6 +139,10 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	s.recs = make([]report.JobRecord, len(jobs))
 	s.runs = make([]*running, len(jobs))
 	s.gens = make([]int, len(jobs))
+	if o, ok := cfg.Model.(perf.Observer); ok {
+		s.obs = o
+		s.agents = make([]*agent, len(jobs))
+	}
 	for i, j := range jobs {
 		if err := j.Validate(); err != nil {
 			return nil, err
@@ -181,19 +195,8 @@ func (s *simulator) loop() error {
 			break // nothing can ever happen again
 		}
 		s.clk.t = t
-		// 1. Job boundaries and completions.
-		finished := false
-		for len(s.events) > 0 && s.events[0].t <= t {
-			ev := heap.Pop(&s.events).(event)
-			r := s.runs[ev.idx]
-			if r == nil || r.gen != ev.gen {
-				continue
-			}
-			s.nEvents++
-			if s.boundary(r, t) {
-				finished = true
-			}
-		}
+		// 1. Job boundaries and completions (late ones wait for step 4).
+		finished := s.boundaries(t, false)
 		// 2. Arrivals.
 		arrived := false
 		for next < len(order) && s.jobs[order[next]].Submit <= t {
@@ -219,6 +222,12 @@ func (s *simulator) loop() error {
 				return s.stuck(t)
 			}
 		}
+		// 4. Boundaries the artifact reaches just after this instant's round.
+		if s.boundaries(t, true) && s.cfg.OnEvents && s.active > 0 {
+			if err := s.schedule(t); err != nil {
+				return err
+			}
+		}
 		s.sample(t)
 		if s.cfg.Progress != nil && s.done-lastReport >= 1+len(s.jobs)/200 {
 			lastReport = s.done
@@ -229,6 +238,24 @@ func (s *simulator) loop() error {
 		s.cfg.Progress(s.clk.t, s.done, len(s.jobs))
 	}
 	return nil
+}
+
+// boundaries handles the job boundaries due by t, late ones only when late
+// is set; it reports whether a job finished.
+func (s *simulator) boundaries(t float64, late bool) bool {
+	finished := false
+	for len(s.events) > 0 && (s.events[0].t < t || (s.events[0].t == t && (late || !s.events[0].late))) {
+		ev := heap.Pop(&s.events).(event)
+		r := s.runs[ev.idx]
+		if r == nil || r.gen != ev.gen {
+			continue
+		}
+		s.nEvents++
+		if s.boundary(r, t) {
+			finished = true
+		}
+	}
+	return finished
 }
 
 // stuck reports jobs that can never start: nothing runs, nothing will arrive.
@@ -298,7 +325,9 @@ func (s *simulator) schedule(t float64) error {
 		if delay <= 0 {
 			s.useful += len(ch.To)
 		}
-		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.st.Alloc, r.progress)
+		r.alloc = r.st.Alloc
+		s.tune(r)
+		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.alloc, r.progress)
 		s.push(r)
 	}
 	return nil
@@ -350,6 +379,7 @@ func (s *simulator) advance(r *running, t float64) {
 // current rate segment, or its completion.
 func (s *simulator) push(r *running) {
 	var t float64
+	late := false
 	if r.delay > 0 {
 		t = r.last + r.delay
 	} else {
@@ -364,9 +394,15 @@ func (s *simulator) push(r *running) {
 			step := math.Max(r.last, (math.Ceil(t/s.cfg.Round)-1)*s.cfg.Round)
 			p := r.progress + r.rate*(step-r.last)
 			t = step + math.RoundToEven(math.Max(0, target-p)/r.rate)
+			// A boundary zero seconds into a step that starts at a round
+			// comes after that round: the artifact steps jobs only after
+			// scheduling, so a job that finishes there holds its GPUs
+			// until the next round, and one preempted there does not
+			// finish.
+			late = t == step && math.Mod(step, s.cfg.Round) == 0
 		}
 	}
-	heap.Push(&s.events, event{t: t, idx: r.idx, gen: r.gen})
+	heap.Push(&s.events, event{t: t, idx: r.idx, gen: r.gen, late: late})
 }
 
 // boundary handles r's event at t; it reports whether r finished.
@@ -382,7 +418,8 @@ func (s *simulator) boundary(r *running, t float64) bool {
 		return true
 	}
 	if !inDelay {
-		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.st.Alloc, r.progress)
+		s.tune(r)
+		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.alloc, r.progress)
 	}
 	s.push(r)
 	return false

@@ -38,6 +38,7 @@ import (
 
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // Epochs is the number of epochs each profiled model trains, from the
@@ -343,7 +344,7 @@ func (m *Model) Rate(j *job.Job, a perf.Alloc, x float64) (float64, float64) {
 	if p == nil || a.GPUs() == 0 {
 		return 0, math.Inf(1)
 	}
-	cfg := p.config(a.PerNode, j.BatchSize)
+	cfg := p.allocConfig(j, a)
 	if !cfg.ok {
 		return 0, math.Inf(1)
 	}
@@ -352,6 +353,83 @@ func (m *Model) Rate(j *job.Job, a perf.Alloc, x float64) (float64, float64) {
 	scale := float64(cfg.batch) / float64(p.InitBatch)
 	gain := (g.vr + g.sqr) / (g.vr/scale + g.sqr)
 	return gain / cfg.iterTime, p.progress[e+1]
+}
+
+// allocConfig is the configuration a job runs with on a: the batch
+// configuration its agent chose (a.LocalBsz > 0), else the one derived from
+// its batch size (the model's default for adaptive jobs not yet fitted, as
+// the artifact does).
+func (p *Profile) allocConfig(j *job.Job, a perf.Alloc) config {
+	if a.LocalBsz > 0 {
+		return p.exactConfig(a.PerNode, a.LocalBsz, a.AccumSteps)
+	}
+	batch := j.BatchSize
+	if j.AdaptBatch {
+		batch = 0
+	}
+	return p.config(a.PerNode, batch)
+}
+
+// exactConfig is a placement run with a given atomic batch and accumulation
+// steps, capped at the largest batch the profile validated.
+func (p *Profile) exactConfig(perNode []int, atomic, accum int) config {
+	var pl []int
+	replicas := 0
+	for _, g := range perNode {
+		if g > 0 {
+			pl = append(pl, g)
+			replicas += g
+		}
+	}
+	if replicas == 0 || accum < 0 {
+		return config{}
+	}
+	atomic = min(atomic, p.MaxBatch/(replicas*(accum+1)))
+	if atomic <= 0 {
+		return config{}
+	}
+	step, sync := p.throughput(pl, float64(atomic))
+	if !(step > 0) {
+		return config{}
+	}
+	total := atomic * replicas * (accum + 1)
+	iter := step + (step-sync)*float64(accum)
+	return config{batch: total, iterTime: iter, ok: true,
+		c: Config{Atomic: atomic, Accum: accum, Batch: total, Step: step, Sync: sync, IterTime: iter}}
+}
+
+// Observe implements perf.Observer: the times the job would measure on a
+// and its gradient statistics at progress x.
+func (m *Model) Observe(j *job.Job, a perf.Alloc, x float64) (goodput.Observation, goodput.Grad, bool) {
+	p := m.Profiles[j.Model]
+	if p == nil {
+		return goodput.Observation{}, goodput.Grad{}, false
+	}
+	cfg := p.allocConfig(j, a)
+	if !cfg.ok {
+		return goodput.Observation{}, goodput.Grad{}, false
+	}
+	nodes, replicas := 0, 0
+	for _, g := range a.PerNode {
+		if g > 0 {
+			nodes++
+			replicas += g
+		}
+	}
+	g := p.gradAt(cfg.batch, p.Epoch(x))
+	return goodput.Observation{Nodes: nodes, Replicas: replicas, LocalBsz: cfg.c.Atomic,
+			ComputeTime: cfg.c.Step - cfg.c.Sync, StepTime: cfg.c.Step},
+		goodput.Grad{Sqr: g.sqr, Var: g.vr}, true
+}
+
+// Limits implements perf.Observer.
+func (m *Model) Limits(j *job.Job) goodput.Limits {
+	p := m.Profiles[j.Model]
+	if p == nil {
+		return goodput.Limits{}
+	}
+	return goodput.Limits{InitBatch: p.InitBatch, MaxBatch: p.MaxBatch, MinLocal: p.MinLocalBsz,
+		MaxLocal: p.MaxLocalBsz, Accumulation: true}
 }
 
 // Config is how a job runs on one placement.
