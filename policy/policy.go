@@ -36,7 +36,14 @@ type Info struct {
 	Knobs   string // "key=default: meaning; ..."
 	// NeedsDeadlines marks policies that only make sense when jobs have deadlines.
 	NeedsDeadlines bool
-	build          func(ctx Context, opts Options) (engine.Policy, error)
+	// Elastic marks policies that choose each job's GPU count and read the
+	// hints jobs report (engine.Status.Hints): executors run job agents for
+	// them, and a trace's rigid jobs are replayed as elastic ones.
+	Elastic bool
+	// AdaptBatch marks policies whose jobs also choose their batch size for
+	// each allocation (Pollux).
+	AdaptBatch bool
+	build      func(ctx Context, opts Options) (engine.Policy, error)
 }
 
 var registry []Info
@@ -113,6 +120,17 @@ func (o Options) Floats(key string, def []float64) ([]float64, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// Lookup returns the registered policy a spec names.
+func Lookup(spec string) (Info, bool) {
+	name, _, _ := strings.Cut(strings.TrimSpace(spec), ":")
+	for _, i := range registry {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Info{}, false
 }
 
 // Parse builds the policy named by spec.

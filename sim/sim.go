@@ -41,6 +41,11 @@ type Config struct {
 	// the step's start (or the previous boundary) to whole seconds, half to
 	// even, as Python's round() does. Only for fidelity checks.
 	WholeSeconds bool
+	// Agents runs a job agent for every job (when the model is a
+	// perf.Observer): it fits the job's goodput model from what the job
+	// measures, reports hints to the engine and, for adaptive jobs, picks
+	// the batch size. Elastic policies need it; it costs time otherwise.
+	Agents bool
 	// Trace names the trace in the report.
 	Trace string
 	// Progress, when set, is called now and then with the simulated time and
@@ -139,7 +144,7 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	s.recs = make([]report.JobRecord, len(jobs))
 	s.runs = make([]*running, len(jobs))
 	s.gens = make([]int, len(jobs))
-	if o, ok := cfg.Model.(perf.Observer); ok {
+	if o, ok := cfg.Model.(perf.Observer); ok && cfg.Agents {
 		s.obs = o
 		s.agents = make([]*agent, len(jobs))
 	}
@@ -223,7 +228,7 @@ func (s *simulator) loop() error {
 			}
 		}
 		// 4. Boundaries the artifact reaches just after this instant's round.
-		if s.boundaries(t, true) && s.cfg.OnEvents && s.active > 0 {
+		if s.cfg.WholeSeconds && s.boundaries(t, true) && s.cfg.OnEvents && s.active > 0 {
 			if err := s.schedule(t); err != nil {
 				return err
 			}

@@ -74,7 +74,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		var events, rounds int
 		var span float64
 		for i := 0; i < *repeat; i++ {
-			p, err := policy.Parse(spec, policy.Context{Jobs: s.jobs, Service: serviceEstimate(s)})
+			jobs := s.runJobs(spec)
+			info, _ := policy.Lookup(spec)
+			p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
 			if err != nil {
 				return usageError{err}
 			}
@@ -84,7 +86,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			}
 			start := time.Now()
 			run, err := sim.Run(sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
-				OnEvents: c.onEvents, Seed: c.seed, WholeSeconds: s.whole}, s.jobs)
+				OnEvents: c.onEvents, Seed: c.seed, WholeSeconds: s.whole, Agents: info.Elastic}, jobs)
 			if err != nil {
 				return err
 			}

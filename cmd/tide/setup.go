@@ -54,6 +54,7 @@ type setup struct {
 	specs     []string
 	placer    string
 	whole     bool
+	artifact  bool // --preset pollux-artifact
 }
 
 func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
@@ -68,6 +69,7 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			s.placer = "most-free"
 		}
 		s.whole = true
+		s.artifact = true
 	default:
 		return nil, usageError{fmt.Errorf("--preset %q: want pollux-artifact", c.preset)}
 	}
@@ -311,4 +313,42 @@ func cmdPolicies(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Name, i.Summary, knobs)
 	}
 	return tw.Flush()
+}
+
+// runJobs returns the jobs a policy replays. Rigid policies get the trace's
+// jobs. An elastic policy gets copies whose GPU count may range from 1 to
+// all GPUs of their type; with a model that knows batch limits, a job with
+// a fixed batch can use at most batch / smallest per-GPU batch GPUs (the
+// Pollux artifact's Optimus rule), and under a policy that adapts batch
+// sizes (Pollux) the job's batch is its agent's choice. Under the
+// pollux-artifact preset ncf keeps a fixed 32,768-sample batch on one GPU,
+// as the artifact does.
+func (s *setup) runJobs(spec string) []*job.Job {
+	info, ok := policy.Lookup(spec)
+	if !ok || !info.Elastic {
+		return s.jobs
+	}
+	obs, _ := s.model.(perf.Observer)
+	out := make([]*job.Job, len(s.jobs))
+	for i, j := range s.jobs {
+		c := *j
+		c.MinGPUs, c.MaxGPUs = 1, s.cluster.GPUsOfType(c.GPUType)
+		c.AdaptBatch = info.AdaptBatch && obs != nil
+		if s.artifact && c.Model == "ncf" && obs != nil {
+			c.AdaptBatch, c.BatchSize, c.MaxGPUs = false, 32768, 1
+		}
+		if obs != nil && !c.AdaptBatch {
+			l := obs.Limits(&c)
+			batch := c.BatchSize
+			if batch == 0 {
+				batch = l.InitBatch
+			}
+			if l.MinLocal > 0 {
+				c.MaxGPUs = max(1, min(c.MaxGPUs, batch/l.MinLocal))
+			}
+		}
+		c.GPUs = min(max(c.GPUs, c.MinGPUs), c.MaxGPUs)
+		out[i] = &c
+	}
+	return out
 }

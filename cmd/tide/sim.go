@@ -116,13 +116,14 @@ func parseWindow(s string) ([2]int, error) {
 // simulate runs every policy on the same inputs, in parallel; the results
 // come back in the order the policies were given.
 func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
-	ctx := policy.Context{Jobs: s.jobs, Service: serviceEstimate(s)}
 	runs := make([]*report.Run, len(s.specs))
 	errs := make([]error, len(s.specs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, spec := range s.specs {
-		p, err := policy.Parse(spec, ctx)
+		jobs := s.runJobs(spec)
+		info, _ := policy.Lookup(spec)
+		p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--policy: %w", err)}
 		}
@@ -136,13 +137,13 @@ func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			cfg := sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
-				OnEvents: c.onEvents, Seed: c.seed, Trace: s.traceName, WholeSeconds: s.whole}
+				OnEvents: c.onEvents, Seed: c.seed, Trace: s.traceName, WholeSeconds: s.whole, Agents: info.Elastic}
 			last := 0
 			cfg.Progress = func(_ float64, done, _ int) {
 				bar.add(done - last)
 				last = done
 			}
-			runs[i], errs[i] = sim.Run(cfg, s.jobs)
+			runs[i], errs[i] = sim.Run(cfg, jobs)
 		}(i)
 	}
 	wg.Wait()
