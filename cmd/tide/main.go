@@ -14,6 +14,7 @@ const usage = `tide schedules deep-learning jobs on GPU clusters.
 
 Usage:
   tide sim [flags]      replay a trace under one or more policies and compare them
+  tide sweep [flags]    compare policies across many traces (workloads, load levels)
   tide bench [flags]    measure the simulator's speed
   tide policies         list the scheduling policies and their knobs
   tide help [command]   show help
@@ -39,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSim(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "sweep":
+		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":
 		err = cmdPolicies(stdout)
 	case "help", "-h", "-help", "--help":

@@ -260,3 +260,31 @@ func TestProgress(t *testing.T) {
 		t.Errorf("bad --progress: exit %d, %s", code, errs)
 	}
 }
+
+// TestSweep: one row per matched trace, in name order, and the mean, on 1
+// GPU with the duration model (free start, 30 s restart).
+//
+// a.csv: one 1-GPU job of 50 s: avg JCT 50 under both.
+// b.csv: x (100 s at 0), y (10 s at 1). FIFO: x 0-100, y 100-110: JCTs
+// 100 and 109, avg 104.5. SRTF preempts x at 1 (x has 99 s left, y 10):
+// y 1-11, x resumes at 11 paying the 30 s restart cost, ends at 11+30+99 =
+// 140: JCTs 140 and 10, avg 75. Means: 77.25 (printed 77.2) and 62.5.
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,submit,gpus,duration\na,0,1,50\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte("id,submit,gpus,duration\nx,0,1,100\ny,1,1,10\n"), 0o644)
+	code, out, errs := tide(t, "sweep", "--traces", filepath.Join(dir, "*.csv"), "--cluster", "1x1:t4", "--policy", "fifo,srtf")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want header, 2 traces and the mean:\n%s", out)
+	}
+	for i, want := range [][]string{{"a.csv", "50.0", "50.0"}, {"b.csv", "104.5", "75.0"}, {"mean", "77.2", "62.5"}} {
+		f := strings.Fields(lines[i+1])
+		if !strings.HasSuffix(f[0], want[0]) || f[1] != want[1] || f[2] != want[2] {
+			t.Errorf("row %d: %q, want %v", i+1, lines[i+1], want)
+		}
+	}
+}
