@@ -44,7 +44,12 @@ type Tiresias struct {
 	Limits  []float64 // ascending queue thresholds, GPU-seconds
 	Knob    float64   // starvation knob; 0 disables promotion
 	Gittins *Gittins  // nil for 2D-LAS
-	name    string
+	// TraceOrder, when set, breaks ties between jobs submitted at the same
+	// instant by their position in the trace (ID -> index) instead of by
+	// ID, as the Pollux artifact's Tiresias does: it queues new jobs in
+	// the workload file's row order (preset=pollux sets it).
+	TraceOrder map[string]int
+	name       string
 }
 
 // Memo slots used by Tiresias.
@@ -71,6 +76,12 @@ func newTiresias(ctx Context, o Options, gittins bool) (engine.Policy, error) {
 	}
 	if preset != "paper" {
 		t.name += ":preset=" + preset
+	}
+	if preset == "pollux" {
+		t.TraceOrder = make(map[string]int, len(ctx.Jobs))
+		for i, j := range ctx.Jobs {
+			t.TraceOrder[j.ID] = i
+		}
 	}
 	var err error
 	if t.Limits, err = o.Floats("limits", t.Limits); err != nil {
@@ -184,6 +195,13 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		ja, jb := ea.st.Job, eb.st.Job
 		if ja.Submit != jb.Submit {
 			return cmp.Compare(ja.Submit, jb.Submit)
+		}
+		if t.TraceOrder != nil {
+			ia, oka := t.TraceOrder[ja.ID]
+			ib, okb := t.TraceOrder[jb.ID]
+			if oka && okb && ia != ib {
+				return cmp.Compare(ia, ib)
+			}
 		}
 		return strings.Compare(ja.ID, jb.ID)
 	})
