@@ -44,12 +44,13 @@ type Cluster struct {
 	gpu   []int // GPU id -> node id
 	racks []string
 	types []string
+	count map[string]int // GPU type -> GPUs
 }
 
 // New builds a cluster from nodes, assigning ids, GPU ranges and rack indexes.
 // Node IDs and First fields in the input are ignored.
 func New(nodes []Node) (*Cluster, error) {
-	c := &Cluster{Nodes: make([]Node, len(nodes))}
+	c := &Cluster{Nodes: make([]Node, len(nodes)), count: map[string]int{}}
 	rackIdx := map[string]int{}
 	names := map[string]bool{}
 	typeSet := map[string]bool{}
@@ -88,6 +89,7 @@ func New(nodes []Node) (*Cluster, error) {
 		next += GPUID(n.GPUs)
 		if n.GPUs > 0 {
 			typeSet[n.GPUType] = true
+			c.count[n.GPUType] += n.GPUs
 		}
 		c.Nodes[i] = n
 	}
@@ -115,13 +117,7 @@ func (c *Cluster) GPUsOfType(t string) int {
 	if t == "" {
 		return len(c.gpu)
 	}
-	n := 0
-	for _, nd := range c.Nodes {
-		if nd.GPUType == t {
-			n += nd.GPUs
-		}
-	}
-	return n
+	return c.count[t]
 }
 
 // String summarises the cluster, e.g. "64 GPUs (16 nodes): 64 t4".
