@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
@@ -266,5 +267,43 @@ func TestErrors(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// growAt is a test policy: it runs every job on its requested GPUs, and on
+// all of its maximum from time t on.
+type growAt float64
+
+func (growAt) Name() string { return "grow" }
+func (g growAt) Schedule(s *engine.Snapshot) engine.Plan {
+	var p engine.Plan
+	for _, st := range s.Jobs {
+		n := st.Job.GPUs
+		if s.Now >= float64(g) {
+			n = st.Job.MaxGPUs
+		}
+		p.Run = append(p.Run, engine.Assignment{Job: st.Job.ID, GPUs: n})
+	}
+	return p
+}
+
+// TestResizeCost: a resize costs the model's resize time and is counted.
+// Job a (elastic 1..4, 200 s of work on its 2 requested GPUs) starts at its
+// arrival (scheduling at events) and runs on 2 GPUs
+// until the round at 120, when it grows to 4: progress 120 of 200, then 15 s
+// of resize cost, then the remaining 80 s of 2-GPU work at twice the speed,
+// 40 s: it finishes at 120 + 15 + 40 = 175.
+func TestResizeCost(t *testing.T) {
+	j := enginetest.Job("a").Elastic(1, 2, 4).Seconds(200).Obj()
+	run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x4:t4"),
+		Model:  perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Restart: 99, Resize: 15}}},
+		Policy: growAt(120), Placer: place.Pack{}, Round: 60, OnEvents: true}, []*job.Job{j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run.Jobs[0]
+	if r.Finish != 175 || r.Resizes != 1 || r.RestartSeconds != 15 || r.Preemptions != 0 {
+		t.Errorf("finish %v resizes %d restart seconds %v preemptions %d; want 175, 1, 15, 0",
+			r.Finish, r.Resizes, r.RestartSeconds, r.Preemptions)
 	}
 }

@@ -36,7 +36,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.policies, "policy", defPolicies, "comma-separated policy specs, name[:key=value...], or 'all' (see 'tide policies')")
 	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware) or most-free (default pack; most-free under --preset pollux-artifact)")
 	fs.StringVar(&c.model, "model", "auto", "performance model: auto, pollux[=DIR], duration, elasticflow=DIR[@TYPE][,DIR@TYPE], gavel=FILE")
-	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured values, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
+	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured full restarts, 'measured-fast' for those plus fast elastic resizes, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
 	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux)")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
@@ -276,8 +276,12 @@ func applyCosts(m perf.Model, spec string) error {
 	default:
 		return fmt.Errorf("--restart-cost: the %s model takes no cost overrides", m.Name())
 	}
-	if spec == "measured" {
+	switch spec {
+	case "measured":
 		ct.PerKey = perf.MeasuredRestartCosts
+		return nil
+	case "measured-fast":
+		ct.PerKey = perf.FastRescaleCosts
 		return nil
 	}
 	if v, err := strconv.ParseFloat(spec, 64); err == nil {
@@ -292,7 +296,7 @@ func applyCosts(m perf.Model, spec string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		f, err := strconv.ParseFloat(v, 64)
 		if !ok || err != nil || f < 0 {
-			return fmt.Errorf("--restart-cost %q: want N, 'measured', or model=N,... with N >= 0 seconds", spec)
+			return fmt.Errorf("--restart-cost %q: want N, 'measured', 'measured-fast', or model=N,... with N >= 0 seconds", spec)
 		}
 		per[k] = perf.Costs{Start: f, Restart: f, Resize: f}
 	}
