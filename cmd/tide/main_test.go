@@ -288,3 +288,21 @@ func TestSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetPolluxArtifactOptimus: the artifact's Optimus on workload-6
+// averages 5,301.88 s (results-jobload/optimus-1.0/summary.json of
+// petuum/adaptdl osdi21-artifact, quoted in the issue); tide's, under the
+// same rules, must be within 3%.
+func TestPresetPolluxArtifactOptimus(t *testing.T) {
+	code, out, errs := tide(t, "sim", "--preset", "pollux-artifact", "--policy", "optimus", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	p := decode(t, out).Policies[0]
+	if p["name"] != "optimus:oracle=true" {
+		t.Errorf("preset ran %v, want optimus:oracle=true", p["name"])
+	}
+	if a := p["avg_jct_s"].(float64); math.Abs(a-5301.88)/5301.88 > 0.03 {
+		t.Errorf("avg JCT %v, artifact 5301.88", a)
+	}
+}
