@@ -42,7 +42,7 @@ type Limits struct {
 	InitBatch    int  // M0: the batch size the job was tuned for (> 0)
 	MaxBatch     int  // the largest global batch size allowed (>= InitBatch)
 	MinLocal     int  // the smallest per-GPU (atomic) batch; 0 = 1
-	MaxLocal     int  // the largest per-GPU (atomic) batch that fits; 0 = MaxBatch
+	MaxLocal     int  // the largest per-GPU (atomic) batch that fits; 0 = max(MaxBatch, InitBatch)
 	Accumulation bool // may use gradient accumulation steps
 }
 
@@ -137,11 +137,14 @@ func (f Function) Optimize(nodes, replicas int) Config {
 		return Config{}
 	}
 	minLocal := max(f.L.MinLocal, 1)
+	maxBatchInt := max(f.L.MaxBatch, f.L.InitBatch)
 	maxLocal := f.L.MaxLocal
 	if maxLocal <= 0 {
-		maxLocal = f.L.MaxBatch
+		// The largest batch Optimize considers, not MaxBatch itself: with
+		// MaxBatch unset (< InitBatch) no atomic batch would fit.
+		maxLocal = maxBatchInt
 	}
-	maxBatch := float64(max(f.L.MaxBatch, f.L.InitBatch))
+	maxBatch := float64(maxBatchInt)
 	minBatch := math.Max(float64(f.L.InitBatch), float64(minLocal*replicas))
 	const n, eps = 50, 1e-8
 	best := Config{}
