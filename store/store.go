@@ -1,0 +1,432 @@
+// Package store keeps tide serve's state in an embedded database (bbolt) in
+// the data directory: every job with its spec, status and attempt history,
+// the tenants with their API tokens (SHA-256 hashed, never stored in the
+// clear), and an append-only event log. Every Update is one fsynced
+// transaction, so a server restarted after a crash finds everything it had
+// accepted.
+//
+// Layout of DIR/tide.db:
+//
+//	meta     schema version, admin bootstrap
+//	jobs     job ID -> Job (JSON)
+//	tenants  tenant name -> Tenant (JSON)
+//	tokens   token hash -> tenant name
+//	events   job ID (or "_server") -> { seq (8 bytes, big endian) -> Event (JSON) }
+package store
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterr "go.etcd.io/bbolt/errors"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// Schema is the version of the layout this package writes.
+const Schema = 1
+
+var (
+	bMeta    = []byte("meta")
+	bJobs    = []byte("jobs")
+	bTenants = []byte("tenants")
+	bTokens  = []byte("tokens")
+	bEvents  = []byte("events")
+)
+
+// ErrNotFound is returned for a job or tenant that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Job is a job's durable record.
+type Job struct {
+	ID        string      `json:"id"`
+	Seq       uint64      `json:"seq"` // submission order
+	Tenant    string      `json:"tenant"`
+	Spec      api.JobSpec `json:"spec"`
+	State     string      `json:"state"` // api.State*
+	Submitted float64     `json:"submitted"`
+	// FirstStart and Ended are Unix seconds, 0 until they happen.
+	FirstStart  float64 `json:"first_start,omitempty"`
+	Ended       float64 `json:"ended,omitempty"`
+	Restarts    int     `json:"restarts,omitempty"`
+	Failures    int     `json:"failures,omitempty"`
+	Preemptions int     `json:"preemptions,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+
+	// The job's last report.
+	Progress   float64 `json:"progress,omitempty"`
+	Throughput float64 `json:"throughput,omitempty"`
+	Message    string  `json:"message,omitempty"`
+	ReportedAt float64 `json:"reported_at,omitempty"`
+	// ReportTokenHash is the hash of the report token handed to the job's
+	// latest attempt ($TIDE_REPORT_TOKEN).
+	ReportTokenHash string `json:"report_token_hash,omitempty"`
+
+	// Engine holds the scheduler's counters, restored after a restart.
+	Engine EngineStats `json:"engine"`
+
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// EngineStats are the scheduling engine's per-job counters
+// (engine.Status), saved so policies see the same history after a restart.
+type EngineStats struct {
+	Attained    float64    `json:"attained,omitempty"`
+	Executed    float64    `json:"executed,omitempty"`
+	Waited      float64    `json:"waited,omitempty"`
+	Starts      int        `json:"starts,omitempty"`
+	Preemptions int        `json:"preemptions,omitempty"`
+	Resizes     int        `json:"resizes,omitempty"`
+	FirstStart  float64    `json:"first_start,omitempty"`
+	LastStop    float64    `json:"last_stop,omitempty"`
+	Memo        [4]float64 `json:"memo,omitempty"`
+}
+
+// Attempt phases.
+const (
+	PhaseWaiting  = "waiting"  // decided, waiting for its GPUs or a retry delay
+	PhaseRunning  = "running"  // the process runs
+	PhaseStopping = "stopping" // SIGTERM sent or about to be
+	PhaseEnded    = "ended"
+)
+
+// Attempt is one launch of the job's command.
+type Attempt struct {
+	N       int    `json:"n"`
+	GPUs    []int  `json:"gpus"`    // cluster GPU ids
+	Devices []int  `json:"devices"` // CUDA indices
+	Phase   string `json:"phase"`
+	// PID and StartTicks identify the process (its process group leader):
+	// the start time guards against a reused pid.
+	PID        int     `json:"pid,omitempty"`
+	StartTicks uint64  `json:"start_ticks,omitempty"`
+	Created    float64 `json:"created"`
+	Started    float64 `json:"started,omitempty"`
+	Ended      float64 `json:"ended,omitempty"`
+	ExitCode   *int    `json:"exit_code,omitempty"`
+	Outcome    string  `json:"outcome,omitempty"` // see api.Attempt
+	// Stop is why tide is stopping it (preempt, resize, cancel, ...).
+	Stop string `json:"stop,omitempty"`
+}
+
+// Last returns the job's latest attempt, or nil.
+func (j *Job) Last() *Attempt {
+	if len(j.Attempts) == 0 {
+		return nil
+	}
+	return &j.Attempts[len(j.Attempts)-1]
+}
+
+// Clone returns a deep copy of j.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Spec.Command = append([]string(nil), j.Spec.Command...)
+	if j.Spec.Env != nil {
+		c.Spec.Env = make(map[string]string, len(j.Spec.Env))
+		for k, v := range j.Spec.Env {
+			c.Spec.Env[k] = v
+		}
+	}
+	if j.Spec.MaxRetries != nil {
+		r := *j.Spec.MaxRetries
+		c.Spec.MaxRetries = &r
+	}
+	c.Attempts = make([]Attempt, len(j.Attempts))
+	for i, a := range j.Attempts {
+		a.GPUs = append([]int(nil), a.GPUs...)
+		a.Devices = append([]int(nil), a.Devices...)
+		if a.ExitCode != nil {
+			e := *a.ExitCode
+			a.ExitCode = &e
+		}
+		c.Attempts[i] = a
+	}
+	return &c
+}
+
+// Tenant is an API user.
+type Tenant struct {
+	Name      string  `json:"name"`
+	TokenHash string  `json:"token_hash"`
+	Admin     bool    `json:"admin,omitempty"`
+	Created   float64 `json:"created"`
+}
+
+// Event is one entry of the event log.
+type Event struct {
+	Seq     uint64  `json:"seq"`
+	Time    float64 `json:"time"`
+	Job     string  `json:"job,omitempty"`
+	Kind    string  `json:"kind"`
+	Attempt int     `json:"attempt,omitempty"`
+	Message string  `json:"message,omitempty"`
+}
+
+// DB is an open store.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Open opens (creating it if needed) the store in data directory dir. Only
+// one process may have it open: a second Open fails after a second.
+func Open(dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: data directory: %w", err)
+	}
+	path := filepath.Join(dir, "tide.db")
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bolterr.ErrTimeout) {
+			return nil, fmt.Errorf("store: %s is in use by another process (is another tide serve running on %s?)", path, dir)
+		}
+		return nil, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	// Batch waits this long for more callers before it commits: short,
+	// since an fsync costs about a millisecond on an SSD and callers (API
+	// submissions) wait for it.
+	b.MaxBatchDelay = 2 * time.Millisecond
+	d := &DB{bolt: b, path: path}
+	err = b.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bMeta, bJobs, bTenants, bTokens, bEvents} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bMeta)
+		if v := meta.Get([]byte("schema")); v != nil {
+			if s := binary.BigEndian.Uint64(v); s != Schema {
+				return fmt.Errorf("schema version %d, this tide reads %d", s, Schema)
+			}
+			return nil
+		}
+		return meta.Put([]byte("schema"), u64(Schema))
+	})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Path is the database file.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the database.
+func (d *DB) Close() error { return d.bolt.Close() }
+
+// Tx is a transaction.
+type Tx struct{ tx *bolt.Tx }
+
+// Update runs fn in a read-write transaction, committed (and fsynced) when
+// fn returns nil.
+func (d *DB) Update(fn func(*Tx) error) error {
+	return d.bolt.Update(func(tx *bolt.Tx) error { return fn(&Tx{tx}) })
+}
+
+// Batch is Update for many concurrent callers: their transactions are
+// coalesced into fewer commits. fn may run more than once and must not
+// have side effects outside the transaction.
+func (d *DB) Batch(fn func(*Tx) error) error {
+	return d.bolt.Batch(func(tx *bolt.Tx) error { return fn(&Tx{tx}) })
+}
+
+// View runs fn in a read-only transaction.
+func (d *DB) View(fn func(*Tx) error) error {
+	return d.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx}) })
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// NewJobID reserves the next job ID ("j000001", ...) and its sequence
+// number. IDs sort in submission order up to j99999999.
+func (t *Tx) NewJobID() (string, uint64, error) {
+	seq, err := t.tx.Bucket(bJobs).NextSequence()
+	if err != nil {
+		return "", 0, fmt.Errorf("store: job id: %w", err)
+	}
+	return fmt.Sprintf("j%06d", seq), seq, nil
+}
+
+// PutJob writes a job record.
+func (t *Tx) PutJob(j *Job) error {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("store: job %s: %w", j.ID, err)
+	}
+	if err := t.tx.Bucket(bJobs).Put([]byte(j.ID), data); err != nil {
+		return fmt.Errorf("store: job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// Job reads a job record; ErrNotFound when there is none.
+func (t *Tx) Job(id string) (*Job, error) {
+	data := t.tx.Bucket(bJobs).Get([]byte(id))
+	if data == nil {
+		return nil, fmt.Errorf("store: job %s: %w", id, ErrNotFound)
+	}
+	var j Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("store: job %s: %w", id, err)
+	}
+	return &j, nil
+}
+
+// Jobs calls fn for every job, in ID order, until fn returns an error.
+func (t *Tx) Jobs(fn func(*Job) error) error {
+	return t.tx.Bucket(bJobs).ForEach(func(k, v []byte) error {
+		var j Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return fmt.Errorf("store: job %s: %w", k, err)
+		}
+		return fn(&j)
+	})
+}
+
+// AddEvent appends e to the log, setting its sequence number.
+func (t *Tx) AddEvent(e *Event) error {
+	root := t.tx.Bucket(bEvents)
+	seq, err := root.NextSequence()
+	if err != nil {
+		return fmt.Errorf("store: event: %w", err)
+	}
+	e.Seq = seq
+	key := e.Job
+	if key == "" {
+		key = "_server"
+	}
+	b, err := root.CreateBucketIfNotExists([]byte(key))
+	if err != nil {
+		return fmt.Errorf("store: event for %s: %w", key, err)
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("store: event: %w", err)
+	}
+	return b.Put(u64(seq), data)
+}
+
+// Events returns a job's events (jobID "" for the server's own), oldest
+// first.
+func (t *Tx) Events(jobID string) ([]Event, error) {
+	key := jobID
+	if key == "" {
+		key = "_server"
+	}
+	b := t.tx.Bucket(bEvents).Bucket([]byte(key))
+	if b == nil {
+		return nil, nil
+	}
+	var out []Event
+	err := b.ForEach(func(_, v []byte) error {
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("store: event of %s: %w", key, err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// PutTenant creates or replaces a tenant; its token hash is indexed. A hash
+// already used by another tenant is refused.
+func (t *Tx) PutTenant(tn *Tenant) error {
+	if !api.TenantName(tn.Name) {
+		return fmt.Errorf("store: tenant %q: invalid name", tn.Name)
+	}
+	tokens := t.tx.Bucket(bTokens)
+	if owner := tokens.Get([]byte(tn.TokenHash)); owner != nil && string(owner) != tn.Name {
+		return fmt.Errorf("store: tenant %s: token already in use", tn.Name)
+	}
+	if old, err := t.Tenant(tn.Name); err == nil && old.TokenHash != tn.TokenHash {
+		if err := tokens.Delete([]byte(old.TokenHash)); err != nil {
+			return fmt.Errorf("store: tenant %s: %w", tn.Name, err)
+		}
+	}
+	data, err := json.Marshal(tn)
+	if err != nil {
+		return fmt.Errorf("store: tenant %s: %w", tn.Name, err)
+	}
+	if err := t.tx.Bucket(bTenants).Put([]byte(tn.Name), data); err != nil {
+		return fmt.Errorf("store: tenant %s: %w", tn.Name, err)
+	}
+	return tokens.Put([]byte(tn.TokenHash), []byte(tn.Name))
+}
+
+// Tenant reads a tenant by name.
+func (t *Tx) Tenant(name string) (*Tenant, error) {
+	data := t.tx.Bucket(bTenants).Get([]byte(name))
+	if data == nil {
+		return nil, fmt.Errorf("store: tenant %s: %w", name, ErrNotFound)
+	}
+	var tn Tenant
+	if err := json.Unmarshal(data, &tn); err != nil {
+		return nil, fmt.Errorf("store: tenant %s: %w", name, err)
+	}
+	return &tn, nil
+}
+
+// TenantByTokenHash finds the tenant a token hash belongs to.
+func (t *Tx) TenantByTokenHash(hash string) (*Tenant, error) {
+	name := t.tx.Bucket(bTokens).Get([]byte(hash))
+	if name == nil {
+		return nil, fmt.Errorf("store: token: %w", ErrNotFound)
+	}
+	return t.Tenant(string(name))
+}
+
+// Tenants returns every tenant, by name.
+func (t *Tx) Tenants() ([]Tenant, error) {
+	var out []Tenant
+	err := t.tx.Bucket(bTenants).ForEach(func(k, v []byte) error {
+		var tn Tenant
+		if err := json.Unmarshal(v, &tn); err != nil {
+			return fmt.Errorf("store: tenant %s: %w", k, err)
+		}
+		out = append(out, tn)
+		return nil
+	})
+	return out, err
+}
+
+// Meta reads a metadata value (nil when unset).
+func (t *Tx) Meta(key string) []byte {
+	v := t.tx.Bucket(bMeta).Get([]byte(key))
+	return append([]byte(nil), v...)
+}
+
+// SetMeta writes a metadata value.
+func (t *Tx) SetMeta(key string, value []byte) error {
+	return t.tx.Bucket(bMeta).Put([]byte(key), value)
+}
+
+// HashToken is the form a token is stored in: hex SHA-256. Tokens are
+// random 256-bit values, so a fast unsalted hash is enough.
+func HashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// NewToken returns a fresh random token, "tide_" + 64 hex digits.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return "tide_" + hex.EncodeToString(b[:]), nil
+}
