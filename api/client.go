@@ -1,0 +1,185 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultServer is where clients look for tide serve by default.
+const DefaultServer = "http://127.0.0.1:7450"
+
+// Client calls a tide server. The zero value is not usable: use NewClient.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for server (a URL, or host:port for http) that
+// authenticates with token.
+func NewClient(server, token string) *Client {
+	if server == "" {
+		server = DefaultServer
+	}
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	return &Client{base: strings.TrimRight(server, "/"), token: token,
+		http: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// Server is the base URL the client calls.
+func (c *Client) Server() string { return c.base }
+
+func (c *Client) request(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encoding the request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	return resp, nil
+}
+
+func readError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	e := &Error{}
+	if err := json.Unmarshal(data, e); err != nil || e.Message == "" {
+		e.Message = strings.TrimSpace(string(data))
+		if e.Message == "" {
+			e.Message = http.StatusText(resp.StatusCode)
+		}
+	}
+	e.Status = resp.StatusCode
+	return e
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decoding the response: %w", method, path, err)
+	}
+	return nil
+}
+
+// Submit submits a job.
+func (c *Client) Submit(ctx context.Context, spec *JobSpec) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs", spec, &j)
+}
+
+// Jobs lists the jobs the caller may see, only those in state when given.
+func (c *Client) Jobs(ctx context.Context, state string) ([]Job, error) {
+	path := "/v1/jobs"
+	if state != "" {
+		path += "?state=" + url.QueryEscape(state)
+	}
+	var l JobList
+	return l.Jobs, c.do(ctx, http.MethodGet, path, nil, &l)
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &j)
+}
+
+// Events returns a job's event log.
+func (c *Client) Events(ctx context.Context, id string) ([]Event, error) {
+	var out struct {
+		Events []Event `json:"events"`
+	}
+	return out.Events, c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &out)
+}
+
+// Cancel cancels a job; its process, if any, is stopped.
+func (c *Client) Cancel(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel", nil, &j)
+}
+
+// Logs returns a job's output from byte offset on, the offset to ask for
+// next, and the job's state.
+func (c *Client) Logs(ctx context.Context, id string, offset int64) ([]byte, int64, string, error) {
+	path := "/v1/jobs/" + url.PathEscape(id) + "/logs?offset=" + strconv.FormatInt(offset, 10)
+	resp, err := c.request(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, offset, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, offset, "", fmt.Errorf("GET %s: %w", path, err)
+	}
+	next, err := strconv.ParseInt(resp.Header.Get("X-Tide-Next-Offset"), 10, 64)
+	if err != nil {
+		next = offset + int64(len(data))
+	}
+	return data, next, resp.Header.Get("X-Tide-Job-State"), nil
+}
+
+// Cluster describes the server's GPUs and queue.
+func (c *Client) Cluster(ctx context.Context) (*Cluster, error) {
+	var cl Cluster
+	return &cl, c.do(ctx, http.MethodGet, "/v1/cluster", nil, &cl)
+}
+
+// CreateTenant creates a tenant (admin only); the token is in the result.
+func (c *Client) CreateTenant(ctx context.Context, name string) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodPost, "/v1/tenants", NewTenant{Name: name}, &t)
+}
+
+// Tenants lists the tenants (admin only).
+func (c *Client) Tenants(ctx context.Context) ([]Tenant, error) {
+	var out struct {
+		Tenants []Tenant `json:"tenants"`
+	}
+	return out.Tenants, c.do(ctx, http.MethodGet, "/v1/tenants", nil, &out)
+}
+
+// Report sends a job's progress report (the client's token is the job's
+// $TIDE_REPORT_TOKEN, or its tenant's).
+func (c *Client) Report(ctx context.Context, id string, r *Report) error {
+	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/report", r, nil)
+}
+
+// SetTransport makes the client use rt (to share connections between
+// clients, say).
+func (c *Client) SetTransport(rt http.RoundTripper) { c.http.Transport = rt }

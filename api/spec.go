@@ -1,0 +1,362 @@
+// Package api holds tide's HTTP/JSON API types (version 1, under /v1): the
+// job spec a client submits, the views the server returns, the progress
+// report a job sends, and a Go client. docs/api.md documents the protocol.
+//
+// The decoder is strict: unknown fields, trailing data and values of the
+// wrong type are errors that name the field, and Validate returns one
+// message per bad field, reusing job.Validate's wording for the fields the
+// scheduler checks.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tide-sched/tide/job"
+)
+
+// MaxBodyBytes is the largest request body the server reads (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// DefaultEstimate is the run time assumed for a job that gives none, s.
+const DefaultEstimate = 3600
+
+// Limits on a spec's sizes, so one request cannot make the server hold or
+// log unbounded data.
+const (
+	maxName    = 128
+	maxArgs    = 4096
+	maxEnv     = 1024
+	maxRetries = 100
+	maxGPUs    = 1 << 16
+)
+
+// JobSpec is what a client submits: a command and what it needs. The same
+// fields are accepted in JSON (the API) and YAML (job files for the CLI).
+type JobSpec struct {
+	// Name is a label for humans; it need not be unique.
+	Name string `json:"name,omitempty" yaml:"name"`
+	// Command is the argv to run; Command[0] is looked up in PATH unless it
+	// contains a slash (then relative to Workdir).
+	Command []string `json:"command" yaml:"command"`
+	// Workdir is the absolute working directory (default: the job's own
+	// directory in the server's data directory).
+	Workdir string `json:"workdir,omitempty" yaml:"workdir"`
+	// Env is added to the job's environment. TIDE_* and
+	// CUDA_VISIBLE_DEVICES are set by tide and may not be given.
+	Env map[string]string `json:"env,omitempty" yaml:"env"`
+
+	// GPUs is the GPU count a non-elastic policy gives the job. An elastic
+	// job sets MinGPUs < MaxGPUs. Defaults as job.Validate: MinGPUs and
+	// MaxGPUs default to GPUs, GPUs to MaxGPUs.
+	GPUs    int    `json:"gpus,omitempty" yaml:"gpus"`
+	MinGPUs int    `json:"min_gpus,omitempty" yaml:"min_gpus"`
+	MaxGPUs int    `json:"max_gpus,omitempty" yaml:"max_gpus"`
+	GPUType string `json:"gpu_type,omitempty" yaml:"gpu_type"`
+
+	// Priority: larger is more important (policies that use priorities).
+	Priority int `json:"priority,omitempty" yaml:"priority"`
+	// EstimateS is the expected run time on GPUs GPUs, seconds
+	// (default 3600). Policies that predict remaining time (SRTF,
+	// Optimus) use it, scaled by the progress the job reports.
+	EstimateS float64 `json:"estimate_s,omitempty" yaml:"estimate_s"`
+	// Deadline is an RFC 3339 time by which the job should finish (EDF).
+	Deadline string `json:"deadline,omitempty" yaml:"deadline"`
+	// MaxRetries is how many times a job that exits non-zero is restarted
+	// before it is marked failed (default: the server's --max-retries).
+	MaxRetries *int `json:"max_retries,omitempty" yaml:"max_retries"`
+	// BatchSize is the job's global batch size, samples (0 = unknown); it
+	// sets the batch limits of the goodput model fitted from its reports.
+	BatchSize int `json:"batch_size,omitempty" yaml:"batch_size"`
+	// Tenant submits on behalf of a tenant; only the admin may set it.
+	Tenant string `json:"tenant,omitempty" yaml:"tenant"`
+}
+
+// FieldError is one problem with one field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (f FieldError) String() string { return f.Field + ": " + f.Message }
+
+// DecodeError is a request body that could not be decoded.
+type DecodeError struct {
+	Field string // the field at fault, when known
+	Msg   string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Field != "" {
+		return e.Field + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// DecodeStrict decodes one JSON value from r into v: unknown fields,
+// trailing data and mistyped values are *DecodeError. Errors from r (such
+// as *http.MaxBytesError) are returned as they are.
+func DecodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		if err == nil {
+			return &DecodeError{Msg: "unexpected data after the JSON value"}
+		}
+		return jsonError(err)
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return &DecodeError{Msg: "empty body: want a JSON object"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &DecodeError{Msg: "truncated JSON"}
+	case errors.As(err, &syn):
+		return &DecodeError{Msg: fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))}
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return &DecodeError{Msg: fmt.Sprintf("want a JSON %s, got %s", typ.Type, typ.Value)}
+		}
+		return &DecodeError{Field: field, Msg: fmt.Sprintf("want %s, got %s", typeName(typ.Type.String()), typ.Value)}
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return &DecodeError{Field: strings.Trim(f, `"`), Msg: "unknown field"}
+	}
+	if strings.HasPrefix(msg, "json: ") {
+		return &DecodeError{Msg: strings.TrimPrefix(msg, "json: ")}
+	}
+	// Errors from the reader (oversized bodies, broken connections) pass
+	// through unchanged so the caller can tell them apart.
+	return err
+}
+
+func typeName(t string) string {
+	switch t {
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "[]string":
+		return "an array of strings"
+	case "map[string]string":
+		return "an object of strings"
+	case "bool":
+		return "true or false"
+	}
+	return t
+}
+
+// DecodeJobSpec reads a job spec as JSON (strictly, see DecodeStrict).
+func DecodeJobSpec(data []byte) (*JobSpec, error) {
+	var s JobSpec
+	if err := DecodeStrict(bytes.NewReader(data), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Validate checks the spec and returns one message per bad field (nil when
+// it is valid). It fills nothing in; Job applies the defaults.
+func (s *JobSpec) Validate() []FieldError {
+	var errs []FieldError
+	add := func(field, format string, a ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	if len(s.Name) > maxName {
+		add("name", "at most %d bytes, got %d", maxName, len(s.Name))
+	} else if !printable(s.Name) {
+		add("name", "must be printable UTF-8")
+	}
+	switch {
+	case len(s.Command) == 0:
+		add("command", "missing: want the argv to run, e.g. [\"python\", \"train.py\"]")
+	case len(s.Command) > maxArgs:
+		add("command", "at most %d arguments, got %d", maxArgs, len(s.Command))
+	case s.Command[0] == "":
+		add("command", "the program (command[0]) is empty")
+	default:
+		for i, a := range s.Command {
+			if strings.IndexByte(a, 0) >= 0 || !utf8.ValidString(a) {
+				add("command", "argument %d holds a NUL byte or invalid UTF-8", i)
+				break
+			}
+		}
+	}
+	if s.Workdir != "" {
+		if !filepath.IsAbs(s.Workdir) {
+			add("workdir", "want an absolute path, got %q", s.Workdir)
+		} else if strings.IndexByte(s.Workdir, 0) >= 0 {
+			add("workdir", "holds a NUL byte")
+		}
+	}
+	if len(s.Env) > maxEnv {
+		add("env", "at most %d variables, got %d", maxEnv, len(s.Env))
+	} else {
+		for _, k := range sortedKeys(s.Env) {
+			v := s.Env[k]
+			switch {
+			case !envName(k):
+				add("env", "%q is not a variable name (letters, digits and _, not starting with a digit)", k)
+			case strings.HasPrefix(k, "TIDE_") || k == "CUDA_VISIBLE_DEVICES":
+				add("env", "%s is set by tide and may not be given", k)
+			case strings.IndexByte(v, 0) >= 0:
+				add("env", "the value of %s holds a NUL byte", k)
+			}
+		}
+	}
+	for _, g := range []struct {
+		name string
+		v    int
+	}{{"gpus", s.GPUs}, {"min_gpus", s.MinGPUs}, {"max_gpus", s.MaxGPUs}} {
+		if g.v < 0 {
+			add(g.name, "want at least 1 GPU, got %d", g.v)
+		} else if g.v > maxGPUs {
+			add(g.name, "at most %d, got %d", maxGPUs, g.v)
+		}
+	}
+	if s.GPUs == 0 && s.MaxGPUs == 0 {
+		add("gpus", "missing: want at least 1 GPU")
+	}
+	if len(s.GPUType) > 64 || !printable(s.GPUType) || strings.ContainsAny(s.GPUType, " \t") {
+		add("gpu_type", "want a GPU type such as t4 or a100, got %q", s.GPUType)
+	}
+	if math.IsNaN(s.EstimateS) || math.IsInf(s.EstimateS, 0) || s.EstimateS < 0 {
+		add("estimate_s", "want a finite number of seconds > 0, got %v", s.EstimateS)
+	}
+	if s.Deadline != "" {
+		if _, err := time.Parse(time.RFC3339, s.Deadline); err != nil {
+			add("deadline", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", s.Deadline)
+		}
+	}
+	if s.MaxRetries != nil && (*s.MaxRetries < 0 || *s.MaxRetries > maxRetries) {
+		add("max_retries", "want 0 to %d, got %d", maxRetries, *s.MaxRetries)
+	}
+	if s.BatchSize < 0 {
+		add("batch_size", "want >= 0, got %d", s.BatchSize)
+	}
+	if len(s.Tenant) > maxName || (s.Tenant != "" && !TenantName(s.Tenant)) {
+		add("tenant", "want letters, digits, '-', '_' or '.', got %q", s.Tenant)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The scheduler's own checks, with job.Validate's messages.
+	if _, err := s.Job("new", 0); err != nil {
+		return []FieldError{jobField(err)}
+	}
+	return nil
+}
+
+// Job builds the scheduler's job from the spec: work is the estimate in
+// seconds on GPUs GPUs (the duration model). The returned job has passed
+// job.Validate; the error is job.Validate's.
+func (s *JobSpec) Job(id string, submit float64) (*job.Job, error) {
+	est := s.EstimateS
+	if est == 0 {
+		est = DefaultEstimate
+	}
+	j := &job.Job{ID: id, Submit: submit, Priority: s.Priority, GPUs: s.GPUs, MinGPUs: s.MinGPUs,
+		MaxGPUs: s.MaxGPUs, GPUType: strings.ToLower(s.GPUType), BatchSize: s.BatchSize,
+		Work: est, Unit: job.Seconds, Duration: est, Tenant: s.Tenant}
+	if s.Deadline != "" {
+		t, err := time.Parse(time.RFC3339, s.Deadline)
+		if err != nil {
+			return nil, fmt.Errorf("job %s: deadline: %w", id, err)
+		}
+		j.Deadline = max(0, float64(t.UnixNano())/1e9)
+	}
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// jobField maps a job.Validate message ("job new: min gpus 3 > max gpus 2")
+// to the spec field it is about, keeping the message.
+func jobField(err error) FieldError {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "job ") {
+		msg = rest
+	}
+	field := "spec"
+	for _, m := range []struct{ prefix, field string }{
+		{"min gpus", "min_gpus"}, {"max gpus", "max_gpus"}, {"gpus", "gpus"},
+		{"work unit", "estimate_s"}, {"work", "estimate_s"}, {"duration", "estimate_s"},
+		{"batch size", "batch_size"}, {"deadline", "deadline"}, {"id", "id"}, {"submit", "submit"},
+	} {
+		if strings.HasPrefix(msg, m.prefix) {
+			field = m.field
+			break
+		}
+	}
+	return FieldError{Field: field, Message: msg}
+}
+
+// TenantName reports whether s is a valid tenant name: 1 to 64 letters,
+// digits, '-', '_' or '.'.
+func TenantName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func envName(k string) bool {
+	if k == "" || len(k) > 256 {
+		return false
+	}
+	for i, r := range k {
+		ok := r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/job"
+)
+
+func TestDecodeJobSpec(t *testing.T) {
+	s, err := DecodeJobSpec([]byte(`{"name": "resnet", "command": ["python", "train.py"], "gpus": 2, "max_gpus": 4,
+		"env": {"LR": "0.1"}, "estimate_s": 600, "deadline": "2030-01-02T03:04:05Z", "max_retries": 0, "batch_size": 256}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.Validate(); errs != nil {
+		t.Fatalf("valid spec refused: %v", errs)
+	}
+	j, err := s.Job("j1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.MinGPUs != 2 || j.MaxGPUs != 4 || j.Work != 600 || j.Unit != job.Seconds || j.Deadline != 1893553445 || j.Submit != 10 {
+		t.Errorf("job %+v", j)
+	}
+	if *s.MaxRetries != 0 {
+		t.Error("max_retries 0 lost")
+	}
+	for body, want := range map[string]string{
+		``:                            "empty body",
+		`{"command": ["x"], "zz": 1}`: "zz: unknown field",
+		`{"gpus": "2"}`:               "gpus: want a number",
+		`{"gpus": 1}{"gpus": 1}`:      "after the JSON value",
+		`{"gpus": 1`:                  "truncated",
+		`nux`:                         "malformed JSON",
+	} {
+		_, err := DecodeJobSpec([]byte(body))
+		var de *DecodeError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want a DecodeError with %q", body, err, want)
+		}
+	}
+}
+
+func TestValidateFields(t *testing.T) {
+	two := 2
+	for _, tc := range []struct {
+		spec  JobSpec
+		field string
+	}{
+		{JobSpec{GPUs: 1}, "command"},
+		{JobSpec{Command: []string{""}, GPUs: 1}, "command"},
+		{JobSpec{Command: []string{"x"}}, "gpus"},
+		{JobSpec{Command: []string{"x"}, MinGPUs: 2, MaxGPUs: 1}, "min_gpus"},
+		{JobSpec{Command: []string{"x"}, GPUs: 3, MinGPUs: 1, MaxGPUs: 2}, "gpus"},
+		{JobSpec{Command: []string{"x"}, GPUs: 3, MaxGPUs: 2}, "min_gpus"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Name: "a\x00b"}, "name"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, GPUType: "t 4"}, "gpu_type"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0"}}, "env"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Tenant: "a b"}, "tenant"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, BatchSize: -1}, "batch_size"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, MaxRetries: &two, Workdir: "."}, "workdir"},
+	} {
+		errs := tc.spec.Validate()
+		if len(errs) == 0 || errs[0].Field != tc.field {
+			t.Errorf("%+v: %v, want an error on %s", tc.spec, errs, tc.field)
+		}
+	}
+}
+
+func TestReportValidate(t *testing.T) {
+	half := 0.5
+	r := Report{Progress: &half, Throughput: 3}
+	if errs := r.Validate(); errs != nil {
+		t.Errorf("valid report refused: %v", errs)
+	}
+	if f, ok := (&Report{Step: 3, TotalSteps: 4}).Fraction(); !ok || f != 0.75 {
+		t.Errorf("step fraction %v %v", f, ok)
+	}
+	if _, ok := (&Report{Message: "x"}).Fraction(); ok {
+		t.Error("a report without progress gives a fraction")
+	}
+}
+
+// FuzzDecodeJobSpec: any bytes either decode into a spec or give a
+// DecodeError, never a panic; a spec Validate accepts always makes a job
+// the scheduler accepts, and survives a JSON round trip unchanged.
+func FuzzDecodeJobSpec(f *testing.F) {
+	for _, seed := range []string{
+		`{"command": ["python", "train.py"], "gpus": 1}`,
+		`{"name": "x", "command": ["a"], "min_gpus": 1, "max_gpus": 8, "gpu_type": "a100", "estimate_s": 1e3}`,
+		`{"command": ["a"], "gpus": 2, "env": {"A": "1"}, "deadline": "2030-01-01T00:00:00Z", "max_retries": 5}`,
+		`{"command": [], "gpus": -1}`,
+		`{"command": ["a"], "gpus": 1, "extra": true}`,
+		`[]`, `null`, `{"gpus": 1e309}`, "{\"command\": [\"\\u0000\"]}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeJobSpec(data)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if errs := s.Validate(); len(errs) > 0 {
+			for _, e := range errs {
+				if e.Field == "" || e.Message == "" {
+					t.Fatalf("field error without field or message: %+v", e)
+				}
+			}
+			return
+		}
+		j, err := s.Job("j1", 0)
+		if err != nil {
+			t.Fatalf("valid spec, invalid job: %v", err)
+		}
+		if err := j.Validate(); err != nil {
+			t.Fatalf("job fails Validate twice: %v", err)
+		}
+		enc, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := DecodeJobSpec(enc)
+		if err != nil {
+			t.Fatalf("re-decoding %s: %v", enc, err)
+		}
+		if !reflect.DeepEqual(normal(s), normal(s2)) {
+			t.Fatalf("round trip changed the spec: %+v -> %+v", s, s2)
+		}
+	})
+}
+
+// normal maps empty maps to nil (omitempty drops them).
+func normal(s *JobSpec) JobSpec {
+	c := *s
+	if len(c.Env) == 0 {
+		c.Env = nil
+	}
+	return c
+}

@@ -1,0 +1,208 @@
+package api
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Job states as the API shows them: the scheduler's (job.State) plus
+// cancelled.
+const (
+	StatePending   = "pending"
+	StateRunning   = "running"
+	StatePreempted = "preempted"
+	StateFinished  = "finished"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+)
+
+// Terminal reports whether a job in state s will never run again.
+func Terminal(s string) bool {
+	return s == StateFinished || s == StateFailed || s == StateCancelled
+}
+
+// Job is the server's view of one job.
+type Job struct {
+	ID     string  `json:"id"`
+	Name   string  `json:"name,omitempty"`
+	Tenant string  `json:"tenant"`
+	State  string  `json:"state"`
+	Spec   JobSpec `json:"spec"`
+	// GPUs are the device indices the job holds now (CUDA_VISIBLE_DEVICES).
+	GPUs      []int      `json:"gpus,omitempty"`
+	Submitted time.Time  `json:"submitted"`
+	Started   *time.Time `json:"started,omitempty"` // first start
+	Ended     *time.Time `json:"ended,omitempty"`
+	// Restarts counts launches after the first (preemptions, resizes and
+	// retries); Failures counts non-zero exits and lost processes.
+	Restarts    int `json:"restarts"`
+	Failures    int `json:"failures"`
+	Preemptions int `json:"preemptions"`
+	// Progress is the fraction of its work the job last reported, 0..1.
+	Progress   float64    `json:"progress"`
+	Throughput float64    `json:"throughput,omitempty"`
+	Message    string     `json:"message,omitempty"` // the job's last report message
+	ReportedAt *time.Time `json:"reported_at,omitempty"`
+	// Reason says why a job failed or was cancelled.
+	Reason   string    `json:"reason,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is one launch of a job's command.
+type Attempt struct {
+	N        int        `json:"n"`
+	GPUs     []int      `json:"gpus"`
+	PID      int        `json:"pid,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
+	Ended    *time.Time `json:"ended,omitempty"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	// Outcome: running, finished, failed, preempted, resized, cancelled,
+	// lost (gone without an exit code), interrupted (server shutdown).
+	Outcome string `json:"outcome"`
+}
+
+// JobList is GET /v1/jobs.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// Cluster is GET /v1/cluster.
+type Cluster struct {
+	Policy    string `json:"policy"`
+	Placer    string `json:"placer"`
+	GPUs      []GPU  `json:"gpus"`
+	Total     int    `json:"total"`
+	Allocated int    `json:"allocated"`
+	Queued    int    `json:"queued"`
+	Running   int    `json:"running"`
+	Rounds    int    `json:"rounds"`
+}
+
+// GPU is one device.
+type GPU struct {
+	Index     int     `json:"index"` // the CUDA index
+	Name      string  `json:"name"`
+	Type      string  `json:"type"`
+	MemoryGiB float64 `json:"memory_gib"`
+	// Job holds it now: the job's ID when the caller may see that job,
+	// "(other tenant)" otherwise; "" when free.
+	Job string `json:"job,omitempty"`
+}
+
+// Report is what a running job sends about itself to POST
+// /v1/jobs/{id}/report (or writes, one JSON object a line, to
+// $TIDE_REPORT_FILE). Every field is optional.
+type Report struct {
+	// Progress is the fraction of the job's work done, 0..1. Alternatively
+	// Step and TotalSteps give it as Step/TotalSteps.
+	Progress   *float64 `json:"progress,omitempty"`
+	Step       float64  `json:"step,omitempty"`
+	TotalSteps float64  `json:"total_steps,omitempty"`
+	// Throughput in samples (or steps) per second, for display.
+	Throughput float64 `json:"throughput,omitempty"`
+	// One observation for the goodput model (Pollux): the seconds of one
+	// optimizer step and of its compute part, on Replicas GPUs over Nodes
+	// nodes with LocalBsz samples per GPU.
+	StepTime    float64 `json:"step_time,omitempty"`
+	ComputeTime float64 `json:"compute_time,omitempty"`
+	LocalBsz    int     `json:"local_bsz,omitempty"`
+	Replicas    int     `json:"replicas,omitempty"`
+	Nodes       int     `json:"nodes,omitempty"`
+	// Gradient statistics per sample of the initial batch: squared norm of
+	// the true gradient and its variance (gradient noise scale).
+	GradSqr float64 `json:"grad_sqr,omitempty"`
+	GradVar float64 `json:"grad_var,omitempty"`
+	// Message is a short status line shown by the CLI.
+	Message string `json:"message,omitempty"`
+}
+
+// Validate checks a report's values.
+func (r *Report) Validate() []FieldError {
+	var errs []FieldError
+	add := func(field, format string, a ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	fin := func(name string, v float64) bool {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			add(name, "want a finite number >= 0, got %v", v)
+			return false
+		}
+		return true
+	}
+	if r.Progress != nil && fin("progress", *r.Progress) && *r.Progress > 1 {
+		add("progress", "want a fraction in [0, 1], got %v", *r.Progress)
+	}
+	fin("step", r.Step)
+	if fin("total_steps", r.TotalSteps) && r.Step > 0 && r.TotalSteps == 0 {
+		add("total_steps", "missing: step needs total_steps")
+	}
+	fin("throughput", r.Throughput)
+	fin("step_time", r.StepTime)
+	fin("compute_time", r.ComputeTime)
+	fin("grad_sqr", r.GradSqr)
+	fin("grad_var", r.GradVar)
+	if r.LocalBsz < 0 || r.Replicas < 0 || r.Nodes < 0 {
+		add("local_bsz", "local_bsz, replicas and nodes must be >= 0")
+	}
+	if len(r.Message) > 1024 || !printable(r.Message) {
+		add("message", "at most 1024 bytes of printable UTF-8")
+	}
+	return errs
+}
+
+// Fraction is the progress the report gives, 0..1, and whether it gives one.
+func (r *Report) Fraction() (float64, bool) {
+	if r.Progress != nil {
+		return *r.Progress, true
+	}
+	if r.TotalSteps > 0 {
+		return min(1, r.Step/r.TotalSteps), true
+	}
+	return 0, false
+}
+
+// Tenant is an API user. Token is shown once, when the tenant is created.
+type Tenant struct {
+	Name    string    `json:"name"`
+	Admin   bool      `json:"admin,omitempty"`
+	Created time.Time `json:"created"`
+	Token   string    `json:"token,omitempty"`
+}
+
+// NewTenant is POST /v1/tenants.
+type NewTenant struct {
+	Name string `json:"name"`
+}
+
+// Event is one entry of a job's event log.
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Job     string    `json:"job,omitempty"`
+	Kind    string    `json:"kind"`
+	Attempt int       `json:"attempt,omitempty"`
+	Message string    `json:"message,omitempty"`
+}
+
+// Error is every error response: a message and, for bad input, one entry
+// per bad field.
+type Error struct {
+	Status  int          `json:"-"`
+	Message string       `json:"error"`
+	Fields  []FieldError `json:"fields,omitempty"`
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Status != 0 {
+		fmt.Fprintf(&b, "%d: ", e.Status)
+	}
+	b.WriteString(e.Message)
+	for _, f := range e.Fields {
+		b.WriteString("\n  ")
+		b.WriteString(f.String())
+	}
+	return b.String()
+}
