@@ -1,0 +1,252 @@
+package localexec
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/cluster"
+)
+
+func TestParseNvidiaSMI(t *testing.T) {
+	out := "0, Tesla T4, 15360 MiB\n1, NVIDIA A100-SXM4-80GB, 81920 MiB\n2, NVIDIA H100 80GB HBM3, 81559\n3, NVIDIA GeForce RTX 3090, 24576 MiB\n"
+	gpus, err := ParseNvidiaSMI([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []GPU{{0, "Tesla T4", "t4", 15}, {1, "NVIDIA A100-SXM4-80GB", "a100-80", 80}, {2, "NVIDIA H100 80GB HBM3", "h100", 81559.0 / 1024}, {3, "NVIDIA GeForce RTX 3090", "rtx3090", 24}}
+	if len(gpus) != len(want) {
+		t.Fatalf("got %d GPUs", len(gpus))
+	}
+	for i := range want {
+		if gpus[i] != want[i] {
+			t.Errorf("GPU %d: %+v, want %+v", i, gpus[i], want[i])
+		}
+	}
+	for _, bad := range []string{"x, T4, 1 MiB\n", "0, T4\n", "0, T4, lots\n"} {
+		if _, err := ParseNvidiaSMI([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if g, err := ParseNvidiaSMI(nil); err != nil || len(g) != 0 {
+		t.Errorf("empty output: %v %v", g, err)
+	}
+	if got := GPUType("NVIDIA A100-SXM4-40GB", 40960); got != "a100" {
+		t.Errorf("A100 40GB: %s", got)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	gpus, err := Discover("fake:3:v100")
+	if err != nil || len(gpus) != 3 || gpus[2].Index != 2 || gpus[0].Type != "v100" || gpus[0].MemGiB != 32 {
+		t.Fatalf("fake: %+v %v", gpus, err)
+	}
+	if g, err := Discover("fake:2"); err != nil || g[1].Type != "t4" {
+		t.Errorf("fake:2: %+v %v", g, err)
+	}
+	for _, bad := range []string{"fake:0", "fake:x:t4", "fake:2:", "fake:1:2:3", "gpu0"} {
+		if _, err := Discover(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		if _, err := Discover(""); err == nil || !strings.Contains(err.Error(), "nvidia-smi") {
+			t.Errorf("without nvidia-smi: %v", err)
+		}
+		t.Log("nvidia-smi not found: real GPU discovery not exercised")
+		return
+	}
+	gpus, err = Discover("")
+	if err != nil {
+		t.Skipf("nvidia-smi present but: %v", err)
+	}
+	t.Logf("discovered %+v", gpus)
+}
+
+func TestCluster(t *testing.T) {
+	gpus := []GPU{{0, "a", "t4", 16}, {1, "b", "v100", 32}, {2, "a", "t4", 16}}
+	c, devs, err := Cluster(gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TotalGPUs() != 3 || len(c.Nodes) != 2 || c.GPUsOfType("t4") != 2 {
+		t.Fatalf("cluster %s", c)
+	}
+	if fmt.Sprint(devs) != "[0 2 1]" {
+		t.Errorf("devices %v, want [0 2 1]", devs)
+	}
+	for g, d := range devs {
+		if c.NodeOf(cluster.GPUID(g)).GPUType != gpus[d].Type {
+			t.Errorf("cluster GPU %d is %s, device %d is %s", g, c.NodeOf(cluster.GPUID(g)).GPUType, d, gpus[d].Type)
+		}
+	}
+	if _, _, err := Cluster([]GPU{{0, "a", "t4", 16}, {0, "a", "t4", 16}}); err == nil {
+		t.Error("duplicate index accepted")
+	}
+}
+
+func launch(t *testing.T, script string) (*Launch, string) {
+	t.Helper()
+	dir := t.TempDir()
+	return &Launch{JobID: "j1", Attempt: 2, Command: []string{"sh", "-c", script}, Dir: dir,
+		Env: map[string]string{"FOO": "bar baz"}, Devices: []int{1, 3},
+		CheckpointDir: filepath.Join(dir, "ckpt"), LogFile: filepath.Join(dir, "out.log"),
+		PIDFile: filepath.Join(dir, "a.pid"), ExitFile: filepath.Join(dir, "a.exit"),
+		ReportURL: "http://127.0.0.1:1/v1/jobs/j1/report", ReportToken: "tok"}, dir
+}
+
+// TestStart runs a command in its own process group with the job's
+// environment, output in the log and the exit code recorded.
+func TestStart(t *testing.T) {
+	t.Setenv("TIDE_TOKEN", "secret")
+	t.Setenv("CUDA_VISIBLE_DEVICES", "7")
+	l, dir := launch(t, `env | sort > "$TIDE_CHECKPOINT_DIR/env"; echo out; echo err >&2; ps -o pgid= -p $$ > pgid; exit 3`)
+	p, err := Start(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, known := p.Exit()
+	if code != 3 || !known {
+		t.Fatalf("exit %d %v, want 3", code, known)
+	}
+	if c, ok := ExitCode(l.ExitFile); c != 3 || !ok {
+		t.Errorf("exit file: %d %v", c, ok)
+	}
+	env, err := os.ReadFile(filepath.Join(l.CheckpointDir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CUDA_VISIBLE_DEVICES=1,3", "TIDE_JOB_ID=j1", "TIDE_ATTEMPT=2", "TIDE_RESTARTS=1", "TIDE_GPUS=2",
+		"TIDE_CHECKPOINT_DIR=" + l.CheckpointDir, "TIDE_REPORT_URL=" + l.ReportURL, "TIDE_REPORT_TOKEN=tok", "FOO=bar baz"} {
+		if !strings.Contains(string(env), want+"\n") {
+			t.Errorf("environment lacks %s:\n%s", want, env)
+		}
+	}
+	for _, bad := range []string{"TIDE_TOKEN", "CUDA_VISIBLE_DEVICES=7", "TIDE_REPORT_FILE"} {
+		if strings.Contains(string(env), bad) {
+			t.Errorf("environment holds %s", bad)
+		}
+	}
+	log, _ := os.ReadFile(l.LogFile)
+	if !strings.Contains(string(log), "=== tide: job j1 attempt 2 on GPUs [1 3]") || !strings.Contains(string(log), "out\nerr\n") {
+		t.Errorf("log:\n%s", log)
+	}
+	pgid, _ := os.ReadFile(filepath.Join(dir, "pgid"))
+	if strings.TrimSpace(string(pgid)) != strconv.Itoa(p.PID()) {
+		t.Errorf("the command ran in process group %s, want its own (%d)", pgid, p.PID())
+	}
+	if _, err := Start(&Launch{JobID: "x"}); err == nil {
+		t.Error("empty command accepted")
+	}
+}
+
+// TestStopGraceful: SIGTERM reaches the command, which checkpoints and exits.
+func TestStopGraceful(t *testing.T) {
+	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; while :; do sleep 0.01; done`)
+	p, err := Start(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(10 * time.Second)
+	if code, known := p.Exit(); code != 143 || !known {
+		t.Errorf("exit %d %v, want 143", code, known)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "saved")); err != nil || string(data) != "saved\n" {
+		t.Errorf("checkpoint %q %v", data, err)
+	}
+}
+
+// TestStopKills: a command that ignores SIGTERM is killed after the grace
+// period, with everything it started.
+func TestStopKills(t *testing.T) {
+	l, dir := launch(t, `trap '' TERM; sleep 60 & echo $! > child; while :; do sleep 0.01; done`)
+	p, err := Start(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := waitPIDFile(t, filepath.Join(dir, "child"))
+	p.Stop(100 * time.Millisecond)
+	if code, known := p.Exit(); code != 137 || !known {
+		t.Errorf("exit %d %v, want 137 (SIGKILL)", code, known)
+	}
+	if Alive(child, 0) {
+		t.Errorf("the command's child %d survived", child)
+		syscall.Kill(child, syscall.SIGKILL)
+	}
+}
+
+// TestStrayReaped: processes a command leaves behind are killed when it exits.
+func TestStrayReaped(t *testing.T) {
+	l, dir := launch(t, `sleep 60 & echo $! > child; exit 0`)
+	p, err := Start(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := p.Exit(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if child := waitPIDFile(t, filepath.Join(dir, "child")); Alive(child, 0) {
+		t.Errorf("stray %d survived", child)
+		syscall.Kill(child, syscall.SIGKILL)
+	}
+}
+
+// TestAdopt attaches to a running attempt by pid and start time, as a
+// restarted server does, and learns its exit code from the exit file.
+func TestAdopt(t *testing.T) {
+	l, dir := launch(t, `while [ ! -e go ]; do sleep 0.01; done; exit 5`)
+	p, err := Start(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.StartTicks() == 0 {
+		t.Skip("no /proc: start times unknown")
+	}
+	if _, ok := Adopt(p.PID(), p.StartTicks()+1, l.ExitFile); ok {
+		t.Error("adopted a process with the wrong start time")
+	}
+	waitPIDFile(t, l.PIDFile)
+	q, ok := FindByPIDFile(l.PIDFile, l.ExitFile, "j1", 2)
+	if !ok || q.PID() != p.PID() || q.StartTicks() != p.StartTicks() {
+		t.Fatalf("FindByPIDFile: %v %v", q, ok)
+	}
+	if _, ok := FindByPIDFile(l.PIDFile, l.ExitFile, "j1", 3); ok {
+		t.Error("found the process of another attempt")
+	}
+	a, ok := Adopt(p.PID(), p.StartTicks(), l.ExitFile)
+	if !ok {
+		t.Fatal("could not adopt a live process")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, known := a.Exit(); code != 5 || !known {
+		t.Errorf("adopted exit %d %v, want 5", code, known)
+	}
+	p.Exit()
+	if _, ok := Adopt(p.PID(), p.StartTicks(), l.ExitFile); ok {
+		t.Error("adopted a finished process")
+	}
+}
+
+func waitPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+		if pid, err := strconv.Atoi(first); err == nil {
+			return pid
+		}
+	}
+	t.Fatalf("%s not written", path)
+	return 0
+}

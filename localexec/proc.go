@@ -1,0 +1,433 @@
+// Package localexec runs tide jobs as processes on this machine: each
+// attempt of a job is its command in its own process group, with
+// CUDA_VISIBLE_DEVICES set to its GPUs, TIDE_* variables, and its output
+// appended to a per-job log file. Stopping a job (preemption, resize,
+// cancellation) sends SIGTERM to the group, waits a grace period, then
+// sends SIGKILL.
+//
+// Every command runs under a small POSIX sh wrapper that writes the
+// wrapper's pid to a file first and the command's exit code to a file
+// last. The wrapper outlives the tide server if the server dies, so a
+// restarted server can re-adopt the process (by pid and start time) and
+// still learn its exit code. The package knows nothing of scheduling: the
+// server decides what runs where.
+package localexec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// wrapper runs the command ("$@") in the background, waits for it through
+// the SIGTERM tide sends to the whole group (the trap makes wait return,
+// the loop waits again), and records its exit code atomically.
+//
+// The trap is set before the command starts (a caught signal's handler is
+// reset to the default in the child, so the command sees SIGTERM as
+// usual). The pid file is written once the command has started; Stop waits
+// for it before signalling, and a SIGTERM that reached the wrapper before
+// the command existed is passed on to it.
+const wrapper = `pid_file=$1; exit_file=$2; shift 2
+term=
+trap 'term=1' TERM INT HUP
+"$@" &
+child=$!
+echo "$$ $child" > "$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
+[ -n "$term" ] && kill -TERM "$child" 2>/dev/null
+while :; do
+	wait "$child"; code=$?
+	kill -0 "$child" 2>/dev/null || break
+done
+echo "$code" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+exit "$code"
+`
+
+// Launch is one attempt to run a job.
+type Launch struct {
+	JobID   string
+	Attempt int // 1 for the first launch
+	Command []string
+	Dir     string            // working directory
+	Env     map[string]string // the job's own variables
+	Devices []int             // CUDA indices
+	// CheckpointDir, LogFile, PIDFile and ExitFile are absolute paths;
+	// the checkpoint directory is created if needed.
+	CheckpointDir, LogFile, PIDFile, ExitFile string
+	// ReportURL, ReportToken and ReportFile tell the job where to report
+	// progress (TIDE_REPORT_*); empty ones are left out.
+	ReportURL, ReportToken, ReportFile string
+}
+
+// Environ is the environment the job's command gets: the server's own
+// without TIDE_* and CUDA_VISIBLE_DEVICES, then the job's Env, then
+// tide's variables.
+func (l *Launch) Environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "TIDE_") || k == "CUDA_VISIBLE_DEVICES" {
+			continue
+		}
+		if _, own := l.Env[k]; own {
+			continue
+		}
+		env = append(env, kv)
+	}
+	keys := make([]string, 0, len(l.Env))
+	for k := range l.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+l.Env[k])
+	}
+	devs := make([]string, len(l.Devices))
+	for i, d := range l.Devices {
+		devs[i] = strconv.Itoa(d)
+	}
+	env = append(env,
+		"CUDA_VISIBLE_DEVICES="+strings.Join(devs, ","),
+		"TIDE_JOB_ID="+l.JobID,
+		"TIDE_ATTEMPT="+strconv.Itoa(l.Attempt),
+		"TIDE_RESTARTS="+strconv.Itoa(max(0, l.Attempt-1)),
+		"TIDE_GPUS="+strconv.Itoa(len(l.Devices)),
+		"TIDE_CHECKPOINT_DIR="+l.CheckpointDir,
+	)
+	for _, v := range [][2]string{{"TIDE_REPORT_URL", l.ReportURL}, {"TIDE_REPORT_TOKEN", l.ReportToken}, {"TIDE_REPORT_FILE", l.ReportFile}} {
+		if v[1] != "" {
+			env = append(env, v[0]+"="+v[1])
+		}
+	}
+	return env
+}
+
+// Proc is a running (or finished) attempt: the wrapper process, leader of
+// the attempt's process group.
+type Proc struct {
+	pid      int
+	ticks    uint64
+	pidFile  string
+	exitFile string
+	child    bool // started here (else adopted)
+	done     chan struct{}
+	code     int
+	known    bool // code is known
+	termOnce sync.Once
+}
+
+// PID is the process group leader's pid (the group id too).
+func (p *Proc) PID() int { return p.pid }
+
+// StartTicks is the leader's start time in clock ticks since boot
+// (/proc/PID/stat), 0 where unknown.
+func (p *Proc) StartTicks() uint64 { return p.ticks }
+
+// Done is closed when the attempt is over: its leader has exited and the
+// rest of its group has been killed.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Exit returns the command's exit code (128+N when killed by signal N) once
+// Done is closed; known is false when the process vanished without one
+// (killed with the wrapper, or adopted and gone without an exit file).
+func (p *Proc) Exit() (code int, known bool) {
+	<-p.done
+	return p.code, p.known
+}
+
+// Start launches l. The returned Proc's Done channel closes when it ends.
+func Start(l *Launch) (*Proc, error) {
+	if len(l.Command) == 0 {
+		return nil, fmt.Errorf("job %s: empty command", l.JobID)
+	}
+	for _, d := range []string{l.CheckpointDir, filepath.Dir(l.LogFile), filepath.Dir(l.ExitFile), filepath.Dir(l.PIDFile)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("job %s: %w", l.JobID, err)
+		}
+	}
+	for _, f := range []string{l.ExitFile, l.PIDFile} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("job %s: %w", l.JobID, err)
+		}
+	}
+	log, err := os.OpenFile(l.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: log file: %w", l.JobID, err)
+	}
+	defer log.Close()
+	fmt.Fprintf(log, "=== tide: job %s attempt %d on GPUs [%s] at %s: %s\n", l.JobID, l.Attempt,
+		strings.Trim(fmt.Sprint(l.Devices), "[]"), time.Now().UTC().Format(time.RFC3339), quoteArgs(l.Command))
+	args := append([]string{"-c", wrapper, "tide-job", l.PIDFile, l.ExitFile}, l.Command...)
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.Dir = l.Dir
+	cmd.Env = l.Environ()
+	cmd.Stdout, cmd.Stderr = log, log
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("job %s: starting %s: %w", l.JobID, l.Command[0], err)
+	}
+	p := &Proc{pid: cmd.Process.Pid, pidFile: l.PIDFile, exitFile: l.ExitFile, child: true, done: make(chan struct{})}
+	p.ticks, _, _ = procStat(p.pid)
+	go func() {
+		err := cmd.Wait()
+		p.code, p.known = exitCode(cmd.ProcessState, err)
+		if c, ok := readExitFile(p.exitFile); ok {
+			p.code, p.known = c, true
+		}
+		p.reapGroup()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func exitCode(ps *os.ProcessState, err error) (int, bool) {
+	if ps == nil {
+		return -1, false
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), true
+	}
+	return ps.ExitCode(), err == nil || ps.ExitCode() >= 0
+}
+
+// Adopt attaches to an attempt started by an earlier server: pid must be
+// alive and, when ticks is not 0 and /proc is readable, have started at
+// ticks. ok is false when the process is gone (or the pid now belongs to
+// another process): ExitCode then tells how it ended.
+func Adopt(pid int, ticks uint64, exitFile string) (p *Proc, ok bool) {
+	if !Alive(pid, ticks) {
+		return nil, false
+	}
+	p = &Proc{pid: pid, ticks: ticks, exitFile: exitFile, done: make(chan struct{})}
+	go func() {
+		for Alive(pid, ticks) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		p.code, p.known = readExitFile(exitFile)
+		p.reapGroup()
+		close(p.done)
+	}()
+	return p, true
+}
+
+// FindByPIDFile adopts the wrapper whose pid an attempt's wrapper wrote to
+// pidFile, for attempts whose pid the server never recorded (it died just
+// after the launch). The process must carry TIDE_JOB_ID=jobID and
+// TIDE_ATTEMPT=attempt in its environment.
+func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil, false
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	pid, err := strconv.Atoi(first)
+	if err != nil || pid <= 1 {
+		return nil, false
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return nil, false
+	}
+	want := map[string]bool{"TIDE_JOB_ID=" + jobID: false, "TIDE_ATTEMPT=" + strconv.Itoa(attempt): false}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if _, ok := want[string(kv)]; ok {
+			want[string(kv)] = true
+		}
+	}
+	for _, found := range want {
+		if !found {
+			return nil, false
+		}
+	}
+	ticks, _, _ := procStat(pid)
+	return Adopt(pid, ticks, exitFile)
+}
+
+// ExitCode reads the exit code an attempt's wrapper recorded; ok is false
+// when there is none (the attempt was killed, or never ran).
+func ExitCode(exitFile string) (code int, ok bool) { return readExitFile(exitFile) }
+
+func readExitFile(path string) (int, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return -1, false
+	}
+	c, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return -1, false
+	}
+	return c, true
+}
+
+// Alive reports whether pid runs and, when ticks is not 0 and /proc can be
+// read, started at ticks (a reused pid is not alive). Zombies are dead.
+func Alive(pid int, ticks uint64) bool {
+	if pid <= 1 {
+		return false
+	}
+	t, state, err := procStat(pid)
+	if err == nil {
+		return state != 'Z' && state != 'X' && (ticks == 0 || t == ticks)
+	}
+	if !errors.Is(err, errNoProc) {
+		return false
+	}
+	return exists(pid)
+}
+
+var errNoProc = errors.New("/proc is not available")
+
+// procStat returns a process's start time (clock ticks since boot) and
+// state letter from /proc/PID/stat.
+func procStat(pid int) (uint64, byte, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
+			return 0, 0, errNoProc
+		}
+		return 0, 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// fields are counted after the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return ticks, f[0][0], nil
+}
+
+// Stop ends the attempt: SIGTERM to its process group, then SIGKILL if it
+// is still there after grace. It returns once Done is closed.
+func (p *Proc) Stop(grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	p.termOnce.Do(func() {
+		p.waitLaunched(t.C)
+		p.signal(syscall.SIGTERM)
+	})
+	select {
+	case <-p.done:
+		return
+	case <-t.C:
+	}
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// waitLaunched waits until the wrapper has started the command (it writes
+// its pid file then), the attempt ends, or timeout fires; at most a second.
+func (p *Proc) waitLaunched(timeout <-chan time.Time) {
+	if p.pidFile == "" {
+		return
+	}
+	limit := time.NewTimer(time.Second)
+	defer limit.Stop()
+	for {
+		if _, err := os.Stat(p.pidFile); err == nil {
+			return
+		}
+		select {
+		case <-p.done:
+			return
+		case <-timeout:
+			return
+		case <-limit.C:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// Kill sends SIGKILL to the attempt's process group now.
+func (p *Proc) Kill() { p.signal(syscall.SIGKILL) }
+
+func (p *Proc) signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return // the group may be gone and its id reused
+	default:
+	}
+	if !p.child && !Alive(p.pid, p.ticks) {
+		return
+	}
+	_ = signalGroup(p.pid, sig)
+}
+
+// reapGroup kills what is left of the attempt's process group after its
+// leader exited (workers a job left behind would hold its GPUs), and waits
+// up to five seconds for every member to exit. Zombies count as gone: they
+// hold no memory, and whoever inherited them may take its time to reap.
+func (p *Proc) reapGroup() {
+	if signalGroup(p.pid, syscall.SIGKILL) != nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && groupAlive(p.pid) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether process group pgid has a member that is not a
+// zombie.
+func groupAlive(pgid int) bool {
+	if signalGroup(pgid, 0) != nil {
+		return false // no member at all, zombies included
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command name: state, ppid, pgrp.
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid && pid > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`") {
+			out[i] = strconv.Quote(a)
+		} else {
+			out[i] = a
+		}
+	}
+	return strings.Join(out, " ")
+}
