@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""A PyTorch training script that behaves well under `tide serve`.
+
+It trains a small ResNet-style CNN on CIFAR-10 (torchvision, downloaded to
+--data) or, with --synthetic, on random images (no download), and follows
+tide's job protocol (docs/api.md, "Jobs"):
+
+* GPUs: tide sets CUDA_VISIBLE_DEVICES; the script uses every visible GPU
+  (DataParallel), or the CPU when there is none.
+* Checkpoints: model, optimizer and step go to $TIDE_CHECKPOINT_DIR every
+  --checkpoint-every steps and when SIGTERM arrives (preemption, resize,
+  cancellation); the script then exits with 143. At start it resumes from
+  the checkpoint, so a restart on a different number of GPUs continues
+  where the last attempt stopped.
+* Progress: every --report-every steps it POSTs a report to
+  $TIDE_REPORT_URL with the bearer token $TIDE_REPORT_TOKEN (or appends it
+  to $TIDE_REPORT_FILE): progress, throughput, the step and compute time on
+  its replicas (the observations tide fits Pollux's goodput model to), and,
+  with --grad-stats, gradient noise statistics.
+* Exit code 0 when --steps steps are done.
+
+Run it through tide, e.g.:
+
+    tide submit --name cifar --gpus 2 --min-gpus 1 --max-gpus 4 --batch-size 256 \
+        --estimate 30m -- python examples/pytorch/train.py --steps 5000
+
+Not run by the tests (they use examples/countjob, which needs no Python).
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+import urllib.request
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+STOP = False
+
+
+def on_sigterm(signum, frame):
+    # Only set a flag: the training loop checkpoints at the end of the step.
+    global STOP
+    STOP = True
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.skip = None
+        if stride != 1 or cin != cout:
+            self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = self.b2(self.c2(y))
+        return F.relu(y + (x if self.skip is None else self.skip(x)))
+
+
+class Net(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU())
+        self.body = nn.Sequential(Block(32, 64, 2), Block(64, 128, 2), Block(128, 256, 2))
+        self.head = nn.Linear(256, classes)
+
+    def forward(self, x):
+        x = self.body(self.stem(x))
+        return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def batches(args, device):
+    """Yields (inputs, labels) forever."""
+    if args.synthetic:
+        g = torch.Generator().manual_seed(0)
+        while True:
+            x = torch.randn(args.batch_size, 3, 32, 32, generator=g)
+            y = torch.randint(0, 10, (args.batch_size,), generator=g)
+            yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    import torchvision
+    import torchvision.transforms as T
+
+    tf = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
+                    T.Normalize((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))])
+    ds = torchvision.datasets.CIFAR10(args.data, train=True, download=True, transform=tf)
+    loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, drop_last=True,
+                                         num_workers=args.workers, pin_memory=device.type == "cuda")
+    while True:
+        for x, y in loader:
+            yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+
+class Reporter:
+    def __init__(self):
+        self.url = os.environ.get("TIDE_REPORT_URL", "")
+        self.token = os.environ.get("TIDE_REPORT_TOKEN", "")
+        self.file = os.environ.get("TIDE_REPORT_FILE", "")
+        self.warned = False
+
+    def send(self, report):
+        body = json.dumps(report).encode()
+        try:
+            if self.url:
+                req = urllib.request.Request(self.url, data=body, method="POST", headers={
+                    "Content-Type": "application/json", "Authorization": "Bearer " + self.token})
+                urllib.request.urlopen(req, timeout=2).close()
+            elif self.file:
+                with open(self.file, "a") as f:
+                    f.write(body.decode() + "\n")
+        except Exception as e:  # a failed report must not fail training
+            if not self.warned:
+                print(f"train.py: progress report failed: {e}", file=sys.stderr, flush=True)
+                self.warned = True
+
+
+def save(path, model, opt, step):
+    tmp = path + ".tmp"
+    state = model.module.state_dict() if isinstance(model, nn.DataParallel) else model.state_dict()
+    torch.save({"model": state, "opt": opt.state_dict(), "step": step}, tmp)
+    os.replace(tmp, path)  # atomic: a kill during the save keeps the old one
+
+
+def grad_sqnorm(model):
+    return sum(float(p.grad.detach().pow(2).sum()) for p in model.parameters() if p.grad is not None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--batch-size", type=int, default=256, help="global batch size")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--checkpoint-every", type=int, default=100)
+    ap.add_argument("--report-every", type=int, default=10)
+    ap.add_argument("--grad-stats", action="store_true", help="report gradient noise statistics (one extra backward pass per report)")
+    ap.add_argument("--synthetic", action="store_true", help="random images instead of CIFAR-10")
+    ap.add_argument("--data", default=os.path.expanduser("~/.cache/cifar10"))
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, on_sigterm)
+    ckpt_dir = os.environ.get("TIDE_CHECKPOINT_DIR", ".")
+    os.makedirs(ckpt_dir, exist_ok=True)
+    ckpt = os.path.join(ckpt_dir, "checkpoint.pt")
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    replicas = max(torch.cuda.device_count(), 1)
+    model = Net().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
+    step = 0
+    if os.path.exists(ckpt):
+        state = torch.load(ckpt, map_location=device)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step = state["step"]
+    if replicas > 1:
+        model = nn.DataParallel(model)
+    print(f"train.py: step {step} of {args.steps} on {replicas} replica(s) "
+          f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}, "
+          f"attempt {os.environ.get('TIDE_ATTEMPT', '?')})", flush=True)
+
+    rep = Reporter()
+    data = batches(args, device)
+    local_bsz = max(args.batch_size // replicas, 1)
+    t_step = t_compute = 0.0
+    n_timed = 0
+    model.train()
+    while step < args.steps and not STOP:
+        x, y = next(data)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        step += 1
+        t_compute += t1 - t0
+        t_step += t2 - t0
+        n_timed += 1
+        if step % args.checkpoint_every == 0:
+            save(ckpt, model, opt, step)
+        if step % args.report_every == 0 or step == args.steps:
+            report = {
+                "step": step, "total_steps": args.steps,
+                "throughput": args.batch_size * n_timed / max(t_step, 1e-9),
+                "step_time": t_step / n_timed, "compute_time": t_compute / n_timed,
+                "local_bsz": local_bsz, "replicas": replicas, "nodes": 1,
+                "message": f"step {step}/{args.steps} loss {loss.item():.3f}",
+            }
+            if args.grad_stats:
+                report.update(grad_stats(model, x, y, args.batch_size))
+            rep.send(report)
+            t_step = t_compute = 0.0
+            n_timed = 0
+            print(report["message"], flush=True)
+
+    save(ckpt, model, opt, step)
+    if STOP and step < args.steps:
+        print(f"train.py: SIGTERM at step {step}: checkpointed, exiting", flush=True)
+        sys.exit(143)
+    print("train.py: done", flush=True)
+
+
+def grad_stats(model, x, y, init_batch):
+    """Estimates the gradient noise statistics (McCandlish et al. 2018) from
+    the gradient of half the batch and of the whole batch: |G|^2, the true
+    gradient's squared norm, and S = tr(Sigma), its per-sample variance.
+    tide (as Pollux) wants the variance of a gradient over the initial batch
+    size: S / init_batch."""
+    b = x.shape[0]
+    if b < 4:
+        return {}
+    small, big = b // 2, b
+    norms = {}
+    for n in (small, big):
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x[:n]), y[:n]).backward()
+        norms[n] = grad_sqnorm(model)
+    model.zero_grad(set_to_none=True)
+    g2 = (big * norms[big] - small * norms[small]) / (big - small)
+    s = (norms[small] - norms[big]) / (1 / small - 1 / big)
+    return {"grad_sqr": max(g2, 0.0), "grad_var": max(s, 0.0) / init_batch}
+
+
+if __name__ == "__main__":
+    main()

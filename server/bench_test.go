@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/store"
+)
+
+// BenchmarkSubmit5000 submits 5,000 jobs through the HTTP API from 32
+// concurrent clients while the server schedules and runs them on 4 fake
+// GPUs, and reports submissions per second and the p50 and p99 submission
+// latency. It then checks that every job was recorded exactly once, in the
+// server and in the store after it closed.
+//
+//   - countjob: the CPU stand-in job, counting 600 steps of 100 ms (a
+//     minute): the first four run, the rest queue, as on a busy machine;
+//   - instant: jobs that exit at once (true), so that jobs keep starting
+//     and finishing (about 45 a second) while the submissions arrive.
+//
+// Run it with
+//
+//	go test ./server -run '^$' -bench Submit5000 -benchtime 1x
+func BenchmarkSubmit5000(b *testing.B) {
+	b.Run("countjob", func(b *testing.B) {
+		benchSubmit(b, func() *api.JobSpec { return countSpec(1, 600, 100*time.Millisecond) })
+	})
+	b.Run("instant", func(b *testing.B) {
+		benchSubmit(b, func() *api.JobSpec { return &api.JobSpec{Command: []string{"true"}, GPUs: 1} })
+	})
+}
+
+func benchSubmit(b *testing.B, job func() *api.JobSpec) {
+	const total, clients = 5000, 32
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		cfg := testConfig(b, dir)
+		cfg.Logger = nil
+		cfg.Round = time.Second
+		ts := startServer(b, cfg)
+		transport := &http.Transport{MaxIdleConnsPerHost: clients}
+		var next atomic.Int64
+		lat := make([]time.Duration, total)
+		errs := make(chan error, clients)
+		var wg sync.WaitGroup
+		b.ResetTimer()
+		start := time.Now()
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := api.NewClient(ts.url, ts.token)
+				cl.SetTransport(transport)
+				for {
+					n := int(next.Add(1)) - 1
+					if n >= total {
+						return
+					}
+					spec := job()
+					spec.Name = fmt.Sprintf("bench-%05d", n)
+					t0 := time.Now()
+					_, err := cl.Submit(context.Background(), spec)
+					lat[n] = time.Since(t0)
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		slices.Sort(lat)
+		p := func(q float64) time.Duration { return lat[int(q*float64(total-1))] }
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "submissions/s")
+		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
+		b.Logf("%d submissions from %d clients in %s: %.0f/s, p50 %s, p99 %s, max %s",
+			total, clients, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), p(0.5), p(0.99), lat[total-1])
+
+		// Nothing lost, nothing duplicated: in the server...
+		jobs, err := ts.admin.Jobs(context.Background(), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		finished := 0
+		for _, j := range jobs {
+			if j.State == api.StateFinished {
+				finished++
+			}
+		}
+		b.Logf("%d jobs finished by the end of the submissions", finished)
+		checkOnce(b, "the server", len(jobs), func(yield func(id, name string)) {
+			for _, j := range jobs {
+				yield(j.ID, j.Name)
+			}
+		})
+		ts.close(b)
+		// ... and in the store.
+		db, err := store.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var recs []*store.Job
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.Jobs(func(j *store.Job) error { recs = append(recs, j); return nil })
+		}); err != nil {
+			b.Fatal(err)
+		}
+		db.Close()
+		checkOnce(b, "the store", len(recs), func(yield func(id, name string)) {
+			for _, r := range recs {
+				yield(r.ID, r.Spec.Name)
+			}
+		})
+		b.StartTimer()
+	}
+}
+
+func checkOnce(b *testing.B, where string, n int, each func(func(id, name string))) {
+	b.Helper()
+	ids, names := map[string]int{}, map[string]int{}
+	each(func(id, name string) { ids[id]++; names[name]++ })
+	if n != 5000 || len(ids) != 5000 || len(names) != 5000 {
+		b.Fatalf("%s holds %d jobs, %d distinct IDs, %d distinct names; want 5000 of each", where, n, len(ids), len(names))
+	}
+	for i := 0; i < 5000; i++ {
+		if names[fmt.Sprintf("bench-%05d", i)] != 1 {
+			b.Fatalf("%s: job bench-%05d recorded %d times", where, i, names[fmt.Sprintf("bench-%05d", i)])
+		}
+	}
+}

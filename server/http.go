@@ -1,0 +1,610 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/store"
+)
+
+// principal is who makes a request.
+type principal struct {
+	tenant string
+	admin  bool
+}
+
+// Handler is the server's HTTP API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { s.writeMetrics(w) })
+	mux.HandleFunc("POST /v1/jobs", s.authed(s.handleSubmit))
+	mux.HandleFunc("GET /v1/jobs", s.authed(s.handleList))
+	mux.HandleFunc("GET /v1/jobs/{id}", s.authed(s.handleGet))
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.authed(s.handleCancel))
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.authed(s.handleLogs))
+	mux.HandleFunc("GET /v1/jobs/{id}/events", s.authed(s.handleEvents))
+	mux.HandleFunc("POST /v1/jobs/{id}/report", s.handleReport)
+	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
+	mux.HandleFunc("POST /v1/tenants", s.authed(s.handleNewTenant))
+	mux.HandleFunc("GET /v1/tenants", s.authed(s.handleTenants))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see docs/api.md)", nil)
+	})
+	return s.observe(mux)
+}
+
+// statusWriter records the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// observe counts responses, logs requests and turns a handler panic into a
+// 500 (a bug must not take the server down).
+func (s *Server) observe(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				if sw.code == 0 {
+					writeError(sw, http.StatusInternalServerError, "internal error", nil)
+				}
+			}
+			s.mmu.Lock()
+			s.metrics.requests[sw.code]++
+			s.mmu.Unlock()
+			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.code, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string, fields []api.FieldError) {
+	writeJSON(w, code, &api.Error{Message: msg, Fields: fields})
+}
+
+// bearer extracts the token of an Authorization: Bearer header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// who authenticates a tenant token.
+func (s *Server) who(r *http.Request) *principal {
+	tok := bearer(r)
+	if tok == "" {
+		return nil
+	}
+	h := store.HashToken(tok)
+	s.tmu.RLock()
+	t := s.tenants[h]
+	s.tmu.RUnlock()
+	if t == nil {
+		return nil
+	}
+	return &principal{tenant: t.Name, admin: t.Admin}
+}
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, p *principal)
+
+func (s *Server) authed(h authedHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := s.who(r)
+		if p == nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tide"`)
+			msg := "missing bearer token: send Authorization: Bearer TOKEN"
+			if bearer(r) != "" {
+				msg = "unknown token"
+			}
+			writeError(w, http.StatusUnauthorized, msg, nil)
+			return
+		}
+		h(w, r, p)
+	}
+}
+
+// visible returns the job a principal may see, or writes 404.
+func (s *Server) visible(w http.ResponseWriter, id string, p *principal) *liveJob {
+	lj := s.jobs[id]
+	if lj == nil || !(p.admin || lj.rec.Tenant == p.tenant) {
+		writeError(w, http.StatusNotFound, "no job "+strconv.Quote(id), nil)
+		return nil
+	}
+	return lj
+}
+
+// readBody decodes a JSON request body strictly, writing the error
+// response (413 over 1 MiB, 400 otherwise) and returning false on failure.
+func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, api.MaxBodyBytes)
+	err := api.DecodeStrict(r.Body, v)
+	if err == nil {
+		return true
+	}
+	var mbe *http.MaxBytesError
+	var de *api.DecodeError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", api.MaxBodyBytes), nil)
+	case errors.As(err, &de):
+		var fields []api.FieldError
+		if de.Field != "" {
+			fields = []api.FieldError{{Field: de.Field, Message: de.Msg}}
+		}
+		writeError(w, http.StatusBadRequest, "malformed request: "+de.Error(), fields)
+	default:
+		writeError(w, http.StatusBadRequest, "reading the request: "+err.Error(), nil)
+	}
+	return false
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *principal) {
+	var spec api.JobSpec
+	if !readBody(w, r, &spec) {
+		return
+	}
+	if errs := spec.Validate(); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid job spec", errs)
+		return
+	}
+	tenant := p.tenant
+	if spec.Tenant != "" && spec.Tenant != p.tenant {
+		if !p.admin {
+			writeError(w, http.StatusForbidden, "only the admin may submit for another tenant",
+				[]api.FieldError{{Field: "tenant", Message: "only the admin may set it"}})
+			return
+		}
+		tenant = spec.Tenant
+	}
+	spec.Tenant = tenant
+	spec.GPUType = strings.ToLower(spec.GPUType)
+	if errs := s.checkRunnable(&spec); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "the job cannot run here", errs)
+		return
+	}
+	now := s.clk.Now()
+	var rec *store.Job
+	err := s.db.Batch(func(tx *store.Tx) error {
+		id, seq, err := tx.NewJobID()
+		if err != nil {
+			return err
+		}
+		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now}
+		if err := tx.PutJob(rec); err != nil {
+			return err
+		}
+		return tx.AddEvent(&store.Event{Time: now, Job: id, Kind: "submitted", Message: "by " + p.tenant})
+	})
+	if err != nil {
+		s.log.Error("store write failed", "err", err)
+		writeError(w, http.StatusInternalServerError, "could not record the job: "+err.Error(), nil)
+		return
+	}
+	s.mu.Lock()
+	lj := &liveJob{rec: rec, seen: map[[3]int]bool{}}
+	s.jobs[rec.ID] = lj
+	s.order = append(s.order, lj)
+	s.metrics.counters["submitted"]++
+	j, err := spec.Job(rec.ID, now)
+	if err == nil {
+		_, err = s.eng.Submit(j)
+	}
+	if err != nil {
+		// checkRunnable should have caught it; record why it cannot run.
+		s.fail(lj, "refused by the scheduler: "+err.Error())
+		_ = s.commit()
+	} else {
+		lj.j = j
+	}
+	v := s.view(lj, false)
+	s.mu.Unlock()
+	s.log.Info("job submitted", "job", rec.ID, "tenant", tenant, "gpus", spec.GPUs)
+	s.kickRound()
+	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// checkRunnable checks what Validate cannot: that this server has the
+// GPUs, and that the working directory and program exist.
+func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
+	var errs []api.FieldError
+	j, err := spec.Job("new", 0)
+	if err != nil {
+		return []api.FieldError{{Field: "spec", Message: err.Error()}}
+	}
+	if j.GPUType != "" && s.cluster.GPUsOfType(j.GPUType) == 0 {
+		errs = append(errs, api.FieldError{Field: "gpu_type", Message: fmt.Sprintf("this server has no %s GPUs (it has %s)", j.GPUType, strings.Join(s.cluster.GPUTypes(), ", "))})
+	} else if have := s.cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
+		field := "gpus"
+		if j.MinGPUs != j.GPUs {
+			field = "min_gpus"
+		}
+		errs = append(errs, api.FieldError{Field: field, Message: fmt.Sprintf("needs at least %d GPUs, this server has %d", j.MinGPUs, have)})
+	}
+	if spec.Workdir != "" {
+		if fi, err := os.Stat(spec.Workdir); err != nil || !fi.IsDir() {
+			errs = append(errs, api.FieldError{Field: "workdir", Message: fmt.Sprintf("%s is not a directory on the server", spec.Workdir)})
+			return errs
+		}
+	}
+	prog := spec.Command[0]
+	if strings.Contains(prog, "/") {
+		if !filepath.IsAbs(prog) && spec.Workdir != "" {
+			prog = filepath.Join(spec.Workdir, prog)
+		}
+		if filepath.IsAbs(prog) {
+			if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				errs = append(errs, api.FieldError{Field: "command", Message: fmt.Sprintf("%s is not an executable file on the server", spec.Command[0])})
+			}
+		}
+	} else if _, ok := spec.Env["PATH"]; !ok {
+		if _, err := exec.LookPath(prog); err != nil {
+			errs = append(errs, api.FieldError{Field: "command", Message: fmt.Sprintf("%s is not in the server's PATH", prog)})
+		}
+	}
+	return errs
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal) {
+	state := r.URL.Query().Get("state")
+	tenant := r.URL.Query().Get("tenant")
+	s.mu.Lock()
+	out := api.JobList{Jobs: []api.Job{}}
+	for _, lj := range s.order {
+		if !p.admin && lj.rec.Tenant != p.tenant {
+			continue
+		}
+		if (state != "" && lj.rec.State != state) || (tenant != "" && lj.rec.Tenant != tenant) {
+			continue
+		}
+		out.Jobs = append(out.Jobs, s.view(lj, false))
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, p *principal) {
+	s.mu.Lock()
+	lj := s.visible(w, r.PathValue("id"), p)
+	if lj == nil {
+		s.mu.Unlock()
+		return
+	}
+	v := s.view(lj, true)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p *principal) {
+	s.mu.Lock()
+	lj := s.visible(w, r.PathValue("id"), p)
+	if lj == nil {
+		s.mu.Unlock()
+		return
+	}
+	if api.Terminal(lj.rec.State) {
+		st := lj.rec.State
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, fmt.Sprintf("job %s is already %s", r.PathValue("id"), st), nil)
+		return
+	}
+	err := s.cancelJob(lj, p.tenant)
+	v := s.view(lj, true)
+	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	s.kickRound()
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request, p *principal) {
+	var off int64
+	if o := r.URL.Query().Get("offset"); o != "" {
+		v, err := strconv.ParseInt(o, 10, 64)
+		if err != nil || v < 0 {
+			writeError(w, http.StatusBadRequest, "offset: want a byte offset >= 0", []api.FieldError{{Field: "offset", Message: "want an integer >= 0"}})
+			return
+		}
+		off = v
+	}
+	s.mu.Lock()
+	lj := s.visible(w, r.PathValue("id"), p)
+	var state string
+	if lj != nil {
+		state = lj.rec.State
+	}
+	s.mu.Unlock()
+	if lj == nil {
+		return
+	}
+	var data []byte
+	next := off
+	f, err := os.Open(s.logFile(lj.rec.ID))
+	if err == nil {
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && off > fi.Size() {
+			off = fi.Size()
+		}
+		if _, err := f.Seek(off, io.SeekStart); err == nil {
+			data, _ = io.ReadAll(io.LimitReader(f, api.MaxBodyBytes))
+		}
+		next = off + int64(len(data))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		writeError(w, http.StatusInternalServerError, "reading the log: "+err.Error(), nil)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Tide-Next-Offset", strconv.FormatInt(next, 10))
+	w.Header().Set("X-Tide-Job-State", state)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p *principal) {
+	s.mu.Lock()
+	lj := s.visible(w, r.PathValue("id"), p)
+	if lj == nil {
+		s.mu.Unlock()
+		return
+	}
+	// Read what the job's state says happened: wait for a commit in
+	// flight (wmu after mu, as commit takes them), then add the events
+	// not yet written.
+	s.wmu.Lock()
+	var evs []store.Event
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		evs, err = tx.Events(lj.rec.ID)
+		return err
+	})
+	s.wmu.Unlock()
+	for _, e := range s.events {
+		if e.Job == lj.rec.ID {
+			evs = append(evs, *e)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	out := struct {
+		Events []api.Event `json:"events"`
+	}{Events: []api.Event{}}
+	for _, e := range evs {
+		out.Events = append(out.Events, api.Event{Seq: e.Seq, Time: *toTime(e.Time), Job: e.Job, Kind: e.Kind, Attempt: e.Attempt, Message: e.Message})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleReport takes a job's report; the job authenticates with its
+// $TIDE_REPORT_TOKEN (its tenant's or the admin's token work too).
+func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	tok := bearer(r)
+	p := s.who(r)
+	s.mu.Lock()
+	lj := s.jobs[id]
+	ok := false
+	if lj != nil {
+		if p != nil && (p.admin || p.tenant == lj.rec.Tenant) {
+			ok = true
+		} else if tok != "" && lj.rec.ReportTokenHash != "" {
+			ok = subtle.ConstantTimeCompare([]byte(store.HashToken(tok)), []byte(lj.rec.ReportTokenHash)) == 1
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		if tok == "" {
+			writeError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer $TIDE_REPORT_TOKEN", nil)
+		} else {
+			writeError(w, http.StatusNotFound, "no job "+strconv.Quote(id)+" for this token", nil)
+		}
+		return
+	}
+	var rep api.Report
+	if !readBody(w, r, &rep) {
+		return
+	}
+	if errs := rep.Validate(); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid report", errs)
+		return
+	}
+	s.mu.Lock()
+	terminal := api.Terminal(lj.rec.State)
+	s.applyReport(lj, &rep)
+	s.mu.Unlock()
+	if terminal {
+		writeError(w, http.StatusConflict, "job "+id+" is over", nil)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *principal) {
+	s.mu.Lock()
+	out := api.Cluster{Policy: s.policyName, Placer: s.placerName, Total: s.cluster.TotalGPUs(),
+		Allocated: s.eng.Allocated(), Rounds: s.eng.Rounds()}
+	holder := make([]string, s.cluster.TotalGPUs())
+	for _, st := range s.eng.Active() {
+		if len(st.GPUs) > 0 {
+			out.Running++
+		} else {
+			out.Queued++
+		}
+		lj := s.jobs[st.Job.ID]
+		name := "(other tenant)"
+		if p.admin || (lj != nil && lj.rec.Tenant == p.tenant) {
+			name = st.Job.ID
+		}
+		for _, g := range st.GPUs {
+			holder[g] = name
+		}
+	}
+	s.mu.Unlock()
+	byIndex := map[int]int{} // CUDA index -> position in s.gpus
+	for i, g := range s.gpus {
+		byIndex[g.Index] = i
+	}
+	for g, dev := range s.devices {
+		d := s.gpus[byIndex[dev]]
+		out.GPUs = append(out.GPUs, api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB, Job: holder[g]})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleNewTenant(w http.ResponseWriter, r *http.Request, p *principal) {
+	if !p.admin {
+		writeError(w, http.StatusForbidden, "only the admin may create tenants", nil)
+		return
+	}
+	var req api.NewTenant
+	if !readBody(w, r, &req) {
+		return
+	}
+	if !api.TenantName(req.Name) {
+		writeError(w, http.StatusBadRequest, "invalid tenant", []api.FieldError{{Field: "name", Message: "want 1 to 64 letters, digits, '-', '_' or '.'"}})
+		return
+	}
+	tok, err := store.NewToken()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	t := &store.Tenant{Name: req.Name, TokenHash: store.HashToken(tok), Created: s.clk.Now()}
+	err = s.db.Update(func(tx *store.Tx) error {
+		if _, err := tx.Tenant(req.Name); err == nil {
+			return errExists
+		}
+		if err := tx.PutTenant(t); err != nil {
+			return err
+		}
+		return tx.AddEvent(&store.Event{Time: t.Created, Kind: "tenant-created", Message: req.Name})
+	})
+	if errors.Is(err, errExists) {
+		writeError(w, http.StatusConflict, "tenant "+req.Name+" exists", []api.FieldError{{Field: "name", Message: "already taken"}})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	s.tmu.Lock()
+	s.tenants[t.TokenHash] = t
+	s.tmu.Unlock()
+	s.log.Info("tenant created", "tenant", req.Name)
+	writeJSON(w, http.StatusCreated, api.Tenant{Name: t.Name, Created: *toTime(t.Created), Token: tok})
+}
+
+var errExists = errors.New("exists")
+
+func (s *Server) handleTenants(w http.ResponseWriter, r *http.Request, p *principal) {
+	if !p.admin {
+		writeError(w, http.StatusForbidden, "only the admin may list tenants", nil)
+		return
+	}
+	var ts []store.Tenant
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		ts, err = tx.Tenants()
+		return err
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	out := struct {
+		Tenants []api.Tenant `json:"tenants"`
+	}{Tenants: []api.Tenant{}}
+	for _, t := range ts {
+		out.Tenants = append(out.Tenants, api.Tenant{Name: t.Name, Admin: t.Admin, Created: *toTime(t.Created)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// view is the API's view of a job; detail adds the attempts. Under mu.
+func (s *Server) view(lj *liveJob, detail bool) api.Job {
+	r := lj.rec
+	v := api.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, Spec: r.Spec,
+		Submitted: *toTime(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
+		Restarts: r.Restarts, Failures: r.Failures, Preemptions: r.Preemptions, Progress: r.Progress,
+		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason}
+	v.Spec.Command = append([]string(nil), r.Spec.Command...)
+	if lj.j != nil && !api.Terminal(r.State) {
+		if st := s.eng.Job(r.ID); st != nil {
+			for _, g := range st.GPUs {
+				v.GPUs = append(v.GPUs, s.devices[g])
+			}
+		}
+	}
+	if detail {
+		for _, a := range r.Attempts {
+			out := a.Outcome
+			if out == "" {
+				out = a.Phase
+			}
+			va := api.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), PID: a.PID, Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out}
+			if a.ExitCode != nil {
+				c := *a.ExitCode
+				va.ExitCode = &c
+			}
+			v.Attempts = append(v.Attempts, va)
+		}
+	}
+	return v
+}

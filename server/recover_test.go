@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// TestRecovery stops a server without stopping its jobs and starts another
+// on the same data directory: a job still running is re-adopted (not
+// restarted), one that finished in between is recorded finished once, one
+// killed in between is retried from its checkpoint, and a queued one runs.
+// A third start changes nothing.
+func TestRecovery(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.StopJobsOnExit = false
+	s1 := startServer(t, cfg)
+	adopt := submit(t, s1.admin, countSpec(2, 60, 25*time.Millisecond))
+	quick := submit(t, s1.admin, countSpec(1, 10, 20*time.Millisecond))
+	killed := submit(t, s1.admin, countSpec(1, 40, 25*time.Millisecond))
+	queued := submit(t, s1.admin, countSpec(2, 5, 10*time.Millisecond))
+	running := func(j *api.Job) bool { return j.State == api.StateRunning && j.Progress > 0 }
+	waitJob(t, s1.admin, adopt.ID, 10*time.Second, "running", running)
+	waitJob(t, s1.admin, quick.ID, 10*time.Second, "running", running)
+	jk := waitJob(t, s1.admin, killed.ID, 10*time.Second, "past step 5", func(j *api.Job) bool { return j.Progress >= 5.0/40 })
+	s1.close(t)
+
+	if err := killGroup(jk.Attempts[0].PID); err != nil {
+		t.Fatal(err)
+	}
+	exit := filepath.Join(dir, "jobs", quick.ID, "attempt-1.exit")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(exit); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the quick job did not finish while the server was down")
+		}
+	}
+
+	s2 := startServer(t, cfg)
+	done := inState(api.StateFinished, api.StateFailed)
+	ja := waitJob(t, s2.admin, adopt.ID, 20*time.Second, "finished", done)
+	jq := waitJob(t, s2.admin, quick.ID, 20*time.Second, "finished", done)
+	jk = waitJob(t, s2.admin, killed.ID, 20*time.Second, "finished", done)
+	jw := waitJob(t, s2.admin, queued.ID, 20*time.Second, "finished", done)
+	for _, j := range []*api.Job{ja, jq, jk, jw} {
+		if j.State != api.StateFinished {
+			t.Errorf("job %s: %s (%s)", j.ID, j.State, j.Reason)
+		}
+	}
+	if len(ja.Attempts) != 1 || ja.Restarts != 0 || !hasEvent(t, s2.admin, ja.ID, "adopted") {
+		t.Errorf("running job was not re-adopted: attempts %+v", ja.Attempts)
+	}
+	if len(jq.Attempts) != 1 || jq.Attempts[0].Outcome != "finished" {
+		t.Errorf("job finished while down: attempts %+v", jq.Attempts)
+	}
+	if len(jk.Attempts) != 2 || jk.Failures != 1 || jk.Attempts[0].Outcome != "lost" {
+		t.Errorf("job killed while down: failures %d attempts %+v", jk.Failures, jk.Attempts)
+	}
+	if out := logs(t, s2.admin, jk.ID); !strings.Contains(out, "(attempt 2, restarts 1") || strings.Contains(out, "resuming at step 0 of 40 (attempt 2") {
+		t.Errorf("the killed job did not resume from its checkpoint:\n%s", out)
+	}
+	before := map[string]int{}
+	for _, j := range []*api.Job{ja, jq, jk, jw} {
+		before[j.ID] = countEvents(t, s2.admin, j.ID, "finished")
+		if before[j.ID] != 1 {
+			t.Errorf("job %s has %d finished events", j.ID, before[j.ID])
+		}
+	}
+	s2.close(t)
+
+	s3 := startServer(t, cfg)
+	jobs, err := s3.admin.Jobs(context.Background(), "")
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("after a third start: %d jobs (%v)", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.State != api.StateFinished || countEvents(t, s3.admin, j.ID, "finished") != 1 {
+			t.Errorf("job %s after a third start: %s, %d finished events", j.ID, j.State, countEvents(t, s3.admin, j.ID, "finished"))
+		}
+	}
+}
+
+func countEvents(t *testing.T, c *api.Client, id, kind string) int {
+	t.Helper()
+	evs, err := c.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func hasEvent(t *testing.T, c *api.Client, id, kind string) bool {
+	return countEvents(t, c, id, kind) > 0
+}
+
+// TestShutdownStopsJobs: with StopJobsOnExit, closing the server stops
+// running jobs (they checkpoint); the next start restarts them from their
+// checkpoints.
+func TestShutdownStopsJobs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	s1 := startServer(t, cfg)
+	j := submit(t, s1.admin, countSpec(2, 40, 20*time.Millisecond))
+	j = waitJob(t, s1.admin, j.ID, 10*time.Second, "past step 10", func(j *api.Job) bool { return j.Progress >= 0.25 })
+	pid := j.Attempts[0].PID
+	s1.close(t)
+	if alive(pid) {
+		t.Fatalf("process %d survived the shutdown", pid)
+	}
+	s2 := startServer(t, cfg)
+	j = waitJob(t, s2.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished || len(j.Attempts) != 2 || j.Attempts[0].Outcome != "interrupted" || j.Failures != 0 {
+		t.Fatalf("state %s failures %d attempts %+v", j.State, j.Failures, j.Attempts)
+	}
+	if line := lineWith(logs(t, s2.admin, j.ID), "(attempt 2,"); line == "" || strings.Contains(line, "at step 0 of") {
+		t.Errorf("the job did not resume from its checkpoint: %q", line)
+	}
+}

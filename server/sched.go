@@ -1,0 +1,596 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/localexec"
+	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/store"
+)
+
+// scheduleLoop runs a round when kicked (submission, completion,
+// cancellation), at most one per Config.MinRoundGap, and every
+// Config.Round.
+func (s *Server) scheduleLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Round)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			if wait := s.cfg.MinRoundGap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+		case <-t.C:
+		}
+		last = time.Now()
+		s.round()
+	}
+}
+
+// monitorLoop reads the jobs' report files and writes progress reports to
+// the store now and then.
+func (s *Server) monitorLoop(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.readReportFiles()
+		s.mu.Lock()
+		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
+			_ = s.commit()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// round runs one scheduling round and applies its changes.
+func (s *Server) round() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.eng.Active()) == 0 {
+		return
+	}
+	t0 := time.Now()
+	changes, err := s.eng.Schedule()
+	s.metrics.observeRound(time.Since(t0).Seconds())
+	if err != nil {
+		s.log.Error("scheduling round failed", "err", err)
+		return
+	}
+	var launches []*attempt
+	for _, ch := range changes {
+		lj := s.jobs[ch.Status.Job.ID]
+		if lj == nil {
+			s.log.Error("round changed an unknown job", "job", ch.Status.Job.ID)
+			continue
+		}
+		r := lj.rec
+		switch ch.Kind {
+		case engine.Preempt:
+			if lj.att != nil {
+				s.stopAttempt(lj.att, "preempt")
+				lj.att = nil
+			}
+			r.State = api.StatePreempted
+			r.Preemptions++
+			s.metrics.counters["preempted"]++
+			s.addEvent(&store.Event{Job: r.ID, Kind: "preempted", Message: "GPUs " + s.devString(ch.From)})
+			s.log.Info("job preempted", "job", r.ID)
+		case engine.Resize:
+			if lj.att != nil {
+				s.stopAttempt(lj.att, "resize")
+				lj.att = nil
+			}
+			r.Restarts++
+			s.metrics.counters["resized"]++
+			s.addEvent(&store.Event{Job: r.ID, Kind: "resized", Message: "GPUs " + s.devString(ch.From) + " -> " + s.devString(ch.To)})
+			launches = append(launches, s.newAttempt(lj, ch.To, 0))
+		case engine.Start, engine.Restart:
+			if lj.att != nil { // cannot happen: a waiting job holds no attempt
+				s.stopAttempt(lj.att, "replaced")
+			}
+			if ch.Kind == engine.Restart {
+				r.Restarts++
+				s.metrics.counters["restarted"]++
+			} else {
+				s.metrics.counters["started"]++
+			}
+			s.addEvent(&store.Event{Job: r.ID, Kind: string(ch.Kind), Attempt: len(r.Attempts) + 1, Message: "GPUs " + s.devString(ch.To)})
+			launches = append(launches, s.newAttempt(lj, ch.To, 0))
+		}
+		s.touch(lj)
+	}
+	_ = s.commit()
+	for _, a := range launches {
+		s.running.Add(1)
+		go s.run(a)
+	}
+}
+
+func (s *Server) devString(gpus []cluster.GPUID) string {
+	out := make([]int, len(gpus))
+	for i, g := range gpus {
+		out[i] = s.devices[g]
+	}
+	return fmt.Sprint(out)
+}
+
+// newAttempt records a planned launch of lj on gpus and makes it the job's
+// current attempt; it will wait for the GPUs' previous processes. Under mu.
+func (s *Server) newAttempt(lj *liveJob, gpus []cluster.GPUID, delay time.Duration) *attempt {
+	r := lj.rec
+	a := &attempt{lj: lj, n: len(r.Attempts) + 1, gpus: append([]cluster.GPUID(nil), gpus...), delay: delay,
+		done: make(chan struct{}), wake: make(chan struct{})}
+	ids := make([]int, len(gpus))
+	for i, g := range gpus {
+		a.devs = append(a.devs, s.devices[g])
+		ids[i] = int(g)
+		if prev := s.busy[g]; prev != nil && !contains(a.waitFor, prev) {
+			a.waitFor = append(a.waitFor, prev)
+		}
+		s.busy[g] = a
+	}
+	// Never two processes of one job: wait for the previous attempt too,
+	// wherever it runs (a job preempted, then restarted on other GPUs
+	// before its old process has exited; a resize onto other GPUs).
+	if prev := lj.last; prev != nil && !contains(a.waitFor, prev) {
+		a.waitFor = append(a.waitFor, prev)
+	}
+	lj.last = a
+	r.Attempts = append(r.Attempts, store.Attempt{N: a.n, GPUs: ids, Devices: a.devs, Phase: store.PhaseWaiting, Created: s.clk.Now()})
+	r.State = api.StateRunning
+	lj.att = a
+	s.touch(lj)
+	return a
+}
+
+func contains(as []*attempt, a *attempt) bool {
+	for _, x := range as {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// stopAttempt asks an attempt to end; the signal goes out once the next
+// commit has recorded why. Under mu.
+func (s *Server) stopAttempt(a *attempt, why string) {
+	if a.stop != "" {
+		return
+	}
+	a.stop = why
+	rec := &a.lj.rec.Attempts[a.n-1]
+	if rec.Phase != store.PhaseEnded {
+		rec.Phase, rec.Stop = store.PhaseStopping, why
+	}
+	s.touch(a.lj)
+	s.after = append(s.after, func() {
+		if a.proc != nil {
+			go a.proc.Stop(s.cfg.Grace)
+		} else if !a.woken {
+			a.woken = true
+			close(a.wake)
+		}
+	})
+}
+
+// run waits for an attempt's GPUs (and its retry delay), launches it and
+// waits for it to end.
+func (s *Server) run(a *attempt) {
+	for _, w := range a.waitFor {
+		<-w.done
+	}
+	if a.delay > 0 {
+		t := time.NewTimer(a.delay)
+		select {
+		case <-t.C:
+		case <-a.wake:
+		}
+		t.Stop()
+	}
+	s.mu.Lock()
+	if a.stop != "" || s.closed {
+		if a.stop == "" {
+			a.stop = "shutdown"
+		}
+		s.ended(a, -1, false, "never launched")
+		_ = s.commit()
+		s.mu.Unlock()
+		close(a.done)
+		s.running.Done()
+		return
+	}
+	l, err := s.launchSpec(a)
+	s.mu.Unlock()
+	// Launch outside mu: fork and exec take a while.
+	var proc *localexec.Proc
+	if err == nil {
+		proc, err = localexec.Start(l)
+	}
+	s.mu.Lock()
+	if err != nil {
+		s.log.Error("job launch failed", "job", a.lj.rec.ID, "attempt", a.n, "err", err)
+		s.appendLog(a.lj.rec.ID, fmt.Sprintf("=== tide: attempt %d could not start: %v\n", a.n, err))
+		s.ended(a, -1, false, err.Error())
+		if s.db != nil {
+			_ = s.commit()
+		}
+		s.mu.Unlock()
+		close(a.done)
+		s.running.Done()
+		return
+	}
+	a.proc = proc
+	if s.db == nil {
+		// The server closed during the launch, leaving jobs running: the
+		// next one finds this attempt by its pid file.
+		s.mu.Unlock()
+		s.watch(a)
+		return
+	}
+	if a.stop != "" {
+		// Stopped while launching.
+		s.after = append(s.after, func() { go proc.Stop(s.cfg.Grace) })
+	}
+	r := a.lj.rec
+	now := s.clk.Now()
+	ra := &r.Attempts[a.n-1]
+	ra.PID, ra.StartTicks, ra.Started = proc.PID(), proc.StartTicks(), now
+	if a.stop == "" {
+		ra.Phase = store.PhaseRunning
+	}
+	if r.FirstStart == 0 {
+		r.FirstStart = now
+	}
+	s.touch(a.lj)
+	s.addEvent(&store.Event{Job: r.ID, Kind: "launched", Attempt: a.n, Message: fmt.Sprintf("pid %d on GPUs %v", proc.PID(), a.devs)})
+	s.log.Info("job launched", "job", r.ID, "attempt", a.n, "pid", proc.PID(), "gpus", a.devs)
+	_ = s.commit()
+	s.mu.Unlock()
+	s.watch(a)
+}
+
+// watch waits for a launched attempt's process to end and handles it.
+func (s *Server) watch(a *attempt) {
+	defer s.running.Done()
+	code, known := a.proc.Exit()
+	s.mu.Lock()
+	if s.db != nil {
+		s.ended(a, code, known, "")
+		_ = s.commit()
+	}
+	s.mu.Unlock()
+	close(a.done)
+}
+
+// launchSpec builds the launch of attempt a, with a fresh report token.
+// Under mu.
+func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
+	r := a.lj.rec
+	tok, err := store.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	r.ReportTokenHash = store.HashToken(tok)
+	dir := r.Spec.Workdir
+	if dir == "" {
+		dir = s.jobDir(r.ID)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("job directory: %w", err)
+		}
+	}
+	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: r.Spec.Env,
+		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
+		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
+		ReportToken: tok, ReportFile: s.reportFile(r.ID)}
+	if s.report != "" {
+		l.ReportURL = s.report + "/v1/jobs/" + r.ID + "/report"
+	}
+	return l, nil
+}
+
+func (s *Server) appendLog(id, line string) {
+	if err := os.MkdirAll(s.jobDir(id), 0o755); err != nil {
+		return
+	}
+	f, err := os.OpenFile(s.logFile(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.WriteString(f, line)
+}
+
+// ended handles the end of attempt a: exit code (known) or launch error
+// (msg). Under mu.
+func (s *Server) ended(a *attempt, code int, known bool, msg string) {
+	for _, g := range a.gpus {
+		if s.busy[g] == a {
+			s.busy[g] = nil
+		}
+	}
+	lj := a.lj
+	r := lj.rec
+	ra := &r.Attempts[a.n-1]
+	if ra.Phase == store.PhaseEnded {
+		return
+	}
+	now := s.clk.Now()
+	ra.Phase, ra.Ended = store.PhaseEnded, now
+	if known {
+		ra.ExitCode = &code
+	}
+	s.touch(lj)
+	if a.stop != "" {
+		ra.Outcome = outcomeOf(a.stop)
+		s.addEvent(&store.Event{Job: r.ID, Kind: "stopped", Attempt: a.n, Message: fmt.Sprintf("%s; exit code %s", a.stop, codeString(code, known))})
+		if a.stop == "shutdown" && !api.Terminal(r.State) {
+			r.State = api.StatePreempted
+		}
+		return
+	}
+	if lj.att == a {
+		lj.att = nil
+	}
+	if api.Terminal(r.State) {
+		ra.Outcome = r.State
+		return
+	}
+	if known && code == 0 {
+		ra.Outcome = "finished"
+		s.finish(lj, "exit code 0")
+		s.kickRound()
+		return
+	}
+	ra.Outcome = "failed"
+	what := "exit code " + codeString(code, known)
+	if !known {
+		ra.Outcome = "lost"
+	}
+	if msg != "" {
+		what = msg
+	}
+	r.Failures++
+	s.metrics.counters["attempt_failures"]++
+	s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + ra.Outcome, Attempt: a.n, Message: what})
+	s.log.Warn("job attempt failed", "job", r.ID, "attempt", a.n, "reason", what, "failures", r.Failures)
+	if r.Failures > s.maxRetries(r) {
+		s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", what, a.n, r.Failures, s.maxRetries(r)))
+		s.kickRound()
+		return
+	}
+	// Retry in place: the engine still holds the job on its GPUs.
+	st := s.eng.Job(r.ID)
+	if st == nil || len(st.GPUs) == 0 {
+		s.log.Error("failed job holds no GPUs: cannot retry it", "job", r.ID)
+		return
+	}
+	delay := s.cfg.RetryBackoff << min(r.Failures-1, 10)
+	delay = min(delay, time.Minute)
+	r.Restarts++
+	s.metrics.counters["restarted"]++
+	s.addEvent(&store.Event{Job: r.ID, Kind: "retry", Attempt: a.n + 1, Message: fmt.Sprintf("after %s (failure %d of at most %d retries)", delay, r.Failures, s.maxRetries(r))})
+	na := s.newAttempt(lj, st.GPUs, delay)
+	s.running.Add(1)
+	s.after = append(s.after, func() { go s.run(na) })
+}
+
+func codeString(code int, known bool) string {
+	if !known {
+		return "unknown"
+	}
+	return fmt.Sprint(code)
+}
+
+func outcomeOf(stop string) string {
+	switch stop {
+	case "preempt":
+		return "preempted"
+	case "resize":
+		return "resized"
+	case "cancel":
+		return "cancelled"
+	case "":
+		return "interrupted"
+	}
+	return "interrupted"
+}
+
+// finish records a job finished. Under mu.
+func (s *Server) finish(lj *liveJob, why string) {
+	r := lj.rec
+	if api.Terminal(r.State) {
+		return
+	}
+	if lj.j != nil {
+		if err := s.eng.Finish(r.ID); err != nil {
+			s.log.Error("engine finish", "job", r.ID, "err", err)
+		}
+	}
+	r.State, r.Ended, r.Progress = api.StateFinished, s.clk.Now(), 1
+	s.touch(lj)
+	s.metrics.counters["finished"]++
+	s.addEvent(&store.Event{Job: r.ID, Kind: "finished", Message: why})
+	s.log.Info("job finished", "job", r.ID)
+}
+
+// fail records a job failed. Under mu.
+func (s *Server) fail(lj *liveJob, why string) {
+	r := lj.rec
+	if api.Terminal(r.State) {
+		return
+	}
+	if lj.j != nil {
+		if err := s.eng.Fail(r.ID); err != nil {
+			s.log.Error("engine fail", "job", r.ID, "err", err)
+		}
+	}
+	r.State, r.Ended, r.Reason = api.StateFailed, s.clk.Now(), why
+	s.touch(lj)
+	s.metrics.counters["failed"]++
+	s.addEvent(&store.Event{Job: r.ID, Kind: "failed", Message: why})
+	s.log.Warn("job failed", "job", r.ID, "reason", why)
+}
+
+// cancel cancels a job. Under mu.
+func (s *Server) cancelJob(lj *liveJob, by string) error {
+	r := lj.rec
+	if api.Terminal(r.State) {
+		return fmt.Errorf("job %s is already %s", r.ID, r.State)
+	}
+	if lj.j != nil {
+		if err := s.eng.Fail(r.ID); err != nil {
+			return fmt.Errorf("job %s: %w", r.ID, err)
+		}
+	}
+	if lj.att != nil {
+		s.stopAttempt(lj.att, "cancel")
+		lj.att = nil
+	}
+	r.State, r.Ended, r.Reason = api.StateCancelled, s.clk.Now(), "cancelled by "+by
+	s.touch(lj)
+	s.metrics.counters["cancelled"]++
+	s.addEvent(&store.Event{Job: r.ID, Kind: "cancelled", Message: r.Reason})
+	s.log.Info("job cancelled", "job", r.ID, "by", by)
+	return s.commit()
+}
+
+// applyReport takes a job's progress report. Under mu.
+func (s *Server) applyReport(lj *liveJob, rep *api.Report) {
+	r := lj.rec
+	if api.Terminal(r.State) || lj.j == nil {
+		return
+	}
+	id := r.ID
+	if f, ok := rep.Fraction(); ok {
+		r.Progress = f
+		if st := s.eng.Job(id); st != nil {
+			_ = s.eng.Report(id, f*st.Work)
+		}
+	}
+	if rep.Throughput > 0 {
+		r.Throughput = rep.Throughput
+	}
+	if rep.Message != "" {
+		r.Message = rep.Message
+	}
+	r.ReportedAt = s.clk.Now()
+	s.touch(lj)
+	// Goodput: fit the throughput model to the step times observed on
+	// each configuration, as the simulator's job agents do, and hand the
+	// engine the hints elastic policies read.
+	if rep.StepTime > 0 {
+		reps := rep.Replicas
+		if reps == 0 && lj.att != nil {
+			reps = len(lj.att.gpus)
+		}
+		reps = max(reps, 1)
+		local := rep.LocalBsz
+		if local == 0 && r.Spec.BatchSize > 0 {
+			local = max(1, r.Spec.BatchSize/reps)
+		}
+		if local > 0 {
+			o := goodput.Observation{Nodes: max(rep.Nodes, 1), Replicas: reps, LocalBsz: local,
+				ComputeTime: rep.ComputeTime, StepTime: rep.StepTime}
+			if o.ComputeTime <= 0 || o.ComputeTime > o.StepTime {
+				o.ComputeTime = o.StepTime
+			}
+			key := [3]int{o.Nodes, o.Replicas, o.LocalBsz}
+			if !lj.seen[key] {
+				lj.seen[key] = true
+				lj.obs = append(lj.obs, o)
+				lj.params = goodput.Fit(lj.obs)
+				lj.maxRep = max(lj.maxRep, o.Replicas)
+			}
+		}
+	}
+	if len(lj.obs) > 0 {
+		init := r.Spec.BatchSize
+		if init <= 0 {
+			init = lj.obs[0].LocalBsz * lj.obs[0].Replicas
+		}
+		h := &goodput.Hints{Perf: lj.params, Grad: goodput.Grad{Sqr: rep.GradSqr, Var: rep.GradVar},
+			Limits: goodput.Limits{InitBatch: init, MaxBatch: init}, MaxReplicas: lj.maxRep, Fitted: true}
+		_ = s.eng.Hint(id, h)
+	}
+}
+
+// readReportFiles reads the lines jobs appended to their report files.
+func (s *Server) readReportFiles() {
+	type item struct {
+		lj  *liveJob
+		off int64
+	}
+	var items []item
+	s.mu.Lock()
+	for _, lj := range s.order {
+		if lj.att != nil && lj.att.proc != nil {
+			items = append(items, item{lj, lj.reportOff})
+		}
+	}
+	s.mu.Unlock()
+	for _, it := range items {
+		reps, off := readReports(s.reportFile(it.lj.rec.ID), it.off)
+		if off == it.off {
+			continue
+		}
+		s.mu.Lock()
+		it.lj.reportOff = off
+		for _, rep := range reps {
+			s.applyReport(it.lj, rep)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// readReports reads the complete lines of a report file from off (at most
+// 1 MiB), skipping lines that are not valid reports.
+func readReports(path string, off int64) ([]*api.Report, int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, off
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() < off {
+		off = 0 // truncated or replaced: start over
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, off
+	}
+	br := bufio.NewReader(io.LimitReader(f, api.MaxBodyBytes))
+	var out []*api.Report
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			break // an incomplete last line is read next time
+		}
+		off += int64(len(line))
+		var rep api.Report
+		if json.Unmarshal(line, &rep) != nil || len(rep.Validate()) > 0 {
+			continue
+		}
+		out = append(out, &rep)
+	}
+	return out, off
+}

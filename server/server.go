@@ -1,0 +1,684 @@
+// Package server is tide serve: the scheduling engine with a real clock,
+// driving the local executor (package localexec) on this machine's GPUs,
+// behind the HTTP/JSON API of package api, with its state in package store.
+//
+// Concurrency: the engine is not goroutine-safe. Every access to it, and to
+// the in-memory job table, holds Server.mu. Store writes that change a
+// job's state happen under mu too, before the change is acted on (a
+// process is launched or signalled only after its new state is durable).
+// Submissions are written to the store outside mu, coalesced by bbolt's
+// batching, then handed to the engine.
+//
+// A job's life: the engine's round emits a Change; the server records an
+// attempt (phase waiting) and a goroutine waits until the GPUs' previous
+// processes are gone, launches the command, records its pid and start time
+// (phase running) and waits for it. Exit 0 finishes the job; another exit
+// code retries it in place on the same GPUs after a backoff, until the
+// retry limit, then fails it. Preemption, resize and cancellation send
+// SIGTERM, wait the grace period, then SIGKILL.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/localexec"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/store"
+)
+
+// Config configures a server.
+type Config struct {
+	DataDir string
+	// GPUs are the devices to schedule (localexec.Discover).
+	GPUs []localexec.GPU
+	// Policy is a policy spec (policy.Parse), default "fifo"; Placer a
+	// placer name (place.Lookup), default "pack".
+	Policy, Placer string
+	// Round is the time between periodic scheduling rounds (default 10 s);
+	// rounds also run at every submission, completion and cancellation,
+	// at most one per MinRoundGap (default 20 ms), so a burst of
+	// submissions shares rounds.
+	Round       time.Duration
+	MinRoundGap time.Duration
+	// Grace is how long a stopped job has between SIGTERM and SIGKILL
+	// (default 30 s).
+	Grace time.Duration
+	// MaxRetries is the default retry limit of jobs that do not set one
+	// (default 3; negative means 0).
+	MaxRetries int
+	// RetryBackoff is the delay before the first retry, doubled at each
+	// further failure up to a minute (default 1 s).
+	RetryBackoff time.Duration
+	// AdminTokenFile, when set, holds the admin token (its first line).
+	// Otherwise a token is generated at the first start and written to
+	// DataDir/admin.token.
+	AdminTokenFile string
+	// StopJobsOnExit makes Close stop running jobs (they restart from
+	// their checkpoints at the next start). By default they keep running
+	// and the next server re-adopts them.
+	StopJobsOnExit bool
+	// ReportURL is the base URL jobs report to (default: the listener's
+	// address, 127.0.0.1 for a wildcard one).
+	ReportURL string
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+}
+
+// Server is tide serve.
+type Server struct {
+	cfg        Config
+	db         *store.DB
+	clk        WallClock
+	eng        *engine.Engine
+	cluster    *cluster.Cluster
+	devices    []int // cluster GPU id -> CUDA index
+	gpus       []localexec.GPU
+	policyName string
+	placerName string
+	log        *slog.Logger
+	jobsDir    string
+	adminPath  string // the admin token file written at the first start, if any
+
+	mu       sync.Mutex
+	wmu      sync.Mutex // orders commits' writes; taken under mu
+	jobs     map[string]*liveJob
+	order    []*liveJob // by submission sequence
+	busy     []*attempt // per cluster GPU: the attempt whose process may occupy it
+	tmu      sync.RWMutex
+	mmu      sync.Mutex               // guards metrics.requests
+	tenants  map[string]*store.Tenant // by token hash; guarded by tmu
+	dirty    map[*liveJob]bool        // records changed since the last commit
+	events   []*store.Event           // events not yet committed
+	after    []func()                 // actions to run once the next commit is durable
+	metrics  metrics
+	closed   bool
+	report   string // base URL for TIDE_REPORT_URL
+	lastSave time.Time
+
+	kick    chan struct{}
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup
+	running sync.WaitGroup // attempt goroutines
+	http    *http.Server
+}
+
+// liveJob is a job in memory. rec is the durable record (changed under mu
+// and written by commit).
+type liveJob struct {
+	rec  *store.Job
+	j    *job.Job // nil when the job never reached the engine
+	att  *attempt // the attempt holding the job's GPUs now, or nil
+	last *attempt // the latest attempt, which may still be stopping
+
+	reportOff int64 // bytes of the report file already read
+	obs       []goodput.Observation
+	seen      map[[3]int]bool
+	params    goodput.Params
+	maxRep    int
+}
+
+// attempt is one launch (or planned launch) of a job.
+type attempt struct {
+	lj      *liveJob
+	n       int // 1-based, index+1 in rec.Attempts
+	gpus    []cluster.GPUID
+	devs    []int
+	delay   time.Duration
+	waitFor []*attempt
+	done    chan struct{} // closed when the process is gone or never started
+	wake    chan struct{} // closed when a stop is asked before the launch
+	woken   bool
+	proc    *localexec.Proc
+	stop    string // why tide is stopping it; "" while it should run
+}
+
+// New opens the data directory, recovers every job recorded there
+// (re-adopting processes still alive, restarting the others from their
+// checkpoints) and returns a server ready to Start.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: a data directory is required")
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = "fifo"
+	}
+	if cfg.Round <= 0 {
+		cfg.Round = 10 * time.Second
+	}
+	if cfg.MinRoundGap <= 0 {
+		cfg.MinRoundGap = 20 * time.Millisecond
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 30 * time.Second
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = time.Second
+	}
+	cfg.MaxRetries = max(cfg.MaxRetries, 0)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, devices, err := localexec.Cluster(cfg.GPUs)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("server: data directory: %w", err)
+	}
+	cfg.DataDir = dataDir
+	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
+		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{},
+		dirty: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		busy: make([]*attempt, c.TotalGPUs())}
+	db, err := store.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	if err := s.setup(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) setup() error {
+	var recs []*store.Job
+	err := s.db.View(func(tx *store.Tx) error {
+		tenants, err := tx.Tenants()
+		if err != nil {
+			return err
+		}
+		for i := range tenants {
+			s.tenants[tenants[i].TokenHash] = &tenants[i]
+		}
+		return tx.Jobs(func(j *store.Job) error { recs = append(recs, j); return nil })
+	})
+	if err != nil {
+		return fmt.Errorf("server: reading the store: %w", err)
+	}
+	if err := s.setupAdmin(); err != nil {
+		return err
+	}
+	sort.Slice(recs, func(a, b int) bool { return recs[a].Seq < recs[b].Seq })
+	// The policy may learn the jobs known at start (Tiresias' trace order).
+	var known []*job.Job
+	for _, r := range recs {
+		if j, err := r.Spec.Job(r.ID, r.Submitted); err == nil {
+			known = append(known, j)
+		}
+	}
+	pol, err := policy.Parse(s.cfg.Policy, policy.Context{Jobs: known})
+	if err != nil {
+		return fmt.Errorf("server: --policy: %w", err)
+	}
+	pl, err := place.Lookup(s.cfg.Placer)
+	if err != nil {
+		return fmt.Errorf("server: --placer: %w", err)
+	}
+	s.policyName, s.placerName = pol.Name(), pl.Name()
+	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: pol, Placer: pl, Clock: s.clk})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		s.recover(r)
+	}
+	s.addEvent(&store.Event{Kind: "server-start", Message: fmt.Sprintf("policy %s, %s, %d jobs recovered", s.policyName, s.cluster, len(recs))})
+	if err := s.commit(); err != nil {
+		return fmt.Errorf("server: recording the recovery: %w", err)
+	}
+	return nil
+}
+
+// setupAdmin makes sure an admin tenant exists.
+func (s *Server) setupAdmin() error {
+	now := s.clk.Now()
+	if s.cfg.AdminTokenFile != "" {
+		data, err := os.ReadFile(s.cfg.AdminTokenFile)
+		if err != nil {
+			return fmt.Errorf("server: --admin-token-file: %w", err)
+		}
+		tok, _, _ := strings.Cut(string(data), "\n")
+		tok = strings.TrimSpace(tok)
+		if len(tok) < 16 {
+			return fmt.Errorf("server: --admin-token-file %s: want a token of at least 16 characters", s.cfg.AdminTokenFile)
+		}
+		return s.putAdmin(store.HashToken(tok), now)
+	}
+	for _, t := range s.tenants {
+		if t.Admin {
+			return nil
+		}
+	}
+	tok, err := store.NewToken()
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	path := filepath.Join(s.cfg.DataDir, "admin.token")
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("server: writing the admin token: %w", err)
+	}
+	s.adminPath = path
+	return s.putAdmin(store.HashToken(tok), now)
+}
+
+func (s *Server) putAdmin(hash string, now float64) error {
+	t := &store.Tenant{Name: "admin", TokenHash: hash, Admin: true, Created: now}
+	err := s.db.Update(func(tx *store.Tx) error {
+		if old, err := tx.Tenant("admin"); err == nil {
+			if old.TokenHash == hash {
+				return nil
+			}
+			t.Created = old.Created
+		}
+		return tx.PutTenant(t)
+	})
+	if err != nil {
+		return fmt.Errorf("server: admin tenant: %w", err)
+	}
+	for h, old := range s.tenants {
+		if old.Name == "admin" {
+			delete(s.tenants, h)
+		}
+	}
+	s.tenants[hash] = t
+	return nil
+}
+
+// AdminTokenFile is the file the admin token was written to at this start
+// ("" when the data directory already had an admin, or one was given).
+func (s *Server) AdminTokenFile() string { return s.adminPath }
+
+// Cluster is the cluster the server schedules.
+func (s *Server) Cluster() *cluster.Cluster { return s.cluster }
+
+// recover brings one recorded job back: into the engine with its counters
+// when it is not over, its last attempt re-adopted when its process still
+// runs, or accounted for (finished, failed, to restart) when it is gone.
+// Called under mu.
+func (s *Server) recover(r *store.Job) {
+	lj := &liveJob{rec: r, seen: map[[3]int]bool{}}
+	s.jobs[r.ID] = lj
+	s.order = append(s.order, lj)
+	now := s.clk.Now()
+	last := r.Last()
+	var proc *localexec.Proc
+	if last != nil && last.Phase != store.PhaseEnded {
+		proc = s.find(r, last)
+	}
+	if api.Terminal(r.State) {
+		if proc != nil {
+			s.stopStray(lj, last, proc, "the job is "+r.State)
+		}
+		return
+	}
+	j, err := r.Spec.Job(r.ID, r.Submitted)
+	if err == nil {
+		_, err = s.eng.Submit(j)
+	}
+	if err != nil {
+		// The job can no longer run here (fewer GPUs than when it was
+		// accepted, say): fail it, saying why.
+		if proc != nil {
+			s.stopStray(lj, last, proc, "the job cannot be scheduled")
+		}
+		r.State, r.Ended, r.Reason = api.StateFailed, now, "after a restart: "+err.Error()
+		s.touch(lj)
+		s.addEvent(&store.Event{Job: r.ID, Kind: "failed", Message: r.Reason})
+		return
+	}
+	lj.j = j
+	st := s.eng.Job(r.ID)
+	e := r.Engine
+	st.Attained, st.Executed, st.Waited = e.Attained, e.Executed, e.Waited
+	st.Starts, st.Preemptions, st.Resizes, st.Memo = e.Starts, e.Preemptions, e.Resizes, e.Memo
+	if e.FirstStart > 0 {
+		st.FirstStart = e.FirstStart
+	}
+	if e.LastStop > 0 {
+		st.LastStop = e.LastStop
+	}
+	if st.Starts > 0 {
+		st.State = job.Preempted
+	}
+	_ = s.eng.Report(r.ID, r.Progress*st.Work)
+
+	if last == nil || last.Phase == store.PhaseEnded {
+		if r.State == api.StateRunning {
+			// Stopped by the previous server (shutdown): restart.
+			r.State = api.StatePreempted
+			s.touch(lj)
+		}
+		return
+	}
+	if proc != nil {
+		gpus, ok := s.gpuIDs(last)
+		if ok && r.State == api.StateRunning && last.Stop == "" && s.eng.Adopt(r.ID, gpus) == nil {
+			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc}
+			lj.att, lj.last = att, att
+			for _, g := range gpus {
+				s.busy[g] = att
+			}
+			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
+			s.touch(lj)
+			s.metrics.counters["adopted"]++
+			s.addEvent(&store.Event{Job: r.ID, Kind: "adopted", Attempt: last.N, Message: fmt.Sprintf("process %d still running on GPUs %v", proc.PID(), last.Devices)})
+			s.log.Info("job re-adopted", "job", r.ID, "attempt", last.N, "pid", proc.PID(), "gpus", last.Devices)
+			s.running.Add(1)
+			go s.watch(att)
+			return
+		}
+		s.stopStray(lj, last, proc, "not adoptable")
+		if r.State == api.StateRunning {
+			r.State = api.StatePreempted
+		}
+		return
+	}
+	// The process is gone: how did it end?
+	code, known := localexec.ExitCode(s.exitFile(r.ID, last.N))
+	last.Phase, last.Ended = store.PhaseEnded, now
+	if known {
+		last.ExitCode = &code
+	}
+	s.touch(lj)
+	switch {
+	case last.Stop != "" || r.State != api.StateRunning || (last.PID == 0 && !known):
+		// Being stopped, or never launched: nothing to count.
+		if last.Outcome == "" {
+			last.Outcome = outcomeOf(last.Stop)
+		}
+		if r.State == api.StateRunning {
+			r.State = api.StatePreempted
+		}
+	case known && code == 0:
+		last.Outcome = "finished"
+		s.finish(lj, "exit code 0 while the server was down")
+	default:
+		last.Outcome = "lost"
+		msg := "process gone without an exit code while the server was down"
+		if known {
+			last.Outcome = "failed"
+			msg = fmt.Sprintf("exit code %d while the server was down", code)
+		}
+		r.Failures++
+		s.metrics.counters["attempt_failures"]++
+		s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + last.Outcome, Attempt: last.N, Message: msg})
+		if r.Failures > s.maxRetries(r) {
+			s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", msg, last.N, r.Failures, s.maxRetries(r)))
+		} else {
+			r.State = api.StatePreempted // waits for the scheduler to restart it
+		}
+	}
+}
+
+// find looks for the process of a recorded attempt.
+func (s *Server) find(r *store.Job, a *store.Attempt) *localexec.Proc {
+	exit := s.exitFile(r.ID, a.N)
+	if a.PID > 0 {
+		if p, ok := localexec.Adopt(a.PID, a.StartTicks, exit); ok {
+			return p
+		}
+		return nil
+	}
+	// Launched, but the server died before recording the pid?
+	if p, ok := localexec.FindByPIDFile(s.pidFile(r.ID, a.N), exit, r.ID, a.N); ok {
+		a.PID, a.StartTicks = p.PID(), p.StartTicks()
+		return p
+	}
+	return nil
+}
+
+// stopStray stops a recovered process that must not keep running, and
+// keeps its GPUs busy until it is gone. Called under mu.
+func (s *Server) stopStray(lj *liveJob, a *store.Attempt, proc *localexec.Proc, why string) {
+	gpus, _ := s.gpuIDs(a)
+	att := &attempt{lj: lj, n: a.N, gpus: gpus, devs: a.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc, stop: "recovery"}
+	lj.last = att
+	for _, g := range gpus {
+		if s.busy[g] == nil {
+			s.busy[g] = att
+		}
+	}
+	a.Phase, a.Stop, a.PID, a.StartTicks = store.PhaseStopping, "recovery", proc.PID(), proc.StartTicks()
+	s.touch(lj)
+	s.addEvent(&store.Event{Job: lj.rec.ID, Kind: "stopping", Attempt: a.N, Message: "stopping a leftover process: " + why})
+	s.running.Add(1)
+	s.after = append(s.after, func() {
+		go proc.Stop(s.cfg.Grace)
+		go s.watch(att)
+	})
+}
+
+// gpuIDs maps a recorded attempt's GPUs to this cluster's, checking that
+// they still are the same devices.
+func (s *Server) gpuIDs(a *store.Attempt) ([]cluster.GPUID, bool) {
+	if len(a.GPUs) != len(a.Devices) {
+		return nil, false
+	}
+	var out []cluster.GPUID
+	for i, g := range a.GPUs {
+		if g < 0 || g >= len(s.devices) || s.devices[g] != a.Devices[i] {
+			return nil, false
+		}
+		out = append(out, cluster.GPUID(g))
+	}
+	return out, true
+}
+
+func (s *Server) maxRetries(r *store.Job) int {
+	if r.Spec.MaxRetries != nil {
+		return *r.Spec.MaxRetries
+	}
+	return s.cfg.MaxRetries
+}
+
+func (s *Server) jobDir(id string) string { return filepath.Join(s.jobsDir, id) }
+func (s *Server) logFile(id string) string {
+	return filepath.Join(s.jobDir(id), "output.log")
+}
+func (s *Server) exitFile(id string, n int) string {
+	return filepath.Join(s.jobDir(id), "attempt-"+strconv.Itoa(n)+".exit")
+}
+func (s *Server) pidFile(id string, n int) string {
+	return filepath.Join(s.jobDir(id), "attempt-"+strconv.Itoa(n)+".pid")
+}
+func (s *Server) reportFile(id string) string {
+	return filepath.Join(s.jobDir(id), "report.jsonl")
+}
+func (s *Server) checkpointDir(id string) string {
+	return filepath.Join(s.jobDir(id), "checkpoint")
+}
+
+// touch marks a record for the next commit. Under mu.
+func (s *Server) touch(lj *liveJob) { s.dirty[lj] = true }
+
+// addEvent queues an event for the next commit. Under mu.
+func (s *Server) addEvent(e *store.Event) {
+	e.Time = s.clk.Now()
+	s.events = append(s.events, e)
+}
+
+// commit writes the changed records (with the engine's counters) and the
+// queued events in one transaction, then runs the actions that waited for
+// them. Called under mu, it releases mu during the write (writes stay in
+// order: wmu is taken before mu is let go), so submissions and reports
+// are not held up by an fsync. On a write error the changes stay queued
+// for the next commit and the actions run anyway: the processes must be
+// driven.
+func (s *Server) commit() error {
+	if s.db == nil {
+		return errors.New("server: closed")
+	}
+	var err error
+	acts := s.after
+	s.after = nil
+	if len(s.dirty) > 0 || len(s.events) > 0 {
+		recs := make([]*store.Job, 0, len(s.dirty))
+		dirty := make([]*liveJob, 0, len(s.dirty))
+		for lj := range s.dirty {
+			s.syncEngine(lj)
+			recs = append(recs, lj.rec.Clone())
+			dirty = append(dirty, lj)
+		}
+		events := s.events
+		clear(s.dirty)
+		s.events = nil
+		db := s.db
+		s.wmu.Lock()
+		s.mu.Unlock()
+		// Batch: the write shares its commit (and fsync) with concurrent
+		// submissions.
+		err = db.Batch(func(tx *store.Tx) error {
+			for _, r := range recs {
+				if err := tx.PutJob(r); err != nil {
+					return err
+				}
+			}
+			for _, e := range events {
+				if err := tx.AddEvent(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		s.wmu.Unlock()
+		s.mu.Lock()
+		if err != nil {
+			s.log.Error("store write failed", "err", err)
+			for _, lj := range dirty {
+				s.dirty[lj] = true
+			}
+			s.events = append(events, s.events...)
+		} else {
+			s.lastSave = time.Now()
+		}
+	}
+	for _, f := range acts {
+		f()
+	}
+	return err
+}
+
+// syncEngine copies the engine's counters into a job's record. Under mu.
+func (s *Server) syncEngine(lj *liveJob) {
+	if lj.j == nil {
+		return
+	}
+	st := s.eng.Job(lj.rec.ID)
+	if st == nil {
+		return
+	}
+	lj.rec.Engine = store.EngineStats{Attained: st.Attained, Executed: st.Executed, Waited: st.Waited,
+		Starts: st.Starts, Preemptions: st.Preemptions, Resizes: st.Resizes, FirstStart: max(st.FirstStart, 0),
+		LastStop: st.LastStop, Memo: st.Memo}
+}
+
+// Start serves the API on ln and starts scheduling.
+func (s *Server) Start(ln net.Listener) {
+	s.mu.Lock()
+	s.report = s.cfg.ReportURL
+	if s.report == "" {
+		host, port, _ := net.SplitHostPort(ln.Addr().String())
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		s.report = "http://" + net.JoinHostPort(host, port)
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.loops.Add(3)
+	go func() {
+		defer s.loops.Done()
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server", "err", err)
+		}
+	}()
+	go func() { defer s.loops.Done(); s.scheduleLoop(ctx) }()
+	go func() { defer s.loops.Done(); s.monitorLoop(ctx) }()
+	s.log.Info("tide serve started", "listen", ln.Addr().String(), "policy", s.policyName, "placer", s.placerName,
+		"gpus", s.cluster.String(), "data_dir", s.cfg.DataDir)
+	s.kickRound()
+}
+
+// Close stops serving. Running jobs keep running (to be re-adopted by the
+// next server) unless Config.StopJobsOnExit, in which case they are stopped
+// and restart from their checkpoints at the next start.
+func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.loops.Wait()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errors.Join(errs...)
+	}
+	s.closed = true
+	if s.cfg.StopJobsOnExit {
+		for _, lj := range s.order {
+			if lj.att != nil {
+				s.stopAttempt(lj.att, "shutdown")
+				lj.att = nil
+			}
+		}
+	}
+	if err := s.commit(); err != nil {
+		errs = append(errs, err)
+	}
+	s.mu.Unlock()
+	if s.cfg.StopJobsOnExit {
+		s.running.Wait()
+		s.mu.Lock()
+		if err := s.commit(); err != nil {
+			errs = append(errs, err)
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	err := s.db.Close()
+	s.db = nil
+	s.mu.Unlock()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) kickRound() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// TestRunToCompletion runs the CPU example job through the whole path: it
+// is launched with its GPUs in CUDA_VISIBLE_DEVICES, reports its progress
+// over HTTP, writes its log and finishes with exit code 0.
+func TestRunToCompletion(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	j := submit(t, ts.admin, countSpec(2, 10, 20*time.Millisecond))
+	if j.State != api.StatePending || j.ID == "" || j.Tenant != "admin" {
+		t.Fatalf("submitted job: %+v", j)
+	}
+	j = waitJob(t, ts.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished || j.Progress != 1 || j.Failures != 0 || len(j.Attempts) != 1 {
+		t.Fatalf("job: state %s progress %v failures %d attempts %+v", j.State, j.Progress, j.Failures, j.Attempts)
+	}
+	a := j.Attempts[0]
+	if a.Outcome != "finished" || a.ExitCode == nil || *a.ExitCode != 0 || len(a.GPUs) != 2 || a.PID == 0 {
+		t.Errorf("attempt: %+v", a)
+	}
+	out := logs(t, ts.admin, j.ID)
+	for _, want := range []string{`GPUs "0,1"`, "step 10/10", "countjob: done", "attempt 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "progress report failed") {
+		t.Errorf("the job's progress reports failed:\n%s", out)
+	}
+	if j.Message != "step 10/10" || j.Throughput != 50 {
+		t.Errorf("last report: message %q throughput %v", j.Message, j.Throughput)
+	}
+	evs, err := ts.admin.Events(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "submitted,start,launched,finished" {
+		t.Errorf("events %s", got)
+	}
+}
+
+// TestPreemptAndResume has SRTF preempt a long job for a short one: the long
+// job gets SIGTERM, checkpoints, exits; the short one starts only once it
+// has exited; the long one then restarts from its checkpoint and finishes.
+func TestPreemptAndResume(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "srtf"
+	ts := startServer(t, cfg)
+	long := countSpec(4, 100, 20*time.Millisecond)
+	long.EstimateS = 1000
+	a := submit(t, ts.admin, long)
+	waitJob(t, ts.admin, a.ID, 10*time.Second, "running with progress", func(j *api.Job) bool { return j.Progress > 0.05 })
+	short := countSpec(4, 5, 20*time.Millisecond)
+	short.EstimateS = 1
+	b := submit(t, ts.admin, short)
+	jb := waitJob(t, ts.admin, b.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	ja := waitJob(t, ts.admin, a.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if ja.State != api.StateFinished || jb.State != api.StateFinished {
+		t.Fatalf("states %s %s", ja.State, jb.State)
+	}
+	if len(ja.Attempts) != 2 || ja.Attempts[0].Outcome != "preempted" || ja.Attempts[1].Outcome != "finished" {
+		t.Fatalf("long job attempts %+v", ja.Attempts)
+	}
+	if c := ja.Attempts[0].ExitCode; c == nil || *c != 143 {
+		t.Errorf("preempted attempt exit code %v, want 143 (checkpointed on SIGTERM)", c)
+	}
+	if ja.Preemptions != 1 || ja.Restarts != 1 || ja.Failures != 0 {
+		t.Errorf("long job: preemptions %d restarts %d failures %d", ja.Preemptions, ja.Restarts, ja.Failures)
+	}
+	if !jb.Attempts[0].Started.After(*ja.Attempts[0].Ended) && !jb.Attempts[0].Started.Equal(*ja.Attempts[0].Ended) {
+		t.Errorf("short job launched at %v, before the preempted one exited at %v", jb.Attempts[0].Started, ja.Attempts[0].Ended)
+	}
+	out := logs(t, ts.admin, a.ID)
+	if !strings.Contains(out, "checkpointed, exiting") || strings.Contains(out, "resuming at step 0 of 100 (attempt 2") ||
+		!strings.Contains(out, "(attempt 2, restarts 1") {
+		t.Errorf("the long job did not checkpoint and resume:\n%s", out)
+	}
+	m := scrape(t, ts)
+	for _, want := range []string{"tide_preemptions_total 1", "tide_jobs_finished_total 2", "tide_queue_length 0", "tide_running_jobs 0", "tide_gpus_allocated 0", "tide_gpus_total 4"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}
+
+// TestRetries: a job that keeps failing is retried up to its limit, then
+// failed; one that fails once is retried from its checkpoint and finishes.
+func TestRetries(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	two := 2
+	bad := submit(t, ts.admin, &api.JobSpec{Command: []string{"sh", "-c", "echo trying; exit 3"}, GPUs: 1, MaxRetries: &two})
+	flaky := submit(t, ts.admin, countSpec(1, 6, 10*time.Millisecond, "-fail-attempts", "1"))
+	jb := waitJob(t, ts.admin, bad.ID, 20*time.Second, "failed", inState(api.StateFinished, api.StateFailed))
+	if jb.State != api.StateFailed || jb.Failures != 3 || len(jb.Attempts) != 3 || !strings.Contains(jb.Reason, "exit code 3") || !strings.Contains(jb.Reason, "retry limit 2") {
+		t.Errorf("failing job: state %s failures %d attempts %d reason %q", jb.State, jb.Failures, len(jb.Attempts), jb.Reason)
+	}
+	if n := strings.Count(logs(t, ts.admin, bad.ID), "\ntrying\n"); n != 3 {
+		t.Errorf("the failing job ran %d times, want 3", n)
+	}
+	jf := waitJob(t, ts.admin, flaky.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if jf.State != api.StateFinished || jf.Failures != 1 || len(jf.Attempts) != 2 || jf.Attempts[0].Outcome != "failed" {
+		t.Errorf("flaky job: state %s failures %d attempts %+v", jf.State, jf.Failures, jf.Attempts)
+	}
+	if out := logs(t, ts.admin, flaky.ID); !strings.Contains(out, "resuming at step 2 of 6 (attempt 2") {
+		t.Errorf("the flaky job did not resume from its checkpoint:\n%s", out)
+	}
+}
+
+// TestKilledFromOutside kills a running job's process group with SIGKILL
+// behind tide's back: the attempt counts as a failure and the job is
+// retried from its checkpoint.
+func TestKilledFromOutside(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	j := submit(t, ts.admin, countSpec(1, 60, 20*time.Millisecond))
+	j = waitJob(t, ts.admin, j.ID, 10*time.Second, "past step 10", func(j *api.Job) bool { return j.Progress >= 10.0/60 })
+	pid := j.Attempts[0].PID
+	if err := killGroup(pid); err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ts.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished || j.Failures != 1 || len(j.Attempts) != 2 {
+		t.Fatalf("state %s failures %d attempts %+v", j.State, j.Failures, j.Attempts)
+	}
+	if c := j.Attempts[0].ExitCode; j.Attempts[0].Outcome != "failed" || c == nil || *c != 137 {
+		t.Errorf("killed attempt: %+v", j.Attempts[0])
+	}
+	out := logs(t, ts.admin, j.ID)
+	if !strings.Contains(out, "(attempt 2, restarts 1") || strings.Contains(out, "resuming at step 0 of 60 (attempt 2") {
+		t.Errorf("the job did not resume from its checkpoint:\n%s", out)
+	}
+}
+
+// TestCancel cancels a running and a pending job.
+func TestCancel(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	run := submit(t, ts.admin, countSpec(4, 1000, 20*time.Millisecond))
+	waitJob(t, ts.admin, run.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
+	queued := submit(t, ts.admin, countSpec(4, 10, 20*time.Millisecond))
+	ctx := context.Background()
+	for _, id := range []string{queued.ID, run.ID} {
+		j, err := ts.admin.Cancel(ctx, id)
+		if err != nil || j.State != api.StateCancelled {
+			t.Fatalf("cancel %s: %v %+v", id, err, j)
+		}
+	}
+	j := waitJob(t, ts.admin, run.ID, 10*time.Second, "stopped", func(j *api.Job) bool { return j.Attempts[0].Ended != nil })
+	if j.Attempts[0].Outcome != "cancelled" || j.Ended == nil {
+		t.Errorf("cancelled attempt %+v", j.Attempts[0])
+	}
+	if alive(j.Attempts[0].PID) {
+		t.Errorf("the cancelled job's process %d still runs", j.Attempts[0].PID)
+	}
+	q, _ := ts.admin.Job(ctx, queued.ID)
+	if len(q.Attempts) != 0 || q.State != api.StateCancelled {
+		t.Errorf("cancelled queued job: %+v", q)
+	}
+	if _, err := ts.admin.Cancel(ctx, run.ID); !isStatus(err, 409) {
+		t.Errorf("second cancel: %v, want 409", err)
+	}
+}
+
+// TestReportFile: a job without HTTP reports progress by appending to
+// $TIDE_REPORT_FILE.
+func TestReportFile(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	script := `echo '{"progress": 0.25, "message": "a quarter"}' >> "$TIDE_REPORT_FILE"; echo 'not json' >> "$TIDE_REPORT_FILE"; ` +
+		`printf '{"step": 3, "total_steps": 6, "throughput": 12.5}\n' >> "$TIDE_REPORT_FILE"; sleep 30`
+	j := submit(t, ts.admin, &api.JobSpec{Command: []string{"sh", "-c", script}, GPUs: 1})
+	j = waitJob(t, ts.admin, j.ID, 10*time.Second, "reporting half", func(j *api.Job) bool { return j.Progress == 0.5 })
+	if j.Message != "a quarter" || j.Throughput != 12.5 {
+		t.Errorf("report: message %q throughput %v", j.Message, j.Throughput)
+	}
+	if _, err := ts.admin.Cancel(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoodputHints: step times a job reports are fitted into the goodput
+// model the engine hands elastic policies.
+func TestGoodputHints(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	j := submit(t, ts.admin, &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 2, BatchSize: 256})
+	waitJob(t, ts.admin, j.ID, 10*time.Second, "running", inState(api.StateRunning))
+	ctx := context.Background()
+	for _, r := range []api.Report{
+		{StepTime: 0.5, ComputeTime: 0.4, LocalBsz: 128, Replicas: 2, GradSqr: 1, GradVar: 10},
+		{StepTime: 0.3, ComputeTime: 0.25, LocalBsz: 64, Replicas: 2, GradSqr: 1, GradVar: 10},
+	} {
+		if err := ts.admin.Report(ctx, j.ID, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.mu.Lock()
+	h := ts.eng.Job(j.ID).Hints
+	ts.mu.Unlock()
+	if h == nil || !h.Fitted || h.MaxReplicas != 2 || h.Limits.InitBatch != 256 || h.Grad.Var != 10 {
+		t.Fatalf("hints %+v", h)
+	}
+	if f := h.Function(); !(f.Throughput(1, 2, 128, 0) > 0) {
+		t.Errorf("fitted throughput %v", f.Throughput(1, 2, 128, 0))
+	}
+	if _, err := ts.admin.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResize: under an elastic policy (Optimus) a job that holds every GPU
+// is shrunk when a second one arrives: it is stopped (SIGTERM), and
+// relaunched from its checkpoint on fewer GPUs, in a new
+// CUDA_VISIBLE_DEVICES, once its old process is gone.
+func TestResize(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "optimus"
+	ts := startServer(t, cfg)
+	elastic := func(steps int) *api.JobSpec {
+		s := countSpec(4, steps, 20*time.Millisecond)
+		s.MinGPUs, s.MaxGPUs, s.EstimateS = 1, 4, 100
+		return s
+	}
+	a := submit(t, ts.admin, elastic(80))
+	waitJob(t, ts.admin, a.ID, 10*time.Second, "running on 4 GPUs", func(j *api.Job) bool { return len(j.GPUs) == 4 && j.Progress > 0.1 })
+	b := submit(t, ts.admin, elastic(20))
+	done := inState(api.StateFinished, api.StateFailed)
+	jb := waitJob(t, ts.admin, b.ID, 20*time.Second, "finished", done)
+	ja := waitJob(t, ts.admin, a.ID, 20*time.Second, "finished", done)
+	if ja.State != api.StateFinished || jb.State != api.StateFinished {
+		t.Fatalf("states %s %s", ja.State, jb.State)
+	}
+	if len(ja.Attempts) < 2 || ja.Attempts[0].Outcome != "resized" || len(ja.Attempts[1].GPUs) >= 4 || ja.Preemptions != 0 {
+		t.Fatalf("job a was not resized: preemptions %d attempts %+v", ja.Preemptions, ja.Attempts)
+	}
+	if !hasEvent(t, ts.admin, a.ID, "resized") {
+		t.Error("no resized event")
+	}
+	out := logs(t, ts.admin, a.ID)
+	if line := lineWith(out, "(attempt 2,"); line == "" || strings.Contains(line, "at step 0 of") || strings.Contains(line, `GPUs "0,1,2,3"`) {
+		t.Errorf("job a did not resume on fewer GPUs: %q\n%s", line, out)
+	}
+	if !jb.Attempts[0].Started.After(*ja.Attempts[0].Ended) && !jb.Attempts[0].Started.Equal(*ja.Attempts[0].Ended) {
+		t.Errorf("job b launched at %v, before job a's old process exited at %v", jb.Attempts[0].Started, ja.Attempts[0].Ended)
+	}
+}
+
+// lineWith returns the first line of s containing sub, or "".
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
