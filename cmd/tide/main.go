@@ -17,6 +17,14 @@ Usage:
   tide sweep [flags]    compare policies across many traces (workloads, load levels)
   tide bench [flags]    measure the simulator's speed
   tide policies         list the scheduling policies and their knobs
+  tide serve [flags]    run jobs on this machine's GPUs behind the HTTP API
+  tide submit [flags]   submit a job (a YAML/JSON file, or flags and a command)
+  tide jobs             list jobs
+  tide job ID           show a job and its attempts
+  tide cancel ID...     cancel jobs
+  tide logs [-f] ID     print (or follow) a job's output
+  tide cluster          show the server's GPUs and queue
+  tide tenant add NAME  create a tenant and print its token (admin; also: tenant list)
   tide help [command]   show help
 
 With no flags, 'tide sim' replays the Pollux workload-6 trace (160 jobs,
@@ -44,6 +52,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":
 		err = cmdPolicies(stdout)
+	case "serve":
+		err = cmdServe(args[1:], stdout, stderr)
+	case "submit":
+		err = cmdSubmit(args[1:], stdout, stderr)
+	case "jobs":
+		err = cmdJobs(args[1:], stdout, stderr)
+	case "job":
+		err = cmdJob(args[1:], stdout, stderr)
+	case "cancel":
+		err = cmdCancel(args[1:], stdout, stderr)
+	case "logs":
+		err = cmdLogs(args[1:], stdout, stderr)
+	case "cluster":
+		err = cmdCluster(args[1:], stdout, stderr)
+	case "tenant":
+		err = cmdTenant(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			return run([]string{args[1], "-h"}, stdout, stderr)

@@ -1,0 +1,630 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// The client commands talk to tide serve through package api. The server
+// and token come from --server/--token, else $TIDE_SERVER/$TIDE_TOKEN,
+// else the config file ($TIDE_CONFIG, default ~/.config/tide/config.yaml):
+//
+//	server: http://127.0.0.1:7450
+//	token: tide_...            # or token_file: /path/to/token
+
+const clientHelp = `
+Server and token: --server and --token, else $TIDE_SERVER and $TIDE_TOKEN,
+else the config file ($TIDE_CONFIG, default ~/.config/tide/config.yaml) with
+'server:' and 'token:' (or 'token_file:') keys. The admin token of a server
+is in its DATA_DIR/admin.token.
+
+Flags:
+`
+
+type clientFlags struct {
+	server, token, config string
+	json                  bool
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.server, "server", "", "tide serve `URL` (default $TIDE_SERVER, the config file, or "+api.DefaultServer+")")
+	fs.StringVar(&c.token, "token", "", "API `TOKEN` (default $TIDE_TOKEN or the config file)")
+	fs.StringVar(&c.config, "config", "", "config `FILE` (default $TIDE_CONFIG or ~/.config/tide/config.yaml)")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+}
+
+type clientConfig struct {
+	Server    string `yaml:"server"`
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+func (c *clientFlags) client() (*api.Client, error) {
+	path, explicit := c.config, c.config != ""
+	if path == "" {
+		path, explicit = os.Getenv("TIDE_CONFIG"), os.Getenv("TIDE_CONFIG") != ""
+	}
+	if path == "" {
+		if dir, err := os.UserConfigDir(); err == nil {
+			path = filepath.Join(dir, "tide", "config.yaml")
+		}
+	}
+	var cfg clientConfig
+	if path != "" {
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			dec.KnownFields(true)
+			if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("config %s: %w", path, err)
+			}
+		case explicit || !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	server := first(c.server, os.Getenv("TIDE_SERVER"), cfg.Server, api.DefaultServer)
+	token := first(c.token, os.Getenv("TIDE_TOKEN"), cfg.Token)
+	if token == "" && cfg.TokenFile != "" {
+		data, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: token_file: %w", path, err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	if token == "" {
+		return nil, usageError{errors.New("no API token: pass --token, set TIDE_TOKEN or put 'token:' in the config file (a server's admin token is in its DATA_DIR/admin.token)")}
+	}
+	return api.NewClient(server, token), nil
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func newClientFlagSet(name, help string, stderr io.Writer, c *clientFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, help, clientHelp)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+const submitHelp = `Usage: tide submit [flags] [-f FILE | -- COMMAND [ARGS...]]
+
+Submits a job: a YAML or JSON job file (-f FILE, or a single argument
+ending in .yaml, .yml or .json; '-' reads standard input), and/or flags;
+flags override the file. The command is the arguments after --, or
+--cmd 'shell command line' (run with sh -c). The working directory
+defaults to the current one. Fields: docs/api.md.
+
+Examples:
+  tide submit --gpus 2 --estimate 2h -- python train.py --lr 0.1
+  tide submit -f job.yaml --gpus 4
+`
+
+type envFlags []string
+
+func (e *envFlags) String() string     { return strings.Join(*e, ",") }
+func (e *envFlags) Set(v string) error { *e = append(*e, v); return nil }
+
+func cmdSubmit(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("submit", submitHelp, stderr, &c)
+	file := fs.String("f", "", "job `FILE` (YAML or JSON; - for standard input)")
+	name := fs.String("name", "", "job name")
+	gpus := fs.Int("gpus", 0, "GPUs (the count a non-elastic policy gives)")
+	minGPUs := fs.Int("min-gpus", 0, "fewest GPUs an elastic job runs on")
+	maxGPUs := fs.Int("max-gpus", 0, "most GPUs an elastic job runs on")
+	gpuType := fs.String("gpu-type", "", "GPU type (default any)")
+	shell := fs.String("cmd", "", "command line, run with sh -c")
+	workdir := fs.String("workdir", "", "working directory (default: the current one)")
+	var env envFlags
+	fs.Var(&env, "env", "`NAME=VALUE` to add to the job's environment (repeatable)")
+	estimate := fs.Duration("estimate", 0, "expected run time on --gpus GPUs (default 1h)")
+	priority := fs.Int("priority", 0, "priority (larger is more important)")
+	retries := fs.Int("max-retries", -1, "retry limit (default: the server's)")
+	deadline := fs.String("deadline", "", "RFC 3339 time the job should finish by")
+	batch := fs.Int("batch-size", 0, "global batch size, for goodput fitting")
+	tenant := fs.String("tenant", "", "submit for this tenant (admin only)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if *file == "" && len(rest) == 1 && (strings.HasSuffix(rest[0], ".yaml") || strings.HasSuffix(rest[0], ".yml") || strings.HasSuffix(rest[0], ".json")) {
+		*file, rest = rest[0], nil
+	}
+	spec := &api.JobSpec{}
+	if *file != "" {
+		var err error
+		if spec, err = readJobFile(*file); err != nil {
+			return err
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["name"] {
+		spec.Name = *name
+	}
+	if set["gpus"] {
+		spec.GPUs = *gpus
+	}
+	if set["min-gpus"] {
+		spec.MinGPUs = *minGPUs
+	}
+	if set["max-gpus"] {
+		spec.MaxGPUs = *maxGPUs
+	}
+	if set["gpu-type"] {
+		spec.GPUType = *gpuType
+	}
+	if set["estimate"] {
+		spec.EstimateS = estimate.Seconds()
+	}
+	if set["priority"] {
+		spec.Priority = *priority
+	}
+	if set["max-retries"] {
+		spec.MaxRetries = retries
+	}
+	if set["deadline"] {
+		spec.Deadline = *deadline
+	}
+	if set["batch-size"] {
+		spec.BatchSize = *batch
+	}
+	if set["tenant"] {
+		spec.Tenant = *tenant
+	}
+	switch {
+	case *shell != "" && len(rest) > 0:
+		return usageError{errors.New("give the command either with --cmd or after --, not both")}
+	case *shell != "":
+		spec.Command = []string{"sh", "-c", *shell}
+	case len(rest) > 0:
+		spec.Command = rest
+	}
+	if len(spec.Command) == 0 {
+		return usageError{errors.New("no command: give a job file, --cmd, or the command after --")}
+	}
+	if spec.GPUs == 0 && spec.MaxGPUs == 0 {
+		spec.GPUs = 1
+	}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageError{fmt.Errorf("--env %q: want NAME=VALUE", kv)}
+		}
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		spec.Env[k] = v
+	}
+	if set["workdir"] {
+		spec.Workdir = *workdir
+	}
+	if spec.Workdir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		spec.Workdir = wd
+	}
+	if !filepath.IsAbs(spec.Workdir) {
+		abs, err := filepath.Abs(spec.Workdir)
+		if err != nil {
+			return err
+		}
+		spec.Workdir = abs
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.Submit(context.Background(), spec)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, j)
+	}
+	fmt.Fprintf(stdout, "%s submitted (%s)\n", j.ID, j.State)
+	return nil
+}
+
+// readJobFile reads a job spec in YAML or JSON, strictly (unknown fields
+// are errors).
+func readJobFile(path string) (*api.JobSpec, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, api.MaxBodyBytes+1))
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job file: %w", err)
+	}
+	if len(data) > api.MaxBodyBytes {
+		return nil, fmt.Errorf("job file %s: over %d bytes", path, api.MaxBodyBytes)
+	}
+	var spec api.JobSpec
+	if strings.HasSuffix(path, ".json") || bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		if err := api.DecodeStrict(bytes.NewReader(data), &spec); err != nil {
+			return nil, fmt.Errorf("job file %s: %w", path, err)
+		}
+		return &spec, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("job file %s: empty", path)
+		}
+		return nil, fmt.Errorf("job file %s: %w", path, err)
+	}
+	return &spec, nil
+}
+
+const jobsHelp = `Usage: tide jobs [flags]
+
+Lists the jobs the token may see (all of them for the admin).
+`
+
+func cmdJobs(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("jobs", jobsHelp, stderr, &c)
+	state := fs.String("state", "", "only jobs in this state (pending, running, preempted, finished, failed, cancelled)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	jobs, err := cl.Jobs(context.Background(), *state)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, api.JobList{Jobs: jobs})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tTENANT\tSTATE\tGPUS\tPROGRESS\tRESTARTS\tAGE")
+	now := time.Now()
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, dash(j.Name), j.Tenant, j.State, gpuColumn(&j),
+			fmt.Sprintf("%.0f%%", 100*j.Progress), j.Restarts, age(now.Sub(j.Submitted)))
+	}
+	return tw.Flush()
+}
+
+// shellQuote writes argv as a shell would need it.
+func shellQuote(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// gpuColumn shows the GPUs held ("0,1") or the request ("2", "1-4").
+func gpuColumn(j *api.Job) string {
+	if len(j.GPUs) > 0 {
+		return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(j.GPUs)), ","), "[]")
+	}
+	s := j.Spec
+	n := s.GPUs
+	if n == 0 {
+		n = s.MaxGPUs
+	}
+	if s.MinGPUs != 0 && s.MaxGPUs != 0 && s.MinGPUs != s.MaxGPUs {
+		return fmt.Sprintf("(%d-%d)", s.MinGPUs, s.MaxGPUs)
+	}
+	return fmt.Sprintf("(%d)", n)
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+const jobHelp = `Usage: tide job [flags] ID
+
+Shows one job: its spec, state, progress and every attempt.
+`
+
+func cmdJob(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("job", jobHelp, stderr, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want one job ID")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	j, err := cl.Job(context.Background(), fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, j)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	state := j.State
+	if j.Reason != "" {
+		state += " (" + j.Reason + ")"
+	}
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("ID", j.ID)
+	row("Name", dash(j.Name))
+	row("Tenant", j.Tenant)
+	row("State", state)
+	row("Command", shellQuote(j.Spec.Command))
+	row("Workdir", dash(j.Spec.Workdir))
+	req := gpuColumn(&api.Job{Spec: j.Spec})
+	if j.Spec.GPUType != "" {
+		req += " " + j.Spec.GPUType
+	}
+	held := "none"
+	if len(j.GPUs) > 0 {
+		held = fmt.Sprint(j.GPUs)
+	}
+	row("GPUs", "asks "+strings.Trim(req, "()")+", holds "+held)
+	row("Submitted", stamp(&j.Submitted))
+	row("Started", stamp(j.Started))
+	row("Ended", stamp(j.Ended))
+	prog := fmt.Sprintf("%.1f%%", 100*j.Progress)
+	if j.Throughput > 0 {
+		prog += fmt.Sprintf(", %.4g/s", j.Throughput)
+	}
+	if j.Message != "" {
+		prog += fmt.Sprintf(", %q", j.Message)
+	}
+	if j.ReportedAt != nil {
+		prog += fmt.Sprintf(" (reported %s ago)", age(time.Since(*j.ReportedAt)))
+	}
+	row("Progress", prog)
+	row("Restarts", fmt.Sprintf("%d (preemptions %d, failures %d)", j.Restarts, j.Preemptions, j.Failures))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(j.Attempts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout, "\nAttempts:")
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tGPUS\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	for _, a := range j.Attempts {
+		exit := "-"
+		if a.ExitCode != nil {
+			exit = strconv.Itoa(*a.ExitCode)
+		}
+		pid := "-"
+		if a.PID > 0 {
+			pid = strconv.Itoa(a.PID)
+		}
+		fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%s\t%s\t%s\n", a.N, a.GPUs, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
+	}
+	return tw.Flush()
+}
+
+const cancelHelp = `Usage: tide cancel [flags] ID...
+
+Cancels jobs: a running job gets SIGTERM, then SIGKILL after the server's
+grace period.
+`
+
+func cmdCancel(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("cancel", cancelHelp, stderr, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("want at least one job ID")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range fs.Args() {
+		j, err := cl.Cancel(context.Background(), id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		if c.json {
+			if err := printJSON(stdout, j); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %s\n", j.ID, j.State)
+	}
+	return errors.Join(errs...)
+}
+
+const logsHelp = `Usage: tide logs [flags] ID
+
+Prints a job's output (standard output and error of every attempt, with a
+line from tide before each). -f follows it until the job ends.
+`
+
+func cmdLogs(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("logs", logsHelp, stderr, &c)
+	follow := fs.Bool("f", false, "follow the log until the job ends")
+	interval := fs.Duration("interval", 500*time.Millisecond, "polling interval with -f")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want one job ID")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	id := fs.Arg(0)
+	var off int64
+	for {
+		data, next, state, err := cl.Logs(context.Background(), id, off)
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(data); err != nil {
+			return err
+		}
+		off = next
+		switch {
+		case len(data) > 0:
+			// The server sends at most 1 MiB at a time: ask for more.
+		case !*follow || api.Terminal(state):
+			return nil
+		default:
+			time.Sleep(*interval)
+		}
+	}
+}
+
+const clusterHelp = `Usage: tide cluster [flags]
+
+Shows the server's GPUs, who holds them, and the queue.
+`
+
+func cmdCluster(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("cluster", clusterHelp, stderr, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	info, err := cl.Cluster(context.Background())
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, info)
+	}
+	fmt.Fprintf(stdout, "policy %s, placer %s: %d of %d GPUs allocated; %d jobs running, %d queued\n\n",
+		info.Policy, info.Placer, info.Allocated, info.Total, info.Running, info.Queued)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GPU\tTYPE\tNAME\tMEMORY\tJOB")
+	for _, g := range info.GPUs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f GiB\t%s\n", g.Index, g.Type, g.Name, g.MemoryGiB, dash(g.Job))
+	}
+	return tw.Flush()
+}
+
+const tenantHelp = `Usage: tide tenant add NAME | tide tenant list
+
+Creates a tenant and prints its API token (shown only once), or lists the
+tenants. Admin only.
+`
+
+func cmdTenant(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("tenant", tenantHelp, stderr, &c)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || (rest[0] == "add" && len(rest) != 2) || (rest[0] == "list" && len(rest) != 1) || (rest[0] != "add" && rest[0] != "list") {
+		return usageError{errors.New("want 'add NAME' or 'list'")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	if rest[0] == "add" {
+		t, err := cl.CreateTenant(context.Background(), rest[1])
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return printJSON(stdout, t)
+		}
+		fmt.Fprintf(stdout, "tenant %s created; its token (shown only now):\n%s\n", t.Name, t.Token)
+		return nil
+	}
+	ts, err := cl.Tenants(context.Background())
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, map[string]any{"tenants": ts})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%v\t%s\n", t.Name, t.Admin, stamp(&t.Created))
+	}
+	return tw.Flush()
+}

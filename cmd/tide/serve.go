@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/tide-sched/tide/localexec"
+	"github.com/tide-sched/tide/server"
+)
+
+const serveHelp = `Usage: tide serve [flags]
+
+Runs tide on this machine: the scheduling engine under --policy, driving
+jobs as local processes on the machine's GPUs, behind the HTTP/JSON API
+(docs/api.md). State lives in --data-dir; after a crash or a restart every
+accepted job is recovered, running processes re-adopted.
+
+Without GPUs (tests, demos): tide serve --gpus fake:4:t4 --data-dir DIR
+
+On the first start an admin token is written to DIR/admin.token (unless
+--admin-token-file gives one); create tenants with 'tide tenant add NAME'.
+
+Flags:
+`
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "tide")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "tide")
+	}
+	return "tide-data"
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", defaultDataDir(), "`DIR` for the database, job logs and checkpoints")
+	listen := fs.String("listen", "127.0.0.1:7450", "`ADDR` to serve the API on (host:port; port 0 picks one)")
+	gpus := fs.String("gpus", "", "GPUs: fake:N[:TYPE] for N pretend GPUs, or nvidia (default: discover with nvidia-smi)")
+	pol := fs.String("policy", "fifo", "scheduling policy spec (see 'tide policies')")
+	placer := fs.String("placer", "pack", "GPU placer: pack or most-free")
+	round := fs.Duration("round", 10*time.Second, "time between periodic scheduling rounds (rounds also run on events)")
+	grace := fs.Duration("grace", 30*time.Second, "time a stopped job gets between SIGTERM and SIGKILL")
+	retries := fs.Int("max-retries", 3, "default retry limit for jobs that exit non-zero")
+	backoff := fs.Duration("retry-backoff", time.Second, "delay before the first retry (doubled per failure, at most 1m)")
+	adminFile := fs.String("admin-token-file", "", "`FILE` holding the admin token (default: generated at the first start into DIR/admin.token)")
+	stopJobs := fs.Bool("stop-jobs-on-exit", false, "stop running jobs when tide serve exits (default: leave them running, to be re-adopted)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveHelp)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)}
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var logger *slog.Logger
+	switch *logFormat {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		return usageError{fmt.Errorf("--log-format %q: want text or json", *logFormat)}
+	}
+	devs, err := localexec.Discover(*gpus)
+	if err != nil {
+		if errors.Is(err, localexec.ErrNoGPUs) {
+			return err
+		}
+		return usageError{err}
+	}
+	s, err := server.New(server.Config{DataDir: *dataDir, GPUs: devs, Policy: *pol, Placer: *placer, Round: *round,
+		Grace: *grace, MaxRetries: *retries, RetryBackoff: *backoff, AdminTokenFile: *adminFile,
+		StopJobsOnExit: *stopJobs, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+		return fmt.Errorf("--listen: %w", err)
+	}
+	if f := s.AdminTokenFile(); f != "" {
+		fmt.Fprintf(stdout, "admin token written to %s\n", f)
+	}
+	fmt.Fprintf(stdout, "tide serve: listening on http://%s (%s, policy %s, data in %s)\n", ln.Addr(), s.Cluster(), *pol, *dataDir)
+	s.Start(ln)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	signal.Stop(sig)
+	logger.Info("shutting down", "signal", got.String(), "stop_jobs", *stopJobs)
+	ctx, cancel := context.WithTimeout(context.Background(), *grace+10*time.Second)
+	defer cancel()
+	return s.Close(ctx)
+}
