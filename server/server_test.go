@@ -236,6 +236,7 @@ func TestGoodputHints(t *testing.T) {
 		t.Fatalf("perf view %+v", v.Perf)
 	}
 	ts.close(t)
+	cfg.StopJobsOnExit = true // the last close waits for the job to exit
 	ts = startServer(t, cfg)
 	if h2 := hints(ts); h2 == nil || h2.Perf != want || h2.Grad != h.Grad || h2.MaxReplicas != 2 {
 		t.Errorf("hints after a restart %+v, want %+v", h2, h)

@@ -40,4 +40,8 @@ func TestJobShowsPerf(t *testing.T) {
 		}
 	}
 	cli(t, s, tok, "cancel", id)
+	waitFor(t, "the cancelled job to exit", 10*time.Second, func() bool {
+		a := cliJob(t, s, tok, id).Attempts
+		return a[len(a)-1].Ended != nil
+	})
 }

@@ -15,7 +15,7 @@ func TestAgent(t *testing.T) {
 	}{
 		{o1, true},
 		{Observation{Nodes: 1, Replicas: 1, LocalBsz: 64, ComputeTime: 9, StepTime: 9}, false}, // seen
-		{Observation{Nodes: 1, Replicas: 4, LocalBsz: 16, StepTime: 0.01}, false},               // no compute time: invalid
+		{Observation{Nodes: 1, Replicas: 4, LocalBsz: 16, StepTime: 0.01}, false},              // no compute time: invalid
 		{o2, true},
 	} {
 		if got := a.Observe(c.o); got != c.want {
