@@ -63,10 +63,17 @@ type served struct {
 	done   chan struct{}
 }
 
-// serve starts tide serve on a free port and waits until it listens.
+// serve starts tide serve on 4 fake GPUs on a free port and waits until it
+// listens.
 func serve(t *testing.T, bin, dir string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--gpus", "fake:4:t4",
+	return serveGPUs(t, bin, dir, append([]string{"--gpus", "fake:4:t4"}, extra...)...)
+}
+
+// serveGPUs is serve with no --gpus of its own.
+func serveGPUs(t *testing.T, bin, dir string, extra ...string) *served {
+	t.Helper()
+	args := append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0",
 		"--round", "200ms", "--grace", "2s", "--retry-backoff", "50ms", "--log-format", "json"}, extra...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(dir, "..", "serve-"+filepath.Base(dir)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -383,6 +390,57 @@ func TestSubmitFile(t *testing.T) {
 	if code, out, errs := tide(t, "job", j.ID); code != 0 || !strings.Contains(out, "finished") || !strings.Contains(out, "Attempts:") {
 		t.Errorf("tide job with a config file: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// TestServeDiscoversGPUs: without --gpus, tide serve asks nvidia-smi (a
+// fake one on PATH here) and schedules the GPUs it lists; without
+// nvidia-smi it says so and how to run without GPUs.
+func TestServeDiscoversGPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs tide serve")
+	}
+	bin, _ := binaries(t)
+	fake := t.TempDir()
+	script := "#!/bin/sh\n[ \"$1\" = --query-gpu=index,name,memory.total ] || exit 64\n" +
+		"printf '0, Tesla T4, 15360\\n1, NVIDIA A100-SXM4-80GB, 81920\\n2, Tesla T4, 15360\\n'\n"
+	if err := os.WriteFile(filepath.Join(fake, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+":/usr/bin:/bin")
+	const tok = "tide_test_admin_token_0123456789"
+	s := serveGPUs(t, bin, filepath.Join(t.TempDir(), "data"), "--admin-token-file", writeToken(t, tok))
+	out := cli(t, s, tok, "cluster")
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"0 of 3 GPUs allocated", "0 t4 Tesla T4 15 GiB - 1 a100-80 NVIDIA A100-SXM4-80GB 80 GiB - 2 t4 Tesla T4 15 GiB -"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("tide cluster lacks %q:\n%s", want, out)
+		}
+	}
+	// A job asking for the A100 runs on device 1 alone.
+	id := strings.Fields(cli(t, s, tok, "submit", "--gpu-type", "a100-80", "--cmd", "echo devices=$CUDA_VISIBLE_DEVICES"))[0]
+	waitFor(t, "the job to finish", 10*time.Second, func() bool { return cliJob(t, s, tok, id).State == api.StateFinished })
+	if logs := cli(t, s, tok, "logs", id); !strings.Contains(logs, "devices=1\n") {
+		t.Errorf("the A100 job's log:\n%s", logs)
+	}
+
+	t.Setenv("PATH", t.TempDir()+":/usr/bin:/bin")
+	code, stdout, stderr := runBin(t, bin, "serve", "--data-dir", filepath.Join(t.TempDir(), "d"), "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, "no NVIDIA GPUs found: nvidia-smi is not in PATH (use --gpus fake:N:TYPE") {
+		t.Errorf("tide serve without GPUs: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// runBin runs a binary to its end.
+func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
 // lineWith returns the first line of s containing sub, or "".
