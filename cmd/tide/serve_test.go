@@ -164,10 +164,11 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // TestServeCrash is the acceptance test: tide serve runs as a real
 // process with real jobs, is killed with SIGKILL while they run, and is
 // started again. Every job must be accounted for: the one whose process
-// survived is re-adopted (not restarted), the one killed from outside while
-// the server was down restarts from its checkpoint, the one killed from
-// outside while the server ran was retried, the queued one runs, and each
-// finishes exactly once.
+// survived is re-adopted (not restarted), the one that exited 0 while the
+// server was down is finished without running again, the one killed from
+// outside while the server was down restarts from its checkpoint, the one
+// killed from outside while the server ran was retried, the queued one
+// runs, and each finishes exactly once.
 func TestServeCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs tide serve")
@@ -184,7 +185,7 @@ func TestServeCrash(t *testing.T) {
 	out := cli(t, s, admin, "tenant", "add", "alice")
 	alice := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 
-	release := filepath.Join(root, "release")
+	release, finish := filepath.Join(root, "release"), filepath.Join(root, "finish")
 	submit := func(token string, args ...string) string {
 		var j api.Job
 		if err := json.Unmarshal([]byte(cli(t, s, token, append([]string{"submit", "--json"}, args...)...)), &j); err != nil {
@@ -193,11 +194,13 @@ func TestServeCrash(t *testing.T) {
 		return j.ID
 	}
 	// adopted: runs until the test releases it.
-	adopted := submit(alice, "--name", "adopted", "--gpus", "2", "--cmd", "while [ ! -e "+release+" ]; do sleep 0.02; done; echo released")
+	adopted := submit(alice, "--name", "adopted", "--gpus", "1", "--cmd", "while [ ! -e "+release+" ]; do sleep 0.02; done; echo released")
+	// doneDown: finishes while the server is down.
+	doneDown := submit(admin, "--name", "done-while-down", "--gpus", "1", "--cmd", "while [ ! -e "+finish+" ]; do sleep 0.02; done; echo finished")
 	downKill := submit(alice, "--name", "killed-while-down", "--gpus", "1", "--", countjob, "-steps", "80", "-step-time", "25ms", "-checkpoint-every", "2")
 	upKill := submit(admin, "--name", "killed-while-up", "--gpus", "1", "--", countjob, "-steps", "40", "-step-time", "25ms", "-checkpoint-every", "2")
 	queued := submit(alice, "--name", "queued", "--gpus", "4", "--", countjob, "-steps", "5", "-step-time", "10ms")
-	ids := []string{adopted, downKill, upKill, queued}
+	ids := []string{adopted, doneDown, downKill, upKill, queued}
 
 	progress := func(id string, p float64) func() bool {
 		return func() bool { j := cliJob(t, s, admin, id); return j.State == api.StateRunning && j.Progress >= p }
@@ -212,7 +215,7 @@ func TestServeCrash(t *testing.T) {
 		return len(j.Attempts) == 2 && j.Attempts[1].PID > 0 && j.Progress > 0.2
 	})
 	waitFor(t, "the other jobs to run", 10*time.Second, func() bool {
-		return progress(downKill, 0.1)() && cliJob(t, s, admin, adopted).State == api.StateRunning
+		return progress(downKill, 0.1)() && cliJob(t, s, admin, adopted).Attempts[0].PID > 0 && cliJob(t, s, admin, doneDown).Attempts[0].PID > 0
 	})
 	before := map[string]*api.Job{}
 	for _, id := range ids {
@@ -227,11 +230,18 @@ func TestServeCrash(t *testing.T) {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{adopted, upKill} {
+	for _, id := range []string{adopted, upKill, doneDown} {
 		if p := before[id].Attempts[len(before[id].Attempts)-1].PID; !localexec.Alive(p, 0) {
 			t.Fatalf("job %s's process %d died with the server", id, p)
 		}
 	}
+	if err := os.WriteFile(finish, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job to finish while the server is down", 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "jobs", doneDown, "attempt-1.exit"))
+		return err == nil
+	})
 
 	s = serve(t, bin, dir)
 	client := api.NewClient(s.url, admin)
@@ -283,6 +293,10 @@ func TestServeCrash(t *testing.T) {
 	if !strings.Contains(cli(t, s, alice, "logs", adopted), "released") {
 		t.Errorf("the adopted job's output is missing")
 	}
+	if d := got[doneDown]; len(d.Attempts) != 1 || d.Attempts[0].Outcome != "finished" || d.Restarts != 0 ||
+		strings.Count(cli(t, s, admin, "logs", doneDown), "\nfinished\n") != 1 {
+		t.Errorf("job that finished while the server was down: restarts %d attempts %+v", d.Restarts, d.Attempts)
+	}
 	if d := got[downKill]; len(d.Attempts) != 2 || d.Failures != 1 || d.Attempts[0].Outcome != "lost" {
 		t.Errorf("job killed while the server was down: failures %d attempts %+v", d.Failures, d.Attempts)
 	}
@@ -302,6 +316,11 @@ func TestServeCrash(t *testing.T) {
 	}
 	if len(mine.Jobs) != 3 {
 		t.Errorf("alice sees %d jobs, want 3", len(mine.Jobs))
+	}
+	for _, j := range mine.Jobs {
+		if j.Tenant != "alice" {
+			t.Errorf("alice sees job %s of %s", j.ID, j.Tenant)
+		}
 	}
 	if table := cli(t, s, admin, "jobs"); !strings.Contains(table, "killed-while-down") || !strings.Contains(table, "finished") {
 		t.Errorf("jobs table:\n%s", table)
