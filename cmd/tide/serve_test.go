@@ -332,6 +332,22 @@ func TestServeCrash(t *testing.T) {
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("tide serve exited %d after SIGTERM: %s", code, readFile(s.stderr.Name()))
 	}
+	// Structured logs: one JSON object a line, saying what happened to
+	// which job.
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(readFile(s.stderr.Name())), "\n") {
+		var rec struct{ Level, Msg, Job string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" || rec.Msg == "" {
+			t.Fatalf("log line %q is not a JSON record with level and msg (%v)", line, err)
+		}
+		seen[rec.Msg+" "+rec.Job] = true
+	}
+	for _, want := range []string{"job submitted " + queued, "job launched " + upKill, "job attempt failed " + upKill,
+		"job re-adopted " + adopted, "job finished " + doneDown, "tide serve started ", "shutting down "} {
+		if !seen[want] {
+			t.Errorf("the logs lack %q", want)
+		}
+	}
 }
 
 // TestClientErrors: the client commands say what is wrong.
