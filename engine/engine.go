@@ -53,6 +53,11 @@ type Status struct {
 	Attained float64 // GPU-seconds held so far
 	Executed float64 // seconds holding GPUs so far
 	Waited   float64 // seconds spent waiting (pending or preempted)
+	// TypeExecuted is the seconds held on each GPU type so far (nil until
+	// the job first runs): heterogeneity-aware policies (Gavel, Gandiva's
+	// rotation across types, Gandiva_fair) read how much of each type a job
+	// received. Readers must not modify it.
+	TypeExecuted map[string]float64
 
 	FirstStart float64 // first start time, -1 if never
 	LastStart  float64 // last start, restart or resize time, -1 if never
@@ -375,6 +380,10 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	if len(st.GPUs) > 0 {
 		st.Executed += dt
 		st.Attained += dt * float64(len(st.GPUs))
+		if st.TypeExecuted == nil {
+			st.TypeExecuted = map[string]float64{}
+		}
+		st.TypeExecuted[st.Alloc.GPUType] += dt
 	} else {
 		st.Waited += dt
 	}
