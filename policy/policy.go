@@ -43,7 +43,10 @@ type Info struct {
 	// AdaptBatch marks policies whose jobs also choose their batch size for
 	// each allocation (Pollux).
 	AdaptBatch bool
-	build      func(ctx Context, opts Options) (engine.Policy, error)
+	// NeedsSolver marks policies that solve LPs or MILPs with GLPK (package
+	// solver): they cannot be built where GLPK is missing.
+	NeedsSolver bool
+	build       func(ctx Context, opts Options) (engine.Policy, error)
 }
 
 var registry []Info
