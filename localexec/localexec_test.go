@@ -196,11 +196,13 @@ func TestStart(t *testing.T) {
 
 // TestStopGraceful: SIGTERM reaches the command, which checkpoints and exits.
 func TestStopGraceful(t *testing.T) {
-	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; while :; do sleep 0.01; done`)
+	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; echo $$ > ready; while :; do sleep 0.01; done`)
 	p, err := Start(l)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A command that has not yet set its handler dies of the SIGTERM.
+	waitPIDFile(t, filepath.Join(dir, "ready"))
 	p.Stop(10 * time.Second)
 	if code, known := p.Exit(); code != 143 || !known {
 		t.Errorf("exit %d %v, want 143", code, known)
