@@ -170,14 +170,14 @@ func (x *AlloX) Match(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Sta
 		proc[i] = make([]float64, len(types))
 		for ti, t := range types {
 			p := math.Inf(1)
-			if (st.Job.GPUType == "" || st.Job.GPUType == t) && st.Job.GPUs <= s.Cluster.GPUsOfType(t) {
+			if (st.Job.GPUType == "" || st.Job.GPUType == t) && st.Job.GPUs <= s.Available("", t) {
 				p = s.Remaining(st, st.Job.GPUs, t) * float64(st.Job.GPUs)
 			}
 			proc[i][ti] = p
 		}
 	}
 	for ti, t := range types {
-		machines := s.Cluster.GPUsOfType(t)
+		machines := s.Available("", t)
 		if machines == 0 {
 			continue
 		}

@@ -79,7 +79,7 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 	for _, u := range tenants {
 		ent[u] = map[string]float64{}
 		for _, t := range types {
-			ent[u][t] = float64(s.Cluster.GPUsOfType(t)) * g.Tickets(u) / total
+			ent[u][t] = float64(s.Available("", t)) * g.Tickets(u) / total
 		}
 	}
 	if !g.Trade {
@@ -151,7 +151,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	left := map[string]int{}
 	used := map[string]map[string]float64{} // type -> tenant -> GPU-seconds received and planned
 	for _, t := range types {
-		left[t] = s.Cluster.GPUsOfType(t)
+		left[t] = s.Available("", t)
 		used[t] = map[string]float64{}
 		for _, st := range s.Jobs {
 			used[t][st.Job.Tenant] += st.TypeExecuted[t] * float64(st.Job.GPUs)

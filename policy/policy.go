@@ -43,7 +43,10 @@ type Info struct {
 	// AdaptBatch marks policies whose jobs also choose their batch size for
 	// each allocation (Pollux).
 	AdaptBatch bool
-	build      func(ctx Context, opts Options) (engine.Policy, error)
+	// NeedsSolver marks policies that solve LPs or MILPs with GLPK (package
+	// solver): they cannot be built where GLPK is missing.
+	NeedsSolver bool
+	build       func(ctx Context, opts Options) (engine.Policy, error)
 }
 
 var registry []Info
@@ -200,16 +203,25 @@ func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 	return plan
 }
 
-// pool counts the GPUs of each type a plan has left to give.
+// pool counts the GPUs of each type a plan has left to give: those
+// available to training (GPUs taken by inference or faults do not count).
 type pool struct {
 	types   []string
 	perType map[string]int
+	// largest is the most GPUs of a type one job can hold: on a multi-site
+	// cluster a job never spans sites, so a type counts only where one
+	// site (or one edge server) can hold the job.
+	largest map[string]int
 }
 
 func newPool(s *engine.Snapshot) *pool {
-	p := &pool{types: s.Cluster.GPUTypes(), perType: map[string]int{}}
+	p := &pool{types: s.Cluster.GPUTypes(), perType: map[string]int{}, largest: map[string]int{}}
 	for _, t := range p.types {
-		p.perType[t] = s.Cluster.GPUsOfType(t)
+		p.perType[t] = s.Available("", t)
+		p.largest[t] = p.perType[t]
+		if len(s.Cluster.Sites()) > 1 {
+			p.largest[t] = s.Largest(t)
+		}
 	}
 	return p
 }
@@ -221,11 +233,11 @@ func newPool(s *engine.Snapshot) *pool {
 func (p *pool) fit(st *engine.Status, n int) string {
 	t := st.Job.GPUType
 	if t == "" {
-		if cur := st.Alloc.GPUType; cur != "" && p.perType[cur] >= n {
+		if cur := st.Alloc.GPUType; cur != "" && p.perType[cur] >= n && p.largest[cur] >= n {
 			t = cur
 		} else {
 			for _, c := range p.types {
-				if p.perType[c] >= n && (t == "" || p.perType[c] < p.perType[t]) {
+				if p.perType[c] >= n && p.largest[c] >= n && (t == "" || p.perType[c] < p.perType[t]) {
 					t = c
 				}
 			}

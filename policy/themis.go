@@ -79,7 +79,7 @@ type themisBid struct {
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
 	n := st.Job.GPUs
-	share := float64(s.Cluster.TotalGPUs()) / float64(max(active, 1))
+	share := float64(s.Available("", "")) / float64(max(active, 1))
 	alone := perfRemaining(s, st, n, 0)
 	tid := alone * math.Max(1, float64(n)/share)
 	age := s.Now - st.Job.Submit
@@ -114,7 +114,7 @@ func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) floa
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	free := newPool(s)
 	var plan engine.Plan
-	offered := s.Cluster.TotalGPUs()
+	offered := s.Available("", "")
 	var bids []themisBid
 	active := len(s.Jobs)
 	for _, st := range s.Jobs {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -234,7 +235,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		return
 	}
 	s.mu.Lock()
-	lj := &liveJob{rec: rec, seen: map[[3]int]bool{}}
+	lj := &liveJob{rec: rec}
 	s.jobs[rec.ID] = lj
 	s.order = append(s.order, lj)
 	s.metrics.counters["submitted"]++
@@ -505,6 +506,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 		d := s.gpus[byIndex[dev]]
 		out.GPUs = append(out.GPUs, api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB, Job: holder[g]})
 	}
+	slices.SortFunc(out.GPUs, func(a, b api.GPU) int { return a.Index - b.Index })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -593,6 +595,7 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 		}
 	}
 	if detail {
+		v.Perf = s.perfView(lj)
 		for _, a := range r.Attempts {
 			out := a.Outcome
 			if out == "" {

@@ -4,16 +4,12 @@ import "github.com/tide-sched/tide/perf/goodput"
 
 // agent plays a training job's own agent, as adaptdl runs one inside every
 // job: it records the step times the job measures on each configuration it
-// runs, fits the goodput model to them, picks the batch size of adaptive
-// jobs, and reports its hints to the engine, which is all an elastic policy
-// learns about the job's performance. Times come from the simulator's
-// ground-truth model (perf.Observer), never from the fitted one.
-type agent struct {
-	obs    []goodput.Observation
-	seen   map[[3]int]bool
-	params goodput.Params
-	maxRep int
-}
+// runs, fits the goodput model to them (goodput.Agent, which tide serve's
+// live jobs use too), picks the batch size of adaptive jobs, and reports
+// its hints to the engine, which is all an elastic policy learns about the
+// job's performance. Times come from the simulator's ground-truth model
+// (perf.Observer), never from the fitted one.
+type agent = goodput.Agent
 
 // tune runs r's agent at a (re)start or an epoch boundary: with a fitted
 // model an adaptive job takes the batch configuration of highest predicted
@@ -27,13 +23,13 @@ func (s *simulator) tune(r *running) {
 	j := r.st.Job
 	a := s.agents[r.idx]
 	if a == nil {
-		a = &agent{seen: map[[3]int]bool{}}
+		a = &agent{}
 		s.agents[r.idx] = a
 	}
 	nodes, replicas := r.alloc.Nodes(), r.alloc.GPUs()
 	limits := s.obs.Limits(j)
 	r.alloc.LocalBsz, r.alloc.AccumSteps = 0, 0
-	if j.AdaptBatch && len(a.obs) > 0 {
+	if j.AdaptBatch && a.Fitted() {
 		h := s.eng.Job(j.ID).Hints
 		if h != nil {
 			if c := h.Function().Optimize(nodes, replicas); c.Goodput > 0 {
@@ -45,14 +41,10 @@ func (s *simulator) tune(r *running) {
 	if !ok {
 		return
 	}
-	key := [3]int{o.Nodes, o.Replicas, o.LocalBsz}
-	if !a.seen[key] {
-		a.seen[key] = true
-		a.obs = append(a.obs, o)
-		a.params = goodput.Fit(a.obs)
-		a.maxRep = max(a.maxRep, o.Replicas)
-	}
+	a.Observe(o)
 	// The hints carry the model's batch limits even for a fixed-batch job:
 	// the Pollux artifact's Optimus reads speed-ups the same way.
-	_ = s.eng.Hint(j.ID, &goodput.Hints{Perf: a.params, Grad: grad, Limits: limits, MaxReplicas: a.maxRep, Fitted: true})
+	if h := a.Hints(grad, limits); h != nil {
+		_ = s.eng.Hint(j.ID, h)
+	}
 }
