@@ -78,7 +78,7 @@ type Pollux struct {
 	// CostPenalty takes D per job from the performance model's costs
 	// (Snapshot.Model.Costs): what the change would cost the job now, its
 	// resize cost when it holds GPUs, else its restart or start cost.
-	CostPenalty bool
+	CostPenalty  bool
 	Interference bool
 	MaxNodes     int
 	P            float64 // power-mean exponent; the artifact's -1
