@@ -43,7 +43,10 @@ type Info struct {
 	// AdaptBatch marks policies whose jobs also choose their batch size for
 	// each allocation (Pollux).
 	AdaptBatch bool
-	build      func(ctx Context, opts Options) (engine.Policy, error)
+	// NeedsSolver marks policies that solve LPs or MILPs with GLPK (package
+	// solver): they cannot be built where GLPK is missing.
+	NeedsSolver bool
+	build       func(ctx Context, opts Options) (engine.Policy, error)
 }
 
 var registry []Info
@@ -188,7 +191,16 @@ func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 	types := s.Cluster.GPUTypes()
 	perType := make(map[string]int, len(types))
 	for _, t := range types {
-		perType[t] = s.Cluster.GPUsOfType(t)
+		perType[t] = s.Available("", t) // GPUs taken by inference or faults do not count
+	}
+	// On a multi-site cluster a job never spans sites: a type counts only
+	// where one site (or one edge server) can hold the job.
+	largest := make(map[string]int, len(types))
+	for _, t := range types {
+		largest[t] = perType[t]
+		if len(s.Cluster.Sites()) > 1 {
+			largest[t] = s.Largest(t)
+		}
 	}
 	var plan engine.Plan
 	for _, st := range order {
@@ -196,11 +208,11 @@ func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 		n := j.GPUs
 		t := j.GPUType
 		if t == "" {
-			if cur := st.Alloc.GPUType; cur != "" && perType[cur] >= n {
+			if cur := st.Alloc.GPUType; cur != "" && perType[cur] >= n && largest[cur] >= n {
 				t = cur
 			} else {
 				for _, c := range types {
-					if perType[c] >= n && (t == "" || perType[c] < perType[t]) {
+					if perType[c] >= n && largest[c] >= n && (t == "" || perType[c] < perType[t]) {
 						t = c
 					}
 				}

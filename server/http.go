@@ -234,7 +234,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		return
 	}
 	s.mu.Lock()
-	lj := &liveJob{rec: rec, seen: map[[3]int]bool{}}
+	lj := &liveJob{rec: rec}
 	s.jobs[rec.ID] = lj
 	s.order = append(s.order, lj)
 	s.metrics.counters["submitted"]++
@@ -593,6 +593,7 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 		}
 	}
 	if detail {
+		v.Perf = s.perfView(lj)
 		for _, a := range r.Attempts {
 			out := a.Outcome
 			if out == "" {

@@ -129,11 +129,8 @@ type liveJob struct {
 	att  *attempt // the attempt holding the job's GPUs now, or nil
 	last *attempt // the latest attempt, which may still be stopping
 
-	reportOff int64 // bytes of the report file already read
-	obs       []goodput.Observation
-	seen      map[[3]int]bool
-	params    goodput.Params
-	maxRep    int
+	reportOff int64         // bytes of the report file already read
+	agent     goodput.Agent // the goodput model fitted to the job's reports
 }
 
 // attempt is one launch (or planned launch) of a job.
@@ -320,7 +317,7 @@ func (s *Server) Cluster() *cluster.Cluster { return s.cluster }
 // runs, or accounted for (finished, failed, to restart) when it is gone.
 // Called under mu.
 func (s *Server) recover(r *store.Job) {
-	lj := &liveJob{rec: r, seen: map[[3]int]bool{}}
+	lj := &liveJob{rec: r}
 	s.jobs[r.ID] = lj
 	s.order = append(s.order, lj)
 	now := s.clk.Now()
@@ -365,6 +362,7 @@ func (s *Server) recover(r *store.Job) {
 		st.State = job.Preempted
 	}
 	_ = s.eng.Report(r.ID, r.Progress*st.Work)
+	s.restorePerf(lj)
 
 	if last == nil || last.Phase == store.PhaseEnded {
 		if r.State == api.StateRunning {

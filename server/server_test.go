@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // TestRunToCompletion runs the CPU example job through the whole path: it
@@ -188,28 +191,55 @@ func TestReportFile(t *testing.T) {
 }
 
 // TestGoodputHints: step times a job reports are fitted into the goodput
-// model the engine hands elastic policies.
+// model the engine hands elastic policies, shown in the job's view, and
+// kept across a server restart.
 func TestGoodputHints(t *testing.T) {
-	ts := startServer(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	cfg.StopJobsOnExit = false
+	ts := startServer(t, cfg)
 	j := submit(t, ts.admin, &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 2, BatchSize: 256})
 	waitJob(t, ts.admin, j.ID, 10*time.Second, "running", inState(api.StateRunning))
 	ctx := context.Background()
 	for _, r := range []api.Report{
 		{StepTime: 0.5, ComputeTime: 0.4, LocalBsz: 128, Replicas: 2, GradSqr: 1, GradVar: 10},
-		{StepTime: 0.3, ComputeTime: 0.25, LocalBsz: 64, Replicas: 2, GradSqr: 1, GradVar: 10},
+		{StepTime: 0.3, ComputeTime: 0.25, LocalBsz: 64, Replicas: 2},
+		{StepTime: 9, ComputeTime: 9, LocalBsz: 64, Replicas: 2}, // a configuration already seen: ignored
 	} {
 		if err := ts.admin.Report(ctx, j.ID, &r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ts.mu.Lock()
-	h := ts.eng.Job(j.ID).Hints
-	ts.mu.Unlock()
-	if h == nil || !h.Fitted || h.MaxReplicas != 2 || h.Limits.InitBatch != 256 || h.Grad.Var != 10 {
+	hints := func(ts *testServer) *goodput.Hints {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return ts.eng.Job(j.ID).Hints
+	}
+	h := hints(ts)
+	// The gradient statistics of the first report stay until others come.
+	if h == nil || !h.Fitted || h.MaxReplicas != 2 || h.Limits.InitBatch != 256 || h.Grad.Var != 10 || h.Grad.Sqr != 1 {
 		t.Fatalf("hints %+v", h)
 	}
 	if f := h.Function(); !(f.Throughput(1, 2, 128, 0) > 0) {
 		t.Errorf("fitted throughput %v", f.Throughput(1, 2, 128, 0))
+	}
+	want := goodput.Fit([]goodput.Observation{{Nodes: 1, Replicas: 2, LocalBsz: 128, ComputeTime: 0.4, StepTime: 0.5},
+		{Nodes: 1, Replicas: 2, LocalBsz: 64, ComputeTime: 0.25, StepTime: 0.3}})
+	if h.Perf != want {
+		t.Errorf("fitted %+v, want %+v", h.Perf, want)
+	}
+	v, err := ts.admin.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := v.Perf; p == nil || len(p.Observations) != 2 || p.Model == nil || p.Model.BetaC != want.BetaC || p.NoiseScale != 2560 ||
+		len(p.Predicted) != 2 || p.Predicted[0].GPUs != 1 || p.Predicted[1].LocalBsz != 128 || p.Predicted[0].Speedup != 1 {
+		t.Fatalf("perf view %+v", v.Perf)
+	}
+	ts.close(t)
+	cfg.StopJobsOnExit = true // the last close waits for the job to exit
+	ts = startServer(t, cfg)
+	if h2 := hints(ts); h2 == nil || h2.Perf != want || h2.Grad != h.Grad || h2.MaxReplicas != 2 {
+		t.Errorf("hints after a restart %+v, want %+v", h2, h)
 	}
 	if _, err := ts.admin.Cancel(ctx, j.ID); err != nil {
 		t.Fatal(err)
@@ -261,4 +291,77 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestPolluxLearnsFromReports: under Pollux the step times a job reports
+// decide how many GPUs it gets. Both jobs are elastic (1 to 4 GPUs) and
+// start on one GPU, all Pollux allows a job it knows nothing about. The
+// one whose reports show it scales is grown, as its fitted model allows
+// (twice the most replicas observed), to 2 then 4 GPUs; the one whose
+// reports show that a second GPU makes its steps slower is tried on 2 and
+// given back 1.
+func TestPolluxLearnsFromReports(t *testing.T) {
+	elastic := func(sync time.Duration) *api.JobSpec {
+		s := countSpec(4, 100000, 0, "-step-time", "2ms", "-batch", "64", "-sample-time", "500us", "-sync-time", sync.String(), "-noise-scale", "500")
+		s.MinGPUs, s.MaxGPUs, s.BatchSize, s.EstimateS = 1, 4, 64, 3600
+		return s
+	}
+	replicas := func(j *api.Job) []int {
+		var out []int
+		if j.Perf != nil {
+			for _, o := range j.Perf.Observations {
+				out = append(out, o.Replicas)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		sync time.Duration
+		// done says the job got where its reports should lead.
+		done func(j *api.Job) bool
+	}{
+		{"scales", time.Millisecond, func(j *api.Job) bool { return len(j.GPUs) == 4 && len(replicas(j)) == 3 }},
+		{"does not scale", 100 * time.Millisecond, func(j *api.Job) bool { return len(j.GPUs) == 1 && len(replicas(j)) == 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Policy = "pollux:restart_penalty=0"
+			ts := startServer(t, cfg)
+			j := submit(t, ts.admin, elastic(tc.sync))
+			j = waitJob(t, ts.admin, j.ID, 20*time.Second, "resized as its reports say", tc.done)
+			var sizes []int
+			for _, a := range j.Attempts {
+				sizes = append(sizes, len(a.GPUs))
+			}
+			p := j.Perf
+			if p.Model == nil || len(p.Predicted) != 3 || p.NoiseScale < 499 || p.NoiseScale > 501 {
+				t.Fatalf("perf view %+v", p)
+			}
+			speedup2 := p.Predicted[1].Speedup
+			switch tc.name {
+			case "scales":
+				if fmt.Sprint(sizes) != "[1 2 4]" || fmt.Sprint(replicas(j)) != "[1 2 4]" {
+					t.Errorf("attempts on %v GPUs, observations on %v replicas; want 1, 2, 4", sizes, replicas(j))
+				}
+				if speedup2 < 1.5 || p.Predicted[2].Speedup < speedup2 {
+					t.Errorf("predicted %+v: want the fit to show the job scales", p.Predicted)
+				}
+			default:
+				if fmt.Sprint(sizes[:3]) != "[1 2 1]" || fmt.Sprint(replicas(j)) != "[1 2]" {
+					t.Errorf("attempts on %v GPUs, observations on %v replicas; want 1, 2, 1", sizes, replicas(j))
+				}
+				if speedup2 >= 1 {
+					t.Errorf("predicted %+v: want the fit to show 2 GPUs are slower than 1", p.Predicted)
+				}
+			}
+			// The observation on 2 GPUs is the one reported there.
+			if o := p.Observations[1]; o.LocalBsz != 32 || math.Abs(o.StepTime-(0.002+0.016+tc.sync.Seconds())) > 1e-9 {
+				t.Errorf("observation on 2 GPUs %+v", o)
+			}
+			if _, err := ts.admin.Cancel(context.Background(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

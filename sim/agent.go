@@ -4,16 +4,14 @@ import "github.com/tide-sched/tide/perf/goodput"
 
 // agent plays a training job's own agent, as adaptdl runs one inside every
 // job: it records the step times the job measures on each configuration it
-// runs, fits the goodput model to them, picks the batch size of adaptive
-// jobs, and reports its hints to the engine, which is all an elastic policy
-// learns about the job's performance. Times come from the simulator's
-// ground-truth model (perf.Observer), never from the fitted one.
+// runs, fits the goodput model to them (goodput.Agent, which tide serve's
+// live jobs use too), picks the batch size of adaptive jobs, and reports
+// its hints to the engine, which is all an elastic policy learns about the
+// job's performance. Times come from the simulator's ground-truth model
+// (perf.Observer), never from the fitted one.
 type agent struct {
-	obs    []goodput.Observation
-	seen   map[[3]int]bool
-	params goodput.Params
-	maxRep int
-	grad   goodput.Grad // last reported
+	goodput.Agent
+	grad   goodput.Grad // gradient statistics last reported
 	hinted bool
 }
 
@@ -32,13 +30,13 @@ func (s *simulator) tune(r *running) {
 }
 
 // retune runs r's agent at a scheduling round, before the policy runs, as
-// the Pollux artifact's job does at the end of every step: it records what
-// the job measured since the last round (new when the batch changed then),
-// and an adaptive job re-picks its batch configuration from the model
-// refitted on everything measured so far. The new configuration is measured
-// at the next round, so a policy learns of it one round later, as in the
-// artifact. A batch change costs nothing (adaptdl rescales the batch in
-// place); it changes the job's rate from now on.
+// the Pollux artifact's job does at the end of every 60 s step: it records
+// what the job measured since the last round (new when the batch changed
+// then), and an adaptive job re-picks its batch configuration from the
+// model refitted on everything measured so far. The new configuration is
+// measured at the next round, so a policy learns of it one round later, as
+// in the artifact. A batch change costs nothing (adaptdl rescales the batch
+// in place); it changes the job's rate from now on.
 func (s *simulator) retune(r *running) {
 	if s.obs == nil || r.delay > 0 {
 		return
@@ -49,9 +47,6 @@ func (s *simulator) retune(r *running) {
 	}
 	local, accum := r.alloc.LocalBsz, r.alloc.AccumSteps
 	s.pick(r)
-	if r.alloc.LocalBsz == 0 {
-		r.alloc.LocalBsz, r.alloc.AccumSteps = local, accum
-	}
 	if r.alloc.LocalBsz == local && r.alloc.AccumSteps == accum {
 		return
 	}
@@ -63,14 +58,14 @@ func (s *simulator) retune(r *running) {
 }
 
 // pick sets an adaptive job's batch configuration to the one of highest
-// goodput its fitted model predicts on its allocation; it leaves the
-// configuration alone without a fitted model.
+// goodput its fitted model predicts on its allocation; without a fitted
+// model it leaves the configuration alone.
 func (s *simulator) pick(r *running) {
 	j := r.st.Job
 	if !j.AdaptBatch {
 		return
 	}
-	if a := s.agents[r.idx]; a == nil || len(a.obs) == 0 {
+	if a := s.agents[r.idx]; a == nil || !a.Fitted() {
 		return
 	}
 	h := s.eng.Job(j.ID).Hints
@@ -82,34 +77,28 @@ func (s *simulator) pick(r *running) {
 	}
 }
 
-// observe records what r measures on its current configuration, refits when
-// the configuration is new, and reports hints when they changed (always
-// with force).
+// observe records what r measures on its current configuration (the fit
+// changes only when the configuration is new) and reports hints when they
+// changed, or always with force.
 func (s *simulator) observe(r *running, force bool) {
 	j := r.st.Job
 	a := s.agents[r.idx]
 	if a == nil {
-		a = &agent{seen: map[[3]int]bool{}}
+		a = &agent{}
 		s.agents[r.idx] = a
 	}
 	o, grad, ok := s.obs.Observe(j, r.alloc, r.progress)
 	if !ok {
 		return
 	}
-	key := [3]int{o.Nodes, o.Replicas, o.LocalBsz}
-	changed := force || !a.hinted || grad != a.grad
-	if !a.seen[key] {
-		a.seen[key] = true
-		a.obs = append(a.obs, o)
-		a.params = goodput.Fit(a.obs)
-		a.maxRep = max(a.maxRep, o.Replicas)
-		changed = true
-	}
-	if !changed {
+	refit := a.Observe(o)
+	if !force && !refit && a.hinted && grad == a.grad {
 		return
 	}
-	a.grad, a.hinted = grad, true
 	// The hints carry the model's batch limits even for a fixed-batch job:
 	// the Pollux artifact's Optimus reads speed-ups the same way.
-	_ = s.eng.Hint(j.ID, &goodput.Hints{Perf: a.params, Grad: grad, Limits: s.obs.Limits(j), MaxReplicas: a.maxRep, Fitted: true})
+	if h := a.Hints(grad, s.obs.Limits(j)); h != nil {
+		a.grad, a.hinted = grad, true
+		_ = s.eng.Hint(j.ID, h)
+	}
 }

@@ -448,7 +448,17 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	row("Progress", prog)
 	row("Restarts", fmt.Sprintf("%d (preemptions %d, failures %d)", j.Restarts, j.Preemptions, j.Failures))
+	if p := j.Perf; p != nil {
+		if p.NoiseScale > 0 {
+			row("Gradients", fmt.Sprintf("noise scale %.4g samples (grad_sqr %.4g, grad_var %.4g)", p.NoiseScale, p.GradSqr, p.GradVar))
+		} else if p.GradSqr > 0 || p.GradVar > 0 {
+			row("Gradients", fmt.Sprintf("grad_sqr %.4g, grad_var %.4g", p.GradSqr, p.GradVar))
+		}
+	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printPerf(stdout, j.Perf); err != nil {
 		return err
 	}
 	if len(j.Attempts) == 0 {
@@ -467,6 +477,29 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 			pid = strconv.Itoa(a.PID)
 		}
 		fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%s\t%s\t%s\n", a.N, a.GPUs, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
+	}
+	return tw.Flush()
+}
+
+// printPerf shows the goodput model fitted to a job's step-time reports:
+// what it predicts per GPU count, next to what was observed.
+func printPerf(w io.Writer, p *api.JobPerf) error {
+	if p == nil || len(p.Observations) == 0 {
+		return nil
+	}
+	seen := map[int]string{}
+	var counts []string
+	for _, o := range p.Observations {
+		if o.Nodes == 1 {
+			seen[o.Replicas] = fmt.Sprintf("%.4g s (batch %d/GPU)", o.StepTime, o.LocalBsz)
+		}
+		counts = append(counts, strconv.Itoa(o.Replicas))
+	}
+	fmt.Fprintf(w, "\nPerformance (goodput model fitted to %d observed configurations, on %s GPUs):\n", len(p.Observations), strings.Join(counts, ", "))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  GPUS\tSTEP\tSAMPLES/S\tSPEEDUP\tOBSERVED STEP")
+	for _, pt := range p.Predicted {
+		fmt.Fprintf(tw, "  %d\t%.4g s\t%.4g\t%.2fx\t%s\n", pt.GPUs, pt.StepTime, pt.Throughput, pt.Speedup, dash(seen[pt.GPUs]))
 	}
 	return tw.Flush()
 }

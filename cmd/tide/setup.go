@@ -18,6 +18,7 @@ import (
 	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/solver"
 	"github.com/tide-sched/tide/trace"
 )
 
@@ -122,7 +123,12 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			continue
 		}
 		if spec == "all" {
+			noSolver := solver.Available()
 			for _, i := range policy.All() {
+				if i.NeedsSolver && noSolver != nil {
+					fmt.Fprintf(stderr, "note: skipping %s: %v\n", i.Name, noSolver)
+					continue
+				}
 				if !i.NeedsDeadlines || hasDeadlines {
 					s.specs = append(s.specs, i.Name)
 				}

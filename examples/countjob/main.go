@@ -14,6 +14,15 @@
 // Usage:
 //
 //	countjob [-steps 50] [-step-time 100ms] [-checkpoint-every 5] [-fail-attempts 0]
+//	         [-batch 0 -sample-time 1ms -sync-time 0 -noise-scale 0]
+//
+// With -batch N it plays a data-parallel job with global batch N on its
+// $TIDE_GPUS GPUs: a step takes -step-time plus -sample-time for each of
+// its ceil(N/GPUs) samples per GPU, plus -sync-time on more than one GPU
+// (the gradient all-reduce), and each report carries that step time, its
+// compute part, the local batch and the replica count: the observations
+// tide fits the goodput model to. -noise-scale S adds gradient statistics
+// with noise scale S.
 //
 // -fail-attempts N makes attempts 1..N (from $TIDE_ATTEMPT) exit with code
 // 3 after two steps, to exercise tide's retries.
@@ -39,10 +48,24 @@ func main() {
 	stepTime := flag.Duration("step-time", 100*time.Millisecond, "time one step takes")
 	every := flag.Int("checkpoint-every", 5, "save a checkpoint every this many steps")
 	failAttempts := flag.Int("fail-attempts", 0, "exit 3 after two steps on attempts 1..N")
+	batch := flag.Int("batch", 0, "global batch size: play a data-parallel job and report step times (0: don't)")
+	sampleTime := flag.Duration("sample-time", time.Millisecond, "with -batch: compute time per sample on one GPU")
+	syncTime := flag.Duration("sync-time", 0, "with -batch: time a step spends synchronising on more than one GPU")
+	noise := flag.Float64("noise-scale", 0, "with -batch: report gradient statistics of this noise scale (samples)")
 	flag.Parse()
-	if *steps <= 0 || *stepTime < 0 || *every <= 0 {
-		fmt.Fprintln(os.Stderr, "countjob: -steps and -checkpoint-every must be > 0, -step-time >= 0")
+	if *steps <= 0 || *stepTime < 0 || *every <= 0 || *batch < 0 || *sampleTime < 0 || *syncTime < 0 || *noise < 0 {
+		fmt.Fprintln(os.Stderr, "countjob: -steps and -checkpoint-every must be > 0, the times, -batch and -noise-scale >= 0")
 		os.Exit(2)
+	}
+	p := perf{batch: *batch, noise: *noise, compute: *stepTime, step: *stepTime}
+	if p.batch > 0 {
+		p.gpus = gpus()
+		p.local = (p.batch + p.gpus - 1) / p.gpus
+		p.compute = *stepTime + time.Duration(p.local)*(*sampleTime)
+		p.step = p.compute
+		if p.gpus > 1 {
+			p.step += *syncTime
+		}
 	}
 	ckpt := os.Getenv("TIDE_CHECKPOINT_DIR")
 	if ckpt == "" {
@@ -56,7 +79,7 @@ func main() {
 		os.Getenv("TIDE_ATTEMPT"), os.Getenv("TIDE_RESTARTS"), os.Getenv("CUDA_VISIBLE_DEVICES"))
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	tick := time.NewTicker(max(*stepTime, time.Microsecond))
+	tick := time.NewTicker(max(p.step, time.Microsecond))
 	defer tick.Stop()
 	start := step
 	for step < *steps {
@@ -72,7 +95,7 @@ func main() {
 		if step%*every == 0 {
 			save(ckpt, step)
 		}
-		r.send(step, *steps, *stepTime)
+		r.send(step, *steps, p)
 		if attempt > 0 && attempt <= *failAttempts && step-start >= 2 {
 			save(ckpt, step)
 			fmt.Printf("countjob: failing on purpose (attempt %d of %d failing ones)\n", attempt, *failAttempts)
@@ -80,7 +103,7 @@ func main() {
 		}
 	}
 	save(ckpt, step)
-	r.send(step, *steps, *stepTime)
+	r.send(step, *steps, p)
 	fmt.Println("countjob: done")
 }
 
@@ -118,11 +141,41 @@ type reporter struct {
 	failed           bool
 }
 
+// perf is how fast the job runs: the step time, its compute part, and with
+// a batch size, the data-parallel configuration it reports.
+type perf struct {
+	step, compute time.Duration
+	batch, local  int
+	gpus          int
+	noise         float64
+}
+
+// gpus is the number of GPUs tide gave the job ($TIDE_GPUS), at least 1.
+func gpus() int {
+	n, err := strconv.Atoi(os.Getenv("TIDE_GPUS"))
+	if err != nil || n < 1 {
+		if devs := os.Getenv("CUDA_VISIBLE_DEVICES"); devs != "" {
+			return len(strings.Split(devs, ","))
+		}
+		return 1
+	}
+	return n
+}
+
 // send reports progress; a failed report is not an error for the job.
-func (r *reporter) send(step, steps int, stepTime time.Duration) {
+func (r *reporter) send(step, steps int, p perf) {
 	rep := map[string]any{"step": step, "total_steps": steps, "message": fmt.Sprintf("step %d/%d", step, steps)}
-	if stepTime > 0 {
-		rep["throughput"] = float64(time.Second) / float64(stepTime)
+	if p.step > 0 {
+		rep["throughput"] = float64(time.Second) / float64(p.step)
+	}
+	if p.batch > 0 && p.step > 0 {
+		rep["throughput"] = float64(p.batch) * float64(time.Second) / float64(p.step)
+		rep["step_time"], rep["compute_time"] = p.step.Seconds(), p.compute.Seconds()
+		rep["local_bsz"], rep["replicas"], rep["nodes"] = p.local, p.gpus, 1
+		if p.noise > 0 {
+			// Noise scale = grad_var/grad_sqr x the initial batch.
+			rep["grad_sqr"], rep["grad_var"] = 1.0, p.noise/float64(p.batch)
+		}
 	}
 	body, _ := json.Marshal(rep)
 	switch {

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"math"
+	"slices"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/store"
+)
+
+// learn feeds the performance part of a job's report to the job's agent
+// (goodput.Agent, the one the simulator's job agents use): a step time on
+// a configuration not seen before is one more observation and refits the
+// goodput model; gradient statistics replace the previous ones. Both are
+// kept in the job's record. Under mu.
+func (s *Server) learn(lj *liveJob, rep *api.Report) {
+	r := lj.rec
+	if rep.StepTime > 0 {
+		reps := rep.Replicas
+		if reps == 0 && lj.att != nil {
+			reps = len(lj.att.gpus)
+		}
+		reps = max(reps, 1)
+		local := rep.LocalBsz
+		if local == 0 && r.Spec.BatchSize > 0 {
+			local = max(1, r.Spec.BatchSize/reps)
+		}
+		o := goodput.Observation{Nodes: max(rep.Nodes, 1), Replicas: reps, LocalBsz: local,
+			ComputeTime: rep.ComputeTime, StepTime: rep.StepTime}
+		if o.ComputeTime <= 0 || o.ComputeTime > o.StepTime {
+			o.ComputeTime = o.StepTime
+		}
+		if local > 0 && lj.agent.Observe(o) {
+			s.perfRecord(lj).Observations = append(r.Perf.Observations, o)
+		}
+	}
+	if rep.GradSqr > 0 || rep.GradVar > 0 {
+		p := s.perfRecord(lj)
+		p.GradSqr, p.GradVar = rep.GradSqr, rep.GradVar
+	}
+	s.hint(lj)
+}
+
+func (s *Server) perfRecord(lj *liveJob) *store.Perf {
+	if lj.rec.Perf == nil {
+		lj.rec.Perf = &store.Perf{}
+	}
+	return lj.rec.Perf
+}
+
+// restorePerf refits a recovered job's model from its recorded
+// observations and hands the engine its hints. Under mu.
+func (s *Server) restorePerf(lj *liveJob) {
+	if lj.rec.Perf == nil {
+		return
+	}
+	for _, o := range lj.rec.Perf.Observations {
+		lj.agent.Observe(o)
+	}
+	s.hint(lj)
+}
+
+// hint hands the engine the job's current hints, once it has observations.
+// Under mu.
+func (s *Server) hint(lj *liveJob) {
+	if lj.j == nil || !lj.agent.Fitted() {
+		return
+	}
+	g, l := s.gradLimits(lj)
+	_ = s.eng.Hint(lj.rec.ID, lj.agent.Hints(g, l))
+}
+
+// gradLimits are a job's gradient statistics and batch limits for its
+// goodput model: the job keeps its batch size (tide serve does not choose
+// it), which is the spec's batch_size, else the first observed global one.
+func (s *Server) gradLimits(lj *liveJob) (goodput.Grad, goodput.Limits) {
+	var g goodput.Grad
+	if p := lj.rec.Perf; p != nil {
+		g = goodput.Grad{Sqr: p.GradSqr, Var: p.GradVar}
+	}
+	init := lj.rec.Spec.BatchSize
+	if obs := lj.agent.Observations(); init <= 0 && len(obs) > 0 {
+		init = obs[0].LocalBsz * obs[0].Replicas
+	}
+	return g, goodput.Limits{InitBatch: init, MaxBatch: init}
+}
+
+// perfView is the API's view of what the job's reports taught the model.
+// Under mu.
+func (s *Server) perfView(lj *liveJob) *api.JobPerf {
+	p := lj.rec.Perf
+	if p == nil {
+		return nil
+	}
+	v := &api.JobPerf{GradSqr: p.GradSqr, GradVar: p.GradVar}
+	g, l := s.gradLimits(lj)
+	if g.Sqr > 0 && l.InitBatch > 0 {
+		v.NoiseScale = g.Var / g.Sqr * float64(l.InitBatch)
+	}
+	for _, o := range p.Observations {
+		v.Observations = append(v.Observations, api.PerfObservation{Nodes: o.Nodes, Replicas: o.Replicas,
+			LocalBsz: o.LocalBsz, StepTime: o.StepTime, ComputeTime: o.ComputeTime})
+	}
+	h := lj.agent.Hints(g, l)
+	if h == nil || l.InitBatch <= 0 {
+		return v
+	}
+	m := h.Perf
+	v.Model = &api.PerfModel{AlphaC: m.AlphaC, BetaC: m.BetaC, AlphaN: m.AlphaN, BetaN: m.BetaN,
+		AlphaR: m.AlphaR, BetaR: m.BetaR, Gamma: m.Gamma}
+	f := h.Function()
+	var base float64
+	for _, n := range perfCounts(lj.rec.Spec, p.Observations) {
+		local := int(math.Ceil(float64(l.InitBatch) / float64(n)))
+		gp := f.Goodput(1, n, local, 0)
+		if n == 1 {
+			base = gp
+		}
+		pt := api.PerfPoint{GPUs: n, LocalBsz: local, StepTime: m.StepTime(1, n, local), Throughput: f.Throughput(1, n, local, 0)}
+		if base > 0 {
+			pt.Speedup = gp / base
+		}
+		v.Predicted = append(v.Predicted, pt)
+	}
+	return v
+}
+
+// perfCounts are the GPU counts a job's view predicts for: 1, 2, 4, ... up
+// to the most the job may get, that most, and the replica counts observed
+// on one node.
+func perfCounts(spec api.JobSpec, obs []goodput.Observation) []int {
+	most := max(spec.GPUs, spec.MaxGPUs, 1)
+	counts := []int{most}
+	for n := 1; n < most; n *= 2 {
+		counts = append(counts, n)
+	}
+	for _, o := range obs {
+		if o.Nodes == 1 && o.Replicas <= most {
+			counts = append(counts, o.Replicas)
+		}
+	}
+	slices.Sort(counts)
+	return slices.Compact(counts)
+}
