@@ -75,6 +75,11 @@ type Summary struct {
 	// Window is the effective [lo, hi) job-index window, clamped to the run's
 	// jobs; absent when all jobs count.
 	Window []int `json:"window,omitempty"`
+	// Sites holds the multi-site metrics (deadline.go); absent otherwise.
+	Sites *SiteSummary `json:"sites,omitempty"`
+	// Priorities is the deadline-met fraction per priority class; absent
+	// when every job has the same priority.
+	Priorities []PriorityMet `json:"priorities,omitempty"`
 }
 
 // window returns the half-open range of job indices that count in r.
@@ -222,6 +227,8 @@ func Summarize(r *Run) Summary {
 		s.Utilization = ratio(gpuSec, capacity)
 		s.UsefulUtilization = ratio(usefulSec, capacity)
 	}
+	s.Sites = summarizeSites(r)
+	s.Priorities = summarizePriorities(r)
 	return s
 }
 

@@ -60,7 +60,7 @@ func tableCells(sums []Summary) [][]string {
 		head = append(head, sums[i].Name)
 	}
 	rows = append(rows, head)
-	for _, m := range metricRows {
+	for _, m := range append(append(metricRows[:len(metricRows):len(metricRows)], siteRows(sums)...), priorityRows(sums)...) {
 		row := []string{m.label}
 		for i := range sums {
 			row = append(row, m.cell(&sums[i]))

@@ -188,6 +188,15 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	// Every bad field gets its own message.
+	code, e, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, `{"command": [], "gpus": -1, "deadline": "tomorrow", "env": {"TIDE_X": "1"}, "max_retries": -1}`)
+	var fields []string
+	for _, f := range e.Fields {
+		fields = append(fields, f.Field)
+	}
+	if code != 400 || strings.Join(fields, ",") != "command,env,gpus,deadline,max_retries" {
+		t.Errorf("several bad fields: %d %s", code, raw)
+	}
 	if jobs, _ := ts.admin.Jobs(context.Background(), ""); len(jobs) != 0 {
 		t.Errorf("bad input created %d jobs", len(jobs))
 	}

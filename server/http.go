@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -505,6 +506,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 		d := s.gpus[byIndex[dev]]
 		out.GPUs = append(out.GPUs, api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB, Job: holder[g]})
 	}
+	slices.SortFunc(out.GPUs, func(a, b api.GPU) int { return a.Index - b.Index })
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,19 @@ func TestCancel(t *testing.T) {
 	waitJob(t, ts.admin, run.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
 	queued := submit(t, ts.admin, countSpec(4, 10, 20*time.Millisecond))
 	ctx := context.Background()
+	// The gauges while one job runs on every GPU and another waits.
+	waitJob(t, ts.admin, queued.ID, 5*time.Second, "considered by a round", func(*api.Job) bool {
+		return strings.Contains(scrape(t, ts), "tide_queue_length 1\n")
+	})
+	m := scrape(t, ts)
+	for _, want := range []string{"tide_running_jobs 1", "tide_gpus_allocated 4", `tide_jobs{state="pending"} 1`, `tide_jobs{state="running"} 1`, "tide_jobs_submitted_total 2", "tide_jobs_started_total 1"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	if n := metricValue(t, m, "tide_round_duration_seconds_count"); n < 2 || metricValue(t, m, `tide_round_duration_seconds_bucket{le="+Inf"}`) != n {
+		t.Errorf("round histogram: count %v:\n%s", n, m)
+	}
 	for _, id := range []string{queued.ID, run.ID} {
 		j, err := ts.admin.Cancel(ctx, id)
 		if err != nil || j.State != api.StateCancelled {
@@ -364,4 +378,20 @@ func TestPolluxLearnsFromReports(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metricValue is the value of the sample named name in a scrape.
+func metricValue(t *testing.T, scrape, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(scrape, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in the metrics:\n%s", name, scrape)
+	return 0
 }

@@ -48,6 +48,16 @@ def on_sigterm(signum, frame):
     STOP = True
 
 
+def worker_ignores_sigterm(_worker_id):
+    # tide signals the job's whole process group, DataLoader workers too.
+    # A worker killed by SIGTERM makes PyTorch raise in the main process
+    # before it can checkpoint; ignoring it lets the main process save and
+    # exit, which ends its workers (SIGKILL after the grace period ends
+    # everything anyway).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Block(nn.Module):
     def __init__(self, cin, cout, stride):
         super().__init__()
@@ -92,7 +102,8 @@ def batches(args, device):
                     T.Normalize((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))])
     ds = torchvision.datasets.CIFAR10(args.data, train=True, download=True, transform=tf)
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, drop_last=True,
-                                         num_workers=args.workers, pin_memory=device.type == "cuda")
+                                         num_workers=args.workers, pin_memory=device.type == "cuda",
+                                         worker_init_fn=worker_ignores_sigterm)
     while True:
         for x, y in loader:
             yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
