@@ -123,6 +123,12 @@ type Attempt struct {
 	// Outcome: running, finished, failed, preempted, resized, cancelled,
 	// lost (gone without an exit code), interrupted (server shutdown).
 	Outcome string `json:"outcome"`
+	// BatchSize is the global batch the attempt was given (jobs with a
+	// batch_size): LocalBsz per GPU in each pass, AccumSteps extra passes
+	// accumulated per optimizer step.
+	BatchSize  int `json:"batch_size,omitempty"`
+	LocalBsz   int `json:"local_bsz,omitempty"`
+	AccumSteps int `json:"accum_steps,omitempty"`
 }
 
 // JobList is GET /v1/jobs.

@@ -155,7 +155,9 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	priority := fs.Int("priority", 0, "priority (larger is more important)")
 	retries := fs.Int("max-retries", -1, "retry limit (default: the server's)")
 	deadline := fs.String("deadline", "", "RFC 3339 time the job should finish by")
-	batch := fs.Int("batch-size", 0, "global batch size, for goodput fitting")
+	batch := fs.Int("batch-size", 0, "global batch size the job starts with (for goodput fitting; tide passes it on as $TIDE_BATCH_SIZE)")
+	maxBatch := fs.Int("max-batch-size", 0, "largest global batch a policy that adapts batch sizes (pollux) may give the job")
+	maxLocal := fs.Int("max-local-bsz", 0, "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)")
 	tenant := fs.String("tenant", "", "submit for this tenant (admin only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -202,6 +204,12 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	}
 	if set["batch-size"] {
 		spec.BatchSize = *batch
+	}
+	if set["max-batch-size"] {
+		spec.MaxBatchSize = *maxBatch
+	}
+	if set["max-local-bsz"] {
+		spec.MaxLocalBsz = *maxLocal
 	}
 	if set["tenant"] {
 		spec.Tenant = *tenant
@@ -466,7 +474,15 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "\nAttempts:")
 	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tGPUS\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	batches := false
+	for _, a := range j.Attempts {
+		batches = batches || a.BatchSize > 0
+	}
+	if batches {
+		fmt.Fprintln(tw, "  #\tGPUS\tBATCH\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	} else {
+		fmt.Fprintln(tw, "  #\tGPUS\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	}
 	for _, a := range j.Attempts {
 		exit := "-"
 		if a.ExitCode != nil {
@@ -476,9 +492,24 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		if a.PID > 0 {
 			pid = strconv.Itoa(a.PID)
 		}
-		fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%s\t%s\t%s\n", a.N, a.GPUs, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
+		gpus := fmt.Sprint(a.GPUs)
+		if batches {
+			gpus += "\t" + batchString(a.BatchSize, a.LocalBsz, a.AccumSteps)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, gpus, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
 	}
 	return tw.Flush()
+}
+
+// batchString shows a batch configuration: "256 (64/GPU x 2 passes)".
+func batchString(global, local, accum int) string {
+	switch {
+	case global == 0:
+		return "-"
+	case accum > 0:
+		return fmt.Sprintf("%d (%d/GPU x %d passes)", global, local, accum+1)
+	}
+	return fmt.Sprintf("%d (%d/GPU)", global, local)
 }
 
 // printPerf shows the goodput model fitted to a job's step-time reports:
