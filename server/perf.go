@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/api"
@@ -164,12 +163,16 @@ func (s *Server) perfView(lj *liveJob) *api.JobPerf {
 	f := h.Function()
 	var base float64
 	for _, n := range perfCounts(lj.rec.Spec, p.Observations) {
-		local := int(math.Ceil(float64(l.InitBatch) / float64(n)))
-		gp := f.Goodput(1, n, local, 0)
+		b := s.batchFor(lj, n)
+		if b.Global == 0 { // no batch_size: the first observed batch
+			b = localexec.Batch{Global: l.InitBatch, LocalBsz: divUp(l.InitBatch, n)}
+		}
+		gp := f.Goodput(1, n, b.LocalBsz, b.AccumSteps)
 		if n == 1 {
 			base = gp
 		}
-		pt := api.PerfPoint{GPUs: n, LocalBsz: local, StepTime: m.StepTime(1, n, local), Throughput: f.Throughput(1, n, local, 0)}
+		pt := api.PerfPoint{GPUs: n, BatchSize: b.Global, LocalBsz: b.LocalBsz, AccumSteps: b.AccumSteps,
+			StepTime: m.IterTime(1, n, b.LocalBsz, b.AccumSteps), Throughput: f.Throughput(1, n, b.LocalBsz, b.AccumSteps)}
 		if base > 0 {
 			pt.Speedup = gp / base
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -518,19 +519,34 @@ func printPerf(w io.Writer, p *api.JobPerf) error {
 	if p == nil || len(p.Observations) == 0 {
 		return nil
 	}
-	seen := map[int]string{}
-	var counts []string
+	// The observed step of each GPU count on one node, preferring the
+	// observation at the predicted per-GPU batch.
+	type key struct{ gpus, local int }
+	seen := map[key]string{}
+	var counts []int
 	for _, o := range p.Observations {
 		if o.Nodes == 1 {
-			seen[o.Replicas] = fmt.Sprintf("%.4g s (batch %d/GPU)", o.StepTime, o.LocalBsz)
+			s := fmt.Sprintf("%.4g s (%d/GPU)", o.StepTime, o.LocalBsz)
+			seen[key{o.Replicas, o.LocalBsz}] = s
+			if _, ok := seen[key{o.Replicas, 0}]; !ok {
+				seen[key{o.Replicas, 0}] = s
+			}
 		}
-		counts = append(counts, strconv.Itoa(o.Replicas))
+		counts = append(counts, o.Replicas)
 	}
-	fmt.Fprintf(w, "\nPerformance (goodput model fitted to %d observed configurations, on %s GPUs):\n", len(p.Observations), strings.Join(counts, ", "))
+	slices.Sort(counts)
+	counts = slices.Compact(counts)
+	fmt.Fprintf(w, "\nPerformance (goodput model fitted to %d observed configurations, on %s GPUs; predictions for one node):\n",
+		len(p.Observations), strings.Trim(strings.Join(strings.Fields(fmt.Sprint(counts)), ", "), "[]"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  GPUS\tSTEP\tSAMPLES/S\tSPEEDUP\tOBSERVED STEP")
+	fmt.Fprintln(tw, "  GPUS\tBATCH\tSTEP\tSAMPLES/S\tSPEEDUP\tOBSERVED STEP")
 	for _, pt := range p.Predicted {
-		fmt.Fprintf(tw, "  %d\t%.4g s\t%.4g\t%.2fx\t%s\n", pt.GPUs, pt.StepTime, pt.Throughput, pt.Speedup, dash(seen[pt.GPUs]))
+		obs, ok := seen[key{pt.GPUs, pt.LocalBsz}]
+		if !ok {
+			obs = seen[key{pt.GPUs, 0}]
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%.4g s\t%.4g\t%.2fx\t%s\n", pt.GPUs, batchString(pt.BatchSize, pt.LocalBsz, pt.AccumSteps),
+			pt.StepTime, pt.Throughput, pt.Speedup, dash(obs))
 	}
 	return tw.Flush()
 }
