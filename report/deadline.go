@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 )
@@ -206,4 +207,32 @@ func priorityRows(sums []Summary) []metricRow {
 		}})
 	}
 	return rows
+}
+
+// SweepSVG draws one line per series over a swept parameter, as a
+// standalone SVG document: ys[i][k] is series i at xs[k].
+func SweepSVG(title, xlabel, ylabel string, xs []float64, names []string, ys [][]float64) string {
+	c := &lineChart{title: title}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	ylo, yhi := math.Inf(1), math.Inf(-1)
+	for _, x := range xs {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	for i, name := range names {
+		c.series = append(c.series, series{name: name, x: xs, y: ys[i]})
+		for _, y := range ys[i] {
+			ylo, yhi = math.Min(ylo, y), math.Max(yhi, y)
+		}
+	}
+	if !(hi > lo) {
+		hi = lo + 1
+	}
+	ylo = math.Min(0, ylo)
+	if !(yhi > ylo) {
+		yhi = ylo + 1
+	}
+	xt, yt := niceTicks(lo, hi, 8), niceTicks(ylo, yhi, 6)
+	c.x = axis{label: xlabel, min: xt[0], max: xt[len(xt)-1], ticks: xt, format: numberTick}
+	c.y = axis{label: ylabel, min: yt[0], max: yt[len(yt)-1], ticks: yt, format: numberTick}
+	return c.svg() + "\n"
 }

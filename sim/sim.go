@@ -305,6 +305,7 @@ func (s *simulator) schedule(t float64) error {
 		if err := s.eng.Report(r.st.Job.ID, r.progress); err != nil {
 			return err
 		}
+		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
 	if err != nil {
