@@ -36,7 +36,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.format, "format", "", "trace format, one of "+strings.Join(trace.Formats, ", ")+" (default: detected from the file)")
 	fs.StringVar(&c.clusterArg, "cluster", "16x4:t4", "cluster: a shorthand such as 16x4:t4 or 8x1:v100,8x1:p100, or a YAML/JSON spec `FILE`")
 	fs.StringVar(&c.policies, "policy", defPolicies, "comma-separated policy specs, name[:key=value...], or 'all' (see 'tide policies')")
-	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware) or most-free (default pack; most-free under --preset pollux-artifact)")
+	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware), most-free, or hived[:vc=TENANT@GPUS[@TYPE]/...] (HiveD buddy cells and virtual clusters, docs/fairness.md) (default pack; most-free under --preset pollux-artifact)")
 	fs.StringVar(&c.model, "model", "auto", "performance model: auto, pollux[=DIR], duration, elasticflow=DIR[@TYPE][,DIR@TYPE], gavel=FILE")
 	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured full restarts, 'measured-fast' for those plus fast elastic resizes, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
 	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies); gavel: Gavel's simulator's rounds (360 s, rounds only; see docs/heterogeneity.md)")
