@@ -152,7 +152,7 @@ func typesBySpeed(s *engine.Snapshot, jobs []*engine.Status) []string {
 // selected jobs that have held it least (ties in the given order). A job
 // that fits no type's remaining GPUs waits.
 func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
-	left := s.Cluster.TotalGPUs()
+	left := s.Available("", "")
 	var chosen []*engine.Status
 	for _, st := range order {
 		if st.Job.GPUs <= left {
@@ -163,7 +163,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 	types := typesBySpeed(s, chosen)
 	given := make(map[*engine.Status]string, len(chosen))
 	for _, t := range types {
-		free := s.Cluster.GPUsOfType(t)
+		free := s.Available("", t)
 		byTime := slices.Clone(chosen)
 		slices.SortStableFunc(byTime, func(a, b *engine.Status) int {
 			return cmp.Compare(a.TypeExecuted[t], b.TypeExecuted[t])

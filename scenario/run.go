@@ -111,14 +111,12 @@ func (sc *Scenario) read() (*inputs, error) {
 
 // point is one configuration to run.
 type point struct {
-	spec    cluster.Spec
-	c       *cluster.Cluster
-	jobs    []*job.Job
-	model   perf.Model
-	sites   *sim.Sites
-	param   string
-	value   float64
-	shorthd string
+	c     *cluster.Cluster
+	jobs  []*job.Job
+	model perf.Model
+	sites *sim.Sites
+	param string
+	value float64
 }
 
 func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
