@@ -5,20 +5,25 @@ package place
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
 
-// Lookup returns the placer called name: "pack" (default) or "most-free".
+// Lookup returns the placer called name: "pack" (default), "most-free" or
+// "hived[:vc=TENANT@GPUS[@TYPE]/...]" (HiveD's cells and virtual clusters).
 func Lookup(name string) (engine.Placer, error) {
+	if base, opts, _ := strings.Cut(name, ":"); base == "hived" {
+		return ParseHiveD(opts)
+	}
 	switch name {
 	case "", "pack":
 		return Pack{}, nil
 	case "most-free":
 		return MostFree{}, nil
 	}
-	return nil, fmt.Errorf("unknown placer %q: want pack or most-free", name)
+	return nil, fmt.Errorf("unknown placer %q: want pack, most-free or hived[:vc=TENANT@GPUS/...]", name)
 }
 
 // freeMap tracks free GPUs per node during one placement.
@@ -41,7 +46,7 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 		if a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType {
 			continue
 		}
-		if !a.Fits(c, h) {
+		if !a.Fits(c, h) || (a.Site != "" && c.NodeOf(h[0]).Site != a.Site) {
 			continue
 		}
 		out[a.Job] = h
@@ -161,6 +166,12 @@ func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine
 		}
 		if len(a.Nodes) > 0 {
 			if gs := f.exact(a); gs != nil {
+				out[a.Job] = gs
+			}
+			continue
+		}
+		if len(c.Sites()) > 1 {
+			if gs := f.inSite(a, pick); gs != nil {
 				out[a.Job] = gs
 			}
 			continue
