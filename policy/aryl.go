@@ -172,4 +172,3 @@ func (a *Aryl) ReclaimCost(s *engine.Snapshot, st *engine.Status) float64 {
 	}
 	return float64(len(st.GPUs)) * math.Max(s.Model.Costs(st.Job).Restart, 1)
 }
-

@@ -153,11 +153,11 @@ func largestFirst(run []engine.Assignment) []engine.Assignment {
 // protectTimers follows each inference GPU between rounds: when inference
 // released it and how often inference came back to it while protected.
 type protectTimers struct {
-	seen    bool
-	now     float64
-	down    []bool
-	until   []float64 // protected until this time
-	reuse   []int
+	seen  bool
+	now   float64
+	down  []bool
+	until []float64 // protected until this time
+	reuse []int
 }
 
 // observe records the GPUs inference took or released since the last
