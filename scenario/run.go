@@ -136,7 +136,7 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 	if sc.Model.Edge != nil {
 		lambda = sc.Model.Edge.Lambda
 	}
-	scale := sc.Trace.ArrivalScale
+	scale, dscale := sc.Trace.ArrivalScale, sc.Trace.DeadlineScale
 	faults := sc.Availability.Faults
 	switch param {
 	case "cloud_gpus", "edge_servers", "edge_gpus":
@@ -153,6 +153,11 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "arrival_scale %v: want > 0", v)
 		}
 		scale = v
+	case "deadline_scale":
+		if !(v > 0) {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "deadline_scale %v: want > 0", v)
+		}
+		dscale = v
 	case "mtbf":
 		faults = nil
 		if v > 0 {
@@ -171,7 +176,7 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 	if e := sc.Model.Edge; e != nil {
 		p.model = perf.Scaled{Model: in.model, Type: e.Type, Ref: e.Ref, Lambda: lambda}
 	}
-	p.jobs = sc.jobs(in.jobs, scale)
+	p.jobs = sc.jobs(in.jobs, scale, dscale)
 	has := func(site string) bool { return c.SiteOf(site) != nil }
 	st := &sim.Sites{Migration: sim.Migration{RemoteGiBps: sc.Migration.RemoteGiBps, MemoryGiBps: sc.Migration.MemoryGiBps,
 		LocalGiBps: sc.Migration.LocalGiBps}, CheckpointInterval: sc.Migration.CheckpointInterval}
@@ -242,9 +247,9 @@ func copySpec(s cluster.Spec) cluster.Spec {
 	return out
 }
 
-// jobs copies the trace's jobs with arrivals compressed by scale (deadlines
-// keep their distance from submission) and priority classes drawn.
-func (sc *Scenario) jobs(src []*job.Job, scale float64) []*job.Job {
+// jobs copies the trace's jobs with arrivals compressed by scale, windows
+// (deadline - submission) stretched by dscale, and priority classes drawn.
+func (sc *Scenario) jobs(src []*job.Job, scale, dscale float64) []*job.Job {
 	out := make([]*job.Job, len(src))
 	t0 := 0.0
 	if len(src) > 0 {
@@ -271,7 +276,7 @@ func (sc *Scenario) jobs(src []*job.Job, scale float64) []*job.Job {
 		c := *j
 		c.Submit = (j.Submit - t0) / scale
 		if j.Deadline > 0 {
-			c.Deadline = c.Submit + (j.Deadline - j.Submit)
+			c.Deadline = c.Submit + (j.Deadline-j.Submit)*dscale
 		}
 		if rng != nil {
 			u := rng.Float64()
