@@ -142,7 +142,7 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	f.keepEdge(s, e, js)
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
-	before := countMissing(js)
+	before := countMissing(js, math.MinInt)
 	type cand struct {
 		j     *fjob
 		slack float64
@@ -162,19 +162,18 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			continue
 		}
 		if j.meets {
-			meeting = append(meeting, cand{j, best})
+			// A job that meets its deadline running in the cloud stays:
+			// moving it costs a checkpoint through remote storage and
+			// would undo pullBack.
+			if len(j.st.GPUs) == 0 {
+				meeting = append(meeting, cand{j, best})
+			}
 		} else {
 			missing = append(missing, cand{j, best})
 		}
 	}
 	sort.SliceStable(missing, func(a, b int) bool { return missing[a].slack < missing[b].slack })
-	sort.SliceStable(meeting, func(a, b int) bool {
-		x, y := meeting[a].j, meeting[b].j
-		if rx, ry := len(x.st.GPUs) > 0, len(y.st.GPUs) > 0; rx != ry {
-			return !rx
-		}
-		return cmp.Compare(x.share, y.share) > 0
-	})
+	sort.SliceStable(meeting, func(a, b int) bool { return cmp.Compare(meeting[a].j.share, meeting[b].j.share) > 0 })
 	order := missing
 	if f.Offload == "all" || (f.Offload == "short" && before > 0) {
 		order = append(order, meeting...)
@@ -205,7 +204,7 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	}
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
-	if countMissing(js) <= before {
+	if countMissing(js, math.MinInt) <= before {
 		return
 	}
 	// Offloading made more jobs miss than the cloud alone (a slow edge
@@ -249,4 +248,30 @@ func (e *edges) assign(js []*fjob) []engine.Assignment {
 			Nodes: []engine.NodeGPUs{{Node: n.ID, GPUs: j.edgeGPUs}}})
 	}
 	return out
+}
+
+// pullBack brings jobs on edge servers back to cloud GPUs that would
+// otherwise idle, when that ends them sooner, move included: the paper keeps
+// edge jobs where they are, which leaves the cloud idle once the load falls.
+// Earliest deadlines first.
+func (f *Flow) pullBack(s *engine.Snapshot, free int, js []*fjob) {
+	for _, j := range js {
+		if free <= 0 {
+			return
+		}
+		if j.edge < 0 {
+			continue
+		}
+		g, r := j.level(free)
+		if g == 0 || r <= 0 {
+			continue
+		}
+		edgeEnd, _, ok := f.edgeEnd(s, j, &s.Cluster.Nodes[j.edge])
+		cloudEnd := s.Now + s.Model.Costs(j.st.Job).Resize + f.moveCost(j.st) + j.rem/r
+		if ok && cloudEnd >= edgeEnd {
+			continue
+		}
+		j.edge, j.edgeGPUs, j.now = -1, 0, g
+		free -= g
+	}
 }

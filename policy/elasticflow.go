@@ -415,17 +415,18 @@ func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined 
 			base = append(base, j)
 		}
 	}
-	test(base)
-	missing := countMissing(base)
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
 			continue
 		}
+		// Priority classes: a newcomer may make admitted jobs of a lower
+		// class miss, never those of its own class or above.
+		test(base)
+		missing := countMissing(base, j.st.Job.Priority)
 		trial := insertOrdered(base, j, js)
 		test(trial)
-		if j.meets && countMissing(trial) <= missing {
+		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
 			base = trial
-			missing = countMissing(trial)
 			continue
 		}
 		declined = append(declined, j)
@@ -434,11 +435,12 @@ func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined 
 	return base, declined
 }
 
-// countMissing counts deadline jobs that do not meet their deadline.
-func countMissing(js []*fjob) int {
+// countMissing counts deadline jobs of priority >= prio that do not meet
+// their deadline.
+func countMissing(js []*fjob, prio int) int {
 	n := 0
 	for _, j := range js {
-		if !math.IsInf(j.deadline, 1) && !j.meets {
+		if !math.IsInf(j.deadline, 1) && !j.meets && j.st.Job.Priority >= prio {
 			n++
 		}
 	}
@@ -460,8 +462,9 @@ func insertOrdered(base []*fjob, j *fjob, all []*fjob) []*fjob {
 	return out
 }
 
-// spare hands the cloud GPUs left now to jobs one level step at a time.
-func (f *Flow) spare(free int, js []*fjob) {
+// spare hands the cloud GPUs left now to jobs one level step at a time and
+// returns how many are left.
+func (f *Flow) spare(free int, js []*fjob) int {
 	for free > 0 {
 		var best *fjob
 		bestGain, bestNext := math.Inf(-1), 0
@@ -499,11 +502,12 @@ func (f *Flow) spare(free int, js []*fjob) {
 			}
 		}
 		if best == nil {
-			return
+			return free
 		}
 		free -= bestNext - best.now
 		best.now = bestNext
 	}
+	return free
 }
 
 // Schedule implements engine.Policy.
@@ -530,7 +534,9 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 			used += j.now
 		}
 	}
-	f.spare(c.cap-used, kept)
+	if left := f.spare(c.cap-used, kept); left > 0 && e != nil {
+		f.pullBack(s, left, kept)
+	}
 	plan := engine.Plan{Memo: map[string]engine.Memo{}}
 	for _, j := range declined {
 		plan.Decline = append(plan.Decline, j.st.Job.ID)
