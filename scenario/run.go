@@ -111,14 +111,12 @@ func (sc *Scenario) read() (*inputs, error) {
 
 // point is one configuration to run.
 type point struct {
-	spec    cluster.Spec
-	c       *cluster.Cluster
-	jobs    []*job.Job
-	model   perf.Model
-	sites   *sim.Sites
-	param   string
-	value   float64
-	shorthd string
+	c     *cluster.Cluster
+	jobs  []*job.Job
+	model perf.Model
+	sites *sim.Sites
+	param string
+	value float64
 }
 
 func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
@@ -336,17 +334,21 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", err)
 			}
 			wg.Add(1)
-			go func(i, k int) {
+			go func(i, k int, spec string) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				cfg := sim.Config{Cluster: pt.c, Model: pt.model, Policy: pol, Placer: place.Pack{}, Round: sc.Round,
 					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites}
-				res[i].Runs[k], errs[i*len(sc.Policies)+k] = sim.Run(cfg, jobs)
+				r, err := sim.Run(cfg, jobs)
+				if r != nil {
+					r.Policy = spec // the column shows the knobs too
+				}
+				res[i].Runs[k], errs[i*len(sc.Policies)+k] = r, err
 				if done != nil {
 					done()
 				}
-			}(i, k)
+			}(i, k, spec)
 		}
 	}
 	wg.Wait()

@@ -139,7 +139,6 @@ type sites struct {
 	upGS      []float64
 	allocGS   []float64
 	lastT     float64
-	out       *report.Run
 }
 
 func newSites(cfg Sites, c *cluster.Cluster, jobs int) (*sites, error) {
