@@ -102,13 +102,18 @@ type PerfModel struct {
 	Gamma  float64 `json:"gamma"`
 }
 
-// PerfPoint is the fitted model's prediction on GPUs GPUs of one node.
+// PerfPoint is the fitted model's prediction on GPUs GPUs of one node,
+// with the batch the job would run there: its own, or for a job whose
+// batch the policy adapts, the one of highest predicted goodput.
 type PerfPoint struct {
 	GPUs       int     `json:"gpus"`
+	BatchSize  int     `json:"batch_size"`
 	LocalBsz   int     `json:"local_bsz"`
-	StepTime   float64 `json:"step_time"`  // seconds per step
+	AccumSteps int     `json:"accum_steps,omitempty"`
+	StepTime   float64 `json:"step_time"`  // seconds per optimizer step
 	Throughput float64 `json:"throughput"` // samples per second
-	// Speedup is the goodput relative to one GPU's.
+	// Speedup is the goodput (throughput weighted by the statistical
+	// efficiency of the batch) relative to one GPU's.
 	Speedup float64 `json:"speedup"`
 }
 
@@ -123,6 +128,12 @@ type Attempt struct {
 	// Outcome: running, finished, failed, preempted, resized, cancelled,
 	// lost (gone without an exit code), interrupted (server shutdown).
 	Outcome string `json:"outcome"`
+	// BatchSize is the global batch the attempt was given (jobs with a
+	// batch_size): LocalBsz per GPU in each pass, AccumSteps extra passes
+	// accumulated per optimizer step.
+	BatchSize  int `json:"batch_size,omitempty"`
+	LocalBsz   int `json:"local_bsz,omitempty"`
+	AccumSteps int `json:"accum_steps,omitempty"`
 }
 
 // JobList is GET /v1/jobs.

@@ -146,7 +146,7 @@ func launch(t *testing.T, script string) (*Launch, string) {
 		Env: map[string]string{"FOO": "bar baz"}, Devices: []int{1, 3},
 		CheckpointDir: filepath.Join(dir, "ckpt"), LogFile: filepath.Join(dir, "out.log"),
 		PIDFile: filepath.Join(dir, "a.pid"), ExitFile: filepath.Join(dir, "a.exit"),
-		ReportURL: "http://127.0.0.1:1/v1/jobs/j1/report", ReportToken: "tok"}, dir
+		ReportURL: "http://127.0.0.1:1/v1/jobs/j1/report", ReportToken: "tok", Batch: Batch{Global: 256, LocalBsz: 64, AccumSteps: 1}}, dir
 }
 
 // TestStart runs a command in its own process group with the job's
@@ -171,7 +171,8 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CUDA_VISIBLE_DEVICES=1,3", "TIDE_JOB_ID=j1", "TIDE_ATTEMPT=2", "TIDE_RESTARTS=1", "TIDE_GPUS=2",
-		"TIDE_CHECKPOINT_DIR=" + l.CheckpointDir, "TIDE_REPORT_URL=" + l.ReportURL, "TIDE_REPORT_TOKEN=tok", "FOO=bar baz"} {
+		"TIDE_CHECKPOINT_DIR=" + l.CheckpointDir, "TIDE_REPORT_URL=" + l.ReportURL, "TIDE_REPORT_TOKEN=tok", "FOO=bar baz",
+		"TIDE_BATCH_SIZE=256", "TIDE_LOCAL_BSZ=64", "TIDE_ACCUM_STEPS=1"} {
 		if !strings.Contains(string(env), want+"\n") {
 			t.Errorf("environment lacks %s:\n%s", want, env)
 		}

@@ -15,7 +15,7 @@ func init() {
 		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
 			"in round-robin quanta; migration to consolidate fragmented jobs",
 		Knobs: "preset=paper (paper: quantum 60 s, migrate=true, rotate=false; gavel: Gavel's model of Gandiva, " +
-			"quantum 360 s, rotate=true, migrate=false — run it with --round 360 --on-events=false); " +
+			"quantum 360 s, rotate=true, migrate=false — run it with --preset gavel: 360 s rounds, none at events); " +
 			"quantum=S: seconds a running job keeps its GPUs while others wait before it is suspended; " +
 			"rotate=B: give every job an equal share of time on each GPU type (fastest type first to the job " +
 			"that has had least of it) instead of leaving it where it runs; " +
@@ -152,7 +152,7 @@ func typesBySpeed(s *engine.Snapshot, jobs []*engine.Status) []string {
 // selected jobs that have held it least (ties in the given order). A job
 // that fits no type's remaining GPUs waits.
 func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
-	left := s.Cluster.TotalGPUs()
+	left := s.Available("", "")
 	var chosen []*engine.Status
 	for _, st := range order {
 		if st.Job.GPUs <= left {
@@ -163,7 +163,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 	types := typesBySpeed(s, chosen)
 	given := make(map[*engine.Status]string, len(chosen))
 	for _, t := range types {
-		free := s.Cluster.GPUsOfType(t)
+		free := s.Available("", t)
 		byTime := slices.Clone(chosen)
 		slices.SortStableFunc(byTime, func(a, b *engine.Status) int {
 			return cmp.Compare(a.TypeExecuted[t], b.TypeExecuted[t])

@@ -46,9 +46,10 @@ import (
 //   - Jobs with no allocation on a type may still run on it when GPUs of
 //     that type would otherwise idle, except under FIFO (ZeroPriorityWaits).
 //
-// Run it with --round 360 --on-events=false to reproduce Gavel's rounds: the
-// policy itself only sees the snapshots it is handed, and measures received
-// time from engine.Status.TypeExecuted, so other round lengths work too.
+// Run it with --preset gavel (--round 360 --on-events=false) to reproduce
+// Gavel's rounds: the policy itself only sees the snapshots it is handed,
+// and measures received time from engine.Status.TypeExecuted, so other
+// round lengths work too.
 //
 // The policy keeps per-job state between rounds (time received at the last
 // recomputation, allocation, deficits): it is a deterministic function of
@@ -117,7 +118,7 @@ type gavelAllocator interface {
 func (g *Gavel) Name() string { return g.name }
 
 // gavelKnobs are the knobs every Gavel policy takes.
-const gavelKnobs = "round=360: round length, s (run with --round 360 --on-events=false); " +
+const gavelKnobs = "round=360: round length, s (run with --preset gavel: 360 s rounds, none at events); " +
 	"reset=1920: minimum seconds between two recomputations of the allocation (Gavel's simulator; 0 = at every arrival and completion); " +
 	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
 

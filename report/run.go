@@ -56,6 +56,11 @@ type Sample struct {
 	Useful    int     `json:"useful_gpus"`    // GPUs held by jobs that are making progress
 	Queued    int     `json:"queued"`         // jobs submitted and waiting (pending or preempted)
 	Running   int     `json:"running"`        // jobs holding GPUs
+	// Tenants is the GPUs held per tenant ("" = jobs with no tenant),
+	// recorded when the trace has more than one tenant, nil otherwise.
+	Tenants map[string]int `json:"tenant_gpus,omitempty"`
+	// Fragmented is the free GPUs no waiting job fits (see Fragmented).
+	Fragmented int `json:"fragmented_gpus,omitempty"`
 }
 
 // Run is one policy replayed over one trace.

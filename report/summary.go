@@ -80,6 +80,9 @@ type Summary struct {
 	// Priorities is the deadline-met fraction per priority class; absent
 	// when every job has the same priority.
 	Priorities []PriorityMet `json:"priorities,omitempty"`
+	// Fairness holds finish-time fairness, Jain's index, per-tenant
+	// shares and fragmentation (fairness.go).
+	Fairness *FairnessSummary `json:"fairness,omitempty"`
 }
 
 // window returns the half-open range of job indices that count in r.
@@ -229,6 +232,7 @@ func Summarize(r *Run) Summary {
 	}
 	s.Sites = summarizeSites(r)
 	s.Priorities = summarizePriorities(r)
+	s.Fairness = summarizeFairness(r)
 	return s
 }
 

@@ -166,6 +166,9 @@ func TestBadInput(t *testing.T) {
 		{"retries", `{"command": ["true"], "gpus": 1, "max_retries": 1000}`, 400, "max_retries", "0 to 100"},
 		{"nul in arg", `{"command": ["true", "a\u0000b"], "gpus": 1}`, 400, "command", "NUL"},
 		{"huge number", `{"command": ["true"], "gpus": 1e40}`, 400, "gpus", "want a number"},
+		{"max batch without batch", `{"command": ["true"], "gpus": 1, "max_batch_size": 512}`, 400, "max_batch_size", "needs batch_size"},
+		{"max batch below batch", `{"command": ["true"], "gpus": 1, "batch_size": 256, "max_batch_size": 128}`, 400, "max_batch_size", "at least batch_size (256)"},
+		{"negative local batch", `{"command": ["true"], "gpus": 1, "max_local_bsz": -1}`, 400, "max_local_bsz", ">= 0"},
 		{"oversized", `{"command": ["true"], "gpus": 1, "name": "` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, 413, "", "over"},
 	}
 	for _, tc := range tests {

@@ -239,7 +239,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 	s.jobs[rec.ID] = lj
 	s.order = append(s.order, lj)
 	s.metrics.counters["submitted"]++
-	j, err := spec.Job(rec.ID, now)
+	j, err := s.specJob(&spec, rec.ID, now)
 	if err == nil {
 		_, err = s.eng.Submit(j)
 	}
@@ -601,7 +601,8 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 			if out == "" {
 				out = a.Phase
 			}
-			va := api.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), PID: a.PID, Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out}
+			va := api.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), PID: a.PID, Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out,
+				BatchSize: a.BatchSize, LocalBsz: a.LocalBsz, AccumSteps: a.AccumSteps}
 			if a.ExitCode != nil {
 				c := *a.ExitCode
 				va.ExitCode = &c

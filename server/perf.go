@@ -1,10 +1,11 @@
 package server
 
 import (
-	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/localexec"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/store"
 )
@@ -23,6 +24,9 @@ func (s *Server) learn(lj *liveJob, rep *api.Report) {
 		}
 		reps = max(reps, 1)
 		local := rep.LocalBsz
+		if local == 0 && lj.att != nil {
+			local = r.Attempts[lj.att.n-1].LocalBsz // the batch it was given
+		}
 		if local == 0 && r.Spec.BatchSize > 0 {
 			local = max(1, r.Spec.BatchSize/reps)
 		}
@@ -72,19 +76,66 @@ func (s *Server) hint(lj *liveJob) {
 }
 
 // gradLimits are a job's gradient statistics and batch limits for its
-// goodput model: the job keeps its batch size (tide serve does not choose
-// it), which is the spec's batch_size, else the first observed global one.
+// goodput model. The initial batch is the spec's batch_size, else the
+// first observed global one. A job whose batch the policy adapts may grow
+// it to max_batch_size, with accumulation steps where a pass would exceed
+// max_local_bsz; any other job keeps its batch.
 func (s *Server) gradLimits(lj *liveJob) (goodput.Grad, goodput.Limits) {
 	var g goodput.Grad
 	if p := lj.rec.Perf; p != nil {
 		g = goodput.Grad{Sqr: p.GradSqr, Var: p.GradVar}
 	}
-	init := lj.rec.Spec.BatchSize
+	spec := &lj.rec.Spec
+	init := spec.BatchSize
 	if obs := lj.agent.Observations(); init <= 0 && len(obs) > 0 {
 		init = obs[0].LocalBsz * obs[0].Replicas
 	}
-	return g, goodput.Limits{InitBatch: init, MaxBatch: init}
+	l := goodput.Limits{InitBatch: init, MaxBatch: init}
+	if lj.j != nil && lj.j.AdaptBatch {
+		l.MaxBatch, l.MaxLocal, l.Accumulation = spec.MaxBatchSize, spec.MaxLocalBsz, true
+	}
+	return g, l
 }
+
+// specJob is the scheduler's job for a spec: the job adapts its batch size
+// when it allows a range of them and the policy adapts batch sizes.
+func (s *Server) specJob(spec *api.JobSpec, id string, submit float64) (*job.Job, error) {
+	j, err := spec.Job(id, submit)
+	if err != nil {
+		return nil, err
+	}
+	j.AdaptBatch = s.adapt && spec.MaxBatchSize > spec.BatchSize
+	return j, nil
+}
+
+// batchFor is the batch configuration of a launch of lj on replicas GPUs
+// (the zero Batch for a job without a batch size). An adaptive job with a
+// fitted model gets the configuration of highest predicted goodput, as the
+// simulator's agents choose one at each (re)start; any other job its own
+// batch, split into accumulation steps where a pass would exceed
+// max_local_bsz. Under mu.
+func (s *Server) batchFor(lj *liveJob, replicas int) localexec.Batch {
+	spec := &lj.rec.Spec
+	if spec.BatchSize <= 0 || replicas < 1 {
+		return localexec.Batch{}
+	}
+	if lj.j != nil && lj.j.AdaptBatch {
+		if st := s.eng.Job(lj.rec.ID); st != nil && st.Hints != nil {
+			if c := st.Hints.Function().Optimize(1, replicas); c.Goodput > 0 {
+				return localexec.Batch{Global: c.Batch(replicas), LocalBsz: c.LocalBsz, AccumSteps: c.AccumSteps}
+			}
+		}
+	}
+	local := divUp(spec.BatchSize, replicas)
+	accum := 0
+	if spec.MaxLocalBsz > 0 {
+		accum = divUp(local, spec.MaxLocalBsz) - 1
+	}
+	local = divUp(local, accum+1)
+	return localexec.Batch{Global: replicas * local * (accum + 1), LocalBsz: local, AccumSteps: accum}
+}
+
+func divUp(a, b int) int { return (a + b - 1) / b }
 
 // perfView is the API's view of what the job's reports taught the model.
 // Under mu.
@@ -112,12 +163,16 @@ func (s *Server) perfView(lj *liveJob) *api.JobPerf {
 	f := h.Function()
 	var base float64
 	for _, n := range perfCounts(lj.rec.Spec, p.Observations) {
-		local := int(math.Ceil(float64(l.InitBatch) / float64(n)))
-		gp := f.Goodput(1, n, local, 0)
+		b := s.batchFor(lj, n)
+		if b.Global == 0 { // no batch_size: the first observed batch
+			b = localexec.Batch{Global: l.InitBatch, LocalBsz: divUp(l.InitBatch, n)}
+		}
+		gp := f.Goodput(1, n, b.LocalBsz, b.AccumSteps)
 		if n == 1 {
 			base = gp
 		}
-		pt := api.PerfPoint{GPUs: n, LocalBsz: local, StepTime: m.StepTime(1, n, local), Throughput: f.Throughput(1, n, local, 0)}
+		pt := api.PerfPoint{GPUs: n, BatchSize: b.Global, LocalBsz: b.LocalBsz, AccumSteps: b.AccumSteps,
+			StepTime: m.IterTime(1, n, b.LocalBsz, b.AccumSteps), Throughput: f.Throughput(1, n, b.LocalBsz, b.AccumSteps)}
 		if base > 0 {
 			pt.Speedup = gp / base
 		}

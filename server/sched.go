@@ -302,7 +302,9 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: r.Spec.Env,
 		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
 		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
-		ReportToken: tok, ReportFile: s.reportFile(r.ID)}
+		ReportToken: tok, ReportFile: s.reportFile(r.ID), Batch: s.batchFor(a.lj, len(a.devs))}
+	ra := &r.Attempts[a.n-1]
+	ra.BatchSize, ra.LocalBsz, ra.AccumSteps = l.Batch.Global, l.Batch.LocalBsz, l.Batch.AccumSteps
 	if s.report != "" {
 		l.ReportURL = s.report + "/v1/jobs/" + r.ID + "/report"
 	}

@@ -94,6 +94,7 @@ type Server struct {
 	gpus       []localexec.GPU
 	policyName string
 	placerName string
+	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
 	log        *slog.Logger
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
@@ -218,10 +219,13 @@ func (s *Server) setup() error {
 		return err
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Seq < recs[b].Seq })
+	if info, ok := policy.Lookup(s.cfg.Policy); ok {
+		s.adapt = info.AdaptBatch
+	}
 	// The policy may learn the jobs known at start (Tiresias' trace order).
 	var known []*job.Job
 	for _, r := range recs {
-		if j, err := r.Spec.Job(r.ID, r.Submitted); err == nil {
+		if j, err := s.specJob(&r.Spec, r.ID, r.Submitted); err == nil {
 			known = append(known, j)
 		}
 	}
@@ -332,7 +336,7 @@ func (s *Server) recover(r *store.Job) {
 		}
 		return
 	}
-	j, err := r.Spec.Job(r.ID, r.Submitted)
+	j, err := s.specJob(&r.Spec, r.ID, r.Submitted)
 	if err == nil {
 		_, err = s.eng.Submit(j)
 	}

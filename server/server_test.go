@@ -395,3 +395,50 @@ func metricValue(t *testing.T, scrape, name string) float64 {
 	t.Fatalf("no %s in the metrics:\n%s", name, scrape)
 	return 0
 }
+
+// TestPolluxAdaptsBatch: a job that allows a range of batch sizes gets,
+// at each launch under Pollux, the batch of highest predicted goodput on
+// its GPUs, which its reported gradient statistics decide: with a large
+// gradient noise scale a larger batch trains as well per sample and runs
+// faster, with a small one it wastes samples. The job starts on 1 GPU with
+// its own batch (64), reports, and is grown to 2 GPUs with the batch its
+// noise scale calls for.
+func TestPolluxAdaptsBatch(t *testing.T) {
+	for _, tc := range []struct {
+		noise            string
+		minBatch, maxBat int // the batch the second attempt must get
+	}{
+		{"1000000", 512, 1024},
+		{"16", 64, 64},
+	} {
+		t.Run("noise scale "+tc.noise, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Policy = "pollux:restart_penalty=0"
+			ts := startServer(t, cfg)
+			s := countSpec(2, 100000, 0, "-step-time", "2ms", "-batch", "64", "-sample-time", "500us", "-sync-time", "1ms", "-noise-scale", tc.noise)
+			s.MinGPUs, s.MaxGPUs, s.BatchSize, s.MaxBatchSize, s.EstimateS = 1, 2, 64, 1024, 3600
+			j := submit(t, ts.admin, s)
+			j = waitJob(t, ts.admin, j.ID, 20*time.Second, "relaunched on 2 GPUs", func(j *api.Job) bool {
+				return len(j.Attempts) >= 2 && j.Attempts[1].PID > 0 && j.Perf != nil && len(j.Perf.Observations) == 2
+			})
+			a1, a2 := j.Attempts[0], j.Attempts[1]
+			if len(a1.GPUs) != 1 || a1.BatchSize != 64 || a1.LocalBsz != 64 || a1.AccumSteps != 0 {
+				t.Errorf("first attempt %+v: want 1 GPU with the job's own batch 64", a1)
+			}
+			if len(a2.GPUs) != 2 || a2.BatchSize < tc.minBatch || a2.BatchSize > tc.maxBat || a2.BatchSize != 2*a2.LocalBsz*(a2.AccumSteps+1) {
+				t.Errorf("second attempt %+v: want 2 GPUs with a batch in [%d, %d]", a2, tc.minBatch, tc.maxBat)
+			}
+			t.Logf("attempts %+v", j.Attempts)
+			// The job ran the batch it was given, and reported it.
+			if o := j.Perf.Observations[1]; o.Replicas != 2 || o.LocalBsz != a2.LocalBsz {
+				t.Errorf("observation on 2 GPUs %+v, attempt %+v", o, a2)
+			}
+			if line := lineWith(logs(t, ts.admin, j.ID), fmt.Sprintf("countjob: batch %d (%d per GPU on 2 GPUs", a2.BatchSize, a2.LocalBsz)); line == "" {
+				t.Errorf("the job did not use its batch:\n%s", logs(t, ts.admin, j.ID))
+			}
+			if _, err := ts.admin.Cancel(context.Background(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -131,6 +131,10 @@ type simulator struct {
 	done    int
 	nEvents int
 	st      *sites // multi-site state; nil without Config.Sites
+
+	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
+	// per-tenant GPUs are sampled only for several (fairness.go).
+	multiTenant int
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
@@ -305,6 +309,7 @@ func (s *simulator) schedule(t float64) error {
 		if err := s.eng.Report(r.st.Job.ID, r.progress); err != nil {
 			return err
 		}
+		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
 	if err != nil {
@@ -476,10 +481,11 @@ func (s *simulator) complete(r *running, t float64) {
 // sample appends the cluster state at t to the timeline when it changed.
 func (s *simulator) sample(t float64) {
 	smp := report.Sample{T: t, Allocated: s.alloc, Useful: s.useful, Queued: s.active - s.nrun, Running: s.nrun}
+	s.fairSample(&smp)
 	tl := s.out.Timeline
 	if n := len(tl); n > 0 {
 		last := tl[n-1]
-		if last.Allocated == smp.Allocated && last.Useful == smp.Useful && last.Queued == smp.Queued && last.Running == smp.Running {
+		if last.Same(&smp) {
 			return
 		}
 		if last.T == t {

@@ -130,6 +130,11 @@ type Attempt struct {
 	Outcome    string  `json:"outcome,omitempty"` // see api.Attempt
 	// Stop is why tide is stopping it (preempt, resize, cancel, ...).
 	Stop string `json:"stop,omitempty"`
+	// The batch configuration the attempt was given, for jobs with a
+	// batch size (api.Attempt).
+	BatchSize  int `json:"batch_size,omitempty"`
+	LocalBsz   int `json:"local_bsz,omitempty"`
+	AccumSteps int `json:"accum_steps,omitempty"`
 }
 
 // Last returns the job's latest attempt, or nil.

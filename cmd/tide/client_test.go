@@ -28,12 +28,12 @@ func TestJobShowsPerf(t *testing.T) {
 	out := cli(t, s, tok, "job", id)
 	for _, want := range []string{
 		"Gradients:  noise scale 500 samples",
-		"Performance (goodput model fitted to 3 observed configurations, on 1, 2, 4 GPUs):",
-		"GPUS  STEP     SAMPLES/S  SPEEDUP  OBSERVED STEP",
+		"Performance (goodput model fitted to 3 observed configurations, on 1, 2, 4 GPUs; predictions for one node):",
+		"GPUS  BATCH        STEP     SAMPLES/S  SPEEDUP  OBSERVED STEP",
 		// 2 ms + 64 x 0.5 ms on one GPU; 2 + 32 x 0.5 + 1 ms on two.
-		"1     0.034 s  1882       1.00x    0.034 s (batch 64/GPU)",
-		"2     0.019 s  3368       1.79x    0.019 s (batch 32/GPU)",
-		"4     0.011 s  5818       3.09x    0.011 s (batch 16/GPU)",
+		"1     64 (64/GPU)  0.034 s  1882       1.00x    0.034 s (64/GPU)",
+		"2     64 (32/GPU)  0.019 s  3368       1.79x    0.019 s (32/GPU)",
+		"4     64 (16/GPU)  0.011 s  5818       3.09x    0.011 s (16/GPU)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tide job lacks %q:\n%s", want, out)
