@@ -367,3 +367,26 @@ func TestGavelDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Between its rounds a Gavel policy keeps its plan, even when the engine
+// asks more often: with engine rounds every 60 s and at every event, b,
+// arriving at 100 s while a runs, starts at the policy's next round, 360 s.
+// On an idle cluster a job starts at once.
+func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
+	pl, err := place.Lookup("pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []*job.Job{
+		enginetest.Job("a").Seconds(1000).Obj(),
+		enginetest.Job("b").At(100).Seconds(100).Obj(),
+	}
+	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x1:v100"), Model: perf.Duration{},
+		Policy: mustParse(t, "fifo-perf:reset=0", Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := r.Jobs[0], r.Jobs[1]; a.Start != 0 || b.Start != 360 {
+		t.Errorf("a starts at %v (want 0, idle cluster), b at %v (want 360, the next round)", a.Start, b.Start)
+	}
+}
