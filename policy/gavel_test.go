@@ -3,7 +3,10 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -388,5 +391,30 @@ func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
 	}
 	if a, b := r.Jobs[0], r.Jobs[1]; a.Start != 0 || b.Start != 360 {
 		t.Errorf("a starts at %v (want 0, idle cluster), b at %v (want 360, the next round)", a.Start, b.Start)
+	}
+}
+
+// Without GLPK the LP policies refuse to start, saying what to install; the
+// FIFO ones, which solve nothing, still work. Checked in a child process
+// with TIDE_GLPK_LIB pointing nowhere.
+func TestGavelWithoutGLPK(t *testing.T) {
+	if os.Getenv("TIDE_POLICY_CHILD") == "1" {
+		for _, spec := range []string{"gavel-las", "gavel-makespan", "gavel-ftf", "gavel-throughput"} {
+			_, err := Parse(spec, Context{})
+			if err == nil || !strings.Contains(err.Error(), "apt-get install libglpk40") {
+				t.Errorf("%s without GLPK: %v", spec, err)
+			}
+		}
+		for _, spec := range []string{"fifo-perf", "gavel-fifo"} {
+			if _, err := Parse(spec, Context{}); err != nil {
+				t.Errorf("%s without GLPK: %v", spec, err)
+			}
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGavelWithoutGLPK$", "-test.v")
+	cmd.Env = append(os.Environ(), "TIDE_POLICY_CHILD=1", "TIDE_GLPK_LIB=/nonexistent/libglpk.so.40")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
