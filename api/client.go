@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,6 +61,11 @@ func (c *Client) request(ctx context.Context, method, path string, body any) (*h
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ctx.Err() == nil {
+			// Say which server, once: url.Error repeats the method and URL.
+			return nil, fmt.Errorf("cannot reach tide serve at %s (%s %s): %w", c.base, method, path, ue.Err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", method, c.base+path, err)
 	}
 	if resp.StatusCode >= 300 {

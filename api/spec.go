@@ -78,6 +78,14 @@ type JobSpec struct {
 	// BatchSize is the job's global batch size, samples (0 = unknown); it
 	// sets the batch limits of the goodput model fitted from its reports.
 	BatchSize int `json:"batch_size,omitempty" yaml:"batch_size"`
+	// MaxBatchSize, above BatchSize, lets a policy that adapts batch sizes
+	// (Pollux) choose the job's global batch, between BatchSize and it, at
+	// each launch ($TIDE_BATCH_SIZE, $TIDE_LOCAL_BSZ, $TIDE_ACCUM_STEPS).
+	MaxBatchSize int `json:"max_batch_size,omitempty" yaml:"max_batch_size"`
+	// MaxLocalBsz is the largest per-GPU batch that fits in a GPU's
+	// memory (0 = no limit); a larger one is split into gradient
+	// accumulation steps.
+	MaxLocalBsz int `json:"max_local_bsz,omitempty" yaml:"max_local_bsz"`
 	// Tenant submits on behalf of a tenant; only the admin may set it.
 	Tenant string `json:"tenant,omitempty" yaml:"tenant"`
 }
@@ -254,6 +262,17 @@ func (s *JobSpec) Validate() []FieldError {
 	}
 	if s.BatchSize < 0 {
 		add("batch_size", "want >= 0, got %d", s.BatchSize)
+	}
+	switch {
+	case s.MaxBatchSize < 0:
+		add("max_batch_size", "want >= 0, got %d", s.MaxBatchSize)
+	case s.MaxBatchSize > 0 && s.BatchSize <= 0:
+		add("max_batch_size", "needs batch_size, the batch the job starts with")
+	case s.MaxBatchSize > 0 && s.MaxBatchSize < s.BatchSize:
+		add("max_batch_size", "want at least batch_size (%d), got %d", s.BatchSize, s.MaxBatchSize)
+	}
+	if s.MaxLocalBsz < 0 {
+		add("max_local_bsz", "want >= 0, got %d", s.MaxLocalBsz)
 	}
 	if len(s.Tenant) > maxName || (s.Tenant != "" && !TenantName(s.Tenant)) {
 		add("tenant", "want letters, digits, '-', '_' or '.', got %q", s.Tenant)

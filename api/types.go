@@ -48,6 +48,73 @@ type Job struct {
 	// Reason says why a job failed or was cancelled.
 	Reason   string    `json:"reason,omitempty"`
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Perf is what tide learned from the step times and gradient
+	// statistics the job reported: the goodput model elastic policies
+	// read. Absent until the job reports either; only GET /v1/jobs/{id}
+	// includes it.
+	Perf *JobPerf `json:"perf,omitempty"`
+}
+
+// JobPerf is the goodput model (Pollux's, package perf/goodput) fitted to
+// a job's reports, as the scheduler sees it.
+type JobPerf struct {
+	// Observations are the configurations the job reported a step time
+	// on, one each (the first report of a configuration counts).
+	Observations []PerfObservation `json:"observations,omitempty"`
+	// Model is the fitted throughput model's parameters; absent without
+	// observations.
+	Model *PerfModel `json:"model,omitempty"`
+	// Predicted is what the fitted model predicts on one node, with the
+	// job's batch size, for 1, 2, 4, ... GPUs up to the job's maximum and
+	// for the GPU counts observed.
+	Predicted []PerfPoint `json:"predicted,omitempty"`
+	// GradSqr and GradVar are the latest gradient statistics reported;
+	// NoiseScale is the gradient noise scale they imply, samples
+	// (GradVar/GradSqr x the initial batch size): batches well below it
+	// train as efficiently per sample as the initial one.
+	GradSqr    float64 `json:"grad_sqr,omitempty"`
+	GradVar    float64 `json:"grad_var,omitempty"`
+	NoiseScale float64 `json:"noise_scale,omitempty"`
+}
+
+// PerfObservation is one measured configuration: seconds per optimizer
+// step and its compute part, on Replicas GPUs over Nodes nodes with
+// LocalBsz samples per GPU.
+type PerfObservation struct {
+	Nodes       int     `json:"nodes"`
+	Replicas    int     `json:"replicas"`
+	LocalBsz    int     `json:"local_bsz"`
+	StepTime    float64 `json:"step_time"`
+	ComputeTime float64 `json:"compute_time"`
+}
+
+// PerfModel is the throughput model (goodput.Params), seconds:
+// T_compute = alpha_c + beta_c x local batch; the network time is
+// alpha_n + beta_n x (replicas-2) across nodes, alpha_r + beta_r x
+// (replicas-2) on one node; gamma in [1, 10] is how much they overlap.
+type PerfModel struct {
+	AlphaC float64 `json:"alpha_c"`
+	BetaC  float64 `json:"beta_c"`
+	AlphaN float64 `json:"alpha_n"`
+	BetaN  float64 `json:"beta_n"`
+	AlphaR float64 `json:"alpha_r"`
+	BetaR  float64 `json:"beta_r"`
+	Gamma  float64 `json:"gamma"`
+}
+
+// PerfPoint is the fitted model's prediction on GPUs GPUs of one node,
+// with the batch the job would run there: its own, or for a job whose
+// batch the policy adapts, the one of highest predicted goodput.
+type PerfPoint struct {
+	GPUs       int     `json:"gpus"`
+	BatchSize  int     `json:"batch_size"`
+	LocalBsz   int     `json:"local_bsz"`
+	AccumSteps int     `json:"accum_steps,omitempty"`
+	StepTime   float64 `json:"step_time"`  // seconds per optimizer step
+	Throughput float64 `json:"throughput"` // samples per second
+	// Speedup is the goodput (throughput weighted by the statistical
+	// efficiency of the batch) relative to one GPU's.
+	Speedup float64 `json:"speedup"`
 }
 
 // Attempt is one launch of a job's command.
@@ -61,6 +128,12 @@ type Attempt struct {
 	// Outcome: running, finished, failed, preempted, resized, cancelled,
 	// lost (gone without an exit code), interrupted (server shutdown).
 	Outcome string `json:"outcome"`
+	// BatchSize is the global batch the attempt was given (jobs with a
+	// batch_size): LocalBsz per GPU in each pass, AccumSteps extra passes
+	// accumulated per optimizer step.
+	BatchSize  int `json:"batch_size,omitempty"`
+	LocalBsz   int `json:"local_bsz,omitempty"`
+	AccumSteps int `json:"accum_steps,omitempty"`
 }
 
 // JobList is GET /v1/jobs.

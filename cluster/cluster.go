@@ -25,17 +25,20 @@ const (
 
 // Node is one machine.
 type Node struct {
-	ID      int     // dense index into Cluster.Nodes
-	Name    string  // unique, e.g. "cloud/rack-0/node-3"
-	Site    string  // site name
-	Rack    string  // rack name, unique within the cluster
-	GPUType string  // lower-case GPU model, e.g. "t4"
-	GPUs    int     // GPUs on this node (>= 0)
-	GPUMem  float64 // memory per GPU, GiB
-	CPUs    int     // CPU cores, 0 when unknown
-	MemGiB  float64 // host memory, GiB, 0 when unknown
-	First   GPUID   // id of this node's first GPU; its GPUs are First .. First+GPUs-1
-	RackIdx int     // dense rack index, for topology-aware placement
+	ID   int    // dense index into Cluster.Nodes
+	Name string // unique, e.g. "cloud/rack-0/node-3"
+	Site string // site name
+	// SiteKind is the kind of the node's site: SiteCloud (also for ""),
+	// SiteEdge or SiteInference.
+	SiteKind string
+	Rack     string  // rack name, unique within the cluster
+	GPUType  string  // lower-case GPU model, e.g. "t4"
+	GPUs     int     // GPUs on this node (>= 0)
+	GPUMem   float64 // memory per GPU, GiB
+	CPUs     int     // CPU cores, 0 when unknown
+	MemGiB   float64 // host memory, GiB, 0 when unknown
+	First    GPUID   // id of this node's first GPU; its GPUs are First .. First+GPUs-1
+	RackIdx  int     // dense rack index, for topology-aware placement
 }
 
 // Cluster is an immutable set of nodes.
@@ -45,6 +48,36 @@ type Cluster struct {
 	racks []string
 	types []string
 	count map[string]int // GPU type -> GPUs
+	sites []Site
+}
+
+// Site is one site of a cluster: a cloud GPU cluster, a set of edge servers
+// or an inference pool.
+type Site struct {
+	Name  string
+	Kind  string // SiteCloud, SiteEdge or SiteInference
+	Nodes []int  // node ids, ascending
+	GPUs  int
+}
+
+// Sites lists the cluster's sites in the order their first node appears.
+func (c *Cluster) Sites() []Site { return c.sites }
+
+// SiteOf returns the site called name, or nil.
+func (c *Cluster) SiteOf(name string) *Site {
+	if i := c.siteIdx(name); i >= 0 {
+		return &c.sites[i]
+	}
+	return nil
+}
+
+func (c *Cluster) siteIdx(name string) int {
+	for i := range c.sites {
+		if c.sites[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // New builds a cluster from nodes, assigning ids, GPU ranges and rack indexes.
@@ -54,6 +87,7 @@ func New(nodes []Node) (*Cluster, error) {
 	rackIdx := map[string]int{}
 	names := map[string]bool{}
 	typeSet := map[string]bool{}
+	siteKind := map[string]string{}
 	next := GPUID(0)
 	for i, n := range nodes {
 		if n.GPUs < 0 {
@@ -73,6 +107,17 @@ func New(nodes []Node) (*Cluster, error) {
 		if n.Site == "" {
 			n.Site = "default"
 		}
+		if n.SiteKind == "" {
+			n.SiteKind = SiteCloud
+		}
+		if k, ok := siteKind[n.Site]; ok && k != n.SiteKind {
+			return nil, fmt.Errorf("node %q: site %q is both %s and %s", n.Name, n.Site, k, n.SiteKind)
+		} else if !ok {
+			siteKind[n.Site] = n.SiteKind
+			c.sites = append(c.sites, Site{Name: n.Site, Kind: n.SiteKind})
+		}
+		c.sites[c.siteIdx(n.Site)].Nodes = append(c.sites[c.siteIdx(n.Site)].Nodes, i)
+		c.sites[c.siteIdx(n.Site)].GPUs += n.GPUs
 		if n.Rack == "" {
 			n.Rack = n.Site + "/rack-0"
 		}

@@ -95,6 +95,10 @@ func (s *Spec) Build() (*Cluster, error) {
 		default:
 			return nil, fmt.Errorf("cluster spec: sites[%d].kind: %q is not one of cloud, edge, inference", si, site.Kind)
 		}
+		kind := site.Kind
+		if kind == "" {
+			kind = SiteCloud
+		}
 		racks := site.Racks
 		if len(site.Nodes) > 0 {
 			racks = append([]RackSpec{{Name: "rack-0", Nodes: site.Nodes}}, racks...)
@@ -146,14 +150,15 @@ func (s *Spec) Build() (*Cluster, error) {
 				inRack[rackName] += count
 				for k := 0; k < count; k++ {
 					nodes = append(nodes, Node{
-						Name:    fmt.Sprintf("%s/node-%d", rackName, first+k),
-						Site:    site.Name,
-						Rack:    rackName,
-						GPUType: t,
-						GPUs:    ns.GPUs,
-						GPUMem:  mem,
-						CPUs:    ns.CPUs,
-						MemGiB:  ns.MemGiB,
+						Name:     fmt.Sprintf("%s/node-%d", rackName, first+k),
+						Site:     site.Name,
+						SiteKind: kind,
+						Rack:     rackName,
+						GPUType:  t,
+						GPUs:     ns.GPUs,
+						GPUMem:   mem,
+						CPUs:     ns.CPUs,
+						MemGiB:   ns.MemGiB,
 					})
 				}
 			}

@@ -53,6 +53,11 @@ type Status struct {
 	Attained float64 // GPU-seconds held so far
 	Executed float64 // seconds holding GPUs so far
 	Waited   float64 // seconds spent waiting (pending or preempted)
+	// TypeExecuted is the seconds held on each GPU type so far (nil until
+	// the job first runs): heterogeneity-aware policies (Gavel, Gandiva's
+	// rotation across types, Gandiva_fair) read how much of each type a job
+	// received. Readers must not modify it.
+	TypeExecuted map[string]float64
 
 	FirstStart float64 // first start time, -1 if never
 	LastStart  float64 // last start, restart or resize time, -1 if never
@@ -89,6 +94,11 @@ type Snapshot struct {
 	// GPUsPerNode is the largest GPU count of any node per GPU type, to shape
 	// predictions (perf.Packed).
 	GPUsPerNode map[string]int
+	// Down marks, per GPU, the GPUs that are not available to training now
+	// (taken back by inference, an edge server that is busy, a failed
+	// node); nil when every GPU is up. The placer never hands them out.
+	// See Available and UpGPUs.
+	Down []bool
 }
 
 // Remaining predicts the seconds st needs to finish on n packed GPUs of type
@@ -108,6 +118,9 @@ type Assignment struct {
 	Job     string // job ID
 	GPUs    int    // how many, within the job's [MinGPUs, MaxGPUs]
 	GPUType string // "" = any type (the placer picks)
+	// Site, when set, is the site the job must run in. Whether set or not,
+	// a job never spans sites, and on an edge site it uses one server.
+	Site string
 	// Nodes, when set, is the exact shape the policy wants (Pollux chooses
 	// nodes itself): GPUs on each listed node, summing to GPUs. A placer
 	// honours it or leaves the job unplaced; a job already holding this
@@ -150,6 +163,9 @@ func (a *Assignment) Fits(c *cluster.Cluster, gs []cluster.GPUID) bool {
 type Plan struct {
 	Run  []Assignment    // most important first; the placer honours this order
 	Memo map[string]Memo // updated policy memos by job ID
+	// Decline lists waiting jobs the policy refuses at admission (they
+	// cannot meet their deadline): they end in state declined and never run.
+	Decline []string
 }
 
 // Policy decides who runs. Schedule must be deterministic: the same snapshot
@@ -180,6 +196,7 @@ const (
 	Restart ChangeKind = "restart" // relaunch after a preemption
 	Resize  ChangeKind = "resize"  // different GPUs while running
 	Preempt ChangeKind = "preempt" // stop, keeping the checkpoint
+	Decline ChangeKind = "decline" // refused at admission; the job is over
 )
 
 // Change is one thing the executor must do.
@@ -207,6 +224,8 @@ type Engine struct {
 	owner   []*Status // GPU -> holder
 	rounds  int
 	perNode map[string]int
+	down    []bool // GPU -> not available; replaced, never modified, when it changes
+	nDown   int
 }
 
 // New makes an engine. All Config fields are required.
@@ -361,6 +380,10 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	if len(st.GPUs) > 0 {
 		st.Executed += dt
 		st.Attained += dt * float64(len(st.GPUs))
+		if st.TypeExecuted == nil {
+			st.TypeExecuted = map[string]float64{}
+		}
+		st.TypeExecuted[st.Alloc.GPUType] += dt
 	} else {
 		st.Waited += dt
 	}
@@ -391,7 +414,7 @@ func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status)
 		ptrs[i] = &copies[i]
 	}
 	return &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode}, copies
+		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView()}, copies
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
@@ -414,7 +437,11 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.Memo = m
 		}
 	}
-	if e.keepsAll(plan, planned) {
+	declined, err := e.decline(plan, now)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
+	}
+	if len(declined) == 0 && e.keepsAll(plan, planned) {
 		// The placer must leave every job on what it holds: nothing changes.
 		// Most rounds end here, which keeps large simulations fast.
 		return nil, nil
@@ -426,13 +453,13 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed := e.cfg.Placer.Place(e.cfg.Cluster, held, plan.Run)
+	placed := e.place(held, plan.Run)
 	if err := e.checkPlacement(plan, placed); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
 	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
 	// jobs), then hand out new ones in plan order.
-	var changes []Change
+	changes := declined
 	resized := map[*Status]bool{}
 	for _, st := range e.active {
 		if len(st.GPUs) == 0 {
@@ -468,7 +495,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		changes = append(changes, ch)
 	}
 	for _, ch := range changes {
-		if ch.Kind == Preempt {
+		if ch.Kind == Preempt || ch.Kind == Decline {
 			continue
 		}
 		st := ch.Status
@@ -532,7 +559,8 @@ func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
 	}
 	for i, a := range p.Run {
 		st := planned[i]
-		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) {
+		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) ||
+			(a.Site != "" && e.cfg.Cluster.NodeOf(st.GPUs[0]).Site != a.Site) {
 			return false
 		}
 	}
@@ -609,6 +637,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 				return fmt.Errorf("GPU %d given to both %s and %s", g, p.Run[o-1].Job, id)
 			}
 			e.given[g] = i + 1
+		}
+		if err := e.checkSites(a, gpus); err != nil {
+			return err
 		}
 	}
 	if planned != len(placed) {

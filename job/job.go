@@ -37,6 +37,13 @@ type Job struct {
 	MaxGPUs int
 	GPUType string // "" = any type
 
+	// CPUs and MemGiB are the host CPU cores and memory the whole job needs
+	// beside its GPUs (not per GPU); 0 = not given. Multi-resource policies
+	// (DRF) then charge it the cluster's CPUs and memory per GPU times its
+	// GPU count. Nothing else reads them.
+	CPUs   float64
+	MemGiB float64
+
 	Model     string // model / profile name, e.g. "cifar10"; "" for duration-only jobs
 	BatchSize int    // global batch size, samples; 0 = model default
 	// AdaptBatch lets the job's agent choose its batch size for each
@@ -101,6 +108,12 @@ func (j *Job) Validate() error {
 	}
 	if j.Deadline < 0 || math.IsNaN(j.Deadline) || math.IsInf(j.Deadline, 0) {
 		return fmt.Errorf("job %s: deadline: want a finite number >= 0, got %v", j.ID, j.Deadline)
+	}
+	if j.CPUs < 0 || math.IsNaN(j.CPUs) || math.IsInf(j.CPUs, 0) {
+		return fmt.Errorf("job %s: cpus: want a finite number >= 0, got %v", j.ID, j.CPUs)
+	}
+	if j.MemGiB < 0 || math.IsNaN(j.MemGiB) || math.IsInf(j.MemGiB, 0) {
+		return fmt.Errorf("job %s: mem_gib: want a finite number >= 0, got %v", j.ID, j.MemGiB)
 	}
 	if j.Duration < 0 || math.IsNaN(j.Duration) || math.IsInf(j.Duration, 0) {
 		return fmt.Errorf("job %s: duration: want a finite number >= 0, got %v", j.ID, j.Duration)

@@ -128,6 +128,8 @@ func TestValidateErrors(t *testing.T) {
 		{"unit case", func(j *job.Job) { j.Unit = "Seconds" }, []string{`work unit "Seconds"`}},
 		{"negative batch", func(j *job.Job) { j.BatchSize = -1 }, []string{"job a: batch size", "got -1"}},
 		{"negative deadline", func(j *job.Job) { j.Deadline = -5 }, []string{"job a: deadline", "got -5"}},
+		{"negative cpus", func(j *job.Job) { j.CPUs = -1 }, []string{"job a: cpus", "got -1"}},
+		{"nan memory", func(j *job.Job) { j.MemGiB = nan }, []string{"job a: mem_gib", "got NaN"}},
 		{"nan deadline", func(j *job.Job) { j.Deadline = nan }, []string{"job a: deadline", "got NaN"}},
 		{"negative duration", func(j *job.Job) { j.Duration = -0.5 }, []string{"job a: duration", "got -0.5"}},
 		{"nan duration", func(j *job.Job) { j.Duration = nan }, []string{"job a: duration", "got NaN"}},

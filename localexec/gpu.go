@@ -30,8 +30,8 @@ var ErrNoGPUs = errors.New("no NVIDIA GPUs found")
 //   - "fake:N[:TYPE]" gives N pretend GPUs of TYPE (default t4), for tests
 //     and demos on machines without GPUs: jobs see CUDA_VISIBLE_DEVICES
 //     but nothing checks it;
-//   - "" or "nvidia" asks nvidia-smi; ErrNoGPUs (wrapped) when it is
-//     missing or lists none.
+//   - "", "auto" or "nvidia" asks nvidia-smi; ErrNoGPUs (wrapped) when it
+//     is missing, fails, lists none or prints what it should not.
 func Discover(spec string) ([]GPU, error) {
 	switch {
 	case spec == "" || spec == "nvidia" || spec == "auto":
@@ -85,7 +85,7 @@ func nvidiaSMI() ([]GPU, error) {
 	}
 	gpus, err := ParseNvidiaSMI(out)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrNoGPUs, err)
 	}
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("%w: nvidia-smi lists none", ErrNoGPUs)

@@ -1,6 +1,7 @@
 package localexec
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,18 +56,65 @@ func TestDiscover(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
-	if _, err := exec.LookPath("nvidia-smi"); err != nil {
-		if _, err := Discover(""); err == nil || !strings.Contains(err.Error(), "nvidia-smi") {
-			t.Errorf("without nvidia-smi: %v", err)
+	// Real discovery, where this machine has GPUs (the fake nvidia-smi
+	// below covers the rest).
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		if gpus, err := Discover(""); err == nil {
+			t.Logf("discovered %+v", gpus)
+		} else {
+			t.Logf("nvidia-smi present but: %v", err)
 		}
-		t.Log("nvidia-smi not found: real GPU discovery not exercised")
-		return
 	}
-	gpus, err = Discover("")
-	if err != nil {
-		t.Skipf("nvidia-smi present but: %v", err)
+}
+
+// fakeNvidiaSMI puts an nvidia-smi on PATH (and nothing else of ours) that
+// checks it is asked for index, name and memory as CSV and runs body.
+func fakeNvidiaSMI(t *testing.T, body string) {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\n" +
+		`[ "$1" = "--query-gpu=index,name,memory.total" ] && [ "$2" = "--format=csv,noheader,nounits" ] || { echo "unexpected arguments: $*" >&2; exit 64; }` +
+		"\n" + body + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("discovered %+v", gpus)
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+}
+
+// TestDiscoverNvidiaSMI discovers GPUs through a fake nvidia-smi on PATH,
+// as on a machine with NVIDIA GPUs, and says what is wrong when it fails.
+func TestDiscoverNvidiaSMI(t *testing.T) {
+	fakeNvidiaSMI(t, `printf '0, Tesla T4, 15360\n1, Tesla T4, 15360\n2, NVIDIA A100-SXM4-80GB, 81920\n'`)
+	for _, spec := range []string{"", "nvidia", "auto"} {
+		gpus, err := Discover(spec)
+		if err != nil {
+			t.Fatalf("Discover(%q): %v", spec, err)
+		}
+		want := []GPU{{0, "Tesla T4", "t4", 15}, {1, "Tesla T4", "t4", 15}, {2, "NVIDIA A100-SXM4-80GB", "a100-80", 80}}
+		if fmt.Sprint(gpus) != fmt.Sprint(want) {
+			t.Errorf("Discover(%q) = %+v, want %+v", spec, gpus, want)
+		}
+	}
+	for _, c := range []struct{ name, body, want string }{
+		{"no GPUs", "exit 0", "nvidia-smi lists none"},
+		{"driver failure", `echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" >&2; exit 9`, "couldn't communicate with the NVIDIA driver"},
+		{"garbage", "echo 'zero, T4, 1'", `index "zero" is not an integer`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fakeNvidiaSMI(t, c.body)
+			_, err := Discover("")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one saying %q", err, c.want)
+			}
+			if !errors.Is(err, ErrNoGPUs) {
+				t.Errorf("error %v is not ErrNoGPUs", err)
+			}
+		})
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Discover(""); !errors.Is(err, ErrNoGPUs) || !strings.Contains(err.Error(), "--gpus fake:N:TYPE") {
+		t.Errorf("without nvidia-smi: %v, want ErrNoGPUs suggesting --gpus fake", err)
+	}
 }
 
 func TestCluster(t *testing.T) {
@@ -98,7 +146,7 @@ func launch(t *testing.T, script string) (*Launch, string) {
 		Env: map[string]string{"FOO": "bar baz"}, Devices: []int{1, 3},
 		CheckpointDir: filepath.Join(dir, "ckpt"), LogFile: filepath.Join(dir, "out.log"),
 		PIDFile: filepath.Join(dir, "a.pid"), ExitFile: filepath.Join(dir, "a.exit"),
-		ReportURL: "http://127.0.0.1:1/v1/jobs/j1/report", ReportToken: "tok"}, dir
+		ReportURL: "http://127.0.0.1:1/v1/jobs/j1/report", ReportToken: "tok", Batch: Batch{Global: 256, LocalBsz: 64, AccumSteps: 1}}, dir
 }
 
 // TestStart runs a command in its own process group with the job's
@@ -123,7 +171,8 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CUDA_VISIBLE_DEVICES=1,3", "TIDE_JOB_ID=j1", "TIDE_ATTEMPT=2", "TIDE_RESTARTS=1", "TIDE_GPUS=2",
-		"TIDE_CHECKPOINT_DIR=" + l.CheckpointDir, "TIDE_REPORT_URL=" + l.ReportURL, "TIDE_REPORT_TOKEN=tok", "FOO=bar baz"} {
+		"TIDE_CHECKPOINT_DIR=" + l.CheckpointDir, "TIDE_REPORT_URL=" + l.ReportURL, "TIDE_REPORT_TOKEN=tok", "FOO=bar baz",
+		"TIDE_BATCH_SIZE=256", "TIDE_LOCAL_BSZ=64", "TIDE_ACCUM_STEPS=1"} {
 		if !strings.Contains(string(env), want+"\n") {
 			t.Errorf("environment lacks %s:\n%s", want, env)
 		}
@@ -148,11 +197,13 @@ func TestStart(t *testing.T) {
 
 // TestStopGraceful: SIGTERM reaches the command, which checkpoints and exits.
 func TestStopGraceful(t *testing.T) {
-	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; while :; do sleep 0.01; done`)
+	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; echo $$ > ready; while :; do sleep 0.01; done`)
 	p, err := Start(l)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A command that has not yet set its handler dies of the SIGTERM.
+	waitPIDFile(t, filepath.Join(dir, "ready"))
 	p.Stop(10 * time.Second)
 	if code, known := p.Exit(); code != 143 || !known {
 		t.Errorf("exit %d %v, want 143", code, known)

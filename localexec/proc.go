@@ -66,6 +66,17 @@ type Launch struct {
 	// ReportURL, ReportToken and ReportFile tell the job where to report
 	// progress (TIDE_REPORT_*); empty ones are left out.
 	ReportURL, ReportToken, ReportFile string
+	// Batch is the batch configuration the job is to use
+	// (TIDE_BATCH_SIZE, TIDE_LOCAL_BSZ, TIDE_ACCUM_STEPS); left out when
+	// its global batch is 0.
+	Batch Batch
+}
+
+// Batch is a data-parallel batch configuration: LocalBsz samples per GPU
+// in each forward/backward pass, AccumSteps extra passes accumulated
+// before each optimizer step, Global = GPUs x LocalBsz x (AccumSteps+1).
+type Batch struct {
+	Global, LocalBsz, AccumSteps int
 }
 
 // Environ is the environment the job's command gets: the server's own
@@ -103,6 +114,10 @@ func (l *Launch) Environ() []string {
 		"TIDE_GPUS="+strconv.Itoa(len(l.Devices)),
 		"TIDE_CHECKPOINT_DIR="+l.CheckpointDir,
 	)
+	if b := l.Batch; b.Global > 0 {
+		env = append(env, "TIDE_BATCH_SIZE="+strconv.Itoa(b.Global), "TIDE_LOCAL_BSZ="+strconv.Itoa(b.LocalBsz),
+			"TIDE_ACCUM_STEPS="+strconv.Itoa(b.AccumSteps))
+	}
 	for _, v := range [][2]string{{"TIDE_REPORT_URL", l.ReportURL}, {"TIDE_REPORT_TOKEN", l.ReportToken}, {"TIDE_REPORT_FILE", l.ReportFile}} {
 		if v[1] != "" {
 			env = append(env, v[0]+"="+v[1])

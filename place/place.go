@@ -41,7 +41,7 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 		if a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType {
 			continue
 		}
-		if !a.Fits(c, h) {
+		if !a.Fits(c, h) || (a.Site != "" && c.NodeOf(h[0]).Site != a.Site) {
 			continue
 		}
 		out[a.Job] = h
@@ -161,6 +161,12 @@ func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine
 		}
 		if len(a.Nodes) > 0 {
 			if gs := f.exact(a); gs != nil {
+				out[a.Job] = gs
+			}
+			continue
+		}
+		if len(c.Sites()) > 1 {
+			if gs := f.inSite(a, pick); gs != nil {
 				out[a.Job] = gs
 			}
 			continue

@@ -43,7 +43,10 @@ type Info struct {
 	// AdaptBatch marks policies whose jobs also choose their batch size for
 	// each allocation (Pollux).
 	AdaptBatch bool
-	build      func(ctx Context, opts Options) (engine.Policy, error)
+	// NeedsSolver marks policies that solve LPs or MILPs with GLPK (package
+	// solver): they cannot be built where GLPK is missing.
+	NeedsSolver bool
+	build       func(ctx Context, opts Options) (engine.Policy, error)
 }
 
 var registry []Info
@@ -185,40 +188,80 @@ func Parse(spec string, ctx Context) (engine.Policy, error) {
 // tie), which keeps the larger pools for the jobs that need them. On a one-type cluster the
 // assignment keeps the job's own (possibly empty) type.
 func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
-	types := s.Cluster.GPUTypes()
-	perType := make(map[string]int, len(types))
-	for _, t := range types {
-		perType[t] = s.Cluster.GPUsOfType(t)
-	}
+	free := newPool(s)
 	var plan engine.Plan
 	for _, st := range order {
-		j := st.Job
-		n := j.GPUs
-		t := j.GPUType
-		if t == "" {
-			if cur := st.Alloc.GPUType; cur != "" && perType[cur] >= n {
-				t = cur
-			} else {
-				for _, c := range types {
-					if perType[c] >= n && (t == "" || perType[c] < perType[t]) {
-						t = c
-					}
-				}
-			}
-		}
-		if t == "" || perType[t] < n {
+		a, ok := free.take(st, st.Job.GPUs)
+		if !ok {
 			if strict {
 				break
 			}
 			continue
 		}
-		perType[t] -= n
-		if len(types) == 1 {
-			t = j.GPUType // nothing to choose: leave the plan as the job asked
-		}
-		plan.Run = append(plan.Run, engine.Assignment{Job: j.ID, GPUs: n, GPUType: t})
+		plan.Run = append(plan.Run, a)
 	}
 	return plan
+}
+
+// pool counts the GPUs of each type a plan has left to give: those
+// available to training (GPUs taken by inference or faults do not count).
+type pool struct {
+	types   []string
+	perType map[string]int
+	// largest is the most GPUs of a type one job can hold: on a multi-site
+	// cluster a job never spans sites, so a type counts only where one
+	// site (or one edge server) can hold the job.
+	largest map[string]int
+}
+
+func newPool(s *engine.Snapshot) *pool {
+	p := &pool{types: s.Cluster.GPUTypes(), perType: map[string]int{}, largest: map[string]int{}}
+	for _, t := range p.types {
+		p.perType[t] = s.Available("", t)
+		p.largest[t] = p.perType[t]
+		if len(s.Cluster.Sites()) > 1 {
+			p.largest[t] = s.Largest(t)
+		}
+	}
+	return p
+}
+
+// fit returns the type greedy gives st for n GPUs ("" when none has room):
+// its own type; else the type it runs on now if that still has room; else
+// the type with the fewest GPUs left that holds n (first in the cluster's
+// order on a tie).
+func (p *pool) fit(st *engine.Status, n int) string {
+	t := st.Job.GPUType
+	if t == "" {
+		if cur := st.Alloc.GPUType; cur != "" && p.perType[cur] >= n && p.largest[cur] >= n {
+			t = cur
+		} else {
+			for _, c := range p.types {
+				if p.perType[c] >= n && p.largest[c] >= n && (t == "" || p.perType[c] < p.perType[t]) {
+					t = c
+				}
+			}
+		}
+	}
+	if t == "" || p.perType[t] < n {
+		return ""
+	}
+	return t
+}
+
+// take gives st n GPUs of the type fit picks, when one has room. On a
+// one-type cluster the assignment keeps the job's own (possibly empty)
+// type: there is nothing to choose, so the plan says what the job asked.
+func (p *pool) take(st *engine.Status, n int) (engine.Assignment, bool) {
+	t := p.fit(st, n)
+	if t == "" {
+		return engine.Assignment{}, false
+	}
+	p.perType[t] -= n
+	if len(p.types) == 1 {
+		t = st.Job.GPUType
+	}
+	return engine.Assignment{Job: st.Job.ID, GPUs: n, GPUType: t}, true
 }
 
 // sortJobs orders a copy of jobs by less, falling back to (submit, ID).

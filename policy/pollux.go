@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -21,7 +22,9 @@ func init() {
 		Knobs: "search=fast (fast: knapsack over GPU counts, packing, best responses and a large-neighbourhood " +
 			"search, reaching at least the GA's fitness in less time; ga: the artifact's NSGA-II genetic search, " +
 			"population pop, generations rounds, seeded with the current allocation); " +
-			"restart_penalty=30: seconds D of the restart factor max(age - D x restarts, 0)/(age + D); " +
+			"restart_penalty=30: seconds D of the restart factor max(age - D x restarts, 0)/(age + D), or cost: " +
+			"each job's own cost of the change from the performance model (resize cost while it runs, else restart " +
+			"or start cost); " +
 			"interference=true: at most one multi-node job per node; max_nodes=16: nodes per job; " +
 			"p=-1: power-mean exponent of the fitness; seed=0: random seed of either search (mixed with the round); " +
 			"pop=100, generations=100: GA population and generations",
@@ -72,6 +75,10 @@ func init() {
 type Pollux struct {
 	Search       string  // "fast" or "ga"
 	RestartDelay float64 // D, seconds
+	// CostPenalty takes D per job from the performance model's costs
+	// (Snapshot.Model.Costs): what the change would cost the job now, its
+	// resize cost when it holds GPUs, else its restart or start cost.
+	CostPenalty  bool
 	Interference bool
 	MaxNodes     int
 	P            float64 // power-mean exponent; the artifact's -1
@@ -86,11 +93,10 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 		return nil, fmt.Errorf("policy pollux: search=%q: want fast or ga", p.Search)
 	}
 	var err error
-	if p.RestartDelay, err = o.Float("restart_penalty", 30); err != nil {
-		return nil, err
-	}
-	if p.RestartDelay < 0 {
-		return nil, fmt.Errorf("policy pollux: restart_penalty must be >= 0, got %v", p.RestartDelay)
+	if v := o.String("restart_penalty", "30"); v == "cost" {
+		p.RestartDelay, p.CostPenalty = 30, true
+	} else if p.RestartDelay, err = strconv.ParseFloat(v, 64); err != nil || !(p.RestartDelay >= 0) || math.IsInf(p.RestartDelay, 1) {
+		return nil, fmt.Errorf("policy pollux: restart_penalty=%q: want seconds >= 0 or cost", v)
 	}
 	if p.Interference, err = o.Bool("interference", true); err != nil {
 		return nil, err
@@ -124,7 +130,7 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 	p.Seed = uint64(seed)
 	// The name lists the knobs that differ from the artifact's settings.
 	def := NewPollux("fast")
-	differs := map[string]bool{"search": p.Search != def.Search, "restart_penalty": p.RestartDelay != def.RestartDelay,
+	differs := map[string]bool{"search": p.Search != def.Search, "restart_penalty": p.RestartDelay != def.RestartDelay || p.CostPenalty,
 		"interference": p.Interference != def.Interference, "max_nodes": p.MaxNodes != def.MaxNodes, "p": p.P != def.P,
 		"seed": p.Seed != def.Seed, "pop": p.Pop != def.Pop, "generations": p.Gens != def.Gens}
 	p.name = "pollux"
@@ -303,6 +309,17 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[s
 	age := s.Now - j.Submit
 	restarts := float64(max(st.Starts-1, 0))
 	d := pr.pol.RestartDelay
+	if pr.pol.CostPenalty && s.Model != nil {
+		c := s.Model.Costs(j)
+		switch {
+		case len(st.GPUs) > 0:
+			d = c.Resize
+		case st.Starts > 0:
+			d = c.Restart
+		default:
+			d = c.Start
+		}
+	}
 	jb.factor = 1
 	if age+d > 0 {
 		jb.factor = math.Max(age-d*restarts, 0) / (age + d)

@@ -12,8 +12,10 @@ import (
 // each round (the worst case: every job reported new hints) or, for /warm,
 // kept from the previous round (no job reported new hints). It reports the
 // fitness reached (the power mean the search maximises; higher is better)
-// and the jobs given GPUs. The GA on the large cluster is skipped with
-// -short.
+// and the jobs given GPUs, and the process CPU seconds per round (cpu-s/op:
+// both searches run on one goroutine, so on an otherwise idle machine this
+// is close to the wall time per round, while ns/op grows with whatever else
+// shares the cores). The GA on the large cluster is skipped with -short.
 //
 //	go test ./policy -run '^$' -bench PolluxRound -cpu 2 -benchtime 5x
 func BenchmarkPolluxRound(b *testing.B) {
@@ -41,6 +43,7 @@ func BenchmarkPolluxRound(b *testing.B) {
 				p := NewPollux(run.search)
 				fit, running := 0.0, 0
 				pxResetCache()
+				cpu0 := pxCPUSeconds()
 				for range b.N {
 					if !run.warm {
 						pxResetCache()
@@ -53,6 +56,7 @@ func BenchmarkPolluxRound(b *testing.B) {
 				}
 				b.ReportMetric(fit, "fitness")
 				b.ReportMetric(float64(running), "jobs-run")
+				pxReportCPU(b, cpu0)
 			})
 		}
 		// The artifact's GA keeps its population between rounds: five
@@ -62,11 +66,13 @@ func BenchmarkPolluxRound(b *testing.B) {
 				b.Skip("the GA on 1,000 jobs is slow; run without -short")
 			}
 			fit := 0.0
+			cpu0 := pxCPUSeconds()
 			for range b.N {
 				pxResetCache()
 				fit = pxWarmGA(s, 5)
 			}
 			b.ReportMetric(fit, "fitness")
+			pxReportCPU(b, cpu0)
 		})
 	}
 }
@@ -76,4 +82,13 @@ func pxResetCache() {
 	pxCache.Lock()
 	defer pxCache.Unlock()
 	pxCache.cur, pxCache.prev = nil, nil
+}
+
+// pxReportCPU reports the process CPU seconds per op since cpu0 (when the
+// platform can tell).
+func pxReportCPU(b *testing.B, cpu0 float64) {
+	if cpu0 < 0 {
+		return
+	}
+	b.ReportMetric((pxCPUSeconds()-cpu0)/float64(b.N), "cpu-s/op")
 }

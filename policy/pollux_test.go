@@ -364,6 +364,46 @@ func TestPolluxRestartPenalty(t *testing.T) {
 	}
 }
 
+// TestPolluxRestartPenaltyFromCosts: with restart_penalty=cost, D comes
+// from the snapshot's performance model, per job and per kind of change.
+// The scenario of TestPolluxRestartPenalty (a holds 2 of node 0's 4 GPUs,
+// 100 s old, 3 restarts): a 1 s resize cost makes the factor 97/101 and a
+// grows to 4 GPUs, whatever its restart cost; a 30 s resize cost (the
+// artifact's D) keeps it. A job without GPUs that was preempted before
+// (b, 2 starts) is judged by its restart cost instead: 1000 s makes the
+// factor 0 and it stays off (for the fast search, which keeps what jobs
+// hold on a tie; to the GA starting it or not is the same fitness); 1 s
+// lets it start.
+func TestPolluxRestartPenaltyFromCosts(t *testing.T) {
+	c := enginetest.Cluster("1x4:t4")
+	for _, tc := range []struct {
+		name  string
+		costs perf.Costs
+		spec  pxSpec
+		want  int
+	}{
+		{"cheap resize", perf.Costs{Start: 30, Restart: 1000, Resize: 1}, pxSpec{id: "a", hints: pxIdeal(2), starts: 4, held: []int{2}}, 4},
+		{"artifact resize", perf.Costs{Start: 30, Restart: 1, Resize: 30}, pxSpec{id: "a", hints: pxIdeal(2), starts: 4, held: []int{2}}, 2},
+		{"costly restart", perf.Costs{Start: 1, Restart: 1000, Resize: 1}, pxSpec{id: "b", hints: pxIdeal(2), starts: 2}, 0},
+		{"cheap restart", perf.Costs{Start: 1000, Restart: 1, Resize: 1000}, pxSpec{id: "b", hints: pxIdeal(2), starts: 2}, 4},
+	} {
+		s := pxSnap(c, 100, tc.spec)
+		s.Model = perf.Duration{Cost: perf.CostTable{Default: tc.costs}}
+		for _, search := range []string{"fast", "ga"} {
+			if search == "ga" && tc.want == 0 {
+				continue
+			}
+			p := mustParse(t, "pollux:restart_penalty=cost:search="+search, Context{})
+			if got := pxGPUs(p.Schedule(s))[tc.spec.id]; got != tc.want {
+				t.Errorf("%s, %s: %s gets %d GPUs, want %d", tc.name, search, tc.spec.id, got, tc.want)
+			}
+		}
+	}
+	if got := mustParse(t, "pollux:restart_penalty=cost", Context{}).Name(); got != "pollux:restart_penalty=cost" {
+		t.Errorf("Name() = %q", got)
+	}
+}
+
 func TestPolluxStableThroughEngine(t *testing.T) {
 	// 12 one-GPU jobs on 16 GPUs. At 180 s eight of them report hints that
 	// let them take 2 GPUs: the 4 idle GPUs go to four of them. After that
@@ -532,7 +572,7 @@ func TestPolluxKnobs(t *testing.T) {
 			t.Errorf("%s: Name() = %q, want %q", spec, got, name)
 		}
 	}
-	for _, bad := range []string{"pollux:search=sa", "pollux:restart_penalty=-1", "pollux:max_nodes=0", "pollux:pop=1.5", "pollux:seed=-3", "pollux:bogus=1"} {
+	for _, bad := range []string{"pollux:search=sa", "pollux:restart_penalty=-1", "pollux:restart_penalty=free", "pollux:restart_penalty=Inf", "pollux:max_nodes=0", "pollux:pop=1.5", "pollux:seed=-3", "pollux:bogus=1"} {
 		if _, err := Parse(bad, Context{}); err == nil {
 			t.Errorf("Parse(%q) succeeded, want an error", bad)
 		}

@@ -58,8 +58,8 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := b.String()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != len(metricRows)+1 {
-		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(metricRows)+1, out)
+	if want := len(metricRows) + len(fairnessRows(sums)) + 1; len(lines) != want {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), want, out)
 	}
 	for _, want := range []string{"hand", "other", "avg JCT (s)", "116.7 (1m57s)", "lower-bound avg JCT (s)",
 		"93.3 (1m33s)", "avg JCT / lower bound (x)", "1.25", "53.0", "33.3", "p99 queueing delay (s)"} {
@@ -236,8 +236,8 @@ func TestWriteDir(t *testing.T) {
 	if !strings.Contains(h, "&lt;b&gt;x&lt;/b&gt;") {
 		t.Error("escaped policy name missing")
 	}
-	if n := strings.Count(h, "<svg"); n != 3 {
-		t.Errorf("%d plots, want 3", n)
+	if n := strings.Count(h, "<svg"); n != 4 { // JCT, utilisation, queue, fragmentation
+		t.Errorf("%d plots, want 4", n)
 	}
 }
 

@@ -26,6 +26,27 @@ type JobRecord struct {
 	// LowerBound is the job's JCT alone on the cluster at its best allocation
 	// (start cost included, no queueing), s; 0 when unknown.
 	LowerBound float64 `json:"lower_bound"`
+
+	// Multi-site runs (sim.Config.Sites) only; zero otherwise.
+	CrossSiteMoves      int     `json:"cross_site_moves,omitempty"`      // moves between sites (cloud <-> edge), through remote storage
+	IntraSiteMoves      int     `json:"intra_site_moves,omitempty"`      // moves to other GPUs of the same site while running, through memory
+	MigrationSeconds    float64 `json:"migration_seconds,omitempty"`     // seconds lost to those moves (inside RestartSeconds)
+	Reclaims            int     `json:"reclaims,omitempty"`              // times its GPUs were taken back (inference, a busy edge server)
+	Faults              int     `json:"faults,omitempty"`                // times a node it ran on failed
+	EdgeGPUSeconds      float64 `json:"edge_gpu_seconds,omitempty"`      // GPU-seconds held on edge sites
+	InferenceGPUSeconds float64 `json:"inference_gpu_seconds,omitempty"` // GPU-seconds held on inference pools
+	Priority            int     `json:"priority,omitempty"`
+}
+
+// SiteUsage is one site's use over a multi-site run.
+type SiteUsage struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	GPUs int    `json:"gpus"`
+	// UpGPUSeconds integrates the GPUs available to training over the run;
+	// AllocGPUSeconds the GPUs jobs held.
+	UpGPUSeconds    float64 `json:"up_gpu_seconds"`
+	AllocGPUSeconds float64 `json:"alloc_gpu_seconds"`
 }
 
 // Sample is the cluster's state from time T until the next sample.
@@ -35,6 +56,11 @@ type Sample struct {
 	Useful    int     `json:"useful_gpus"`    // GPUs held by jobs that are making progress
 	Queued    int     `json:"queued"`         // jobs submitted and waiting (pending or preempted)
 	Running   int     `json:"running"`        // jobs holding GPUs
+	// Tenants is the GPUs held per tenant ("" = jobs with no tenant),
+	// recorded when the trace has more than one tenant, nil otherwise.
+	Tenants map[string]int `json:"tenant_gpus,omitempty"`
+	// Fragmented is the free GPUs no waiting job fits (see Fragmented).
+	Fragmented int `json:"fragmented_gpus,omitempty"`
 }
 
 // Run is one policy replayed over one trace.
@@ -51,4 +77,12 @@ type Run struct {
 	// Window, when Hi > Lo, restricts the metrics to jobs Lo..Hi-1 in trace
 	// order (Gavel's -s/-e). Zero means all jobs.
 	Window [2]int `json:"window,omitempty"`
+
+	// Multi-site runs only.
+	Sites []SiteUsage `json:"sites,omitempty"`
+	// InferenceWaits counts the times inference had to wait for training
+	// jobs to checkpoint before it got GPUs back; InferenceWaitSeconds sums
+	// those waits.
+	InferenceWaits       int     `json:"inference_waits,omitempty"`
+	InferenceWaitSeconds float64 `json:"inference_wait_seconds,omitempty"`
 }

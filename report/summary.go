@@ -75,6 +75,14 @@ type Summary struct {
 	// Window is the effective [lo, hi) job-index window, clamped to the run's
 	// jobs; absent when all jobs count.
 	Window []int `json:"window,omitempty"`
+	// Sites holds the multi-site metrics (deadline.go); absent otherwise.
+	Sites *SiteSummary `json:"sites,omitempty"`
+	// Priorities is the deadline-met fraction per priority class; absent
+	// when every job has the same priority.
+	Priorities []PriorityMet `json:"priorities,omitempty"`
+	// Fairness holds finish-time fairness, Jain's index, per-tenant
+	// shares and fragmentation (fairness.go).
+	Fairness *FairnessSummary `json:"fairness,omitempty"`
 }
 
 // window returns the half-open range of job indices that count in r.
@@ -222,6 +230,9 @@ func Summarize(r *Run) Summary {
 		s.Utilization = ratio(gpuSec, capacity)
 		s.UsefulUtilization = ratio(usefulSec, capacity)
 	}
+	s.Sites = summarizeSites(r)
+	s.Priorities = summarizePriorities(r)
+	s.Fairness = summarizeFairness(r)
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -60,7 +61,7 @@ func tableCells(sums []Summary) [][]string {
 		head = append(head, sums[i].Name)
 	}
 	rows = append(rows, head)
-	for _, m := range metricRows {
+	for _, m := range slices.Concat(metricRows, siteRows(sums), priorityRows(sums), fairnessRows(sums)) {
 		row := []string{m.label}
 		for i := range sums {
 			row = append(row, m.cell(&sums[i]))

@@ -166,6 +166,9 @@ func TestBadInput(t *testing.T) {
 		{"retries", `{"command": ["true"], "gpus": 1, "max_retries": 1000}`, 400, "max_retries", "0 to 100"},
 		{"nul in arg", `{"command": ["true", "a\u0000b"], "gpus": 1}`, 400, "command", "NUL"},
 		{"huge number", `{"command": ["true"], "gpus": 1e40}`, 400, "gpus", "want a number"},
+		{"max batch without batch", `{"command": ["true"], "gpus": 1, "max_batch_size": 512}`, 400, "max_batch_size", "needs batch_size"},
+		{"max batch below batch", `{"command": ["true"], "gpus": 1, "batch_size": 256, "max_batch_size": 128}`, 400, "max_batch_size", "at least batch_size (256)"},
+		{"negative local batch", `{"command": ["true"], "gpus": 1, "max_local_bsz": -1}`, 400, "max_local_bsz", ">= 0"},
 		{"oversized", `{"command": ["true"], "gpus": 1, "name": "` + strings.Repeat("x", api.MaxBodyBytes) + `"}`, 413, "", "over"},
 	}
 	for _, tc := range tests {
@@ -187,6 +190,15 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Every bad field gets its own message.
+	code, e, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, `{"command": [], "gpus": -1, "deadline": "tomorrow", "env": {"TIDE_X": "1"}, "max_retries": -1}`)
+	var fields []string
+	for _, f := range e.Fields {
+		fields = append(fields, f.Field)
+	}
+	if code != 400 || strings.Join(fields, ",") != "command,env,gpus,deadline,max_retries" {
+		t.Errorf("several bad fields: %d %s", code, raw)
 	}
 	if jobs, _ := ts.admin.Jobs(context.Background(), ""); len(jobs) != 0 {
 		t.Errorf("bad input created %d jobs", len(jobs))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -234,11 +235,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		return
 	}
 	s.mu.Lock()
-	lj := &liveJob{rec: rec, seen: map[[3]int]bool{}}
+	lj := &liveJob{rec: rec}
 	s.jobs[rec.ID] = lj
 	s.order = append(s.order, lj)
 	s.metrics.counters["submitted"]++
-	j, err := spec.Job(rec.ID, now)
+	j, err := s.specJob(&spec, rec.ID, now)
 	if err == nil {
 		_, err = s.eng.Submit(j)
 	}
@@ -505,6 +506,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 		d := s.gpus[byIndex[dev]]
 		out.GPUs = append(out.GPUs, api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB, Job: holder[g]})
 	}
+	slices.SortFunc(out.GPUs, func(a, b api.GPU) int { return a.Index - b.Index })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -593,12 +595,14 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 		}
 	}
 	if detail {
+		v.Perf = s.perfView(lj)
 		for _, a := range r.Attempts {
 			out := a.Outcome
 			if out == "" {
 				out = a.Phase
 			}
-			va := api.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), PID: a.PID, Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out}
+			va := api.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), PID: a.PID, Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out,
+				BatchSize: a.BatchSize, LocalBsz: a.LocalBsz, AccumSteps: a.AccumSteps}
 			if a.ExitCode != nil {
 				c := *a.ExitCode
 				va.ExitCode = &c

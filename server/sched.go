@@ -13,7 +13,6 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/localexec"
-	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/store"
 )
 
@@ -303,7 +302,9 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: r.Spec.Env,
 		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
 		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
-		ReportToken: tok, ReportFile: s.reportFile(r.ID)}
+		ReportToken: tok, ReportFile: s.reportFile(r.ID), Batch: s.batchFor(a.lj, len(a.devs))}
+	ra := &r.Attempts[a.n-1]
+	ra.BatchSize, ra.LocalBsz, ra.AccumSteps = l.Batch.Global, l.Batch.LocalBsz, l.Batch.AccumSteps
 	if s.report != "" {
 		l.ReportURL = s.report + "/v1/jobs/" + r.ID + "/report"
 	}
@@ -497,43 +498,7 @@ func (s *Server) applyReport(lj *liveJob, rep *api.Report) {
 	}
 	r.ReportedAt = s.clk.Now()
 	s.touch(lj)
-	// Goodput: fit the throughput model to the step times observed on
-	// each configuration, as the simulator's job agents do, and hand the
-	// engine the hints elastic policies read.
-	if rep.StepTime > 0 {
-		reps := rep.Replicas
-		if reps == 0 && lj.att != nil {
-			reps = len(lj.att.gpus)
-		}
-		reps = max(reps, 1)
-		local := rep.LocalBsz
-		if local == 0 && r.Spec.BatchSize > 0 {
-			local = max(1, r.Spec.BatchSize/reps)
-		}
-		if local > 0 {
-			o := goodput.Observation{Nodes: max(rep.Nodes, 1), Replicas: reps, LocalBsz: local,
-				ComputeTime: rep.ComputeTime, StepTime: rep.StepTime}
-			if o.ComputeTime <= 0 || o.ComputeTime > o.StepTime {
-				o.ComputeTime = o.StepTime
-			}
-			key := [3]int{o.Nodes, o.Replicas, o.LocalBsz}
-			if !lj.seen[key] {
-				lj.seen[key] = true
-				lj.obs = append(lj.obs, o)
-				lj.params = goodput.Fit(lj.obs)
-				lj.maxRep = max(lj.maxRep, o.Replicas)
-			}
-		}
-	}
-	if len(lj.obs) > 0 {
-		init := r.Spec.BatchSize
-		if init <= 0 {
-			init = lj.obs[0].LocalBsz * lj.obs[0].Replicas
-		}
-		h := &goodput.Hints{Perf: lj.params, Grad: goodput.Grad{Sqr: rep.GradSqr, Var: rep.GradVar},
-			Limits: goodput.Limits{InitBatch: init, MaxBatch: init}, MaxReplicas: lj.maxRep, Fitted: true}
-		_ = s.eng.Hint(id, h)
-	}
+	s.learn(lj, rep)
 }
 
 // readReportFiles reads the lines jobs appended to their report files.

@@ -94,6 +94,7 @@ type Server struct {
 	gpus       []localexec.GPU
 	policyName string
 	placerName string
+	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
 	log        *slog.Logger
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
@@ -129,11 +130,8 @@ type liveJob struct {
 	att  *attempt // the attempt holding the job's GPUs now, or nil
 	last *attempt // the latest attempt, which may still be stopping
 
-	reportOff int64 // bytes of the report file already read
-	obs       []goodput.Observation
-	seen      map[[3]int]bool
-	params    goodput.Params
-	maxRep    int
+	reportOff int64         // bytes of the report file already read
+	agent     goodput.Agent // the goodput model fitted to the job's reports
 }
 
 // attempt is one launch (or planned launch) of a job.
@@ -221,10 +219,13 @@ func (s *Server) setup() error {
 		return err
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Seq < recs[b].Seq })
+	if info, ok := policy.Lookup(s.cfg.Policy); ok {
+		s.adapt = info.AdaptBatch
+	}
 	// The policy may learn the jobs known at start (Tiresias' trace order).
 	var known []*job.Job
 	for _, r := range recs {
-		if j, err := r.Spec.Job(r.ID, r.Submitted); err == nil {
+		if j, err := s.specJob(&r.Spec, r.ID, r.Submitted); err == nil {
 			known = append(known, j)
 		}
 	}
@@ -320,7 +321,7 @@ func (s *Server) Cluster() *cluster.Cluster { return s.cluster }
 // runs, or accounted for (finished, failed, to restart) when it is gone.
 // Called under mu.
 func (s *Server) recover(r *store.Job) {
-	lj := &liveJob{rec: r, seen: map[[3]int]bool{}}
+	lj := &liveJob{rec: r}
 	s.jobs[r.ID] = lj
 	s.order = append(s.order, lj)
 	now := s.clk.Now()
@@ -335,7 +336,7 @@ func (s *Server) recover(r *store.Job) {
 		}
 		return
 	}
-	j, err := r.Spec.Job(r.ID, r.Submitted)
+	j, err := s.specJob(&r.Spec, r.ID, r.Submitted)
 	if err == nil {
 		_, err = s.eng.Submit(j)
 	}
@@ -365,6 +366,7 @@ func (s *Server) recover(r *store.Job) {
 		st.State = job.Preempted
 	}
 	_ = s.eng.Report(r.ID, r.Progress*st.Work)
+	s.restorePerf(lj)
 
 	if last == nil || last.Phase == store.PhaseEnded {
 		if r.State == api.StateRunning {

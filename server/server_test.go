@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // TestRunToCompletion runs the CPU example job through the whole path: it
@@ -149,6 +153,19 @@ func TestCancel(t *testing.T) {
 	waitJob(t, ts.admin, run.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
 	queued := submit(t, ts.admin, countSpec(4, 10, 20*time.Millisecond))
 	ctx := context.Background()
+	// The gauges while one job runs on every GPU and another waits.
+	waitJob(t, ts.admin, queued.ID, 5*time.Second, "considered by a round", func(*api.Job) bool {
+		return strings.Contains(scrape(t, ts), "tide_queue_length 1\n")
+	})
+	m := scrape(t, ts)
+	for _, want := range []string{"tide_running_jobs 1", "tide_gpus_allocated 4", `tide_jobs{state="pending"} 1`, `tide_jobs{state="running"} 1`, "tide_jobs_submitted_total 2", "tide_jobs_started_total 1"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+	if n := metricValue(t, m, "tide_round_duration_seconds_count"); n < 2 || metricValue(t, m, `tide_round_duration_seconds_bucket{le="+Inf"}`) != n {
+		t.Errorf("round histogram: count %v:\n%s", n, m)
+	}
 	for _, id := range []string{queued.ID, run.ID} {
 		j, err := ts.admin.Cancel(ctx, id)
 		if err != nil || j.State != api.StateCancelled {
@@ -188,28 +205,55 @@ func TestReportFile(t *testing.T) {
 }
 
 // TestGoodputHints: step times a job reports are fitted into the goodput
-// model the engine hands elastic policies.
+// model the engine hands elastic policies, shown in the job's view, and
+// kept across a server restart.
 func TestGoodputHints(t *testing.T) {
-	ts := startServer(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	cfg.StopJobsOnExit = false
+	ts := startServer(t, cfg)
 	j := submit(t, ts.admin, &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 2, BatchSize: 256})
 	waitJob(t, ts.admin, j.ID, 10*time.Second, "running", inState(api.StateRunning))
 	ctx := context.Background()
 	for _, r := range []api.Report{
 		{StepTime: 0.5, ComputeTime: 0.4, LocalBsz: 128, Replicas: 2, GradSqr: 1, GradVar: 10},
-		{StepTime: 0.3, ComputeTime: 0.25, LocalBsz: 64, Replicas: 2, GradSqr: 1, GradVar: 10},
+		{StepTime: 0.3, ComputeTime: 0.25, LocalBsz: 64, Replicas: 2},
+		{StepTime: 9, ComputeTime: 9, LocalBsz: 64, Replicas: 2}, // a configuration already seen: ignored
 	} {
 		if err := ts.admin.Report(ctx, j.ID, &r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ts.mu.Lock()
-	h := ts.eng.Job(j.ID).Hints
-	ts.mu.Unlock()
-	if h == nil || !h.Fitted || h.MaxReplicas != 2 || h.Limits.InitBatch != 256 || h.Grad.Var != 10 {
+	hints := func(ts *testServer) *goodput.Hints {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return ts.eng.Job(j.ID).Hints
+	}
+	h := hints(ts)
+	// The gradient statistics of the first report stay until others come.
+	if h == nil || !h.Fitted || h.MaxReplicas != 2 || h.Limits.InitBatch != 256 || h.Grad.Var != 10 || h.Grad.Sqr != 1 {
 		t.Fatalf("hints %+v", h)
 	}
 	if f := h.Function(); !(f.Throughput(1, 2, 128, 0) > 0) {
 		t.Errorf("fitted throughput %v", f.Throughput(1, 2, 128, 0))
+	}
+	want := goodput.Fit([]goodput.Observation{{Nodes: 1, Replicas: 2, LocalBsz: 128, ComputeTime: 0.4, StepTime: 0.5},
+		{Nodes: 1, Replicas: 2, LocalBsz: 64, ComputeTime: 0.25, StepTime: 0.3}})
+	if h.Perf != want {
+		t.Errorf("fitted %+v, want %+v", h.Perf, want)
+	}
+	v, err := ts.admin.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := v.Perf; p == nil || len(p.Observations) != 2 || p.Model == nil || p.Model.BetaC != want.BetaC || p.NoiseScale != 2560 ||
+		len(p.Predicted) != 2 || p.Predicted[0].GPUs != 1 || p.Predicted[1].LocalBsz != 128 || p.Predicted[0].Speedup != 1 {
+		t.Fatalf("perf view %+v", v.Perf)
+	}
+	ts.close(t)
+	cfg.StopJobsOnExit = true // the last close waits for the job to exit
+	ts = startServer(t, cfg)
+	if h2 := hints(ts); h2 == nil || h2.Perf != want || h2.Grad != h.Grad || h2.MaxReplicas != 2 {
+		t.Errorf("hints after a restart %+v, want %+v", h2, h)
 	}
 	if _, err := ts.admin.Cancel(ctx, j.ID); err != nil {
 		t.Fatal(err)
@@ -261,4 +305,140 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestPolluxLearnsFromReports: under Pollux the step times a job reports
+// decide how many GPUs it gets. Both jobs are elastic (1 to 4 GPUs) and
+// start on one GPU, all Pollux allows a job it knows nothing about. The
+// one whose reports show it scales is grown, as its fitted model allows
+// (twice the most replicas observed), to 2 then 4 GPUs; the one whose
+// reports show that a second GPU makes its steps slower is tried on 2 and
+// given back 1.
+func TestPolluxLearnsFromReports(t *testing.T) {
+	elastic := func(sync time.Duration) *api.JobSpec {
+		s := countSpec(4, 100000, 0, "-step-time", "2ms", "-batch", "64", "-sample-time", "500us", "-sync-time", sync.String(), "-noise-scale", "500")
+		s.MinGPUs, s.MaxGPUs, s.BatchSize, s.EstimateS = 1, 4, 64, 3600
+		return s
+	}
+	replicas := func(j *api.Job) []int {
+		var out []int
+		if j.Perf != nil {
+			for _, o := range j.Perf.Observations {
+				out = append(out, o.Replicas)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		sync time.Duration
+		// done says the job got where its reports should lead.
+		done func(j *api.Job) bool
+	}{
+		{"scales", time.Millisecond, func(j *api.Job) bool { return len(j.GPUs) == 4 && len(replicas(j)) == 3 }},
+		{"does not scale", 100 * time.Millisecond, func(j *api.Job) bool { return len(j.GPUs) == 1 && len(replicas(j)) == 2 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Policy = "pollux:restart_penalty=0"
+			ts := startServer(t, cfg)
+			j := submit(t, ts.admin, elastic(tc.sync))
+			j = waitJob(t, ts.admin, j.ID, 20*time.Second, "resized as its reports say", tc.done)
+			var sizes []int
+			for _, a := range j.Attempts {
+				sizes = append(sizes, len(a.GPUs))
+			}
+			p := j.Perf
+			if p.Model == nil || len(p.Predicted) != 3 || p.NoiseScale < 499 || p.NoiseScale > 501 {
+				t.Fatalf("perf view %+v", p)
+			}
+			speedup2 := p.Predicted[1].Speedup
+			switch tc.name {
+			case "scales":
+				if fmt.Sprint(sizes) != "[1 2 4]" || fmt.Sprint(replicas(j)) != "[1 2 4]" {
+					t.Errorf("attempts on %v GPUs, observations on %v replicas; want 1, 2, 4", sizes, replicas(j))
+				}
+				if speedup2 < 1.5 || p.Predicted[2].Speedup < speedup2 {
+					t.Errorf("predicted %+v: want the fit to show the job scales", p.Predicted)
+				}
+			default:
+				if fmt.Sprint(sizes[:3]) != "[1 2 1]" || fmt.Sprint(replicas(j)) != "[1 2]" {
+					t.Errorf("attempts on %v GPUs, observations on %v replicas; want 1, 2, 1", sizes, replicas(j))
+				}
+				if speedup2 >= 1 {
+					t.Errorf("predicted %+v: want the fit to show 2 GPUs are slower than 1", p.Predicted)
+				}
+			}
+			// The observation on 2 GPUs is the one reported there.
+			if o := p.Observations[1]; o.LocalBsz != 32 || math.Abs(o.StepTime-(0.002+0.016+tc.sync.Seconds())) > 1e-9 {
+				t.Errorf("observation on 2 GPUs %+v", o)
+			}
+			if _, err := ts.admin.Cancel(context.Background(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// metricValue is the value of the sample named name in a scrape.
+func metricValue(t *testing.T, scrape, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(scrape, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in the metrics:\n%s", name, scrape)
+	return 0
+}
+
+// TestPolluxAdaptsBatch: a job that allows a range of batch sizes gets,
+// at each launch under Pollux, the batch of highest predicted goodput on
+// its GPUs, which its reported gradient statistics decide: with a large
+// gradient noise scale a larger batch trains as well per sample and runs
+// faster, with a small one it wastes samples. The job starts on 1 GPU with
+// its own batch (64), reports, and is grown to 2 GPUs with the batch its
+// noise scale calls for.
+func TestPolluxAdaptsBatch(t *testing.T) {
+	for _, tc := range []struct {
+		noise            string
+		minBatch, maxBat int // the batch the second attempt must get
+	}{
+		{"1000000", 512, 1024},
+		{"16", 64, 64},
+	} {
+		t.Run("noise scale "+tc.noise, func(t *testing.T) {
+			cfg := testConfig(t, t.TempDir())
+			cfg.Policy = "pollux:restart_penalty=0"
+			ts := startServer(t, cfg)
+			s := countSpec(2, 100000, 0, "-step-time", "2ms", "-batch", "64", "-sample-time", "500us", "-sync-time", "1ms", "-noise-scale", tc.noise)
+			s.MinGPUs, s.MaxGPUs, s.BatchSize, s.MaxBatchSize, s.EstimateS = 1, 2, 64, 1024, 3600
+			j := submit(t, ts.admin, s)
+			j = waitJob(t, ts.admin, j.ID, 20*time.Second, "relaunched on 2 GPUs", func(j *api.Job) bool {
+				return len(j.Attempts) >= 2 && j.Attempts[1].PID > 0 && j.Perf != nil && len(j.Perf.Observations) == 2
+			})
+			a1, a2 := j.Attempts[0], j.Attempts[1]
+			if len(a1.GPUs) != 1 || a1.BatchSize != 64 || a1.LocalBsz != 64 || a1.AccumSteps != 0 {
+				t.Errorf("first attempt %+v: want 1 GPU with the job's own batch 64", a1)
+			}
+			if len(a2.GPUs) != 2 || a2.BatchSize < tc.minBatch || a2.BatchSize > tc.maxBat || a2.BatchSize != 2*a2.LocalBsz*(a2.AccumSteps+1) {
+				t.Errorf("second attempt %+v: want 2 GPUs with a batch in [%d, %d]", a2, tc.minBatch, tc.maxBat)
+			}
+			t.Logf("attempts %+v", j.Attempts)
+			// The job ran the batch it was given, and reported it.
+			if o := j.Perf.Observations[1]; o.Replicas != 2 || o.LocalBsz != a2.LocalBsz {
+				t.Errorf("observation on 2 GPUs %+v, attempt %+v", o, a2)
+			}
+			if line := lineWith(logs(t, ts.admin, j.ID), fmt.Sprintf("countjob: batch %d (%d per GPU on 2 GPUs", a2.BatchSize, a2.LocalBsz)); line == "" {
+				t.Errorf("the job did not use its batch:\n%s", logs(t, ts.admin, j.ID))
+			}
+			if _, err := ts.admin.Cancel(context.Background(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -46,6 +46,10 @@ type Config struct {
 	// measures, reports hints to the engine and, for adaptive jobs, picks
 	// the batch size. Elastic policies need it; it costs time otherwise.
 	Agents bool
+	// Sites, when set, makes capacity change over time (availability,
+	// diurnal waves, faults) and prices moves between and inside sites
+	// (sites.go).
+	Sites *Sites
 	// Trace names the trace in the report.
 	Trace string
 	// Progress, when set, is called now and then with the simulated time and
@@ -70,6 +74,9 @@ type running struct {
 	gpus     int        // GPUs held; the engine may have released them already
 	alloc    perf.Alloc // shape and batch configuration the job runs with
 	pos      int        // index in simulator.live
+	began    float64    // time of this (re)start
+	from     float64    // progress at this (re)start
+	site     int        // site index (multi-site runs), else -1
 }
 
 type event struct {
@@ -123,6 +130,11 @@ type simulator struct {
 	nrun    int // jobs holding GPUs
 	done    int
 	nEvents int
+	st      *sites // multi-site state; nil without Config.Sites
+
+	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
+	// per-tenant GPUs are sampled only for several (fairness.go).
+	multiTenant int
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
@@ -160,7 +172,12 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 		}
 		s.byID[j.ID] = i
 		s.recs[i] = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs,
-			Submit: j.Submit, Start: -1, Finish: -1, Deadline: j.Deadline, State: string(job.Pending)}
+			Submit: j.Submit, Start: -1, Finish: -1, Deadline: j.Deadline, State: string(job.Pending), Priority: j.Priority}
+	}
+	if cfg.Sites != nil {
+		if s.st, err = newSites(*cfg.Sites, cfg.Cluster, len(jobs)); err != nil {
+			return nil, err
+		}
 	}
 	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
@@ -190,6 +207,9 @@ func (s *simulator) loop() error {
 		if len(s.events) > 0 {
 			t = math.Min(t, s.events[0].t)
 		}
+		if s.st != nil {
+			t = math.Min(t, s.st.next())
+		}
 		if s.active > 0 {
 			t = math.Min(t, float64(tick)*round)
 		} else if !math.IsInf(t, 1) {
@@ -202,6 +222,11 @@ func (s *simulator) loop() error {
 		s.clk.t = t
 		// 1. Job boundaries and completions (late ones wait for step 4).
 		finished := s.boundaries(t, false)
+		// 1b. Capacity changes (multi-site runs).
+		capChanged, err := s.capacity(t)
+		if err != nil {
+			return err
+		}
 		// 2. Arrivals.
 		arrived := false
 		for next < len(order) && s.jobs[order[next]].Submit <= t {
@@ -219,11 +244,12 @@ func (s *simulator) loop() error {
 		if due {
 			tick = int64(math.Floor(t/round)) + 1
 		}
-		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished))) {
+		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished || capChanged))) {
 			if err := s.schedule(t); err != nil {
 				return err
 			}
-			if s.nrun == 0 && len(s.events) == 0 && next == len(order) {
+			if s.nrun == 0 && len(s.events) == 0 && next == len(order) && s.active > 0 &&
+				(s.st == nil || !s.st.anyDown() || math.IsInf(s.st.next(), 1)) {
 				return s.stuck(t)
 			}
 		}
@@ -283,6 +309,7 @@ func (s *simulator) schedule(t float64) error {
 		if err := s.eng.Report(r.st.Job.ID, r.progress); err != nil {
 			return err
 		}
+		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
 	if err != nil {
@@ -294,6 +321,11 @@ func (s *simulator) schedule(t float64) error {
 		rec := &s.recs[idx]
 		r := s.runs[idx]
 		switch ch.Kind {
+		case engine.Decline:
+			rec.State = string(job.Declined)
+			s.active--
+			s.done++
+			continue
 		case engine.Preempt:
 			s.stop(r)
 			rec.Preemptions++
@@ -315,6 +347,7 @@ func (s *simulator) schedule(t float64) error {
 		case engine.Resize:
 			delay = costs.Resize
 		}
+		delay += s.move(idx, ch)
 		progress := ch.Status.Progress
 		if r != nil {
 			progress = r.progress
@@ -322,7 +355,11 @@ func (s *simulator) schedule(t float64) error {
 		// Generations count per job over the whole run, across
 		// preemptions, so an event pushed before one never fires after.
 		s.gens[idx]++
-		r = &running{idx: idx, st: ch.Status, last: t, delay: delay, progress: progress, gen: s.gens[idx], pos: len(s.live), gpus: len(ch.To)}
+		r = &running{idx: idx, st: ch.Status, last: t, delay: delay, progress: progress, gen: s.gens[idx], pos: len(s.live), gpus: len(ch.To),
+			began: t, from: progress, site: -1}
+		if s.st != nil {
+			r.site = s.st.siteOf[s.cfg.Cluster.NodeOf(ch.To[0]).ID]
+		}
 		s.runs[idx] = r
 		s.live = append(s.live, r)
 		s.alloc += len(ch.To)
@@ -363,6 +400,7 @@ func (s *simulator) advance(r *running, t float64) {
 	gpus := float64(r.gpus)
 	rec := &s.recs[r.idx]
 	rec.GPUSeconds += dt * gpus
+	s.countSite(r, dt*gpus)
 	if r.delay > 0 {
 		d := math.Min(r.delay, dt)
 		r.delay -= d
@@ -443,10 +481,11 @@ func (s *simulator) complete(r *running, t float64) {
 // sample appends the cluster state at t to the timeline when it changed.
 func (s *simulator) sample(t float64) {
 	smp := report.Sample{T: t, Allocated: s.alloc, Useful: s.useful, Queued: s.active - s.nrun, Running: s.nrun}
+	s.fairSample(&smp)
 	tl := s.out.Timeline
 	if n := len(tl); n > 0 {
 		last := tl[n-1]
-		if last.Allocated == smp.Allocated && last.Useful == smp.Useful && last.Queued == smp.Queued && last.Running == smp.Running {
+		if last.Same(&smp) {
 			return
 		}
 		if last.T == t {
@@ -459,6 +498,7 @@ func (s *simulator) sample(t float64) {
 
 // finishRecords fills the final states and each job's no-contention bound.
 func (s *simulator) finishRecords() {
+	s.finishSites()
 	s.out.Events = s.nEvents
 	perNode := map[string]int{}
 	for _, n := range s.cfg.Cluster.Nodes {

@@ -30,6 +30,7 @@ import (
 	bolterr "go.etcd.io/bbolt/errors"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/perf/goodput"
 )
 
 // Schema is the version of the layout this package writes.
@@ -73,6 +74,10 @@ type Job struct {
 
 	// Engine holds the scheduler's counters, restored after a restart.
 	Engine EngineStats `json:"engine"`
+	// Perf is what the job's step-time reports taught the goodput model,
+	// restored after a restart so elastic policies keep what they learned;
+	// nil until the job reports a step time or gradient statistics.
+	Perf *Perf `json:"perf,omitempty"`
 
 	Attempts []Attempt `json:"attempts,omitempty"`
 }
@@ -89,6 +94,15 @@ type EngineStats struct {
 	FirstStart  float64    `json:"first_start,omitempty"`
 	LastStop    float64    `json:"last_stop,omitempty"`
 	Memo        [4]float64 `json:"memo,omitempty"`
+}
+
+// Perf is a job's performance record: one observation per configuration
+// it reported a step time on (the goodput model is refitted from them), and
+// its latest gradient statistics.
+type Perf struct {
+	Observations []goodput.Observation `json:"observations,omitempty"`
+	GradSqr      float64               `json:"grad_sqr,omitempty"`
+	GradVar      float64               `json:"grad_var,omitempty"`
 }
 
 // Attempt phases.
@@ -116,6 +130,11 @@ type Attempt struct {
 	Outcome    string  `json:"outcome,omitempty"` // see api.Attempt
 	// Stop is why tide is stopping it (preempt, resize, cancel, ...).
 	Stop string `json:"stop,omitempty"`
+	// The batch configuration the attempt was given, for jobs with a
+	// batch size (api.Attempt).
+	BatchSize  int `json:"batch_size,omitempty"`
+	LocalBsz   int `json:"local_bsz,omitempty"`
+	AccumSteps int `json:"accum_steps,omitempty"`
 }
 
 // Last returns the job's latest attempt, or nil.
@@ -139,6 +158,11 @@ func (j *Job) Clone() *Job {
 	if j.Spec.MaxRetries != nil {
 		r := *j.Spec.MaxRetries
 		c.Spec.MaxRetries = &r
+	}
+	if j.Perf != nil {
+		p := *j.Perf
+		p.Observations = append([]goodput.Observation(nil), j.Perf.Observations...)
+		c.Perf = &p
 	}
 	c.Attempts = make([]Attempt, len(j.Attempts))
 	for i, a := range j.Attempts {

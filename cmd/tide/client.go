@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -155,7 +156,9 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	priority := fs.Int("priority", 0, "priority (larger is more important)")
 	retries := fs.Int("max-retries", -1, "retry limit (default: the server's)")
 	deadline := fs.String("deadline", "", "RFC 3339 time the job should finish by")
-	batch := fs.Int("batch-size", 0, "global batch size, for goodput fitting")
+	batch := fs.Int("batch-size", 0, "global batch size the job starts with (for goodput fitting; tide passes it on as $TIDE_BATCH_SIZE)")
+	maxBatch := fs.Int("max-batch-size", 0, "largest global batch a policy that adapts batch sizes (pollux) may give the job")
+	maxLocal := fs.Int("max-local-bsz", 0, "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)")
 	tenant := fs.String("tenant", "", "submit for this tenant (admin only)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -202,6 +205,12 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	}
 	if set["batch-size"] {
 		spec.BatchSize = *batch
+	}
+	if set["max-batch-size"] {
+		spec.MaxBatchSize = *maxBatch
+	}
+	if set["max-local-bsz"] {
+		spec.MaxLocalBsz = *maxLocal
 	}
 	if set["tenant"] {
 		spec.Tenant = *tenant
@@ -448,7 +457,17 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	row("Progress", prog)
 	row("Restarts", fmt.Sprintf("%d (preemptions %d, failures %d)", j.Restarts, j.Preemptions, j.Failures))
+	if p := j.Perf; p != nil {
+		if p.NoiseScale > 0 {
+			row("Gradients", fmt.Sprintf("noise scale %.4g samples (grad_sqr %.4g, grad_var %.4g)", p.NoiseScale, p.GradSqr, p.GradVar))
+		} else if p.GradSqr > 0 || p.GradVar > 0 {
+			row("Gradients", fmt.Sprintf("grad_sqr %.4g, grad_var %.4g", p.GradSqr, p.GradVar))
+		}
+	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printPerf(stdout, j.Perf); err != nil {
 		return err
 	}
 	if len(j.Attempts) == 0 {
@@ -456,7 +475,15 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "\nAttempts:")
 	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tGPUS\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	batches := false
+	for _, a := range j.Attempts {
+		batches = batches || a.BatchSize > 0
+	}
+	if batches {
+		fmt.Fprintln(tw, "  #\tGPUS\tBATCH\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	} else {
+		fmt.Fprintln(tw, "  #\tGPUS\tPID\tSTARTED\tENDED\tEXIT\tOUTCOME")
+	}
 	for _, a := range j.Attempts {
 		exit := "-"
 		if a.ExitCode != nil {
@@ -466,7 +493,60 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		if a.PID > 0 {
 			pid = strconv.Itoa(a.PID)
 		}
-		fmt.Fprintf(tw, "  %d\t%v\t%s\t%s\t%s\t%s\t%s\n", a.N, a.GPUs, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
+		gpus := fmt.Sprint(a.GPUs)
+		if batches {
+			gpus += "\t" + batchString(a.BatchSize, a.LocalBsz, a.AccumSteps)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.N, gpus, pid, stamp(a.Started), stamp(a.Ended), exit, a.Outcome)
+	}
+	return tw.Flush()
+}
+
+// batchString shows a batch configuration: "256 (64/GPU x 2 passes)".
+func batchString(global, local, accum int) string {
+	switch {
+	case global == 0:
+		return "-"
+	case accum > 0:
+		return fmt.Sprintf("%d (%d/GPU x %d passes)", global, local, accum+1)
+	}
+	return fmt.Sprintf("%d (%d/GPU)", global, local)
+}
+
+// printPerf shows the goodput model fitted to a job's step-time reports:
+// what it predicts per GPU count, next to what was observed.
+func printPerf(w io.Writer, p *api.JobPerf) error {
+	if p == nil || len(p.Observations) == 0 {
+		return nil
+	}
+	// The observed step of each GPU count on one node, preferring the
+	// observation at the predicted per-GPU batch.
+	type key struct{ gpus, local int }
+	seen := map[key]string{}
+	var counts []int
+	for _, o := range p.Observations {
+		if o.Nodes == 1 {
+			s := fmt.Sprintf("%.4g s (%d/GPU)", o.StepTime, o.LocalBsz)
+			seen[key{o.Replicas, o.LocalBsz}] = s
+			if _, ok := seen[key{o.Replicas, 0}]; !ok {
+				seen[key{o.Replicas, 0}] = s
+			}
+		}
+		counts = append(counts, o.Replicas)
+	}
+	slices.Sort(counts)
+	counts = slices.Compact(counts)
+	fmt.Fprintf(w, "\nPerformance (goodput model fitted to %d observed configurations, on %s GPUs; predictions for one node):\n",
+		len(p.Observations), strings.Trim(strings.Join(strings.Fields(fmt.Sprint(counts)), ", "), "[]"))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  GPUS\tBATCH\tSTEP\tSAMPLES/S\tSPEEDUP\tOBSERVED STEP")
+	for _, pt := range p.Predicted {
+		obs, ok := seen[key{pt.GPUs, pt.LocalBsz}]
+		if !ok {
+			obs = seen[key{pt.GPUs, 0}]
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%.4g s\t%.4g\t%.2fx\t%s\n", pt.GPUs, batchString(pt.BatchSize, pt.LocalBsz, pt.AccumSteps),
+			pt.StepTime, pt.Throughput, pt.Speedup, dash(obs))
 	}
 	return tw.Flush()
 }

@@ -63,10 +63,17 @@ type served struct {
 	done   chan struct{}
 }
 
-// serve starts tide serve on a free port and waits until it listens.
+// serve starts tide serve on 4 fake GPUs on a free port and waits until it
+// listens.
 func serve(t *testing.T, bin, dir string, extra ...string) *served {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--gpus", "fake:4:t4",
+	return serveGPUs(t, bin, dir, append([]string{"--gpus", "fake:4:t4"}, extra...)...)
+}
+
+// serveGPUs is serve with no --gpus of its own.
+func serveGPUs(t *testing.T, bin, dir string, extra ...string) *served {
+	t.Helper()
+	args := append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0",
 		"--round", "200ms", "--grace", "2s", "--retry-backoff", "50ms", "--log-format", "json"}, extra...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(dir, "..", "serve-"+filepath.Base(dir)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -157,10 +164,11 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // TestServeCrash is the acceptance test: tide serve runs as a real
 // process with real jobs, is killed with SIGKILL while they run, and is
 // started again. Every job must be accounted for: the one whose process
-// survived is re-adopted (not restarted), the one killed from outside while
-// the server was down restarts from its checkpoint, the one killed from
-// outside while the server ran was retried, the queued one runs, and each
-// finishes exactly once.
+// survived is re-adopted (not restarted), the one that exited 0 while the
+// server was down is finished without running again, the one killed from
+// outside while the server was down restarts from its checkpoint, the one
+// killed from outside while the server ran was retried, the queued one
+// runs, and each finishes exactly once.
 func TestServeCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs tide serve")
@@ -177,7 +185,7 @@ func TestServeCrash(t *testing.T) {
 	out := cli(t, s, admin, "tenant", "add", "alice")
 	alice := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
 
-	release := filepath.Join(root, "release")
+	release, finish := filepath.Join(root, "release"), filepath.Join(root, "finish")
 	submit := func(token string, args ...string) string {
 		var j api.Job
 		if err := json.Unmarshal([]byte(cli(t, s, token, append([]string{"submit", "--json"}, args...)...)), &j); err != nil {
@@ -186,11 +194,13 @@ func TestServeCrash(t *testing.T) {
 		return j.ID
 	}
 	// adopted: runs until the test releases it.
-	adopted := submit(alice, "--name", "adopted", "--gpus", "2", "--cmd", "while [ ! -e "+release+" ]; do sleep 0.02; done; echo released")
+	adopted := submit(alice, "--name", "adopted", "--gpus", "1", "--cmd", "while [ ! -e "+release+" ]; do sleep 0.02; done; echo released")
+	// doneDown: finishes while the server is down.
+	doneDown := submit(admin, "--name", "done-while-down", "--gpus", "1", "--cmd", "while [ ! -e "+finish+" ]; do sleep 0.02; done; echo finished")
 	downKill := submit(alice, "--name", "killed-while-down", "--gpus", "1", "--", countjob, "-steps", "80", "-step-time", "25ms", "-checkpoint-every", "2")
 	upKill := submit(admin, "--name", "killed-while-up", "--gpus", "1", "--", countjob, "-steps", "40", "-step-time", "25ms", "-checkpoint-every", "2")
 	queued := submit(alice, "--name", "queued", "--gpus", "4", "--", countjob, "-steps", "5", "-step-time", "10ms")
-	ids := []string{adopted, downKill, upKill, queued}
+	ids := []string{adopted, doneDown, downKill, upKill, queued}
 
 	progress := func(id string, p float64) func() bool {
 		return func() bool { j := cliJob(t, s, admin, id); return j.State == api.StateRunning && j.Progress >= p }
@@ -205,7 +215,7 @@ func TestServeCrash(t *testing.T) {
 		return len(j.Attempts) == 2 && j.Attempts[1].PID > 0 && j.Progress > 0.2
 	})
 	waitFor(t, "the other jobs to run", 10*time.Second, func() bool {
-		return progress(downKill, 0.1)() && cliJob(t, s, admin, adopted).State == api.StateRunning
+		return progress(downKill, 0.1)() && cliJob(t, s, admin, adopted).Attempts[0].PID > 0 && cliJob(t, s, admin, doneDown).Attempts[0].PID > 0
 	})
 	before := map[string]*api.Job{}
 	for _, id := range ids {
@@ -220,11 +230,18 @@ func TestServeCrash(t *testing.T) {
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{adopted, upKill} {
+	for _, id := range []string{adopted, upKill, doneDown} {
 		if p := before[id].Attempts[len(before[id].Attempts)-1].PID; !localexec.Alive(p, 0) {
 			t.Fatalf("job %s's process %d died with the server", id, p)
 		}
 	}
+	if err := os.WriteFile(finish, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job to finish while the server is down", 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "jobs", doneDown, "attempt-1.exit"))
+		return err == nil
+	})
 
 	s = serve(t, bin, dir)
 	client := api.NewClient(s.url, admin)
@@ -276,6 +293,10 @@ func TestServeCrash(t *testing.T) {
 	if !strings.Contains(cli(t, s, alice, "logs", adopted), "released") {
 		t.Errorf("the adopted job's output is missing")
 	}
+	if d := got[doneDown]; len(d.Attempts) != 1 || d.Attempts[0].Outcome != "finished" || d.Restarts != 0 ||
+		strings.Count(cli(t, s, admin, "logs", doneDown), "\nfinished\n") != 1 {
+		t.Errorf("job that finished while the server was down: restarts %d attempts %+v", d.Restarts, d.Attempts)
+	}
 	if d := got[downKill]; len(d.Attempts) != 2 || d.Failures != 1 || d.Attempts[0].Outcome != "lost" {
 		t.Errorf("job killed while the server was down: failures %d attempts %+v", d.Failures, d.Attempts)
 	}
@@ -296,6 +317,11 @@ func TestServeCrash(t *testing.T) {
 	if len(mine.Jobs) != 3 {
 		t.Errorf("alice sees %d jobs, want 3", len(mine.Jobs))
 	}
+	for _, j := range mine.Jobs {
+		if j.Tenant != "alice" {
+			t.Errorf("alice sees job %s of %s", j.ID, j.Tenant)
+		}
+	}
 	if table := cli(t, s, admin, "jobs"); !strings.Contains(table, "killed-while-down") || !strings.Contains(table, "finished") {
 		t.Errorf("jobs table:\n%s", table)
 	}
@@ -305,6 +331,22 @@ func TestServeCrash(t *testing.T) {
 	s.stop(t, syscall.SIGTERM)
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("tide serve exited %d after SIGTERM: %s", code, readFile(s.stderr.Name()))
+	}
+	// Structured logs: one JSON object a line, saying what happened to
+	// which job.
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(readFile(s.stderr.Name())), "\n") {
+		var rec struct{ Level, Msg, Job string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level == "" || rec.Msg == "" {
+			t.Fatalf("log line %q is not a JSON record with level and msg (%v)", line, err)
+		}
+		seen[rec.Msg+" "+rec.Job] = true
+	}
+	for _, want := range []string{"job submitted " + queued, "job launched " + upKill, "job attempt failed " + upKill,
+		"job re-adopted " + adopted, "job finished " + doneDown, "tide serve started ", "shutting down "} {
+		if !seen[want] {
+			t.Errorf("the logs lack %q", want)
+		}
 	}
 }
 
@@ -383,6 +425,57 @@ func TestSubmitFile(t *testing.T) {
 	if code, out, errs := tide(t, "job", j.ID); code != 0 || !strings.Contains(out, "finished") || !strings.Contains(out, "Attempts:") {
 		t.Errorf("tide job with a config file: exit %d\n%s%s", code, out, errs)
 	}
+}
+
+// TestServeDiscoversGPUs: without --gpus, tide serve asks nvidia-smi (a
+// fake one on PATH here) and schedules the GPUs it lists; without
+// nvidia-smi it says so and how to run without GPUs.
+func TestServeDiscoversGPUs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs tide serve")
+	}
+	bin, _ := binaries(t)
+	fake := t.TempDir()
+	script := "#!/bin/sh\n[ \"$1\" = --query-gpu=index,name,memory.total ] || exit 64\n" +
+		"printf '0, Tesla T4, 15360\\n1, NVIDIA A100-SXM4-80GB, 81920\\n2, Tesla T4, 15360\\n'\n"
+	if err := os.WriteFile(filepath.Join(fake, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+":/usr/bin:/bin")
+	const tok = "tide_test_admin_token_0123456789"
+	s := serveGPUs(t, bin, filepath.Join(t.TempDir(), "data"), "--admin-token-file", writeToken(t, tok))
+	out := cli(t, s, tok, "cluster")
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"0 of 3 GPUs allocated", "0 t4 Tesla T4 15 GiB - 1 a100-80 NVIDIA A100-SXM4-80GB 80 GiB - 2 t4 Tesla T4 15 GiB -"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("tide cluster lacks %q:\n%s", want, out)
+		}
+	}
+	// A job asking for the A100 runs on device 1 alone.
+	id := strings.Fields(cli(t, s, tok, "submit", "--gpu-type", "a100-80", "--cmd", "echo devices=$CUDA_VISIBLE_DEVICES"))[0]
+	waitFor(t, "the job to finish", 10*time.Second, func() bool { return cliJob(t, s, tok, id).State == api.StateFinished })
+	if logs := cli(t, s, tok, "logs", id); !strings.Contains(logs, "devices=1\n") {
+		t.Errorf("the A100 job's log:\n%s", logs)
+	}
+
+	t.Setenv("PATH", t.TempDir()+":/usr/bin:/bin")
+	code, stdout, stderr := runBin(t, bin, "serve", "--data-dir", filepath.Join(t.TempDir(), "d"), "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, "no NVIDIA GPUs found: nvidia-smi is not in PATH (use --gpus fake:N:TYPE") {
+		t.Errorf("tide serve without GPUs: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// runBin runs a binary to its end.
+func runBin(t *testing.T, bin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
 // lineWith returns the first line of s containing sub, or "".

@@ -18,6 +18,7 @@ import (
 	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/solver"
 	"github.com/tide-sched/tide/trace"
 )
 
@@ -37,7 +38,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware) or most-free (default pack; most-free under --preset pollux-artifact)")
 	fs.StringVar(&c.model, "model", "auto", "performance model: auto, pollux[=DIR], duration, elasticflow=DIR[@TYPE][,DIR@TYPE], gavel=FILE")
 	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured full restarts, 'measured-fast' for those plus fast elastic resizes, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
-	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies)")
+	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies); gavel: Gavel's simulator's rounds (360 s, rounds only; see docs/heterogeneity.md)")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
@@ -70,8 +71,15 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		}
 		s.whole = true
 		s.artifact = true
+	case "gavel":
+		if !flagSet(fs, "on-events") {
+			c.onEvents = false
+		}
+		if !flagSet(fs, "round") {
+			c.round = 360
+		}
 	default:
-		return nil, usageError{fmt.Errorf("--preset %q: want pollux-artifact", c.preset)}
+		return nil, usageError{fmt.Errorf("--preset %q: want pollux-artifact or gavel", c.preset)}
 	}
 	if c.round <= 0 || math.IsNaN(c.round) || math.IsInf(c.round, 0) {
 		return nil, usageError{fmt.Errorf("--round %v: want a positive number of seconds", c.round)}
@@ -122,7 +130,12 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			continue
 		}
 		if spec == "all" {
+			noSolver := solver.Available()
 			for _, i := range policy.All() {
+				if i.NeedsSolver && noSolver != nil {
+					fmt.Fprintf(stderr, "note: skipping %s: %v\n", i.Name, noSolver)
+					continue
+				}
 				if !i.NeedsDeadlines || hasDeadlines {
 					s.specs = append(s.specs, i.Name)
 				}

@@ -31,6 +31,7 @@ Examples:
   tide sim --policy all --report out/        # every policy; CSV, JSON and HTML in out/
   tide sim --preset pollux-artifact --policy tiresias --json
   tide sim --trace philly.csv --sort --cluster 512x4:v100 --policy tiresias
+  tide sim --scenario scenarios/elasticflow-128.yaml   # an experiment file (docs/deadlines.md)
 
 Flags:
 `
@@ -44,6 +45,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	reportDir := fs.String("report", "", "also write per-job CSV, summary.json and report.html to `DIR`")
 	window := fs.String("jobs-window", "", "count only jobs LO..HI-1 (0-based, trace order) in the metrics, as `LO:HI`")
 	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
+	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simHelp)
 		fs.PrintDefaults()
@@ -56,6 +58,12 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q (flags only; see tide help sim)", fs.Arg(0))}
+	}
+	if *scenarioFile != "" {
+		if *progress != "on" && *progress != "off" && *progress != "auto" {
+			return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
+		}
+		return runScenario(*scenarioFile, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
 	}
 	win, err := parseWindow(*window)
 	if err != nil {

@@ -7,11 +7,17 @@ tide's job protocol (docs/api.md, "Jobs"):
 
 * GPUs: tide sets CUDA_VISIBLE_DEVICES; the script uses every visible GPU
   (DataParallel), or the CPU when there is none.
-* Checkpoints: model, optimizer and step go to $TIDE_CHECKPOINT_DIR every
-  --checkpoint-every steps and when SIGTERM arrives (preemption, resize,
-  cancellation); the script then exits with 143. At start it resumes from
-  the checkpoint, so a restart on a different number of GPUs continues
-  where the last attempt stopped.
+* Checkpoints: model, optimizer and the samples done go to
+  $TIDE_CHECKPOINT_DIR every --checkpoint-every steps and when SIGTERM
+  arrives (preemption, resize, cancellation); the script then exits with
+  143. At start it resumes from the checkpoint, so a restart on a different
+  number of GPUs continues where the last attempt stopped. DataLoader
+  workers ignore SIGTERM, so that the main process can save first.
+* Batch size: the one tide gives ($TIDE_LOCAL_BSZ samples per GPU,
+  $TIDE_ACCUM_STEPS accumulated passes per step), which Pollux adapts at
+  each launch for a job submitted with --max-batch-size; else
+  --batch-size. The work is --steps steps of --batch-size samples, so a
+  larger batch takes fewer steps; the learning rate scales linearly.
 * Progress: every --report-every steps it POSTs a report to
   $TIDE_REPORT_URL with the bearer token $TIDE_REPORT_TOKEN (or appends it
   to $TIDE_REPORT_FILE): progress, throughput, the step and compute time on
@@ -22,9 +28,9 @@ tide's job protocol (docs/api.md, "Jobs"):
 Run it through tide, e.g.:
 
     tide submit --name cifar --gpus 2 --min-gpus 1 --max-gpus 4 --batch-size 256 \
-        --estimate 30m -- python examples/pytorch/train.py --steps 5000
+        --max-batch-size 2048 --estimate 30m -- python examples/pytorch/train.py --steps 5000 --grad-stats
 
-Not run by the tests (they use examples/countjob, which needs no Python).
+Only parsed by the tests (they run examples/countjob, which needs no Python).
 """
 
 import argparse
@@ -46,6 +52,16 @@ def on_sigterm(signum, frame):
     # Only set a flag: the training loop checkpoints at the end of the step.
     global STOP
     STOP = True
+
+
+def worker_ignores_sigterm(_worker_id):
+    # tide signals the job's whole process group, DataLoader workers too.
+    # A worker killed by SIGTERM makes PyTorch raise in the main process
+    # before it can checkpoint; ignoring it lets the main process save and
+    # exit, which ends its workers (SIGKILL after the grace period ends
+    # everything anyway).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class Block(nn.Module):
@@ -77,13 +93,13 @@ class Net(nn.Module):
         return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
-def batches(args, device):
-    """Yields (inputs, labels) forever."""
+def batches(args, device, size):
+    """Yields (inputs, labels) of size samples forever."""
     if args.synthetic:
         g = torch.Generator().manual_seed(0)
         while True:
-            x = torch.randn(args.batch_size, 3, 32, 32, generator=g)
-            y = torch.randint(0, 10, (args.batch_size,), generator=g)
+            x = torch.randn(size, 3, 32, 32, generator=g)
+            y = torch.randint(0, 10, (size,), generator=g)
             yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     import torchvision
     import torchvision.transforms as T
@@ -91,8 +107,9 @@ def batches(args, device):
     tf = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))])
     ds = torchvision.datasets.CIFAR10(args.data, train=True, download=True, transform=tf)
-    loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, drop_last=True,
-                                         num_workers=args.workers, pin_memory=device.type == "cuda")
+    loader = torch.utils.data.DataLoader(ds, batch_size=size, shuffle=True, drop_last=True,
+                                         num_workers=args.workers, pin_memory=device.type == "cuda",
+                                         worker_init_fn=worker_ignores_sigterm)
     while True:
         for x, y in loader:
             yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -121,10 +138,10 @@ class Reporter:
                 self.warned = True
 
 
-def save(path, model, opt, step):
+def save(path, model, opt, samples):
     tmp = path + ".tmp"
     state = model.module.state_dict() if isinstance(model, nn.DataParallel) else model.state_dict()
-    torch.save({"model": state, "opt": opt.state_dict(), "step": step}, tmp)
+    torch.save({"model": state, "opt": opt.state_dict(), "samples": samples}, tmp)
     os.replace(tmp, path)  # atomic: a kill during the save keeps the old one
 
 
@@ -135,7 +152,8 @@ def grad_sqnorm(model):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--batch-size", type=int, default=256, help="global batch size")
+    ap.add_argument("--batch-size", type=int, default=256,
+                    help="global batch size the job is tuned for; --steps counts steps of it (tide may give another batch: $TIDE_BATCH_SIZE)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--report-every", type=int, default=10)
@@ -153,63 +171,83 @@ def main():
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     replicas = max(torch.cuda.device_count(), 1)
+    # The batch: tide's ($TIDE_LOCAL_BSZ per GPU, $TIDE_ACCUM_STEPS extra
+    # passes per optimizer step; a policy such as Pollux may adapt it at
+    # each launch), else --batch-size split over the replicas.
+    local_bsz = int(os.environ.get("TIDE_LOCAL_BSZ", "0")) or max(args.batch_size // replicas, 1)
+    accum = int(os.environ.get("TIDE_ACCUM_STEPS", "0"))
+    per_pass = local_bsz * replicas
+    batch = per_pass * (accum + 1)
+    # Linear learning-rate scaling with the batch (Goyal et al. 2017);
+    # Pollux itself uses AdaScale, which this script does not implement.
+    lr = args.lr * batch / args.batch_size
     model = Net().to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
-    step = 0
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    # Work is counted in samples, so a larger batch needs fewer steps.
+    total = args.steps * args.batch_size
+    samples = 0
     if os.path.exists(ckpt):
         state = torch.load(ckpt, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
-        step = state["step"]
+        for group in opt.param_groups:
+            group["lr"] = lr
+        samples = state["samples"]
     if replicas > 1:
         model = nn.DataParallel(model)
-    print(f"train.py: step {step} of {args.steps} on {replicas} replica(s) "
+    print(f"train.py: step {samples // args.batch_size} of {args.steps} on {replicas} replica(s), batch {batch} "
+          f"({local_bsz} per GPU, {accum} accumulation steps) "
           f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}, "
           f"attempt {os.environ.get('TIDE_ATTEMPT', '?')})", flush=True)
 
     rep = Reporter()
-    data = batches(args, device)
-    local_bsz = max(args.batch_size // replicas, 1)
-    t_step = t_compute = 0.0
+    data = batches(args, device, per_pass)
+    t_iter = t_step = t_compute = 0.0
     n_timed = 0
+    steps = 0
     model.train()
-    while step < args.steps and not STOP:
-        x, y = next(data)
-        t0 = time.perf_counter()
+    while samples < total and not STOP:
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t1 = time.perf_counter()
+        t_start = time.perf_counter()
+        for i in range(accum + 1):
+            x, y = next(data)
+            t0 = time.perf_counter()
+            loss = F.cross_entropy(model(x), y) / (accum + 1)
+            loss.backward()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            t_compute += t1 - t0
         opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
         t2 = time.perf_counter()
-        step += 1
-        t_compute += t1 - t0
-        t_step += t2 - t0
+        t_step += t2 - t0  # the last pass and the optimizer step
+        t_iter += t2 - t_start
         n_timed += 1
-        if step % args.checkpoint_every == 0:
-            save(ckpt, model, opt, step)
-        if step % args.report_every == 0 or step == args.steps:
+        steps += 1
+        samples = min(samples + batch, total)
+        if steps % args.checkpoint_every == 0:
+            save(ckpt, model, opt, samples)
+        if steps % args.report_every == 0 or samples == total:
+            step = samples / args.batch_size
             report = {
                 "step": step, "total_steps": args.steps,
-                "throughput": args.batch_size * n_timed / max(t_step, 1e-9),
-                "step_time": t_step / n_timed, "compute_time": t_compute / n_timed,
+                "throughput": batch * n_timed / max(t_iter, 1e-9),
+                "step_time": t_step / n_timed, "compute_time": t_compute / (n_timed * (accum + 1)),
                 "local_bsz": local_bsz, "replicas": replicas, "nodes": 1,
-                "message": f"step {step}/{args.steps} loss {loss.item():.3f}",
+                "message": f"step {step:.0f}/{args.steps} loss {loss.item() * (accum + 1):.3f}",
             }
             if args.grad_stats:
                 report.update(grad_stats(model, x, y, args.batch_size))
             rep.send(report)
-            t_step = t_compute = 0.0
+            t_iter = t_step = t_compute = 0.0
             n_timed = 0
             print(report["message"], flush=True)
 
-    save(ckpt, model, opt, step)
-    if STOP and step < args.steps:
-        print(f"train.py: SIGTERM at step {step}: checkpointed, exiting", flush=True)
+    save(ckpt, model, opt, samples)
+    if STOP and samples < total:
+        print(f"train.py: SIGTERM at step {samples // args.batch_size}: checkpointed, exiting", flush=True)
         sys.exit(143)
     print("train.py: done", flush=True)
 

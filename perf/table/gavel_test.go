@@ -310,3 +310,29 @@ func TestLoadGavelFS(t *testing.T) {
 		t.Errorf("ReadGavel: %v", err)
 	}
 }
+
+func TestGavelShared(t *testing.T) {
+	g := mustGavel(t, smallGavel)
+	a, b := gJob("A", 1), gJob("B", 1)
+	v100 := perf.Alloc{GPUType: "v100", PerNode: []int{1}}
+	// smallGavel: sharing a v100, A gets 6 it/s and B 3 (alone: 10 and 5).
+	if r1, r2, ok := g.Shared(a, b, v100); !ok || r1 != 6 || r2 != 3 {
+		t.Errorf("A with B on v100: %v %v %v, want 6 3 true", r1, r2, ok)
+	}
+	if r1, r2, ok := g.Shared(b, a, v100); !ok || r1 != 3 || r2 != 6 {
+		t.Errorf("B with A on v100: %v %v %v, want 3 6 true", r1, r2, ok)
+	}
+	// On k80 the pair is recorded from A's side only, with B's.
+	if r1, r2, ok := g.Shared(gJob("B's", 1), a, perf.Alloc{GPUType: "k80", PerNode: []int{1}}); !ok || r1 != 0.5 || r2 != 1 {
+		t.Errorf("B's with A on k80: %v %v %v, want 0.5 1 true", r1, r2, ok)
+	}
+	if _, _, ok := g.Shared(a, gJob("A", 2), v100); ok {
+		t.Error("jobs of different scale factors are paired")
+	}
+	if _, _, ok := g.Shared(a, b, perf.Alloc{GPUType: "p100", PerNode: []int{1}}); ok {
+		t.Error("a pair on a GPU type without table is reported")
+	}
+	if _, _, ok := g.Shared(a, b, perf.Alloc{GPUType: "v100"}); ok {
+		t.Error("a pair on no GPUs is reported")
+	}
+}

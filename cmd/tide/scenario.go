@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/scenario"
+)
+
+// runScenario is `tide sim --scenario FILE`: the experiment the file
+// describes, as a table (one per point, and a deadline summary across a
+// sweep), JSON, or a report directory with a plot of the sweep.
+func runScenario(path string, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return err
+	}
+	b := newBar(stderr, showBar, sc.Runs())
+	res, err := sc.Run(func() { b.add(1) })
+	b.finish()
+	if err != nil {
+		return err
+	}
+	if reportDir != "" {
+		if err := writeScenarioDir(reportDir, sc, res); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return writeScenarioJSON(stdout, sc, res)
+	}
+	fmt.Fprintf(stdout, "scenario %s", sc.Name)
+	if sc.Description != "" {
+		fmt.Fprintf(stdout, ": %s", sc.Description)
+	}
+	fmt.Fprintln(stdout)
+	for _, r := range res {
+		fmt.Fprintln(stdout)
+		if r.Param != "" {
+			fmt.Fprintf(stdout, "%s = %s: ", r.Param, num(r.Value))
+		}
+		fmt.Fprintf(stdout, "%d jobs; cluster %s\n\n", r.Jobs, r.Cluster)
+		if err := report.WriteTable(stdout, report.SummarizeAll(r.Runs)); err != nil {
+			return err
+		}
+	}
+	if sc.Sweep != nil {
+		fmt.Fprintf(stdout, "\ndeadlines met (%%) by %s:\n\n", sc.Sweep.Param)
+		writeSweepTable(stdout, sc, res)
+	}
+	if reportDir != "" {
+		fmt.Fprintf(stdout, "\nreport written to %s\n", reportDir)
+	}
+	return nil
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// metPct is a run's deadline-met percentage (0 when no job has a deadline).
+func metPct(r *report.Run) float64 {
+	s := report.Summarize(r)
+	if s.DeadlineMetFrac == nil {
+		return 0
+	}
+	return 100 * *s.DeadlineMetFrac
+}
+
+func writeSweepTable(w io.Writer, sc *scenario.Scenario, res []scenario.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\t%s\t\n", sc.Sweep.Param, strings.Join(sc.Policies, "\t"))
+	for _, r := range res {
+		cells := []string{num(r.Value)}
+		for _, run := range r.Runs {
+			cells = append(cells, fmt.Sprintf("%.1f", metPct(run)))
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+}
+
+type scenarioPoint struct {
+	Param    string           `json:"param,omitempty"`
+	Value    float64          `json:"value,omitempty"`
+	Cluster  string           `json:"cluster"`
+	Jobs     int              `json:"jobs"`
+	Policies []report.Summary `json:"policies"`
+}
+
+func writeScenarioJSON(w io.Writer, sc *scenario.Scenario, res []scenario.Result) error {
+	out := struct {
+		Scenario string          `json:"scenario"`
+		File     string          `json:"file"`
+		Seed     int64           `json:"seed"`
+		Points   []scenarioPoint `json:"points"`
+	}{Scenario: sc.Name, File: sc.File, Seed: sc.Seed}
+	for _, r := range res {
+		out.Points = append(out.Points, scenarioPoint{Param: r.Param, Value: r.Value, Cluster: r.Cluster, Jobs: r.Jobs, Policies: report.SummarizeAll(r.Runs)})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeScenarioDir writes each point's report (a sub-directory per sweep
+// value) and, for a sweep, deadlines.svg: deadline-met % per policy.
+func writeScenarioDir(dir string, sc *scenario.Scenario, res []scenario.Result) error {
+	for _, r := range res {
+		d := dir
+		if r.Param != "" {
+			d = filepath.Join(dir, fmt.Sprintf("%s-%s", r.Param, num(r.Value)))
+		}
+		meta := report.Meta{Trace: r.Runs[0].Trace, Cluster: r.Cluster, TotalGPUs: r.Runs[0].TotalGPUs, Seed: sc.Seed, Jobs: r.Jobs}
+		if err := report.WriteDir(d, meta, r.Runs); err != nil {
+			return err
+		}
+	}
+	if sc.Sweep == nil {
+		return nil
+	}
+	xs := make([]float64, len(res))
+	ys := make([][]float64, len(sc.Policies))
+	for i, r := range res {
+		xs[i] = r.Value
+		for k, run := range r.Runs {
+			ys[k] = append(ys[k], metPct(run))
+		}
+	}
+	svg := report.SweepSVG(fmt.Sprintf("%s: deadlines met", sc.Name), sc.Sweep.Param, "deadlines met (%)", xs, sc.Policies, ys)
+	return os.WriteFile(filepath.Join(dir, "deadlines.svg"), []byte(svg), 0o644)
+}

@@ -1,0 +1,201 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
+)
+
+// flowJob is an elastic job of work seconds on one GPU (linear scaling
+// under the duration model) with an absolute deadline (0: none).
+func flowJob(id string, at, work, deadline float64) *job.Job {
+	return enginetest.Job(id).At(at).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+}
+
+func flowCluster(t *testing.T, cloudNodes, edge int) *cluster.Cluster {
+	t.Helper()
+	spec := cluster.Spec{Sites: []cluster.SiteSpec{{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: cloudNodes, GPUs: 8, GPU: "a100"}}}}}
+	if edge > 0 {
+		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: edge, GPUs: 1, GPU: "v100"}}})
+	}
+	c, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func flowRun(t *testing.T, spec string, c *cluster.Cluster, m perf.Model, jobs []*job.Job) *report.Run {
+	t.Helper()
+	p := mustParse(t, spec, Context{})
+	r, err := sim.Run(sim.Config{Cluster: c, Model: m, Policy: p, Placer: place.Pack{}, OnEvents: true, Sites: &sim.Sites{}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func states(r *report.Run) string {
+	s := ""
+	for _, j := range r.Jobs {
+		met := "miss"
+		if j.Finish >= 0 && (j.Deadline == 0 || j.Finish <= j.Deadline) {
+			met = "met"
+		}
+		if j.State == string(job.Declined) {
+			met = "declined"
+		}
+		s += fmt.Sprintf("%s:%s ", j.ID, met)
+	}
+	return s
+}
+
+func TestElasticFlowAdmission(t *testing.T) {
+	free := perf.Duration{}
+	tests := []struct {
+		name string
+		spec string
+		jobs []*job.Job
+		want string
+	}{
+		{
+			// 8 GPUs. a and b each need 4 GPUs for 300 s; c, arriving at the
+			// same time with the same deadline, cannot fit: declined.
+			name: "third job declined",
+			jobs: []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 1200, 300)},
+			want: "a:met b:met c:declined ",
+		},
+		{
+			name: "impossible deadline declined, best effort kept",
+			jobs: []*job.Job{flowJob("a", 0, 100000, 100), flowJob("b", 0, 500, 0)},
+			want: "a:declined b:met ",
+		},
+		{
+			// a needs all 8 GPUs until 100 (reserved to the 120 s slot); b
+			// fits after it: 800 s of work on 8 GPUs from 120 ends at 220.
+			name: "later deadline planned after the earlier job",
+			jobs: []*job.Job{flowJob("a", 0, 800, 100), flowJob("b", 0, 800, 300)},
+			want: "a:met b:met ",
+		},
+		{
+			// a and b hold all 8 GPUs until 400 s (slot 420); c, arriving
+			// later with a later deadline, would end at 545 s after them.
+			name: "a newcomer that cannot fit after admitted jobs",
+			jobs: []*job.Job{flowJob("a", 0, 1600, 400), flowJob("b", 0, 1600, 400), flowJob("c", 10, 1000, 500)},
+			want: "a:met b:met c:declined ",
+		},
+		{
+			// Without admission control c runs and misses.
+			name: "admit=false", spec: "elasticflow:admit=false",
+			jobs: []*job.Job{flowJob("a", 0, 1600, 400), flowJob("b", 0, 1600, 400), flowJob("c", 10, 1000, 500)},
+			want: "a:met b:met c:miss ",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if spec == "" {
+				spec = "elasticflow"
+			}
+			r := flowRun(t, spec, flowCluster(t, 1, 0), free, tc.jobs)
+			if got := states(r); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestElasticFlowBeatsEDF: on an overloaded cluster, admission control and
+// elastic shares meet more deadlines than EDF on the requested counts.
+func TestElasticFlowBeatsEDF(t *testing.T) {
+	var jobs []*job.Job
+	for i := 0; i < 40; i++ {
+		at := float64(i * 50)
+		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, 2, 16).Seconds(600+float64(i%5)*300).Deadline(at+900+float64(i%3)*600).Obj())
+	}
+	c := flowCluster(t, 1, 0)
+	met := func(r *report.Run) float64 { return *report.Summarize(r).DeadlineMetFrac }
+	ef := flowRun(t, "elasticflow", c, perf.Duration{}, jobs)
+	edf := flowRun(t, "edf", c, perf.Duration{}, jobs)
+	if met(ef) <= met(edf) {
+		t.Errorf("elasticflow met %.2f, edf %.2f", met(ef), met(edf))
+	}
+}
+
+// slowEdge runs v100 at half the a100 speed.
+func slowEdge() perf.Model {
+	return perf.Scaled{Model: perf.Duration{}, Type: "v100", Ref: "a100", Lambda: 0.5}
+}
+
+func TestEdgeFlowOffloads(t *testing.T) {
+	// One cloud node of 8 GPUs busy with a and b until 300 s; c (100 s of
+	// work) would end at 312.5 s in the cloud after them, past its 310 s
+	// deadline, but meets it on an edge server at half speed (200 s).
+	jobs := []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 100, 310)}
+	c := flowCluster(t, 1, 2)
+	ef := flowRun(t, "elasticflow", c, slowEdge(), jobs)
+	edge := flowRun(t, "edgeflow", c, slowEdge(), jobs)
+	if got := states(ef); got != "a:met b:met c:declined " {
+		t.Errorf("elasticflow: %s", got)
+	}
+	if got := states(edge); got != "a:met b:met c:met " {
+		t.Errorf("edgeflow: %s", got)
+	}
+	if edge.Jobs[2].EdgeGPUSeconds <= 0 {
+		t.Errorf("c never ran on the edge")
+	}
+	if ef.Jobs[0].EdgeGPUSeconds+ef.Jobs[1].EdgeGPUSeconds > 0 {
+		t.Errorf("elasticflow used the edge")
+	}
+}
+
+// TestFlowProperties: random loads under both policies never break the
+// engine's rules (the run fails if they do), every job ends, jobs ElasticFlow
+// declines never ran, and EdgeFlow meets at least as many deadlines as
+// ElasticFlow once edge servers exist.
+func TestFlowProperties(t *testing.T) {
+	worse := 0
+	for seed := 0; seed < 8; seed++ {
+		var jobs []*job.Job
+		at := 0.0
+		for i := 0; i < 30; i++ {
+			at += float64((seed*7+i*13)%97) * 3
+			work := 200 + float64((seed*31+i*17)%23)*150
+			jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, 1+(i%4), 32).Seconds(work).
+				Deadline(at+work/float64(1+i%3)+float64((i*11+seed)%9)*100).Obj())
+		}
+		c := flowCluster(t, 2, 4)
+		var fr [2]float64
+		for k, spec := range []string{"elasticflow", "edgeflow"} {
+			r := flowRun(t, spec, c, slowEdge(), jobs)
+			for _, j := range r.Jobs {
+				if j.State == string(job.Declined) && (j.Start >= 0 || j.GPUSeconds > 0) {
+					t.Errorf("seed %d %s: declined job %s ran", seed, spec, j.ID)
+				}
+				if j.State != string(job.Declined) && j.State != string(job.Finished) {
+					t.Errorf("seed %d %s: job %s ended %s", seed, spec, j.ID, j.State)
+				}
+			}
+			fr[k] = *report.Summarize(r).DeadlineMetFrac
+		}
+		if fr[1] < fr[0]-1e-9 {
+			worse++
+			t.Logf("seed %d: edgeflow %.3f < elasticflow %.3f", seed, fr[1], fr[0])
+		}
+	}
+	if worse > 1 {
+		t.Errorf("edgeflow met fewer deadlines than elasticflow on %d of 8 loads", worse)
+	}
+}
+
+var _ = math.Inf
+var _ engine.Policy = (*Flow)(nil)

@@ -1,0 +1,209 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+func init() {
+	register(Info{
+		Name: "gandiva-fair",
+		Summary: "Gandiva_fair (EuroSys'20): per-tenant tickets, stride scheduling of each GPU type, and automatic " +
+			"trading of fast GPUs to the tenants that gain most from them",
+		Knobs: "tickets=T@W/..: tenant tickets (default 1; tenant \"\" is -); trade=true: trade fast-GPU share for " +
+			"slow-GPU share between tenants at the mean of their speedups; quantum=60: seconds a running job keeps " +
+			"its GPUs before its tenant's turn is re-evaluated",
+		build: func(_ Context, o Options) (engine.Policy, error) {
+			w, err := o.Weights("tickets", 1)
+			if err != nil {
+				return nil, err
+			}
+			trade, err := o.Bool("trade", true)
+			if err != nil {
+				return nil, err
+			}
+			q, err := o.Float("quantum", 60)
+			if err != nil {
+				return nil, err
+			}
+			if !(q > 0) {
+				return nil, fmt.Errorf("policy gandiva-fair: quantum must be > 0 seconds, got %v", q)
+			}
+			return &GandivaFair{Tickets: w, Trade: trade, Quantum: q}, nil
+		},
+	})
+}
+
+// GandivaFair is Gandiva_fair (Chaudhary et al., EuroSys'20) on tide's
+// engine.
+//
+// Each active tenant is entitled to a share of every GPU type in proportion
+// to its tickets. With Trade, tenants then swap shares: for each pair of
+// types (fast F, slow S, ordered by typesBySpeed) the tenant whose jobs gain
+// most from F over S (mean rate ratio) buys F share from the tenant who
+// gains least, paying p GPUs of S per GPU of F, p the mean of their two
+// ratios, so both come out ahead in throughput; trading goes on while a
+// buyer's ratio exceeds a seller's.
+//
+// Each round, every type is handed out fastest first by stride scheduling:
+// the tenant with the least GPU time received on the type relative to its
+// entitlement there (GPU-seconds on the type by its active jobs, plus
+// Quantum for each GPU planned this round, over entitled GPUs times the
+// time since its earliest active job arrived plus Quantum) picks its
+// next job, the one of its jobs that has run least; a job is placed once.
+// Running jobs inside their quantum keep their GPUs. A tenant entitled to
+// none of a type can still use it when nobody entitled wants it.
+type GandivaFair struct {
+	Tickets func(tenant string) float64
+	Trade   bool
+	Quantum float64 // seconds
+}
+
+// Name implements engine.Policy.
+func (g *GandivaFair) Name() string { return "gandiva-fair" }
+
+// Entitlements returns each tenant's entitled GPUs of each type, after
+// trading when Trade is set, and the types fastest first.
+func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]float64, []string) {
+	tenants, groups := byTenant(s.Jobs)
+	types := typesBySpeed(s, s.Jobs)
+	total := 0.0
+	for _, u := range tenants {
+		total += g.Tickets(u)
+	}
+	ent := map[string]map[string]float64{}
+	for _, u := range tenants {
+		ent[u] = map[string]float64{}
+		for _, t := range types {
+			ent[u][t] = float64(s.Available("", t)) * g.Tickets(u) / total
+		}
+	}
+	if !g.Trade {
+		return ent, types
+	}
+	for i, fast := range types {
+		for _, slow := range types[i+1:] {
+			ratio := map[string]float64{}
+			for _, u := range tenants {
+				ratio[u] = speedup(s, groups[u], fast, slow)
+			}
+			order := slices.Clone(tenants)
+			slices.SortStableFunc(order, func(a, b string) int { return -cmp.Compare(ratio[a], ratio[b]) })
+			for b, sl := 0, len(order)-1; b < sl; {
+				buyer, seller := order[b], order[sl]
+				if !(ratio[buyer] > ratio[seller]) {
+					break
+				}
+				price := (ratio[buyer] + ratio[seller]) / 2
+				x := math.Min(ent[seller][fast], ent[buyer][slow]/price)
+				ent[seller][fast] -= x
+				ent[buyer][fast] += x
+				ent[buyer][slow] -= x * price
+				ent[seller][slow] += x * price
+				if ent[seller][fast] <= 1e-9 {
+					sl--
+				} else {
+					b++
+				}
+			}
+		}
+	}
+	return ent, types
+}
+
+// speedup is the mean over jobs of rate on fast / rate on slow (jobs that
+// cannot run on slow count as the largest finite ratio seen, or 1).
+func speedup(s *engine.Snapshot, jobs []*engine.Status, fast, slow string) float64 {
+	sum, n := 0.0, 0
+	for _, st := range jobs {
+		rf, rs := rate1(s, st, st.Job.GPUs, fast), rate1(s, st, st.Job.GPUs, slow)
+		if rf > 0 && rs > 0 {
+			sum += rf / rs
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return sum / float64(n)
+}
+
+// Schedule implements engine.Policy.
+func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
+	ent, types := g.Entitlements(s)
+	tenants, groups := byTenant(s.Jobs)
+	// A tenant's entitlement accrues from its earliest active job's
+	// submission, so a newcomer is not owed the time before it came.
+	span := map[string]float64{}
+	for _, u := range tenants {
+		first := math.Inf(1)
+		for _, st := range groups[u] {
+			first = math.Min(first, st.Job.Submit)
+		}
+		span[u] = math.Max(s.Now-first, 0) + g.Quantum
+	}
+	planned := map[*engine.Status]bool{}
+	var plan engine.Plan
+	left := map[string]int{}
+	used := map[string]map[string]float64{} // type -> tenant -> GPU-seconds received and planned
+	for _, t := range types {
+		left[t] = s.Available("", t)
+		used[t] = map[string]float64{}
+		for _, st := range s.Jobs {
+			used[t][st.Job.Tenant] += st.TypeExecuted[t] * float64(st.Job.GPUs)
+		}
+	}
+	add := func(st *engine.Status, t string) {
+		planned[st] = true
+		left[t] -= st.Job.GPUs
+		used[t][st.Job.Tenant] += g.Quantum * float64(st.Job.GPUs)
+		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: t}
+		if len(types) == 1 {
+			a.GPUType = st.Job.GPUType
+		}
+		plan.Run = append(plan.Run, a)
+	}
+	// Jobs inside their quantum stay where they are.
+	for _, st := range s.Jobs {
+		if t := st.Alloc.GPUType; len(st.GPUs) > 0 && s.Now-st.LastStart < g.Quantum && st.Job.GPUs <= left[t] {
+			add(st, t)
+		}
+	}
+	for _, t := range types {
+		fits := func(st *engine.Status) bool {
+			return !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
+				rate1(s, st, st.Job.GPUs, t) > 0
+		}
+		for left[t] > 0 {
+			bestV := math.Inf(1)
+			var pick *engine.Status
+			for _, u := range tenants {
+				var next *engine.Status
+				for _, st := range groups[u] {
+					if fits(st) && (next == nil || st.Executed < next.Executed) {
+						next = st
+					}
+				}
+				if next == nil {
+					continue
+				}
+				v := math.Inf(1)
+				if e := ent[u][t]; e > 1e-9 {
+					v = used[t][u] / (e * span[u])
+				}
+				if pick == nil || v < bestV {
+					bestV, pick = v, next
+				}
+			}
+			if pick == nil {
+				break
+			}
+			add(pick, t)
+		}
+	}
+	return plan
+}

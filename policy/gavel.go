@@ -1,0 +1,408 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/solver"
+)
+
+// Gavel (Narayanan et al., OSDI'20; stanford-futuredata/gavel) splits a
+// scheduling policy in two:
+//
+//   - an allocation: X[m][k], the fraction of time job m should spend on GPU
+//     type k, with X >= 0, sum_k X[m][k] <= 1 and sum_m GPUs_m X[m][k] <=
+//     GPUs of type k, chosen by the policy (an LP for the fairness,
+//     makespan and throughput objectives; FIFO's rule for FIFO);
+//   - a round-based mechanism that realises it: each round (360 s in Gavel)
+//     a job's priority on type k is X[m][k] divided by the share of type k's
+//     time it has received since the allocation was last recomputed, and
+//     the GPUs of each type, fastest type first, go greedily to the jobs of
+//     highest priority that still fit (a job runs on one type per round).
+//
+// This file holds the mechanism; gavel_lp.go and fifoperf.go the allocators.
+// The mechanism follows Gavel's simulator (scheduler/scheduler.py at
+// c4fa4009):
+//
+//   - The allocation is recomputed when jobs arrived or left since the last
+//     computation, but no sooner than MinReset seconds (Gavel's
+//     minimum_time_between_allocation_resets, 1920 s) after the previous
+//     one; until then new jobs have no allocation. When no job is running
+//     the allocation is recomputed at once (Gavel does so only once its
+//     trace has no arrivals left, and otherwise skips to the next arrival).
+//   - At each recomputation every job's time on each type restarts from a
+//     credit of half a round (Gavel's time_per_iteration / 2), and each
+//     job's deficit (time it should have received minus time it received)
+//     accumulates; priority ties go to the larger deficit, then the larger
+//     allocation, then the earlier job.
+//   - A job's share of type k is its time on k over the time all jobs spent
+//     on k since the recomputation (credits included).
+//   - Jobs with no allocation on a type may still run on it when GPUs of
+//     that type would otherwise idle, except under FIFO (ZeroPriorityWaits).
+//
+// Run it with --preset gavel (--round 360 --on-events=false) to reproduce
+// Gavel's rounds: the policy itself only sees the snapshots it is handed,
+// and measures received time from engine.Status.TypeExecuted, so other
+// round lengths work too.
+//
+// The policy keeps per-job state between rounds (time received at the last
+// recomputation, allocation, deficits): it is a deterministic function of
+// the sequence of snapshots, as a simulation needs, but a restarted server
+// starts it afresh.
+type Gavel struct {
+	name string
+	// Alloc computes the allocation.
+	Alloc gavelAllocator
+	// Round is the round length, s, used for the half-round time credit.
+	Round float64
+	// MinReset is the shortest time between two recomputations, s.
+	MinReset float64
+	// ZeroPriorityWaits keeps a job off a type where its priority is 0
+	// (Gavel applies it to its FIFO policies).
+	ZeroPriorityWaits bool
+	// Agnostic replaces every throughput by 1 where the job can run:
+	// Gavel's heterogeneity-agnostic baselines. The mechanism then takes GPU
+	// types in a random order each round, as Gavel does for them.
+	Agnostic bool
+	// Seed seeds that random order.
+	Seed uint64
+
+	rng       *rand.Rand
+	jobs      map[string]*gavelJob
+	types     []string // cluster GPU types, sorted
+	typeTime  []float64
+	lastReset float64
+	stale     bool // jobs arrived or left since the allocation was computed
+	// Solves counts allocation computations; Failures those whose solver
+	// failed (the policy then falls back to equal shares).
+	Solves, Failures int
+	LastErr          error
+}
+
+// gavelJob is the mechanism's state for one job.
+type gavelJob struct {
+	x        []float64 // allocation by type index; nil until computed
+	deficit  []float64
+	received []float64 // seconds on each type since the recomputation, credit included
+	seen     []float64 // TypeExecuted at the last look, by type index
+	present  bool
+}
+
+// gavelProblem is what an allocator sees: the active jobs and their
+// throughputs on each GPU type.
+type gavelProblem struct {
+	now   float64
+	jobs  []*engine.Status
+	types []string
+	cap   []float64   // GPUs of each type
+	tput  [][]float64 // progress/s of job m alone on type k (0: cannot run)
+	gpus  []float64   // GPUs each job needs (its scale factor)
+	rem   []float64   // work left, model units
+	age   []float64   // seconds since submission
+	prev  [][]float64 // previous allocation (nil rows for new jobs)
+}
+
+// gavelAllocator returns X[m][k]. An error makes the mechanism fall back to
+// equal shares.
+type gavelAllocator interface {
+	allocate(p *gavelProblem) ([][]float64, error)
+}
+
+// Name implements engine.Policy.
+func (g *Gavel) Name() string { return g.name }
+
+// gavelKnobs are the knobs every Gavel policy takes.
+const gavelKnobs = "round=360: round length, s (run with --preset gavel: 360 s rounds, none at events); " +
+	"reset=1920: minimum seconds between two recomputations of the allocation (Gavel's simulator; 0 = at every arrival and completion); " +
+	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
+
+// newGavel reads the common knobs.
+func newGavel(name string, a gavelAllocator, o Options, needsSolver bool) (*Gavel, error) {
+	if needsSolver {
+		if err := solver.Available(); err != nil {
+			return nil, fmt.Errorf("policy %s solves an LP: %w", name, err)
+		}
+	}
+	g := &Gavel{name: name, Alloc: a, jobs: map[string]*gavelJob{}}
+	var err error
+	if g.Round, err = o.Float("round", 360); err != nil {
+		return nil, err
+	}
+	if g.MinReset, err = o.Float("reset", 1920); err != nil {
+		return nil, err
+	}
+	if !(g.Round > 0) || g.MinReset < 0 {
+		return nil, fmt.Errorf("policy %s: want round > 0 and reset >= 0 seconds, got %v and %v", name, g.Round, g.MinReset)
+	}
+	if g.Agnostic, err = o.Bool("agnostic", false); err != nil {
+		return nil, err
+	}
+	seed, err := o.Float("seed", 0)
+	if err != nil || seed < 0 || seed != math.Trunc(seed) {
+		return nil, fmt.Errorf("policy %s: seed=%v: want an integer >= 0", name, seed)
+	}
+	g.Seed = uint64(seed)
+	if g.Agnostic {
+		g.name += ":agnostic=true"
+	}
+	g.rng = rand.New(rand.NewPCG(g.Seed, 0x9a7e1))
+	return g, nil
+}
+
+// Schedule implements engine.Policy.
+func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
+	if g.types == nil {
+		g.types = s.Cluster.GPUTypes()
+		sort.Strings(g.types)
+		g.typeTime = make([]float64, len(g.types))
+	}
+	p := g.problem(s)
+	g.account(s)
+	idle := true
+	for _, st := range s.Jobs {
+		idle = idle && len(st.GPUs) == 0
+	}
+	if g.stale && (s.Now-g.lastReset >= g.MinReset || g.lastReset == 0 || idle) {
+		g.reset(s, p)
+	}
+	return g.plan(s, p)
+}
+
+// problem gathers the jobs' throughputs on each type.
+func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
+	n, K := len(s.Jobs), len(g.types)
+	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types, cap: make([]float64, K),
+		tput: make([][]float64, n), gpus: make([]float64, n), rem: make([]float64, n), age: make([]float64, n), prev: make([][]float64, n)}
+	for k, t := range g.types {
+		p.cap[k] = float64(s.Cluster.GPUsOfType(t))
+	}
+	for m, st := range s.Jobs {
+		j := st.Job
+		p.gpus[m] = float64(j.GPUs)
+		p.rem[m] = math.Max(st.Work-st.Progress, 0)
+		p.age[m] = math.Max(s.Now-j.Submit, 0)
+		p.tput[m] = make([]float64, K)
+		for k, t := range g.types {
+			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > p.cap[k] {
+				continue
+			}
+			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), st.Progress)
+			if r > 0 && g.Agnostic {
+				r = 1
+			}
+			p.tput[m][k] = r
+		}
+		if gj := g.jobs[j.ID]; gj != nil {
+			p.prev[m] = gj.x
+		}
+	}
+	return p
+}
+
+// account adds the time each job received since the last look, and notes
+// arrivals and departures.
+func (g *Gavel) account(s *engine.Snapshot) {
+	for _, gj := range g.jobs {
+		gj.present = false
+	}
+	for _, st := range s.Jobs {
+		gj := g.jobs[st.Job.ID]
+		if gj == nil {
+			gj = &gavelJob{received: make([]float64, len(g.types)), seen: make([]float64, len(g.types)), deficit: make([]float64, len(g.types))}
+			for k := range gj.received {
+				gj.received[k] = g.Round / 2
+			}
+			g.jobs[st.Job.ID] = gj
+			g.stale = true
+		}
+		gj.present = true
+		for k, t := range g.types {
+			exec := st.TypeExecuted[t]
+			if d := exec - gj.seen[k]; d > 0 {
+				gj.received[k] += d
+				g.typeTime[k] += d
+			}
+			gj.seen[k] = exec
+		}
+	}
+	for id, gj := range g.jobs {
+		if !gj.present {
+			delete(g.jobs, id)
+			g.stale = true
+		}
+	}
+}
+
+// reset recomputes the allocation and restarts the time shares.
+func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
+	elapsed := s.Now - g.lastReset
+	for k := range g.typeTime {
+		g.typeTime[k] = 0
+	}
+	for _, st := range s.Jobs {
+		gj := g.jobs[st.Job.ID]
+		for k := range g.types {
+			should := 0.0
+			if gj.x != nil {
+				should = gj.x[k] * elapsed
+			}
+			gj.deficit[k] += should - (gj.received[k] - g.Round/2)
+			gj.received[k] = g.Round / 2
+			g.typeTime[k] += g.Round / 2
+		}
+	}
+	x, err := g.allocate(p)
+	for m, st := range s.Jobs {
+		g.jobs[st.Job.ID].x = x[m]
+	}
+	g.LastErr = err
+	g.lastReset = s.Now
+	g.stale = false
+}
+
+func (g *Gavel) allocate(p *gavelProblem) ([][]float64, error) {
+	g.Solves++
+	if len(p.jobs) == 0 {
+		return nil, nil
+	}
+	x, err := g.Alloc.allocate(p)
+	if err != nil {
+		g.Failures++
+		return equalShares(p), err
+	}
+	for m := range x {
+		for k := range x[m] {
+			x[m][k] = min(max(x[m][k], 0), 1) // solver round-off
+		}
+	}
+	return x, nil
+}
+
+// equalShares is each job's "1/n of the cluster": n active jobs get
+// total/n GPUs' worth of time each, so a job on g GPUs runs a fraction
+// min(1, total/(n g)) of the time, spread over the types it can use in
+// proportion to their size. It stands for Gavel's isolated allocation (the
+// heterogeneity-agnostic max-min LP), normalises throughputs, and is the
+// fallback when a solve fails.
+func equalShares(p *gavelProblem) [][]float64 {
+	x := make([][]float64, len(p.jobs))
+	share := 0.0
+	for _, c := range p.cap {
+		share += c
+	}
+	share /= float64(max(len(p.jobs), 1))
+	for m := range x {
+		x[m] = make([]float64, len(p.types))
+		usable := 0.0
+		for k := range p.types {
+			if p.tput[m][k] > 0 {
+				usable += p.cap[k]
+			}
+		}
+		if usable == 0 {
+			continue
+		}
+		f := min(1, share/p.gpus[m])
+		for k := range p.types {
+			if p.tput[m][k] > 0 {
+				x[m][k] = f * p.cap[k] / usable
+			}
+		}
+	}
+	return x
+}
+
+type gavelEntry struct {
+	m                    int
+	prio, deficit, alloc float64
+	k                    int
+}
+
+// plan runs one round of Gavel's mechanism.
+func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
+	order := g.typeOrder(p)
+	var queue []gavelEntry
+	for _, k := range order {
+		start := len(queue)
+		for m, st := range s.Jobs {
+			gj := g.jobs[st.Job.ID]
+			e := gavelEntry{m: m, k: k, deficit: gj.deficit[k]}
+			if gj.x != nil && p.tput[m][k] > 0 {
+				e.alloc = gj.x[k]
+				share := 0.0
+				if g.typeTime[k] > 0 {
+					share = gj.received[k] / g.typeTime[k]
+				}
+				switch {
+				case e.alloc == 0:
+				case share > 0:
+					e.prio = e.alloc / share
+				default:
+					e.prio = e.alloc * 1e9
+				}
+			}
+			queue = append(queue, e)
+		}
+		part := queue[start:]
+		slices.SortStableFunc(part, func(a, b gavelEntry) int {
+			if c := cmp.Compare(b.prio, a.prio); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.deficit, a.deficit); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.alloc, a.alloc)
+		})
+	}
+	left := slices.Clone(p.cap)
+	done := make([]bool, len(s.Jobs))
+	var plan engine.Plan
+	for _, e := range queue {
+		if left[e.k] == 0 || done[e.m] || p.tput[e.m][e.k] <= 0 {
+			continue
+		}
+		if g.ZeroPriorityWaits && e.prio <= 0 {
+			continue
+		}
+		if p.gpus[e.m] > left[e.k] {
+			continue
+		}
+		left[e.k] -= p.gpus[e.m]
+		done[e.m] = true
+		st := s.Jobs[e.m]
+		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: g.types[e.k]})
+	}
+	return plan
+}
+
+// typeOrder is the order in which types are filled: fastest first (by the
+// active jobs' mean throughput there relative to their best type; Gavel's
+// fixed v100, p100, k80), or a random order each round when agnostic.
+func (g *Gavel) typeOrder(p *gavelProblem) []int {
+	order := make([]int, len(p.types))
+	for k := range order {
+		order[k] = k
+	}
+	if g.Agnostic {
+		g.rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		return order
+	}
+	speed := make([]float64, len(p.types))
+	for m := range p.jobs {
+		best := slices.Max(p.tput[m])
+		if best <= 0 {
+			continue
+		}
+		for k := range p.types {
+			speed[k] += p.tput[m][k] / best
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(speed[b], speed[a]) })
+	return order
+}

@@ -1,0 +1,388 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
+	"github.com/tide-sched/tide/trace"
+)
+
+// Result is the runs of one sweep point (or of the whole scenario when it
+// has no sweep), one per policy, in the scenario's order.
+type Result struct {
+	Param   string  // sweep parameter, "" without a sweep
+	Value   float64 // its value
+	Cluster string
+	Jobs    int
+	Runs    []*report.Run
+}
+
+// inputs are what every point shares, read once.
+type inputs struct {
+	jobs    []*job.Job
+	name    string
+	model   perf.Model
+	changes []capacity.Change
+}
+
+func (sc *Scenario) read() (*inputs, error) {
+	in := &inputs{}
+	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort})
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: trace: %w", sc.File, err)
+	}
+	jobs := tr.Jobs
+	if sc.Trace.First >= len(jobs) {
+		return nil, sc.errAt("trace.first", []string{"trace", "first"}, "%d, the trace has %d jobs", sc.Trace.First, len(jobs))
+	}
+	jobs = jobs[sc.Trace.First:]
+	if sc.Trace.Limit > 0 && sc.Trace.Limit < len(jobs) {
+		jobs = jobs[:sc.Trace.Limit]
+	}
+	in.jobs, in.name = jobs, tr.Name
+	switch sc.Model.Kind {
+	case "duration":
+		d := perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Restart: 30, Resize: 30}}}
+		if sc.Model.Costs != "" {
+			v, err := strconv.ParseFloat(sc.Model.Costs, 64)
+			if err != nil || v < 0 || bad(v) {
+				return nil, sc.errAt("model.costs", []string{"model", "costs"}, "%q: want seconds >= 0", sc.Model.Costs)
+			}
+			d.Cost.Default = perf.Costs{Start: v, Restart: v, Resize: v}
+		}
+		in.model = d
+		for i, j := range in.jobs {
+			if j.Unit != job.Seconds {
+				if !(j.Duration > 0) {
+					return nil, fmt.Errorf("scenario %s: the duration model needs durations; job %s has none", sc.File, j.ID)
+				}
+				c := *j
+				c.Work, c.Unit = j.Duration, job.Seconds
+				in.jobs[i] = &c
+			}
+		}
+	default:
+		var tab *table.Table
+		for _, t := range sc.Model.Tables {
+			dir, typ, _ := strings.Cut(t, "@")
+			x, err := table.LoadElasticFlowDir(sc.path(dir), typ)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: model.tables: %w", sc.File, err)
+			}
+			if tab == nil {
+				tab = x
+			} else if err := tab.Add(x); err != nil {
+				return nil, fmt.Errorf("scenario %s: model.tables: %w", sc.File, err)
+			}
+		}
+		switch sc.Model.Costs {
+		case "", "elasticflow":
+			tab.CostsByGPUs = table.ElasticFlowCosts
+		default:
+			v, err := strconv.ParseFloat(sc.Model.Costs, 64)
+			if err != nil || v < 0 || bad(v) {
+				return nil, sc.errAt("model.costs", []string{"model", "costs"}, "%q: want elasticflow or seconds >= 0", sc.Model.Costs)
+			}
+			tab.Cost.Default = perf.Costs{Start: v, Restart: v, Resize: v}
+		}
+		in.model = tab
+	}
+	if f := sc.Availability.File; f != "" {
+		if in.changes, err = capacity.ReadFile(sc.path(f)); err != nil {
+			return nil, fmt.Errorf("scenario %s: availability.file: %w", sc.File, err)
+		}
+	}
+	return in, nil
+}
+
+// point is one configuration to run.
+type point struct {
+	c     *cluster.Cluster
+	jobs  []*job.Job
+	model perf.Model
+	sites *sim.Sites
+	param string
+	value float64
+}
+
+func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
+	p := &point{param: param, value: v}
+	spec := sc.Cluster.Spec
+	if sc.Cluster.Shorthand != "" {
+		s, err := cluster.ParseShorthand(sc.Cluster.Shorthand)
+		if err != nil {
+			return nil, sc.errAt("cluster", []string{"cluster"}, "%v", err)
+		}
+		spec = *s
+	}
+	spec = copySpec(spec)
+	lambda := 0.0
+	if sc.Model.Edge != nil {
+		lambda = sc.Model.Edge.Lambda
+	}
+	scale := sc.Trace.ArrivalScale
+	faults := sc.Availability.Faults
+	switch param {
+	case "cloud_gpus", "edge_servers", "edge_gpus":
+		if err := sc.sweepCluster(&spec, param, int(math.Round(v))); err != nil {
+			return nil, err
+		}
+	case "lambda":
+		lambda = v
+		if !(v > 0 && v <= 1) {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "lambda %v: want (0, 1]", v)
+		}
+	case "arrival_scale":
+		if !(v > 0) {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "arrival_scale %v: want > 0", v)
+		}
+		scale = v
+	case "mtbf":
+		faults = nil
+		if v > 0 {
+			for _, f := range sc.Availability.Faults {
+				f.MTBF = v
+				faults = append(faults, f)
+			}
+		}
+	}
+	c, err := spec.Build()
+	if err != nil {
+		return nil, &Error{File: sc.File, Line: sc.lineOf("cluster"), Field: "cluster", Err: err}
+	}
+	p.c = c
+	p.model = in.model
+	if e := sc.Model.Edge; e != nil {
+		p.model = perf.Scaled{Model: in.model, Type: e.Type, Ref: e.Ref, Lambda: lambda}
+	}
+	p.jobs = sc.jobs(in.jobs, scale)
+	has := func(site string) bool { return c.SiteOf(site) != nil }
+	st := &sim.Sites{Migration: sim.Migration{RemoteGiBps: sc.Migration.RemoteGiBps, MemoryGiBps: sc.Migration.MemoryGiBps,
+		LocalGiBps: sc.Migration.LocalGiBps}, CheckpointInterval: sc.Migration.CheckpointInterval}
+	for _, ch := range in.changes {
+		if has(ch.Site) || !strings.HasPrefix(param, "edge") {
+			st.Changes = append(st.Changes, ch)
+		}
+	}
+	for _, d := range sc.Availability.Diurnal {
+		if has(d.Site) || !strings.HasPrefix(param, "edge") {
+			st.Diurnal = append(st.Diurnal, capacity.Diurnal(d))
+		}
+	}
+	for _, f := range faults {
+		st.Faults = append(st.Faults, capacity.Faults(f))
+	}
+	p.sites = st
+	return p, nil
+}
+
+// sweepCluster sets the cloud's GPU count, the edge's server count or the
+// GPUs per edge server. An edge site swept to 0 servers is removed.
+func (sc *Scenario) sweepCluster(spec *cluster.Spec, param string, v int) error {
+	kind := cluster.SiteEdge
+	if param == "cloud_gpus" {
+		kind = cluster.SiteCloud
+	}
+	for i := range spec.Sites {
+		s := &spec.Sites[i]
+		k := s.Kind
+		if k == "" {
+			k = cluster.SiteCloud
+		}
+		if k != kind || len(s.Nodes) != 1 || len(s.Racks) != 0 {
+			continue
+		}
+		n := &s.Nodes[0]
+		switch param {
+		case "cloud_gpus":
+			if n.GPUs <= 0 || v%n.GPUs != 0 || v == 0 {
+				return sc.errAt("sweep.values", []string{"sweep", "values"}, "cloud_gpus %d is not a positive multiple of %d GPUs per node", v, n.GPUs)
+			}
+			n.Count = v / n.GPUs
+		case "edge_servers":
+			if v == 0 {
+				spec.Sites = append(spec.Sites[:i], spec.Sites[i+1:]...)
+				return nil
+			}
+			n.Count = v
+		case "edge_gpus":
+			if v == 0 {
+				return sc.errAt("sweep.values", []string{"sweep", "values"}, "edge_gpus must be >= 1")
+			}
+			n.GPUs = v
+		}
+		return nil
+	}
+	return sc.errAt("sweep.param", []string{"sweep", "param"}, "%s: the cluster needs one %s site with a single nodes entry to sweep", param, kind)
+}
+
+func copySpec(s cluster.Spec) cluster.Spec {
+	out := cluster.Spec{Nodes: append([]cluster.NodeSpec(nil), s.Nodes...)}
+	for _, site := range s.Sites {
+		site.Nodes = append([]cluster.NodeSpec(nil), site.Nodes...)
+		site.Racks = append([]cluster.RackSpec(nil), site.Racks...)
+		out.Sites = append(out.Sites, site)
+	}
+	return out
+}
+
+// jobs copies the trace's jobs with arrivals compressed by scale (deadlines
+// keep their distance from submission) and priority classes drawn.
+func (sc *Scenario) jobs(src []*job.Job, scale float64) []*job.Job {
+	out := make([]*job.Job, len(src))
+	t0 := 0.0
+	if len(src) > 0 {
+		t0 = src[0].Submit
+	}
+	var rng *rand.Rand
+	var cum []float64
+	if p := sc.Priorities; p != nil {
+		rng = rand.New(rand.NewPCG(p.Seed, 11))
+		total := 0.0
+		for i := range p.Classes {
+			w := 1.0
+			if len(p.Weights) > 0 {
+				w = p.Weights[i]
+			}
+			total += w
+			cum = append(cum, total)
+		}
+		for i := range cum {
+			cum[i] /= total
+		}
+	}
+	for i, j := range src {
+		c := *j
+		c.Submit = (j.Submit - t0) / scale
+		if j.Deadline > 0 {
+			c.Deadline = c.Submit + (j.Deadline - j.Submit)
+		}
+		if rng != nil {
+			u := rng.Float64()
+			k := 0
+			for k < len(cum)-1 && u >= cum[k] {
+				k++
+			}
+			c.Priority = sc.Priorities.Classes[k]
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// points lists the configurations: one per sweep value, or one.
+func (sc *Scenario) points(in *inputs) ([]*point, error) {
+	if sc.Sweep == nil {
+		p, err := sc.build(in, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		return []*point{p}, nil
+	}
+	var out []*point
+	for _, v := range sc.Sweep.Values {
+		p, err := sc.build(in, sc.Sweep.Param, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Run runs every policy at every point, in parallel; results come in the
+// scenario's order. done, when set, is called after each run.
+func (sc *Scenario) Run(done func()) ([]Result, error) {
+	in, err := sc.read()
+	if err != nil {
+		return nil, err
+	}
+	pts, err := sc.points(in)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]Result, len(pts))
+	errs := make([]error, len(pts)*len(sc.Policies))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, pt := range pts {
+		res[i] = Result{Param: pt.param, Value: pt.value, Cluster: pt.c.String(), Jobs: len(pt.jobs), Runs: make([]*report.Run, len(sc.Policies))}
+		for k, spec := range sc.Policies {
+			info, ok := policy.Lookup(spec)
+			jobs := elasticCopies(pt.jobs, pt.c, ok && info.Elastic)
+			pol, err := policy.Parse(spec, policy.Context{Jobs: jobs})
+			if err != nil {
+				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", err)
+			}
+			wg.Add(1)
+			go func(i, k int) {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				cfg := sim.Config{Cluster: pt.c, Model: pt.model, Policy: pol, Placer: place.Pack{}, Round: sc.Round,
+					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites}
+				res[i].Runs[k], errs[i*len(sc.Policies)+k] = sim.Run(cfg, jobs)
+				if done != nil {
+					done()
+				}
+			}(i, k)
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.File, err)
+		}
+	}
+	return res, nil
+}
+
+// Runs is how many simulations Run performs.
+func (sc *Scenario) Runs() int {
+	n := 1
+	if sc.Sweep != nil {
+		n = len(sc.Sweep.Values)
+	}
+	return n * len(sc.Policies)
+}
+
+// elasticCopies gives each run its own jobs; an elastic policy's may use
+// 1 .. all GPUs of the cluster.
+//
+// A job asking for more GPUs than the largest site holds is capped to that
+// site (a trace's 64-GPU job on a 16-GPU cloud), so sweeps over small
+// clusters stay runnable for rigid policies too.
+func elasticCopies(src []*job.Job, c *cluster.Cluster, elastic bool) []*job.Job {
+	largest := 0
+	for _, s := range c.Sites() {
+		largest = max(largest, s.GPUs)
+	}
+	out := make([]*job.Job, len(src))
+	for i, j := range src {
+		cp := *j
+		if cp.GPUs > largest {
+			cp.GPUs = largest
+			cp.MinGPUs, cp.MaxGPUs = min(cp.MinGPUs, largest), min(cp.MaxGPUs, largest)
+		}
+		if elastic {
+			cp.MinGPUs, cp.MaxGPUs = 1, c.GPUsOfType(cp.GPUType)
+			cp.GPUs = min(max(cp.GPUs, 1), cp.MaxGPUs)
+		}
+		out[i] = &cp
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/report"
+)
+
+func TestParseErrors(t *testing.T) {
+	base := "trace: {file: t.csv}\npolicies: [edf]\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "s.yaml: empty file"},
+		{"policies: [edf]\n", "s.yaml line 1 field trace.file: missing"},
+		{"trace: {file: t.csv}\n", "field policies: missing"},
+		{base + "bogus: 1\n", "s.yaml line 3: field bogus not found"},
+		{base + "round: -5\n", "s.yaml line 3 field round: want seconds > 0"},
+		{base + "model: {kind: magic}\n", "line 3 field model.kind: \"magic\""},
+		{base + "model:\n  kind: elasticflow\n", "line 4 field model.tables: missing"},
+		{base + "model: {kind: duration}\nsweep: {param: nodes, values: [1]}\n", "line 4 field sweep.param: \"nodes\""},
+		{base + "model: {kind: duration}\nsweep:\n  param: lambda\n  values: [0.5, -1]\n", "line 6 field sweep.values[1]"},
+		{base + "model: {kind: elasticflow, tables: [nodir]}\n", "field model.tables[0]: \"nodir\": want DIR@TYPE"},
+		{base + "model: {kind: duration, edge: {type: v100, ref: a100, lambda: 2}}\n", "field model.edge.lambda"},
+		{base + "model: {kind: duration}\navailability:\n  faults:\n    - {site: cloud, mtbf: 0}\n", "line 6 field availability.faults[0].mtbf"},
+		{base + "model: {kind: duration}\navailability:\n  diurnal:\n    - {site: edge, measure: servers}\n", "field availability.diurnal[0].measure"},
+		{base + "model: {kind: duration}\npriorities: {classes: [1, 0], weights: [1]}\n", "field priorities.weights: 1 weights for 2 classes"},
+		{base + "model: {kind: duration}\nmigration: {remote_gibps: -1}\n", "field migration.remote_gibps"},
+		{base + "trace: {file: x}\n", "line 3: mapping key \"trace\" already defined"},
+		{base + "---\npolicies: [x]\n", "more than one YAML document"},
+		{base + "model: {kind: duration}\ntrace: {file: t.csv, arrival_scale: -1}\n", "already defined"},
+	} {
+		_, err := Parse([]byte(tc.in), "s.yaml")
+		var se *Error
+		if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n  error %v\n  want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestRunSmall runs a scenario on a tiny trace written here: a cloud and an
+// edge site, a sweep over edge servers, the duration model.
+func TestRunSmall(t *testing.T) {
+	dir := t.TempDir()
+	tr := "job_id,submit_time,iteration,model_name,ddl,batch_size,num_gpu,duration\n"
+	for i := 0; i < 12; i++ {
+		tr += strings.Join([]string{itoa(i), itoa(i * 30), "100", "bert", itoa(i*30 + 1300), "64", "1", "600"}, ",") + "\n"
+	}
+	write(t, filepath.Join(dir, "t.csv"), tr)
+	write(t, filepath.Join(dir, "edge.csv"), "time,site,available\n0,edge,2\n500,edge,1\n")
+	write(t, filepath.Join(dir, "s.yaml"), `name: small
+cluster:
+  sites:
+    - {name: cloud, nodes: [{count: 1, gpus: 4, gpu: a100}]}
+    - {name: edge, kind: edge, nodes: [{count: 2, gpus: 1, gpu: v100}]}
+availability: {file: edge.csv}
+trace: {file: t.csv, format: elasticflow}
+model: {kind: duration, costs: "5", edge: {type: v100, ref: a100, lambda: 0.5}}
+priorities: {classes: [1, 0], seed: 3}
+policies: [elasticflow, edgeflow, edf]
+sweep: {param: edge_servers, values: [0, 2]}
+`)
+	sc, err := Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	res, err := sc.Run(func() { runs++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || runs != 6 || sc.Runs() != 6 {
+		t.Fatalf("%d points, %d runs", len(res), runs)
+	}
+	if strings.Contains(res[0].Cluster, "v100") || !strings.Contains(res[1].Cluster, "2 v100") {
+		t.Errorf("clusters %q, %q", res[0].Cluster, res[1].Cluster)
+	}
+	prio := map[int]bool{}
+	for _, j := range res[1].Runs[0].Jobs {
+		prio[j.Priority] = true
+	}
+	if !prio[0] || !prio[1] {
+		t.Errorf("priorities drawn: %v", prio)
+	}
+	s := report.Summarize(res[1].Runs[1])
+	if s.Sites == nil || s.Sites.HarvestedEdgeGPUHours <= 0 {
+		t.Errorf("edgeflow with 2 edge servers harvested nothing: %+v", s.Sites)
+	}
+	if e := report.Summarize(res[0].Runs[1]); *s.DeadlineMetFrac < *e.DeadlineMetFrac {
+		t.Errorf("edge servers lowered edgeflow's deadlines met: %v < %v", *s.DeadlineMetFrac, *e.DeadlineMetFrac)
+	}
+}
+
+// TestShippedScenarios parses every scenario under scenarios/; with the
+// shared data present it runs the smallest one end to end.
+func TestShippedScenarios(t *testing.T) {
+	files, _ := filepath.Glob("../scenarios/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no scenarios shipped")
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("trace: {file: t.csv}\npolicies: [edf]\nmodel: {kind: duration}\n")
+	f.Add("trace: {file: t.csv}\npolicies: [edf]\nmodel: {kind: elasticflow, tables: [a@b]}\nsweep: {param: lambda, values: [0.5]}\n")
+	f.Add("cluster: 2x8:a100\ntrace: {file: t}\npolicies: [x]\nmodel: {kind: duration}\npriorities: {classes: [1]}\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		sc, err := Parse([]byte(in), "f.yaml")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "scenario f.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if sc.Trace.File == "" || len(sc.Policies) == 0 || !(sc.Round > 0) || !(sc.Trace.ArrivalScale > 0) {
+			t.Fatalf("accepted %+v", sc)
+		}
+	})
+}

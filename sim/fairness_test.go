@@ -1,0 +1,44 @@
+package sim_test
+
+import (
+	"maps"
+	"math"
+	"testing"
+
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/report"
+)
+
+// TestFairnessSamples: on 4 GPUs under FIFO, a (tenant x, 3 GPUs, 100 s)
+// runs from 0; b (tenant y, 2 GPUs, 100 s) waits, the one free GPU too few
+// for it: 1 fragmented GPU until a ends at 100, then b runs to 200.
+func TestFairnessSamples(t *testing.T) {
+	a := enginetest.Job("a").GPUs(3).Seconds(100).Tenant("x").Obj()
+	b := enginetest.Job("b").GPUs(2).Seconds(100).Tenant("y").Obj()
+	run := runSim(t, "1x4:t4", "fifo", perf.Costs{}, a, b)
+	at := func(t0 float64) report.Sample {
+		var s report.Sample
+		for _, smp := range run.Timeline {
+			if smp.T <= t0 {
+				s = smp
+			}
+		}
+		return s
+	}
+	if s := at(50); s.Fragmented != 1 || !maps.Equal(s.Tenants, map[string]int{"x": 3}) {
+		t.Errorf("t=50: %+v, want 1 fragmented GPU and x holding 3", s)
+	}
+	if s := at(150); s.Fragmented != 0 || !maps.Equal(s.Tenants, map[string]int{"y": 2}) {
+		t.Errorf("t=150: %+v, want none fragmented and y holding 2", s)
+	}
+	f := report.Summarize(run).Fairness
+	// 1 GPU x 100 s of 4 GPUs x 200 s.
+	if math.Abs(f.FragmentedFrac-0.125) > 1e-9 || f.FragmentedMax != 1 {
+		t.Errorf("fragmentation %v (max %d), want 0.125 (max 1)", f.FragmentedFrac, f.FragmentedMax)
+	}
+	// x: 300 GPU-s, y: 200, of 800: 37.5% and 25%.
+	if len(f.Tenants) != 2 || math.Abs(f.Tenants[0].Share-0.375) > 1e-9 || math.Abs(f.Tenants[1].Share-0.25) > 1e-9 {
+		t.Errorf("tenants %+v", f.Tenants)
+	}
+}
