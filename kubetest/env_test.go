@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,11 +38,15 @@ type env struct {
 	cfg *rest.Config
 	cs  kubernetes.Interface
 	dyn dynamic.Interface
+	// tideCS and tideDyn act as tide's service account, with only the
+	// rights deploy/rbac.yaml grants: the schedulers under test use them.
+	tideCS  kubernetes.Interface
+	tideDyn dynamic.Interface
 }
 
 // startEnv starts etcd and a kube-apiserver for the rest of t, and installs
 // tide's CRD from deploy/. Cleanups stop the API server before etcd.
-func startEnv(t *testing.T) *env {
+func startEnv(t testing.TB) *env {
 	t.Helper()
 	etcd := testserver.RunEtcd(t, nil)
 	sc := storagebackend.NewDefaultConfig(path.Join("/", "tide-kubetest"), nil)
@@ -59,11 +64,21 @@ func startEnv(t *testing.T) *env {
 		_, err := e.dyn.Resource(kube.TideJobResource).Namespace("default").List(context.Background(), metav1.ListOptions{})
 		return err == nil, fmt.Sprint("TideJob API: ", err)
 	})
+	e.apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
+	tc := rest.CopyConfig(cfg)
+	tc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tide-system:tide",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tide-system", "system:authenticated"}}
+	e.tideCS = kubernetes.NewForConfigOrDie(tc)
+	e.tideDyn = dynamic.NewForConfigOrDie(tc)
+	// The role must actually be enforced, or the tests prove nothing about it.
+	if _, err := e.tideCS.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("tide's service account listing secrets: %v, want forbidden (is RBAC on?)", err)
+	}
 	return e
 }
 
 // apply creates the objects of a YAML manifest (documents split by ---).
-func (e *env) apply(t *testing.T, file string) {
+func (e *env) apply(t testing.TB, file string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -87,7 +102,17 @@ func (e *env) apply(t *testing.T, file string) {
 			res.Resource = "customresourcedefinitions"
 		}
 		var ri dynamic.ResourceInterface = e.dyn.Resource(res)
-		if ns := u.GetNamespace(); ns != "" {
+		switch u.GetKind() {
+		case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition":
+		default:
+			ns := u.GetNamespace()
+			if ns == "" {
+				ns = "default"
+			}
+			_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
 			ri = e.dyn.Resource(res).Namespace(ns)
 		}
 		if _, err := ri.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
@@ -107,6 +132,7 @@ func TestKube(t *testing.T) {
 	t.Run("Restart", func(t *testing.T) { testRestart(t, e) })
 	t.Run("Elastic", func(t *testing.T) { testElastic(t, e) })
 	t.Run("Quota", func(t *testing.T) { testQuota(t, e) })
+	t.Run("Manifests", func(t *testing.T) { testManifests(t, e) })
 }
 
 // scenario is one test's corner of the cluster.
@@ -157,7 +183,7 @@ func (s *scenario) node(name string, gpus int, typ string) {
 // start runs a tide scheduler until the scenario ends (or stop is called).
 func (s *scenario) start(cfg kube.Config) (*kube.Scheduler, context.CancelFunc) {
 	s.t.Helper()
-	cfg.Client, cfg.Dynamic, cfg.SchedulerName = s.cs, s.dyn, s.sched
+	cfg.Client, cfg.Dynamic, cfg.SchedulerName = s.tideCS, s.tideDyn, s.sched
 	if cfg.Grace == nil {
 		zero := time.Duration(0)
 		cfg.Grace = &zero
@@ -292,5 +318,13 @@ func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string))
 			t.Fatalf("after %v: %s", timeout, why)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// testManifests: the Deployment and the examples under deploy/ are valid
+// objects for this API server (the CRD's schema included).
+func testManifests(t *testing.T, e *env) {
+	for _, f := range []string{"deployment.yaml", "example-tidejob.yaml", "example-gang.yaml"} {
+		e.apply(t, filepath.Join("..", "deploy", f))
 	}
 }

@@ -50,6 +50,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	round := fs.Duration("round", 2*time.Second, "time between periodic scheduling rounds (rounds also run on every change)")
 	grace := fs.Duration("grace", 30*time.Second, "grace period of evicted pods")
 	parallel := fs.Int("parallel", 32, "API calls in flight at once")
+	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
+	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -79,6 +81,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
