@@ -80,7 +80,7 @@ func (e *Engine) downView() []bool {
 // place runs the placer with the unavailable GPUs shown as held by downJob.
 func (e *Engine) place(held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID {
 	if e.nDown == 0 {
-		return e.cfg.Placer.Place(e.cfg.Cluster, held, run)
+		return e.callPlacer(held, run)
 	}
 	var gs []cluster.GPUID
 	for g, d := range e.down {
@@ -90,7 +90,7 @@ func (e *Engine) place(held map[string][]cluster.GPUID, run []Assignment) map[st
 	}
 	held[downJob] = gs
 	all := append([]Assignment{{Job: downJob, GPUs: len(gs)}}, run...)
-	placed := e.cfg.Placer.Place(e.cfg.Cluster, held, all)
+	placed := e.callPlacer(held, all)
 	delete(placed, downJob)
 	delete(held, downJob)
 	return placed

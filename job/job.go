@@ -55,9 +55,21 @@ type Job struct {
 
 	// Deadline is the absolute time by which the job should finish, s; 0 = none.
 	Deadline float64
+	// Utility, for a soft-deadline job (Chronus), lists later deadlines that
+	// still earn something; nil when Deadline is the only one. It is a
+	// pointer so that Job stays comparable.
+	Utility *Utility
 	// Duration is the job's run time on GPUs GPUs as recorded by the trace, s
 	// (0 when unknown). Oracle policies (SRTF) may read it; others must not.
 	Duration float64
+}
+
+// Utility is a soft-deadline job's deadline options: finishing by
+// Deadlines[i] (absolute, s) earns Values[i]. Deadlines ascend, the first is
+// Job.Deadline, and Values do not increase.
+type Utility struct {
+	Deadlines []float64
+	Values    []float64
 }
 
 // Elastic reports whether the job can run on more than one GPU count.
@@ -109,6 +121,11 @@ func (j *Job) Validate() error {
 	if j.Deadline < 0 || math.IsNaN(j.Deadline) || math.IsInf(j.Deadline, 0) {
 		return fmt.Errorf("job %s: deadline: want a finite number >= 0, got %v", j.ID, j.Deadline)
 	}
+	if u := j.Utility; u != nil {
+		if err := u.check(j.Deadline); err != nil {
+			return fmt.Errorf("job %s: utility: %w", j.ID, err)
+		}
+	}
 	if j.CPUs < 0 || math.IsNaN(j.CPUs) || math.IsInf(j.CPUs, 0) {
 		return fmt.Errorf("job %s: cpus: want a finite number >= 0, got %v", j.ID, j.CPUs)
 	}
@@ -144,3 +161,22 @@ func (s State) Terminal() bool { return s == Finished || s == Failed || s == Dec
 
 // Waiting reports whether a job in state s wants GPUs but has none.
 func (s State) Waiting() bool { return s == Pending || s == Preempted }
+
+func (u *Utility) check(deadline float64) error {
+	if len(u.Deadlines) == 0 || len(u.Deadlines) != len(u.Values) {
+		return fmt.Errorf("want as many values as deadlines, at least one; got %d and %d", len(u.Deadlines), len(u.Values))
+	}
+	if u.Deadlines[0] != deadline {
+		return fmt.Errorf("first deadline %v is not the job's deadline %v", u.Deadlines[0], deadline)
+	}
+	for i, d := range u.Deadlines {
+		v := u.Values[i]
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+			return fmt.Errorf("option %d: deadline %v, value %v: want finite numbers, value >= 0", i, d, v)
+		}
+		if i > 0 && (d <= u.Deadlines[i-1] || v > u.Values[i-1]) {
+			return fmt.Errorf("option %d: deadlines must ascend and values not increase", i)
+		}
+	}
+	return nil
+}

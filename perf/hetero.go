@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tide-sched/tide/job"
@@ -42,8 +43,7 @@ func ParseSpeedFactors(spec string) (map[string]float64, error) {
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		k = strings.ToLower(strings.TrimSpace(k))
-		var f float64
-		_, err := fmt.Sscanf(strings.TrimSpace(v), "%g", &f)
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if !ok || k == "" || err != nil || !(f > 0) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("speed factors %q: item %q: want TYPE=FACTOR with FACTOR > 0", spec, kv)
 		}

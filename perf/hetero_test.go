@@ -1,6 +1,8 @@
 package perf
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -45,9 +47,40 @@ func TestParseSpeedFactors(t *testing.T) {
 	if err != nil || len(got) != 3 || got["v100"] != 1 || got["p100"] != 0.6 || got["k80"] != 0.25 {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	for _, bad := range []string{"", "v100", "v100=0", "v100=-1", "v100=x", "=1", "v100=1,V100=2", "v100=Inf"} {
+	for _, bad := range []string{"", "v100", "v100=0", "v100=-1", "v100=x", "=1", "v100=1,V100=2", "v100=Inf", "v100=1abc", "v100=NaN"} {
 		if _, err := ParseSpeedFactors(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// FuzzParseSpeedFactors: any input either fails or gives positive finite
+// factors under non-empty lower-case names, and printing them back parses
+// to the same map.
+func FuzzParseSpeedFactors(f *testing.F) {
+	for _, s := range []string{"v100=1,p100=0.6,k80=0.25", "A100 = 2", "x=1e-3,y=1e3", "v100=1,V100=2", "=", ",", "t4=NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		m, err := ParseSpeedFactors(spec)
+		if err != nil {
+			return
+		}
+		var parts []string
+		for k, v := range m {
+			if k == "" || k != strings.ToLower(k) || !(v > 0) || math.IsInf(v, 0) {
+				t.Fatalf("%q: bad entry %q=%v", spec, k, v)
+			}
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+		again, err := ParseSpeedFactors(strings.Join(parts, ","))
+		if err != nil || len(again) != len(m) {
+			t.Fatalf("%q: round trip %v, %v", spec, again, err)
+		}
+		for k, v := range m {
+			if again[k] != v {
+				t.Fatalf("%q: %s = %v after a round trip, was %v", spec, k, again[k], v)
+			}
+		}
+	})
 }

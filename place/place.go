@@ -5,20 +5,25 @@ package place
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
 
-// Lookup returns the placer called name: "pack" (default) or "most-free".
+// Lookup returns the placer called name: "pack" (default), "most-free" or
+// "hived[:vc=TENANT@GPUS[@TYPE]/...]" (HiveD's cells and virtual clusters).
 func Lookup(name string) (engine.Placer, error) {
+	if base, opts, _ := strings.Cut(name, ":"); base == "hived" {
+		return ParseHiveD(opts)
+	}
 	switch name {
 	case "", "pack":
 		return Pack{}, nil
 	case "most-free":
 		return MostFree{}, nil
 	}
-	return nil, fmt.Errorf("unknown placer %q: want pack or most-free", name)
+	return nil, fmt.Errorf("unknown placer %q: want pack, most-free or hived[:vc=TENANT@GPUS/...]", name)
 }
 
 // freeMap tracks free GPUs per node during one placement.

@@ -15,7 +15,7 @@ func init() {
 		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
 			"in round-robin quanta; migration to consolidate fragmented jobs",
 		Knobs: "preset=paper (paper: quantum 60 s, migrate=true, rotate=false; gavel: Gavel's model of Gandiva, " +
-			"quantum 360 s, rotate=true, migrate=false — run it with --round 360 --on-events=false); " +
+			"quantum 360 s, rotate=true, migrate=false — run it with --preset gavel: 360 s rounds, none at events); " +
 			"quantum=S: seconds a running job keeps its GPUs while others wait before it is suspended; " +
 			"rotate=B: give every job an equal share of time on each GPU type (fastest type first to the job " +
 			"that has had least of it) instead of leaving it where it runs; " +

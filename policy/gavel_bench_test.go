@@ -67,19 +67,27 @@ func BenchmarkGavelRound(b *testing.B) {
 }
 
 func gavelSnap100(b *testing.B) *engine.Snapshot {
+	jobs, m := gavelSeed0(b)
+	return benchSnap(enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), m, jobs[:100])
+}
+
+// gavelSeed0 reads Gavel's generated_seed0_lam3600.trace and simulation
+// throughputs from ../shared/data/gavel, skipping tb without them.
+func gavelSeed0(tb testing.TB) ([]*job.Job, *table.Gavel) {
+	tb.Helper()
 	const dir = "../../shared/data/gavel/"
 	if _, err := os.Stat(dir); err != nil {
-		b.Skipf("Gavel data not here (%v)", err)
+		tb.Skipf("Gavel data not here (%v)", err)
 	}
 	tr, err := trace.ReadFile(dir+"generated_seed0_lam3600.trace", "", trace.Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	m, err := table.LoadGavel(dir + "simulation_throughputs.json")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	return benchSnap(enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), m, tr.Jobs[:100])
+	return tr.Jobs, m
 }
 
 // paiSnap2000 builds the PAI cluster from the machine list and 2,000 jobs.

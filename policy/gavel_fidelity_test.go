@@ -2,15 +2,12 @@ package policy
 
 import (
 	"math"
-	"os"
 	"testing"
 
 	"github.com/tide-sched/tide/engine/enginetest"
-	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
-	"github.com/tide-sched/tide/trace"
 )
 
 // TestGavelAgreement replays Gavel's generated_seed0_lam3600.trace on 8 V100
@@ -23,18 +20,7 @@ import (
 // this project's issue 6: FIFO 71,776 s, FIFO_Perf 55,668 s. tide must come
 // within 5%. It reads ../shared/data/gavel and skips without it.
 func TestGavelAgreement(t *testing.T) {
-	const dir = "../../shared/data/gavel/"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("Gavel data not here (%v)", err)
-	}
-	tr, err := trace.ReadFile(dir+"generated_seed0_lam3600.trace", "", trace.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := table.LoadGavel(dir + "simulation_throughputs.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs, m := gavelSeed0(t)
 	pl, err := place.Lookup("pack")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +34,7 @@ func TestGavelAgreement(t *testing.T) {
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
-				Policy: mustParse(t, c.spec, Context{}), Placer: pl, Round: 360}, tr.Jobs)
+				Policy: mustParse(t, c.spec, Context{}), Placer: pl, Round: 360}, jobs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -262,6 +263,107 @@ func TestGavelKnobs(t *testing.T) {
 	for _, bad := range []string{"gavel-las:round=0", "gavel-las:reset=-1", "gavel-las:seed=1.5", "gavel-fifo:pick=first", "fifo-perf:agnostic=true", "gavel-las:bogus=1"} {
 		if _, err := Parse(bad, Context{}); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// Property: on random problems every allocation is feasible and at least
+// as good, by its own objective, as equal shares (which are feasible).
+func TestGavelAllocationsBeatEqualShares(t *testing.T) {
+	solvertest.Require(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 25 {
+		K, n := 1+rng.IntN(4), 1+rng.IntN(30)
+		caps := make([]float64, K)
+		for k := range caps {
+			caps[k] = float64(1 + rng.IntN(8))
+		}
+		tput := make([][]float64, n)
+		rem, age := make([]float64, n), make([]float64, n)
+		for m := range tput {
+			tput[m] = make([]float64, K)
+			for k := range tput[m] {
+				tput[m][k] = 0.5 + rng.Float64()*10
+			}
+			rem[m], age[m] = 100+rng.Float64()*1e5, rng.Float64()*1e4
+		}
+		p := problem(caps, tput, rem, age)
+		eq := equalShares(p)
+		thr := func(x [][]float64, m int) float64 {
+			s := 0.0
+			for k := range x[m] {
+				s += x[m][k] * p.tput[m][k]
+			}
+			return s
+		}
+		iso := isolated(p)
+		for name, a := range map[string]gavelAllocator{"las": gavelMaxMin{}, "makespan": gavelMakespan{}, "ftf": gavelFTF{}, "throughput": gavelMaxThroughput{}} {
+			x, err := a.allocate(p)
+			if err != nil {
+				t.Fatalf("trial %d %s: %v", trial, name, err)
+			}
+			perType := make([]float64, K)
+			for m := range x {
+				sum := 0.0
+				for k, v := range x[m] {
+					sum += v
+					perType[k] += v * p.gpus[m]
+				}
+				if sum > 1+1e-6 {
+					t.Fatalf("trial %d %s: job %d gets %v of the time", trial, name, m, sum)
+				}
+			}
+			for k := range perType {
+				if perType[k] > caps[k]+1e-6 {
+					t.Fatalf("trial %d %s: type %d committed %v of %v", trial, name, k, perType[k], caps[k])
+				}
+			}
+			var got, base float64 // objective to maximise: got must reach base
+			switch name {
+			case "las": // smallest normalised throughput
+				got, base = math.Inf(1), math.Inf(1)
+				for m := range x {
+					got, base = math.Min(got, thr(x, m)/iso[m]), math.Min(base, thr(eq, m)/iso[m])
+				}
+			case "makespan": // minus the makespan
+				for m := range x {
+					got, base = math.Min(got, -rem[m]/thr(x, m)), math.Min(base, -rem[m]/thr(eq, m))
+				}
+			case "ftf": // minus the largest rho
+				for m := range x {
+					d := age[m] + rem[m]/iso[m]
+					got = math.Min(got, -(age[m]+rem[m]/thr(x, m))/d)
+					base = math.Min(base, -(age[m]+rem[m]/thr(eq, m))/d)
+				}
+			case "throughput":
+				for m := range x {
+					best := slices.Max(p.tput[m])
+					got, base = got+thr(x, m)/best, base+thr(eq, m)/best
+				}
+			}
+			if got < base-1e-3*math.Abs(base) {
+				t.Errorf("trial %d %s: objective %v, worse than equal shares' %v", trial, name, got, base)
+			}
+		}
+	}
+}
+
+// A simulation under a Gavel policy is a pure function of its inputs: the
+// policy's state between rounds must not depend on map order.
+func TestGavelDeterministic(t *testing.T) {
+	solvertest.Require(t)
+	sp := perf.SpeedFactors{Base: perf.Duration{}, Speed: map[string]float64{"v100": 1, "p100": 0.6, "k80": 0.3}}
+	var jobs []*job.Job
+	for i := range 30 {
+		jobs = append(jobs, enginetest.Job(string(rune('A'+i))).At(float64(i*200)).GPUs(1+i%3).Seconds(float64(1000+(i*7919)%9000)).Obj())
+	}
+	for _, spec := range []string{"gavel-las", "gavel-ftf", "gavel-fifo", "gavel-fifo:pick=gavel", "fifo-perf"} {
+		a := runGavel(t, spec, "2x2:v100,2x2:p100,2x2:k80", sp, jobs...)
+		b := runGavel(t, spec, "2x2:v100,2x2:p100,2x2:k80", sp, jobs...)
+		for id, ra := range a {
+			if rb := b[id]; ra.Finish != rb.Finish || ra.Preemptions != rb.Preemptions {
+				t.Errorf("%s: job %s ends at %v then %v", spec, id, ra.Finish, rb.Finish)
+			}
 		}
 	}
 }

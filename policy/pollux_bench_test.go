@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"testing"
+
+	"github.com/tide-sched/tide/engine"
 )
 
 // BenchmarkPolluxRound times one Pollux scheduling round (problem set-up,
@@ -40,23 +42,7 @@ func BenchmarkPolluxRound(b *testing.B) {
 				if run.search == "ga" && sz.jobs > 200 && testing.Short() {
 					b.Skip("the GA on 1,000 jobs is slow; run without -short")
 				}
-				p := NewPollux(run.search)
-				fit, running := 0.0, 0
-				pxResetCache()
-				cpu0 := pxCPUSeconds()
-				for range b.N {
-					if !run.warm {
-						pxResetCache()
-					}
-					pr := newPxProblem(s, p)
-					sol := pr.solve(s.Round)
-					plan := pr.plan(sol)
-					fit, running = pr.fitness(sol), len(plan.Run)
-					pr.publish()
-				}
-				b.ReportMetric(fit, "fitness")
-				b.ReportMetric(float64(running), "jobs-run")
-				pxReportCPU(b, cpu0)
+				pxBenchRound(b, s, NewPollux(run.search), run.warm)
 			})
 		}
 		// The artifact's GA keeps its population between rounds: five
@@ -75,6 +61,28 @@ func BenchmarkPolluxRound(b *testing.B) {
 			pxReportCPU(b, cpu0)
 		})
 	}
+}
+
+// pxBenchRound times rounds of p on s: problem set-up, search and plan,
+// with the speedup cache emptied before each round unless warm. It reports
+// the fitness reached, the jobs given GPUs and the CPU seconds per round.
+func pxBenchRound(b *testing.B, s *engine.Snapshot, p *Pollux, warm bool) {
+	fit, running := 0.0, 0
+	pxResetCache()
+	cpu0 := pxCPUSeconds()
+	for range b.N {
+		if !warm {
+			pxResetCache()
+		}
+		pr := newPxProblem(s, p)
+		sol := pr.solve(s.Round)
+		plan := pr.plan(sol)
+		fit, running = pr.fitness(sol), len(plan.Run)
+		pr.publish()
+	}
+	b.ReportMetric(fit, "fitness")
+	b.ReportMetric(float64(running), "jobs-run")
+	pxReportCPU(b, cpu0)
 }
 
 // pxResetCache empties the speedup cache, so that a round starts cold.

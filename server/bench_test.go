@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +52,7 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		errs := make(chan error, clients)
 		var wg sync.WaitGroup
 		b.ResetTimer()
+		cpu0 := cpuTime()
 		start := time.Now()
 		for c := 0; c < clients; c++ {
 			wg.Add(1)
@@ -77,6 +79,7 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
+		cpu := cpuTime() - cpu0
 		b.StopTimer()
 		close(errs)
 		for err := range errs {
@@ -87,8 +90,12 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "submissions/s")
 		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
 		b.ReportMetric(float64(p(0.50).Microseconds())/1000, "p50-ms")
-		b.Logf("%d submissions from %d clients in %s: %.0f/s, p50 %s, p99 %s, max %s",
-			total, clients, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), p(0.5), p(0.99), lat[total-1])
+		// CPU time (server and clients, not the jobs) does not depend on
+		// what else the machine runs, as the rate and latency do.
+		b.ReportMetric(float64(cpu.Microseconds())/total, "cpu-us/submission")
+		b.Logf("%d submissions from %d clients in %s: %.0f/s, p50 %s, p99 %s, max %s; %s CPU (%.0f us a submission)",
+			total, clients, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), p(0.5), p(0.99), lat[total-1],
+			cpu.Round(time.Millisecond), float64(cpu.Microseconds())/total)
 
 		// Nothing lost, nothing duplicated: in the server...
 		jobs, err := ts.admin.Jobs(context.Background(), "")
@@ -127,6 +134,16 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		})
 		b.StartTimer()
 	}
+}
+
+// cpuTime is the user and system CPU time this process has used (its
+// children, the jobs, not included).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func checkOnce(b *testing.B, where string, n int, each func(func(id, name string))) {

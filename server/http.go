@@ -167,6 +167,17 @@ func (s *Server) visible(w http.ResponseWriter, id string, p *principal) *liveJo
 	return lj
 }
 
+// lockVisible takes mu and returns the request's job if p may see it;
+// otherwise it writes 404 and returns nil with mu released.
+func (s *Server) lockVisible(w http.ResponseWriter, r *http.Request, p *principal) *liveJob {
+	s.mu.Lock()
+	lj := s.visible(w, r.PathValue("id"), p)
+	if lj == nil {
+		s.mu.Unlock()
+	}
+	return lj
+}
+
 // readBody decodes a JSON request body strictly, writing the error
 // response (413 over 1 MiB, 400 otherwise) and returning false on failure.
 func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -318,10 +329,8 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, p *principal) {
-	s.mu.Lock()
-	lj := s.visible(w, r.PathValue("id"), p)
+	lj := s.lockVisible(w, r, p)
 	if lj == nil {
-		s.mu.Unlock()
 		return
 	}
 	v := s.view(lj, true)
@@ -330,10 +339,8 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, p *principal)
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request, p *principal) {
-	s.mu.Lock()
-	lj := s.visible(w, r.PathValue("id"), p)
+	lj := s.lockVisible(w, r, p)
 	if lj == nil {
-		s.mu.Unlock()
 		return
 	}
 	if api.Terminal(lj.rec.State) {
@@ -397,10 +404,8 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request, p *principal
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, p *principal) {
-	s.mu.Lock()
-	lj := s.visible(w, r.PathValue("id"), p)
+	lj := s.lockVisible(w, r, p)
 	if lj == nil {
-		s.mu.Unlock()
 		return
 	}
 	// Read what the job's state says happened: wait for a commit in

@@ -3,11 +3,15 @@ package sim_test
 import (
 	"maps"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
 )
 
 // TestFairnessSamples: on 4 GPUs under FIFO, a (tenant x, 3 GPUs, 100 s)
@@ -40,5 +44,40 @@ func TestFairnessSamples(t *testing.T) {
 	// x: 300 GPU-s, y: 200, of 800: 37.5% and 25%.
 	if len(f.Tenants) != 2 || math.Abs(f.Tenants[0].Share-0.375) > 1e-9 || math.Abs(f.Tenants[1].Share-0.25) > 1e-9 {
 		t.Errorf("tenants %+v", f.Tenants)
+	}
+}
+
+// TestHiveDInSimulation replays random two-tenant traces with HiveD as the
+// placer (tenant t0 guaranteed 4 GPUs, the rest opportunistic) and checks
+// every job finishes with its work done: evictions of opportunistic jobs
+// are ordinary preemptions.
+func TestHiveDInSimulation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	jobs := randomTrace(rng, 40, 8)
+	for i, j := range jobs {
+		j.Tenant = []string{"t0", "t1"}[i%2]
+		if i%5 == 0 {
+			j.Priority = -1
+		}
+	}
+	for _, spec := range []string{"fifo:backfill=true", "tiresias", "drf"} {
+		p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := place.Lookup("hived:vc=t0@4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x4:v100"), Model: perf.Duration{},
+			Policy: p, Placer: pl, Round: 60, OnEvents: true}, jobs)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		for i, r := range run.Jobs {
+			if want := jobs[i].Duration * float64(jobs[i].GPUs); r.Finish < 0 || math.Abs(r.UsefulGPUSeconds-want) > 1e-6*want {
+				t.Errorf("%s: job %s finish %v, %v useful GPU-s of %v", spec, r.ID, r.Finish, r.UsefulGPUSeconds, want)
+			}
+		}
 	}
 }

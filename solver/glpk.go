@@ -333,12 +333,7 @@ func (g *glpk) solveLP(p uintptr, m *Model, opt Options, sol *Solution, presolve
 	default:
 		return sol, fmt.Errorf("solver: GLPK simplex ended with an undefined solution")
 	}
-	sol.Objective = g.getObjVal(p)
-	sol.Values = make([]float64, len(m.vars))
-	for j := range sol.Values {
-		sol.Values[j] = g.getColPrim(p, int32(j+1))
-	}
-	return sol, nil
+	return sol.fill(g.getObjVal(p), len(m.vars), func(j int32) float64 { return g.getColPrim(p, j) }), nil
 }
 
 func (g *glpk) solveMILP(p uintptr, m *Model, opt Options, sol *Solution) (*Solution, error) {
@@ -379,12 +374,17 @@ func (g *glpk) solveMILP(p uintptr, m *Model, opt Options, sol *Solution) (*Solu
 		}
 		return sol, fmt.Errorf("solver: GLPK branch-and-cut ended with no solution (status undefined)")
 	}
-	sol.Objective = g.mipObjVal(p)
-	sol.Values = make([]float64, len(m.vars))
+	return sol.fill(g.mipObjVal(p), len(m.vars), func(j int32) float64 { return g.mipColVal(p, j) }), nil
+}
+
+// fill records the objective and the n column values, read by col (1-based).
+func (sol *Solution) fill(obj float64, n int, col func(j int32) float64) *Solution {
+	sol.Objective = obj
+	sol.Values = make([]float64, n)
 	for j := range sol.Values {
-		sol.Values[j] = g.mipColVal(p, int32(j+1))
+		sol.Values[j] = col(int32(j + 1))
 	}
-	return sol, nil
+	return sol
 }
 
 func retText(ret int32) string {

@@ -204,7 +204,39 @@ var chronusFormat = csvFormat{
 		}
 		rel, _ := parseNum(strings.TrimSpace(first))
 		j.Deadline = r.deadline("expect_time_list", j.Submit+rel, j.Submit)
+		if kind == "soft" && r.err == nil {
+			j.Utility = chronusUtility(r, j.Submit, list)
+		}
 	},
+}
+
+// chronusUtility reads a soft job's deadline options: expect_time_list
+// (relative to submit) with expect_value_list, one value per deadline
+// (Chronus's values are 10-8-5-2). Without values, or for a single deadline,
+// it returns nil: the job has one deadline.
+func chronusUtility(r *row, submit float64, list string) *job.Utility {
+	times := strings.Split(list, "-")
+	vals := r.raw("expect_value_list")
+	if len(times) < 2 || vals == "" {
+		return nil
+	}
+	parts := strings.Split(vals, "-")
+	if len(parts) != len(times) {
+		r.fail("expect_value_list", "%d values for %d deadlines in expect_time_list: want one each", len(parts), len(times))
+		return nil
+	}
+	u := &job.Utility{}
+	for i := range times {
+		t, _ := parseNum(strings.TrimSpace(times[i]))
+		v, msg := parseNum(strings.TrimSpace(parts[i]))
+		if msg != "" || v < 0 || (i > 0 && v > u.Values[i-1]) || (i > 0 && submit+t <= u.Deadlines[i-1]) {
+			r.fail("expect_value_list", "bad options %q for deadlines %q: want values >= 0, not increasing, for ascending deadlines", vals, list)
+			return nil
+		}
+		u.Deadlines = append(u.Deadlines, submit+t)
+		u.Values = append(u.Values, v)
+	}
+	return u
 }
 
 // tideColumns are the columns (CSV) and keys (JSON) of tide's own format.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,6 +254,16 @@ func TestChronus(t *testing.T) {
 		"0,vc_a,1,5601,5530,mobilenet_v2,96,5,159-189-229-289,10-8-5-2,0,soft\n"+
 		"1,vc_b,4,7505,760,alexnet,106,6,235,10,0,strict\n"+
 		"2,vc_a,1,14341,3621,alexnet,30,17,14341,10,1,best\n", Options{})
+	// The soft job's options: the file's relative deadlines made absolute,
+	// with their values.
+	if u := got[0].Utility; u == nil || !slices.Equal(u.Deadlines, []float64{5601 + 159, 5601 + 189, 5601 + 229, 5601 + 289}) ||
+		!slices.Equal(u.Values, []float64{10, 8, 5, 2}) {
+		t.Fatalf("soft job utility %+v", got[0].Utility)
+	}
+	if got[1].Utility != nil {
+		t.Fatalf("strict job has utility %+v", got[1].Utility)
+	}
+	got[0].Utility = nil
 	wantJobs(t, got,
 		job.Job{ID: "0", Tenant: "vc_a", Priority: 1, GPUs: 1, MinGPUs: 1, MaxGPUs: 1, Submit: 5601, Model: "mobilenet_v2",
 			Work: 5530, Unit: job.Iterations, Deadline: 5601 + 159, Duration: 96},
@@ -266,6 +277,8 @@ func TestChronus(t *testing.T) {
 		{name: "job type", in: chronusHead + "0,vc_a,1,5601,5530,m,96,5,159,10,0,urgent\n", line: 2, field: "job_type", msg: `unknown job type "urgent"`},
 		{name: "deadline list", in: chronusHead + "0,vc_a,1,5601,5530,m,96,5,159--189,10,0,soft\n", line: 2, field: "expect_time_list", msg: `bad deadline list "159--189"`},
 		{name: "zero deadline", in: chronusHead + "0,vc_a,1,5601,5530,m,96,5,0,10,0,strict\n", line: 2, field: "expect_time_list", msg: "bad deadline list"},
+		{name: "value count", in: chronusHead + "0,vc_a,1,5601,5530,m,96,5,159-189,10,0,soft\n", line: 2, field: "expect_value_list", msg: "1 values for 2 deadlines"},
+		{name: "values rise", in: chronusHead + "0,vc_a,1,5601,5530,m,96,5,159-189,5-8,0,soft\n", line: 2, field: "expect_value_list", msg: "not increasing"},
 		{name: "missing user", in: "job_id,num_gpu,submit_time,iterations,model_name,duration,expect_time_list,job_type\n", line: 1, field: "user", msg: "missing column"},
 	})
 }

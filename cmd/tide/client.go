@@ -114,6 +114,18 @@ func newClientFlagSet(name, help string, stderr io.Writer, c *clientFlags) *flag
 	return fs
 }
 
+// oneJob parses the arguments of a command about one job: its ID.
+func (c *clientFlags) oneJob(fs *flag.FlagSet, args []string) (*api.Client, string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
+	}
+	if fs.NArg() != 1 {
+		return nil, "", usageError{errors.New("want one job ID")}
+	}
+	cl, err := c.client()
+	return cl, fs.Arg(0), err
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -143,23 +155,37 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("submit", submitHelp, stderr, &c)
 	file := fs.String("f", "", "job `FILE` (YAML or JSON; - for standard input)")
-	name := fs.String("name", "", "job name")
-	gpus := fs.Int("gpus", 0, "GPUs (the count a non-elastic policy gives)")
-	minGPUs := fs.Int("min-gpus", 0, "fewest GPUs an elastic job runs on")
-	maxGPUs := fs.Int("max-gpus", 0, "most GPUs an elastic job runs on")
-	gpuType := fs.String("gpu-type", "", "GPU type (default any)")
+	// Flags that override a field of the job file when given.
+	override := map[string]func(*api.JobSpec){}
+	intFlag := func(name, usage string, set func(*api.JobSpec, int)) {
+		v := fs.Int(name, 0, usage)
+		override[name] = func(s *api.JobSpec) { set(s, *v) }
+	}
+	stringFlag := func(name, usage string, set func(*api.JobSpec, string)) {
+		v := fs.String(name, "", usage)
+		override[name] = func(s *api.JobSpec) { set(s, *v) }
+	}
+	stringFlag("name", "job name", func(s *api.JobSpec, v string) { s.Name = v })
+	intFlag("gpus", "GPUs (the count a non-elastic policy gives)", func(s *api.JobSpec, v int) { s.GPUs = v })
+	intFlag("min-gpus", "fewest GPUs an elastic job runs on", func(s *api.JobSpec, v int) { s.MinGPUs = v })
+	intFlag("max-gpus", "most GPUs an elastic job runs on", func(s *api.JobSpec, v int) { s.MaxGPUs = v })
+	stringFlag("gpu-type", "GPU type (default any)", func(s *api.JobSpec, v string) { s.GPUType = v })
 	shell := fs.String("cmd", "", "command line, run with sh -c")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	var env envFlags
 	fs.Var(&env, "env", "`NAME=VALUE` to add to the job's environment (repeatable)")
 	estimate := fs.Duration("estimate", 0, "expected run time on --gpus GPUs (default 1h)")
-	priority := fs.Int("priority", 0, "priority (larger is more important)")
-	retries := fs.Int("max-retries", -1, "retry limit (default: the server's)")
-	deadline := fs.String("deadline", "", "RFC 3339 time the job should finish by")
-	batch := fs.Int("batch-size", 0, "global batch size the job starts with (for goodput fitting; tide passes it on as $TIDE_BATCH_SIZE)")
-	maxBatch := fs.Int("max-batch-size", 0, "largest global batch a policy that adapts batch sizes (pollux) may give the job")
-	maxLocal := fs.Int("max-local-bsz", 0, "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)")
-	tenant := fs.String("tenant", "", "submit for this tenant (admin only)")
+	override["estimate"] = func(s *api.JobSpec) { s.EstimateS = estimate.Seconds() }
+	intFlag("priority", "priority (larger is more important)", func(s *api.JobSpec, v int) { s.Priority = v })
+	intFlag("max-retries", "retry limit (default: the server's)", func(s *api.JobSpec, v int) { s.MaxRetries = &v })
+	stringFlag("deadline", "RFC 3339 time the job should finish by", func(s *api.JobSpec, v string) { s.Deadline = v })
+	intFlag("batch-size", "global batch size the job starts with (for goodput fitting; tide passes it on as $TIDE_BATCH_SIZE)",
+		func(s *api.JobSpec, v int) { s.BatchSize = v })
+	intFlag("max-batch-size", "largest global batch a policy that adapts batch sizes (pollux) may give the job",
+		func(s *api.JobSpec, v int) { s.MaxBatchSize = v })
+	intFlag("max-local-bsz", "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)",
+		func(s *api.JobSpec, v int) { s.MaxLocalBsz = v })
+	stringFlag("tenant", "submit for this tenant (admin only)", func(s *api.JobSpec, v string) { s.Tenant = v })
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,46 +201,12 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["name"] {
-		spec.Name = *name
-	}
-	if set["gpus"] {
-		spec.GPUs = *gpus
-	}
-	if set["min-gpus"] {
-		spec.MinGPUs = *minGPUs
-	}
-	if set["max-gpus"] {
-		spec.MaxGPUs = *maxGPUs
-	}
-	if set["gpu-type"] {
-		spec.GPUType = *gpuType
-	}
-	if set["estimate"] {
-		spec.EstimateS = estimate.Seconds()
-	}
-	if set["priority"] {
-		spec.Priority = *priority
-	}
-	if set["max-retries"] {
-		spec.MaxRetries = retries
-	}
-	if set["deadline"] {
-		spec.Deadline = *deadline
-	}
-	if set["batch-size"] {
-		spec.BatchSize = *batch
-	}
-	if set["max-batch-size"] {
-		spec.MaxBatchSize = *maxBatch
-	}
-	if set["max-local-bsz"] {
-		spec.MaxLocalBsz = *maxLocal
-	}
-	if set["tenant"] {
-		spec.Tenant = *tenant
-	}
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		if o := override[f.Name]; o != nil {
+			o(spec)
+		}
+	})
 	switch {
 	case *shell != "" && len(rest) > 0:
 		return usageError{errors.New("give the command either with --cmd or after --, not both")}
@@ -404,17 +396,11 @@ Shows one job: its spec, state, progress and every attempt.
 func cmdJob(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("job", jobHelp, stderr, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError{errors.New("want one job ID")}
-	}
-	cl, err := c.client()
+	cl, id, err := c.oneJob(fs, args)
 	if err != nil {
 		return err
 	}
-	j, err := cl.Job(context.Background(), fs.Arg(0))
+	j, err := cl.Job(context.Background(), id)
 	if err != nil {
 		return err
 	}
@@ -599,17 +585,10 @@ func cmdLogs(args []string, stdout, stderr io.Writer) error {
 	fs := newClientFlagSet("logs", logsHelp, stderr, &c)
 	follow := fs.Bool("f", false, "follow the log until the job ends")
 	interval := fs.Duration("interval", 500*time.Millisecond, "polling interval with -f")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError{errors.New("want one job ID")}
-	}
-	cl, err := c.client()
+	cl, id, err := c.oneJob(fs, args)
 	if err != nil {
 		return err
 	}
-	id := fs.Arg(0)
 	var off int64
 	for {
 		data, next, state, err := cl.Logs(context.Background(), id, off)

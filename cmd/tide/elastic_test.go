@@ -2,6 +2,9 @@ package main
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +33,40 @@ func TestPresetPolluxArtifactPollux(t *testing.T) {
 	r, s := p["resizes_per_job"].(float64), p["restart_seconds_per_job"].(float64)
 	if r <= 0 || s < 30*(1+r) {
 		t.Errorf("%v resizes and %v restart seconds per job: want resizes, each costing 30 s, and 30 s to start", r, s)
+	}
+}
+
+// TestSweepMeansPerDirectory: traces from two directories get a mean row
+// each, then the overall mean. d1/a.csv: one 50 s job (avg 50); d2/b.csv
+// and d2/c.csv: 100 s and 20 s jobs (avg 60); all three: 56.7.
+func TestSweepMeansPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []struct{ path, body string }{
+		{"d1/a.csv", "id,submit,gpus,duration\na,0,1,50\n"},
+		{"d2/b.csv", "id,submit,gpus,duration\nb,0,1,100\n"},
+		{"d2/c.csv", "id,submit,gpus,duration\nc,0,1,20\n"},
+	} {
+		p := filepath.Join(dir, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := tide(t, "sweep", "--traces", filepath.Join(dir, "*", "*.csv"), "--cluster", "1x1:t4", "--policy", "fifo")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := [][2]string{{"d1" + string(filepath.Separator), "50.0"}, {"d2" + string(filepath.Separator), "60.0"}, {"mean", "56.7"}}
+	if len(lines) != 1+3+len(want) {
+		t.Fatalf("want header, 3 traces and %d means:\n%s", len(want), out)
+	}
+	for i, w := range want {
+		f := strings.Fields(lines[4+i])
+		if !strings.HasSuffix(f[len(f)-2], w[0]) || f[len(f)-1] != w[1] {
+			t.Errorf("mean row %d: %q, want ...%s %s", i, lines[4+i], w[0], w[1])
+		}
 	}
 }

@@ -306,3 +306,31 @@ func TestPresetPolluxArtifactOptimus(t *testing.T) {
 		t.Errorf("avg JCT %v, artifact 5301.88", a)
 	}
 }
+
+// TestSpeedFactors: --speed makes a duration trace heterogeneous. One job of
+// 100 s alone on a cluster of one k80 (factor 0.25) takes 400 s; on a v100
+// (factor 1) 100 s; fifo-perf picks the v100 when both exist.
+func TestSpeedFactors(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.csv")
+	os.WriteFile(tr, []byte("id,submit,gpus,duration\na,0,1,100\n"), 0o644)
+	for _, c := range []struct {
+		cluster string
+		want    float64
+	}{{"1x1:k80", 400}, {"1x1:v100", 100}, {"1x1:k80,1x1:v100", 100}} {
+		code, out, errs := tide(t, "sim", "--trace", tr, "--cluster", c.cluster, "--speed", "v100=1,K80=0.25",
+			"--policy", "fifo-perf:reset=0", "--on-events", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.cluster, code, errs)
+		}
+		if got := decode(t, out).Policies[0]["avg_jct_s"]; got != c.want {
+			t.Errorf("%s: avg JCT %v, want %v", c.cluster, got, c.want)
+		}
+	}
+	if code, _, errs := tide(t, "sim", "--speed", "v100=0"); code != 2 || !strings.Contains(errs, "--speed") {
+		t.Errorf("bad --speed: exit %d, %s", code, errs)
+	}
+	if code, _, errs := tide(t, "sim", "--speed", "t4=2"); code != 2 || !strings.Contains(errs, "already knows its GPU type") {
+		t.Errorf("--speed with the Pollux model: exit %d, %s", code, errs)
+	}
+}

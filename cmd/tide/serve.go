@@ -50,7 +50,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:7450", "`ADDR` to serve the API on (host:port; port 0 picks one)")
 	gpus := fs.String("gpus", "", "GPUs: fake:N[:TYPE] for N pretend GPUs, or nvidia (default: discover with nvidia-smi)")
 	pol := fs.String("policy", "fifo", "scheduling policy spec (see 'tide policies')")
-	placer := fs.String("placer", "pack", "GPU placer: pack or most-free")
+	placer := fs.String("placer", "pack", "GPU placer: pack, most-free or hived[:vc=TENANT@GPUS[@TYPE]/...] (HiveD cells and virtual clusters, docs/fairness.md)")
 	round := fs.Duration("round", 10*time.Second, "time between periodic scheduling rounds (rounds also run on events)")
 	grace := fs.Duration("grace", 30*time.Second, "time a stopped job gets between SIGTERM and SIGKILL")
 	retries := fs.Int("max-retries", 3, "default retry limit for jobs that exit non-zero")

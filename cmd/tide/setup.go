@@ -25,6 +25,7 @@ import (
 // common holds the flags sim and bench share: what to replay, on what, how.
 type common struct {
 	trace, format, clusterArg, policies, placer, model, costs, preset string
+	speed                                                             string
 	round                                                             float64
 	onEvents, sortRows, skipBad                                       bool
 	seed                                                              int64
@@ -35,10 +36,11 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.format, "format", "", "trace format, one of "+strings.Join(trace.Formats, ", ")+" (default: detected from the file)")
 	fs.StringVar(&c.clusterArg, "cluster", "16x4:t4", "cluster: a shorthand such as 16x4:t4 or 8x1:v100,8x1:p100, or a YAML/JSON spec `FILE`")
 	fs.StringVar(&c.policies, "policy", defPolicies, "comma-separated policy specs, name[:key=value...], or 'all' (see 'tide policies')")
-	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware) or most-free (default pack; most-free under --preset pollux-artifact)")
+	fs.StringVar(&c.placer, "placer", "", "GPU placer: pack (consolidating, topology-aware), most-free, or hived[:vc=TENANT@GPUS[@TYPE]/...] (HiveD buddy cells and virtual clusters, docs/fairness.md) (default pack; most-free under --preset pollux-artifact)")
 	fs.StringVar(&c.model, "model", "auto", "performance model: auto, pollux[=DIR], duration, elasticflow=DIR[@TYPE][,DIR@TYPE], gavel=FILE")
 	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured full restarts, 'measured-fast' for those plus fast elastic resizes, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
 	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies); gavel: Gavel's simulator's rounds (360 s, rounds only; see docs/heterogeneity.md)")
+	fs.StringVar(&c.speed, "speed", "", "per-GPU-type speed factors over the model, e.g. v100=1,p100=0.6,k80=0.25: a job runs at the model's rate times its type's factor (types not listed: 1); gives duration traces a heterogeneous cluster")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
@@ -119,6 +121,16 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		s.model = d
 	} else if err := applyCosts(s.model, c.costs); err != nil {
 		return nil, usageError{err}
+	}
+	if c.speed != "" {
+		sp, err := perf.ParseSpeedFactors(c.speed)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--speed: %w", err)}
+		}
+		if _, ok := s.model.(perf.Observer); ok {
+			return nil, usageError{fmt.Errorf("--speed: the %s model already knows its GPU type; speed factors apply to duration and table models", s.model.Name())}
+		}
+		s.model = perf.SpeedFactors{Base: s.model, Speed: sp}
 	}
 	hasDeadlines := false
 	for _, j := range s.jobs {

@@ -17,7 +17,9 @@ const sweepHelp = `Usage: tide sweep --traces GLOB[,GLOB...] [flags]
 
 Replays every trace the patterns match (in name order) under each policy and
 prints one row per trace with each policy's average JCT, then the mean over
-traces: how policies compare across workloads and load levels. All the
+the traces of each directory (when they come from several, as the Pollux
+workloads do, one load level per directory) and over all traces: how
+policies compare across workloads and load levels. All the
 flags of 'tide sim' that choose the cluster, model, placer and rules apply
 to every trace.
 
@@ -91,26 +93,65 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		out = append(out, sweepOut{Trace: f, Policies: report.SummarizeAll(runs)})
 	}
+	means := sweepMeans(out, len(specs))
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"cluster": c.clusterArg, "traces": out})
+		return enc.Encode(map[string]any{"cluster": c.clusterArg, "traces": out, "policies": specs, "mean_avg_jct_s": means})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "avg JCT (s)\t%s\t\n", strings.Join(specs, "\t"))
-	mean := make([]float64, len(specs))
 	for _, o := range out {
 		row := []string{o.Trace}
-		for k, p := range o.Policies {
+		for _, p := range o.Policies {
 			row = append(row, fmt.Sprintf("%.1f", p.AvgJCT))
-			mean[k] += p.AvgJCT / float64(len(out))
 		}
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
-	row := []string{"mean"}
-	for _, m := range mean {
-		row = append(row, fmt.Sprintf("%.1f", m))
+	for _, m := range means {
+		row := []string{m.Name}
+		for _, v := range m.AvgJCT {
+			row = append(row, fmt.Sprintf("%.1f", v))
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	return tw.Flush()
+}
+
+// sweepMean is the mean over a group of traces of each policy's average
+// JCT, s.
+type sweepMean struct {
+	Name   string    `json:"name"`
+	AvgJCT []float64 `json:"avg_jct_s"` // in policy order
+}
+
+// sweepMeans are the means per directory, when the traces come from more
+// than one (the Pollux workloads keep one load level per directory), then
+// the mean over all traces, named "mean".
+func sweepMeans(out []sweepOut, policies int) []sweepMean {
+	var dirs []string
+	byDir := map[string][]sweepOut{}
+	for _, o := range out {
+		d := filepath.Dir(o.Trace)
+		if _, ok := byDir[d]; !ok {
+			dirs = append(dirs, d)
+		}
+		byDir[d] = append(byDir[d], o)
+	}
+	mean := func(name string, os []sweepOut) sweepMean {
+		m := sweepMean{Name: name, AvgJCT: make([]float64, policies)}
+		for _, o := range os {
+			for k, p := range o.Policies {
+				m.AvgJCT[k] += p.AvgJCT / float64(len(os))
+			}
+		}
+		return m
+	}
+	var ms []sweepMean
+	if len(dirs) > 1 {
+		for _, d := range dirs {
+			ms = append(ms, mean("mean "+d+string(filepath.Separator), byDir[d]))
+		}
+	}
+	return append(ms, mean("mean", out))
 }

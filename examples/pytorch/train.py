@@ -30,7 +30,8 @@ Run it through tide, e.g.:
     tide submit --name cifar --gpus 2 --min-gpus 1 --max-gpus 4 --batch-size 256 \
         --max-batch-size 2048 --estimate 30m -- python examples/pytorch/train.py --steps 5000 --grad-stats
 
-Only parsed by the tests (they run examples/countjob, which needs no Python).
+The tests run it against a stand-in for PyTorch (testdata/torchstub) to
+check the protocol above; the server tests run examples/countjob.
 """
 
 import argparse
