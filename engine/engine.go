@@ -22,6 +22,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/tide-sched/tide/cluster"
@@ -394,6 +395,9 @@ func (e *Engine) accountJob(st *Status, now float64) {
 // keep.
 func (e *Engine) Snapshot() *Snapshot {
 	s, _ := e.snapshot(nil, nil)
+	for _, st := range s.Jobs {
+		st.TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+	}
 	return s
 }
 
@@ -422,7 +426,7 @@ func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status)
 // starts in plan order.
 func (e *Engine) Schedule() ([]Change, error) {
 	// 1-2. Account and snapshot.
-	snap := e.Snapshot()
+	snap, _ := e.snapshot(nil, nil) // the policy returns before the engine changes anything
 	now := snap.Now
 	e.rounds++
 	// 3. Decide.

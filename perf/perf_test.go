@@ -356,3 +356,23 @@ func TestRemainingCannotRun(t *testing.T) {
 		}
 	}
 }
+
+func TestScaled(t *testing.T) {
+	j := &job.Job{ID: "a", GPUs: 2, MinGPUs: 1, MaxGPUs: 8, Work: 100, Unit: job.Seconds}
+	s := Scaled{Model: Duration{}, Type: "v100", Ref: "a100", Lambda: 0.4}
+	for _, tc := range []struct {
+		typ  string
+		gpus int
+		want float64
+	}{{"v100", 1, 0.4 * 0.5}, {"V100", 4, 0.4 * 2}, {"a100", 4, 2}, {"t4", 1, 0.5}} {
+		if r, _ := s.Rate(j, Packed(tc.typ, tc.gpus, 8), 0); math.Abs(r-tc.want) > 1e-12 {
+			t.Errorf("%d %s: rate %v, want %v", tc.gpus, tc.typ, r, tc.want)
+		}
+	}
+	if !s.Valid() || (Scaled{Lambda: 0}).Valid() || (Scaled{Lambda: 1.5}).Valid() {
+		t.Error("Valid")
+	}
+	if got := CheckpointGiB("bert"); math.Abs(got-110e6*12/(1<<30)) > 1e-9 || CheckpointGiB("nope") != DefaultCheckpointGiB {
+		t.Errorf("checkpoint sizes: bert %v", got)
+	}
+}

@@ -73,7 +73,7 @@ func ParseHiveD(opts string) (*HiveD, error) {
 	for _, kv := range strings.Split(opts, ":") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k != "vc" {
-			return nil, fmt.Errorf("placer hived: option %q: want vc=TENANT@GPUS[@TYPE]/...", kv)
+			return nil, fmt.Errorf("placer hived: option %q: want vc=TENANT@GPUS[@TYPE], several separated by /", kv)
 		}
 		seen := map[string]bool{}
 		for _, part := range strings.Split(v, "/") {

@@ -83,13 +83,39 @@ func (f *Flow) edgeEnd(s *engine.Snapshot, j *fjob, n *cluster.Node) (end float6
 	return s.Now + delay + j.rem/r, g, true
 }
 
-// offload is EdgeFlow's step 2 around ElasticFlow's preliminary allocation:
-// jobs on edge servers that are still up stay there; jobs that miss their
-// deadline in the cloud but meet it on an idle edge server go there, least
-// slack first; then (offload=all) idle servers take further jobs that meet
-// their deadline there, waiting jobs and large cloud shares first. The
-// cloud pass is redone without the offloaded jobs.
-func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
+// admitTest is EdgeFlow's admission test: the cloud pass with the jobs on
+// edge servers left out; a job that misses there meets its deadline if an
+// edge server nobody holds can finish it in time (it will run there). Other
+// jobs are not moved to the edge to make room: admitting on the strength of
+// such a shuffle lets in large jobs that later crowd out many small ones.
+func (f *Flow) admitTest(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
+	f.keepEdge(s, e, js)
+	f.pass(s.Now, c.cap, js)
+	f.edgeOutcome(s, js)
+	taken := map[int]bool{}
+	for k := range e.used {
+		taken[k] = true
+	}
+	for _, j := range js {
+		if j.meets || j.edge >= 0 || math.IsInf(j.deadline, 1) {
+			continue
+		}
+		for _, n := range e.nodes {
+			if taken[n.ID] {
+				continue
+			}
+			if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline {
+				taken[n.ID] = true
+				j.meets, j.end = true, end
+				break
+			}
+		}
+	}
+}
+
+// keepEdge marks the jobs running on edge servers that are still up: they
+// stay there.
+func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 	for k := range e.used {
 		delete(e.used, k)
 	}
@@ -104,7 +130,19 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			e.used[n.ID] = true
 		}
 	}
+}
+
+// offload is EdgeFlow's step 2 around ElasticFlow's preliminary allocation:
+// jobs on edge servers that are still up stay there; jobs that miss their
+// deadline in the cloud but meet it on an idle edge server go there, least
+// slack first; then (offload=all) idle servers take further jobs that meet
+// their deadline there, waiting jobs and large cloud shares first. The
+// cloud pass is redone without the offloaded jobs.
+func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
+	f.keepEdge(s, e, js)
 	f.pass(s.Now, c.cap, js)
+	f.edgeOutcome(s, js)
+	before := countMissing(js, math.MinInt)
 	type cand struct {
 		j     *fjob
 		slack float64
@@ -124,24 +162,23 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			continue
 		}
 		if j.meets {
-			meeting = append(meeting, cand{j, best})
+			// A job that meets its deadline running in the cloud stays:
+			// moving it costs a checkpoint through remote storage and
+			// would undo pullBack.
+			if len(j.st.GPUs) == 0 {
+				meeting = append(meeting, cand{j, best})
+			}
 		} else {
 			missing = append(missing, cand{j, best})
 		}
 	}
 	sort.SliceStable(missing, func(a, b int) bool { return missing[a].slack < missing[b].slack })
-	sort.SliceStable(meeting, func(a, b int) bool {
-		x, y := meeting[a].j, meeting[b].j
-		if rx, ry := len(x.st.GPUs) > 0, len(y.st.GPUs) > 0; rx != ry {
-			return !rx
-		}
-		return cmp.Compare(x.share, y.share) > 0
-	})
+	sort.SliceStable(meeting, func(a, b int) bool { return cmp.Compare(meeting[a].j.share, meeting[b].j.share) > 0 })
 	order := missing
-	if f.Offload == "all" {
+	if f.Offload == "all" || (f.Offload == "short" && before > 0) {
 		order = append(order, meeting...)
 	}
-	moved := false
+	var moved []*fjob
 	for _, cd := range order {
 		j := cd.j
 		// The smallest idle server where it meets its deadline.
@@ -160,11 +197,29 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 		}
 		e.used[best.ID] = true
 		j.edge, j.edgeGPUs = best.ID, bestG
-		moved = true
+		moved = append(moved, j)
 	}
-	if moved {
-		f.pass(s.Now, c.cap, js)
+	if len(moved) == 0 {
+		return
 	}
+	f.pass(s.Now, c.cap, js)
+	f.edgeOutcome(s, js)
+	if countMissing(js, math.MinInt) <= before {
+		return
+	}
+	// Offloading made more jobs miss than the cloud alone (a slow edge
+	// server and the moves cost more than the cloud GPUs it freed):
+	// keep the preliminary allocation.
+	for _, j := range moved {
+		delete(e.used, j.edge)
+		j.edge, j.edgeGPUs = -1, 0
+	}
+	f.pass(s.Now, c.cap, js)
+	f.edgeOutcome(s, js)
+}
+
+// edgeOutcome sets the predicted end of the jobs on edge servers.
+func (f *Flow) edgeOutcome(s *engine.Snapshot, js []*fjob) {
 	for _, j := range js {
 		if j.edge >= 0 {
 			end, _, _ := f.edgeEnd(s, j, &s.Cluster.Nodes[j.edge])
@@ -193,4 +248,30 @@ func (e *edges) assign(js []*fjob) []engine.Assignment {
 			Nodes: []engine.NodeGPUs{{Node: n.ID, GPUs: j.edgeGPUs}}})
 	}
 	return out
+}
+
+// pullBack brings jobs on edge servers back to cloud GPUs that would
+// otherwise idle, when that ends them sooner, move included: the paper keeps
+// edge jobs where they are, which leaves the cloud idle once the load falls.
+// Earliest deadlines first.
+func (f *Flow) pullBack(s *engine.Snapshot, free int, js []*fjob) {
+	for _, j := range js {
+		if free <= 0 {
+			return
+		}
+		if j.edge < 0 {
+			continue
+		}
+		g, r := j.level(free)
+		if g == 0 || r <= 0 {
+			continue
+		}
+		edgeEnd, _, ok := f.edgeEnd(s, j, &s.Cluster.Nodes[j.edge])
+		cloudEnd := s.Now + s.Model.Costs(j.st.Job).Resize + f.moveCost(j.st) + j.rem/r
+		if ok && cloudEnd >= edgeEnd {
+			continue
+		}
+		j.edge, j.edgeGPUs, j.now = -1, 0, g
+		free -= g
+	}
 }

@@ -29,7 +29,8 @@ func init() {
 const efKnobs = "slot=60: seconds a reservation is rounded to (ElasticFlow's scheduling_slot); " +
 	"spare=time: spare GPUs go to the most completion time saved per extra GPU (paper, EdgeFlow), or gputime: " +
 	"the least GPU-time added per extra GPU; admit=true: decline jobs that cannot meet their deadline; " +
-	"site=: the cloud site (default: the first cloud site)"
+	"site=: the cloud site (default: the first cloud site); reserve=early: reserve each share from now, or late: as late as the deadline allows " +
+	"(ElasticFlow's code fills back from the deadline; here it meets fewer deadlines)"
 
 // Flow is ElasticFlow and, with Edge set, EdgeFlow: one deadline-aware
 // elastic scheduler over a cloud site, optionally offloading jobs to edge
@@ -61,6 +62,7 @@ type Flow struct {
 	Spare     string // "time" or "gputime"
 	Admit     bool
 	Site      string // cloud site; "" = the first cloud site
+	Reserve   string // "late": a job's share is reserved as late as its deadline allows; "early": from now
 	Edge      bool   // EdgeFlow
 	Offload   string // EdgeFlow: "all" or "missing"
 	RemoteBps float64
@@ -84,11 +86,15 @@ func buildFlow(o Options, edge bool) (*Flow, error) {
 		return nil, err
 	}
 	f.Site = o.String("site", "")
+	f.Reserve = o.String("reserve", "early")
+	if f.Reserve != "late" && f.Reserve != "early" {
+		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", o.policy, f.Reserve)
+	}
 	if edge {
 		f.name = "edgeflow"
 		f.Offload = o.String("offload", "all")
-		if f.Offload != "all" && f.Offload != "missing" {
-			return nil, fmt.Errorf("policy %s: offload=%q: want all or missing", o.policy, f.Offload)
+		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
+			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.policy, f.Offload)
 		}
 		if f.RemoteBps, err = o.Float("remote_gibps", 0.125); err != nil {
 			return nil, err
@@ -116,6 +122,7 @@ type fjob struct {
 	levels   []int   // cloud GPU counts worth giving, ascending
 	rates    []float64
 	delay    float64 // seconds without progress if it runs in the cloud from now
+	margin   float64 // seconds kept before the deadline for a later resize (reserve=late)
 	admitted bool
 	fresh    bool // arrived since the last round: up for admission
 
@@ -184,6 +191,7 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 			}
 		}
 		costs := s.Model.Costs(st.Job)
+		j.margin = costs.Resize
 		switch {
 		case len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == c.site:
 		case st.Starts == 0:
@@ -286,8 +294,62 @@ func (tl *timeline) reserve(j *fjob, g int, end, slot float64) {
 	}
 }
 
+// fillLate runs j back from its deadline with at most g GPUs, as many as
+// each segment has (rounded down to a level), and returns when it must
+// begin; ok is false when that is before it can start (now plus its delay).
+func (tl *timeline) fillLate(j *fjob, g int) (begin float64, ok bool) {
+	start := tl.t[0] + j.delay
+	need := j.rem
+	for k := len(tl.t) - 1; k >= 0; k-- {
+		a := math.Max(tl.t[k], start)
+		b := j.deadline - j.margin
+		if k+1 < len(tl.t) {
+			b = math.Min(b, tl.t[k+1])
+		}
+		if b <= a {
+			continue
+		}
+		_, r := j.level(min(g, tl.free[k]))
+		if r <= 0 {
+			continue
+		}
+		if need <= (b-a)*r {
+			return b - need/r, true
+		}
+		need -= (b - a) * r
+	}
+	return 0, need <= 0
+}
+
+// reserveLate takes what fillLate(j, g) used, from begin to the deadline,
+// and returns the GPUs j holds now (0 when its reservation starts later).
+func (tl *timeline) reserveLate(j *fjob, g int, begin float64) int {
+	begin = math.Max(begin, tl.t[0])
+	end := j.deadline - j.margin
+	tl.split(begin)
+	tl.split(end)
+	now := 0
+	for k := range tl.t {
+		if tl.t[k] < begin {
+			continue
+		}
+		if tl.t[k] >= end {
+			break
+		}
+		l, _ := j.level(min(g, tl.free[k]))
+		tl.free[k] -= l
+		if k == 0 {
+			now = l
+		}
+	}
+	return now
+}
+
 // split makes t a segment boundary.
 func (tl *timeline) split(t float64) {
+	if t <= tl.t[0] {
+		return
+	}
 	k := sort.SearchFloat64s(tl.t, t)
 	if k < len(tl.t) && tl.t[k] == t {
 		return
@@ -314,6 +376,18 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 			continue
 		}
 		for _, g := range j.levels {
+			if f.Reserve == "late" {
+				begin, ok := tl.fillLate(j, g)
+				if !ok {
+					continue
+				}
+				// Allocations change only at rounds: begin at the slot
+				// boundary before, which leaves time to spare.
+				begin = math.Floor(begin/f.Slot) * f.Slot
+				j.share, j.end, j.meets = g, j.deadline, true
+				j.now = tl.reserveLate(j, g, begin)
+				break
+			}
 			end, ok := tl.fill(j, g)
 			if !ok {
 				continue
@@ -329,24 +403,30 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 // admission runs the admission test on the fresh jobs, in order: each is
 // kept only if it meets its deadline without making an admitted job miss
 // its own. It returns the jobs taking part and the declined ones.
-func (f *Flow) admission(now float64, capacity int, js []*fjob, place func([]*fjob)) (kept, declined []*fjob) {
+//
+// test plans a set for the admission test and place plans the final set:
+// ElasticFlow's cloud pass for both; EdgeFlow tests on the cloud with the
+// jobs already on edge servers left out, plus a direct check for an idle
+// edge server, and places with its offloading (edgeflow.go).
+func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined []*fjob) {
 	var base []*fjob
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
 			base = append(base, j)
 		}
 	}
-	place(base)
-	missing := countMissing(base)
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
 			continue
 		}
+		// Priority classes: a newcomer may make admitted jobs of a lower
+		// class miss, never those of its own class or above.
+		test(base)
+		missing := countMissing(base, j.st.Job.Priority)
 		trial := insertOrdered(base, j, js)
-		place(trial)
-		if j.meets && countMissing(trial) <= missing {
+		test(trial)
+		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
 			base = trial
-			missing = countMissing(trial)
 			continue
 		}
 		declined = append(declined, j)
@@ -355,11 +435,12 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, place func([]*fj
 	return base, declined
 }
 
-// countMissing counts deadline jobs that do not meet their deadline.
-func countMissing(js []*fjob) int {
+// countMissing counts deadline jobs of priority >= prio that do not meet
+// their deadline.
+func countMissing(js []*fjob, prio int) int {
 	n := 0
 	for _, j := range js {
-		if !math.IsInf(j.deadline, 1) && !j.meets {
+		if !math.IsInf(j.deadline, 1) && !j.meets && j.st.Job.Priority >= prio {
 			n++
 		}
 	}
@@ -381,8 +462,9 @@ func insertOrdered(base []*fjob, j *fjob, all []*fjob) []*fjob {
 	return out
 }
 
-// spare hands the cloud GPUs left now to jobs one level step at a time.
-func (f *Flow) spare(free int, js []*fjob) {
+// spare hands the cloud GPUs left now to jobs one level step at a time and
+// returns how many are left.
+func (f *Flow) spare(free int, js []*fjob) int {
 	for free > 0 {
 		var best *fjob
 		bestGain, bestNext := math.Inf(-1), 0
@@ -420,11 +502,12 @@ func (f *Flow) spare(free int, js []*fjob) {
 			}
 		}
 		if best == nil {
-			return
+			return free
 		}
 		free -= bestNext - best.now
 		best.now = bestNext
 	}
+	return free
 }
 
 // Schedule implements engine.Policy.
@@ -438,21 +521,22 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if f.Edge {
 		e = f.edgesOf(s)
 	}
-	place := func(set []*fjob) {
-		if e != nil {
-			f.offload(s, c, e, set)
-			return
-		}
-		f.pass(s.Now, c.cap, set)
+	place := func(set []*fjob) { f.pass(s.Now, c.cap, set) }
+	test := place
+	if e != nil {
+		place = func(set []*fjob) { f.offload(s, c, e, set) }
+		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
 	}
-	kept, declined := f.admission(s.Now, c.cap, js, place)
+	kept, declined := f.admission(js, test, place)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {
 			used += j.now
 		}
 	}
-	f.spare(c.cap-used, kept)
+	if left := f.spare(c.cap-used, kept); left > 0 && e != nil {
+		f.pullBack(s, left, kept)
+	}
 	plan := engine.Plan{Memo: map[string]engine.Memo{}}
 	for _, j := range declined {
 		plan.Decline = append(plan.Decline, j.st.Job.ID)

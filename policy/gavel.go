@@ -46,10 +46,13 @@ import (
 //   - Jobs with no allocation on a type may still run on it when GPUs of
 //     that type would otherwise idle, except under FIFO (ZeroPriorityWaits).
 //
-// Run it with --preset gavel (--round 360 --on-events=false) to reproduce
-// Gavel's rounds: the policy itself only sees the snapshots it is handed,
-// and measures received time from engine.Status.TypeExecuted, so other
-// round lengths work too.
+// Rounds: the policy re-plans at most every Round seconds (360 s by
+// default); when the engine asks in between (an arrival, a completion, a
+// shorter engine round) it keeps its last plan minus the jobs that left, so
+// new jobs wait for the next round and freed GPUs idle until then, as in
+// Gavel — except that an idle cluster is planned at once. --preset gavel
+// (--round 360 --on-events=false) makes the engine's rounds Gavel's. Time
+// received is measured from engine.Status.TypeExecuted.
 //
 // The policy keeps per-job state between rounds (time received at the last
 // recomputation, allocation, deficits): it is a deterministic function of
@@ -74,6 +77,9 @@ type Gavel struct {
 	Seed uint64
 
 	rng       *rand.Rand
+	last      engine.Plan // the plan of the last round
+	lastPlan  float64     // when it was made
+	planned   bool
 	jobs      map[string]*gavelJob
 	types     []string // cluster GPU types, sorted
 	typeTime  []float64
@@ -118,7 +124,7 @@ type gavelAllocator interface {
 func (g *Gavel) Name() string { return g.name }
 
 // gavelKnobs are the knobs every Gavel policy takes.
-const gavelKnobs = "round=360: round length, s (run with --preset gavel: 360 s rounds, none at events); " +
+const gavelKnobs = "round=360: seconds between re-plans (the plan is kept in between; --preset gavel aligns the engine's rounds); " +
 	"reset=1920: minimum seconds between two recomputations of the allocation (Gavel's simulator; 0 = at every arrival and completion); " +
 	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
 
@@ -162,16 +168,38 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		sort.Strings(g.types)
 		g.typeTime = make([]float64, len(g.types))
 	}
-	p := g.problem(s)
-	g.account(s)
 	idle := true
 	for _, st := range s.Jobs {
 		idle = idle && len(st.GPUs) == 0
 	}
+	if g.planned && !idle && s.Now < g.lastPlan+g.Round-1e-6 {
+		return g.keep(s)
+	}
+	p := g.problem(s)
+	g.account(s)
 	if g.stale && (s.Now-g.lastReset >= g.MinReset || g.lastReset == 0 || idle) {
 		g.reset(s, p)
 	}
-	return g.plan(s, p)
+	g.last = g.plan(s, p)
+	g.planned, g.lastPlan = true, s.Now
+	return g.last
+}
+
+// keep returns the last round's plan without the jobs that have left: between
+// rounds nothing moves, and GPUs freed by finished jobs wait for the next
+// round, as in Gavel.
+func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
+	active := make(map[string]bool, len(s.Jobs))
+	for _, st := range s.Jobs {
+		active[st.Job.ID] = true
+	}
+	var out engine.Plan
+	for _, a := range g.last.Run {
+		if active[a.Job] {
+			out.Run = append(out.Run, a)
+		}
+	}
+	return out
 }
 
 // problem gathers the jobs' throughputs on each type.

@@ -3,7 +3,10 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -365,5 +368,53 @@ func TestGavelDeterministic(t *testing.T) {
 				t.Errorf("%s: job %s ends at %v then %v", spec, id, ra.Finish, rb.Finish)
 			}
 		}
+	}
+}
+
+// Between its rounds a Gavel policy keeps its plan, even when the engine
+// asks more often: with engine rounds every 60 s and at every event, b,
+// arriving at 100 s while a runs, starts at the policy's next round, 360 s.
+// On an idle cluster a job starts at once.
+func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
+	pl, err := place.Lookup("pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []*job.Job{
+		enginetest.Job("a").Seconds(1000).Obj(),
+		enginetest.Job("b").At(100).Seconds(100).Obj(),
+	}
+	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x1:v100"), Model: perf.Duration{},
+		Policy: mustParse(t, "fifo-perf:reset=0", Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := r.Jobs[0], r.Jobs[1]; a.Start != 0 || b.Start != 360 {
+		t.Errorf("a starts at %v (want 0, idle cluster), b at %v (want 360, the next round)", a.Start, b.Start)
+	}
+}
+
+// Without GLPK the LP policies refuse to start, saying what to install; the
+// FIFO ones, which solve nothing, still work. Checked in a child process
+// with TIDE_GLPK_LIB pointing nowhere.
+func TestGavelWithoutGLPK(t *testing.T) {
+	if os.Getenv("TIDE_POLICY_CHILD") == "1" {
+		for _, spec := range []string{"gavel-las", "gavel-makespan", "gavel-ftf", "gavel-throughput"} {
+			_, err := Parse(spec, Context{})
+			if err == nil || !strings.Contains(err.Error(), "apt-get install libglpk40") {
+				t.Errorf("%s without GLPK: %v", spec, err)
+			}
+		}
+		for _, spec := range []string{"fifo-perf", "gavel-fifo"} {
+			if _, err := Parse(spec, Context{}); err != nil {
+				t.Errorf("%s without GLPK: %v", spec, err)
+			}
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGavelWithoutGLPK$", "-test.v")
+	cmd.Env = append(os.Environ(), "TIDE_POLICY_CHILD=1", "TIDE_GLPK_LIB=/nonexistent/libglpk.so.40")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

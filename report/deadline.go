@@ -172,7 +172,7 @@ func siteRows(sums []Summary) []metricRow {
 		metricRow{"harvested from inference (GPU-h)", pick(func(ss *SiteSummary) string { return fixed(ss.HarvestedInferenceGPUHours, 1) })},
 		metricRow{"inference waits for a reclaim", pick(func(ss *SiteSummary) string { return strconv.Itoa(ss.InferenceWaits) })},
 		metricRow{"inference wait (s)", pick(func(ss *SiteSummary) string { return secs(ss.InferenceWaitSeconds) })},
-		metricRow{"cloud-edge moves per job", pick(func(ss *SiteSummary) string { return fixed(ss.CrossSiteMovesPerJob, 2) })},
+		metricRow{"moves between sites per job", pick(func(ss *SiteSummary) string { return fixed(ss.CrossSiteMovesPerJob, 2) })},
 		metricRow{"intra-site moves per job", pick(func(ss *SiteSummary) string { return fixed(ss.IntraSiteMovesPerJob, 2) })},
 		metricRow{"migration overhead per job (s)", pick(func(ss *SiteSummary) string { return secs(ss.MigrationSecondsPerJob) })},
 		metricRow{"reclaims per job", pick(func(ss *SiteSummary) string { return fixed(ss.ReclaimsPerJob, 2) })},

@@ -50,7 +50,7 @@ func TestSummarizeSites(t *testing.T) {
 	if err := WriteTable(&b, []Summary{s, Summarize(&Run{Policy: "plain", Jobs: r.Jobs[:1]})}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"site edge GPU utilisation (%)", "75.0", "harvested from edge (GPU-h)", "deadlines met, priority 1 (%)", "cloud-edge moves per job"} {
+	for _, want := range []string{"site edge GPU utilisation (%)", "75.0", "harvested from edge (GPU-h)", "deadlines met, priority 1 (%)", "moves between sites per job"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -41,7 +41,7 @@ type inputs struct {
 
 func (sc *Scenario) read() (*inputs, error) {
 	in := &inputs{}
-	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort})
+	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort, SkipBad: sc.Trace.SkipBad})
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: trace: %w", sc.File, err)
 	}
@@ -134,7 +134,7 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 	if sc.Model.Edge != nil {
 		lambda = sc.Model.Edge.Lambda
 	}
-	scale := sc.Trace.ArrivalScale
+	scale, dscale := sc.Trace.ArrivalScale, sc.Trace.DeadlineScale
 	faults := sc.Availability.Faults
 	switch param {
 	case "cloud_gpus", "edge_servers", "edge_gpus":
@@ -151,6 +151,11 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "arrival_scale %v: want > 0", v)
 		}
 		scale = v
+	case "deadline_scale":
+		if !(v > 0) {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "deadline_scale %v: want > 0", v)
+		}
+		dscale = v
 	case "mtbf":
 		faults = nil
 		if v > 0 {
@@ -169,7 +174,7 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 	if e := sc.Model.Edge; e != nil {
 		p.model = perf.Scaled{Model: in.model, Type: e.Type, Ref: e.Ref, Lambda: lambda}
 	}
-	p.jobs = sc.jobs(in.jobs, scale)
+	p.jobs = sc.jobs(in.jobs, scale, dscale)
 	has := func(site string) bool { return c.SiteOf(site) != nil }
 	st := &sim.Sites{Migration: sim.Migration{RemoteGiBps: sc.Migration.RemoteGiBps, MemoryGiBps: sc.Migration.MemoryGiBps,
 		LocalGiBps: sc.Migration.LocalGiBps}, CheckpointInterval: sc.Migration.CheckpointInterval}
@@ -240,9 +245,9 @@ func copySpec(s cluster.Spec) cluster.Spec {
 	return out
 }
 
-// jobs copies the trace's jobs with arrivals compressed by scale (deadlines
-// keep their distance from submission) and priority classes drawn.
-func (sc *Scenario) jobs(src []*job.Job, scale float64) []*job.Job {
+// jobs copies the trace's jobs with arrivals compressed by scale, windows
+// (deadline - submission) stretched by dscale, and priority classes drawn.
+func (sc *Scenario) jobs(src []*job.Job, scale, dscale float64) []*job.Job {
 	out := make([]*job.Job, len(src))
 	t0 := 0.0
 	if len(src) > 0 {
@@ -269,7 +274,9 @@ func (sc *Scenario) jobs(src []*job.Job, scale float64) []*job.Job {
 		c := *j
 		c.Submit = (j.Submit - t0) / scale
 		if j.Deadline > 0 {
-			c.Deadline = c.Submit + (j.Deadline - j.Submit)
+			move := func(d float64) float64 { return c.Submit + (d-j.Submit)*dscale }
+			c.Deadline = move(j.Deadline)
+			c.Utility = j.Utility.Moved(move) // a soft job's later deadlines move with it
 		}
 		if rng != nil {
 			u := rng.Float64()
@@ -329,17 +336,21 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", err)
 			}
 			wg.Add(1)
-			go func(i, k int) {
+			go func(i, k int, spec string) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				cfg := sim.Config{Cluster: pt.c, Model: pt.model, Policy: pol, Placer: place.Pack{}, Round: sc.Round,
 					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites}
-				res[i].Runs[k], errs[i*len(sc.Policies)+k] = sim.Run(cfg, jobs)
+				r, err := sim.Run(cfg, jobs)
+				if r != nil {
+					r.Policy = spec // the column shows the knobs too
+				}
+				res[i].Runs[k], errs[i*len(sc.Policies)+k] = r, err
 				if done != nil {
 					done()
 				}
-			}(i, k)
+			}(i, k, spec)
 		}
 	}
 	wg.Wait()

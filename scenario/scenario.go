@@ -123,6 +123,9 @@ type Trace struct {
 	File   string `yaml:"file"`
 	Format string `yaml:"format"`
 	Sort   bool   `yaml:"sort"`
+	// SkipBad skips invalid rows (the Chronus traces' zero-GPU jobs)
+	// instead of failing.
+	SkipBad bool `yaml:"skip_bad"`
 	// First and Limit take jobs First .. First+Limit-1 (Limit 0: all).
 	First int `yaml:"first"`
 	Limit int `yaml:"limit"`
@@ -130,6 +133,10 @@ type Trace struct {
 	// first job's) are divided by it, each deadline keeping its distance
 	// from its job's submission. Default 1.
 	ArrivalScale float64 `yaml:"arrival_scale"`
+	// DeadlineScale multiplies each job's window (deadline - submission).
+	// Default 1; the shipped ElasticFlow/ITP deadlines give each job at
+	// most 1.5x its time on one A100, which no slower edge GPU can meet.
+	DeadlineScale float64 `yaml:"deadline_scale"`
 }
 
 // Model is the performance model.
@@ -161,7 +168,7 @@ type Sweep struct {
 }
 
 // Sweep parameters.
-var SweepParams = []string{"arrival_scale", "cloud_gpus", "edge_servers", "edge_gpus", "lambda", "mtbf"}
+var SweepParams = []string{"arrival_scale", "deadline_scale", "cloud_gpus", "edge_servers", "edge_gpus", "lambda", "mtbf"}
 
 // Error is a problem at one place of a scenario file.
 type Error struct {
@@ -308,6 +315,12 @@ func (sc *Scenario) check() error {
 	}
 	if !(sc.Trace.ArrivalScale > 0) || bad(sc.Trace.ArrivalScale) {
 		return sc.errAt("trace.arrival_scale", []string{"trace", "arrival_scale"}, "want a number > 0, got %v", sc.Trace.ArrivalScale)
+	}
+	if sc.Trace.DeadlineScale == 0 {
+		sc.Trace.DeadlineScale = 1
+	}
+	if !(sc.Trace.DeadlineScale > 0) || bad(sc.Trace.DeadlineScale) {
+		return sc.errAt("trace.deadline_scale", []string{"trace", "deadline_scale"}, "want a number > 0, got %v", sc.Trace.DeadlineScale)
 	}
 	if sc.Round == 0 {
 		sc.Round = 60

@@ -134,3 +134,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestElasticFlowMeetsMoreDeadlines is issue 4's point 5(a) on the shipped
+// scenario: ElasticFlow meets more deadlines than EDF, Gandiva, Tiresias and
+// AFS on 128 A100s (the paper, ASPLOS'23 fig. 7-8: 1.46-7.65x more than its
+// baselines). Needs ../shared/data.
+func TestElasticFlowMeetsMoreDeadlines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs five policies on the 195-job trace")
+	}
+	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
+		t.Skip("../shared/data absent: ", err)
+	}
+	sc, err := Load("../scenarios/elasticflow-128.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sc.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	met := map[string]float64{}
+	for k, r := range res[0].Runs {
+		met[sc.Policies[k]] = *report.Summarize(r).DeadlineMetFrac
+	}
+	for p, m := range met {
+		if p != "elasticflow" && m >= met["elasticflow"] {
+			t.Errorf("%s met %.3f of deadlines, elasticflow %.3f", p, m, met["elasticflow"])
+		}
+	}
+	t.Logf("deadlines met: %v", met)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/store"
 )
 
 // TestRecovery stops a server without stopping its jobs and starts another
@@ -128,5 +129,47 @@ func TestShutdownStopsJobs(t *testing.T) {
 	}
 	if line := lineWith(logs(t, s2.admin, j.ID), "(attempt 2,"); line == "" || strings.Contains(line, "at step 0 of") {
 		t.Errorf("the job did not resume from its checkpoint: %q", line)
+	}
+}
+
+// TestRecoverUnrecordedLaunch: a server that dies after launching a job's
+// process but before recording its pid leaves an attempt without one. The
+// next server finds the process by the pid file its wrapper wrote (checked
+// against the process's TIDE_JOB_ID and TIDE_ATTEMPT) and re-adopts it.
+func TestRecoverUnrecordedLaunch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.StopJobsOnExit = false
+	s1 := startServer(t, cfg)
+	j := submit(t, s1.admin, countSpec(1, 40, 25*time.Millisecond))
+	j = waitJob(t, s1.admin, j.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
+	pid := j.Attempts[0].PID
+	s1.close(t)
+
+	// What the store holds when the crash comes between the launch and
+	// its record.
+	db, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *store.Tx) error {
+		r, err := tx.Job(j.ID)
+		if err != nil {
+			return err
+		}
+		a := r.Last()
+		a.PID, a.StartTicks, a.Started, a.Phase = 0, 0, 0, store.PhaseWaiting
+		return tx.PutJob(r)
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.StopJobsOnExit = true
+	s2 := startServer(t, cfg)
+	j = waitJob(t, s2.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished || len(j.Attempts) != 1 || j.Attempts[0].PID != pid || j.Restarts != 0 || !hasEvent(t, s2.admin, j.ID, "adopted") {
+		t.Errorf("the unrecorded process %d was not re-adopted: %s, restarts %d, attempts %+v", pid, j.State, j.Restarts, j.Attempts)
 	}
 }

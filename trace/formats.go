@@ -241,7 +241,7 @@ func chronusUtility(r *row, submit float64, list string) *job.Utility {
 
 // tideColumns are the columns (CSV) and keys (JSON) of tide's own format.
 var tideColumns = []string{"id", "submit", "tenant", "priority", "gpus", "min_gpus", "max_gpus",
-	"gpu_type", "model", "batch_size", "work", "unit", "deadline", "duration"}
+	"gpu_type", "model", "batch_size", "work", "unit", "deadline", "duration", "cpus", "mem_gib"}
 
 // tide-csv: see docs/trace-formats.md.
 var tideCSVFormat = csvFormat{
@@ -273,6 +273,8 @@ var tideCSVFormat = csvFormat{
 		unit := r.raw("unit")
 		j.Deadline = r.optNum("deadline")
 		j.Duration = r.optNum("duration")
+		j.CPUs = r.optNum("cpus")
+		j.MemGiB = r.optNum("mem_gib")
 		if r.err != nil {
 			return
 		}

@@ -174,6 +174,8 @@ type jsonJob struct {
 	Unit      string   `json:"unit"`
 	Deadline  float64  `json:"deadline"`
 	Duration  float64  `json:"duration"`
+	CPUs      float64  `json:"cpus"`
+	MemGiB    float64  `json:"mem_gib"`
 }
 
 // jsonWant says in words what a JSON value must be to decode into kind k.
@@ -245,12 +247,16 @@ func (p *parser) readJSONL(r io.Reader) error {
 			return fail("deadline", "negative number %v: want a number >= 0", v.Deadline)
 		case v.Duration < 0:
 			return fail("duration", "negative number %v: want a number >= 0", v.Duration)
+		case v.CPUs < 0:
+			return fail("cpus", "negative number %v: want a number >= 0", v.CPUs)
+		case v.MemGiB < 0:
+			return fail("mem_gib", "negative number %v: want a number >= 0", v.MemGiB)
 		}
 		*j = job.Job{
 			ID: p.str(*v.ID), Submit: *v.Submit, Tenant: p.str(v.Tenant), Priority: v.Priority,
 			GPUs: *v.GPUs, MinGPUs: v.MinGPUs, MaxGPUs: v.MaxGPUs, GPUType: p.str(v.GPUType),
 			Model: p.str(v.Model), BatchSize: v.BatchSize,
-			Deadline: v.Deadline, Duration: v.Duration,
+			Deadline: v.Deadline, Duration: v.Duration, CPUs: v.CPUs, MemGiB: v.MemGiB,
 		}
 		if v.Work != nil {
 			j.Work = *v.Work
