@@ -205,12 +205,17 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	}
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
-	if countMissing(js, math.MinInt) <= before {
+	after := countMissing(js, math.MinInt)
+	if after < before || (after == before && f.Offload == "all") {
 		return
 	}
-	// Offloading made more jobs miss than the cloud alone (a slow edge
-	// server and the moves cost more than the cloud GPUs it freed):
-	// keep the preliminary allocation.
+	// Offloading made no job meet its deadline that the cloud alone would
+	// miss (or made more miss: a slow edge server and the moves cost more
+	// than the cloud GPUs it freed): keep the cloud-only allocation. The
+	// edge is only ever extra capacity: a move that gains nothing now still
+	// holds a server at half speed, which under heavy load turns later
+	// arrivals away (arrival x3 and x4 in docs/deadlines.md, 5(b)).
+	// offload=all keeps such moves.
 	for _, j := range moved {
 		delete(e.used, j.edge)
 		j.edge, j.edgeGPUs = -1, 0

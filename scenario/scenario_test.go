@@ -165,3 +165,34 @@ func TestElasticFlowMeetsMoreDeadlines(t *testing.T) {
 	}
 	t.Logf("deadlines met: %v", met)
 }
+
+// Issue 4, 5(b): edge servers are only ever extra capacity, so EdgeFlow
+// meets at least as many deadlines as ElasticFlow at the two heaviest loads
+// of scenarios/edgeflow-arrival.yaml, where offloading jobs that gain
+// nothing now used to hold edge servers and turn later arrivals away.
+func TestEdgeFlowAtLeastElasticFlowUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two policies twice on the 195-job trace")
+	}
+	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
+		t.Skip("../shared/data absent: ", err)
+	}
+	sc, err := Load("../scenarios/edgeflow-arrival.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Policies = []string{"elasticflow", "edgeflow"}
+	sc.Sweep.Values = []float64{3, 4}
+	res, err := sc.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		cloud := *report.Summarize(r.Runs[0]).DeadlineMetFrac
+		edge := *report.Summarize(r.Runs[1]).DeadlineMetFrac
+		if edge < cloud {
+			t.Errorf("arrival x%v: edgeflow met %.3f of deadlines, elasticflow %.3f", sc.Sweep.Values[i], edge, cloud)
+		}
+		t.Logf("arrival x%v: elasticflow %.3f, edgeflow %.3f", sc.Sweep.Values[i], cloud, edge)
+	}
+}
