@@ -162,6 +162,20 @@ func (s State) Terminal() bool { return s == Finished || s == Failed || s == Dec
 // Waiting reports whether a job in state s wants GPUs but has none.
 func (s State) Waiting() bool { return s == Pending || s == Preempted }
 
+// Moved returns a copy of u with every deadline mapped by fn (for a trace
+// whose times are shifted or scaled, so the options move with the job's
+// Deadline); nil stays nil.
+func (u *Utility) Moved(fn func(d float64) float64) *Utility {
+	if u == nil {
+		return nil
+	}
+	out := &Utility{Deadlines: make([]float64, len(u.Deadlines)), Values: append([]float64(nil), u.Values...)}
+	for i, d := range u.Deadlines {
+		out.Deadlines[i] = fn(d)
+	}
+	return out
+}
+
 func (u *Utility) check(deadline float64) error {
 	if len(u.Deadlines) == 0 || len(u.Deadlines) != len(u.Values) {
 		return fmt.Errorf("want as many values as deadlines, at least one; got %d and %d", len(u.Deadlines), len(u.Values))

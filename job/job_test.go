@@ -219,3 +219,17 @@ func TestStateNames(t *testing.T) {
 		}
 	}
 }
+
+// TestUtilityMoved: a soft job's options move with its times; values stay;
+// the original is untouched; nil stays nil.
+func TestUtilityMoved(t *testing.T) {
+	u := &job.Utility{Deadlines: []float64{100, 150}, Values: []float64{10, 5}}
+	m := u.Moved(func(d float64) float64 { return d - 40 })
+	if m.Deadlines[0] != 60 || m.Deadlines[1] != 110 || m.Values[1] != 5 || u.Deadlines[0] != 100 {
+		t.Fatalf("moved %+v from %+v", m, u)
+	}
+	var none *job.Utility
+	if none.Moved(func(d float64) float64 { return d }) != nil {
+		t.Fatal("nil moved to non-nil")
+	}
+}

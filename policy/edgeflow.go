@@ -16,8 +16,9 @@ func init() {
 		Summary: "EdgeFlow (Journal of Software 2025): ElasticFlow's minimum satisfactory shares on the cloud, then " +
 			"offloads jobs to idle edge servers (one server each) where they still meet their deadline, reallocating at " +
 			"every arrival, completion and change of edge availability",
-		Knobs: efKnobs + "; offload=all: fill idle edge servers with any job that meets its deadline there " +
-			"(jobs that would miss theirs first), or missing: offload only jobs that miss theirs in the cloud; " +
+		Knobs: efKnobs + "; offload=short: while some job would miss its deadline in the cloud, fill idle edge " +
+			"servers with jobs that meet their deadline there (those that would miss theirs first); all: the same " +
+			"whether or not a job misses; missing: offload only jobs that miss theirs in the cloud; " +
 			"remote_gibps=0.125: remote-storage bandwidth for the cost of a cloud-edge move",
 		NeedsDeadlines: true,
 		Elastic:        true,

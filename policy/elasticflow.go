@@ -92,7 +92,7 @@ func buildFlow(o Options, edge bool) (*Flow, error) {
 	}
 	if edge {
 		f.name = "edgeflow"
-		f.Offload = o.String("offload", "all")
+		f.Offload = o.String("offload", "short")
 		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
 			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.policy, f.Offload)
 		}

@@ -41,7 +41,7 @@ type inputs struct {
 
 func (sc *Scenario) read() (*inputs, error) {
 	in := &inputs{}
-	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort})
+	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort, SkipBad: sc.Trace.SkipBad})
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: trace: %w", sc.File, err)
 	}
@@ -274,7 +274,9 @@ func (sc *Scenario) jobs(src []*job.Job, scale, dscale float64) []*job.Job {
 		c := *j
 		c.Submit = (j.Submit - t0) / scale
 		if j.Deadline > 0 {
-			c.Deadline = c.Submit + (j.Deadline-j.Submit)*dscale
+			move := func(d float64) float64 { return c.Submit + (d-j.Submit)*dscale }
+			c.Deadline = move(j.Deadline)
+			c.Utility = j.Utility.Moved(move) // a soft job's later deadlines move with it
 		}
 		if rng != nil {
 			u := rng.Float64()

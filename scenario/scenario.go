@@ -123,6 +123,9 @@ type Trace struct {
 	File   string `yaml:"file"`
 	Format string `yaml:"format"`
 	Sort   bool   `yaml:"sort"`
+	// SkipBad skips invalid rows (the Chronus traces' zero-GPU jobs)
+	// instead of failing.
+	SkipBad bool `yaml:"skip_bad"`
 	// First and Limit take jobs First .. First+Limit-1 (Limit 0: all).
 	First int `yaml:"first"`
 	Limit int `yaml:"limit"`

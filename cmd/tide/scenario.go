@@ -109,7 +109,8 @@ func writeScenarioJSON(w io.Writer, sc *scenario.Scenario, res []scenario.Result
 }
 
 // writeScenarioDir writes each point's report (a sub-directory per sweep
-// value) and, for a sweep, deadlines.svg: deadline-met % per policy.
+// value) and, for a sweep, deadlines.svg (deadline-met % per policy) and
+// jct.svg (average JCT per policy).
 func writeScenarioDir(dir string, sc *scenario.Scenario, res []scenario.Result) error {
 	for _, r := range res {
 		d := dir
@@ -133,5 +134,16 @@ func writeScenarioDir(dir string, sc *scenario.Scenario, res []scenario.Result) 
 		}
 	}
 	svg := report.SweepSVG(fmt.Sprintf("%s: deadlines met", sc.Name), sc.Sweep.Param, "deadlines met (%)", xs, sc.Policies, ys)
-	return os.WriteFile(filepath.Join(dir, "deadlines.svg"), []byte(svg), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "deadlines.svg"), []byte(svg), 0o644); err != nil {
+		return err
+	}
+	// jct.svg: average JCT in hours per policy (the harvest experiments').
+	for k := range ys {
+		ys[k] = ys[k][:0]
+		for _, r := range res {
+			ys[k] = append(ys[k], report.Summarize(r.Runs[k]).AvgJCT/3600)
+		}
+	}
+	svg = report.SweepSVG(fmt.Sprintf("%s: average JCT", sc.Name), sc.Sweep.Param, "average JCT (h)", xs, sc.Policies, ys)
+	return os.WriteFile(filepath.Join(dir, "jct.svg"), []byte(svg), 0o644)
 }

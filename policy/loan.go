@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+)
+
+// What DeepBoot and Aryl share: the cluster seen as GPU pools, one per
+// site, in which training sites come first and inference sites lend what
+// inference leaves; a job's value at each GPU count; and a
+// multiple-choice knapsack that picks one count per job.
+//
+// A job never spans sites (the engine's rule), so a job runs either on the
+// training cluster or wholly on loaned inference GPUs.
+
+// loanPool is one site's GPUs for a round.
+type loanPool struct {
+	site  string
+	typ   string // GPU type of the site's first node
+	infer bool   // an inference site (its GPUs are loaned)
+	free  int    // GPUs the policy may hand out
+}
+
+// loanPools lists the training sites, then (with loan) the inference sites,
+// in the cluster's order, each with its GPUs up now. lendable, when set,
+// says how many of an inference site's up GPUs may be lent.
+func loanPools(s *engine.Snapshot, loan bool, lendable func(site *cluster.Site) int) []loanPool {
+	var train, infer []loanPool
+	for _, site := range s.Cluster.Sites() {
+		p := loanPool{site: site.Name, typ: s.Cluster.Nodes[site.Nodes[0]].GPUType, free: s.Available(site.Name, "")}
+		if site.Kind != cluster.SiteInference {
+			train = append(train, p)
+			continue
+		}
+		if !loan {
+			continue
+		}
+		p.infer = true
+		if lendable != nil {
+			p.free = lendable(&site)
+		}
+		infer = append(infer, p)
+	}
+	return append(train, infer...)
+}
+
+// siteOf is the site a running job is on, "" when it holds no GPUs.
+func siteOf(s *engine.Snapshot, st *engine.Status) string {
+	if len(st.GPUs) == 0 {
+		return ""
+	}
+	return s.Cluster.NodeOf(st.GPUs[0]).Site
+}
+
+// knapChoice is one way to run a job: GPUs (weight) for value.
+type knapChoice struct {
+	gpus  int
+	value float64
+}
+
+// mcKnapsack solves the multiple-choice knapsack: for each item pick at most
+// one choice so that the GPUs sum to at most capacity and the values sum to
+// the most (DeepBoot's dp[i][g] = max(dp[i-1][g], max_w dp[i-1][g-w] +
+// v_i(w))). It returns the chosen choice per item, -1 for none. Ties keep
+// the earlier decision: an item is left out unless a choice adds value, and
+// among equal choices the first listed wins, so results are deterministic.
+func mcKnapsack(items [][]knapChoice, capacity int) []int {
+	capacity = max(capacity, 0)
+	n := len(items)
+	// dp[i][g]: best value with items[:i] using at most g GPUs.
+	dp := make([][]float64, n+1)
+	pick := make([][]int, n+1)
+	for i := range dp {
+		dp[i] = make([]float64, capacity+1)
+		pick[i] = make([]int, capacity+1)
+	}
+	for i := 1; i <= n; i++ {
+		for g := 0; g <= capacity; g++ {
+			dp[i][g], pick[i][g] = dp[i-1][g], -1
+			for k, c := range items[i-1] {
+				if c.gpus > g || c.gpus < 0 {
+					continue
+				}
+				if v := dp[i-1][g-c.gpus] + c.value; v > dp[i][g]+1e-12 {
+					dp[i][g], pick[i][g] = v, k
+				}
+			}
+		}
+	}
+	out := make([]int, n)
+	g := capacity
+	for i := n; i >= 1; i-- {
+		out[i-1] = pick[i][g]
+		if k := out[i-1]; k >= 0 {
+			g -= items[i-1][k].gpus
+		}
+	}
+	return out
+}
+
+// loanSpeedup is a job's speed on n GPUs of type t relative to one GPU,
+// from the snapshot's performance model (its throughput curve; the Pollux
+// speedup of DeepBoot's code uses goodput, which the shipped throughput
+// tables do not carry). 0 when it cannot run on n.
+func loanSpeedup(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
+	one := s.Remaining(st, 1, t)
+	r := s.Remaining(st, n, t)
+	if !(r > 0) || r > 1e300 || !(one > 0) || one > 1e300 {
+		if r == 0 {
+			return float64(n)
+		}
+		return 0
+	}
+	return one / r
+}
+
+// loanRange is the GPU counts a job may take in a pool of free GPUs:
+// [MinGPUs, min(its maximum, free)]; empty (lo > hi) when it does not fit.
+func loanRange(s *engine.Snapshot, st *engine.Status, free int) (lo, hi int) {
+	return st.Job.MinGPUs, min(elasticMaxGPUs(s, st), free)
+}

@@ -1,0 +1,333 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/sim"
+)
+
+// TestMCKnapsack: small multiple-choice knapsacks by hand.
+func TestMCKnapsack(t *testing.T) {
+	a := []knapChoice{{1, 3}, {2, 5}}
+	b := []knapChoice{{1, 4}, {2, 7}}
+	cases := []struct {
+		cap  int
+		want []int
+	}{
+		{0, []int{-1, -1}},
+		{1, []int{-1, 0}}, // B on 1 (4) beats A on 1 (3)
+		{3, []int{0, 1}},  // A1 + B2 = 10 beats A2 + B1 = 9
+		{4, []int{1, 1}},  // both on 2: 12
+		{9, []int{1, 1}},
+	}
+	for _, tc := range cases {
+		if got := mcKnapsack([][]knapChoice{a, b}, tc.cap); !slices.Equal(got, tc.want) {
+			t.Errorf("capacity %d: %v, want %v", tc.cap, got, tc.want)
+		}
+	}
+}
+
+// TestMCKnapsackBruteForce: the DP's value equals the best of every
+// combination on random small instances, within capacity.
+func TestMCKnapsackBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for it := 0; it < 200; it++ {
+		items := make([][]knapChoice, 1+r.IntN(4))
+		for i := range items {
+			for range r.IntN(4) {
+				items[i] = append(items[i], knapChoice{gpus: 1 + r.IntN(4), value: float64(r.IntN(10))})
+			}
+		}
+		capacity := r.IntN(9)
+		pick := mcKnapsack(items, capacity)
+		got, used := 0.0, 0
+		for i, k := range pick {
+			if k >= 0 {
+				got += items[i][k].value
+				used += items[i][k].gpus
+			}
+		}
+		var best func(i, left int) float64
+		best = func(i, left int) float64 {
+			if i == len(items) {
+				return 0
+			}
+			b := best(i+1, left)
+			for _, c := range items[i] {
+				if c.gpus <= left {
+					b = math.Max(b, c.value+best(i+1, left-c.gpus))
+				}
+			}
+			return b
+		}
+		if want := best(0, capacity); used > capacity || math.Abs(got-want) > 1e-9 {
+			t.Fatalf("instance %d: value %v using %d of %d, brute force %v", it, got, used, capacity, want)
+		}
+	}
+}
+
+// sqrtModel is a performance model whose jobs speed up as sqrt(GPUs), so
+// speedups are concave and the knapsacks have something to choose.
+type sqrtModel struct{ restart float64 }
+
+func (sqrtModel) Name() string            { return "sqrt" }
+func (sqrtModel) Check(*job.Job) error    { return nil }
+func (sqrtModel) Work(j *job.Job) float64 { return j.Work }
+func (m sqrtModel) Costs(*job.Job) perf.Costs {
+	return perf.Costs{Start: m.restart, Restart: m.restart, Resize: m.restart}
+}
+func (sqrtModel) Rate(j *job.Job, a perf.Alloc, _ float64) (float64, float64) {
+	if a.GPUs() < j.MinGPUs || a.GPUs() == 0 {
+		return 0, math.Inf(1)
+	}
+	return math.Sqrt(float64(a.GPUs())), math.Inf(1)
+}
+
+// loanCluster is one training node and one inference node of 4 GPUs each.
+func loanCluster(t testing.TB) *cluster.Cluster {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "train-0", Site: "train", GPUType: "a100", GPUs: 4},
+		{Name: "infer-0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "a100", GPUs: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// loanSnap is a snapshot at now on loanCluster with the sqrt model and the
+// first `down` inference GPUs taken by inference; jobs are elastic 1..4,
+// waiting, with the given seconds of work on one GPU.
+func loanSnap(t *testing.T, now float64, down int, works ...float64) *engine.Snapshot {
+	c := loanCluster(t)
+	s := &engine.Snapshot{Now: now, Cluster: c, Model: sqrtModel{}, GPUsPerNode: map[string]int{"a100": 4}}
+	if down > 0 {
+		s.Down = make([]bool, c.TotalGPUs())
+		for g := 4; g < 4+down; g++ {
+			s.Down[g] = true
+		}
+	}
+	for i, w := range works {
+		j := enginetest.Job(fmt.Sprintf("j%d", i)).At(0).Elastic(1, 1, 4).Seconds(w).Obj()
+		if err := j.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: w, FirstStart: -1, LastStart: -1, Finish: -1})
+	}
+	return s
+}
+
+func sitePlan(p engine.Plan) []string {
+	var out []string
+	for _, a := range p.Run {
+		out = append(out, fmt.Sprintf("%s:%d@%s", a.Job, a.GPUs, a.Site))
+	}
+	return out
+}
+
+// TestDeepBootPlans: ATS-T then ATS-I by hand. Speedup(n) = sqrt(n); every
+// job is new (age 600 s, no restarts: factor 600/610 for all, so it does
+// not change the choice).
+func TestDeepBootPlans(t *testing.T) {
+	cases := []struct {
+		name string
+		spec string
+		down int
+		jobs int
+		want []string
+	}{
+		// Two jobs, 4 training GPUs: 2+2 (2 sqrt 2 = 2.83) beats 3+1
+		// (2.73) and 4+0 (2). The idle inference node then has no job.
+		{"two jobs split the training node", "deepboot", 0, 2, []string{"j0:2@train", "j1:2@train"}},
+		// Four jobs: one GPU each on training (4) beats any doubling.
+		// Loaning has nothing to add.
+		{"four jobs one each", "deepboot", 0, 4, []string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train"}},
+		// Six jobs: four on training, the two left share the 4 idle
+		// inference GPUs, 2 + 2.
+		{"ATS-I lends idle inference GPUs", "deepboot", 0, 6,
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:2@infer", "j5:2@infer"}},
+		// Inference holds 3 of its 4 GPUs: one left to lend.
+		{"only what inference leaves", "deepboot", 3, 6,
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:1@infer"}},
+		{"loan=false keeps to training", "deepboot:loan=false", 0, 6, []string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, tc.spec, Context{})
+			works := make([]float64, tc.jobs)
+			for i := range works {
+				works[i] = 1000
+			}
+			got := sitePlan(p.Schedule(loanSnap(t, 600, tc.down, works...)))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("plan %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeepBootProtect: an inference GPU released at t=100 is protected for
+// 30 s (first release, no reuse) and lent from 130 on; taken back while
+// protected, it is protected 45 s the next time (one reuse).
+func TestDeepBootProtect(t *testing.T) {
+	p := mustParse(t, "deepboot", Context{}).(*DeepBoot)
+	lent := func(now float64, down int) int {
+		s := loanSnap(t, now, down, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+		n := 0
+		for _, a := range p.Schedule(s).Run {
+			if a.Site == "infer" {
+				n += a.GPUs
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		now  float64
+		down int
+		want int
+		why  string
+	}{
+		{0, 4, 0, "inference holds every GPU"},
+		{100, 3, 0, "GPU 7 released: protected until 130"},
+		{129, 3, 0, "still protected"},
+		{130, 3, 1, "sleeping: lent"},
+		{200, 4, 0, "inference takes it back (it was lent: no reuse)"},
+		{300, 3, 0, "released again: protected until 330"},
+		{310, 4, 0, "inference reuses it while protected: reuse 1"},
+		{400, 3, 0, "released: protected 30 + 15 = 45 s, until 445"},
+		{444, 3, 0, "still protected"},
+		{445, 3, 1, "lent"},
+	}
+	for _, st := range steps {
+		if got := lent(st.now, st.down); got != st.want {
+			t.Fatalf("t=%v (%s): %d inference GPUs lent, want %d", st.now, st.why, got, st.want)
+		}
+	}
+}
+
+// TestArylPlans: base workers shortest first, extra workers by JCT
+// reduction, loaned whole servers only.
+func TestArylPlans(t *testing.T) {
+	cases := []struct {
+		name  string
+		spec  string
+		down  int
+		works []float64
+		want  []string
+	}{
+		// Two jobs on 4 training GPUs, each at least 1: the extra 2 GPUs go
+		// where they save most. Job 0 (1000 s) on n GPUs takes 1000/sqrt(n):
+		// 2 -> 293 s saved, 3 -> 423; job 1 (400 s): 2 -> 117, 3 -> 169.
+		// Best split of 2 extra: j0 +2 (423) vs j0 +1, j1 +1 (410) vs j1 +2 (169).
+		{"extra workers by JCT reduction", "aryl", 0, []float64{1000, 400}, []string{"j0:3@train", "j1:1@train"}},
+		// Six jobs: four shortest on training (one each), the two longest on
+		// the idle inference server, which then splits 2 + 2.
+		{"loaned server", "aryl", 0, []float64{100, 200, 300, 400, 500, 600},
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:2@infer", "j5:2@infer"}},
+		// Inference uses one GPU of the server: not wholly idle, not lent.
+		{"busy server not lent", "aryl", 1, []float64{100, 200, 300, 400, 500, 600},
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train"}},
+		{"whole=false lends idle GPUs", "aryl:whole=false", 1, []float64{100, 200, 300, 400, 500, 600},
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:1@infer", "j5:2@infer"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustParse(t, tc.spec, Context{})
+			got := sitePlan(p.Schedule(loanSnap(t, 600, tc.down, tc.works...)))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("plan %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// checkedPolicy wraps a policy and checks every round: no job holds a GPU
+// that is down (inference has it back), and no plan gives a site more GPUs
+// than it has up.
+type checkedPolicy struct {
+	engine.Policy
+	t      *testing.T
+	rounds int
+	lent   int // rounds in which some job ran on inference GPUs
+}
+
+func (c *checkedPolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	c.rounds++
+	onInfer := false
+	for _, st := range s.Jobs {
+		for _, g := range st.GPUs {
+			if !s.Up(g) {
+				c.t.Fatalf("t=%v: job %s holds GPU %d, which inference has taken back", s.Now, st.Job.ID, g)
+			}
+			if s.Cluster.NodeOf(g).SiteKind == cluster.SiteInference {
+				onInfer = true
+			}
+		}
+	}
+	if onInfer {
+		c.lent++
+	}
+	p := c.Policy.Schedule(s)
+	per := map[string]int{}
+	for _, a := range p.Run {
+		per[a.Site] += a.GPUs
+	}
+	for site, n := range per {
+		if up := s.Available(site, ""); n > up {
+			c.t.Fatalf("t=%v: plan gives site %s %d GPUs, %d are up", s.Now, site, n, up)
+		}
+	}
+	return p
+}
+
+// TestLoanProperties: DeepBoot and Aryl on random workloads against an
+// inference demand that rises and falls: no plan exceeds what is up, no
+// job keeps a GPU inference took back, every job finishes, and training
+// did borrow inference GPUs.
+func TestLoanProperties(t *testing.T) {
+	for _, spec := range []string{"deepboot", "aryl", "aryl:whole=false"} {
+		for seed := range uint64(4) {
+			r := rand.New(rand.NewPCG(seed, 3))
+			var jobs []*job.Job
+			for i := range 25 {
+				jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(float64(r.IntN(3000))).
+					Elastic(1, 1, 1+r.IntN(4)).Seconds(float64(200+r.IntN(2000))).Obj())
+			}
+			var changes []capacitypkg.Change
+			for k := 0; k < 40; k++ {
+				changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
+			}
+			c := &checkedPolicy{Policy: mustParse(t, spec, Context{}), t: t}
+			pack, err := place.Lookup("pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := sim.Run(sim.Config{Cluster: loanCluster(t), Model: sqrtModel{restart: 5}, Policy: c,
+				Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", spec, seed, err)
+			}
+			for _, j := range run.Jobs {
+				if j.Finish < 0 {
+					t.Errorf("%s seed %d: job %s never finished", spec, seed, j.ID)
+				}
+			}
+			if c.lent == 0 {
+				t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
+			}
+		}
+	}
+}
