@@ -26,7 +26,8 @@ func init() {
 			"each job's own cost of the change from the performance model (resize cost while it runs, else restart " +
 			"or start cost); " +
 			"restart_cost=gpus: a running job's change also costs the fitness the share of the cluster's GPU time " +
-			"it idles, D x GPUs / (cluster GPUs x (held + D)), held = seconds on its current allocation; job: the " +
+			"it idles, D x GPUs / (cluster GPUs x (held + D)), GPUs = those of its current allocation it keeps, held = " +
+			"seconds on its current allocation; job: the " +
 			"artifact's rule, the restart factor alone; " +
 			"interference=true: at most one multi-node job per node; max_nodes=16: nodes per job; " +
 			"p=-1: power-mean exponent of the fitness; seed=0: random seed of either search (mixed with the round); " +
@@ -89,9 +90,11 @@ type Pollux struct {
 	// allocation change by the GPUs it idles too: besides the restart
 	// factor, the change costs the fitness the fraction of the cluster's
 	// GPU time it idles over the new allocation's expected life, D x GPUs /
-	// (cluster GPUs x (held + D)), held being how long the job has kept its
-	// current allocation. restart_cost=job is the artifact's rule: the
-	// restart factor alone, the job's own lost time.
+	// (cluster GPUs x (held + D)), GPUs being those that worked for the job
+	// and stop (min(new, current): a GPU it gains was free or another
+	// job's, whose change its own term prices) and held how long the job
+	// has kept its current allocation. restart_cost=job is the artifact's
+	// rule: the restart factor alone, the job's own lost time.
 	RestartGPUs bool
 	Seed        uint64 // random seed of the searches; the round is mixed in
 	Pop, Gens   int    // GA population and generations
@@ -451,7 +454,8 @@ func (pr *pxProblem) term(j, n, r int, changed bool) float64 {
 	s, extra := pr.speedup(j, n, r)*pr.scale, 0.0
 	if changed {
 		s *= pr.jobs[j].factor
-		extra = pr.jobs[j].gpuCost * float64(r)
+		// Only GPUs that worked for the job stop working (RestartGPUs).
+		extra = pr.jobs[j].gpuCost * float64(min(r, pr.jobs[j].baseR))
 	}
 	switch p := pr.pol.P; {
 	case p == -1:
