@@ -25,6 +25,7 @@ Usage:
   tide logs [-f] ID     print (or follow) a job's output
   tide cluster          show the server's GPUs and queue
   tide tenant add NAME  create a tenant and print its token (admin; also: tenant list)
+  tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs)
   tide help [command]   show help
 
 With no flags, 'tide sim' replays the Pollux workload-6 trace (160 jobs,
@@ -68,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCluster(args[1:], stdout, stderr)
 	case "tenant":
 		err = cmdTenant(args[1:], stdout, stderr)
+	case "kube":
+		err = cmdKube(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			return run([]string{args[1], "-h"}, stdout, stderr)

@@ -1,0 +1,186 @@
+package kube
+
+import (
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+)
+
+// workers says how many GPUs each worker of a job (engine ID) holds; jobs
+// it does not know have one GPU per worker.
+type workers func(id string) int
+
+func (w workers) of(id string) int {
+	if n := w(id); n > 0 {
+		return n
+	}
+	return 1
+}
+
+// workerPolicy keeps a policy's plans to whole workers: an assignment of a
+// job with g GPUs per worker is rounded down to a multiple of g, and
+// dropped when that falls below the job's minimum.
+type workerPolicy struct {
+	inner engine.Policy
+	per   workers
+}
+
+func (p workerPolicy) Name() string { return p.inner.Name() }
+
+func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.inner.Schedule(s)
+	byID := make(map[string]*engine.Status, len(s.Jobs))
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	run := plan.Run[:0:0]
+	for _, a := range plan.Run {
+		g := p.per.of(a.Job)
+		if r := a.GPUs - a.GPUs%g; r != a.GPUs {
+			if st := byID[a.Job]; st == nil || r < st.Job.MinGPUs {
+				continue
+			}
+			a.GPUs, a.Nodes = r, nil
+		}
+		run = append(run, a)
+	}
+	plan.Run = run
+	return plan
+}
+
+// workerPlacer places jobs worker by worker: each worker's GPUs on one
+// node, as a pod needs. A job keeps the workers it holds when its count is
+// unchanged, keeps a prefix of them when it shrinks, and gets new workers
+// beside its old ones when it grows (an elastic job is resized without
+// restarting its surviving workers). New workers go to the node of the
+// job's type with the fewest free GPUs that still fits one (best fit, which
+// keeps whole nodes free for large workers), preferring nodes the job
+// already uses. A job whose workers do not all fit is left out.
+type workerPlacer struct{ per workers }
+
+func (workerPlacer) Name() string { return "workers" }
+
+func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
+	used := make([]bool, c.TotalGPUs())
+	free := make([]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		free[i] = n.GPUs
+	}
+	take := func(g cluster.GPUID) {
+		used[g] = true
+		free[c.NodeOf(g).ID]--
+	}
+	out := make(map[string][]cluster.GPUID, len(run))
+	// Pass 1: jobs keep what they hold, up to their planned count.
+	for _, a := range run {
+		h := held[a.Job]
+		if len(h) == 0 || (a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType) {
+			continue
+		}
+		if len(h) == a.GPUs && !a.Fits(c, h) {
+			continue
+		}
+		k := min(len(h), a.GPUs)
+		k -= k % p.per.of(a.Job)
+		keep := append([]cluster.GPUID(nil), h[:k]...)
+		for _, g := range keep {
+			take(g)
+		}
+		out[a.Job] = keep
+	}
+	// Pass 2: in plan order, add the workers each job lacks.
+	for _, a := range run {
+		have := out[a.Job]
+		if len(have) == a.GPUs {
+			continue
+		}
+		g := p.per.of(a.Job)
+		typ := a.GPUType
+		if typ == "" && len(have) > 0 {
+			typ = c.NodeOf(have[0]).GPUType
+		}
+		add := p.fit(c, free, used, a, typ, have, g)
+		if add == nil {
+			for _, x := range have { // the job waits: what it kept is free again
+				used[x] = false
+				free[c.NodeOf(x).ID]++
+			}
+			delete(out, a.Job)
+			continue
+		}
+		for _, x := range add {
+			take(x)
+		}
+		out[a.Job] = append(have, add...)
+	}
+	return out
+}
+
+// fit picks GPUs for the workers a job lacks, or nil when they do not all
+// fit. With no type given it tries each of the cluster's types in turn, so
+// a job's workers share a type.
+func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int) []cluster.GPUID {
+	types := []string{typ}
+	if typ == "" {
+		types = c.GPUTypes()
+	}
+	for _, t := range types {
+		if add := p.fitType(c, free, used, a, t, have, g); add != nil {
+			return add
+		}
+	}
+	return nil
+}
+
+func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int) []cluster.GPUID {
+	need := (a.GPUs - len(have)) / g
+	mine := map[int]bool{}
+	for _, x := range have {
+		mine[c.NodeOf(x).ID] = true
+	}
+	exact := map[int]int{} // node -> workers the plan's shape wants there
+	for _, ng := range a.Nodes {
+		exact[ng.Node] += ng.GPUs / g
+	}
+	room := append([]int(nil), free...)
+	var nodes []int
+	for ; need > 0; need-- {
+		best := -1
+		for i := range c.Nodes {
+			n := &c.Nodes[i]
+			if n.GPUType != t || room[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) {
+				continue
+			}
+			if best < 0 || better(mine[i], room[i], mine[best], room[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		room[best] -= g
+		exact[best]--
+		nodes = append(nodes, best)
+	}
+	var add []cluster.GPUID
+	taken := map[cluster.GPUID]bool{}
+	for _, i := range nodes {
+		n := &c.Nodes[i]
+		k := 0
+		for x := n.First; x < n.First+cluster.GPUID(n.GPUs) && k < g; x++ {
+			if !used[x] && !taken[x] {
+				taken[x] = true
+				add = append(add, x)
+				k++
+			}
+		}
+	}
+	return add
+}
+
+// better: a node the job already uses, then the fewest free GPUs.
+func better(mineA bool, freeA int, mineB bool, freeB int) bool {
+	if mineA != mineB {
+		return mineA
+	}
+	return freeA < freeB
+}

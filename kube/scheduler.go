@@ -1,0 +1,897 @@
+// Package kube runs tide as a Kubernetes scheduler. It watches Nodes and
+// the Pods whose spec.schedulerName is tide's, groups the pods into jobs
+// (TideJob workers, gangs of annotated pods, single pods), decides with
+// tide's engine under any of its policies, binds pods through the
+// pods/binding subresource and preempts through the policy/v1 Eviction API.
+// It needs only client-go.
+//
+// The engine is the desired state and the API server the actual one. Each
+// round: read the informers' caches, bring the engine up to date (new jobs
+// submitted, ended ones finished, the engine rebuilt when the nodes' GPU
+// capacity changed), run one engine round, then reconcile: evict pods the
+// plan no longer wants, create the worker pods a TideJob lacks and bind the
+// missing workers of each job all together once every node they go to has
+// room. Nothing is kept that the API server does not hold, so a restarted
+// scheduler picks up bound pods where they run (engine.Adopt) and binds
+// only pods that are still unbound.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy"
+)
+
+// Config configures a Scheduler. Client is required; the rest have defaults.
+type Config struct {
+	Client kubernetes.Interface
+	// Dynamic reads and writes TideJobs; nil runs without them (plain pods
+	// only).
+	Dynamic dynamic.Interface
+	// SchedulerName is the spec.schedulerName of the pods tide schedules
+	// (default "tide").
+	SchedulerName string
+	// Policy is a policy spec (policy.Parse), default "fifo".
+	Policy string
+	// Quotas are GPUs guaranteed per tenant (a namespace, or a job's
+	// queue); nil means no quotas. See policy.Quota.
+	Quotas map[string]int
+	// Borrow lets tenants use idle GPUs beyond their quota (reclaimed by
+	// preemption); only read when Quotas is set.
+	Borrow bool
+	// GPUTypeLabel is the node label holding the GPU type (default
+	// "nvidia.com/gpu.product", as NVIDIA's GPU feature discovery sets
+	// it); pods pick a type with a nodeSelector on it.
+	GPUTypeLabel string
+	// Round is the time between periodic rounds (default 2 s); rounds also
+	// run on every change, at most one per MinRoundGap (default 20 ms).
+	Round, MinRoundGap time.Duration
+	// Grace is the grace period given to evicted pods (default 30 s; 0
+	// kills at once).
+	Grace *time.Duration
+	// Parallel is the number of API calls in flight at once (default 32).
+	Parallel int
+	Clock    engine.Clock // default: the wall clock
+	Log      *slog.Logger // default: discard
+}
+
+// Stats counts what a scheduler has done, for tests and benchmarks.
+type Stats struct {
+	Rounds, Rebuilds      int
+	Bound, BindErrors     int
+	Evicted, EvictErrors  int
+	Created, CreateErrors int
+	RoundSeconds          float64 // total time in rounds (decide + API calls)
+	DecideSeconds         float64 // total time in engine rounds alone
+	MaxDecideSeconds      float64
+	LastRound             time.Time
+}
+
+// Scheduler is tide on Kubernetes.
+type Scheduler struct {
+	cfg  Config
+	log  *slog.Logger
+	pol  engine.Policy
+	grp  grouping
+	kick chan struct{}
+
+	nodes   corelisters.NodeLister
+	pods    corelisters.PodLister
+	tjs     cache.GenericLister // nil without TideJobs
+	synced  []cache.InformerSynced
+	factory informers.SharedInformerFactory
+	dynFac  dynamicinformer.DynamicSharedInformerFactory
+
+	mu      sync.Mutex // guards what follows and serialises rounds
+	eng     *engine.Engine
+	sig     string               // the cluster the engine was built on
+	ids     map[string]string    // workload key -> engine job ID
+	gen     map[string]int       // workload key -> resubmissions
+	work    map[string]*workload // by engine ID, this round
+	assumed map[types.UID]string // pods bound by us the cache has not seen bound yet
+	evicted map[types.UID]bool   // pods we evicted that the cache still lists
+	said    map[string]string    // problems already logged, by object
+	dirty   bool                 // actual state diverged (a failed call): rebuild
+	lastRep float64
+	stats   Stats
+	status  map[string]TideJobStatus // last status written, by TideJob key
+}
+
+// New makes a scheduler; Run starts it.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("kube: a client is required")
+	}
+	if cfg.SchedulerName == "" {
+		cfg.SchedulerName = "tide"
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = "fifo"
+	}
+	if cfg.GPUTypeLabel == "" {
+		cfg.GPUTypeLabel = "nvidia.com/gpu.product"
+	}
+	if cfg.Round <= 0 {
+		cfg.Round = 2 * time.Second
+	}
+	if cfg.MinRoundGap <= 0 {
+		cfg.MinRoundGap = 20 * time.Millisecond
+	}
+	if cfg.Grace == nil {
+		g := 30 * time.Second
+		cfg.Grace = &g
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 32
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	pol, err := policy.Parse(cfg.Policy, policy.Context{})
+	if err != nil {
+		return nil, fmt.Errorf("kube: policy: %w", err)
+	}
+	if cfg.Quotas != nil {
+		pol = &policy.Quota{Inner: pol, Limits: cfg.Quotas, Borrow: cfg.Borrow}
+	}
+	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel},
+		kick: make(chan struct{}, 1), ids: map[string]string{}, gen: map[string]int{},
+		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
+		status: map[string]TideJobStatus{}}
+	s.pol = workerPolicy{inner: pol, per: s.perWorker}
+	return s, nil
+}
+
+// WallClock is the engine's clock in a live scheduler: Unix time, seconds.
+type WallClock struct{}
+
+// Now implements engine.Clock.
+func (WallClock) Now() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+// Stats returns a copy of the counters.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Scheduler) perWorker(id string) int {
+	if w := s.work[id]; w != nil {
+		return w.per
+	}
+	return 1
+}
+
+// Run watches the API server and schedules until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.factory = informers.NewSharedInformerFactory(s.cfg.Client, 0)
+	nodeInf := s.factory.Core().V1().Nodes()
+	podInf := s.factory.Core().V1().Pods()
+	s.nodes, s.pods = nodeInf.Lister(), podInf.Lister()
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.poke() },
+		UpdateFunc: func(any, any) { s.poke() },
+		DeleteFunc: func(any) { s.poke() },
+	}
+	if _, err := nodeInf.Informer().AddEventHandler(handler); err != nil {
+		return err
+	}
+	if _, err := podInf.Informer().AddEventHandler(handler); err != nil {
+		return err
+	}
+	s.synced = []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	if s.cfg.Dynamic != nil {
+		s.dynFac = dynamicinformer.NewDynamicSharedInformerFactory(s.cfg.Dynamic, 0)
+		inf := s.dynFac.ForResource(TideJobResource)
+		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
+			return err
+		}
+		s.tjs = inf.Lister()
+		s.synced = append(s.synced, inf.Informer().HasSynced)
+		s.dynFac.Start(ctx.Done())
+	}
+	s.factory.Start(ctx.Done())
+	defer s.factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return fmt.Errorf("kube: caches did not sync: %w", ctx.Err())
+	}
+	s.log.Info("tide kube scheduler started", "scheduler", s.cfg.SchedulerName, "policy", s.pol.Name())
+	t := time.NewTicker(s.cfg.Round)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.kick:
+			select { // gather a burst of events into one round
+			case <-ctx.Done():
+				return nil
+			case <-time.After(s.cfg.MinRoundGap):
+			}
+		case <-t.C:
+		}
+		select { // this round covers any kick that came meanwhile
+		case <-s.kick:
+		default:
+		}
+		if err := s.Round(ctx); err != nil {
+			s.log.Error("scheduling round failed", "err", err)
+		}
+	}
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// view is the API server's state as one round sees it.
+type view struct {
+	nodes   map[string]*corev1.Node // schedulable GPU nodes
+	alloc   map[string]int          // node -> allocatable GPUs
+	phys    map[string]int          // node -> GPUs held by live pods, terminating ones included
+	foreign map[string]int          // node -> GPUs held by pods no active tide job owns
+	work    map[string]*workload    // by workload key
+	probs   []problem
+}
+
+// Round runs one scheduling round. Run calls it; tests may too.
+func (s *Scheduler) Round(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t0 := time.Now()
+	defer func() {
+		s.stats.Rounds++
+		s.stats.RoundSeconds += time.Since(t0).Seconds()
+		s.stats.LastRound = time.Now()
+	}()
+	v, err := s.look()
+	if err != nil {
+		return err
+	}
+	for _, p := range v.probs {
+		key := p.kind + "/" + p.ns + "/" + p.name
+		if s.said[key] != p.msg {
+			s.said[key] = p.msg
+			s.log.Warn("cannot schedule", "object", p.kind+" "+p.ns+"/"+p.name, "err", p.msg)
+		}
+	}
+	c, sig, err := s.buildCluster(v)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return nil // no GPU nodes yet
+	}
+	if s.eng == nil || sig != s.sig || s.dirty {
+		if err := s.rebuild(c, sig, v); err != nil {
+			return err
+		}
+	} else {
+		s.update(v)
+	}
+	s.progress()
+	t1 := time.Now()
+	if _, err := s.eng.Schedule(); err != nil {
+		return err
+	}
+	d := time.Since(t1).Seconds()
+	s.stats.DecideSeconds += d
+	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
+	s.reconcile(ctx, v)
+	s.writeStatus(ctx, v)
+	return nil
+}
+
+// look reads the caches.
+func (s *Scheduler) look() (*view, error) {
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pods, err := s.pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var tjs []*TideJob
+	if s.tjs != nil {
+		objs, err := s.tjs.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			tj := &TideJob{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, tj); err != nil {
+				s.warnOnce("tidejob/"+u.GetNamespace()+"/"+u.GetName(), "tidejob "+u.GetNamespace()+"/"+u.GetName(), err.Error())
+				continue
+			}
+			tjs = append(tjs, tj)
+		}
+	}
+	v := &view{nodes: map[string]*corev1.Node{}, alloc: map[string]int{}, phys: map[string]int{}, foreign: map[string]int{}}
+	for _, n := range nodes {
+		if !nodeUsable(n) {
+			continue
+		}
+		q, ok := n.Status.Allocatable[GPUResource]
+		if !ok || q.Value() <= 0 {
+			continue
+		}
+		v.nodes[n.Name] = n
+		v.alloc[n.Name] = int(q.Value())
+	}
+	// Forget assumptions the cache has caught up with.
+	live := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		live[p.UID] = true
+		if p.Spec.NodeName != "" {
+			delete(s.assumed, p.UID)
+		}
+	}
+	for uid := range s.assumed {
+		if !live[uid] {
+			delete(s.assumed, uid)
+		}
+	}
+	for uid := range s.evicted {
+		if !live[uid] {
+			delete(s.evicted, uid)
+		}
+	}
+	var mine []*corev1.Pod
+	for _, p := range pods {
+		if p.Spec.SchedulerName == s.cfg.SchedulerName && !s.evicted[p.UID] {
+			mine = append(mine, p)
+		}
+	}
+	v.work, v.probs = s.grp.group(mine, tjs)
+	owned := map[types.UID]bool{}
+	for _, w := range v.work {
+		if w.ended() {
+			continue
+		}
+		for _, p := range w.pods {
+			owned[p.UID] = true
+		}
+	}
+	for _, p := range pods {
+		node := s.nodeOf(p)
+		if node == "" || podTerminal(p) {
+			continue
+		}
+		g := int(podGPUs(p))
+		v.phys[node] += g
+		if !owned[p.UID] {
+			v.foreign[node] += g
+		}
+	}
+	return v, nil
+}
+
+func (s *Scheduler) warnOnce(key, obj, msg string) {
+	if s.said[key] != msg {
+		s.said[key] = msg
+		s.log.Warn("cannot schedule", "object", obj, "err", msg)
+	}
+}
+
+// nodeOf is where a pod is bound, counting binds the cache has not seen.
+func (s *Scheduler) nodeOf(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	return s.assumed[p.UID]
+}
+
+// nodeUsable: Ready and not cordoned.
+func nodeUsable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ended: a job whose pods all succeeded, or one of which failed.
+func (w *workload) ended() bool {
+	if w.failed > 0 {
+		return true
+	}
+	if w.tj != nil {
+		return w.succeeded > 0 && len(w.pods) == 0
+	}
+	return w.succeeded > 0 && len(w.pods) == 0
+}
+
+// buildCluster makes the engine's cluster: every usable GPU node with the
+// GPUs no foreign pod holds. sig identifies it.
+func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
+	names := make([]string, 0, len(v.nodes))
+	for n := range v.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var nodes []cluster.Node
+	var sig strings.Builder
+	for _, name := range names {
+		g := v.alloc[name] - v.foreign[name]
+		if g <= 0 {
+			continue
+		}
+		typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
+		if typ == "" {
+			typ = "gpu"
+		}
+		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g,
+			Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
+		fmt.Fprintf(&sig, "%s=%d:%s;", name, g, typ)
+	}
+	if len(nodes) == 0 {
+		return nil, "", nil
+	}
+	for i := range nodes {
+		if nodes[i].Rack == "" {
+			nodes[i].Rack = "default"
+		}
+	}
+	c, err := cluster.New(nodes)
+	if err != nil {
+		return nil, "", fmt.Errorf("kube: nodes: %w", err)
+	}
+	return c, sig.String(), nil
+}
+
+// rebuild makes a new engine on c and puts every job back: submitted,
+// placed where its pods are bound, its history carried from the old engine.
+func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
+	var prev map[string]*engine.Status
+	if s.eng != nil {
+		prev = map[string]*engine.Status{}
+		for _, st := range s.eng.Snapshot().Jobs {
+			prev[st.Job.ID] = st
+		}
+	}
+	eng, err := engine.New(engine.Config{Cluster: c, Model: perf.Duration{}, Policy: s.pol,
+		Placer: workerPlacer{per: s.perWorker}, Clock: s.cfg.Clock})
+	if err != nil {
+		return fmt.Errorf("kube: %w", err)
+	}
+	if s.eng != nil {
+		s.stats.Rebuilds++
+	}
+	s.eng, s.sig, s.dirty = eng, sig, false
+	s.work = map[string]*workload{}
+	byName := map[string]int{}
+	for i, n := range c.Nodes {
+		byName[n.Name] = i
+	}
+	usedOn := make([]int, len(c.Nodes)) // GPUs adopted per node so far
+	for _, w := range sortedWork(v.work) {
+		if w.ended() {
+			continue
+		}
+		id := s.ids[w.key]
+		if id == "" {
+			id = w.key
+			s.ids[w.key] = id
+		}
+		if !s.submit(w, id) {
+			continue
+		}
+		s.adopt(w, id, c, byName, usedOn)
+		if p := prev[id]; p != nil {
+			if err := s.eng.Carry(id, p); err != nil {
+				s.log.Warn("carry", "job", id, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedWork(m map[string]*workload) []*workload {
+	out := make([]*workload, 0, len(m))
+	for _, w := range m {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].created != out[b].created {
+			return out[a].created < out[b].created
+		}
+		return out[a].key < out[b].key
+	})
+	return out
+}
+
+// submit hands w to the engine as job id unless it cannot run yet (a gang
+// still missing pods) or the engine refuses it.
+func (s *Scheduler) submit(w *workload, id string) bool {
+	if w.tj == nil && len(w.pods) < w.minW {
+		return false // the gang's pods are not all there yet
+	}
+	if _, err := s.eng.Submit(w.job(id)); err != nil {
+		s.warnOnce(w.key, w.key, err.Error())
+		return false
+	}
+	s.work[id] = w
+	return true
+}
+
+// adopt puts w's bound workers into the engine. A gang bound only in part
+// (tide stopped in the middle of binding it) is completed on free GPUs when
+// they exist; otherwise it stays pending and its bound pods are evicted by
+// the next reconcile, so no partial gang holds GPUs.
+func (s *Scheduler) adopt(w *workload, id string, c *cluster.Cluster, byName map[string]int, usedOn []int) {
+	var gpus []cluster.GPUID
+	take := func(node, k int) bool {
+		n := &c.Nodes[node]
+		if usedOn[node]+k > n.GPUs {
+			return false
+		}
+		for i := 0; i < k; i++ {
+			gpus = append(gpus, n.First+cluster.GPUID(usedOn[node]+i))
+		}
+		usedOn[node] += k
+		return true
+	}
+	bound := 0
+	for _, p := range w.pods {
+		node := s.nodeOf(p)
+		if node == "" {
+			continue
+		}
+		i, ok := byName[node]
+		if !ok || !take(i, w.per) {
+			s.warnOnce("adopt/"+string(p.UID), "pod "+p.Namespace+"/"+p.Name,
+				"bound to node "+node+", which has no room for it in tide's view; left out of its job")
+			continue
+		}
+		bound++
+	}
+	if bound == 0 {
+		return
+	}
+	if bound > w.maxW {
+		bound = w.maxW // extra workers are evicted by the next reconcile
+		gpus = gpus[:bound*w.per]
+	}
+	for bound < w.minW { // complete a partial gang, best fit
+		best := -1
+		for i := range c.Nodes {
+			n := &c.Nodes[i]
+			room := n.GPUs - usedOn[i]
+			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		take(best, w.per)
+		bound++
+	}
+	if err := s.eng.Adopt(id, gpus); err != nil {
+		// Give back what this job took so others can be adopted there.
+		for _, g := range gpus {
+			usedOn[c.NodeOf(g).ID]--
+		}
+		s.log.Info("bound pods not adopted; the job waits and they will be evicted", "job", id, "why", err)
+	}
+}
+
+// update brings a running engine up to date with the jobs in v.
+func (s *Scheduler) update(v *view) {
+	seen := map[string]bool{}
+	for _, w := range sortedWork(v.work) {
+		id := s.ids[w.key]
+		st := (*engine.Status)(nil)
+		if id != "" {
+			st = s.eng.Job(id)
+		}
+		if w.ended() {
+			if st != nil && !st.State.Terminal() {
+				if w.failed > 0 {
+					_ = s.eng.Fail(id)
+				} else {
+					_ = s.eng.Finish(id)
+				}
+				s.log.Info("job ended", "job", id, "succeeded", w.succeeded, "failed", w.failed)
+			}
+			if st != nil {
+				seen[id] = true
+				s.work[id] = w
+			}
+			continue
+		}
+		if st != nil && st.State.Terminal() {
+			// Back again (a plain gang recreated after preemption): a new job.
+			s.gen[w.key]++
+			id = fmt.Sprintf("%s#%d", w.key, s.gen[w.key])
+			st = nil
+		}
+		if id == "" {
+			id = w.key
+		}
+		if st == nil {
+			if !s.submit(w, id) {
+				continue
+			}
+			s.ids[w.key] = id
+			if w.hasBound(s) {
+				s.dirty = true // bound by someone else: adopt on a rebuild next round
+			}
+		}
+		seen[id] = true
+		s.work[id] = w
+	}
+	for id, w := range s.work {
+		if seen[id] {
+			continue
+		}
+		delete(s.work, id)
+		if st := s.eng.Job(id); st != nil && !st.State.Terminal() {
+			_ = s.eng.Fail(id) // its pods or TideJob are gone
+			s.log.Info("job withdrawn", "job", id, "key", w.key)
+		}
+	}
+}
+
+func (w *workload) hasBound(s *Scheduler) bool {
+	for _, p := range w.pods {
+		if s.nodeOf(p) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// progress reports each running job's progress to the engine: seconds of
+// its estimated duration done, assuming linear scaling with GPUs (the
+// duration model's assumption; Kubernetes tells tide nothing better).
+func (s *Scheduler) progress() {
+	now := s.cfg.Clock.Now()
+	dt := now - s.lastRep
+	s.lastRep = now
+	if dt <= 0 || dt > 3600 {
+		return
+	}
+	for _, st := range s.eng.Active() {
+		if len(st.GPUs) > 0 {
+			_ = s.eng.Report(st.Job.ID, st.Progress+dt*float64(len(st.GPUs))/float64(st.Job.GPUs))
+		}
+	}
+}
+
+// reconcile moves the API server toward the engine's decision.
+func (s *Scheduler) reconcile(ctx context.Context, v *view) {
+	c := s.eng.Snapshot().Cluster
+	var evict []*corev1.Pod
+	type bind struct {
+		w     *workload
+		nodes []string // one per missing worker
+	}
+	var binds []bind
+	for id, w := range s.work {
+		st := s.eng.Job(id)
+		if st == nil {
+			continue
+		}
+		want := map[string]int{} // node -> workers
+		if !st.State.Terminal() {
+			for _, g := range st.GPUs {
+				want[c.NodeOf(g).Name]++
+			}
+			for n := range want {
+				want[n] /= w.per
+			}
+		}
+		have := map[string]int{}
+		for _, p := range w.pods {
+			node := s.nodeOf(p)
+			if node == "" {
+				continue
+			}
+			if have[node] >= want[node] {
+				if !st.State.Terminal() || w.tj != nil {
+					evict = append(evict, p) // not (or no longer) wanted there
+				}
+				continue
+			}
+			have[node]++
+		}
+		var missing []string
+		for n, k := range want {
+			for i := have[n]; i < k; i++ {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			binds = append(binds, bind{w, missing})
+		}
+	}
+	// Evictions first: they free the room binds wait for.
+	calls := newCalls(ctx, s.cfg.Parallel)
+	for _, p := range evict {
+		s.evicted[p.UID] = true
+		calls.do(func(ctx context.Context) {
+			err := s.evict(ctx, p)
+			s.mu2(func() {
+				if err != nil {
+					s.stats.EvictErrors++
+					delete(s.evicted, p.UID)
+					s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+				} else {
+					s.stats.Evicted++
+					s.log.Info("pod evicted", "pod", p.Namespace+"/"+p.Name)
+				}
+			})
+		})
+	}
+	calls.wait()
+	// Binds, a job's missing workers all at once or not at all: wait while
+	// any node they go to lacks room (pods still terminating there).
+	room := map[string]int{}
+	for n, a := range v.alloc {
+		room[n] = a - v.phys[n]
+	}
+	sort.Slice(binds, func(a, b int) bool { return binds[a].w.key < binds[b].w.key })
+	for _, b := range binds {
+		need := map[string]int{}
+		for _, n := range b.nodes {
+			need[n] += b.w.per
+		}
+		fits := true
+		for n, k := range need {
+			if room[n] < k {
+				fits = false
+			}
+		}
+		var pending []*corev1.Pod
+		for _, p := range b.w.pods {
+			if s.nodeOf(p) == "" {
+				pending = append(pending, p)
+			}
+		}
+		if b.w.tj == nil && len(pending) < len(b.nodes) {
+			s.warnOnce("short/"+b.w.key, b.w.key, fmt.Sprintf("%d workers to bind, only %d unbound pods", len(b.nodes), len(pending)))
+			continue
+		}
+		if !fits {
+			continue // next round, once evicted pods are gone
+		}
+		for n, k := range need {
+			room[n] -= k
+		}
+		create := max(0, len(b.nodes)-len(pending))
+		pending = pending[:min(len(pending), len(b.nodes))]
+		w, nodes := b.w, b.nodes
+		for i, p := range pending {
+			s.mu2(func() { s.assumed[p.UID] = nodes[i] })
+			calls.do(func(ctx context.Context) { s.bindPod(ctx, p, nodes[i]) })
+		}
+		for i := 0; i < create; i++ {
+			node := nodes[len(pending)+i]
+			calls.do(func(ctx context.Context) { s.createAndBind(ctx, w, node) })
+		}
+	}
+	calls.wait()
+}
+
+// mu2 runs f under the scheduler's lock from a call goroutine while the
+// round (which holds mu) waits for the calls: counters get their own lock.
+func (s *Scheduler) mu2(f func()) {
+	statsMu.Lock()
+	defer statsMu.Unlock()
+	f()
+}
+
+var statsMu sync.Mutex
+
+func (s *Scheduler) evict(ctx context.Context, p *corev1.Pod) error {
+	grace := int64(s.cfg.Grace.Seconds())
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+	err := s.cfg.Client.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) {
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	err := s.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	s.mu2(func() {
+		if err != nil {
+			s.stats.BindErrors++
+			delete(s.assumed, p.UID)
+			s.dirty = true
+			s.log.Warn("bind failed", "pod", p.Namespace+"/"+p.Name, "node", node, "err", err)
+			return
+		}
+		s.stats.Bound++
+		s.log.Debug("pod bound", "pod", p.Namespace+"/"+p.Name, "node", node)
+	})
+}
+
+func (s *Scheduler) createAndBind(ctx context.Context, w *workload, node string) {
+	p, err := s.cfg.Client.CoreV1().Pods(w.ns).Create(ctx, workerPod(w, s.cfg.SchedulerName), metav1.CreateOptions{})
+	if err != nil {
+		s.mu2(func() {
+			s.stats.CreateErrors++
+			s.dirty = true
+			s.log.Warn("creating a worker failed", "tidejob", w.ns+"/"+w.name, "err", err)
+		})
+		return
+	}
+	s.mu2(func() {
+		s.stats.Created++
+		s.assumed[p.UID] = node
+	})
+	s.bindPod(ctx, p, node)
+}
+
+// calls runs API calls with bounded parallelism.
+type calls struct {
+	ctx context.Context
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+func newCalls(ctx context.Context, n int) *calls {
+	return &calls{ctx: ctx, sem: make(chan struct{}, n)}
+}
+
+func (c *calls) do(f func(ctx context.Context)) {
+	c.sem <- struct{}{}
+	c.wg.Add(1)
+	go func() {
+		defer func() { <-c.sem; c.wg.Done() }()
+		f(c.ctx)
+	}()
+}
+
+func (c *calls) wait() { c.wg.Wait() }
+
+func ownerRef(tj *TideJob) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{APIVersion: Group + "/" + Version, Kind: "TideJob", Name: tj.Name, UID: tj.UID, Controller: &yes}
+}

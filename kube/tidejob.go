@@ -1,0 +1,111 @@
+package kube
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group and version of tide's custom resources.
+const (
+	Group   = "tide-sched.io"
+	Version = "v1alpha1"
+)
+
+// TideJobResource names the TideJob resource for dynamic clients.
+var TideJobResource = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "tidejobs"}
+
+// TideJob is a training job run by tide: workers made from one pod template,
+// between MinWorkers and MaxWorkers of them, each holding GPUsPerWorker GPUs
+// on one node. tide's controller creates and deletes the worker pods as the
+// scheduler resizes, preempts and restarts the job, and reports progress in
+// Status.
+type TideJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TideJobSpec   `json:"spec"`
+	Status TideJobStatus `json:"status,omitempty"`
+}
+
+// TideJobSpec is what the user asks for.
+type TideJobSpec struct {
+	// Template is the worker pod. tide sets its scheduler name, labels,
+	// owner and the nvidia.com/gpu limit of its first container.
+	Template corev1.PodTemplateSpec `json:"template"`
+	// MinWorkers is the gang: the job runs on at least this many workers,
+	// all placed together, or not at all. Default 1.
+	MinWorkers int `json:"minWorkers,omitempty"`
+	// MaxWorkers is the most workers the job can use; above MinWorkers the
+	// job is elastic. Default MinWorkers.
+	MaxWorkers int `json:"maxWorkers,omitempty"`
+	// GPUsPerWorker is each worker's GPU count, all on one node. Default 1.
+	GPUsPerWorker int `json:"gpusPerWorker,omitempty"`
+	// GPUType restricts the job to nodes whose GPU type label has this
+	// value (lower-cased); empty means any type.
+	GPUType string `json:"gpuType,omitempty"`
+	// Deadline is when the job should have finished (deadline-aware
+	// policies read it).
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+	// Priority: larger is more important. Default 0.
+	Priority int `json:"priority,omitempty"`
+	// Queue is the tenant whose quota the job uses; default its namespace.
+	Queue string `json:"queue,omitempty"`
+	// Duration is the user's estimate of the job's run time on MinWorkers
+	// workers, as a Go duration ("90m"); policies that predict (SRTF,
+	// deadline policies, predicted finish) use it. Default 1h.
+	Duration string `json:"duration,omitempty"`
+}
+
+// Phases of a TideJob.
+const (
+	PhasePending   = "Pending"
+	PhaseRunning   = "Running"
+	PhasePreempted = "Preempted"
+	PhaseSucceeded = "Succeeded"
+	PhaseFailed    = "Failed"
+)
+
+// TideJobStatus is what tide reports.
+type TideJobStatus struct {
+	Phase string `json:"phase,omitempty"`
+	// Workers is the number of worker pods bound now.
+	Workers int `json:"workers"`
+	// Restarts counts relaunches after preemption.
+	Restarts int `json:"restarts"`
+	// Resizes counts changes of the worker count while running.
+	Resizes int `json:"resizes"`
+	// PredictedFinish is the scheduler's estimate of the finish time at
+	// the current allocation, from Spec.Duration and time run so far.
+	PredictedFinish *metav1.Time `json:"predictedFinish,omitempty"`
+	// Message says why the job is where it is.
+	Message string `json:"message,omitempty"`
+}
+
+// DeepCopyInto copies j into out.
+func (j *TideJob) DeepCopyInto(out *TideJob) {
+	*out = *j
+	out.TypeMeta = j.TypeMeta
+	j.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	j.Spec.Template.DeepCopyInto(&out.Spec.Template)
+	if j.Spec.Deadline != nil {
+		out.Spec.Deadline = j.Spec.Deadline.DeepCopy()
+	}
+	if j.Status.PredictedFinish != nil {
+		out.Status.PredictedFinish = j.Status.PredictedFinish.DeepCopy()
+	}
+}
+
+// DeepCopy returns a deep copy of j.
+func (j *TideJob) DeepCopy() *TideJob {
+	if j == nil {
+		return nil
+	}
+	out := new(TideJob)
+	j.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (j *TideJob) DeepCopyObject() runtime.Object { return j.DeepCopy() }

@@ -1,0 +1,330 @@
+// Package kubetest runs tide's Kubernetes scheduler against a real
+// kube-apiserver backed by a real etcd, both started inside the test
+// process from k8s.io/kubernetes (this module exists so that tide's own
+// module does not depend on it). The tests play the kubelet: they mark
+// bound pods Running and finish them.
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	apiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tide-sched/tide/kube"
+)
+
+// env is a running control plane.
+type env struct {
+	cfg *rest.Config
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+	// tideCS and tideDyn act as tide's service account, with only the
+	// rights deploy/rbac.yaml grants: the schedulers under test use them.
+	tideCS  kubernetes.Interface
+	tideDyn dynamic.Interface
+}
+
+// startEnv starts etcd and a kube-apiserver for the rest of t, and installs
+// tide's CRD from deploy/. Cleanups stop the API server before etcd.
+func startEnv(t testing.TB) *env {
+	t.Helper()
+	etcd := testserver.RunEtcd(t, nil)
+	sc := storagebackend.NewDefaultConfig(path.Join("/", "tide-kubetest"), nil)
+	sc.Transport.ServerList = etcd.Endpoints()
+	srv := apiservertesting.StartTestServerOrDie(t, nil,
+		[]string{"--endpoint-reconciler-type=none", "--disable-admission-plugins=ServiceAccount"}, sc)
+	t.Cleanup(srv.TearDownFn)
+	cfg := rest.CopyConfig(srv.ClientConfig)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	e := &env{cfg: cfg}
+	e.cs = kubernetes.NewForConfigOrDie(cfg)
+	e.dyn = dynamic.NewForConfigOrDie(cfg)
+	e.apply(t, filepath.Join("..", "deploy", "crd.yaml"))
+	eventually(t, 30*time.Second, func() (bool, string) {
+		_, err := e.dyn.Resource(kube.TideJobResource).Namespace("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil, fmt.Sprint("TideJob API: ", err)
+	})
+	e.apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
+	tc := rest.CopyConfig(cfg)
+	tc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tide-system:tide",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tide-system", "system:authenticated"}}
+	e.tideCS = kubernetes.NewForConfigOrDie(tc)
+	e.tideDyn = dynamic.NewForConfigOrDie(tc)
+	// The role must actually be enforced, or the tests prove nothing about it.
+	if _, err := e.tideCS.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("tide's service account listing secrets: %v, want forbidden (is RBAC on?)", err)
+	}
+	return e
+}
+
+// apply creates the objects of a YAML manifest (documents split by ---).
+func (e *env) apply(t testing.TB, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := gv.WithResource(strings.ToLower(u.GetKind()) + "s")
+		if u.GetKind() == "CustomResourceDefinition" {
+			res.Resource = "customresourcedefinitions"
+		}
+		var ri dynamic.ResourceInterface = e.dyn.Resource(res)
+		switch u.GetKind() {
+		case "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition":
+		default:
+			ns := u.GetNamespace()
+			if ns == "" {
+				ns = "default"
+			}
+			_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			ri = e.dyn.Resource(res).Namespace(ns)
+		}
+		if _, err := ri.Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: creating %s %s: %v", file, u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// TestKube shares one control plane among the scenarios (starting one
+// takes seconds; each scenario uses its own namespaces, nodes and
+// scheduler name).
+func TestKube(t *testing.T) {
+	e := startEnv(t)
+	t.Run("Bind", func(t *testing.T) { testBind(t, e) })
+	t.Run("Gang", func(t *testing.T) { testGang(t, e) })
+	t.Run("Evict", func(t *testing.T) { testEvict(t, e) })
+	t.Run("Restart", func(t *testing.T) { testRestart(t, e) })
+	t.Run("Elastic", func(t *testing.T) { testElastic(t, e) })
+	t.Run("Quota", func(t *testing.T) { testQuota(t, e) })
+	t.Run("Manifests", func(t *testing.T) { testManifests(t, e) })
+}
+
+// scenario is one test's corner of the cluster.
+type scenario struct {
+	*env
+	t     *testing.T
+	sched string // scheduler name
+	nodes []string
+}
+
+func (e *env) scenario(t *testing.T, sched string, namespaces ...string) *scenario {
+	s := &scenario{env: e, t: t, sched: sched}
+	for _, ns := range namespaces {
+		_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range s.nodes {
+			_ = e.cs.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{})
+		}
+	})
+	return s
+}
+
+// node registers a Ready node with GPUs of a type, as a kubelet and
+// NVIDIA's device plugin would.
+func (s *scenario) node(name string, gpus int, typ string) {
+	s.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": typ}}}
+	ctx := context.Background()
+	n, err := s.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	n.Status.Capacity = corev1.ResourceList{kube.GPUResource: q, corev1.ResourcePods: resource.MustParse("110")}
+	n.Status.Allocatable = n.Status.Capacity
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	if _, err := s.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+	s.nodes = append(s.nodes, name)
+}
+
+// start runs a tide scheduler until the scenario ends (or stop is called).
+func (s *scenario) start(cfg kube.Config) (*kube.Scheduler, context.CancelFunc) {
+	s.t.Helper()
+	cfg.Client, cfg.Dynamic, cfg.SchedulerName = s.tideCS, s.tideDyn, s.sched
+	if cfg.Grace == nil {
+		zero := time.Duration(0)
+		cfg.Grace = &zero
+	}
+	if cfg.Round == 0 {
+		cfg.Round = 200 * time.Millisecond
+	}
+	cfg.Log = testLogger(s.t)
+	sch, err := kube.New(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sch.Run(ctx) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			s.t.Errorf("scheduler: %v", err)
+		}
+	}
+	var once bool
+	s.t.Cleanup(func() {
+		if !once {
+			stop()
+		}
+	})
+	return sch, func() { once = true; stop() }
+}
+
+// pod makes a pod for tide asking for gpus, with annotations in pairs.
+func (s *scenario) pod(ns, name string, gpus int, annot ...string) *corev1.Pod {
+	s.t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{SchedulerName: s.sched, Containers: []corev1.Container{{Name: "train", Image: "trainer",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}}}}}}
+	for i := 0; i+1 < len(annot); i += 2 {
+		p.Annotations[annot[i]] = annot[i+1]
+	}
+	p, err := s.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return p
+}
+
+// pods lists a namespace's pods by name.
+func (s *scenario) pods(ns string) map[string]*corev1.Pod {
+	s.t.Helper()
+	l, err := s.cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]*corev1.Pod{}
+	for i := range l.Items {
+		out[l.Items[i].Name] = &l.Items[i]
+	}
+	return out
+}
+
+// kubelet marks the namespaces' bound pending pods Running and Ready.
+func (s *scenario) kubelet(nss ...string) {
+	for _, ns := range nss {
+		for _, p := range s.pods(ns) {
+			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+				continue
+			}
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			_, _ = s.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		}
+	}
+}
+
+// end finishes pods as their containers exiting would.
+func (s *scenario) end(ns string, phase corev1.PodPhase, names ...string) {
+	s.t.Helper()
+	for _, name := range names {
+		p, err := s.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		p.Status.Phase = phase
+		if _, err := s.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+// checkCapacity fails when the live pods bound to a node ask for more GPUs
+// than it has.
+func (s *scenario) checkCapacity(capacity map[string]int, nss ...string) {
+	s.t.Helper()
+	used := map[string]int{}
+	for _, ns := range nss {
+		for _, p := range s.pods(ns) {
+			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				q := p.Spec.Containers[0].Resources.Limits[kube.GPUResource]
+				used[p.Spec.NodeName] += int(q.Value())
+			}
+		}
+	}
+	for n, u := range used {
+		if c, ok := capacity[n]; ok && u > c {
+			s.t.Errorf("node %s: pods hold %d GPUs, it has %d", n, u, c)
+		}
+	}
+}
+
+// bound lists the names of bound pods among names ("" entries for unbound).
+func bound(pods map[string]*corev1.Pod, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if p := pods[n]; p != nil && p.Spec.NodeName != "" {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// testManifests: the Deployment and the examples under deploy/ are valid
+// objects for this API server (the CRD's schema included).
+func testManifests(t *testing.T, e *env) {
+	for _, f := range []string{"deployment.yaml", "example-tidejob.yaml", "example-gang.yaml"} {
+		e.apply(t, filepath.Join("..", "deploy", f))
+	}
+}
