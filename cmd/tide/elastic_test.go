@@ -13,7 +13,8 @@ import (
 // asks tide's default Pollux to be at or below it: with restart_cost=gpus
 // (a change priced by the GPUs it idles) it is, on the default seed and on
 // average over seeds (docs/elastic.md lists eight), and not implausibly far
-// below (within 1%). With the artifact's own rule (restart_cost=job) tide
+// below (within 3%: across the artifact's 32 workloads tide's Pollux is at
+// most 2.1% below it on a load level's mean). With the artifact's own rule (restart_cost=job) tide
 // reproduces the artifact to within 1%: its search is a seeded-at-random
 // genetic algorithm and tide's agents fit with a different optimiser, so
 // runs differ by the seed alone by about 0.5%. Either way the jobs must
@@ -27,7 +28,7 @@ func TestPresetPolluxArtifactPollux(t *testing.T) {
 		policy string
 		lo, hi float64
 	}{
-		{"pollux", 0.99 * artifact, artifact},
+		{"pollux", 0.97 * artifact, artifact},
 		{"pollux:restart_cost=job", 0.99 * artifact, 1.01 * artifact},
 	} {
 		code, out, errs := tide(t, "sim", "--preset", "pollux-artifact", "--policy", tc.policy, "--json")
