@@ -16,7 +16,9 @@ func init() {
 		Summary: "AlloX (EuroSys'20): waiting jobs matched to GPU types and queue positions by min-cost " +
 			"bipartite matching on estimated completion times; non-preemptive",
 		Knobs: "alpha=1: fairness knob: the waiting jobs of the ceil(alpha x tenants) tenants with the least " +
-			"attained GPU-seconds are matched first, the others get what is left (1: everyone together)",
+			"attained GPU-seconds are matched first, the others get what is left (1: everyone together); " +
+			"window=256: at most this many waiting jobs, earliest submitted first, enter each matching (it costs " +
+			"about window^3)",
 		build: func(_ Context, o Options) (engine.Policy, error) {
 			a, err := o.Float("alpha", 1)
 			if err != nil {
@@ -25,7 +27,14 @@ func init() {
 			if !(a > 0) || a > 1 {
 				return nil, fmt.Errorf("policy allox: alpha must be in (0, 1], got %v", a)
 			}
-			return &AlloX{Alpha: a}, nil
+			w, err := o.Float("window", 256)
+			if err != nil {
+				return nil, err
+			}
+			if w < 1 || w != math.Trunc(w) {
+				return nil, fmt.Errorf("policy allox: window must be a whole number >= 1, got %v", w)
+			}
+			return &AlloX{Alpha: a, Window: int(w)}, nil
 		},
 	})
 }
@@ -44,9 +53,13 @@ func init() {
 //
 // Fairness: the waiting jobs of the ceil(Alpha x tenants) tenants with the
 // least attained GPU-seconds (their active jobs') are matched and started
-// first; the rest are matched on what remains.
+// first; the rest are matched on what remains. A matching takes at most
+// Window waiting jobs, the earliest submitted (our bound on its cost).
 type AlloX struct {
 	Alpha float64
+	// Window caps the waiting jobs in one matching (earliest submitted
+	// first); 0 means no cap. The others wait for a later round.
+	Window int
 	// cache holds the last matchings by their inputs (the waiting jobs and
 	// their progress): the matching only changes when they do, and most
 	// rounds see the same queue.
@@ -89,6 +102,9 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 					waiting = append(waiting, st)
 				}
 			}
+		}
+		if x.Window > 0 && len(waiting) > x.Window {
+			waiting = sortJobs(waiting, func(a, b *engine.Status) int { return 0 })[:x.Window]
 		}
 		slot := x.cached(s, waiting)
 		// Per type, the largest position first; ties by shorter time.

@@ -22,7 +22,7 @@ func init() {
 			"by tolerate x its last deadline (relative to submit); margin=1.1: safety factor on remaining time; " +
 			"overhead=0.5: checkpoint+resume seconds per lease per (1 + log2 GPUs); value=10: a strict deadline's value " +
 			"(soft jobs carry their own); horizon=30: leases the MILP looks ahead (jobs whose first deadline is further wait); " +
-			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap",
+			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
 		NeedsDeadlines: true,
 		build:          newChronus,
 	})
@@ -59,7 +59,10 @@ type Chronus struct {
 	Horizon   int     // leases
 	MaxJobs   int
 	Gap       float64
-	name      string
+	// Decline refuses (declines) an SLO job admission cannot fit, instead
+	// of running it on spot capacity (ElasticFlow's comparisons).
+	Decline bool
+	name    string
 }
 
 // Chronus' memo slots.
@@ -111,6 +114,9 @@ func newChronus(_ Context, o Options) (engine.Policy, error) {
 			return nil, fmt.Errorf("policy chronus: %s=%v: want a whole number >= 1", f.key, v)
 		}
 		*f.dst = int(v)
+	}
+	if c.Decline, err = o.Bool("decline", false); err != nil {
+		return nil, err
 	}
 	switch c.Objective = o.String("objective", "adaptive"); c.Objective {
 	case "adaptive", "maximize", "minimize", "none":
@@ -221,6 +227,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	// is on it), as the artifact does: the rest of a lease already under way
 	// is promised to no one.
 	next := int(math.Ceil(s.Now/c.Lease - 1e-9))
+	var declined []string
 	for _, j := range jobs {
 		if int(j.memo[chronusClass]) != chronusNew {
 			continue
@@ -238,6 +245,9 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 			admitted = append(admitted, j)
 		} else {
 			j.memo[chronusClass] = chronusUnadmitted
+			if c.Decline {
+				declined = append(declined, j.st.Job.ID)
+			}
 		}
 	}
 	// A job that can no longer meet its last deadline even running from now
@@ -289,7 +299,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return 2
 	}
-	order := slices.Clone(jobs)
+	order := slices.DeleteFunc(slices.Clone(jobs), func(j *chronusJob) bool { return slices.Contains(declined, j.st.Job.ID) })
 	slices.SortStableFunc(order, func(a, b *chronusJob) int {
 		if ga, gb := group(a), group(b); ga != gb {
 			return cmp.Compare(ga, gb)
@@ -304,6 +314,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		sts[i] = j.st
 	}
 	plan := greedy(s, sts, false)
+	plan.Decline = declined
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {

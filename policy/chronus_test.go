@@ -373,3 +373,25 @@ func TestChronusAdmittedMeetDeadlines(t *testing.T) {
 		t.Error("no job was ever refused: the workloads do not test admission")
 	}
 }
+
+// TestChronusDecline: with decline=true the job admission refuses (the
+// "unadmitted job waits" case of TestChronusPlans) is declined and not
+// planned; without, it is kept.
+func TestChronusDecline(t *testing.T) {
+	solvertest.Require(t)
+	jobs := []js{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), slo("c", 2, 4, 240, 1200)}
+	for _, tc := range []struct {
+		spec string
+		want []string
+	}{{"chronus:margin=1:overhead=0:decline=true", []string{"c"}}, {"chronus:margin=1:overhead=0", nil}} {
+		plan := mustParse(t, tc.spec, Context{}).Schedule(snap(t, 1000, enginetest.Cluster("1x4:t4"), jobs...))
+		if !slices.Equal(plan.Decline, tc.want) {
+			t.Errorf("%s: declined %v, want %v", tc.spec, plan.Decline, tc.want)
+		}
+		for _, a := range plan.Run {
+			if slices.Contains(plan.Decline, a.Job) {
+				t.Errorf("%s: declined job %s is planned", tc.spec, a.Job)
+			}
+		}
+	}
+}

@@ -115,8 +115,8 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 	return ent, types
 }
 
-// speedup is the mean over jobs of rate on fast / rate on slow (jobs that
-// cannot run on slow count as the largest finite ratio seen, or 1).
+// speedup is the mean over jobs of rate on fast / rate on slow, leaving out
+// jobs that cannot run on one of them; 1 when none is left.
 func speedup(s *engine.Snapshot, jobs []*engine.Status, fast, slow string) float64 {
 	sum, n := 0.0, 0
 	for _, st := range jobs {
@@ -173,22 +173,35 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			add(st, t)
 		}
 	}
+	// Each tenant's jobs, least run first: a tenant's next job is the first
+	// of them still unplanned that fits. What is left of a type only
+	// shrinks while it is handed out, so a job skipped once stays skipped
+	// for that type and a cursor per tenant walks each list once.
+	sorted := map[string][]*engine.Status{}
+	for _, u := range tenants {
+		sorted[u] = slices.Clone(groups[u])
+		slices.SortStableFunc(sorted[u], func(a, b *engine.Status) int { return cmp.Compare(a.Executed, b.Executed) })
+	}
 	for _, t := range types {
-		fits := func(st *engine.Status) bool {
-			return !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
-				rate1(s, st, st.Job.GPUs, t) > 0
+		cursor := map[string]int{}
+		next := func(u string) *engine.Status {
+			js := sorted[u]
+			for cursor[u] < len(js) {
+				st := js[cursor[u]]
+				if !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
+					rate1(s, st, st.Job.GPUs, t) > 0 {
+					return st
+				}
+				cursor[u]++
+			}
+			return nil
 		}
 		for left[t] > 0 {
 			bestV := math.Inf(1)
 			var pick *engine.Status
 			for _, u := range tenants {
-				var next *engine.Status
-				for _, st := range groups[u] {
-					if fits(st) && (next == nil || st.Executed < next.Executed) {
-						next = st
-					}
-				}
-				if next == nil {
+				cand := next(u)
+				if cand == nil {
 					continue
 				}
 				v := math.Inf(1)
@@ -196,7 +209,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 					v = used[t][u] / (e * span[u])
 				}
 				if pick == nil || v < bestV {
-					bestV, pick = v, next
+					bestV, pick = v, cand
 				}
 			}
 			if pick == nil {

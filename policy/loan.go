@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"math"
+
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
@@ -101,17 +103,20 @@ func mcKnapsack(items [][]knapChoice, capacity int) []int {
 // loanSpeedup is a job's speed on n GPUs of type t relative to one GPU,
 // from the snapshot's performance model (its throughput curve; the Pollux
 // speedup of DeepBoot's code uses goodput, which the shipped throughput
-// tables do not carry). 0 when it cannot run on n.
+// tables do not carry): MinGPUs x r(MinGPUs) / r(n), r the remaining time,
+// so a job that cannot run on one GPU is measured from its minimum. When
+// the model cannot predict (no remaining time), the speedup is n: linear.
 func loanSpeedup(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
-	one := s.Remaining(st, 1, t)
+	lo := max(st.Job.MinGPUs, 1)
+	base := s.Remaining(st, lo, t)
 	r := s.Remaining(st, n, t)
-	if !(r > 0) || r > 1e300 || !(one > 0) || one > 1e300 {
-		if r == 0 {
-			return float64(n)
+	if !(base > 0) || math.IsInf(base, 0) || !(r > 0) || math.IsInf(r, 0) {
+		if math.IsInf(r, 1) && !math.IsInf(base, 1) {
+			return 0 // the model says it cannot run on n
 		}
-		return 0
+		return float64(n)
 	}
-	return one / r
+	return float64(lo) * base / r
 }
 
 // loanRange is the GPU counts a job may take in a pool of free GPUs:

@@ -101,6 +101,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	wmu      sync.Mutex // orders commits' writes; taken under mu
+	writing  int        // commits whose write is in flight (mu let go); under mu
+	idle     sync.Cond  // on mu: signalled when writing drops to 0
 	jobs     map[string]*liveJob
 	order    []*liveJob // by submission sequence
 	busy     []*attempt // per cluster GPU: the attempt whose process may occupy it
@@ -188,6 +190,7 @@ func New(cfg Config) (*Server, error) {
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{},
 		dirty: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs())}
+	s.idle.L = &s.mu
 	db, err := store.Open(dataDir)
 	if err != nil {
 		return nil, err
@@ -550,6 +553,7 @@ func (s *Server) commit() error {
 		s.events = nil
 		db := s.db
 		s.wmu.Lock()
+		s.writing++
 		s.mu.Unlock()
 		// Batch: the write shares its commit (and fsync) with concurrent
 		// submissions.
@@ -568,6 +572,10 @@ func (s *Server) commit() error {
 		})
 		s.wmu.Unlock()
 		s.mu.Lock()
+		s.writing--
+		if s.writing == 0 {
+			s.idle.Broadcast()
+		}
 		if err != nil {
 			s.log.Error("store write failed", "err", err)
 			for _, lj := range dirty {
@@ -630,7 +638,9 @@ func (s *Server) Start(ln net.Listener) {
 
 // Close stops serving. Running jobs keep running (to be re-adopted by the
 // next server) unless Config.StopJobsOnExit, in which case they are stopped
-// and restart from their checkpoints at the next start.
+// and restart from their checkpoints at the next start. Whatever was
+// accepted before (reports, launches, state changes) is durable in the
+// store when Close returns: it waits for writes still in flight.
 func (s *Server) Close(ctx context.Context) error {
 	var errs []error
 	if s.http != nil {
@@ -669,6 +679,9 @@ func (s *Server) Close(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
+	if err := s.flush(); err != nil {
+		errs = append(errs, err)
+	}
 	err := s.db.Close()
 	s.db = nil
 	s.mu.Unlock()
@@ -676,6 +689,25 @@ func (s *Server) Close(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// flush returns once no commit's write is in flight and nothing waits to
+// be written, so that the store may be closed: a commit from an attempt
+// goroutine may have taken the changes (a report, a launch) just before
+// Close and still be writing them, or have failed and queued them again.
+// Under mu, which it lets go while it waits.
+func (s *Server) flush() error {
+	for {
+		for s.writing > 0 {
+			s.idle.Wait()
+		}
+		if len(s.dirty) == 0 && len(s.events) == 0 {
+			return nil
+		}
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
 }
 
 func (s *Server) kickRound() {
