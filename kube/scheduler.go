@@ -108,14 +108,15 @@ type Scheduler struct {
 
 	mu      sync.Mutex // guards what follows and serialises rounds
 	eng     *engine.Engine
-	sig     string               // the cluster the engine was built on
-	ids     map[string]string    // workload key -> engine job ID
-	gen     map[string]int       // workload key -> resubmissions
-	work    map[string]*workload // by engine ID, this round
-	assumed map[types.UID]string // pods bound by us the cache has not seen bound yet
-	evicted map[types.UID]bool   // pods we evicted that the cache still lists
-	said    map[string]string    // problems already logged, by object
-	dirty   bool                 // actual state diverged (a failed call): rebuild
+	sig     string                    // the cluster the engine was built on
+	ids     map[string]string         // workload key -> engine job ID
+	gen     map[string]int            // workload key -> resubmissions
+	work    map[string]*workload      // by engine ID, this round
+	assumed map[types.UID]string      // pods bound by us the cache has not seen bound yet
+	evicted map[types.UID]bool        // pods we evicted that the cache still lists
+	created map[types.UID]*corev1.Pod // worker pods we created (and bound) the cache has not seen yet
+	said    map[string]string         // problems already logged, by object
+	dirty   bool                      // actual state diverged (a failed call): rebuild
 	lastRep float64
 	stats   Stats
 	status  map[string]TideJobStatus // last status written, by TideJob key
@@ -164,7 +165,8 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel},
 		kick: make(chan struct{}, 1), ids: map[string]string{}, gen: map[string]int{},
 		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
-		status: map[string]TideJobStatus{}}
+		created: map[types.UID]*corev1.Pod{},
+		status:  map[string]TideJobStatus{}}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker}
 	return s, nil
 }
@@ -338,6 +340,9 @@ func (s *Scheduler) look() (*view, error) {
 				s.warnOnce("tidejob/"+u.GetNamespace()+"/"+u.GetName(), "tidejob "+u.GetNamespace()+"/"+u.GetName(), err.Error())
 				continue
 			}
+			if name := tj.Spec.Template.Spec.SchedulerName; name != s.cfg.SchedulerName && (name != "" || s.cfg.SchedulerName != "tide") {
+				continue // another scheduler's
+			}
 			tjs = append(tjs, tj)
 		}
 	}
@@ -353,13 +358,24 @@ func (s *Scheduler) look() (*view, error) {
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
 	}
-	// Forget assumptions the cache has caught up with.
+	// Forget assumptions the cache has caught up with; count the worker
+	// pods we created that it has not listed yet, or the next round would
+	// create them again.
 	live := make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
 		live[p.UID] = true
 		if p.Spec.NodeName != "" {
 			delete(s.assumed, p.UID)
 		}
+		delete(s.created, p.UID)
+	}
+	for uid, p := range s.created {
+		if time.Since(p.CreationTimestamp.Time) > time.Minute {
+			delete(s.created, uid) // the cache missed it (a relist): trust the cache
+			continue
+		}
+		live[uid] = true
+		pods = append(pods, p)
 	}
 	for uid := range s.assumed {
 		if !live[uid] {
@@ -435,7 +451,14 @@ func (w *workload) ended() bool {
 		return true
 	}
 	if w.tj != nil {
-		return w.succeeded > 0 && len(w.pods) == 0
+		// A worker that succeeded means the job is done: it ends when no
+		// bound worker runs any more (unbound spares do not count).
+		for _, p := range w.pods {
+			if p.Spec.NodeName != "" {
+				return false
+			}
+		}
+		return w.succeeded > 0
 	}
 	return w.succeeded > 0 && len(w.pods) == 0
 }
@@ -503,6 +526,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		byName[n.Name] = i
 	}
 	usedOn := make([]int, len(c.Nodes)) // GPUs adopted per node so far
+	var ad []adoption
 	for _, w := range sortedWork(v.work) {
 		if w.ended() {
 			continue
@@ -515,14 +539,26 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		if !s.submit(w, id) {
 			continue
 		}
-		s.adopt(w, id, c, byName, usedOn)
-		if p := prev[id]; p != nil {
-			if err := s.eng.Carry(id, p); err != nil {
-				s.log.Warn("carry", "job", id, "err", err)
+		ad = append(ad, s.adoptBound(w, id, c, byName, usedOn))
+	}
+	// Partial gangs are completed only once every job's bound pods are
+	// counted, so completing one never takes GPUs a bound pod holds.
+	for _, a := range ad {
+		s.adopt(a, c, usedOn)
+		if p := prev[a.id]; p != nil {
+			if err := s.eng.Carry(a.id, p); err != nil {
+				s.log.Warn("carry", "job", a.id, "err", err)
 			}
 		}
 	}
 	return nil
+}
+
+// adoption is a job's bound GPUs found on a rebuild.
+type adoption struct {
+	w    *workload
+	id   string
+	gpus []cluster.GPUID
 }
 
 func sortedWork(m map[string]*workload) []*workload {
@@ -553,45 +589,45 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 	return true
 }
 
-// adopt puts w's bound workers into the engine. A gang bound only in part
-// (tide stopped in the middle of binding it) is completed on free GPUs when
-// they exist; otherwise it stays pending and its bound pods are evicted by
-// the next reconcile, so no partial gang holds GPUs.
-func (s *Scheduler) adopt(w *workload, id string, c *cluster.Cluster, byName map[string]int, usedOn []int) {
-	var gpus []cluster.GPUID
-	take := func(node, k int) bool {
-		n := &c.Nodes[node]
-		if usedOn[node]+k > n.GPUs {
-			return false
-		}
-		for i := 0; i < k; i++ {
-			gpus = append(gpus, n.First+cluster.GPUID(usedOn[node]+i))
-		}
-		usedOn[node] += k
-		return true
-	}
-	bound := 0
+// adoptBound counts the GPUs w's bound pods hold, node by node.
+func (s *Scheduler) adoptBound(w *workload, id string, c *cluster.Cluster, byName map[string]int, usedOn []int) adoption {
+	a := adoption{w: w, id: id}
 	for _, p := range w.pods {
 		node := s.nodeOf(p)
 		if node == "" {
 			continue
 		}
 		i, ok := byName[node]
-		if !ok || !take(i, w.per) {
+		if !ok || usedOn[i]+w.per > c.Nodes[i].GPUs || len(a.gpus) >= w.maxW*w.per {
 			s.warnOnce("adopt/"+string(p.UID), "pod "+p.Namespace+"/"+p.Name,
 				"bound to node "+node+", which has no room for it in tide's view; left out of its job")
-			continue
+			continue // the next reconcile evicts it
 		}
-		bound++
+		a.gpus = append(a.gpus, takeGPUs(c, i, w.per, usedOn)...)
 	}
-	if bound == 0 {
+	return a
+}
+
+func takeGPUs(c *cluster.Cluster, node, k int, usedOn []int) []cluster.GPUID {
+	n := &c.Nodes[node]
+	out := make([]cluster.GPUID, k)
+	for i := range out {
+		out[i] = n.First + cluster.GPUID(usedOn[node]+i)
+	}
+	usedOn[node] += k
+	return out
+}
+
+// adopt puts a job's bound workers into the engine. A gang bound only in
+// part (tide stopped in the middle of binding it) is completed on free
+// GPUs when they exist; otherwise it stays pending and its bound pods are
+// evicted by the next reconcile, so no partial gang holds GPUs.
+func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
+	w, gpus := a.w, a.gpus
+	if len(gpus) == 0 {
 		return
 	}
-	if bound > w.maxW {
-		bound = w.maxW // extra workers are evicted by the next reconcile
-		gpus = gpus[:bound*w.per]
-	}
-	for bound < w.minW { // complete a partial gang, best fit
+	for len(gpus) < w.minW*w.per { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
@@ -603,15 +639,13 @@ func (s *Scheduler) adopt(w *workload, id string, c *cluster.Cluster, byName map
 		if best < 0 {
 			break
 		}
-		take(best, w.per)
-		bound++
+		gpus = append(gpus, takeGPUs(c, best, w.per, usedOn)...)
 	}
-	if err := s.eng.Adopt(id, gpus); err != nil {
-		// Give back what this job took so others can be adopted there.
-		for _, g := range gpus {
+	if err := s.eng.Adopt(a.id, gpus); err != nil {
+		for _, g := range gpus { // give them back so others can be adopted there
 			usedOn[c.NodeOf(g).ID]--
 		}
-		s.log.Info("bound pods not adopted; the job waits and they will be evicted", "job", id, "why", err)
+		s.log.Info("bound pods not adopted; the job waits and they will be evicted", "job", a.id, "why", err)
 	}
 }
 
@@ -741,7 +775,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) > 0 {
+		if len(missing) > 0 && (w.tj == nil || w.succeeded == 0) { // a finishing TideJob gets no new workers
 			sort.Strings(missing)
 			binds = append(binds, bind{w, missing})
 		}
@@ -843,6 +877,7 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) {
 		if err != nil {
 			s.stats.BindErrors++
 			delete(s.assumed, p.UID)
+			delete(s.created, p.UID)
 			s.dirty = true
 			s.log.Warn("bind failed", "pod", p.Namespace+"/"+p.Name, "node", node, "err", err)
 			return
@@ -865,6 +900,7 @@ func (s *Scheduler) createAndBind(ctx context.Context, w *workload, node string)
 	s.mu2(func() {
 		s.stats.Created++
 		s.assumed[p.UID] = node
+		s.created[p.UID] = p
 	})
 	s.bindPod(ctx, p, node)
 }

@@ -31,8 +31,9 @@ type TideJob struct {
 
 // TideJobSpec is what the user asks for.
 type TideJobSpec struct {
-	// Template is the worker pod. tide sets its scheduler name, labels,
-	// owner and the nvidia.com/gpu limit of its first container.
+	// Template is the worker pod. tide sets its labels, owner and the
+	// nvidia.com/gpu limit of its first container. Its schedulerName picks
+	// the tide instance that runs the job (empty: "tide").
 	Template corev1.PodTemplateSpec `json:"template"`
 	// MinWorkers is the gang: the job runs on at least this many workers,
 	// all placed together, or not at all. Default 1.

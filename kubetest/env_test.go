@@ -52,7 +52,7 @@ func startEnv(t testing.TB) *env {
 	sc := storagebackend.NewDefaultConfig(path.Join("/", "tide-kubetest"), nil)
 	sc.Transport.ServerList = etcd.Endpoints()
 	srv := apiservertesting.StartTestServerOrDie(t, nil,
-		[]string{"--endpoint-reconciler-type=none", "--disable-admission-plugins=ServiceAccount"}, sc)
+		[]string{"--endpoint-reconciler-type=none", "--disable-admission-plugins=ServiceAccount", "--authorization-mode=RBAC"}, sc)
 	t.Cleanup(srv.TearDownFn)
 	cfg := rest.CopyConfig(srv.ClientConfig)
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -306,7 +306,7 @@ func bound(pods map[string]*corev1.Pod, names ...string) []string {
 }
 
 // eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

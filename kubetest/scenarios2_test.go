@@ -74,7 +74,8 @@ func (s *scenario) tidejob(ns, name string, min, max, gpus int, opts ...func(*ku
 	tj := &kube.TideJob{TypeMeta: metav1.TypeMeta{APIVersion: kube.Group + "/" + kube.Version, Kind: "TideJob"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: kube.TideJobSpec{MinWorkers: min, MaxWorkers: max, GPUsPerWorker: gpus,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "train", Image: "trainer"}}}}}}
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: s.sched,
+				Containers: []corev1.Container{{Name: "train", Image: "trainer"}}}}}}
 	for _, o := range opts {
 		o(tj)
 	}

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -35,35 +36,43 @@ func testBind(t *testing.T, e *env) {
 	s.node("bind-t4-0", 2, "T4")
 	capacity := map[string]int{"bind-a100-0": 4, "bind-t4-0": 2}
 	sch, _ := s.start(kube.Config{Policy: "fifo:backfill=true"})
-	s.pod("bind", "p1", 1)
-	s.pod("bind", "p3", 3)
-	t4 := &corev1.Pod{}
-	*t4 = *s.pod("bind", "t4", 2)
-	s.pod("bind", "big", 4) // fits nowhere until p3 and p1 end
-	// A pod for a GPU type no node has is never bound; one with a typo'd
-	// annotation is refused, not guessed at.
-	s.pod("bind", "bad", 1, kube.AnnotGangSize, "2")
+	// Pods created in one second are queued by name (creation timestamps
+	// have a resolution of one second): the names give the order.
+	s.pod("bind", "a-p3", 3)
+	s.pod("bind", "b-p1", 1)
+	t4 := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "bind", Name: "c-t4"},
+		Spec: corev1.PodSpec{SchedulerName: s.sched, NodeSelector: map[string]string{"nvidia.com/gpu.product": "T4"},
+			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{kube.GPUResource: resource.MustParse("2")}}}}}}
+	if _, err := s.cs.CoreV1().Pods("bind").Create(context.Background(), t4, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.pod("bind", "d-big", 4) // fits nowhere until a-p3 and b-p1 end
+	// A pod with a gang size but no job is refused, not guessed at.
+	s.pod("bind", "e-bad", 1, kube.AnnotGangSize, "2")
+	all := []string{"a-p3", "b-p1", "c-t4", "d-big", "e-bad"}
 	eventually(t, 20*time.Second, func() (bool, string) {
-		got := bound(s.pods("bind"), "p1", "p3", "t4", "big", "bad")
-		return strings.Join(got, ",") == "p1,p3,t4", fmt.Sprintf("bound %v, want p1, p3, t4", got)
+		got := bound(s.pods("bind"), all...)
+		return strings.Join(got, ",") == "a-p3,b-p1,c-t4", fmt.Sprintf("bound %v, want a-p3, b-p1, c-t4", got)
 	})
 	pods := s.pods("bind")
-	if pods["p3"].Spec.NodeName != "bind-a100-0" || pods["p1"].Spec.NodeName != "bind-a100-0" {
-		t.Errorf("p1 on %s, p3 on %s, want both on the A100 node (the T4 node has 2 GPUs, the T4 pod takes them)",
-			pods["p1"].Spec.NodeName, pods["p3"].Spec.NodeName)
+	for name, node := range map[string]string{"a-p3": "bind-a100-0", "b-p1": "bind-a100-0", "c-t4": "bind-t4-0"} {
+		if got := pods[name].Spec.NodeName; got != node {
+			t.Errorf("%s on %s, want %s (best fit; c-t4 asks for T4)", name, got, node)
+		}
 	}
 	s.checkCapacity(capacity, "bind")
 	s.kubelet("bind")
-	s.end("bind", corev1.PodSucceeded, "p1", "p3")
+	s.end("bind", corev1.PodSucceeded, "a-p3", "b-p1")
 	eventually(t, 20*time.Second, func() (bool, string) {
-		p := s.pods("bind")["big"]
-		return p.Spec.NodeName == "bind-a100-0", "big pod on " + p.Spec.NodeName
+		p := s.pods("bind")["d-big"]
+		return p.Spec.NodeName == "bind-a100-0", "d-big on " + p.Spec.NodeName
 	})
 	s.checkCapacity(capacity, "bind")
 	if st := sch.Stats(); st.Bound != 4 || st.BindErrors != 0 {
 		t.Errorf("stats %+v, want 4 binds, no errors", st)
 	}
-	if got := s.pods("bind")["bad"].Spec.NodeName; got != "" {
+	if got := s.pods("bind")["e-bad"].Spec.NodeName; got != "" {
 		t.Errorf("pod with a gang size but no job bound to %s", got)
 	}
 }
@@ -88,12 +97,23 @@ func testGang(t *testing.T, e *env) {
 		b = append(b, gang("b", i))
 	}
 	c := []string{gang("c", 0), gang("c", 1)} // its third pod comes later
+	// A gang's binds are separate API calls, so a look may fall between
+	// them; a gang still partly bound a second later is a failure.
 	check := func() (na, nb, nc int) {
-		pods := s.pods("gang")
-		na, nb, nc = len(bound(pods, a...)), len(bound(pods, b...)), len(bound(pods, c...))
-		for name, n := range map[string]int{"a": na, "b": nb, "c": nc} {
-			if n != 0 && n != 3 {
-				t.Fatalf("gang %s partly bound: %d of 3 pods", name, n)
+		for end := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+			pods := s.pods("gang")
+			na, nb, nc = len(bound(pods, a...)), len(bound(pods, b...)), len(bound(pods, c...))
+			partial := ""
+			for name, n := range map[string]int{"a": na, "b": nb, "c": nc} {
+				if n != 0 && n != 3 {
+					partial = fmt.Sprintf("gang %s partly bound: %d of 3 pods", name, n)
+				}
+			}
+			if partial == "" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatal(partial)
 			}
 		}
 		s.checkCapacity(capacity, "gang")
@@ -135,9 +155,9 @@ func testGang(t *testing.T, e *env) {
 }
 
 // testEvict: under SRTF a short job preempts a long one through the
-// Eviction API: a PodDisruptionBudget the API server has not yet processed
-// makes evictions fail (a plain delete would ignore it), so the long job
-// keeps running until the budget is gone.
+// Eviction API: a PodDisruptionBudget that allows no disruption makes
+// evictions fail (a plain delete would ignore it), so the long job keeps
+// running until the budget is gone.
 func testEvict(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-evict", "evict")
 	s.node("evict-0", 4, "A100")
@@ -146,7 +166,14 @@ func testEvict(t *testing.T, e *env) {
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "evict", Name: "keep-long"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "long"}}}}
-	if _, err := s.cs.PolicyV1().PodDisruptionBudgets("evict").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+	pdb, err := s.cs.PolicyV1().PodDisruptionBudgets("evict").Create(ctx, pdb, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Play the disruption controller: the budget allows no disruption.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
+		CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if _, err := s.cs.PolicyV1().PodDisruptionBudgets("evict").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sch, _ := s.start(kube.Config{Policy: "srtf"})

@@ -25,6 +25,10 @@ func init() {
 			"restart_penalty=30: seconds D of the restart factor max(age - D x restarts, 0)/(age + D), or cost: " +
 			"each job's own cost of the change from the performance model (resize cost while it runs, else restart " +
 			"or start cost); " +
+			"restart_cost=gpus: a running job's change also costs the fitness the share of the cluster's GPU time " +
+			"it idles, D x GPUs / (cluster GPUs x (held + D)), GPUs = those of its current allocation it keeps, held = " +
+			"seconds on its current allocation; job: the " +
+			"artifact's rule, the restart factor alone; " +
 			"interference=true: at most one multi-node job per node; max_nodes=16: nodes per job; " +
 			"p=-1: power-mean exponent of the fitness; seed=0: random seed of either search (mixed with the round); " +
 			"pop=100, generations=100: GA population and generations",
@@ -82,9 +86,19 @@ type Pollux struct {
 	Interference bool
 	MaxNodes     int
 	P            float64 // power-mean exponent; the artifact's -1
-	Seed         uint64  // random seed of the searches; the round is mixed in
-	Pop, Gens    int     // GA population and generations
-	name         string
+	// RestartGPUs (restart_cost=gpus, the default) prices a running job's
+	// allocation change by the GPUs it idles too: besides the restart
+	// factor, the change costs the fitness the fraction of the cluster's
+	// GPU time it idles over the new allocation's expected life, D x GPUs /
+	// (cluster GPUs x (held + D)), GPUs being those that worked for the job
+	// and stop (min(new, current): a GPU it gains was free or another
+	// job's, whose change its own term prices) and held how long the job
+	// has kept its current allocation. restart_cost=job is the artifact's
+	// rule: the restart factor alone, the job's own lost time.
+	RestartGPUs bool
+	Seed        uint64 // random seed of the searches; the round is mixed in
+	Pop, Gens   int    // GA population and generations
+	name        string
 }
 
 func newPollux(_ Context, o Options) (engine.Policy, error) {
@@ -97,6 +111,13 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 		p.RestartDelay, p.CostPenalty = 30, true
 	} else if p.RestartDelay, err = strconv.ParseFloat(v, 64); err != nil || !(p.RestartDelay >= 0) || math.IsInf(p.RestartDelay, 1) {
 		return nil, fmt.Errorf("policy pollux: restart_penalty=%q: want seconds >= 0 or cost", v)
+	}
+	switch v := o.String("restart_cost", "gpus"); v {
+	case "job":
+	case "gpus":
+		p.RestartGPUs = true
+	default:
+		return nil, fmt.Errorf("policy pollux: restart_cost=%q: want job or gpus", v)
 	}
 	if p.Interference, err = o.Bool("interference", true); err != nil {
 		return nil, err
@@ -128,13 +149,13 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 		return nil, fmt.Errorf("policy pollux: seed=%v: want a whole number >= 0", seed)
 	}
 	p.Seed = uint64(seed)
-	// The name lists the knobs that differ from the artifact's settings.
+	// The name lists the knobs that differ from the defaults.
 	def := NewPollux("fast")
 	differs := map[string]bool{"search": p.Search != def.Search, "restart_penalty": p.RestartDelay != def.RestartDelay || p.CostPenalty,
-		"interference": p.Interference != def.Interference, "max_nodes": p.MaxNodes != def.MaxNodes, "p": p.P != def.P,
+		"restart_cost": p.RestartGPUs != def.RestartGPUs, "interference": p.Interference != def.Interference, "max_nodes": p.MaxNodes != def.MaxNodes, "p": p.P != def.P,
 		"seed": p.Seed != def.Seed, "pop": p.Pop != def.Pop, "generations": p.Gens != def.Gens}
 	p.name = "pollux"
-	for _, k := range []string{"search", "restart_penalty", "interference", "max_nodes", "p", "seed", "pop", "generations"} {
+	for _, k := range []string{"search", "restart_penalty", "restart_cost", "interference", "max_nodes", "p", "seed", "pop", "generations"} {
 		if differs[k] {
 			p.name += ":" + k + "=" + o.kv[k]
 		}
@@ -142,10 +163,10 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 	return p, nil
 }
 
-// NewPollux returns Pollux with the artifact's settings and the given search
-// ("fast" or "ga").
+// NewPollux returns Pollux with the default settings (the artifact's, but
+// restart_cost=gpus) and the given search ("fast" or "ga").
 func NewPollux(search string) *Pollux {
-	p := &Pollux{Search: search, RestartDelay: 30, Interference: true, MaxNodes: 16, P: -1, Pop: 100, Gens: 100, name: "pollux"}
+	p := &Pollux{Search: search, RestartDelay: 30, RestartGPUs: true, Interference: true, MaxNodes: 16, P: -1, Pop: 100, Gens: 100, name: "pollux"}
 	if search != "fast" {
 		p.name += ":search=" + search
 	}
@@ -189,6 +210,7 @@ type pxJob struct {
 	typ        int // GPU type the job runs on this round (-1: none fits)
 	minR, maxR int // replica limits when the job gets any GPU
 	factor     float64
+	gpuCost    float64  // added to the term per GPU of a changed allocation (RestartGPUs)
 	base       []pxCell // what it holds now
 	baseR      int
 	keepOK     bool     // base satisfies this round's limits
@@ -268,7 +290,34 @@ func newPxProblem(s *engine.Snapshot, p *Pollux) *pxProblem {
 			pr.typeJobs[t] = append(pr.typeJobs[t], i)
 		}
 	}
+	if p.RestartGPUs {
+		pr.pricePerGPU(total)
+	}
 	return pr
+}
+
+// pricePerGPU turns each running job's idled fraction (gpuCost, D/(age+D)
+// per GPU) into terms: a change that idles a fraction x of the cluster's
+// GPU time lowers the fitness by about a fraction x, and a term sum S moves
+// the power mean by a fraction |p| x when it moves by |p| x S (x n for the
+// geometric mean, p = 0). S is estimated from the jobs that hold GPUs,
+// unchanged, scaled to all jobs, since a job without GPUs counts the
+// artifact's 1e-3 floor and would dwarf the rest.
+func (pr *pxProblem) pricePerGPU(gpus int) {
+	sum, held := 0.0, 0
+	for j := range pr.jobs {
+		if jb := &pr.jobs[j]; jb.baseR > 0 {
+			sum += math.Abs(pr.term(j, len(jb.base), jb.baseR, false))
+			held++
+		}
+	}
+	k := float64(len(pr.jobs))
+	if p := pr.pol.P; p != 0 && held > 0 {
+		k = math.Abs(p) * sum / float64(held) * float64(len(pr.jobs))
+	}
+	for j := range pr.jobs {
+		pr.jobs[j].gpuCost *= k / float64(gpus)
+	}
 }
 
 func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[string]int, nodeIdx []int) pxJob {
@@ -323,6 +372,17 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[s
 	jb.factor = 1
 	if age+d > 0 {
 		jb.factor = math.Max(age-d*restarts, 0) / (age + d)
+		if pr.pol.RestartGPUs && len(st.GPUs) > 0 {
+			// The fraction of the new allocation's life that one of its
+			// GPUs idles, that life estimated by how long the current one
+			// has lasted (as the restart factor takes the job's age for
+			// its remaining time); pricePerGPU scales it to the fitness.
+			held := age
+			if st.LastStart >= 0 {
+				held = s.Now - st.LastStart
+			}
+			jb.gpuCost = d / (max(held, 0) + d)
+		}
 	}
 	// Current allocation.
 	for _, g := range st.GPUs {
@@ -391,19 +451,21 @@ func (pr *pxProblem) speedup(j, n, r int) float64 {
 // lower is better: the power mean of the scaled speedups is a monotone
 // function of the sum of terms (see fitnessOf).
 func (pr *pxProblem) term(j, n, r int, changed bool) float64 {
-	s := pr.speedup(j, n, r) * pr.scale
+	s, extra := pr.speedup(j, n, r)*pr.scale, 0.0
 	if changed {
 		s *= pr.jobs[j].factor
+		// Only GPUs that worked for the job stop working (RestartGPUs).
+		extra = pr.jobs[j].gpuCost * float64(min(r, pr.jobs[j].baseR))
 	}
 	switch p := pr.pol.P; {
 	case p == -1:
-		return 1 / (s + pr.eps)
+		return 1/(s+pr.eps) + extra
 	case p < 0:
-		return math.Pow(s+pr.eps, p)
+		return math.Pow(s+pr.eps, p) + extra
 	case p > 0:
-		return -math.Pow(s+pr.eps, p)
+		return -math.Pow(s+pr.eps, p) + extra
 	default:
-		return -math.Log(math.Max(s, pr.eps))
+		return -math.Log(math.Max(s, pr.eps)) + extra
 	}
 }
 

@@ -404,6 +404,50 @@ func TestPolluxRestartPenaltyFromCosts(t *testing.T) {
 	}
 }
 
+// TestPolluxRestartCostGPUs: at 3,000 s, 16 GPUs are held by big (12,
+// near-linear, 2 starts) and mid (4 on node 3, poor scaling, held since it
+// started at 50 s); new arrives without GPUs and must get one. Under the
+// artifact's rule (restart_cost=job) big gives it up: losing 1 of 12 GPUs
+// and its restart factor costs its large speedup little in the p = -1
+// mean, though the change idles 11 GPUs for D. restart_cost=gpus prices
+// that too: if big got its GPUs 240 s ago, its new allocation is expected
+// to last about as long, and 11 GPUs idle for 30 of those 270 s, so mid,
+// which idles 3 GPUs for 30 of its 2,980 s and loses little speed, gives
+// one up instead. Had big held its GPUs since it started, the price is as
+// small as mid's and big gives the GPU again.
+func TestPolluxRestartCostGPUs(t *testing.T) {
+	c := enginetest.Cluster("4x4:t4")
+	for _, tc := range []struct {
+		spec     string
+		bigSince float64
+		big, mid int
+	}{
+		{"pollux:restart_cost=job", 2760, 11, 4},
+		{"pollux:restart_cost=gpus", 2760, 12, 3},
+		{"pollux", 2760, 12, 3},
+		{"pollux", 0, 11, 4},
+	} {
+		s := pxSnap(c, 3000,
+			pxSpec{id: "big", hints: pxIdeal(8), starts: 2, held: []int{4, 4, 4}},
+			pxSpec{id: "mid", submit: 50, hints: pxPoor(4), starts: 1, held: []int{0, 0, 0, 4}},
+			pxSpec{id: "new", submit: 2990})
+		s.Jobs[0].LastStart, s.Jobs[1].LastStart = tc.bigSince, 50
+		for _, search := range []string{"fast", "ga"} {
+			got := pxGPUs(mustParse(t, tc.spec+":search="+search, Context{}).Schedule(s))
+			if got["big"] != tc.big || got["mid"] != tc.mid || got["new"] != 1 {
+				t.Errorf("%s, %s, big on its GPUs since %v s: %v, want big %d, mid %d, new 1",
+					tc.spec, search, tc.bigSince, got, tc.big, tc.mid)
+			}
+		}
+	}
+	if got := mustParse(t, "pollux:restart_cost=job", Context{}).Name(); got != "pollux:restart_cost=job" {
+		t.Errorf("Name() = %q", got)
+	}
+	if _, err := Parse("pollux:restart_cost=idle", Context{}); err == nil {
+		t.Error("restart_cost=idle: no error")
+	}
+}
+
 func TestPolluxStableThroughEngine(t *testing.T) {
 	// 12 one-GPU jobs on 16 GPUs. At 180 s eight of them report hints that
 	// let them take 2 GPUs: the 4 idle GPUs go to four of them. After that

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,29 +9,43 @@ import (
 
 // TestPresetPolluxArtifactPollux: the artifact's Pollux on workload-6
 // averages 2,446.13 s (results-jobload/pollux-1.0/summary.json of
-// petuum/adaptdl osdi21-artifact, the figure the issue quotes). Its search
-// is a seeded-at-random genetic algorithm and tide's agents fit with a
-// different optimiser, so runs differ by the seed alone by about 0.5%
-// (docs/elastic.md lists eight seeds); tide's, under the same rules, must be
-// within 1%, and its jobs must have paid for their resizes.
+// petuum/adaptdl osdi21-artifact, the figure the issue quotes). The issue
+// asks tide's default Pollux to be at or below it: with restart_cost=gpus
+// (a change priced by the GPUs it idles) it is, on the default seed and on
+// average over seeds (docs/elastic.md lists eight), and not implausibly far
+// below (within 3%: across the artifact's 32 workloads tide's Pollux is at
+// most 2.1% below it on a load level's mean). With the artifact's own rule (restart_cost=job) tide
+// reproduces the artifact to within 1%: its search is a seeded-at-random
+// genetic algorithm and tide's agents fit with a different optimiser, so
+// runs differ by the seed alone by about 0.5%. Either way the jobs must
+// have paid for their resizes.
 func TestPresetPolluxArtifactPollux(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a full workload-6 replay under Pollux")
+		t.Skip("two full workload-6 replays under Pollux")
 	}
-	code, out, errs := tide(t, "sim", "--preset", "pollux-artifact", "--policy", "pollux", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	p := decode(t, out).Policies[0]
-	a := p["avg_jct_s"].(float64)
-	t.Logf("avg JCT %.1f s (artifact 2446.13 s)", a)
-	if math.Abs(a-2446.13)/2446.13 > 0.01 {
-		t.Errorf("avg JCT %v, artifact 2446.13", a)
-	}
-	// Every allocation change costs the artifact's 30 s.
-	r, s := p["resizes_per_job"].(float64), p["restart_seconds_per_job"].(float64)
-	if r <= 0 || s < 30*(1+r) {
-		t.Errorf("%v resizes and %v restart seconds per job: want resizes, each costing 30 s, and 30 s to start", r, s)
+	const artifact = 2446.13
+	for _, tc := range []struct {
+		policy string
+		lo, hi float64
+	}{
+		{"pollux", 0.97 * artifact, artifact},
+		{"pollux:restart_cost=job", 0.99 * artifact, 1.01 * artifact},
+	} {
+		code, out, errs := tide(t, "sim", "--preset", "pollux-artifact", "--policy", tc.policy, "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.policy, code, errs)
+		}
+		p := decode(t, out).Policies[0]
+		a := p["avg_jct_s"].(float64)
+		t.Logf("%s: avg JCT %.1f s (artifact %.2f s)", tc.policy, a, artifact)
+		if a < tc.lo || a > tc.hi {
+			t.Errorf("%s: avg JCT %.1f s, want [%.1f, %.1f] (artifact %.2f)", tc.policy, a, tc.lo, tc.hi, artifact)
+		}
+		// Every allocation change costs the artifact's 30 s.
+		r, s := p["resizes_per_job"].(float64), p["restart_seconds_per_job"].(float64)
+		if r <= 0 || s < 30*(1+r) {
+			t.Errorf("%s: %v resizes and %v restart seconds per job: want resizes, each costing 30 s, and 30 s to start", tc.policy, r, s)
+		}
 	}
 }
 
