@@ -69,9 +69,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)}
+	level, err := parseLogLevel(*logLevel)
+	if err != nil {
+		return err
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	var logger *slog.Logger
@@ -116,4 +116,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *grace+10*time.Second)
 	defer cancel()
 	return s.Close(ctx)
+}
+
+// parseLogLevel reads --log-level for the long-running commands (serve,
+// kube); a bad value is a usage error.
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", s)}
+	}
+	return level, nil
 }
