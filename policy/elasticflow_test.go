@@ -21,17 +21,8 @@ func flowJob(id string, at, work, deadline float64) *job.Job {
 	return enginetest.Job(id).At(at).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
 }
 
-func flowCluster(t *testing.T, cloudNodes, edge int) *cluster.Cluster {
-	t.Helper()
-	spec := cluster.Spec{Sites: []cluster.SiteSpec{{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: cloudNodes, GPUs: 8, GPU: "a100"}}}}}
-	if edge > 0 {
-		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: edge, GPUs: 1, GPU: "v100"}}})
-	}
-	c, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+func flowCluster(_ *testing.T, cloudNodes, edge int) *cluster.Cluster {
+	return enginetest.MultiSite(cloudNodes, 8, edge, 0)
 }
 
 func flowRun(t *testing.T, spec string, c *cluster.Cluster, m perf.Model, jobs []*job.Job) *report.Run {

@@ -19,22 +19,8 @@ import (
 
 // multiSite builds a cluster of cloud nodes x 4 a100, edge servers of one
 // v100 each and inference nodes x 4 a100.
-func multiSite(t testing.TB, cloud, edge, infer int) *cluster.Cluster {
-	t.Helper()
-	spec := cluster.Spec{Sites: []cluster.SiteSpec{
-		{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: cloud, GPUs: 4, GPU: "a100"}}},
-	}}
-	if edge > 0 {
-		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: edge, GPUs: 1, GPU: "v100"}}})
-	}
-	if infer > 0 {
-		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: infer, GPUs: 4, GPU: "a100"}}})
-	}
-	c, err := spec.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+func multiSite(_ testing.TB, cloud, edge, infer int) *cluster.Cluster {
+	return enginetest.MultiSite(cloud, 4, edge, infer)
 }
 
 // watcher wraps a policy and checks, at every round, the invariants of a

@@ -67,3 +67,24 @@ func Cluster(shorthand string) *cluster.Cluster {
 	}
 	return c
 }
+
+// MultiSite builds a cluster with a cloud site of cloud nodes x perNode
+// A100s, an edge site of edge servers with one V100 each and an inference
+// site of infer nodes x perNode A100s; a site with no nodes is left out. It
+// panics on a bad spec, which is a bug in the test.
+func MultiSite(cloud, perNode, edge, infer int) *cluster.Cluster {
+	spec := cluster.Spec{Sites: []cluster.SiteSpec{
+		{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: cloud, GPUs: perNode, GPU: "a100"}}},
+	}}
+	if edge > 0 {
+		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: edge, GPUs: 1, GPU: "v100"}}})
+	}
+	if infer > 0 {
+		spec.Sites = append(spec.Sites, cluster.SiteSpec{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: infer, GPUs: perNode, GPU: "a100"}}})
+	}
+	c, err := spec.Build()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
