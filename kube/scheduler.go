@@ -77,6 +77,17 @@ type Config struct {
 	Parallel int
 	Clock    engine.Clock // default: the wall clock
 	Log      *slog.Logger // default: discard
+	// Observe, when set, is called at the end of every round that reached
+	// the engine (metrics and benchmarks read it); it must not block.
+	Observe func(RoundInfo)
+}
+
+// RoundInfo is what one round did.
+type RoundInfo struct {
+	Decide time.Duration // the engine's decision alone
+	Total  time.Duration // the whole round: reading caches, deciding, API calls
+	Jobs   int           // jobs the engine knew
+	Binds  int           // pods bound this round (successful binding calls)
 }
 
 // Stats counts what a scheduler has done, for tests and benchmarks.
@@ -306,11 +317,16 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	if _, err := s.eng.Schedule(); err != nil {
 		return err
 	}
-	d := time.Since(t1).Seconds()
+	decide := time.Since(t1)
+	d := decide.Seconds()
 	s.stats.DecideSeconds += d
 	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
+	bound0 := s.stats.Bound
 	s.reconcile(ctx, v)
 	s.writeStatus(ctx, v)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(RoundInfo{Decide: decide, Total: time.Since(t0), Jobs: len(s.work), Binds: s.stats.Bound - bound0})
+	}
 	return nil
 }
 

@@ -1,13 +1,21 @@
 package kubetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/component-base/configz"
 	"k8s.io/component-base/metrics/legacyregistry"
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedoptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -31,13 +38,37 @@ import (
 
 // BenchmarkDrain measures how fast a scheduler drains a backlog: NODES
 // fake nodes of 8 GPUs (default 1000) and PODS pending one-GPU pods
-// (default 8000), alone or in gangs of 8, scheduled by tide (FIFO,
-// Tiresias) or by the stock kube-scheduler built from the same Kubernetes
-// module with its default profile and its default client rate limits
-// (50 QPS, burst 100). The clock starts when the scheduler starts (its
-// caches sync inside the measurement) and stops when the last pod is seen
-// bound. Run it once per case: -bench Drain -benchtime 1x. Sizes come from
-// TIDE_BENCH_NODES and TIDE_BENCH_PODS.
+// (default 8000), alone or in gangs of 8 (tide's gang annotations; the
+// stock scheduler has no gangs and places those pods one by one), by tide
+// (FIFO, Tiresias) and by the stock kube-scheduler built from the same
+// Kubernetes module with its default profile. Cases alternate between the
+// schedulers so that load from elsewhere on the machine falls on both.
+//
+// Each scheduler runs in a process of its own (this test binary started
+// again, see TestMain) against the API server in this process, with the
+// same client limits: 1000 requests/s, burst 2000 (tide kube's defaults;
+// kube-scheduler's own default of 50/100 is the -qps50 case). The clock
+// starts when the process is started (its caches sync inside the
+// measurement) and stops when the benchmark's own watch sees the last pod
+// bound. Reported per case:
+//
+//   - pods/s: pods bound per second of the drain;
+//   - decide-p50-ms, decide-p99-ms: the scheduler's decision latency, per
+//     decision: for tide one round's engine decision (which places every
+//     pending job at once), for kube-scheduler one pod's scheduling
+//     algorithm (scheduler_scheduling_algorithm_duration_seconds,
+//     interpolated within its histogram buckets);
+//   - bound-p50-s, bound-p99-s: time from the scheduler's start until a
+//     pod is seen bound;
+//   - sched-cpu-ms/pod: CPU time (user + system) of the scheduler's
+//     process per bound pod, which does not depend on what else the
+//     machine runs; apiserver-cpu-ms/pod: the same for this process
+//     (API server, etcd, the benchmark's watch);
+//   - others-cores: CPU the rest of the machine used meanwhile, in cores.
+//
+// Run a case once: -bench Drain -benchtime 1x. Sizes come from
+// TIDE_BENCH_NODES and TIDE_BENCH_PODS; TIDE_BENCH_CPUPROFILE=DIR writes
+// each scheduler's CPU profile there.
 func BenchmarkDrain(b *testing.B) {
 	nodes, pods := envInt(b, "TIDE_BENCH_NODES", 1000), envInt(b, "TIDE_BENCH_PODS", 8000)
 	e := startEnv(b)
@@ -54,20 +85,25 @@ func BenchmarkDrain(b *testing.B) {
 	if b.Failed() {
 		return
 	}
+	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := writeKubeconfig(e.cfg, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	profDir := os.Getenv("TIDE_BENCH_CPUPROFILE")
 	cases := []struct {
 		name   string
-		sched  string // "" = kube-scheduler
+		kind   string // "tide" or "kube-scheduler"
 		policy string
 		gang   int
-		qps    float32 // kube-scheduler's client QPS; 0 = its default
+		qps    float32
 	}{
-		{"tide-fifo-pods", "tide", "fifo", 1, 0},
-		{"tide-tiresias-pods", "tide", "tiresias", 1, 0},
-		{"kube-scheduler-pods", "", "", 1, 0},
-		{"tide-fifo-gang8", "tide", "fifo", 8, 0},
-		{"tide-tiresias-gang8", "tide", "tiresias", 8, 0},
-		{"kube-scheduler-gang8", "", "", 8, 0},
-		{"kube-scheduler-pods-qps1000", "", "", 1, 1000},
+		{"tide-fifo-pods", "tide", "fifo", 1, 1000},
+		{"kube-scheduler-pods", "kube-scheduler", "", 1, 1000},
+		{"tide-tiresias-pods", "tide", "tiresias", 1, 1000},
+		{"tide-fifo-gang8", "tide", "fifo", 8, 1000},
+		{"kube-scheduler-gang8", "kube-scheduler", "", 8, 1000},
+		{"tide-tiresias-gang8", "tide", "tiresias", 8, 1000},
+		{"kube-scheduler-pods-qps50", "kube-scheduler", "", 1, 50},
 	}
 	for ci, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -75,84 +111,169 @@ func BenchmarkDrain(b *testing.B) {
 			if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			schedName := "default-scheduler"
-			if c.sched != "" {
-				schedName = fmt.Sprintf("tide-%d", ci)
+			spec := schedSpec{Kind: c.kind, Policy: c.policy, Name: "default-scheduler", Kubeconfig: kubeconfig,
+				QPS: c.qps, Burst: int(2 * c.qps), Out: filepath.Join(b.TempDir(), "result.json")}
+			if c.kind == "tide" {
+				spec.Name = fmt.Sprintf("tide-%d", ci)
 			}
-			parallel(pods, func(i int) {
-				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p-%05d", i)},
-					Spec: corev1.PodSpec{SchedulerName: schedName, Containers: []corev1.Container{{Name: "c", Image: "x",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: resource.MustParse("1")}}}}}}
-				if c.gang > 1 {
-					p.Annotations = map[string]string{kube.AnnotJob: fmt.Sprintf("g-%05d", i/c.gang), kube.AnnotGangSize: strconv.Itoa(c.gang)}
-				}
-				if _, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-				}
-			})
+			if profDir != "" {
+				spec.CPUProfile = filepath.Join(profDir, c.name+".pprof")
+			}
+			createPods(b, e.cs, ns, spec.Name, pods, c.gang)
 			if b.Failed() {
 				return
 			}
-			var bound atomic.Int64
-			wctx, wstop := context.WithCancel(ctx)
-			f := informers.NewSharedInformerFactoryWithOptions(e.cs, 0, informers.WithNamespace(ns))
-			inf := f.Core().V1().Pods().Informer()
-			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
-				if o.(*corev1.Pod).Spec.NodeName == "" && n.(*corev1.Pod).Spec.NodeName != "" {
-					bound.Add(1)
-				}
-			}})
-			f.Start(wctx.Done())
-			f.WaitForCacheSync(wctx.Done())
-			sum0, cnt0 := histogram("scheduler_scheduling_algorithm_duration_seconds")
-			sctx, sstop := context.WithCancel(ctx)
+			w := watchBinds(b, e.cs, ns)
+			defer w.stop()
+			m0 := sampleCPU()
 			b.ResetTimer()
 			t0 := time.Now()
-			var tide *kube.Scheduler
-			done := make(chan error, 1)
-			if c.sched != "" {
-				cfg := rest.CopyConfig(e.cfg)
-				cfg.QPS, cfg.Burst = 1000, 2000 // tide kube's defaults
-				tide, _ = kube.New(kube.Config{Client: kubernetes.NewForConfigOrDie(cfg), SchedulerName: schedName, Policy: c.policy})
-				go func() { done <- tide.Run(sctx) }()
-			} else {
-				go func() { done <- runKubeScheduler(sctx, b, e.cfg, c.qps) }()
+			w.start(t0)
+			child, err := startScheduler(spec, filepath.Join(b.TempDir(), "scheduler.log"))
+			if err != nil {
+				b.Fatal(err)
 			}
-			deadline := time.Now().Add(20 * time.Minute)
-			for bound.Load() < int64(pods) && time.Now().Before(deadline) {
-				select {
-				case err := <-done:
-					b.Fatalf("scheduler stopped: %v", err)
-				case <-time.After(20 * time.Millisecond):
-				}
+			deadline := t0.Add(envDuration(b, "TIDE_BENCH_TIMEOUT", 15*time.Minute))
+			for w.n.Load() < int64(pods) && time.Now().Before(deadline) && !child.exited() {
+				time.Sleep(10 * time.Millisecond)
 			}
 			el := time.Since(t0)
 			b.StopTimer()
-			sstop()
-			<-done
-			wstop()
-			n := bound.Load()
+			m1 := sampleCPU()
+			res, cpu, err := child.stop()
+			if err != nil {
+				b.Fatalf("scheduler: %v\n%s", err, child.logTail())
+			}
+			n := w.n.Load()
+			if n < int64(pods) {
+				b.Errorf("%d of %d pods bound in %v\n%s", n, pods, el, child.logTail())
+			}
 			b.ReportMetric(float64(n)/el.Seconds(), "pods/s")
 			b.ReportMetric(el.Seconds(), "s/drain")
-			if tide != nil {
-				st := tide.Stats()
-				b.ReportMetric(1e3*st.DecideSeconds/float64(max(1, st.Rounds)), "ms/decision")
-				b.ReportMetric(1e3*st.MaxDecideSeconds, "max-ms/decision")
-				b.ReportMetric(float64(st.Rounds), "rounds")
-			} else if sum, cnt := histogram("scheduler_scheduling_algorithm_duration_seconds"); cnt > cnt0 {
-				b.ReportMetric(1e3*(sum-sum0)/(cnt-cnt0), "ms/decision")
+			p50, p99 := res.decisionLatency()
+			b.ReportMetric(1e3*p50, "decide-p50-ms")
+			b.ReportMetric(1e3*p99, "decide-p99-ms")
+			lat := w.latencies()
+			b.ReportMetric(quantile(lat, 0.5), "bound-p50-s")
+			b.ReportMetric(quantile(lat, 0.99), "bound-p99-s")
+			b.ReportMetric(1e3*cpu/float64(max(n, 1)), "sched-cpu-ms/pod")
+			b.ReportMetric(1e3*(m1.self-m0.self)/float64(max(n, 1)), "apiserver-cpu-ms/pod")
+			if busy := (m1.busy - m0.busy) - (m1.self - m0.self) - cpu; busy > 0 {
+				b.ReportMetric(busy/el.Seconds(), "others-cores")
 			}
-			if n < int64(pods) {
-				b.Errorf("%d of %d pods bound in %v", n, pods, el)
+			if c.kind == "tide" {
+				b.ReportMetric(float64(len(res.Decide)), "rounds")
 			}
 			// Free the nodes for the next case.
 			zero := int64(0)
 			if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 				b.Fatal(err)
 			}
+			eventually(b, 5*time.Minute, func() (bool, string) {
+				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+				return err == nil && len(l.Items) == 0, fmt.Sprintf("pods of %s still there: %v", ns, err)
+			})
 		})
 	}
 }
+
+// createPods creates n pending one-GPU pods for scheduler name, in gangs of
+// gang pods when gang > 1.
+func createPods(b *testing.B, cs kubernetes.Interface, ns, name string, n, gang int) {
+	ctx := context.Background()
+	parallel(n, func(i int) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p-%05d", i)},
+			Spec: corev1.PodSpec{SchedulerName: name, Containers: []corev1.Container{{Name: "c", Image: "x",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: resource.MustParse("1")}}}}}}
+		if gang > 1 {
+			p.Annotations = map[string]string{kube.AnnotJob: fmt.Sprintf("g-%05d", i/gang), kube.AnnotGangSize: strconv.Itoa(gang)}
+		}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	})
+}
+
+// bindWatch counts a namespace's pods as they are seen bound.
+type bindWatch struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	t0   time.Time
+	at   []float64 // seconds from t0 to each bind seen
+	stop context.CancelFunc
+}
+
+func watchBinds(b *testing.B, cs kubernetes.Interface, ns string) *bindWatch {
+	w := &bindWatch{}
+	ctx, stop := context.WithCancel(context.Background())
+	w.stop = stop
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+		if o.(*corev1.Pod).Spec.NodeName == "" && n.(*corev1.Pod).Spec.NodeName != "" {
+			w.mu.Lock()
+			w.at = append(w.at, time.Since(w.t0).Seconds())
+			w.mu.Unlock()
+			w.n.Add(1)
+		}
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+func (w *bindWatch) start(t0 time.Time) {
+	w.mu.Lock()
+	w.t0 = t0
+	w.mu.Unlock()
+}
+
+func (w *bindWatch) latencies() []float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]float64(nil), w.at...)
+}
+
+// quantile of xs (nearest rank); 0 for none.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(q*float64(len(s)) + 0.5)
+	return s[min(max(i-1, 0), len(s)-1)]
+}
+
+// cpuSample is CPU time so far, in seconds: this process's, and the whole
+// machine's busy time.
+type cpuSample struct{ self, busy float64 }
+
+func sampleCPU() cpuSample {
+	var s cpuSample
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		s.self = tv(ru.Utime) + tv(ru.Stime)
+	}
+	// /proc/stat: "cpu user nice system idle iowait irq softirq steal ...",
+	// in USER_HZ (100 per second on Linux).
+	if data, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := bytes.Cut(data, []byte("\n"))
+		f := strings.Fields(string(line))
+		for i := 1; i < len(f) && i <= 8; i++ {
+			if i == 4 || i == 5 { // idle, iowait
+				continue
+			}
+			v, _ := strconv.ParseFloat(f[i], 64)
+			s.busy += v / 100
+		}
+	}
+	return s
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func envInt(b *testing.B, name string, def int) int {
 	if v := os.Getenv(name); v != "" {
@@ -161,6 +282,17 @@ func envInt(b *testing.B, name string, def int) int {
 			b.Fatalf("%s=%q: want a positive whole number", name, v)
 		}
 		return n
+	}
+	return def
+}
+
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("%s=%q: want a positive duration such as 10m", name, v)
+		}
+		return d
 	}
 	return def
 }
@@ -204,35 +336,247 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// runKubeScheduler runs the stock kube-scheduler in this process as its
-// command does (cmd/kube-scheduler/app), with leader election and serving
-// off, until ctx ends.
-func runKubeScheduler(ctx context.Context, b *testing.B, cfg *rest.Config, qps float32) error {
+// writeKubeconfig writes cfg's credentials as a kubeconfig file, as a
+// scheduler deployed beside an API server would get them. The test
+// server's loopback certificate is for a fixed server name, which the
+// file must carry.
+func writeKubeconfig(cfg *rest.Config, file string) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
+		CertificateAuthority: cfg.CAFile, TLSServerName: cfg.ServerName, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData,
+		ClientKeyData: cfg.KeyData, ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
 	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	kc.CurrentContext = "x"
-	file := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, file); err != nil {
+	return clientcmd.WriteToFile(*kc, file)
+}
+
+// schedEnv, when set in the environment, makes this test binary run a
+// scheduler instead of tests (TestMain); its value is a schedSpec in JSON.
+const schedEnv = "TIDE_KUBETEST_SCHEDULER"
+
+// schedSpec is the scheduler a benchmark case runs.
+type schedSpec struct {
+	Kind       string  // "tide" or "kube-scheduler"
+	Policy     string  // tide's policy spec
+	Name       string  // the pods' spec.schedulerName
+	Kubeconfig string  // credentials
+	QPS        float32 // client limits
+	Burst      int
+	Out        string // file the process writes its schedResult to when it stops
+	CPUProfile string // file for a CPU profile ("" = none)
+}
+
+// schedResult is what a scheduler process reports when it stops.
+type schedResult struct {
+	Decide []float64 // tide: each round's decision, seconds
+	Binds  []int     // tide: pods bound by each round
+	// Hists are kube-scheduler's latency histograms, by metric name.
+	Hists map[string]hist
+}
+
+// hist is a Prometheus histogram: cumulative counts at upper bounds.
+type hist struct {
+	Upper []float64
+	Cum   []uint64
+	Sum   float64
+	Count uint64
+}
+
+// decisionLatency: p50 and p99 of one decision, seconds.
+func (r *schedResult) decisionLatency() (p50, p99 float64) {
+	if h, ok := r.Hists["scheduler_scheduling_algorithm_duration_seconds"]; ok {
+		return h.quantile(0.5), h.quantile(0.99)
+	}
+	return quantile(r.Decide, 0.5), quantile(r.Decide, 0.99)
+}
+
+// quantile interpolates linearly within the bucket holding rank q.
+func (h hist) quantile(q float64) float64 {
+	if h.Count == 0 {
+		return 0
+	}
+	rank := q * float64(h.Count)
+	lo, below := 0.0, uint64(0)
+	for i, up := range h.Upper {
+		if float64(h.Cum[i]) >= rank {
+			in := float64(h.Cum[i] - below)
+			if in == 0 {
+				return up
+			}
+			return lo + (up-lo)*(rank-float64(below))/in
+		}
+		lo, below = up, h.Cum[i]
+	}
+	return lo // in the +Inf bucket: its lower bound
+}
+
+// runningScheduler is a scheduler process.
+type runningScheduler struct {
+	cmd  *exec.Cmd
+	spec schedSpec
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func startScheduler(spec schedSpec, logFile string) (*runningScheduler, error) {
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	lf, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), schedEnv+"="+string(js))
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	r := &runningScheduler{cmd: cmd, spec: spec, log: logFile, done: make(chan struct{})}
+	go func() {
+		r.err = cmd.Wait()
+		lf.Close()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+func (r *runningScheduler) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process and returns its report and its CPU time, seconds.
+func (r *runningScheduler) stop() (*schedResult, float64, error) {
+	if !r.exited() {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	ps := r.cmd.ProcessState
+	cpu := (ps.UserTime() + ps.SystemTime()).Seconds()
+	data, err := os.ReadFile(r.spec.Out)
+	if err != nil {
+		return nil, cpu, err
+	}
+	res := &schedResult{}
+	return res, cpu, json.Unmarshal(data, res)
+}
+
+func (r *runningScheduler) logTail() string {
+	data, _ := os.ReadFile(r.log)
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
+	}
+	return string(data)
+}
+
+// schedulerMain runs the scheduler spec (JSON) names until SIGTERM, then
+// writes its report; it returns the exit status.
+func schedulerMain(js string) int {
+	var spec schedSpec
+	if err := json.Unmarshal([]byte(js), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", schedEnv, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if spec.CPUProfile != "" {
+		f, err := os.Create(spec.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	var res schedResult
+	var err error
+	switch spec.Kind {
+	case "tide":
+		err = runTide(ctx, spec, &res)
+	case "kube-scheduler":
+		err = runKubeScheduler(ctx, spec)
+		res.Hists = map[string]hist{}
+		for _, name := range []string{"scheduler_scheduling_algorithm_duration_seconds", "scheduler_scheduling_attempt_duration_seconds"} {
+			res.Hists[name] = gatherHist(name)
+		}
+	default:
+		err = fmt.Errorf("unknown scheduler kind %q", spec.Kind)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	data, err := json.Marshal(&res)
+	if err == nil {
+		err = os.WriteFile(spec.Out, data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runTide runs tide kube's scheduler as `tide kube` would, plain pods only.
+func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", spec.Kubeconfig)
+	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = spec.QPS, spec.Burst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy,
+		Observe: func(r kube.RoundInfo) {
+			res.Decide = append(res.Decide, r.Decide.Seconds())
+			res.Binds = append(res.Binds, r.Binds)
+		}})
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// runKubeScheduler runs the stock kube-scheduler as its command does
+// (cmd/kube-scheduler/app), default profile, leader election and serving
+// off, until ctx ends.
+func runKubeScheduler(ctx context.Context, spec schedSpec) error {
 	opts := schedoptions.NewOptions()
 	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
 	for _, f := range opts.Flags.FlagSets {
 		fs.AddFlagSet(f)
 	}
-	args := []string{"--kubeconfig=" + file, "--leader-elect=false", "--secure-port=0", "-v=0"}
-	if qps > 0 {
-		args = append(args, fmt.Sprintf("--kube-api-qps=%g", qps), fmt.Sprintf("--kube-api-burst=%g", 2*qps))
-	}
+	args := []string{"--kubeconfig=" + spec.Kubeconfig, "--leader-elect=false", "--secure-port=0", "-v=0",
+		fmt.Sprintf("--kube-api-qps=%g", spec.QPS), fmt.Sprintf("--kube-api-burst=%d", spec.Burst)}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return err
 	}
-	configz.Delete("componentconfig") // registered by an earlier case
 	cc, sched, err := schedapp.Setup(ctx, opts)
 	if err != nil {
 		return err
@@ -244,23 +588,37 @@ func runKubeScheduler(ctx context.Context, b *testing.B, cfg *rest.Config, qps f
 	return err
 }
 
-// histogram reads the sum and count of a histogram in the process's
-// legacy metrics registry (where the kube-scheduler registers its own).
-func histogram(name string) (sum, count float64) {
+// gatherHist sums a histogram's series in the process's legacy metrics
+// registry (where the kube-scheduler registers its own).
+func gatherHist(name string) hist {
+	var h hist
 	mfs, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
-		return 0, 0
+		return h
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if h := m.GetHistogram(); h != nil {
-				sum += h.GetSampleSum()
-				count += float64(h.GetSampleCount())
+			ph := m.GetHistogram()
+			if ph == nil {
+				continue
 			}
+			if h.Upper == nil {
+				for _, bk := range ph.GetBucket() {
+					h.Upper = append(h.Upper, bk.GetUpperBound())
+				}
+				h.Cum = make([]uint64, len(h.Upper))
+			}
+			for i, bk := range ph.GetBucket() {
+				if i < len(h.Cum) {
+					h.Cum[i] += bk.GetCumulativeCount()
+				}
+			}
+			h.Sum += ph.GetSampleSum()
+			h.Count += ph.GetSampleCount()
 		}
 	}
-	return sum, count
+	return h
 }
