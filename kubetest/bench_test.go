@@ -544,8 +544,7 @@ func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = spec.QPS, spec.Burst
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, _, err := kube.Clients(cfg, spec.QPS, spec.Burst, false)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -81,16 +79,9 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, dyn, err := kube.Clients(cfg, float32(*qps), *burst, !*noCRD)
 	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	var dyn dynamic.Interface
-	if !*noCRD {
-		if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-			return fmt.Errorf("kubernetes client: %w", err)
-		}
+		return err
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
