@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -164,14 +165,24 @@ func BenchmarkDrain(b *testing.B) {
 			if c.kind == "tide" {
 				b.ReportMetric(float64(len(res.Decide)), "rounds")
 			}
-			// Free the nodes for the next case.
+			// Free the nodes for the next case, one pod at a time: deleting
+			// thousands in one call can outlast the API server's timeout.
 			zero := int64(0)
-			if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-				b.Fatal(err)
-			}
+			parallel(pods, func(i int) {
+				err := e.cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				if err != nil && !apierrors.IsNotFound(err) {
+					b.Logf("deleting pod %d: %v", i, err)
+				}
+			})
 			eventually(b, 5*time.Minute, func() (bool, string) {
-				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
-				return err == nil && len(l.Items) == 0, fmt.Sprintf("pods of %s still there: %v", ns, err)
+				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 500})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, p := range l.Items { // a delete that failed above
+					_ = e.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				}
+				return len(l.Items) == 0, fmt.Sprintf("pods of %s still there", ns)
 			})
 		})
 	}
@@ -432,6 +443,7 @@ func startScheduler(spec schedSpec, logFile string) (*runningScheduler, error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), schedEnv+"="+string(js))
 	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if the benchmark dies
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, err

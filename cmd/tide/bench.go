@@ -76,7 +76,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		for i := 0; i < *repeat; i++ {
 			jobs := s.runJobs(spec)
 			info, _ := policy.Lookup(spec)
-			p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
+			p, err := c.parsePolicy(spec, jobs, s)
 			if err != nil {
 				return usageError{err}
 			}

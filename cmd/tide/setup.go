@@ -29,6 +29,7 @@ type common struct {
 	round                                                             float64
 	onEvents, sortRows, skipBad                                       bool
 	seed                                                              int64
+	quota                                                             quotaFlags
 }
 
 func (c *common) register(fs *flag.FlagSet, defPolicies string) {
@@ -46,6 +47,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
 	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed (every policy is deterministic given it)")
+	c.quota.register(fs)
 }
 
 // setup is what a simulation needs, resolved from the flags.
@@ -62,6 +64,9 @@ type setup struct {
 
 func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	s := &setup{placer: c.placer}
+	if err := c.quota.parse(); err != nil {
+		return nil, err
+	}
 	switch c.preset {
 	case "":
 	case "pollux-artifact":
@@ -132,6 +137,7 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		}
 		s.model = perf.SpeedFactors{Base: s.model, Speed: sp}
 	}
+	c.quota.check(s.jobs, stderr)
 	hasDeadlines := false
 	for _, j := range s.jobs {
 		hasDeadlines = hasDeadlines || j.Deadline > 0

@@ -131,7 +131,7 @@ func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 	for i, spec := range s.specs {
 		jobs := s.runJobs(spec)
 		info, _ := policy.Lookup(spec)
-		p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
+		p, err := c.parsePolicy(spec, jobs, s)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--policy: %w", err)}
 		}
