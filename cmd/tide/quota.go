@@ -21,7 +21,7 @@ type quotaFlags struct {
 }
 
 func (q *quotaFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&q.spec, "quota", "", "GPUs guaranteed per tenant (the trace's tenant column): `TENANT=GPUS,...`; every policy is wrapped in the quota policy (docs/fairness.md) (default: no quotas)")
+	fs.StringVar(&q.spec, "quota", "", "GPUs guaranteed per tenant (the trace's tenant column): `TENANT=GPUS,...`; every policy is wrapped in the quota policy tide kube uses (docs/kubernetes.md) (default: no quotas)")
 	fs.BoolVar(&q.borrow, "borrow", true, "with --quota: jobs may borrow GPUs idle beyond their tenant's quota, taken back by preemption when the owner needs them")
 }
 
