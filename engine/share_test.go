@@ -228,36 +228,10 @@ func TestPairsUnderChaos(t *testing.T) {
 			held := map[string][]cluster.GPUID{}
 			pairs := 0
 			for step := range 60 {
-				clk.t += float64(1 + rng.IntN(100))
-				for k := rng.IntN(3); k > 0; k-- {
+				chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
 					lo := 1 + rng.IntN(2)
-					j := enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(lo, lo, lo+rng.IntN(2)).Obj()
-					if _, err := e.Submit(j); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if act := e.Active(); len(act) > 0 && rng.IntN(4) == 0 {
-					id := act[rng.IntN(len(act))].Job.ID
-					if err := e.Finish(id); err != nil {
-						t.Fatal(err)
-					}
-					delete(held, id)
-				}
-				changes, err := e.Schedule()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ch := range changes {
-					id := ch.Status.Job.ID
-					if len(held[id]) > 0 && fmt.Sprint(held[id]) != fmt.Sprint(ch.From) {
-						t.Fatalf("%s %s: From %v, but it held %v", ch.Kind, id, ch.From, held[id])
-					}
-					if ch.Kind == engine.Preempt {
-						delete(held, id)
-					} else {
-						held[id] = ch.To
-					}
-				}
+					return enginetest.Job(id).At(clk.t).Elastic(lo, lo, lo+rng.IntN(2)).Obj()
+				}, step)
 				holders := map[cluster.GPUID][]*engine.Status{}
 				for _, st := range e.Active() {
 					if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
