@@ -115,7 +115,6 @@ func capPairs(pairs []gavelPair, gain []float64, n int) []gavelPair {
 // gavelPairState is the mechanism's state for one pair, like gavelJob's.
 type gavelPairState struct {
 	x, deficit, received []float64
-	present              bool
 }
 
 // resetPairs restarts the pairs' time shares at a recomputation, as reset
