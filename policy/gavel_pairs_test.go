@@ -137,7 +137,7 @@ func TestGavelSpaceSharingRuns(t *testing.T) {
 
 func TestGavelSpaceSharingKnob(t *testing.T) {
 	solvertest.Require(t)
-	if _, err := Parse("gavel-las:space_sharing=true,agnostic=true", Context{}); err == nil {
+	if _, err := Parse("gavel-las:space_sharing=true:agnostic=true", Context{}); err == nil {
 		t.Error("space sharing with agnostic=true accepted")
 	}
 	if _, err := Parse("fifo-perf:space_sharing=true", Context{}); err == nil {
