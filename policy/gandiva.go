@@ -31,14 +31,17 @@ func init() {
 // as far as an engine without GPU sharing can run it:
 //
 //   - Jobs run on their requested GPU count and are never resized.
+//
 //   - While every active job fits, all run. When the cluster is
 //     oversubscribed, jobs take turns (Gandiva's suspend/resume at minibatch
 //     boundaries): a running job keeps its GPUs for Quantum seconds of its
 //     current stint; after that, suspended jobs go first, longest-suspended
 //     first, and the job that used up its quantum joins the back of the
 //     queue.
+//
 //   - Migrate: a running job spread over more nodes than its size needs is
 //     moved onto one node with room (Gandiva's migration for consolidation).
+//
 //   - Rotate: Gandiva ignores GPU types. Gavel's evaluation models that as an
 //     equal share of time on each type: with Rotate, the job that has held a
 //     type least gets it first, fastest type first, so a job's speed averages

@@ -8,25 +8,14 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
-	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/report"
-	"github.com/tide-sched/tide/sim"
 )
 
 // runEvents replays jobs under spec with 60 s rounds and a round at every
 // arrival and completion.
 func runEvents(t *testing.T, spec, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: mustParse(t, spec, Context{}),
-		Placer: place.Pack{}, Round: 60, OnEvents: true}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]report.JobRecord{}
-	for _, rec := range r.Jobs {
-		out[rec.ID] = rec
-	}
-	return out
+	return runRecords(t, spec, c, m, 60, true, jobs...)
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }

@@ -308,15 +308,7 @@ func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
 	}
 	for _, st := range s.Jobs {
 		gj := g.jobs[st.Job.ID]
-		for k := range g.types {
-			should := 0.0
-			if gj.x != nil {
-				should = gj.x[k] * elapsed
-			}
-			gj.deficit[k] += should - (gj.received[k] - g.Round/2)
-			gj.received[k] = g.Round / 2
-			g.typeTime[k] += g.Round / 2
-		}
+		g.restart(gj.x, gj.deficit, gj.received, elapsed)
 	}
 	g.resetPairs(p, elapsed)
 	x, err := g.allocate(p)
@@ -331,6 +323,21 @@ func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
 	g.LastErr = err
 	g.lastReset = s.Now
 	g.stale = false
+}
+
+// restart adds to deficit, per type, the time an entry (a job or a pair)
+// should have received under allocation x over elapsed seconds minus what
+// it received, and restarts its time received at the half-round credit.
+func (g *Gavel) restart(x, deficit, received []float64, elapsed float64) {
+	for k := range g.types {
+		should := 0.0
+		if x != nil {
+			should = x[k] * elapsed
+		}
+		deficit[k] += should - (received[k] - g.Round/2)
+		received[k] = g.Round / 2
+		g.typeTime[k] += g.Round / 2
+	}
 }
 
 func (g *Gavel) allocate(p *gavelProblem) ([][]float64, error) {

@@ -131,15 +131,7 @@ func (g *Gavel) resetPairs(p *gavelProblem, elapsed float64) {
 			}
 			g.pairState[pr.key] = ps
 		}
-		for k := range g.types {
-			should := 0.0
-			if ps.x != nil {
-				should = ps.x[k] * elapsed
-			}
-			ps.deficit[k] += should - (ps.received[k] - g.Round/2)
-			ps.received[k] = g.Round / 2
-			g.typeTime[k] += g.Round / 2
-		}
+		g.restart(ps.x, ps.deficit, ps.received, elapsed)
 		ps.x = nil // until the allocation is in
 	}
 	for key := range g.pairState {
