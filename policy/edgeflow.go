@@ -131,6 +131,53 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 			e.used[n.ID] = true
 		}
 	}
+	for _, j := range js {
+		if j.pin < 0 || e.used[j.pin] {
+			continue
+		}
+		if _, g, ok := f.edgeEnd(s, j, &s.Cluster.Nodes[j.pin]); ok {
+			j.edge, j.edgeGPUs = j.pin, g
+			e.used[j.pin] = true
+		}
+	}
+}
+
+// pinEdge gives j, a newcomer the cloud would decline, the smallest edge
+// server that is up, held by no job of set (running or admitted there this
+// round), and finishes it by its deadline. EdgeFlow's edge is where the jobs
+// go that the cloud cannot finish in time: without this, admission tested
+// the newcomer only in the cloud, and a job the cloud would turn away was
+// declined while edge servers idled (docs/deadlines.md, 5(b)).
+func (f *Flow) pinEdge(s *engine.Snapshot, e *edges, set []*fjob, j *fjob) bool {
+	if math.IsInf(j.deadline, 1) {
+		return false
+	}
+	held := map[int]bool{}
+	for _, x := range set {
+		if x == j {
+			continue
+		}
+		if x.pin >= 0 {
+			held[x.pin] = true
+		}
+		if len(x.st.GPUs) > 0 {
+			held[s.Cluster.NodeOf(x.st.GPUs[0]).ID] = true
+		}
+	}
+	var best *cluster.Node
+	for _, n := range e.nodes {
+		if held[n.ID] {
+			continue
+		}
+		if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && (best == nil || n.GPUs < best.GPUs) {
+			best = n
+		}
+	}
+	if best == nil {
+		return false
+	}
+	j.pin = best.ID
+	return true
 }
 
 // offload is EdgeFlow's step 2 around ElasticFlow's preliminary allocation:

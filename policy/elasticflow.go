@@ -133,6 +133,7 @@ type fjob struct {
 	meets    bool
 	edge     int // edge node it runs on (EdgeFlow), -1 for none
 	edgeGPUs int
+	pin      int // EdgeFlow: the idle edge server admission gave it this round, -1 for none
 }
 
 // cloud describes the cloud site of a snapshot.
@@ -173,7 +174,7 @@ func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int) float
 func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
-		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1,
+		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
 			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && st.Starts == 0}
 		if st.Job.Deadline > 0 {
 			j.deadline = st.Job.Deadline
@@ -408,7 +409,11 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 // ElasticFlow's cloud pass for both; EdgeFlow tests on the cloud with the
 // jobs already on edge servers left out, plus a direct check for an idle
 // edge server, and places with its offloading (edgeflow.go).
-func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined []*fjob) {
+//
+// pin, when set (EdgeFlow), gives a newcomer the cloud would decline an idle
+// edge server where it meets its deadline (false when there is none); it is
+// admitted there if that makes no admitted job miss.
+func (f *Flow) admission(js []*fjob, test, place func([]*fjob), pin func([]*fjob, *fjob) bool) (kept, declined []*fjob) {
 	var base []*fjob
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
@@ -428,6 +433,14 @@ func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined 
 		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
 			base = trial
 			continue
+		}
+		if pin != nil && pin(trial, j) {
+			test(trial)
+			if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
+				base = trial
+				continue
+			}
+			j.pin = -1
 		}
 		declined = append(declined, j)
 	}
@@ -523,11 +536,13 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	place := func(set []*fjob) { f.pass(s.Now, c.cap, set) }
 	test := place
+	var pin func([]*fjob, *fjob) bool
 	if e != nil {
 		place = func(set []*fjob) { f.offload(s, c, e, set) }
 		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
+		pin = func(set []*fjob, j *fjob) bool { return f.pinEdge(s, e, set, j) }
 	}
-	kept, declined := f.admission(js, test, place)
+	kept, declined := f.admission(js, test, place, pin)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {

@@ -149,6 +149,27 @@ func TestEdgeFlowOffloads(t *testing.T) {
 	}
 }
 
+// TestEdgeFlowAdmitsOnEdge: a newcomer the cloud could take only by making
+// an admitted job miss goes to an idle edge server instead of being declined.
+func TestEdgeFlowAdmitsOnEdge(t *testing.T) {
+	// a needs all 8 cloud GPUs until 300 s for its 310 s deadline. c arrives
+	// at 10 s with an earlier deadline (250 s): in the cloud it would come
+	// first and push a past its deadline; on an edge server at half speed
+	// its 100 s of work end at 210 s.
+	jobs := []*job.Job{flowJob("a", 0, 2400, 310), flowJob("c", 10, 100, 250)}
+	c := flowCluster(t, 1, 1)
+	if got := states(flowRun(t, "elasticflow", c, slowEdge(), jobs)); got != "a:met c:declined " {
+		t.Errorf("elasticflow: %s", got)
+	}
+	r := flowRun(t, "edgeflow", c, slowEdge(), jobs)
+	if got := states(r); got != "a:met c:met " {
+		t.Errorf("edgeflow: %s", got)
+	}
+	if r.Jobs[1].EdgeGPUSeconds <= 0 || r.Jobs[0].EdgeGPUSeconds > 0 {
+		t.Errorf("edge GPU-seconds a %v c %v: want only c on the edge", r.Jobs[0].EdgeGPUSeconds, r.Jobs[1].EdgeGPUSeconds)
+	}
+}
+
 // TestFlowProperties: random loads under both policies never break the
 // engine's rules (the run fails if they do), every job ends, jobs ElasticFlow
 // declines never ran, and EdgeFlow meets at least as many deadlines as
