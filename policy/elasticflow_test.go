@@ -211,3 +211,34 @@ func TestFlowProperties(t *testing.T) {
 
 var _ = math.Inf
 var _ engine.Policy = (*Flow)(nil)
+
+// TestFlowCountsResizes: a share's predicted end keeps one resize of slack
+// before the deadline, and a running job given another count pays the
+// resize. Without them the plan shrank jobs to shares that met their
+// deadline by seconds, and the resizes made them miss (docs/deadlines.md).
+func TestFlowCountsResizes(t *testing.T) {
+	f := &Flow{Slot: 60, Reserve: "early"}
+	mk := func(rem, deadline float64, cur int) *fjob {
+		return &fjob{st: &engine.Status{Job: &job.Job{}}, rem: rem, deadline: deadline, edge: -1, pin: -1,
+			levels: []int{1, 2, 4, 8}, rates: []float64{1, 2, 4, 8}, cur: cur, margin: 10}
+	}
+	tests := []struct {
+		name      string
+		j         *fjob
+		wantShare int
+	}{
+		// 4 GPUs end it at 480 s, but the resize from 8 ends it at 490 s
+		// and the slack asks for 500 s <= 485: it keeps 8.
+		{"running job keeps its count", mk(1920, 485, 8), 8},
+		{"running job, room for the resize", mk(1920, 500, 8), 4},
+		// 400 s on one GPU, with 10 s of slack asked for: 2 GPUs.
+		{"waiting job keeps a resize of slack", mk(400, 405, 0), 2},
+		{"waiting job with slack", mk(400, 410, 0), 1},
+	}
+	for _, tc := range tests {
+		f.pass(0, 8, []*fjob{tc.j})
+		if tc.j.share != tc.wantShare || !tc.j.meets {
+			t.Errorf("%s: share %d meets %v, want %d", tc.name, tc.j.share, tc.j.meets, tc.wantShare)
+		}
+	}
+}
