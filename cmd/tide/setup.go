@@ -60,7 +60,7 @@ type setup struct {
 	specs     []string
 	placer    string
 	whole     bool
-	artifact  bool // --preset pollux-artifact
+	artifact  bool           // --preset pollux-artifact
 	quotas    map[string]int // --quota; nil: none
 	borrow    bool
 }
