@@ -201,6 +201,7 @@ func (s *simulator) loop() error {
 	round := s.cfg.Round
 	tick := int64(1) // next round at tick*round
 	lastReport := 0
+	idle := 0 // consecutive rounds that left jobs waiting on an idle cluster with nothing to come
 	for s.done < len(s.jobs) {
 		// Choose the next instant.
 		t := math.Inf(1)
@@ -253,7 +254,14 @@ func (s *simulator) loop() error {
 			}
 			if s.nrun == 0 && len(s.events) == 0 && next == len(order) && s.active > 0 &&
 				(s.st == nil || !s.st.anyDown() || math.IsInf(s.st.next(), 1)) {
-				return s.stuck(t)
+				// A policy may wait for time alone to pass (Pollux's
+				// restart factor is 0 for a job of age 0), so it gets
+				// stuckRounds more periodic rounds before the run fails.
+				if idle++; idle > stuckRounds {
+					return s.stuck(t)
+				}
+			} else {
+				idle = 0
 			}
 		}
 		// 4. Boundaries the artifact reaches just after this instant's round.
@@ -291,6 +299,10 @@ func (s *simulator) boundaries(t float64, late bool) bool {
 	}
 	return finished
 }
+
+// stuckRounds is how many rounds in a row a policy may leave jobs waiting
+// on an idle cluster, with nothing else to come, before the run fails.
+const stuckRounds = 3
 
 // stuck reports jobs that can never start: nothing runs, nothing will arrive.
 func (s *simulator) stuck(t float64) error {
