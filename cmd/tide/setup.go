@@ -26,7 +26,7 @@ import (
 type common struct {
 	trace, format, clusterArg, policies, placer, model, costs, preset string
 	speed                                                             string
-	round                                                             float64
+	round, arrivalScale                                               float64
 	onEvents, sortRows, skipBad                                       bool
 	seed                                                              int64
 }
@@ -42,6 +42,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies); gavel: Gavel's simulator's rounds (360 s, rounds only; see docs/heterogeneity.md)")
 	fs.StringVar(&c.speed, "speed", "", "per-GPU-type speed factors over the model, e.g. v100=1,p100=0.6,k80=0.25: a job runs at the model's rate times its type's factor (types not listed: 1); gives duration traces a heterogeneous cluster")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
+	fs.Float64Var(&c.arrivalScale, "arrival-scale", 1, "multiply every submission time by `F` (0.25: arrivals four times denser, same jobs, same order); deadlines move with their jobs")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
 	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
@@ -109,6 +110,12 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	s.traceName, s.jobs = tr.Name, tr.Jobs
 	if len(s.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
+	}
+	if s.jobs, err = scaleArrivals(s.jobs, c.arrivalScale); err != nil {
+		return nil, usageError{err}
+	}
+	if c.arrivalScale != 1 {
+		s.traceName += fmt.Sprintf(" (arrivals x%g)", c.arrivalScale)
 	}
 	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
 		return nil, err
