@@ -253,8 +253,8 @@ func newTimeline(now float64, capacity int) *timeline {
 
 // fill runs j from now with at most g GPUs, as many as each segment has
 // (rounded down to a level), and returns its end; ok is false when it does
-// not end by its deadline (or ever).
-func (tl *timeline) fill(j *fjob, g int) (end float64, ok bool) {
+// not end slack seconds before its deadline (or ever).
+func (tl *timeline) fill(j *fjob, g int, slack float64) (end float64, ok bool) {
 	start := tl.t[0] + j.delay
 	done := 0.0
 	for k := range tl.t {
@@ -275,7 +275,7 @@ func (tl *timeline) fill(j *fjob, g int) (end float64, ok bool) {
 		}
 		if need := (j.rem - done) / r; a+need <= b {
 			end = a + need
-			return end, end+j.margin <= j.deadline
+			return end, end+slack <= j.deadline
 		}
 		done += (b - a) * r
 	}
@@ -379,37 +379,51 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 			continue
 		}
 		base := j.delay
-		for _, g := range j.levels {
-			// A running job given another count pays a resize: without
-			// it the plan shrank jobs to a share that just met the
-			// deadline, grew them again with spare GPUs, and the resizes
-			// it never counted made them miss.
-			j.delay = base
-			if j.cur > 0 && g != j.cur {
-				j.delay += j.margin
-			}
-			if f.Reserve == "late" {
-				begin, ok := tl.fillLate(j, g)
-				if !ok {
-					continue
-				}
-				// Allocations change only at rounds: begin at the slot
-				// boundary before, which leaves time to spare.
-				begin = math.Floor(begin/f.Slot) * f.Slot
-				j.share, j.end, j.meets = g, j.deadline, true
-				j.now = tl.reserveLate(j, g, begin)
-				break
-			}
-			end, ok := tl.fill(j, g)
+		f.share(tl, j, base, j.margin)
+		if !j.meets && f.Reserve == "early" && j.margin > 0 {
+			// No share keeps a resize of slack (a job near its end or its
+			// deadline): the first that still ends by the deadline.
+			// Without it the job counted as missing, was shrunk to
+			// leftovers, and that resize made it miss.
+			f.share(tl, j, base, 0)
+		}
+	}
+}
+
+// share gives j (not on the edge, with a deadline) the smallest level that
+// meets its deadline with slack seconds to spare, on the timeline from now
+// after base seconds without progress, and reserves it.
+func (f *Flow) share(tl *timeline, j *fjob, base, slack float64) {
+	defer func() { j.delay = base }()
+	for _, g := range j.levels {
+		// A running job given another count pays a resize: without
+		// it the plan shrank jobs to a share that just met the
+		// deadline, grew them again with spare GPUs, and the resizes
+		// it never counted made them miss.
+		j.delay = base
+		if j.cur > 0 && g != j.cur {
+			j.delay += j.margin
+		}
+		if f.Reserve == "late" {
+			begin, ok := tl.fillLate(j, g)
 			if !ok {
 				continue
 			}
-			j.share, j.end, j.meets = g, end, true
-			j.now, _ = j.level(min(g, tl.free[0]))
-			tl.reserve(j, g, end, f.Slot)
-			break
+			// Allocations change only at rounds: begin at the slot
+			// boundary before, which leaves time to spare.
+			begin = math.Floor(begin/f.Slot) * f.Slot
+			j.share, j.end, j.meets = g, j.deadline, true
+			j.now = tl.reserveLate(j, g, begin)
+			return
 		}
-		j.delay = base
+		end, ok := tl.fill(j, g, slack)
+		if !ok {
+			continue
+		}
+		j.share, j.end, j.meets = g, end, true
+		j.now, _ = j.level(min(g, tl.free[0]))
+		tl.reserve(j, g, end, f.Slot)
+		return
 	}
 }
 

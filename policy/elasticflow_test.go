@@ -234,6 +234,9 @@ func TestFlowCountsResizes(t *testing.T) {
 		// 400 s on one GPU, with 10 s of slack asked for: 2 GPUs.
 		{"waiting job keeps a resize of slack", mk(400, 405, 0), 2},
 		{"waiting job with slack", mk(400, 410, 0), 1},
+		// 10 s left on 4 GPUs, 15 s to its deadline: no count keeps 10 s
+		// of slack, and any other count pays the resize: it keeps 4.
+		{"running job near its deadline keeps its count", mk(40, 15, 4), 4},
 	}
 	for _, tc := range tests {
 		f.pass(0, 8, []*fjob{tc.j})
