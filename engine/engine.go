@@ -9,9 +9,11 @@
 //  3. decide: hand the snapshot to the Policy, which returns a Plan (which
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
-//     more GPUs of a type than exist;
+//     more GPUs of a type than exist, or packs jobs other than in mutual,
+//     alike pairs (space sharing, share.go);
 //  5. place: the Placer maps the plan onto concrete GPUs, keeping jobs whose
-//     allocation did not change where they are;
+//     allocation did not change where they are (a packed pair is placed as
+//     one assignment and both members get its GPUs);
 //  6. diff: compare with what jobs hold now and emit Changes (start,
 //     restart, resize, preempt) for the executor to apply, updating job states.
 //

@@ -212,15 +212,16 @@ func (c packChaos) Schedule(s *engine.Snapshot) engine.Plan {
 // random pairs and checks after every round: no GPU holds more than two
 // jobs, two jobs on one GPU are each other's partners and hold exactly the
 // same GPUs, capacity is never exceeded, Allocated counts a shared GPU once,
-// and the changes describe exactly what moved.
+// and the changes describe exactly what moved; with each placer (pairs
+// reach placers as one assignment).
 func TestPairsUnderChaos(t *testing.T) {
-	clusters := []string{"1x4:t4", "2x4:t4,2x2:v100", "3x1:t4,1x8:t4"}
-	for trial := range 30 {
+	clusters := []string{"1x4:t4", "2x4:t4,2x2:v100", "3x1:t4,1x8:t4", "2x2:t4"}
+	for trial := range 36 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 7))
 		shorthand := clusters[trial%len(clusters)]
-		placer := engine.Placer(place.Pack{})
-		if trial%2 == 1 {
-			placer = place.MostFree{}
+		placer, err := place.Lookup([]string{"pack", "most-free", "hived"}[trial%3])
+		if err != nil {
+			t.Fatal(err)
 		}
 		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
 			e, clk := newSharing(t, shorthand, packChaos{rng}, placer, pairModel{}, true)

@@ -96,6 +96,9 @@ func newGandiva(_ Context, o Options) (engine.Policy, error) {
 	}
 	if g.Pack {
 		g.name += ":pack=true"
+		if seed != 0 { // runs with different pairings get different names
+			g.name += fmt.Sprintf(":seed=%d", uint64(seed))
+		}
 		g.pk = newGandivaPacking(uint64(seed), preset == "gavel")
 	}
 	if g.Grow {

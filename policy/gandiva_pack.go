@@ -144,11 +144,18 @@ func (k *gandivaPacking) update(s *engine.Snapshot, order []*engine.Status) []*e
 			free = slices.DeleteFunc(free, func(st *engine.Status) bool { return st == a || st == b })
 		}
 	}
+	// Gavel's model runs every pair packed. The paper packs to absorb
+	// oversubscription: only the pairs needed to bring the GPUs asked down
+	// to the GPUs up take one turn together, first in turn order; the
+	// others stay paired but take their turns apart, so no GPU idles while
+	// jobs run at their packed rates.
+	excess := asked - s.Available("", "")
 	seen := map[string]bool{}
 	out := make([]*engine.Status, 0, len(order))
 	for _, st := range order {
 		seen[st.Job.ID] = true
-		if p, paired := k.partner[st.Job.ID]; paired && seen[p] {
+		if p, paired := k.partner[st.Job.ID]; paired && seen[p] && (k.gavel || excess > 0) {
+			excess -= st.Job.GPUs
 			continue
 		}
 		out = append(out, st)

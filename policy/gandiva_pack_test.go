@@ -83,3 +83,40 @@ func TestGandivaGrowShrink(t *testing.T) {
 		t.Errorf("no grow: a ends at %v after %d resizes; want 400 after 0", got["a"].Finish, got["a"].Resizes)
 	}
 }
+
+// fourPairTable: four models at 10 it/s alone on a V100, every pair packed
+// at 6 + 6 (normalised 1.2: packing helps).
+const fourPairTable = `{"v100": {
+ "('A', 1)": {"null": 10.0, "('B', 1)": [6.0, 6.0], "('C', 1)": [6.0, 6.0], "('D', 1)": [6.0, 6.0]},
+ "('B', 1)": {"null": 10.0, "('C', 1)": [6.0, 6.0], "('D', 1)": [6.0, 6.0]},
+ "('C', 1)": {"null": 10.0, "('D', 1)": [6.0, 6.0]},
+ "('D', 1)": {"null": 10.0}
+}}`
+
+// Four jobs on three GPUs, every pair helping: both presets pair all four
+// (two pairs). Gavel's model runs both pairs packed, on two GPUs, the third
+// idle; the paper's packing absorbs the one GPU of oversubscription with
+// one pair, the other two jobs alone: three GPUs busy.
+func TestGandivaPacksOnlyWhatOversubscriptionNeeds(t *testing.T) {
+	g, err := table.ParseGavel("four.json", []byte(fourPairTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec             string
+		packed, assigned int
+	}{{"gandiva:pack=true", 2, 4}, {"gandiva:preset=gavel:pack=true", 4, 4}} {
+		jobs := []*job.Job{pairJob("a", "A", 100), pairJob("b", "B", 100), pairJob("c", "C", 100), pairJob("d", "D", 100)}
+		s := benchSnap(enginetest.Cluster("3x1:v100"), g, jobs)
+		plan := mustParse(t, c.spec, Context{}).Schedule(s)
+		packed := 0
+		for _, a := range plan.Run {
+			if a.PackWith != "" {
+				packed++
+			}
+		}
+		if packed != c.packed || len(plan.Run) != c.assigned {
+			t.Errorf("%s: %d assignments, %d packed; want %d, %d packed (plan %+v)", c.spec, len(plan.Run), packed, c.assigned, c.packed, plan.Run)
+		}
+	}
+}

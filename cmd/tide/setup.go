@@ -27,7 +27,7 @@ import (
 type common struct {
 	trace, format, clusterArg, policies, placer, model, costs, preset string
 	speed, quota                                                      string
-	round                                                             float64
+	round, arrivalScale                                               float64
 	onEvents, sortRows, skipBad, borrow                               bool
 	seed                                                              int64
 }
@@ -45,6 +45,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.quota, "quota", "", "GPU quotas per tenant, `TENANT=GPUS,...`, wrapping every policy as tide kube does: a tenant's jobs within its quota go first, the rest only on GPUs no quota claims (default: none)")
 	fs.BoolVar(&c.borrow, "borrow", true, "with --quota: lend GPUs other tenants leave idle beyond quota, reclaimed by preemption when their owner needs them")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
+	fs.Float64Var(&c.arrivalScale, "arrival-scale", 1, "multiply every submission time by `F` (0.25: arrivals four times denser, same jobs, same order); deadlines move with their jobs")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
 	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
@@ -134,6 +135,12 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	s.traceName, s.jobs = tr.Name, tr.Jobs
 	if len(s.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
+	}
+	if s.jobs, err = scaleArrivals(s.jobs, c.arrivalScale); err != nil {
+		return nil, usageError{err}
+	}
+	if c.arrivalScale != 1 {
+		s.traceName += fmt.Sprintf(" (arrivals x%g)", c.arrivalScale)
 	}
 	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
 		return nil, err
