@@ -16,11 +16,15 @@ const (
 	StateFinished  = "finished"
 	StateFailed    = "failed"
 	StateCancelled = "cancelled"
+	// StateDeclined: the policy refused the job at admission (a deadline
+	// policy such as elasticflow or edgeflow found it cannot finish in
+	// time); it never runs.
+	StateDeclined = "declined"
 )
 
 // Terminal reports whether a job in state s will never run again.
 func Terminal(s string) bool {
-	return s == StateFinished || s == StateFailed || s == StateCancelled
+	return s == StateFinished || s == StateFailed || s == StateCancelled || s == StateDeclined
 }
 
 // Job is the server's view of one job.
@@ -45,7 +49,7 @@ type Job struct {
 	Throughput float64    `json:"throughput,omitempty"`
 	Message    string     `json:"message,omitempty"` // the job's last report message
 	ReportedAt *time.Time `json:"reported_at,omitempty"`
-	// Reason says why a job failed or was cancelled.
+	// Reason says why a job failed, was cancelled or was declined.
 	Reason   string    `json:"reason,omitempty"`
 	Attempts []Attempt `json:"attempts,omitempty"`
 	// Perf is what tide learned from the step times and gradient

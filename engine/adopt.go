@@ -45,7 +45,7 @@ func (e *Engine) Adopt(id string, gpus []cluster.GPUID) error {
 	e.accountJob(st, now)
 	gs := append([]cluster.GPUID(nil), gpus...)
 	for _, g := range gs {
-		e.owner[g] = st
+		e.hold(g, st)
 	}
 	st.GPUs, st.Alloc = gs, e.shape(gs)
 	st.State = job.Running

@@ -9,9 +9,11 @@
 //  3. decide: hand the snapshot to the Policy, which returns a Plan (which
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
-//     more GPUs of a type than exist;
+//     more GPUs of a type than exist, or packs jobs other than in mutual,
+//     alike pairs (space sharing, share.go);
 //  5. place: the Placer maps the plan onto concrete GPUs, keeping jobs whose
-//     allocation did not change where they are;
+//     allocation did not change where they are (a packed pair is placed as
+//     one assignment and both members get its GPUs);
 //  6. diff: compare with what jobs hold now and emit Changes (start,
 //     restart, resize, preempt) for the executor to apply, updating job states.
 //
@@ -71,6 +73,10 @@ type Status struct {
 
 	Memo Memo
 
+	// PackedWith is the job sharing this job's GPUs now (space sharing,
+	// Assignment.PackWith), "" when it runs alone or not at all.
+	PackedWith string
+
 	// Hints is the job's latest report of its own performance (a fitted
 	// goodput model and gradient statistics); nil until it reports. Elastic
 	// policies (Pollux, Optimus, AFS) read it; it is replaced, never
@@ -100,6 +106,9 @@ type Snapshot struct {
 	// node); nil when every GPU is up. The placer never hands them out.
 	// See Available and UpGPUs.
 	Down []bool
+	// Sharing says the executor runs two jobs on the same GPUs
+	// (Config.Sharing): only then may a plan pack pairs (Assignment.PackWith).
+	Sharing bool
 }
 
 // Remaining predicts the seconds st needs to finish on n packed GPUs of type
@@ -127,6 +136,19 @@ type Assignment struct {
 	// honours it or leaves the job unplaced; a job already holding this
 	// shape keeps its GPUs.
 	Nodes []NodeGPUs
+	// PackWith, when set, names the job this one shares its GPUs with (space
+	// sharing: both processes on every GPU at once). The contract:
+	//   - the partner is in the same plan with PackWith naming this job (pairs
+	//     are mutual, so no GPU ever holds more than two jobs);
+	//   - both ask for the same GPUs, GPUType, Site and Nodes;
+	//   - the engine was built with Config.Sharing (Snapshot.Sharing) and its
+	//     model is a perf.Sharer that rates the pair on the GPUs placed.
+	// The placer sees the pair as one assignment, at the position of the
+	// member listed first, and both jobs get the same GPUs; capacity counts
+	// them once. Forming, leaving or changing a pair is an ordinary start,
+	// resize or preemption of the job that moves; a job that keeps its GPUs
+	// while its partner comes or goes gets no Change, only a new PackedWith.
+	PackWith string
 }
 
 // NodeGPUs is a GPU count on one node (cluster.Node.ID).
@@ -214,6 +236,11 @@ type Config struct {
 	Policy  Policy
 	Placer  Placer
 	Clock   Clock
+	// Sharing: the executor can run two jobs on the same GPUs and rates
+	// them with the model's perf.Sharer (the simulator does). Without it a
+	// plan that packs jobs is refused; policies read Snapshot.Sharing and
+	// plan without packing instead.
+	Sharing bool
 }
 
 // Engine holds the jobs and the GPU assignment.
@@ -223,6 +250,7 @@ type Engine struct {
 	given   []int     // scratch for checkPlacement, one per GPU
 	active  []*Status // waiting or running, by (Submit, ID)
 	owner   []*Status // GPU -> holder
+	co      []*Status // GPU -> second holder when two jobs share it; nil until then
 	rounds  int
 	perNode map[string]int
 	down    []bool // GPU -> not available; replaced, never modified, when it changes
@@ -295,11 +323,13 @@ func (e *Engine) Active() []*Status { return e.active }
 // Rounds is the number of scheduling rounds run.
 func (e *Engine) Rounds() int { return e.rounds }
 
-// Allocated is the number of GPUs held by jobs.
+// Allocated is the number of GPUs held by jobs (a shared GPU counts once).
 func (e *Engine) Allocated() int {
 	n := 0
 	for _, st := range e.active {
-		n += len(st.GPUs)
+		if st.PackedWith == "" || st.Job.ID < st.PackedWith {
+			n += len(st.GPUs)
+		}
 	}
 	return n
 }
@@ -361,8 +391,9 @@ func (e *Engine) end(id string, s job.State) error {
 
 func (e *Engine) release(st *Status) {
 	for _, g := range st.GPUs {
-		e.owner[g] = nil
+		e.unhold(g, st)
 	}
+	e.unpack(st)
 	st.GPUs, st.Alloc = nil, perf.Alloc{}
 }
 
@@ -418,7 +449,7 @@ func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status)
 		ptrs[i] = &copies[i]
 	}
 	return &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView()}, copies
+		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}, copies
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
@@ -457,7 +488,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed := e.place(held, plan.Run)
+	placed := e.placePairs(held, plan.Run)
 	if err := e.checkPlacement(plan, placed); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
@@ -504,7 +535,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		}
 		st := ch.Status
 		for _, g := range ch.To {
-			e.owner[g] = st
+			e.hold(g, st)
 		}
 		st.GPUs, st.Alloc = ch.To, e.shape(ch.To)
 		if st.FirstStart < 0 {
@@ -514,6 +545,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		st.Starts++
 		st.State = job.Running
 	}
+	e.pair(plan, placed)
 	return changes, nil
 }
 
@@ -563,7 +595,7 @@ func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
 	}
 	for i, a := range p.Run {
 		st := planned[i]
-		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) ||
+		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) || a.PackWith != st.PackedWith ||
 			(a.Site != "" && e.cfg.Cluster.NodeOf(st.GPUs[0]).Site != a.Site) {
 			return false
 		}
@@ -593,12 +625,18 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
 			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
 		}
+		if a.PackWith != "" && e.packedSecond(a) {
+			continue // the pair's GPUs were counted with its first member
+		}
 		t := a.GPUType
 		if t == "" {
 			t = st.Job.GPUType
 		}
 		perType[t] += a.GPUs
 		total += a.GPUs
+	}
+	if err := e.checkPairs(p); err != nil {
+		return nil, err
 	}
 	if total > e.cfg.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("plan asks for %d GPUs, the cluster has %d", total, e.cfg.Cluster.TotalGPUs())
@@ -638,6 +676,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
 			}
 			if o := e.given[g]; o != 0 {
+				if other := p.Run[o-1]; other.PackWith == id && a.PackWith == other.Job {
+					continue // its partner's: checkPairs saw they are mutual
+				}
 				return fmt.Errorf("GPU %d given to both %s and %s", g, p.Run[o-1].Job, id)
 			}
 			e.given[g] = i + 1
@@ -649,5 +690,5 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 	if planned != len(placed) {
 		return fmt.Errorf("placed %d jobs, only %d of them were planned", len(placed), planned)
 	}
-	return nil
+	return e.checkPairRates(p, placed)
 }

@@ -231,37 +231,11 @@ func TestInvariantsUnderChaos(t *testing.T) {
 			}
 			held := map[string][]cluster.GPUID{}
 			for step := range 60 {
-				clk.t += float64(1 + rng.IntN(100))
-				for k := rng.IntN(3); k > 0; k-- {
+				chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
 					lo := 1 + rng.IntN(min(4, biggest))
 					hi := lo + rng.IntN(biggest-lo+1)
-					j := enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(lo, lo, hi).Obj()
-					if _, err := e.Submit(j); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if act := e.Active(); len(act) > 0 && rng.IntN(4) == 0 {
-					id := act[rng.IntN(len(act))].Job.ID
-					if err := e.Finish(id); err != nil {
-						t.Fatal(err)
-					}
-					delete(held, id)
-				}
-				changes, err := e.Schedule()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ch := range changes {
-					id := ch.Status.Job.ID
-					if got := fmt.Sprint(held[id]); got != fmt.Sprint(ch.From) && len(held[id]) > 0 {
-						t.Fatalf("%s %s: From %v, but it held %v", ch.Kind, id, ch.From, held[id])
-					}
-					if ch.Kind == engine.Preempt {
-						delete(held, id)
-					} else {
-						held[id] = ch.To
-					}
-				}
+					return enginetest.Job(id).At(clk.t).Elastic(lo, lo, hi).Obj()
+				}, step)
 				owner := map[cluster.GPUID]string{}
 				total := 0
 				for _, st := range e.Active() {
@@ -300,5 +274,41 @@ func TestInvariantsUnderChaos(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// chaosRound moves the clock, submits up to two new jobs, finishes a random
+// active one now and then, runs a round and checks that each change starts
+// from what the job held, updating held (job -> GPUs).
+func chaosRound(t *testing.T, e *engine.Engine, clk *manual, rng *rand.Rand, held map[string][]cluster.GPUID,
+	newJob func(id string) *job.Job, step int) {
+	t.Helper()
+	clk.t += float64(1 + rng.IntN(100))
+	for k := rng.IntN(3); k > 0; k-- {
+		if _, err := e.Submit(newJob(fmt.Sprintf("j%d-%d", step, k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if act := e.Active(); len(act) > 0 && rng.IntN(4) == 0 {
+		id := act[rng.IntN(len(act))].Job.ID
+		if err := e.Finish(id); err != nil {
+			t.Fatal(err)
+		}
+		delete(held, id)
+	}
+	changes, err := e.Schedule()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range changes {
+		id := ch.Status.Job.ID
+		if len(held[id]) > 0 && fmt.Sprint(held[id]) != fmt.Sprint(ch.From) {
+			t.Fatalf("%s %s: From %v, but it held %v", ch.Kind, id, ch.From, held[id])
+		}
+		if ch.Kind == engine.Preempt {
+			delete(held, id)
+		} else {
+			held[id] = ch.To
+		}
 	}
 }

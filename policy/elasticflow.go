@@ -92,7 +92,7 @@ func buildFlow(o Options, edge bool) (*Flow, error) {
 	}
 	if edge {
 		f.name = "edgeflow"
-		f.Offload = o.String("offload", "short")
+		f.Offload = o.String("offload", "all")
 		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
 			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.policy, f.Offload)
 		}
@@ -122,6 +122,7 @@ type fjob struct {
 	levels   []int   // cloud GPU counts worth giving, ascending
 	rates    []float64
 	delay    float64 // seconds without progress if it runs in the cloud from now
+	cur      int     // cloud GPUs it runs on now (0: none)
 	margin   float64 // seconds kept before the deadline for a later resize (reserve=late)
 	admitted bool
 	fresh    bool // arrived since the last round: up for admission
@@ -133,6 +134,7 @@ type fjob struct {
 	meets    bool
 	edge     int // edge node it runs on (EdgeFlow), -1 for none
 	edgeGPUs int
+	pin      int // EdgeFlow: the idle edge server admission gave it this round, -1 for none
 }
 
 // cloud describes the cloud site of a snapshot.
@@ -173,7 +175,7 @@ func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int) float
 func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
-		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1,
+		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
 			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && st.Starts == 0}
 		if st.Job.Deadline > 0 {
 			j.deadline = st.Job.Deadline
@@ -194,6 +196,7 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 		j.margin = costs.Resize
 		switch {
 		case len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == c.site:
+			j.cur = len(st.GPUs)
 		case st.Starts == 0:
 			j.delay = costs.Start
 		default:
@@ -250,8 +253,8 @@ func newTimeline(now float64, capacity int) *timeline {
 
 // fill runs j from now with at most g GPUs, as many as each segment has
 // (rounded down to a level), and returns its end; ok is false when it does
-// not end by its deadline (or ever).
-func (tl *timeline) fill(j *fjob, g int) (end float64, ok bool) {
+// not end slack seconds before its deadline (or ever).
+func (tl *timeline) fill(j *fjob, g int, slack float64) (end float64, ok bool) {
 	start := tl.t[0] + j.delay
 	done := 0.0
 	for k := range tl.t {
@@ -272,7 +275,7 @@ func (tl *timeline) fill(j *fjob, g int) (end float64, ok bool) {
 		}
 		if need := (j.rem - done) / r; a+need <= b {
 			end = a + need
-			return end, end <= j.deadline
+			return end, end+slack <= j.deadline
 		}
 		done += (b - a) * r
 	}
@@ -375,28 +378,52 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 		if math.IsInf(j.deadline, 1) || len(j.levels) == 0 {
 			continue
 		}
-		for _, g := range j.levels {
-			if f.Reserve == "late" {
-				begin, ok := tl.fillLate(j, g)
-				if !ok {
-					continue
-				}
-				// Allocations change only at rounds: begin at the slot
-				// boundary before, which leaves time to spare.
-				begin = math.Floor(begin/f.Slot) * f.Slot
-				j.share, j.end, j.meets = g, j.deadline, true
-				j.now = tl.reserveLate(j, g, begin)
-				break
-			}
-			end, ok := tl.fill(j, g)
+		base := j.delay
+		f.share(tl, j, base, j.margin)
+		if !j.meets && f.Reserve == "early" && j.margin > 0 {
+			// No share keeps a resize of slack (a job near its end or its
+			// deadline): the first that still ends by the deadline.
+			// Without it the job counted as missing, was shrunk to
+			// leftovers, and that resize made it miss.
+			f.share(tl, j, base, 0)
+		}
+	}
+}
+
+// share gives j (not on the edge, with a deadline) the smallest level that
+// meets its deadline with slack seconds to spare, on the timeline from now
+// after base seconds without progress, and reserves it.
+func (f *Flow) share(tl *timeline, j *fjob, base, slack float64) {
+	defer func() { j.delay = base }()
+	for _, g := range j.levels {
+		// A running job given another count pays a resize: without
+		// it the plan shrank jobs to a share that just met the
+		// deadline, grew them again with spare GPUs, and the resizes
+		// it never counted made them miss.
+		j.delay = base
+		if j.cur > 0 && g != j.cur {
+			j.delay += j.margin
+		}
+		if f.Reserve == "late" {
+			begin, ok := tl.fillLate(j, g)
 			if !ok {
 				continue
 			}
-			j.share, j.end, j.meets = g, end, true
-			j.now, _ = j.level(min(g, tl.free[0]))
-			tl.reserve(j, g, end, f.Slot)
-			break
+			// Allocations change only at rounds: begin at the slot
+			// boundary before, which leaves time to spare.
+			begin = math.Floor(begin/f.Slot) * f.Slot
+			j.share, j.end, j.meets = g, j.deadline, true
+			j.now = tl.reserveLate(j, g, begin)
+			return
 		}
+		end, ok := tl.fill(j, g, slack)
+		if !ok {
+			continue
+		}
+		j.share, j.end, j.meets = g, end, true
+		j.now, _ = j.level(min(g, tl.free[0]))
+		tl.reserve(j, g, end, f.Slot)
+		return
 	}
 }
 
@@ -408,7 +435,11 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 // ElasticFlow's cloud pass for both; EdgeFlow tests on the cloud with the
 // jobs already on edge servers left out, plus a direct check for an idle
 // edge server, and places with its offloading (edgeflow.go).
-func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined []*fjob) {
+//
+// edge, when set (EdgeFlow), is tried on a newcomer the cloud would decline
+// (trial holds it, missing is the admitted jobs' misses without it): true
+// when it admits the job with the help of the edge (edgeAdmit).
+func (f *Flow) admission(js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool) (kept, declined []*fjob) {
 	var base []*fjob
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
@@ -426,6 +457,10 @@ func (f *Flow) admission(js []*fjob, test, place func([]*fjob)) (kept, declined 
 		trial := insertOrdered(base, j, js)
 		test(trial)
 		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
+			base = trial
+			continue
+		}
+		if edge != nil && edge(trial, j, missing) {
 			base = trial
 			continue
 		}
@@ -523,11 +558,13 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	place := func(set []*fjob) { f.pass(s.Now, c.cap, set) }
 	test := place
+	var edge func([]*fjob, *fjob, int) bool
 	if e != nil {
 		place = func(set []*fjob) { f.offload(s, c, e, set) }
 		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
+		edge = func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(s, c, e, set, j, missing) }
 	}
-	kept, declined := f.admission(js, test, place)
+	kept, declined := f.admission(js, test, place, edge)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {

@@ -149,6 +149,27 @@ func TestEdgeFlowOffloads(t *testing.T) {
 	}
 }
 
+// TestEdgeFlowAdmitsOnEdge: a newcomer the cloud could take only by making
+// an admitted job miss goes to an idle edge server instead of being declined.
+func TestEdgeFlowAdmitsOnEdge(t *testing.T) {
+	// a needs all 8 cloud GPUs until 300 s for its 310 s deadline. c arrives
+	// at 10 s with an earlier deadline (250 s): in the cloud it would come
+	// first and push a past its deadline; on an edge server at half speed
+	// its 100 s of work end at 210 s.
+	jobs := []*job.Job{flowJob("a", 0, 2400, 310), flowJob("c", 10, 100, 250)}
+	c := flowCluster(t, 1, 1)
+	if got := states(flowRun(t, "elasticflow", c, slowEdge(), jobs)); got != "a:met c:declined " {
+		t.Errorf("elasticflow: %s", got)
+	}
+	r := flowRun(t, "edgeflow", c, slowEdge(), jobs)
+	if got := states(r); got != "a:met c:met " {
+		t.Errorf("edgeflow: %s", got)
+	}
+	if r.Jobs[1].EdgeGPUSeconds <= 0 || r.Jobs[0].EdgeGPUSeconds > 0 {
+		t.Errorf("edge GPU-seconds a %v c %v: want only c on the edge", r.Jobs[0].EdgeGPUSeconds, r.Jobs[1].EdgeGPUSeconds)
+	}
+}
+
 // TestFlowProperties: random loads under both policies never break the
 // engine's rules (the run fails if they do), every job ends, jobs ElasticFlow
 // declines never ran, and EdgeFlow meets at least as many deadlines as
@@ -190,3 +211,37 @@ func TestFlowProperties(t *testing.T) {
 
 var _ = math.Inf
 var _ engine.Policy = (*Flow)(nil)
+
+// TestFlowCountsResizes: a share's predicted end keeps one resize of slack
+// before the deadline, and a running job given another count pays the
+// resize. Without them the plan shrank jobs to shares that met their
+// deadline by seconds, and the resizes made them miss (docs/deadlines.md).
+func TestFlowCountsResizes(t *testing.T) {
+	f := &Flow{Slot: 60, Reserve: "early"}
+	mk := func(rem, deadline float64, cur int) *fjob {
+		return &fjob{st: &engine.Status{Job: &job.Job{}}, rem: rem, deadline: deadline, edge: -1, pin: -1,
+			levels: []int{1, 2, 4, 8}, rates: []float64{1, 2, 4, 8}, cur: cur, margin: 10}
+	}
+	tests := []struct {
+		name      string
+		j         *fjob
+		wantShare int
+	}{
+		// 4 GPUs end it at 480 s, but the resize from 8 ends it at 490 s
+		// and the slack asks for 500 s <= 485: it keeps 8.
+		{"running job keeps its count", mk(1920, 485, 8), 8},
+		{"running job, room for the resize", mk(1920, 500, 8), 4},
+		// 400 s on one GPU, with 10 s of slack asked for: 2 GPUs.
+		{"waiting job keeps a resize of slack", mk(400, 405, 0), 2},
+		{"waiting job with slack", mk(400, 410, 0), 1},
+		// 10 s left on 4 GPUs, 15 s to its deadline: no count keeps 10 s
+		// of slack, and any other count pays the resize: it keeps 4.
+		{"running job near its deadline keeps its count", mk(40, 15, 4), 4},
+	}
+	for _, tc := range tests {
+		f.pass(0, 8, []*fjob{tc.j})
+		if tc.j.share != tc.wantShare || !tc.j.meets {
+			t.Errorf("%s: share %d meets %v, want %d", tc.name, tc.j.share, tc.j.meets, tc.wantShare)
+		}
+	}
+}

@@ -19,7 +19,10 @@ func init() {
 			"quantum=S: seconds a running job keeps its GPUs while others wait before it is suspended; " +
 			"rotate=B: give every job an equal share of time on each GPU type (fastest type first to the job " +
 			"that has had least of it) instead of leaving it where it runs; " +
-			"migrate=B: move a running job that spans more nodes than it needs onto one node when one has room",
+			"migrate=B: move a running job that spans more nodes than it needs onto one node when one has room; " +
+			"pack=false: when oversubscribed, pair jobs at random to share GPUs where the throughput tables measured the pair, " +
+			"keeping pairs whose measured throughput improves (simulator only; elsewhere jobs run alone); seed=0: the pairing's random seed; " +
+			"grow=false: when no job waits, grow elastic jobs into idle GPUs (they shrink back when jobs wait)",
 		build: newGandiva,
 	})
 }
@@ -28,31 +31,38 @@ func init() {
 // as far as an engine without GPU sharing can run it:
 //
 //   - Jobs run on their requested GPU count and are never resized.
+//
 //   - While every active job fits, all run. When the cluster is
 //     oversubscribed, jobs take turns (Gandiva's suspend/resume at minibatch
 //     boundaries): a running job keeps its GPUs for Quantum seconds of its
 //     current stint; after that, suspended jobs go first, longest-suspended
 //     first, and the job that used up its quantum joins the back of the
 //     queue.
+//
 //   - Migrate: a running job spread over more nodes than its size needs is
 //     moved onto one node with room (Gandiva's migration for consolidation).
+//
 //   - Rotate: Gandiva ignores GPU types. Gavel's evaluation models that as an
 //     equal share of time on each type: with Rotate, the job that has held a
 //     type least gets it first, fastest type first, so a job's speed averages
 //     over the types instead of staying where it first landed.
 //
-// Gandiva's packing of several jobs onto one GPU and its grow/shrink of
-// elastic jobs are not modelled (the engine gives a GPU to one job at a time).
+//   - Pack and Grow: Gandiva's packing of two jobs on one GPU and its
+//     grow-shrink of elastic jobs (gandiva_pack.go); both off by default.
 type Gandiva struct {
 	Quantum float64 // seconds
 	Rotate  bool
 	Migrate bool
+	Pack    bool
+	Grow    bool
 	name    string
+	pk      *gandivaPacking
 }
 
 func newGandiva(_ Context, o Options) (engine.Policy, error) {
 	g := &Gandiva{name: "gandiva"}
-	switch p := o.String("preset", "paper"); p {
+	preset := o.String("preset", "paper")
+	switch p := preset; p {
 	case "paper":
 		g.Quantum, g.Migrate = 60, true
 	case "gavel":
@@ -74,6 +84,26 @@ func newGandiva(_ Context, o Options) (engine.Policy, error) {
 	if g.Migrate, err = o.Bool("migrate", g.Migrate); err != nil {
 		return nil, err
 	}
+	if g.Pack, err = o.Bool("pack", false); err != nil {
+		return nil, err
+	}
+	if g.Grow, err = o.Bool("grow", false); err != nil {
+		return nil, err
+	}
+	seed, err := o.Float("seed", 0)
+	if err != nil || seed < 0 || seed != float64(uint64(seed)) {
+		return nil, fmt.Errorf("policy gandiva: seed=%v: want an integer >= 0", seed)
+	}
+	if g.Pack {
+		g.name += ":pack=true"
+		if seed != 0 { // runs with different pairings get different names
+			g.name += fmt.Sprintf(":seed=%d", uint64(seed))
+		}
+		g.pk = newGandivaPacking(uint64(seed), preset == "gavel")
+	}
+	if g.Grow {
+		g.name += ":grow=true"
+	}
 	return g, nil
 }
 
@@ -83,12 +113,23 @@ func (g *Gandiva) Name() string { return g.name }
 // Schedule implements engine.Policy.
 func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	order := g.turns(s)
-	if g.Rotate {
-		return rotateTypes(s, order)
+	if g.Pack {
+		order = g.pk.update(s, order)
 	}
-	plan := greedy(s, order, false)
-	if g.Migrate {
-		plan.Run = consolidate(s, plan.Run)
+	var plan engine.Plan
+	if g.Rotate {
+		plan = rotateTypes(s, order)
+	} else {
+		plan = greedy(s, order, false)
+		if g.Migrate {
+			plan.Run = consolidate(s, plan.Run)
+		}
+	}
+	if g.Pack {
+		plan.Run = g.pk.expand(s, plan.Run)
+	}
+	if g.Grow {
+		plan.Run = grow(s, plan.Run)
 	}
 	return plan
 }

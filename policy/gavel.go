@@ -75,13 +75,19 @@ type Gavel struct {
 	Agnostic bool
 	// Seed seeds that random order.
 	Seed uint64
+	// SpaceSharing lets the LP pack pairs of jobs on the same GPUs where
+	// the model measured them (gavel_pairs.go). It takes effect only where
+	// the executor runs pairs (engine.Snapshot.Sharing); elsewhere the policy
+	// plans without packing.
+	SpaceSharing bool
 
 	rng       *rand.Rand
 	last      engine.Plan // the plan of the last round
 	lastPlan  float64     // when it was made
 	planned   bool
 	jobs      map[string]*gavelJob
-	types     []string // cluster GPU types, sorted
+	pairState map[string]*gavelPairState // by pairKey
+	types     []string                   // cluster GPU types, sorted
 	typeTime  []float64
 	lastReset float64
 	stale     bool // jobs arrived or left since the allocation was computed
@@ -112,10 +118,12 @@ type gavelProblem struct {
 	rem   []float64   // work left, model units
 	age   []float64   // seconds since submission
 	prev  [][]float64 // previous allocation (nil rows for new jobs)
+	pairs []gavelPair // pairs that may share GPUs (space sharing); nil without
 }
 
-// gavelAllocator returns X[m][k]. An error makes the mechanism fall back to
-// equal shares.
+// gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
+// row per pair of p.pairs (LP allocators only; rows missing = 0). An error
+// makes the mechanism fall back to equal shares.
 type gavelAllocator interface {
 	allocate(p *gavelProblem) ([][]float64, error)
 }
@@ -135,7 +143,7 @@ func newGavel(name string, a gavelAllocator, o Options, needsSolver bool) (*Gave
 			return nil, fmt.Errorf("policy %s solves an LP: %w", name, err)
 		}
 	}
-	g := &Gavel{name: name, Alloc: a, jobs: map[string]*gavelJob{}}
+	g := &Gavel{name: name, Alloc: a, jobs: map[string]*gavelJob{}, pairState: map[string]*gavelPairState{}}
 	var err error
 	if g.Round, err = o.Float("round", 360); err != nil {
 		return nil, err
@@ -156,6 +164,17 @@ func newGavel(name string, a gavelAllocator, o Options, needsSolver bool) (*Gave
 	g.Seed = uint64(seed)
 	if g.Agnostic {
 		g.name += ":agnostic=true"
+	}
+	if needsSolver {
+		if g.SpaceSharing, err = o.Bool("space_sharing", false); err != nil {
+			return nil, err
+		}
+		if g.SpaceSharing && g.Agnostic {
+			return nil, fmt.Errorf("policy %s: space_sharing needs the measured throughputs; agnostic=true ignores them", name)
+		}
+		if g.SpaceSharing {
+			g.name += ":space_sharing=true"
+		}
 	}
 	g.rng = rand.New(rand.NewPCG(g.Seed, 0x9a7e1))
 	return g, nil
@@ -196,6 +215,9 @@ func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
 	var out engine.Plan
 	for _, a := range g.last.Run {
 		if active[a.Job] {
+			if !active[a.PackWith] {
+				a.PackWith = "" // its partner finished: it runs on alone
+			}
 			out.Run = append(out.Run, a)
 		}
 	}
@@ -230,6 +252,7 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 			p.prev[m] = gj.x
 		}
 	}
+	p.pairs = g.pairs(s, p)
 	return p
 }
 
@@ -250,11 +273,21 @@ func (g *Gavel) account(s *engine.Snapshot) {
 			g.stale = true
 		}
 		gj.present = true
+		// A job packed now has been so since the last round (pairs change
+		// only at rounds, or end when a member finishes): its time goes to
+		// the pair, counted once for the type.
+		ps := g.pairState[pairKey(st.Job.ID, st.PackedWith)]
 		for k, t := range g.types {
 			exec := st.TypeExecuted[t]
 			if d := exec - gj.seen[k]; d > 0 {
-				gj.received[k] += d
-				g.typeTime[k] += d
+				switch {
+				case st.PackedWith == "" || ps == nil:
+					gj.received[k] += d
+					g.typeTime[k] += d
+				case st.Job.ID < st.PackedWith:
+					ps.received[k] += d
+					g.typeTime[k] += d
+				}
 			}
 			gj.seen[k] = exec
 		}
@@ -275,23 +308,36 @@ func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
 	}
 	for _, st := range s.Jobs {
 		gj := g.jobs[st.Job.ID]
-		for k := range g.types {
-			should := 0.0
-			if gj.x != nil {
-				should = gj.x[k] * elapsed
-			}
-			gj.deficit[k] += should - (gj.received[k] - g.Round/2)
-			gj.received[k] = g.Round / 2
-			g.typeTime[k] += g.Round / 2
-		}
+		g.restart(gj.x, gj.deficit, gj.received, elapsed)
 	}
+	g.resetPairs(p, elapsed)
 	x, err := g.allocate(p)
 	for m, st := range s.Jobs {
 		g.jobs[st.Job.ID].x = x[m]
 	}
+	for q, pr := range p.pairs {
+		if len(x) > len(s.Jobs)+q {
+			g.pairState[pr.key].x = x[len(s.Jobs)+q]
+		}
+	}
 	g.LastErr = err
 	g.lastReset = s.Now
 	g.stale = false
+}
+
+// restart adds to deficit, per type, the time an entry (a job or a pair)
+// should have received under allocation x over elapsed seconds minus what
+// it received, and restarts its time received at the half-round credit.
+func (g *Gavel) restart(x, deficit, received []float64, elapsed float64) {
+	for k := range g.types {
+		should := 0.0
+		if x != nil {
+			should = x[k] * elapsed
+		}
+		deficit[k] += should - (received[k] - g.Round/2)
+		received[k] = g.Round / 2
+		g.typeTime[k] += g.Round / 2
+	}
 }
 
 func (g *Gavel) allocate(p *gavelProblem) ([][]float64, error) {
@@ -350,6 +396,7 @@ type gavelEntry struct {
 	m                    int
 	prio, deficit, alloc float64
 	k                    int
+	pair                 int // index in gavelProblem.pairs, -1 for a job alone
 }
 
 // plan runs one round of Gavel's mechanism.
@@ -360,23 +407,13 @@ func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
 		start := len(queue)
 		for m, st := range s.Jobs {
 			gj := g.jobs[st.Job.ID]
-			e := gavelEntry{m: m, k: k, deficit: gj.deficit[k]}
+			e := gavelEntry{m: m, k: k, deficit: gj.deficit[k], pair: -1}
 			if gj.x != nil && p.tput[m][k] > 0 {
-				e.alloc = gj.x[k]
-				share := 0.0
-				if g.typeTime[k] > 0 {
-					share = gj.received[k] / g.typeTime[k]
-				}
-				switch {
-				case e.alloc == 0:
-				case share > 0:
-					e.prio = e.alloc / share
-				default:
-					e.prio = e.alloc * 1e9
-				}
+				e.alloc, e.prio = g.priority(gj.x[k], gj.received[k], k)
 			}
 			queue = append(queue, e)
 		}
+		queue = g.pairEntries(queue, p, k)
 		part := queue[start:]
 		slices.SortStableFunc(part, func(a, b gavelEntry) int {
 			if c := cmp.Compare(b.prio, a.prio); c != 0 {
@@ -392,6 +429,10 @@ func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
 	done := make([]bool, len(s.Jobs))
 	var plan engine.Plan
 	for _, e := range queue {
+		if e.pair >= 0 {
+			plan.Run = g.placePair(plan.Run, e, p, left, done)
+			continue
+		}
 		if left[e.k] == 0 || done[e.m] || p.tput[e.m][e.k] <= 0 {
 			continue
 		}
@@ -407,6 +448,23 @@ func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
 		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: g.types[e.k]})
 	}
 	return plan
+}
+
+// priority is an entry's allocation on type k and its priority: the
+// allocation over the share of k's time received since the recomputation.
+func (g *Gavel) priority(alloc, received float64, k int) (float64, float64) {
+	share := 0.0
+	if g.typeTime[k] > 0 {
+		share = received / g.typeTime[k]
+	}
+	switch {
+	case alloc == 0:
+		return 0, 0
+	case share > 0:
+		return alloc, alloc / share
+	default:
+		return alloc, alloc * 1e9
+	}
 }
 
 // typeOrder is the order in which types are filled: fastest first (by the

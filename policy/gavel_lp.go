@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/solver"
@@ -13,7 +14,7 @@ func init() {
 		register(Info{
 			Name:        name,
 			Summary:     summary,
-			Knobs:       gavelKnobs,
+			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
 			NeedsSolver: true,
 			build: func(_ Context, o Options) (engine.Policy, error) {
 				return newGavel(name, a, o, true)
@@ -28,21 +29,27 @@ func init() {
 	reg("gavel-throughput", "Gavel maximise total throughput, each job's counted relative to its best GPU type", gavelMaxThroughput{})
 }
 
-// The LP variables: X[m][k] for the (job, type) pairs where the job can run.
+// The LP variables: X[m][k] for the (job, type) pairs where the job can run,
+// and Y[q][k] for the pairs of jobs that may share GPUs of type k
+// (space sharing, gavel_pairs.go).
 type gavelLP struct {
-	m *solver.Model
-	x [][]solver.Var // -1 where the job cannot run
-	p *gavelProblem
+	m     *solver.Model
+	x     [][]solver.Var // -1 where the job cannot run
+	y     [][]solver.Var // by pair in p.pairs; -1 where the pair cannot share
+	byJob [][]int        // pairs (indexes in p.pairs) of each job
+	p     *gavelProblem
 }
 
-// newGavelLP declares X and Gavel's base constraints: each job's shares sum
-// to at most 1; each type's GPUs are not over-committed.
+// newGavelLP declares X (and Y) and Gavel's base constraints: each job's
+// shares, alone and in pairs, sum to at most 1; each type's GPUs are not
+// over-committed (a pair's count once).
 func newGavelLP(p *gavelProblem) *gavelLP {
-	l := &gavelLP{m: solver.New(), p: p, x: make([][]solver.Var, len(p.jobs))}
+	l := &gavelLP{m: solver.New(), p: p, x: make([][]solver.Var, len(p.jobs)), y: make([][]solver.Var, len(p.pairs)),
+		byJob: make([][]int, len(p.jobs))}
 	perType := make([][]solver.Term, len(p.types))
+	rows := make([][]solver.Term, len(p.jobs))
 	for m := range p.jobs {
 		l.x[m] = make([]solver.Var, len(p.types))
-		var row []solver.Term
 		for k := range p.types {
 			l.x[m][k] = -1
 			if p.tput[m][k] <= 0 {
@@ -50,9 +57,27 @@ func newGavelLP(p *gavelProblem) *gavelLP {
 			}
 			v := l.m.AddVar(0, 1, "")
 			l.x[m][k] = v
-			row = append(row, solver.Term{Var: v, Coef: 1})
+			rows[m] = append(rows[m], solver.Term{Var: v, Coef: 1})
 			perType[k] = append(perType[k], solver.Term{Var: v, Coef: p.gpus[m]})
 		}
+	}
+	for q, pr := range p.pairs {
+		l.y[q] = make([]solver.Var, len(p.types))
+		l.byJob[pr.a] = append(l.byJob[pr.a], q)
+		l.byJob[pr.b] = append(l.byJob[pr.b], q)
+		for k := range p.types {
+			l.y[q][k] = -1
+			if pr.tput[k][0] <= 0 {
+				continue
+			}
+			v := l.m.AddVar(0, 1, "")
+			l.y[q][k] = v
+			rows[pr.a] = append(rows[pr.a], solver.Term{Var: v, Coef: 1})
+			rows[pr.b] = append(rows[pr.b], solver.Term{Var: v, Coef: 1})
+			perType[k] = append(perType[k], solver.Term{Var: v, Coef: p.gpus[pr.a]})
+		}
+	}
+	for m, row := range rows {
 		if len(row) > 1 {
 			l.m.Le(row, 1, fmt.Sprintf("job %s", p.jobs[m].Job.ID))
 		}
@@ -65,12 +90,24 @@ func newGavelLP(p *gavelProblem) *gavelLP {
 	return l
 }
 
-// throughput is sum_k c * tput[m][k] * X[m][k].
+// throughput is c times job m's effective throughput: sum_k tput[m][k]
+// X[m][k], plus its packed throughput times Y[q][k] for its pairs q.
 func (l *gavelLP) throughput(m int, c float64) []solver.Term {
 	var t []solver.Term
 	for k, v := range l.x[m] {
 		if v >= 0 {
 			t = append(t, solver.Term{Var: v, Coef: c * l.p.tput[m][k]})
+		}
+	}
+	for _, q := range l.byJob[m] {
+		side := 0
+		if l.p.pairs[q].b == m {
+			side = 1
+		}
+		for k, v := range l.y[q] {
+			if v >= 0 {
+				t = append(t, solver.Term{Var: v, Coef: c * l.p.pairs[q].tput[k][side]})
+			}
 		}
 	}
 	return t
@@ -98,15 +135,17 @@ func (l *gavelLP) solve(maximize []solver.Term) ([][]float64, error) {
 	return l.values(sol), nil
 }
 
+// values is X, one row per job, followed by Y, one row per pair.
 func (l *gavelLP) values(sol *solver.Solution) [][]float64 {
-	x := make([][]float64, len(l.x))
-	for m := range l.x {
-		x[m] = make([]float64, len(l.p.types))
-		for k, v := range l.x[m] {
+	x := make([][]float64, 0, len(l.x)+len(l.y))
+	for _, vars := range append(slices.Clone(l.x), l.y...) {
+		row := make([]float64, len(l.p.types))
+		for k, v := range vars {
 			if v >= 0 {
-				x[m][k] = sol.Value(v)
+				row[k] = sol.Value(v)
 			}
 		}
+		x = append(x, row)
 	}
 	return x
 }

@@ -186,12 +186,16 @@ func TestFIFOAllocations(t *testing.T) {
 // events) and returns the records by job ID.
 func runGavel(t *testing.T, spec string, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	pl, err := place.Lookup("pack")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return runRecords(t, spec, c, m, 360, false, jobs...)
+}
+
+// runRecords replays jobs under spec on shorthand cluster c with rounds of
+// round seconds (and at every arrival and completion when onEvents) and
+// returns the job records by ID.
+func runRecords(t *testing.T, spec, c string, m perf.Model, round float64, onEvents bool, jobs ...*job.Job) map[string]report.JobRecord {
+	t.Helper()
 	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: mustParse(t, spec, Context{}),
-		Placer: pl, Round: 360}, jobs)
+		Placer: place.Pack{}, Round: round, OnEvents: onEvents}, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,13 +100,21 @@ func mcKnapsack(items [][]knapChoice, capacity int) []int {
 	return out
 }
 
-// loanSpeedup is a job's speed on n GPUs of type t relative to one GPU,
-// from the snapshot's performance model (its throughput curve; the Pollux
-// speedup of DeepBoot's code uses goodput, which the shipped throughput
-// tables do not carry): MinGPUs x r(MinGPUs) / r(n), r the remaining time,
-// so a job that cannot run on one GPU is measured from its minimum. When
-// the model cannot predict (no remaining time), the speedup is n: linear.
+// loanSpeedup is a job's speed on n GPUs of type t relative to one GPU.
+// A job whose agent has reported a fitted goodput model (Status.Hints) is
+// valued as in DeepBoot's code, on the Pollux simulator: its goodput
+// speedup, the best goodput (throughput x statistical efficiency, batch
+// size chosen) on n GPUs packed onto as few nodes of type t as hold them,
+// over the best on one GPU (goodput.Function.Speedup). Otherwise it comes
+// from the snapshot's performance model (its throughput curve):
+// MinGPUs x r(MinGPUs) / r(n), r the remaining time, so a job that cannot
+// run on one GPU is measured from its minimum. When the model cannot
+// predict (no remaining time), the speedup is n: linear.
 func loanSpeedup(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
+	if h := st.Hints; h != nil && h.Fitted {
+		per := max(s.GPUsPerNode[t], 1)
+		return h.Function().Speedup((n+per-1)/per, n)
+	}
 	lo := max(st.Job.MinGPUs, 1)
 	base := s.Remaining(st, lo, t)
 	r := s.Remaining(st, n, t)

@@ -13,6 +13,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/sim"
 )
@@ -329,5 +330,37 @@ func TestLoanProperties(t *testing.T) {
 				t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
 			}
 		}
+	}
+}
+
+// TestDeepBootGoodput: a job that has reported a fitted goodput model is
+// valued by its goodput speedup, not by the throughput model. With the
+// snapshot's model every job has speedup sqrt(n), so on 4 training GPUs
+// two jobs split 2+2. Job j0 reports a model whose statistical efficiency
+// falls steeply with the batch (gradient noise tiny next to its gradient
+// norm), so more GPUs add throughput but almost no goodput; j1 reports a
+// model that scales (huge noise). ATS-T then gives j1 more GPUs than j0.
+func TestDeepBootGoodput(t *testing.T) {
+	s := loanSnap(t, 600, 4, 1000, 1000) // inference holds its whole node: no loans
+	hints := func(gradVar float64) *goodput.Hints {
+		return &goodput.Hints{
+			Perf:        goodput.Params{AlphaC: 0.05, BetaC: 0.002, AlphaN: 1e-3, BetaN: 1e-4, AlphaR: 1e-3, BetaR: 1e-4, Gamma: 1.5},
+			Grad:        goodput.Grad{Sqr: 1, Var: gradVar},
+			Limits:      goodput.Limits{InitBatch: 64, MinLocal: 16, MaxLocal: 256, MaxBatch: 4096},
+			MaxReplicas: 4, Fitted: true,
+		}
+	}
+	s.Jobs[0].Hints = hints(1e-3)
+	s.Jobs[1].Hints = hints(1e5)
+	for _, i := range []int{0, 1} {
+		f := s.Jobs[i].Hints.Function()
+		t.Logf("j%d goodput speedup on 1..4 GPUs: %.2f %.2f %.2f %.2f", i, f.Speedup(1, 1), f.Speedup(1, 2), f.Speedup(1, 3), f.Speedup(1, 4))
+	}
+	got := map[string]int{}
+	for _, a := range mustParse(t, "deepboot", Context{}).Schedule(s).Run {
+		got[a.Job] = a.GPUs
+	}
+	if got["j1"] <= got["j0"] || got["j0"] < 1 {
+		t.Errorf("plan %v: want j1 (scales in goodput) on more GPUs than j0, j0 still running", got)
 	}
 }

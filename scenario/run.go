@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/data"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
@@ -74,6 +77,16 @@ func (sc *Scenario) read() (*inputs, error) {
 				c.Work, c.Unit = j.Duration, job.Seconds
 				in.jobs[i] = &c
 			}
+		}
+	case "pollux":
+		var err error
+		if sc.Model.Dir == "" {
+			in.model, err = pollux.Load(data.FS, data.ProfilesDir)
+		} else {
+			in.model, err = pollux.Load(os.DirFS(sc.path(sc.Model.Dir)), ".")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: model.dir: %w", sc.File, err)
 		}
 	default:
 		var tab *table.Table
@@ -341,7 +354,8 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				cfg := sim.Config{Cluster: pt.c, Model: pt.model, Policy: pol, Placer: place.Pack{}, Round: sc.Round,
-					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites}
+					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites,
+					Agents: ok && info.Elastic}
 				r, err := sim.Run(cfg, jobs)
 				if r != nil {
 					r.Policy = spec // the column shows the knobs too

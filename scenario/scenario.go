@@ -15,7 +15,7 @@
 //	migration: {remote_gibps: 0.125, memory_gibps: 10, local_gibps: 1, checkpoint_interval: 600}
 //	trace: {file: ../data/x.csv, format: itp, sort: true, first: 0, limit: 300, arrival_scale: 1}
 //	model:
-//	  kind: elasticflow           # elasticflow, duration
+//	  kind: elasticflow           # elasticflow, duration, pollux (with dir: PROFILES, default embedded)
 //	  tables: [throughputs_A100@a100]
 //	  costs: elasticflow          # elasticflow, or seconds
 //	  edge: {type: v100, ref: a100, lambda: 0.5}
@@ -141,10 +141,13 @@ type Trace struct {
 
 // Model is the performance model.
 type Model struct {
-	Kind   string     `yaml:"kind"`   // elasticflow (default) or duration
-	Tables []string   `yaml:"tables"` // DIR@TYPE, ElasticFlow throughput tables
-	Costs  string     `yaml:"costs"`  // elasticflow (default for tables) or a number of seconds
-	Edge   *EdgeModel `yaml:"edge"`
+	Kind   string   `yaml:"kind"`   // elasticflow (default), duration or pollux
+	Tables []string `yaml:"tables"` // DIR@TYPE, ElasticFlow throughput tables
+	// Dir is the directory of Pollux profiles (kind pollux); empty: the
+	// profiles embedded in tide.
+	Dir   string     `yaml:"dir"`
+	Costs string     `yaml:"costs"` // elasticflow (default for tables) or a number of seconds
+	Edge  *EdgeModel `yaml:"edge"`
 }
 
 // EdgeModel runs a slower GPU type at Lambda times a reference type.
@@ -331,9 +334,9 @@ func (sc *Scenario) check() error {
 	switch sc.Model.Kind {
 	case "":
 		sc.Model.Kind = "elasticflow"
-	case "elasticflow", "duration":
+	case "elasticflow", "duration", "pollux":
 	default:
-		return sc.errAt("model.kind", []string{"model", "kind"}, "%q: want elasticflow or duration", sc.Model.Kind)
+		return sc.errAt("model.kind", []string{"model", "kind"}, "%q: want elasticflow, duration or pollux", sc.Model.Kind)
 	}
 	if sc.Model.Kind == "elasticflow" && len(sc.Model.Tables) == 0 {
 		return sc.errAt("model.tables", []string{"model"}, "missing: DIR@TYPE of ElasticFlow throughput tables")

@@ -40,6 +40,7 @@ var counterHelp = []struct{ kind, help string }{
 	{"finished", "Jobs that exited 0."},
 	{"failed", "Jobs that failed past their retry limit."},
 	{"cancelled", "Jobs cancelled by a client."},
+	{"declined", "Jobs a deadline policy refused at admission."},
 	{"attempt_failures", "Attempts that exited non-zero or were lost."},
 	{"adopted", "Running jobs re-adopted after a server restart."},
 }
@@ -83,7 +84,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 	gauge("tide_gpus_total", "GPUs the server schedules.", float64(total))
 	gauge("tide_gpus_allocated", "GPUs held by jobs.", float64(alloc))
 	fmt.Fprintf(w, "# HELP tide_jobs Jobs known to the server, by state.\n# TYPE tide_jobs gauge\n")
-	for _, st := range []string{"pending", "running", "preempted", "finished", "failed", "cancelled"} {
+	for _, st := range []string{"pending", "running", "preempted", "finished", "failed", "cancelled", "declined"} {
 		fmt.Fprintf(w, "tide_jobs{state=%q} %d\n", st, states[st])
 	}
 	fmt.Fprintf(w, "# HELP tide_round_duration_seconds Time one scheduling round takes.\n# TYPE tide_round_duration_seconds histogram\n")

@@ -44,3 +44,36 @@ func TestEveryPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestDeclined: under a deadline policy with admission control, a job that
+// cannot meet its deadline (an hour of work on one GPU, due in 20 seconds)
+// ends declined, with the reason, in the API, the events and the metrics,
+// and never launches; a job with time to spare runs to completion.
+func TestDeclined(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "elasticflow"
+	ts := startServer(t, cfg)
+	late := countSpec(1, 5, 10*time.Millisecond)
+	late.EstimateS = 3600
+	late.Deadline = time.Now().Add(20 * time.Second).UTC().Format(time.RFC3339)
+	ok := countSpec(1, 5, 10*time.Millisecond)
+	ok.Deadline = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	lateID, okID := submit(t, ts.admin, late).ID, submit(t, ts.admin, ok).ID
+
+	j := waitJob(t, ts.admin, lateID, 20*time.Second, "declined", inState(api.StateDeclined, api.StateFinished, api.StateFailed))
+	if j.State != api.StateDeclined || !strings.Contains(j.Reason, "deadline") || len(j.Attempts) != 0 {
+		t.Errorf("late job: state %s, reason %q, %d attempts; want declined for its deadline, never launched", j.State, j.Reason, len(j.Attempts))
+	}
+	if !api.Terminal(j.State) {
+		t.Error("declined is not a terminal state")
+	}
+	if j := waitJob(t, ts.admin, okID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed, api.StateDeclined)); j.State != api.StateFinished {
+		t.Errorf("job with time to spare: %s (%s)", j.State, j.Reason)
+	}
+	m := scrape(t, ts)
+	for _, want := range []string{`tide_jobs{state="declined"} 1`, "tide_jobs_declined_total 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

@@ -104,6 +104,14 @@ func (s *Server) round() {
 			s.metrics.counters["resized"]++
 			s.addEvent(&store.Event{Job: r.ID, Kind: "resized", Message: "GPUs " + s.devString(ch.From) + " -> " + s.devString(ch.To)})
 			launches = append(launches, s.newAttempt(lj, ch.To, 0))
+		case engine.Decline:
+			// The engine has ended the job: a waiting job holds no
+			// attempt, so there is nothing to stop.
+			why := fmt.Sprintf("declined at admission by %s: it cannot meet its deadline", s.policyName)
+			r.State, r.Ended, r.Reason = api.StateDeclined, s.clk.Now(), why
+			s.metrics.counters["declined"]++
+			s.addEvent(&store.Event{Job: r.ID, Kind: "declined", Message: why})
+			s.log.Info("job declined", "job", r.ID)
 		case engine.Start, engine.Restart:
 			if lj.att != nil { // cannot happen: a waiting job holds no attempt
 				s.stopAttempt(lj.att, "replaced")

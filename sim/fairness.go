@@ -22,7 +22,10 @@ func (s *simulator) fairSample(smp *report.Sample) {
 	if s.multiTenant == 2 {
 		smp.Tenants = map[string]int{}
 		for _, r := range s.live {
-			smp.Tenants[r.st.Job.Tenant] += r.gpus
+			smp.Tenants[r.st.Job.Tenant] += r.gpus * halves(r)
+		}
+		for t, n := range smp.Tenants {
+			smp.Tenants[t] = n / 2 // a shared GPU counts half for each tenant
 		}
 	}
 	c := s.cfg.Cluster

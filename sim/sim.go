@@ -77,6 +77,7 @@ type running struct {
 	began    float64    // time of this (re)start
 	from     float64    // progress at this (re)start
 	site     int        // site index (multi-site runs), else -1
+	partner  string     // the job sharing its GPUs, as rated now (share.go)
 }
 
 type event struct {
@@ -128,6 +129,7 @@ type simulator struct {
 	useful  int // GPUs held by jobs past their delay
 	active  int // jobs submitted and not terminal
 	nrun    int // jobs holding GPUs
+	nShared int // jobs holding GPUs they share with a partner
 	done    int
 	nEvents int
 	st      *sites // multi-site state; nil without Config.Sites
@@ -148,7 +150,8 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
 	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, byID: make(map[string]int, len(jobs))}
-	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk})
+	_, sharing := cfg.Model.(perf.Sharer)
+	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk, Sharing: sharing})
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +201,7 @@ func (s *simulator) loop() error {
 	round := s.cfg.Round
 	tick := int64(1) // next round at tick*round
 	lastReport := 0
+	idle := 0 // consecutive rounds that left jobs waiting on an idle cluster with nothing to come
 	for s.done < len(s.jobs) {
 		// Choose the next instant.
 		t := math.Inf(1)
@@ -250,7 +254,14 @@ func (s *simulator) loop() error {
 			}
 			if s.nrun == 0 && len(s.events) == 0 && next == len(order) && s.active > 0 &&
 				(s.st == nil || !s.st.anyDown() || math.IsInf(s.st.next(), 1)) {
-				return s.stuck(t)
+				// A policy may wait for time alone to pass (Pollux's
+				// restart factor is 0 for a job of age 0), so it gets
+				// stuckRounds more periodic rounds before the run fails.
+				if idle++; idle > stuckRounds {
+					return s.stuck(t)
+				}
+			} else {
+				idle = 0
 			}
 		}
 		// 4. Boundaries the artifact reaches just after this instant's round.
@@ -288,6 +299,10 @@ func (s *simulator) boundaries(t float64, late bool) bool {
 	}
 	return finished
 }
+
+// stuckRounds is how many rounds in a row a policy may leave jobs waiting
+// on an idle cluster, with nothing else to come, before the run fails.
+const stuckRounds = 3
 
 // stuck reports jobs that can never start: nothing runs, nothing will arrive.
 func (s *simulator) stuck(t float64) error {
@@ -369,9 +384,10 @@ func (s *simulator) schedule(t float64) error {
 		}
 		r.alloc = r.st.Alloc
 		s.tune(r)
-		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.alloc, r.progress)
+		r.rate, r.until = s.rate(r)
 		s.push(r)
 	}
+	s.repack(t)
 	return nil
 }
 
@@ -389,6 +405,10 @@ func (s *simulator) stop(r *running) {
 		s.useful -= gpus
 	}
 	s.nrun--
+	if r.partner != "" {
+		r.partner = ""
+		s.nShared--
+	}
 }
 
 // advance counts r's progress and GPU time up to t.
@@ -398,6 +418,9 @@ func (s *simulator) advance(r *running, t float64) {
 		return
 	}
 	gpus := float64(r.gpus)
+	if r.partner != "" {
+		gpus /= 2 // each member of a pair is charged half of each GPU
+	}
 	rec := &s.recs[r.idx]
 	rec.GPUSeconds += dt * gpus
 	s.countSite(r, dt*gpus)
@@ -408,7 +431,7 @@ func (s *simulator) advance(r *running, t float64) {
 		rec.RestartSeconds += d
 		if r.delay <= 1e-9 {
 			r.delay = 0
-			s.useful += int(gpus)
+			s.useful += r.gpus
 		}
 	}
 	if dt > 0 {
@@ -462,7 +485,7 @@ func (s *simulator) boundary(r *running, t float64) bool {
 	}
 	if !inDelay {
 		s.tune(r)
-		r.rate, r.until = s.cfg.Model.Rate(r.st.Job, r.alloc, r.progress)
+		r.rate, r.until = s.rate(r)
 	}
 	s.push(r)
 	return false
@@ -470,9 +493,10 @@ func (s *simulator) boundary(r *running, t float64) bool {
 
 func (s *simulator) complete(r *running, t float64) {
 	s.stop(r)
-	id := r.st.Job.ID
+	id, partner := r.st.Job.ID, r.st.PackedWith
 	_ = s.eng.Report(id, r.progress)
 	_ = s.eng.Finish(id)
+	s.alone(partner, t)
 	s.recs[r.idx].Finish = t
 	s.active--
 	s.done++
@@ -480,7 +504,8 @@ func (s *simulator) complete(r *running, t float64) {
 
 // sample appends the cluster state at t to the timeline when it changed.
 func (s *simulator) sample(t float64) {
-	smp := report.Sample{T: t, Allocated: s.alloc, Useful: s.useful, Queued: s.active - s.nrun, Running: s.nrun}
+	alloc, useful := s.occupancy()
+	smp := report.Sample{T: t, Allocated: alloc, Useful: useful, Queued: s.active - s.nrun, Running: s.nrun}
 	s.fairSample(&smp)
 	tl := s.out.Timeline
 	if n := len(tl); n > 0 {

@@ -307,3 +307,42 @@ func TestResizeCost(t *testing.T) {
 			r.Finish, r.Resizes, r.RestartSeconds, r.Preemptions)
 	}
 }
+
+// startAfter is a test policy that runs a job only once it has waited w
+// seconds (as Pollux's restart factor is 0 for a job of age 0); w < 0
+// never runs anything.
+type startAfter float64
+
+func (startAfter) Name() string { return "start-after" }
+func (w startAfter) Schedule(s *engine.Snapshot) engine.Plan {
+	var p engine.Plan
+	for _, st := range s.Jobs {
+		if w >= 0 && s.Now-st.Job.Submit >= float64(w) {
+			p.Run = append(p.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs})
+		}
+	}
+	return p
+}
+
+// TestWaitingOnIdleCluster: a policy may leave a lone job waiting on an idle
+// cluster for a few rounds (it starts at the round at 60 s and ends at
+// 160), but one that never starts it fails the run, naming the job, within
+// a few rounds rather than running forever.
+func TestWaitingOnIdleCluster(t *testing.T) {
+	run := func(p engine.Policy) (*report.Run, error) {
+		return sim.Run(sim.Config{Cluster: enginetest.Cluster("1x4:t4"), Model: perf.Duration{},
+			Policy: p, Placer: place.Pack{}, OnEvents: true, Round: 60},
+			[]*job.Job{enginetest.Job("lone").GPUs(1).Seconds(100).Obj()})
+	}
+	r, err := run(startAfter(30))
+	if err != nil {
+		t.Fatalf("a policy that starts the job at its second round: %v", err)
+	}
+	if got := r.Jobs[0].Finish; got != 160 {
+		t.Errorf("lone finished at %v, want 160 (started by the round at 60)", got)
+	}
+	_, err = run(startAfter(-1))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("lone")) || !bytes.Contains([]byte(err.Error()), []byte("idle cluster")) {
+		t.Errorf("a policy that never starts the job: error %v, want one naming lone on an idle cluster", err)
+	}
+}

@@ -91,16 +91,17 @@ func (p *parser) readCSV(r io.Reader, f csvFormat) error {
 	}
 	if f.strict {
 		known := map[string]bool{}
-		for _, c := range f.required {
-			known[c] = true
-		}
-		for _, c := range f.optional {
-			known[c] = true
+		var list []string // required then optional, each once
+		for _, c := range append(f.required[:len(f.required):len(f.required)], f.optional...) {
+			if !known[c] {
+				known[c] = true
+				list = append(list, c)
+			}
 		}
 		for _, c := range names {
 			if !known[c] {
 				return &ParseError{File: p.name, Line: hline, Field: c,
-					Msg: fmt.Sprintf("unknown column %q; known columns: %s,%s", c, strings.Join(f.required, ","), strings.Join(f.optional, ","))}
+					Msg: fmt.Sprintf("unknown column %q; known columns: %s", c, strings.Join(list, ","))}
 			}
 		}
 	}

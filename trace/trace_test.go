@@ -511,3 +511,28 @@ func TestDocExamples(t *testing.T) {
 		t.Errorf("unexpected example jobs %+v", jobs[0])
 	}
 }
+
+// TestUnknownColumnListsEachOnce guards the error a user reads when a header
+// has a typo: the list of known columns names each column once.
+func TestUnknownColumnListsEachOnce(t *testing.T) {
+	_, err := Read(strings.NewReader("id,submit,gpus,colour\n"), "t.csv", TideCSV, Options{})
+	if err == nil {
+		t.Fatal("no error for an unknown column")
+	}
+	_, list, ok := strings.Cut(err.Error(), "known columns: ")
+	if !ok {
+		t.Fatalf("error %q lists no known columns", err)
+	}
+	seen := map[string]bool{}
+	for _, c := range strings.Split(list, ",") {
+		if seen[c] {
+			t.Errorf("column %q listed twice in %q", c, err)
+		}
+		seen[c] = true
+	}
+	for _, c := range tideColumns {
+		if !seen[c] {
+			t.Errorf("column %q missing from %q", c, err)
+		}
+	}
+}

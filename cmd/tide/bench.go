@@ -76,9 +76,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		for i := 0; i < *repeat; i++ {
 			jobs := s.runJobs(spec)
 			info, _ := policy.Lookup(spec)
-			p, err := c.parsePolicy(spec, jobs, s)
+			p, err := s.policy(spec, jobs)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			pl, err := place.Lookup(s.placer)
 			if err != nil {

@@ -334,3 +334,39 @@ func TestSpeedFactors(t *testing.T) {
 		t.Errorf("--speed with the Pollux model: exit %d, %s", code, errs)
 	}
 }
+
+// TestSimQuota: --quota wraps the policy in tenants' quotas, as tide kube
+// does. One node of 4 GPUs; tenant A's a0 (4 GPUs, 100 s) at 0, tenant B's
+// b0 (2 GPUs, 100 s) at 10. FIFO alone: a0 0-100, b0 100-200, JCTs 100 and
+// 190, average 145, no preemption. With quotas A=2, B=2 and borrowing, a0
+// borrows B's idle 2 GPUs, B takes them back at 10 by preempting a0, b0
+// runs 10-110, a0 resumes at 110 with 90 s left (no restart cost): JCTs 200
+// and 100, average 150, one preemption in two jobs. Without borrowing a0
+// can never run on its tenant's 2 GPUs: the run fails naming it.
+func TestSimQuota(t *testing.T) {
+	tr := filepath.Join(t.TempDir(), "q.csv")
+	if err := os.WriteFile(tr, []byte("id,submit,gpus,duration,tenant\na0,0,4,100,A\nb0,10,2,100,B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		quota       []string
+		jct, preemp float64
+	}{{nil, 145, 0}, {[]string{"--quota", "A=2,B=2"}, 150, 0.5}} {
+		args := append([]string{"sim", "--trace", tr, "--cluster", "1x4:t4", "--policy", "fifo", "--restart-cost", "0", "--json"}, c.quota...)
+		code, out, errs := tide(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.quota, code, errs)
+		}
+		p := decode(t, out).Policies[0]
+		if p["avg_jct_s"] != c.jct || p["preemptions_per_job"] != c.preemp {
+			t.Errorf("%v: avg JCT %v, preemptions per job %v; want %v, %v", c.quota, p["avg_jct_s"], p["preemptions_per_job"], c.jct, c.preemp)
+		}
+	}
+	code, _, errs := tide(t, "sim", "--trace", tr, "--cluster", "1x4:t4", "--policy", "fifo", "--quota", "A=2,B=2", "--borrow=false")
+	if code == 0 || !strings.Contains(errs, "a0") {
+		t.Errorf("no borrowing: exit %d, %s; want a failure naming a0", code, errs)
+	}
+	if code, _, errs := tide(t, "sim", "--quota", "A=x"); code != 2 || !strings.Contains(errs, "--quota") {
+		t.Errorf("bad --quota: exit %d, %s", code, errs)
+	}
+}

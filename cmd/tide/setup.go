@@ -13,6 +13,7 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/data"
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/pollux"
@@ -25,11 +26,10 @@ import (
 // common holds the flags sim and bench share: what to replay, on what, how.
 type common struct {
 	trace, format, clusterArg, policies, placer, model, costs, preset string
-	speed                                                             string
-	round                                                             float64
-	onEvents, sortRows, skipBad                                       bool
+	speed, quota                                                      string
+	round, arrivalScale                                               float64
+	onEvents, sortRows, skipBad, borrow                               bool
 	seed                                                              int64
-	quota                                                             quotaFlags
 }
 
 func (c *common) register(fs *flag.FlagSet, defPolicies string) {
@@ -42,12 +42,14 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.StringVar(&c.costs, "restart-cost", "", "start/restart/resize cost in seconds: N for all models, 'measured' for per-model measured full restarts, 'measured-fast' for those plus fast elastic resizes, or model=N,... overrides (default: the model's own, 30 s for Pollux profiles)")
 	fs.StringVar(&c.preset, "preset", "", "pollux-artifact: the Pollux artifact simulator's rules (rounds only, most-free placer, whole-second epochs, Tiresias preset=pollux, Optimus oracle=true, ncf fixed at batch 32768 on one GPU under elastic policies); gavel: Gavel's simulator's rounds (360 s, rounds only; see docs/heterogeneity.md)")
 	fs.StringVar(&c.speed, "speed", "", "per-GPU-type speed factors over the model, e.g. v100=1,p100=0.6,k80=0.25: a job runs at the model's rate times its type's factor (types not listed: 1); gives duration traces a heterogeneous cluster")
+	fs.StringVar(&c.quota, "quota", "", "GPU quotas per tenant, `TENANT=GPUS,...`, wrapping every policy as tide kube does: a tenant's jobs within its quota go first, the rest only on GPUs no quota claims (default: none)")
+	fs.BoolVar(&c.borrow, "borrow", true, "with --quota: lend GPUs other tenants leave idle beyond quota, reclaimed by preemption when their owner needs them")
 	fs.Float64Var(&c.round, "round", 60, "seconds between scheduling rounds")
+	fs.Float64Var(&c.arrivalScale, "arrival-scale", 1, "multiply every submission time by `F` (0.25: arrivals four times denser, same jobs, same order); deadlines move with their jobs")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
 	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed (every policy is deterministic given it)")
-	c.quota.register(fs)
 }
 
 // setup is what a simulation needs, resolved from the flags.
@@ -59,13 +61,32 @@ type setup struct {
 	specs     []string
 	placer    string
 	whole     bool
-	artifact  bool // --preset pollux-artifact
+	artifact  bool           // --preset pollux-artifact
+	quotas    map[string]int // --quota; nil: none
+	borrow    bool
+}
+
+// policy builds the policy spec names for one run over jobs, wrapped in
+// the tenants' quotas when --quota is given.
+func (s *setup) policy(spec string, jobs []*job.Job) (engine.Policy, error) {
+	p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--policy: %w", err)}
+	}
+	if s.quotas != nil {
+		p = &policy.Quota{Inner: p, Limits: s.quotas, Borrow: s.borrow}
+	}
+	return p, nil
 }
 
 func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
-	s := &setup{placer: c.placer}
-	if err := c.quota.parse(); err != nil {
-		return nil, err
+	s := &setup{placer: c.placer, borrow: c.borrow}
+	if c.quota != "" {
+		q, err := policy.ParseQuotas(c.quota)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--quota: %w", err)}
+		}
+		s.quotas = q
 	}
 	switch c.preset {
 	case "":
@@ -115,6 +136,12 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	if len(s.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
 	}
+	if s.jobs, err = scaleArrivals(s.jobs, c.arrivalScale); err != nil {
+		return nil, usageError{err}
+	}
+	if c.arrivalScale != 1 {
+		s.traceName += fmt.Sprintf(" (arrivals x%g)", c.arrivalScale)
+	}
 	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
 		return nil, err
 	}
@@ -137,7 +164,6 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		}
 		s.model = perf.SpeedFactors{Base: s.model, Speed: sp}
 	}
-	c.quota.check(s.jobs, stderr)
 	hasDeadlines := false
 	for _, j := range s.jobs {
 		hasDeadlines = hasDeadlines || j.Deadline > 0

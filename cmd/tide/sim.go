@@ -131,9 +131,9 @@ func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 	for i, spec := range s.specs {
 		jobs := s.runJobs(spec)
 		info, _ := policy.Lookup(spec)
-		p, err := c.parsePolicy(spec, jobs, s)
+		p, err := s.policy(spec, jobs)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--policy: %w", err)}
+			return nil, err
 		}
 		pl, err := place.Lookup(s.placer)
 		if err != nil {
