@@ -16,7 +16,9 @@ func init() {
 			"first, extra workers by a multiple-choice knapsack on JCT reduction; reclaims take the servers whose jobs " +
 			"lose least",
 		Knobs: "loan=true: lend idle inference servers (false: the training cluster alone, the paper's baseline); " +
-			"whole=true: lend only servers inference leaves wholly idle (false: any idle GPU)",
+			"whole=true: lend only servers inference leaves wholly idle (false: any idle GPU); " +
+			"elastic=true: extra workers by the knapsack (false: every job runs on the GPUs it asked for; with " +
+			"loan=false, the papers' baseline without capacity loaning or elastic scaling)",
 		Elastic: true,
 		build:   newAryl,
 	})
@@ -42,9 +44,10 @@ func init() {
 //     ones first, then those whose jobs cost least to preempt (ReclaimCost:
 //     GPU-seconds of restart the job loses).
 type Aryl struct {
-	Loan  bool
-	Whole bool
-	name  string
+	Loan    bool
+	Whole   bool
+	Elastic bool // false: jobs run rigid, on the GPUs they asked for
+	name    string
 }
 
 func newAryl(_ Context, o Options) (engine.Policy, error) {
@@ -56,8 +59,14 @@ func newAryl(_ Context, o Options) (engine.Policy, error) {
 	if a.Whole, err = o.Bool("whole", true); err != nil {
 		return nil, err
 	}
+	if a.Elastic, err = o.Bool("elastic", true); err != nil {
+		return nil, err
+	}
 	if !a.Loan {
 		a.name += ":loan=false"
+	}
+	if !a.Elastic {
+		a.name += ":elastic=false"
 	}
 	if !a.Whole {
 		a.name += ":whole=false"
@@ -91,7 +100,8 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	type entry struct {
 		st   *engine.Status
 		pool int
-		rem  float64 // at its minimum on the training type
+		need int     // base workers: its minimum, or what it asked for when not elastic
+		rem  float64 // on need GPUs of the training type
 	}
 	order := make([]entry, len(s.Jobs))
 	for i, st := range s.Jobs {
@@ -99,7 +109,11 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		if len(pools) > 0 {
 			t = pools[0].typ
 		}
-		order[i] = entry{st: st, pool: -1, rem: s.Remaining(st, st.Job.MinGPUs, t)}
+		need := st.Job.MinGPUs
+		if !a.Elastic {
+			need = max(st.Job.GPUs, st.Job.MinGPUs)
+		}
+		order[i] = entry{st: st, pool: -1, need: need, rem: s.Remaining(st, need, t)}
 	}
 	slices.SortStableFunc(order, func(x, y entry) int { return cmp.Compare(x.rem, y.rem) })
 	free := make([]int, len(pools))
@@ -109,7 +123,7 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	// Base workers. A job on loaned servers stays in their pool while it fits.
 	for i := range order {
 		e := &order[i]
-		need := e.st.Job.MinGPUs
+		need := e.need
 		cur := siteOf(s, e.st)
 		try := make([]int, 0, len(pools))
 		for k, p := range pools {
@@ -138,6 +152,10 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 				continue
 			}
 			in = append(in, e)
+			if !a.Elastic {
+				items = append(items, nil)
+				continue
+			}
 			lo, hi := loanRange(s, e.st, free[k]+e.st.Job.MinGPUs)
 			base := s.Remaining(e.st, lo, p.typ)
 			var ch []knapChoice
@@ -152,7 +170,7 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		pick := mcKnapsack(items, free[k])
 		var run []engine.Assignment
 		for i, e := range in {
-			n := e.st.Job.MinGPUs
+			n := e.need
 			if pick[i] >= 0 {
 				n += items[i][pick[i]].gpus
 			}

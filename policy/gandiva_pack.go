@@ -12,8 +12,10 @@ import (
 //
 // Packing: when the cluster is oversubscribed (the active jobs ask for more
 // GPUs than are up), jobs not yet paired are paired at random (seeded), two
-// of equal GPU count at a time, and each pair runs as one unit of the
-// time-slicing: one turn, one set of GPUs. Pairs outlive rounds; while the
+// of equal GPU count at a time, and a pair runs as one unit of the
+// time-slicing: one turn, one set of GPUs (under preset=gavel every pair;
+// under preset=paper only as many as the GPUs asked beyond the GPUs up
+// need, the others take their turns apart). Pairs outlive rounds; while the
 // cluster is not oversubscribed every job runs alone and the pairs wait for
 // the next squeeze. Whether a pair stays is decided from its measured
 // throughputs (perf.Sharer stands in for Gandiva's introspection):

@@ -240,6 +240,11 @@ func TestArylPlans(t *testing.T) {
 		// Inference uses one GPU of the server: not wholly idle, not lent.
 		{"busy server not lent", "aryl", 1, []float64{100, 200, 300, 400, 500, 600},
 			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train"}},
+		// Not elastic: each job runs on the one GPU it asked for, the spare
+		// training GPUs and the loaned server's rest stay idle.
+		{"elastic=false", "aryl:elastic=false", 0, []float64{1000, 400}, []string{"j0:1@train", "j1:1@train"}},
+		{"elastic=false on a loaned server", "aryl:elastic=false", 0, []float64{100, 200, 300, 400, 500, 600},
+			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:1@infer", "j5:1@infer"}},
 		{"whole=false lends idle GPUs", "aryl:whole=false", 1, []float64{100, 200, 300, 400, 500, 600},
 			[]string{"j0:1@train", "j1:1@train", "j2:1@train", "j3:1@train", "j4:1@infer", "j5:2@infer"}},
 	}

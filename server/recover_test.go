@@ -141,7 +141,9 @@ func TestRecoverUnrecordedLaunch(t *testing.T) {
 	cfg := testConfig(t, dir)
 	cfg.StopJobsOnExit = false
 	s1 := startServer(t, cfg)
-	j := submit(t, s1.admin, countSpec(1, 40, 25*time.Millisecond))
+	// 5 s of work: the process must outlive the restart below, which takes
+	// seconds on a loaded 2-core machine, or there is nothing to re-adopt.
+	j := submit(t, s1.admin, countSpec(1, 200, 25*time.Millisecond))
 	j = waitJob(t, s1.admin, j.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
 	pid := j.Attempts[0].PID
 	s1.close(t)
@@ -168,7 +170,7 @@ func TestRecoverUnrecordedLaunch(t *testing.T) {
 
 	cfg.StopJobsOnExit = true
 	s2 := startServer(t, cfg)
-	j = waitJob(t, s2.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	j = waitJob(t, s2.admin, j.ID, 40*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
 	if j.State != api.StateFinished || len(j.Attempts) != 1 || j.Attempts[0].PID != pid || j.Restarts != 0 || !hasEvent(t, s2.admin, j.ID, "adopted") {
 		t.Errorf("the unrecorded process %d was not re-adopted: %s, restarts %d, attempts %+v", pid, j.State, j.Restarts, j.Attempts)
 	}
