@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -300,4 +301,34 @@ func waitPIDFile(t *testing.T, path string) int {
 	}
 	t.Fatalf("%s not written", path)
 	return 0
+}
+
+// TestStopBeforeLaunch: Stop with no grace, called before the wrapper has
+// written its pid file, still ends a command that ignores SIGTERM. Waiting
+// for the launch used to drain the grace timer, so SIGKILL never came and
+// Stop hung (seen under load, where launching is slow).
+func TestStopBeforeLaunch(t *testing.T) {
+	// Ignored signals stay ignored across fork and exec, and a shell cannot
+	// trap a signal ignored on entry: the whole group ignores SIGTERM from
+	// its first instruction, whenever the signal comes.
+	signal.Ignore(syscall.SIGTERM)
+	defer signal.Reset(syscall.SIGTERM)
+	for i := 0; i < 5; i++ {
+		l, _ := launch(t, `while :; do sleep 0.01; done`)
+		p, err := Start(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := make(chan struct{})
+		go func() {
+			p.Stop(0)
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			p.Kill()
+			t.Fatal("Stop(0) did not return: no SIGKILL followed the SIGTERM")
+		}
+	}
 }

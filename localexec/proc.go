@@ -332,12 +332,15 @@ func procStat(pid int) (uint64, byte, error) {
 // Stop ends the attempt: SIGTERM to its process group, then SIGKILL if it
 // is still there after grace. It returns once Done is closed.
 func (p *Proc) Stop(grace time.Duration) {
-	t := time.NewTimer(grace)
-	defer t.Stop()
+	deadline := time.Now().Add(grace)
 	p.termOnce.Do(func() {
-		p.waitLaunched(t.C)
+		p.waitLaunched(deadline)
 		p.signal(syscall.SIGTERM)
 	})
+	// A timer of its own for what is left of grace: waiting for the launch
+	// may have used all of it, and SIGKILL must still follow.
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
 	select {
 	case <-p.done:
 		return
@@ -348,12 +351,13 @@ func (p *Proc) Stop(grace time.Duration) {
 }
 
 // waitLaunched waits until the wrapper has started the command (it writes
-// its pid file then), the attempt ends, or timeout fires; at most a second.
-func (p *Proc) waitLaunched(timeout <-chan time.Time) {
+// its pid file then), the attempt ends, or deadline passes; at most a
+// second.
+func (p *Proc) waitLaunched(deadline time.Time) {
 	if p.pidFile == "" {
 		return
 	}
-	limit := time.NewTimer(time.Second)
+	limit := time.NewTimer(min(time.Until(deadline), time.Second))
 	defer limit.Stop()
 	for {
 		if _, err := os.Stat(p.pidFile); err == nil {
@@ -361,8 +365,6 @@ func (p *Proc) waitLaunched(timeout <-chan time.Time) {
 		}
 		select {
 		case <-p.done:
-			return
-		case <-timeout:
 			return
 		case <-limit.C:
 			return
