@@ -164,6 +164,7 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			if c.kind == "tide" {
 				b.ReportMetric(float64(len(res.Decide)), "rounds")
+				b.Logf("pods bound per round: %v", res.Binds)
 			}
 			// Free the nodes for the next case, one pod at a time: deleting
 			// thousands in one call can outlast the API server's timeout.
