@@ -256,3 +256,34 @@ func edgeSavable(pt *point, run *report.Run) (servers, savable int) {
 	}
 	return len(edges), savable
 }
+
+// TestPolluxModelRunsAgents: with the Pollux model a scenario runs job
+// agents for elastic policies, as `tide sim` does. Pollux keeps a job that
+// has reported nothing at one GPU (it explores up to twice the replicas it
+// has seen), so a job that grows shows its agent reported goodput models.
+func TestPolluxModelRunsAgents(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), "name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,1,128\n")
+	write(t, filepath.Join(dir, "s.yaml"), "cluster: 1x8:t4\ntrace: {file: t.csv, format: pollux}\nmodel: {kind: pollux}\npolicies: [pollux]\n")
+	sc, err := Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sc.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := res[0].Runs[0].Jobs[0]
+	if j.State != "finished" || j.Resizes == 0 {
+		t.Errorf("job %s %s after %d resizes: want it finished, grown beyond one GPU", j.ID, j.State, j.Resizes)
+	}
+
+	write(t, filepath.Join(dir, "bad.yaml"), "cluster: 1x8:t4\ntrace: {file: t.csv, format: pollux}\nmodel: {kind: pollux, dir: nowhere}\npolicies: [pollux]\n")
+	sc, err = Load(filepath.Join(dir, "bad.yaml"))
+	if err == nil {
+		_, err = sc.Run(nil)
+	}
+	if err == nil || !strings.Contains(err.Error(), "model.dir") {
+		t.Errorf("missing profiles directory: error %v, want one naming model.dir", err)
+	}
+}
