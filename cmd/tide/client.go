@@ -305,12 +305,9 @@ Lists the jobs the token may see (all of them for the admin).
 func cmdJobs(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("jobs", jobsHelp, stderr, &c)
-	state := fs.String("state", "", "only jobs in this state (pending, running, preempted, finished, failed, cancelled)")
-	if err := fs.Parse(args); err != nil {
+	state := fs.String("state", "", "only jobs in this state (pending, running, preempted, finished, failed, cancelled, declined)")
+	if err := parseOnlyFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	cl, err := c.client()
 	if err != nil {
@@ -686,4 +683,16 @@ func cmdTenant(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%v\t%s\n", t.Name, t.Admin, stamp(&t.Created))
 	}
 	return tw.Flush()
+}
+
+// parseOnlyFlags parses args into fs for a command that takes flags and no
+// arguments.
+func parseOnlyFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
 }

@@ -56,11 +56,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, kubeHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseOnlyFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
 	level, err := parseLogLevel(*logLevel)
 	if err != nil {
