@@ -73,6 +73,10 @@ type Status struct {
 
 	Memo Memo
 
+	// Reason is the policy's explanation of its last decision about this
+	// job (Plan.Reasons), the zero Reason when it gave none.
+	Reason Reason
+
 	// PackedWith is the job sharing this job's GPUs now (space sharing,
 	// Assignment.PackWith), "" when it runs alone or not at all.
 	PackedWith string
@@ -189,6 +193,35 @@ type Plan struct {
 	// Decline lists waiting jobs the policy refuses at admission (they
 	// cannot meet their deadline): they end in state declined and never run.
 	Decline []string
+	// Reasons explains, by job ID, the decision about each job the plan
+	// leaves waiting, preempts, shrinks or declines (and may explain jobs it
+	// runs). The engine copies each job's entry to Status.Reason; a job with
+	// no entry gets the zero Reason.
+	Reasons map[string]Reason
+	// Warnings are what went wrong inside the policy without stopping it,
+	// above all a fallback (an LP the solver could not solve, replaced by a
+	// simpler rule). The engine records every one (Engine.Warnings).
+	Warnings []Warning
+}
+
+// Reason explains a policy's decision about one job, in the policy's own
+// terms ("queue 2 of 3, attained 7.2 GPU-h, 4 jobs ahead").
+type Reason struct {
+	Text string `json:"text,omitempty"`
+	// Position is the job's 1-based position in the policy's order this
+	// round; 0 when the policy has no order for it.
+	Position int `json:"position,omitempty"`
+	// PredictedStart is when the policy expects the job to start, in
+	// engine seconds (Snapshot.Now's clock); 0 when it cannot tell.
+	PredictedStart float64 `json:"predicted_start,omitempty"`
+}
+
+// Warning is one thing that went wrong inside a policy in a round.
+type Warning struct {
+	// Kind classifies it: "fallback" when the policy replaced its own rule
+	// by a simpler one (the reason says why and with what).
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
 }
 
 // Policy decides who runs. Schedule must be deterministic: the same snapshot
@@ -255,6 +288,8 @@ type Engine struct {
 	perNode map[string]int
 	down    []bool // GPU -> not available; replaced, never modified, when it changes
 	nDown   int
+	// warnings are every Plan.Warnings so far, with their rounds.
+	warnings []RoundWarning
 }
 
 // New makes an engine. All Config fields are required.
@@ -472,6 +507,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.Memo = m
 		}
 	}
+	e.explain(plan, now)
 	declined, err := e.decline(plan, now)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
@@ -548,6 +584,28 @@ func (e *Engine) Schedule() ([]Change, error) {
 	e.pair(plan, placed)
 	return changes, nil
 }
+
+// explain records the plan's reasons on every active job and its warnings.
+func (e *Engine) explain(plan Plan, now float64) {
+	for _, st := range e.active {
+		st.Reason = plan.Reasons[st.Job.ID]
+	}
+	for _, w := range plan.Warnings {
+		e.warnings = append(e.warnings, RoundWarning{Time: now, Round: e.rounds, Policy: e.cfg.Policy.Name(), Warning: w})
+	}
+}
+
+// RoundWarning is a policy warning with the round that raised it.
+type RoundWarning struct {
+	Time   float64 `json:"time"` // engine seconds
+	Round  int     `json:"round"`
+	Policy string  `json:"policy"`
+	Warning
+}
+
+// Warnings returns every warning policies raised so far, oldest first
+// (shared; do not modify).
+func (e *Engine) Warnings() []RoundWarning { return e.warnings }
 
 func sameGPUs(a, b []cluster.GPUID) bool {
 	if len(a) != len(b) {
