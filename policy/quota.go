@@ -23,10 +23,17 @@ import (
 // job when its GPUs fit (per GPU type, counted as the greedy policies do);
 // like FIFO with backfill, a job that does not fit does not block the jobs
 // behind it.
+//
+// BorrowLimits caps the GPUs a tenant may borrow beyond its quota (absent:
+// no cap). With Weights, borrowed GPUs are lent tenant by tenant, the
+// tenant with the fewest borrowed GPUs per unit of weight first (absent
+// weights count 1), instead of in the plan's order alone.
 type Quota struct {
-	Inner  engine.Policy
-	Limits map[string]int // GPUs guaranteed per tenant
-	Borrow bool
+	Inner        engine.Policy
+	Limits       map[string]int // GPUs guaranteed per tenant
+	Borrow       bool
+	BorrowLimits map[string]int // most GPUs borrowed per tenant; nil: no cap
+	Weights      map[string]int // lending weights per tenant; nil: the plan's order
 }
 
 // Name implements engine.Policy.
@@ -101,13 +108,68 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	if q.Borrow {
-		for i := range order {
-			if !admitted[i] && fits(&order[i]) {
-				plan.Run = append(plan.Run, order[i])
-			}
-		}
+		plan.Run = append(plan.Run, q.lend(order, admitted, byID, fits)...)
 	}
 	return plan
+}
+
+// lend hands the GPUs left to the jobs not admitted within quota: in the
+// plan's order, or tenant by tenant by weight (Weights), each tenant up to
+// its BorrowLimits. A job that does not fit when its turn comes is passed
+// over for good: free GPUs only shrink as lending goes on.
+func (q *Quota) lend(order []engine.Assignment, admitted []bool, byID map[string]*engine.Status, fits func(*engine.Assignment) bool) []engine.Assignment {
+	borrowed := map[string]int{}
+	capped := func(ten string, n int) bool {
+		lim, ok := q.BorrowLimits[ten]
+		return ok && borrowed[ten]+n > lim
+	}
+	var out []engine.Assignment
+	if q.Weights == nil {
+		for i := range order {
+			ten := byID[order[i].Job].Job.Tenant
+			if !admitted[i] && !capped(ten, order[i].GPUs) && fits(&order[i]) {
+				borrowed[ten] += order[i].GPUs
+				out = append(out, order[i])
+			}
+		}
+		return out
+	}
+	queue := map[string][]int{} // tenant -> its waiting jobs, in order
+	var tenants []string
+	for i := range order {
+		if admitted[i] {
+			continue
+		}
+		ten := byID[order[i].Job].Job.Tenant
+		if queue[ten] == nil {
+			tenants = append(tenants, ten)
+		}
+		queue[ten] = append(queue[ten], i)
+	}
+	weight := func(ten string) float64 {
+		if w, ok := q.Weights[ten]; ok && w > 0 {
+			return float64(w)
+		}
+		return 1
+	}
+	for {
+		b := -1
+		for k, ten := range tenants { // first-come order breaks ties
+			if len(queue[ten]) > 0 && (b < 0 || float64(borrowed[ten])/weight(ten) < float64(borrowed[tenants[b]])/weight(tenants[b])) {
+				b = k
+			}
+		}
+		if b < 0 {
+			return out
+		}
+		best := tenants[b]
+		i := queue[best][0]
+		queue[best] = queue[best][1:]
+		if !capped(best, order[i].GPUs) && fits(&order[i]) {
+			borrowed[best] += order[i].GPUs
+			out = append(out, order[i])
+		}
+	}
 }
 
 // ParseQuotas reads "tenant=GPUs,tenant=GPUs" (spaces allowed around

@@ -32,8 +32,6 @@ $KUBECONFIG or ~/.kube/config.
 Quotas: --quota team-a=16,team-b=8 guarantees GPUs to tenants (a namespace,
 or a job's queue); with --borrow (the default) idle GPUs are lent beyond
 quota and taken back by preemption when their owner needs them.
-
-Flags:
 `
 
 func cmdKube(args []string, stdout, stderr io.Writer) error {
@@ -52,8 +50,9 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	ops := addKubeOpsFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, kubeHelp)
+		fmt.Fprint(stderr, kubeHelp+kubeOpsHelp+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseOnlyFlags(fs, args); err != nil {
@@ -89,7 +88,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
-	return s.Run(ctx)
+	return ops.run(ctx, s, cfg, *name, logger)
 }
 
 // restConfig finds credentials: an explicit file, the in-cluster service
