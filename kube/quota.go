@@ -62,8 +62,15 @@ type TideQueueStatus struct {
 // liveQuota is the policy wrapper whose quotas change between rounds: the
 // flags' quotas (Config.Quotas) overlaid with the TideQueues accepted so
 // far. Without any quota it is the inner policy itself.
+//
+// With fill (Config.FillIdle) and no quota, every job is a borrower: the
+// GPUs the policy's plan leaves idle go to the jobs it left out, in
+// submission order, until its next plan claims them. Policies that re-plan
+// only every few minutes (Gavel's rounds) then start newly arrived work on
+// idle GPUs at once.
 type liveQuota struct {
 	inner engine.Policy
+	fill  bool
 	mu    sync.Mutex
 	q     *policy.Quota // nil: no quotas
 }
@@ -91,6 +98,9 @@ func (l *liveQuota) Schedule(s *engine.Snapshot) engine.Plan {
 func (l *liveQuota) set(limits, borrowLimits, weights map[string]int, borrow bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if limits == nil && l.fill {
+		limits, borrow = map[string]int{}, true
+	}
 	if limits == nil {
 		l.q = nil
 		return

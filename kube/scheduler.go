@@ -65,6 +65,9 @@ type Config struct {
 	Borrow bool
 	// NoQueues: do not read TideQueues (quota.go), only Quotas.
 	NoQueues bool
+	// FillIdle gives the GPUs a plan leaves idle to the jobs it left out
+	// until the policy's next plan claims them (quota.go, liveQuota).
+	FillIdle bool
 	// GPUTypeLabel is the node label holding the GPU type (default
 	// "nvidia.com/gpu.product", as NVIDIA's GPU feature discovery sets
 	// it); pods pick a type with a nodeSelector on it.
@@ -175,7 +178,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: policy: %w", err)
 	}
-	quota := &liveQuota{inner: pol}
+	quota := &liveQuota{inner: pol, fill: cfg.FillIdle}
 	quota.set(cfg.Quotas, nil, nil, cfg.Borrow)
 	pol = quota
 	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel},

@@ -48,6 +48,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	parallel := fs.Int("parallel", 32, "API calls in flight at once")
 	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
+	fill := fs.Bool("fill-idle", false, "give GPUs the policy's plan leaves idle to waiting jobs until its next plan claims them (for policies with long rounds, e.g. Gavel's 360 s)")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	ops := addKubeOpsFlags(fs)
@@ -81,7 +82,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
-		Parallel: *parallel, Log: logger})
+		Parallel: *parallel, FillIdle: *fill, Log: logger})
 	if err != nil {
 		return usageError{err}
 	}
