@@ -79,6 +79,7 @@ func startEnv(t testing.TB) *env {
 	if _, err := e.tideCS.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("tide's service account listing secrets: %v, want forbidden (is RBAC on?)", err)
 	}
+	e.calls.reset() // that probe was the test's, not tide's
 	return e
 }
 

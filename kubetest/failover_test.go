@@ -315,8 +315,7 @@ func (o *bindObserver) see(old, cur *corev1.Pod) {
 		}
 		for k, q := range r {
 			add(o.used[n], k, q)
-			if c, ok := o.alloc[k]; ok && o.used[n][k].Cmp(c) > 0 {
-				u := o.used[n][k]
+			if u, c := o.used[n][k], o.alloc[k]; !c.IsZero() && u.Cmp(c) > 0 {
 				o.errs = append(o.errs, fmt.Sprintf("node %s: pods hold %s of %s, it has %s", n, u.String(), k, c.String()))
 			}
 		}

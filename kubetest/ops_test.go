@@ -44,7 +44,7 @@ type callLog struct {
 
 // wrap makes cfg's clients record their calls in l.
 func (l *callLog) wrap(cfg *rest.Config) {
-	parse := &request.RequestInfoFactory{APIPrefixes: sets.New("api", "apis"), GrouplessAPIPrefixes: sets.New("api")}
+	parse := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			if info, err := parse.NewRequestInfo(req); err == nil && info.IsResourceRequest {
@@ -76,6 +76,13 @@ func (l *callLog) add(group, res, sub, verb, ns string) {
 		l.calls[key] = sets.New[string]()
 	}
 	l.calls[key].Insert(ns)
+}
+
+// reset forgets the calls so far.
+func (l *callLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = nil
 }
 
 func (l *callLog) snapshot() map[string]sets.Set[string] {
@@ -191,6 +198,14 @@ func testRBAC(t *testing.T, e *env) {
 		}
 	}
 	used := e.calls.snapshot()
+	// Informers list through a watch (WatchList, sendInitialEvents) where
+	// the API server supports it and fall back on list where it does not:
+	// list is needed wherever watch is used.
+	for k := range used {
+		if res, ok := strings.CutSuffix(k, " watch"); ok && used[res+" list"] == nil {
+			used[res+" list"] = sets.New[string]()
+		}
+	}
 	var unused, missing []string
 	for k, role := range granted {
 		if used[k] == nil {

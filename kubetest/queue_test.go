@@ -68,7 +68,7 @@ func testQueues(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 	}
-	sch, _ := s.start(kube.Config{Policy: "fifo"})
+	sch, _ := s.start(kube.Config{Policy: "fifo", Borrow: true}) // tide kube's default --borrow
 	eventually(t, 20*time.Second, func() (bool, string) {
 		a, b := accepted("qa"), accepted("qb")
 		return a != nil && b != nil && a.Status == metav1.ConditionTrue && b.Status == metav1.ConditionTrue,
