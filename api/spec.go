@@ -39,6 +39,14 @@ const (
 	maxEnv     = 1024
 	maxRetries = 100
 	maxGPUs    = 1 << 16
+	// MaxArgBytes is the longest argument or NAME=VALUE string a process
+	// may be given on Linux (MAX_ARG_STRLEN, with its NUL): a longer one
+	// makes every launch fail with "argument list too long".
+	MaxArgBytes = 128<<10 - 1
+	// MaxExecBytes bounds the command and env together, leaving room
+	// below the kernel's total (ARG_MAX, 2 MiB at the smallest usual
+	// stack limit) for tide's own variables and the server's environment.
+	MaxExecBytes = 512 << 10
 )
 
 // JobSpec is what a client submits: a command and what it needs. The same
@@ -210,6 +218,23 @@ func (s *JobSpec) Validate() []FieldError {
 				break
 			}
 		}
+	}
+	total := 0
+	for i, a := range s.Command {
+		total += len(a) + 1
+		if len(a) > MaxArgBytes {
+			add("command", "argument %d is %d bytes, over the %d a process may be given (Linux MAX_ARG_STRLEN): pass large data in a file", i, len(a), MaxArgBytes)
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		n := len(k) + 1 + len(s.Env[k])
+		total += n + 1
+		if n > MaxArgBytes {
+			add("env", "%s=VALUE is %d bytes, over the %d a process may be given (Linux MAX_ARG_STRLEN): pass large data in a file", k, n, MaxArgBytes)
+		}
+	}
+	if total > MaxExecBytes {
+		add("command", "the command and env together are %d bytes, over tide's limit of %d: pass large data in a file", total, MaxExecBytes)
 	}
 	if s.Workdir != "" {
 		if !filepath.IsAbs(s.Workdir) {

@@ -38,8 +38,8 @@ Flags:
 `
 
 type clientFlags struct {
-	server, token, config string
-	json                  bool
+	server, token, config, caCert string
+	json                          bool
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -47,12 +47,14 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "API `TOKEN` (default $TIDE_TOKEN or the config file)")
 	fs.StringVar(&c.config, "config", "", "config `FILE` (default $TIDE_CONFIG or ~/.config/tide/config.yaml)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+	fs.StringVar(&c.caCert, "ca-cert", "", "PEM `FILE` of the CA (or self-signed certificate) an https server's certificate is verified against (default $TIDE_CA_CERT, the config file's ca_cert, or the system's roots)")
 }
 
 type clientConfig struct {
 	Server    string `yaml:"server"`
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	CACert    string `yaml:"ca_cert"`
 }
 
 func (c *clientFlags) client() (*api.Client, error) {
@@ -91,7 +93,17 @@ func (c *clientFlags) client() (*api.Client, error) {
 	if token == "" {
 		return nil, usageError{errors.New("no API token: pass --token, set TIDE_TOKEN or put 'token:' in the config file (a server's admin token is in its DATA_DIR/admin.token)")}
 	}
-	return api.NewClient(server, token), nil
+	cl := api.NewClient(server, token)
+	if ca := first(c.caCert, os.Getenv("TIDE_CA_CERT"), cfg.CACert); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %w", err)
+		}
+		if err := cl.TrustCA(pem); err != nil {
+			return nil, fmt.Errorf("--ca-cert %s: %w", ca, err)
+		}
+	}
+	return cl, nil
 }
 
 func first(vals ...string) string {
@@ -664,50 +676,163 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-const tenantHelp = `Usage: tide tenant add NAME | tide tenant list
+const tenantHelp = `Usage: tide tenant COMMAND [flags] ...
 
-Creates a tenant and prints its API token (shown only once), or lists the
-tenants. Admin only.
+Manages tenants (admin only):
+
+  tide tenant add NAME [--user USER] [limits]   create; prints its token (shown only now)
+  tide tenant set NAME [--user USER] [limits]   change its Unix user or limits
+  tide tenant list                              list tenants, users and limits
+  tide tenant rotate NAME                       new token (printed); the old one stops working
+  tide tenant revoke NAME                       no token works until the next rotate
+  tide tenant delete NAME [--cancel-jobs]       delete (its unfinished jobs must be cancelled)
+
+--user is the Unix user (NAME, UID or UID:GID) the tenant's jobs run as when
+tide serve runs as root. Limits (0: none): --max-gpus (a quota of GPUs in
+use), --max-queued (jobs waiting), --submit-rate (submissions a second per
+token), --max-log-bytes (per job; default the server's --max-log-bytes).
 `
 
 func cmdTenant(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("tenant", tenantHelp, stderr, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
+	user := fs.String("user", "", "Unix `USER` (NAME, UID or UID:GID) the tenant's jobs run as when tide serve runs as root")
+	var lim api.Limits
+	fs.IntVar(&lim.MaxGPUs, "max-gpus", 0, "quota: most GPUs the tenant's jobs hold at once (0: no limit)")
+	fs.IntVar(&lim.MaxQueued, "max-queued", 0, "most jobs the tenant may have waiting to run (0: no limit)")
+	fs.Float64Var(&lim.SubmitRate, "submit-rate", 0, "most submissions a second per token (0: no limit)")
+	fs.Int64Var(&lim.MaxLogBytes, "max-log-bytes", 0, "size a job's log may reach (0: the server's default)")
+	cancelJobs := fs.Bool("cancel-jobs", false, "with delete: cancel the tenant's unfinished jobs")
+	// Flags may come before or after the subcommand and name.
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	rest := fs.Args()
-	if len(rest) == 0 || (rest[0] == "add" && len(rest) != 2) || (rest[0] == "list" && len(rest) != 1) || (rest[0] != "add" && rest[0] != "list") {
-		return usageError{errors.New("want 'add NAME' or 'list'")}
+	want := map[string]int{"add": 2, "set": 2, "list": 1, "rotate": 2, "revoke": 2, "delete": 2}
+	if len(rest) == 0 || want[rest[0]] != len(rest) {
+		return usageError{errors.New("want 'add NAME', 'set NAME', 'list', 'rotate NAME', 'revoke NAME' or 'delete NAME'")}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	limitsSet := set["max-gpus"] || set["max-queued"] || set["submit-rate"] || set["max-log-bytes"]
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	if rest[0] == "add" {
-		t, err := cl.CreateTenant(context.Background(), rest[1])
+	ctx := context.Background()
+	var t *api.Tenant
+	switch rest[0] {
+	case "add":
+		req := &api.NewTenant{Name: rest[1], User: *user}
+		if limitsSet {
+			req.Limits = &lim
+		}
+		t, err = cl.CreateTenantWith(ctx, req)
+	case "set":
+		u := &api.TenantUpdate{}
+		if set["user"] {
+			u.User = user
+		}
+		if limitsSet {
+			// Limits are replaced whole: start from the current ones.
+			ts, err := cl.Tenants(ctx)
+			if err != nil {
+				return err
+			}
+			cur := api.Limits{}
+			for _, x := range ts {
+				if x.Name == rest[1] {
+					cur = x.Limits
+				}
+			}
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "max-gpus":
+					cur.MaxGPUs = lim.MaxGPUs
+				case "max-queued":
+					cur.MaxQueued = lim.MaxQueued
+				case "submit-rate":
+					cur.SubmitRate = lim.SubmitRate
+				case "max-log-bytes":
+					cur.MaxLogBytes = lim.MaxLogBytes
+				}
+			})
+			u.Limits = &cur
+		}
+		if u.User == nil && u.Limits == nil {
+			return usageError{errors.New("tenant set: nothing to change: give --user or a limit")}
+		}
+		t, err = cl.UpdateTenant(ctx, rest[1], u)
+	case "rotate":
+		t, err = cl.RotateToken(ctx, rest[1])
+	case "revoke":
+		t, err = cl.RevokeToken(ctx, rest[1])
+	case "delete":
+		ids, err := cl.DeleteTenant(ctx, rest[1], *cancelJobs)
 		if err != nil {
 			return err
 		}
 		if c.json {
-			return printJSON(stdout, t)
+			return printJSON(stdout, map[string]any{"deleted": rest[1], "cancelled": ids})
 		}
-		fmt.Fprintf(stdout, "tenant %s created; its token (shown only now):\n%s\n", t.Name, t.Token)
+		fmt.Fprintf(stdout, "tenant %s deleted", rest[1])
+		if len(ids) > 0 {
+			fmt.Fprintf(stdout, "; cancelled %s", strings.Join(ids, " "))
+		}
+		fmt.Fprintln(stdout)
 		return nil
+	case "list":
+		ts, err := cl.Tenants(ctx)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return printJSON(stdout, map[string]any{"tenants": ts})
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tADMIN\tUSER\tMAX GPUS\tMAX QUEUED\tSUBMIT/S\tMAX LOG\tTOKEN\tCREATED")
+		for _, t := range ts {
+			tok := "valid"
+			if t.Revoked {
+				tok = "revoked"
+			}
+			l := t.Limits
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Admin, dash(t.User), limitCol(float64(l.MaxGPUs)),
+				limitCol(float64(l.MaxQueued)), limitCol(l.SubmitRate), limitCol(float64(l.MaxLogBytes)), tok, stamp(&t.Created))
+		}
+		return tw.Flush()
 	}
-	ts, err := cl.Tenants(context.Background())
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return printJSON(stdout, map[string]any{"tenants": ts})
+		return printJSON(stdout, t)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
-	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%v\t%s\n", t.Name, t.Admin, stamp(&t.Created))
+	switch {
+	case rest[0] == "add":
+		fmt.Fprintf(stdout, "tenant %s created; its token (shown only now):\n%s\n", t.Name, t.Token)
+	case rest[0] == "rotate":
+		fmt.Fprintf(stdout, "tenant %s has a new token (shown only now; the old one no longer works):\n%s\n", t.Name, t.Token)
+	case rest[0] == "revoke":
+		fmt.Fprintf(stdout, "tenant %s's token revoked ('tide tenant rotate %s' gives it a new one)\n", t.Name, t.Name)
+	default:
+		fmt.Fprintf(stdout, "tenant %s updated\n", t.Name)
 	}
-	return tw.Flush()
+	return nil
+}
+
+func limitCol(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // parseOnlyFlags parses args into fs for a command that takes flags and no
