@@ -2,11 +2,11 @@ package server
 
 import (
 	"crypto/subtle"
-	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
