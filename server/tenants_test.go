@@ -107,8 +107,9 @@ func TestLimits(t *testing.T) {
 	}
 	cq := api.NewClient(ts.url, qt.Token)
 	sleep := &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 1}
-	a, b, c := submit(t, cq, sleep), submit(t, cq, sleep), submit(t, cq, sleep)
+	a := submit(t, cq, sleep)
 	waitJob(t, cq, a.ID, 10*time.Second, "running", inState(api.StateRunning))
+	b, c := submit(t, cq, sleep), submit(t, cq, sleep)
 	time.Sleep(600 * time.Millisecond) // three rounds
 	for _, id := range []string{b.ID, c.ID} {
 		if j, _ := cq.Job(ctx, id); j.State != api.StatePending {
