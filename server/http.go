@@ -51,6 +51,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/tenants/{name}", s.authed(s.handleDeleteTenant))
 	mux.HandleFunc("POST /v1/tenants/{name}/token", s.authed(s.handleRotateToken))
 	mux.HandleFunc("DELETE /v1/tenants/{name}/token", s.authed(s.handleRevokeToken))
+	ui := s.consoleHandler() // the web console (console.go)
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("/ui/", ui)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see docs/api.md)", nil)
 	})
