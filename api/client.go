@@ -143,6 +143,47 @@ func (c *Client) Jobs(ctx context.Context, state string) ([]Job, error) {
 	return l.Jobs, c.do(ctx, http.MethodGet, path, nil, &l)
 }
 
+// ListJobs lists jobs with GET /v1/jobs' query parameters (state,
+// tenant, limit, after); Next in the result gets the following page.
+func (c *Client) ListJobs(ctx context.Context, query url.Values) (*JobList, error) {
+	path := "/v1/jobs"
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	var l JobList
+	return &l, c.do(ctx, http.MethodGet, path, nil, &l)
+}
+
+// Hold keeps a waiting job from starting; Release lets it start.
+func (c *Client) Hold(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/hold", nil, &j)
+}
+
+// Release lets a held job start.
+func (c *Client) Release(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/release", nil, &j)
+}
+
+// Usage returns the GPU-hours per job over [from, to) (zero times: from
+// the beginning, until now).
+func (c *Client) Usage(ctx context.Context, from, to time.Time) (*Usage, error) {
+	q := url.Values{}
+	if !from.IsZero() {
+		q.Set("from", from.UTC().Format(time.RFC3339))
+	}
+	if !to.IsZero() {
+		q.Set("to", to.UTC().Format(time.RFC3339))
+	}
+	path := "/v1/usage"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var u Usage
+	return &u, c.do(ctx, http.MethodGet, path, nil, &u)
+}
+
 // Job returns one job.
 func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
 	var j Job

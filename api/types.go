@@ -50,7 +50,11 @@ type Job struct {
 	Message    string     `json:"message,omitempty"` // the job's last report message
 	ReportedAt *time.Time `json:"reported_at,omitempty"`
 	// Reason says why a job failed, was cancelled or was declined.
-	Reason   string    `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Held: the job does not start until released; Waiting says why a
+	// waiting job may not start yet (held, or a dependency unfinished).
+	Held     bool      `json:"held,omitempty"`
+	Waiting  string    `json:"waiting,omitempty"`
 	Attempts []Attempt `json:"attempts,omitempty"`
 	// Perf is what tide learned from the step times and gradient
 	// statistics the job reported: the goodput model elastic policies
@@ -143,6 +147,26 @@ type Attempt struct {
 // JobList is GET /v1/jobs.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
+	// Next, when there are more jobs than the limit, is the value of
+	// after that gets the next page.
+	Next string `json:"next,omitempty"`
+}
+
+// Usage is GET /v1/usage: the GPU-hours each job used over [From, To)
+// (jobs that used none are left out).
+type Usage struct {
+	From time.Time  `json:"from"`
+	To   time.Time  `json:"to"`
+	Jobs []JobUsage `json:"jobs"`
+}
+
+// JobUsage is one job's use of GPUs: GPUs held x hours its attempts ran.
+type JobUsage struct {
+	Job      string  `json:"job"`
+	Name     string  `json:"name,omitempty"`
+	Tenant   string  `json:"tenant"`
+	State    string  `json:"state"`
+	GPUHours float64 `json:"gpu_hours"`
 }
 
 // Cluster is GET /v1/cluster.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.authed(s.handleCancel))
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.authed(s.handleLogs))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.authed(s.handleEvents))
+	mux.HandleFunc("POST /v1/jobs/{id}/hold", s.authed(s.handleHold))
+	mux.HandleFunc("POST /v1/jobs/{id}/release", s.authed(s.handleRelease))
+	mux.HandleFunc("GET /v1/usage", s.authed(s.handleUsage))
 	mux.HandleFunc("POST /v1/jobs/{id}/report", s.handleReport)
 	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
 	mux.HandleFunc("POST /v1/tenants", s.authed(s.handleNewTenant))
@@ -251,6 +255,15 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		writeError(w, http.StatusTooManyRequests, msg, nil)
 		return
 	}
+	if len(spec.After) > 0 {
+		s.mu.Lock()
+		errs := s.checkAfter(spec.After, p)
+		s.mu.Unlock()
+		if len(errs) > 0 {
+			writeError(w, http.StatusBadRequest, "invalid dependencies", errs)
+			return
+		}
+	}
 	key := r.Header.Get(api.IdempotencyHeader)
 	if msg := api.CheckIdempotencyKey(key); msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid "+api.IdempotencyHeader+" header", []api.FieldError{{Field: api.IdempotencyHeader, Message: msg}})
@@ -273,7 +286,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		if err != nil {
 			return err
 		}
-		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now, IdempotencyKey: key}
+		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now, IdempotencyKey: key, Held: spec.Hold}
 		if err := tx.PutJob(rec); err != nil {
 			return err
 		}
@@ -308,6 +321,9 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		_ = s.commit()
 	} else {
 		lj.j = j
+		if len(spec.After) > 0 {
+			s.deps[lj] = true
+		}
 	}
 	v := s.view(lj, false)
 	s.mu.Unlock()
@@ -418,16 +434,33 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal) {
-	state := r.URL.Query().Get("state")
-	tenant := r.URL.Query().Get("tenant")
+	q, errs := s.parseList(r, p)
+	if len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid job list query", errs)
+		return
+	}
 	s.mu.Lock()
 	out := api.JobList{Jobs: []api.Job{}}
-	for _, lj := range s.order {
+	start := 0
+	if q.after != "" {
+		if a := s.jobs[q.after]; a != nil {
+			seq := a.rec.Seq
+			start = sort.Search(len(s.order), func(i int) bool { return s.order[i].rec.Seq > seq })
+		} else if n, err := strconv.ParseUint(q.after[1:], 10, 64); err == nil {
+			// A job purged or never made: its number still orders.
+			start = sort.Search(len(s.order), func(i int) bool { return s.order[i].rec.Seq > n })
+		}
+	}
+	for _, lj := range s.order[start:] {
 		if !p.admin && lj.rec.Tenant != p.tenant {
 			continue
 		}
-		if (state != "" && lj.rec.State != state) || (tenant != "" && lj.rec.Tenant != tenant) {
+		if (q.states != nil && !q.states[lj.rec.State]) || (q.tenant != "" && lj.rec.Tenant != q.tenant) {
 			continue
+		}
+		if q.limit > 0 && len(out.Jobs) == q.limit {
+			out.Next = out.Jobs[len(out.Jobs)-1].ID
+			break
 		}
 		out.Jobs = append(out.Jobs, s.view(lj, false))
 	}
@@ -746,7 +779,10 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 	v := api.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, Spec: r.Spec,
 		Submitted: *toTime(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
 		Restarts: r.Restarts, Failures: r.Failures, Preemptions: r.Preemptions, Progress: r.Progress,
-		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason}
+		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held}
+	if !api.Terminal(r.State) && lj.att == nil {
+		v.Waiting = s.blocked(r.ID)
+	}
 	v.Spec.Command = append([]string(nil), r.Spec.Command...)
 	if lj.j != nil && !api.Terminal(r.State) {
 		if st := s.eng.Job(r.ID); st != nil {

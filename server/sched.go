@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/tide-sched/tide/api"
@@ -47,6 +49,7 @@ func (s *Server) scheduleLoop(ctx context.Context) {
 func (s *Server) monitorLoop(ctx context.Context) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
+	var purged time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,6 +58,11 @@ func (s *Server) monitorLoop(ctx context.Context) {
 		}
 		s.readReportFiles()
 		s.capLogs()
+		s.checkTimeLimits()
+		if time.Since(purged) > time.Minute {
+			purged = time.Now()
+			s.purgeOld()
+		}
 		s.mu.Lock()
 		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
 			_ = s.commit()
@@ -71,6 +79,7 @@ func (s *Server) round() {
 		return
 	}
 	t0 := time.Now()
+	s.checkDeps()
 	s.setQuotas()
 	changes, err := s.eng.Schedule()
 	s.metrics.observeRound(time.Since(t0).Seconds())
@@ -313,7 +322,15 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 	if r.Spec.Workdir != "" {
 		dir = r.Spec.Workdir
 	}
-	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: r.Spec.Env, User: u,
+	env := r.Spec.Env
+	if r.Spec.ArrayIndex != nil {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["TIDE_ARRAY_INDEX"] = strconv.Itoa(*r.Spec.ArrayIndex)
+	}
+	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: env, User: u,
 		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
 		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
 		ReportToken: tok, ReportFile: s.reportFile(r.ID), Batch: s.batchFor(a.lj, len(a.devs))}
@@ -426,6 +443,8 @@ func outcomeOf(stop string) string {
 		return "resized"
 	case "cancel":
 		return "cancelled"
+	case "time-limit":
+		return "timeout"
 	case "":
 		return "interrupted"
 	}

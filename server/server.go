@@ -86,6 +86,11 @@ type Config struct {
 	// through $TIDE_REPORT_FILE (no $TIDE_REPORT_URL: they would have to
 	// verify the certificate).
 	TLSCert, TLSKey string
+	// Retention, when positive, is how long a finished (failed,
+	// cancelled, declined) job's files are kept: its log, checkpoint,
+	// report file and default working directory are removed that long
+	// after it ended (its record stays).
+	Retention time.Duration
 	// SingleUser runs every tenant's jobs as the server's own Unix user.
 	// Without it, a server run as root runs each tenant's jobs as the
 	// tenant's user, and a server not run as root refuses a second tenant
@@ -132,7 +137,8 @@ type Server struct {
 	metrics  metrics
 	rates    rateLimiter
 	quotas   *quotaPolicy
-	tls      *tls.Config // nil: plain HTTP
+	deps     map[*liveJob]bool // waiting jobs with dependencies; under mu
+	tls      *tls.Config       // nil: plain HTTP
 	closed   bool
 	report   string // base URL for TIDE_REPORT_URL
 	lastSave time.Time
@@ -211,7 +217,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
@@ -282,7 +288,7 @@ func (s *Server) setup() error {
 		return fmt.Errorf("server: --placer: %w", err)
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
-	s.quotas = &quotaPolicy{inner: pol}
+	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked}
 	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: s.quotas, Placer: pl, Clock: s.clk})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -395,6 +401,9 @@ func (s *Server) recover(r *store.Job) {
 		return
 	}
 	lj.j = j
+	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
+		s.deps[lj] = true
+	}
 	st := s.eng.Job(r.ID)
 	e := r.Engine
 	st.Attained, st.Executed, st.Waited = e.Attained, e.Executed, e.Waited

@@ -248,23 +248,56 @@ func (l *rateLimiter) allow(key string, rate float64, now time.Time) (bool, time
 	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
 }
 
-// quotaPolicy applies the tenants' GPU quotas (limits.max_gpus) over the
-// server's policy: policy.Quota without borrowing, where a tenant without
-// a quota may use every GPU. Without any quota it is the policy itself.
-// Its limits are set under mu before each round.
+// quotaPolicy wraps the server's policy: jobs that may not start yet
+// (held, or waiting for their dependencies; see blocked) are hidden from
+// it, and the tenants' GPU quotas (limits.max_gpus) apply over it through
+// policy.Quota without borrowing, where a tenant without a quota may use
+// every GPU. Without any of these it is the policy itself. Its state is
+// set under mu before each round.
 type quotaPolicy struct {
 	inner engine.Policy
 	quota policy.Quota
 	on    bool
+	// blocked says why a waiting job may not start, "" when it may.
+	blocked func(id string) string
 }
 
 func (p *quotaPolicy) Name() string { return p.inner.Name() }
 
 func (p *quotaPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
-	if !p.on {
-		return p.inner.Schedule(snap)
+	held := map[string]string{}
+	if p.blocked != nil {
+		jobs := make([]*engine.Status, 0, len(snap.Jobs))
+		for _, st := range snap.Jobs {
+			if len(st.GPUs) == 0 {
+				if why := p.blocked(st.Job.ID); why != "" {
+					held[st.Job.ID] = why
+					continue
+				}
+			}
+			jobs = append(jobs, st)
+		}
+		if len(held) > 0 {
+			c := *snap
+			c.Jobs = jobs
+			snap = &c
+		}
 	}
-	return p.quota.Schedule(snap)
+	var plan engine.Plan
+	if p.on {
+		plan = p.quota.Schedule(snap)
+	} else {
+		plan = p.inner.Schedule(snap)
+	}
+	if len(held) > 0 {
+		if plan.Reasons == nil {
+			plan.Reasons = map[string]engine.Reason{}
+		}
+		for id, why := range held {
+			plan.Reasons[id] = engine.Reason{Text: why}
+		}
+	}
+	return plan
 }
 
 // setQuotas hands the quota policy the tenants' current quotas. Under mu.

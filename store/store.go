@@ -67,6 +67,11 @@ type Job struct {
 	// IdempotencyKey is the key the job was submitted with, if any
 	// (forgotten with the job).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Held: the job may not start until released.
+	Held bool `json:"held,omitempty"`
+	// Purged is when the job's files (log, checkpoint, report) were
+	// removed by the retention rule, Unix seconds; 0 while they are kept.
+	Purged float64 `json:"purged,omitempty"`
 
 	// The job's last report.
 	Progress   float64 `json:"progress,omitempty"`
@@ -163,6 +168,11 @@ func (j *Job) Clone() *Job {
 	if j.Spec.MaxRetries != nil {
 		r := *j.Spec.MaxRetries
 		c.Spec.MaxRetries = &r
+	}
+	c.Spec.After = append([]string(nil), j.Spec.After...)
+	if j.Spec.ArrayIndex != nil {
+		i := *j.Spec.ArrayIndex
+		c.Spec.ArrayIndex = &i
 	}
 	if j.Perf != nil {
 		p := *j.Perf
