@@ -196,12 +196,18 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	p := g.problem(s)
 	g.account(s)
+	var warn []engine.Warning
 	if g.stale && (s.Now-g.lastReset >= g.MinReset || g.lastReset == 0 || idle) {
-		g.reset(s, p)
+		if err := g.reset(s, p); err != nil {
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
+				Reason: fmt.Sprintf("%s: allocation LP failed, equal shares used until the next solve: %v", g.name, err)})
+		}
 	}
 	g.last = g.plan(s, p)
 	g.planned, g.lastPlan = true, s.Now
-	return g.last
+	out := g.last
+	out.Warnings = warn
+	return out
 }
 
 // keep returns the last round's plan without the jobs that have left: between
@@ -300,8 +306,9 @@ func (g *Gavel) account(s *engine.Snapshot) {
 	}
 }
 
-// reset recomputes the allocation and restarts the time shares.
-func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
+// reset recomputes the allocation and restarts the time shares. An error
+// says the solver failed and equal shares stand in (equalShares).
+func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) error {
 	elapsed := s.Now - g.lastReset
 	for k := range g.typeTime {
 		g.typeTime[k] = 0
@@ -323,6 +330,7 @@ func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
 	g.LastErr = err
 	g.lastReset = s.Now
 	g.stale = false
+	return err
 }
 
 // restart adds to deficit, per type, the time an entry (a job or a pair)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy"
 )
 
@@ -75,5 +76,38 @@ func TestDeclined(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// fallingBack wraps a policy and reports a fallback in every round.
+type fallingBack struct{ engine.Policy }
+
+func (f fallingBack) Schedule(s *engine.Snapshot) engine.Plan {
+	p := f.Policy.Schedule(s)
+	p.Warnings = append(p.Warnings, engine.Warning{Kind: engine.WarnFallback, Reason: "test: solver failed, equal shares"})
+	return p
+}
+
+// TestPolicyFallbackVisible: a policy's fallback reaches the job's events
+// and the metrics.
+func TestPolicyFallbackVisible(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.wrapPolicy = func(p engine.Policy) engine.Policy { return fallingBack{p} }
+	ts := startServer(t, cfg)
+	id := submit(t, ts.admin, countSpec(1, 5, 10*time.Millisecond)).ID
+	waitJob(t, ts.admin, id, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	evs, err := ts.admin.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		found = found || (e.Kind == "policy-fallback" && strings.Contains(e.Message, "solver failed"))
+	}
+	if !found {
+		t.Errorf("no policy-fallback event among %+v", evs)
+	}
+	if m := scrape(t, ts); !strings.Contains(m, "tide_policy_fallbacks_total ") || strings.Contains(m, "tide_policy_fallbacks_total 0\n") {
+		t.Errorf("metrics do not count the fallback:\n%s", m)
 	}
 }
