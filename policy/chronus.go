@@ -323,6 +323,24 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := greedy(s, sts, false)
 	plan.Decline = declined
 	plan.Warnings = warn
+	class := make(map[*engine.Status]int, len(jobs))
+	for _, j := range jobs {
+		class[j.st] = int(j.memo[chronusClass])
+	}
+	explain(s, &plan, sts, func(st *engine.Status) string {
+		switch class[st] {
+		case chronusAdmitted:
+			return fmt.Sprintf("admitted (deadline t=%.0f s) but holds no block of this lease; runs on spot GPUs left", st.Job.Deadline)
+		case chronusUnadmitted:
+			if slices.Contains(declined, st.Job.ID) {
+				return fmt.Sprintf("deadline t=%.0f s does not pack into the leases with the admitted jobs", st.Job.Deadline)
+			}
+			return fmt.Sprintf("not admitted (deadline t=%.0f s does not pack with the admitted jobs); spot GPUs, least GPU-time first", st.Job.Deadline)
+		case chronusLost:
+			return "can no longer meet its deadline; ranks last"
+		}
+		return "best effort on spot GPUs, least remaining GPU-time first"
+	})
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {

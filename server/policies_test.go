@@ -111,3 +111,27 @@ func TestPolicyFallbackVisible(t *testing.T) {
 		t.Errorf("metrics do not count the fallback:\n%s", m)
 	}
 }
+
+// TestWaitingJobExplained: a job waiting behind another under FIFO carries
+// the policy's reason, its queue position and a predicted start (the
+// running job's estimate says when its GPUs free up).
+func TestWaitingJobExplained(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	long := countSpec(4, 600, 100*time.Millisecond)
+	longID := submit(t, ts.admin, long).ID
+	waitJob(t, ts.admin, longID, 20*time.Second, "running", inState(api.StateRunning))
+	id := submit(t, ts.admin, countSpec(2, 5, 10*time.Millisecond)).ID
+	j := waitJob(t, ts.admin, id, 20*time.Second, "explained", func(j *api.Job) bool { return j.Reason != "" })
+	if j.State != api.StatePending || !strings.Contains(j.Reason, "waits") || !strings.Contains(j.Reason, "1 job(s) ahead") || j.QueuePosition != 2 {
+		t.Errorf("waiting job: state %s, reason %q, position %d; want pending, waits with 1 job ahead, position 2", j.State, j.Reason, j.QueuePosition)
+	}
+	if j.PredictedStart == nil || j.PredictedStart.Before(time.Now()) || j.PredictedStart.After(time.Now().Add(2*time.Minute)) {
+		t.Errorf("predicted start %v: want within the running job's 60 s estimate", j.PredictedStart)
+	}
+	if _, err := ts.admin.Cancel(context.Background(), longID); err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, ts.admin, id, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed)); j.Reason != "" || j.QueuePosition != 0 {
+		t.Errorf("finished job keeps reason %q, position %d", j.Reason, j.QueuePosition)
+	}
+}
