@@ -1,8 +1,8 @@
 package policy
 
 import (
-	"fmt"
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
