@@ -12,17 +12,12 @@ import (
 // shrinks or declines, keeping the reasons the policy already wrote. The
 // text is the decision ("waits", "preempted", "shrunk 4->2", "declined"),
 // then terms(st), the job's standing in the policy's own terms (nil: none),
-// then what stands in its way: how many jobs the order puts ahead of it and
-// the GPUs it needs against those the plan leaves free. order is the
-// policy's order of the jobs (most important first; nil when it has none):
-// a job's 1-based index in it is its Reason.Position.
+// then what stands in its way: the running and waiting jobs the order puts
+// ahead of it and the GPUs it needs against those the plan leaves free.
+// order is the policy's order of the jobs (most important first; nil when
+// it has none). A waiting job's Reason.Position is its 1-based place in
+// the queue: among the jobs of the order that the plan leaves waiting.
 func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(st *engine.Status) string) {
-	pos := make(map[string]int, len(order))
-	for i, st := range order {
-		if _, ok := pos[st.Job.ID]; !ok {
-			pos[st.Job.ID] = i + 1
-		}
-	}
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
 	for _, a := range plan.Run {
@@ -34,6 +29,23 @@ func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, term
 	declined := make(map[string]bool, len(plan.Decline))
 	for _, id := range plan.Decline {
 		declined[id] = true
+	}
+	// A job's place in the order: the planned and the waiting jobs ahead.
+	type place struct{ pos, runAhead, waitAhead int }
+	at := make(map[string]place, len(order))
+	runs, waits := 0, 0
+	for _, st := range order {
+		id := st.Job.ID
+		if _, ok := at[id]; ok {
+			continue
+		}
+		_, planned := given[id]
+		at[id] = place{pos: waits + 1, runAhead: runs, waitAhead: waits}
+		if planned {
+			runs++
+		} else if !declined[id] {
+			waits++
+		}
 	}
 	for _, st := range s.Jobs {
 		id := st.Job.ID
@@ -60,17 +72,22 @@ func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, term
 				parts = append(parts, t)
 			}
 		}
-		p := pos[id]
-		if p > 0 {
-			parts = append(parts, fmt.Sprintf("%d job(s) ahead", p-1))
+		p, inOrder := at[id]
+		waiting := !planned && !declined[id]
+		if inOrder && waiting {
+			parts = append(parts, fmt.Sprintf("%d running and %d waiting job(s) ahead", p.runAhead, p.waitAhead))
 		}
-		if !planned && !declined[id] {
+		if waiting {
 			parts = append(parts, fmt.Sprintf("needs %d GPUs, %d free", st.Job.MinGPUs, max(free, 0)))
+		}
+		r := engine.Reason{Text: strings.Join(parts, "; ")}
+		if inOrder && waiting {
+			r.Position = p.pos
 		}
 		if plan.Reasons == nil {
 			plan.Reasons = make(map[string]engine.Reason, len(s.Jobs)-len(plan.Run))
 		}
-		plan.Reasons[id] = engine.Reason{Text: strings.Join(parts, "; "), Position: p}
+		plan.Reasons[id] = r
 	}
 }
 

@@ -183,7 +183,8 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 
 // explain fills plan.Reasons: the inner reasons of jobs the quota leaves
 // as the inner plan did (waiting, or running as planned), and its own for
-// jobs it holds back. Positions are in the quota's order.
+// jobs it holds back. Positions are in the quota's queue: the jobs it holds
+// back, in its order.
 func (q *Quota) explain(s *engine.Snapshot, plan *engine.Plan, inner engine.Plan, order []quotaUnit, used, free map[string]int) {
 	ran := make(map[string]bool, len(plan.Run))
 	for _, a := range plan.Run {
@@ -210,10 +211,10 @@ func (q *Quota) explain(s *engine.Snapshot, plan *engine.Plan, inner engine.Plan
 	pos := 0
 	for _, u := range order {
 		for _, a := range u.as {
-			pos++
 			if ran[a.Job] {
 				continue
 			}
+			pos++
 			ten := byID[a.Job].Job.Tenant
 			text := fmt.Sprintf("tenant %q uses %d of its quota of %d GPUs, needs %d more", ten, used[ten], q.Limits[ten], a.GPUs)
 			switch {

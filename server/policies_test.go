@@ -122,8 +122,8 @@ func TestWaitingJobExplained(t *testing.T) {
 	waitJob(t, ts.admin, longID, 20*time.Second, "running", inState(api.StateRunning))
 	id := submit(t, ts.admin, countSpec(2, 5, 10*time.Millisecond)).ID
 	j := waitJob(t, ts.admin, id, 20*time.Second, "explained", func(j *api.Job) bool { return j.Reason != "" })
-	if j.State != api.StatePending || !strings.Contains(j.Reason, "waits") || !strings.Contains(j.Reason, "1 job(s) ahead") || j.QueuePosition != 2 {
-		t.Errorf("waiting job: state %s, reason %q, position %d; want pending, waits with 1 job ahead, position 2", j.State, j.Reason, j.QueuePosition)
+	if j.State != api.StatePending || !strings.Contains(j.Reason, "waits") || !strings.Contains(j.Reason, "1 running and 0 waiting job(s) ahead") || j.QueuePosition != 1 {
+		t.Errorf("waiting job: state %s, reason %q, position %d; want pending, waits behind 1 running job, position 1", j.State, j.Reason, j.QueuePosition)
 	}
 	if j.PredictedStart == nil || j.PredictedStart.Before(time.Now()) || j.PredictedStart.After(time.Now().Add(2*time.Minute)) {
 		t.Errorf("predicted start %v: want within the running job's 60 s estimate", j.PredictedStart)
