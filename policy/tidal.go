@@ -388,7 +388,9 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	if _, ok := t.flow.cloudOf(s); ok && deadlines {
 		plan = t.flow.Schedule(s)
 	}
-	plan.Reasons = map[string]engine.Reason{}
+	if plan.Reasons == nil {
+		plan.Reasons = map[string]engine.Reason{}
+	}
 	placed := map[string]bool{}
 	for _, a := range plan.Run {
 		placed[a.Job] = true
@@ -396,7 +398,9 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	declined := map[string]bool{}
 	for _, id := range plan.Decline {
 		declined[id] = true
-		plan.Reasons[id] = engine.Reason{Text: "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"}
+		r := plan.Reasons[id]
+		r.Text = joinReason("declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later", r.Text)
+		plan.Reasons[id] = r
 	}
 	var left []*engine.Status
 	for _, st := range s.Jobs {
@@ -407,6 +411,12 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	run, why := t.loan(s, left, len(plan.Run) > 0 || deadlines)
 	plan.Run = append(plan.Run, run...)
 	for id, r := range why {
+		if old, ok := plan.Reasons[id]; ok && r.Position > 0 {
+			// Still waiting: the deadline planner's terms come first.
+			old.Text = joinReason(old.Text, r.Text)
+			plan.Reasons[id] = old
+			continue
+		}
 		plan.Reasons[id] = r
 	}
 	for _, a := range plan.Run {
@@ -423,7 +433,19 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		plan.Reasons[a.Job] = engine.Reason{Text: text}
 	}
+	explain(s, &plan, nil, nil) // the jobs it preempts or shrinks
 	return plan
+}
+
+// joinReason joins two reason texts with "; ", skipping an empty one.
+func joinReason(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // loan sizes the jobs in left by the knapsack over the pools: the training
