@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/api"
@@ -40,10 +41,28 @@ func (s *Server) learn(lj *liveJob, rep *api.Report) {
 		}
 	}
 	if rep.GradSqr > 0 || rep.GradVar > 0 {
-		p := s.perfRecord(lj)
-		p.GradSqr, p.GradVar = rep.GradSqr, rep.GradVar
+		smoothGrad(s.perfRecord(lj), rep.GradSqr, rep.GradVar)
 	}
 	s.hint(lj)
+}
+
+// gradSmoothing is the weight a moving average of gradient statistics
+// keeps on the past at each report. AdaptDL smooths its gradient noise
+// estimates the same way (a bias-corrected exponential moving average of
+// the squared norm and of the variance, separately) because one estimate,
+// from one small batch, is noisy: taken alone it made Pollux's best batch
+// jump between the ends of its range from one report to the next.
+const gradSmoothing = 0.95
+
+// smoothGrad folds one report's gradient statistics into p's moving
+// averages and sets p.GradSqr and p.GradVar to their bias-corrected
+// values (the first report counts fully; later ones 1-gradSmoothing each).
+func smoothGrad(p *store.Perf, sqr, vr float64) {
+	p.GradReports++
+	p.GradSqrEMA = gradSmoothing*p.GradSqrEMA + (1-gradSmoothing)*sqr
+	p.GradVarEMA = gradSmoothing*p.GradVarEMA + (1-gradSmoothing)*vr
+	corr := 1 - math.Pow(gradSmoothing, float64(p.GradReports))
+	p.GradSqr, p.GradVar = p.GradSqrEMA/corr, p.GradVarEMA/corr
 }
 
 func (s *Server) perfRecord(lj *liveJob) *store.Perf {
