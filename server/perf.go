@@ -54,15 +54,19 @@ func (s *Server) learn(lj *liveJob, rep *api.Report) {
 // jump between the ends of its range from one report to the next.
 const gradSmoothing = 0.95
 
-// smoothGrad folds one report's gradient statistics into p's moving
-// averages and sets p.GradSqr and p.GradVar to their bias-corrected
-// values (the first report counts fully; later ones 1-gradSmoothing each).
+// smoothGrad folds one report's gradient statistics into p.GradSqr and
+// p.GradVar, their bias-corrected exponential moving averages: with
+// n reports, the new one weighs (1-θ)/(1-θ^n) (all of it for the first),
+// θ = gradSmoothing. Written as an update of the corrected average, so
+// equal reports leave it exactly unchanged.
 func smoothGrad(p *store.Perf, sqr, vr float64) {
 	p.GradReports++
-	p.GradSqrEMA = gradSmoothing*p.GradSqrEMA + (1-gradSmoothing)*sqr
-	p.GradVarEMA = gradSmoothing*p.GradVarEMA + (1-gradSmoothing)*vr
-	corr := 1 - math.Pow(gradSmoothing, float64(p.GradReports))
-	p.GradSqr, p.GradVar = p.GradSqrEMA/corr, p.GradVarEMA/corr
+	w := 1.0 // (1-θ)/(1-θ) for the first, exactly
+	if p.GradReports > 1 {
+		w = (1 - gradSmoothing) / (1 - math.Pow(gradSmoothing, float64(p.GradReports)))
+	}
+	p.GradSqr += w * (sqr - p.GradSqr)
+	p.GradVar += w * (vr - p.GradVar)
 }
 
 func (s *Server) perfRecord(lj *liveJob) *store.Perf {

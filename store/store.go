@@ -111,15 +111,11 @@ type EngineStats struct {
 // its latest gradient statistics.
 type Perf struct {
 	Observations []goodput.Observation `json:"observations,omitempty"`
-	// GradSqr and GradVar are the smoothed gradient statistics (the
-	// bias-corrected moving averages below), what the model uses.
-	GradSqr float64 `json:"grad_sqr,omitempty"`
-	GradVar float64 `json:"grad_var,omitempty"`
-	// GradSqrEMA and GradVarEMA are exponential moving averages of the
-	// reported statistics, not yet bias-corrected, over GradReports
-	// reports.
-	GradSqrEMA  float64 `json:"grad_sqr_ema,omitempty"`
-	GradVarEMA  float64 `json:"grad_var_ema,omitempty"`
+	// GradSqr and GradVar are the smoothed gradient statistics
+	// (bias-corrected exponential moving averages over GradReports
+	// reports), what the model uses.
+	GradSqr     float64 `json:"grad_sqr,omitempty"`
+	GradVar     float64 `json:"grad_var,omitempty"`
 	GradReports int     `json:"grad_reports,omitempty"`
 }
 
