@@ -190,8 +190,18 @@ const (
 // is old (or the queue changed since) and none is running.
 func (c *Console) maybeForecast(v *view) {
 	rp, ok := c.src.(Replayer)
-	if !ok || v.summary.Waiting == 0 || v.summary.Running+v.summary.Waiting > MaxForecastJobs {
-		return
+	if !ok || v.summary.Running+v.summary.Waiting > MaxForecastJobs || c.subscribers() == 0 {
+		return // nothing to replay, too much, or nobody watching
+	}
+	missing := false
+	for i := range v.snap.Jobs {
+		if j := &v.snap.Jobs[i]; j.Waiting() && (j.PredictedStart == nil || j.Forecast) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return // the policy predicts every start
 	}
 	now := c.opts.Now()
 	c.mu.Lock()
