@@ -273,7 +273,9 @@ func holds(p *corev1.Pod) (node string, r corev1.ResourceList) {
 	r = corev1.ResourceList{}
 	for _, c := range p.Spec.Containers {
 		for k, q := range c.Resources.Requests {
-			add(r, k, q)
+			if k != kube.GPUResource { // defaulted from the limit: counted below
+				add(r, k, q)
+			}
 		}
 		if q, ok := c.Resources.Limits[kube.GPUResource]; ok {
 			add(r, kube.GPUResource, q)

@@ -373,7 +373,7 @@ func helmBinary() string {
 func renderChart(t *testing.T) (data []byte, ok bool) {
 	h := helmBinary()
 	if h == "" {
-		t.Log("helm not found (PATH, $TIDE_HELM): the chart is not rendered; scripts/test-kube.sh installs it")
+		t.Log("helm not found (PATH, $TIDE_HELM): the chart is not rendered (set TIDE_HELM or put helm on PATH)")
 		return nil, false
 	}
 	chart := filepath.Join("..", "deploy", "chart")
