@@ -16,6 +16,7 @@ Usage:
   tide sim [flags]      replay a trace under one or more policies and compare them
   tide sweep [flags]    compare policies across many traces (workloads, load levels)
   tide bench [flags]    measure the simulator's speed
+  tide trace tile       build a datacenter-sized trace from a published one
   tide policies         list the scheduling policies and their knobs
   tide serve [flags]    run jobs on this machine's GPUs behind the HTTP API
   tide submit [flags]   submit a job (a YAML/JSON file, or flags and a command)
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSim(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "trace":
+		err = cmdTrace(args[1:], stdout, stderr)
 	case "sweep":
 		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":
