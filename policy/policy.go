@@ -11,6 +11,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,8 +195,15 @@ func Parse(spec string, ctx Context) (engine.Policy, error) {
 // tie), which keeps the larger pools for the jobs that need them. On a one-type cluster the
 // assignment keeps the job's own (possibly empty) type.
 func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
+	return greedyInto(s, order, strict, nil)
+}
+
+// greedyInto is greedy appending the plan's assignments to run[:0], so a
+// policy may reuse the memory of its last plan (each assignment takes a GPU
+// at least, so one allocation of the GPUs left suffices when run is short).
+func greedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
 	free := newPool(s)
-	var plan engine.Plan
+	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.room()))}
 	for _, st := range order {
 		a, ok := free.take(st, st.Job.GPUs)
 		if !ok {

@@ -54,6 +54,7 @@ type Tiresias struct {
 	// Scratch reused from round to round (a round allocates only its plan).
 	entries []tiresiasEntry
 	order   []*engine.Status
+	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
 }
 
 // tiresiasEntry is one job's place in the queues this round.
@@ -220,14 +221,16 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, e := range entries {
 		order = append(order, e.st)
 	}
-	plan := greedy(s, order, false)
+	plan := greedyInto(s, order, false, t.run)
+	t.run = plan.Run
 	plan.Memo = memo
-	queue := make(map[*engine.Status]int, len(entries))
-	for _, e := range entries {
-		queue[e.st] = e.queue
-	}
 	explain(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", queue[st]+1, len(t.Limits)+1, st.Attained/3600)
+		m := st.Memo
+		if u, ok := memo[st.Job.ID]; ok {
+			m = u
+		}
+		q := t.queueOf(st.Attained - m[memoBaseServ]) // as computed above
+		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", q+1, len(t.Limits)+1, st.Attained/3600)
 	})
 	// Keep the buffers, not the snapshot's jobs they point to.
 	clear(entries)
