@@ -9,6 +9,7 @@ import (
 	"github.com/tide-sched/tide/data"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
@@ -21,12 +22,15 @@ import (
 // active jobs and 10,000 GPUs with 5,000 (docs/scale.md). The jobs are
 // workload-6's, repeated, with the Pollux profiles as the model and a
 // deadline 4 h after submission; a FIFO round first puts the cluster in a
-// busy state (some jobs running, the rest waiting), then the policy runs two
-// rounds of its own before the timed one, so that its state (queues,
-// leases, rounds) is warm. It reports the decision's wall time as ns/op and,
-// apart, the time spent inside the LP/MILP solver as solver-ms/op.
+// busy state (some jobs running, the rest waiting), then the policy runs
+// three rounds 360 s apart. ns/op is those three engine rounds (snapshot,
+// decision, check, placement); decide-ms is the slowest of the three
+// decisions (Policy.Schedule alone, the first one included: a policy's
+// first decision may be its costliest) and solver-ms the part of that
+// decision spent inside the LP/MILP solver. With -benchtime Nx, the run
+// whose slowest decision is fastest is reported.
 //
-//	go test ./policy -run '^$' -bench Decision -benchtime 1x -timeout 2h
+//	go test ./policy -run '^$' -bench Decision -benchtime 3x -timeout 2h
 func BenchmarkDecision(b *testing.B) {
 	for _, size := range []struct{ gpus, jobs int }{{1000, 1000}, {10000, 5000}} {
 		for _, info := range policy.All() {
@@ -91,7 +95,10 @@ func benchDecision(b *testing.B, info policy.Info, gpus, n int) {
 		j.Deadline = j.Submit + 4*3600
 		jobs[i] = &j
 	}
-	p, err := policy.Parse(info.Name, policy.Context{Jobs: jobs})
+	service := func(j *job.Job) float64 { // GPU-seconds on its requested GPUs (Gittins)
+		return perf.Remaining(m, j, perf.Packed("t4", j.GPUs, 4), 0) * float64(j.GPUs)
+	}
+	p, err := policy.Parse(info.Name, policy.Context{Jobs: jobs, Service: service})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,8 +106,9 @@ func benchDecision(b *testing.B, info policy.Info, gpus, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		b.StopTimer()
+	var best, bestSolver time.Duration = -1, 0
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
 		clk := &benchClock{}
 		sw := &switchPolicy{p: fifo}
 		e, err := engine.New(engine.Config{Cluster: c, Model: m, Policy: sw, Placer: place.Pack{}, Clock: clk})
@@ -118,20 +126,27 @@ func benchDecision(b *testing.B, info policy.Info, gpus, n int) {
 			b.Fatal(err)
 		}
 		sw.p = p
-		for r := 0; r < 2; r++ {
-			clk.t += 60
+		// Three rounds 360 s apart (Gavel's round: round-based policies
+		// solve in each); the slowest decision counts.
+		var worst, worstSolver time.Duration
+		b.StartTimer()
+		for r := 0; r < 3; r++ {
+			clk.t += 360
+			solved := solver.SolveTime()
 			if _, err := e.Schedule(); err != nil {
 				b.Fatal(err)
 			}
-		}
-		clk.t += 60
-		solved := solver.SolveTime()
-		b.StartTimer()
-		if _, err := e.Schedule(); err != nil {
-			b.Fatal(err)
+			if sw.elapsed > worst {
+				worst, worstSolver = sw.elapsed, solver.SolveTime()-solved
+			}
 		}
 		b.StopTimer()
-		b.ReportMetric(float64(sw.elapsed.Nanoseconds()), "decide-ns/op")
-		b.ReportMetric(float64(solver.SolveTime()-solved)/1e6, "solver-ms/op")
+		if best < 0 || worst < best {
+			best, bestSolver = worst, worstSolver
+		}
 	}
+	// The fastest of the b.N runs: on a loaded machine the others mostly
+	// measure waiting for a core.
+	b.ReportMetric(float64(best.Nanoseconds())/1e6, "decide-ms")
+	b.ReportMetric(float64(bestSolver.Nanoseconds())/1e6, "solver-ms")
 }
