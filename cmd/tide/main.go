@@ -1,5 +1,10 @@
 // Command tide is a GPU cluster scheduler for deep-learning jobs. This
-// binary holds the simulator (tide sim) and its benchmark (tide bench).
+// binary holds the simulator (tide sim, tide sweep, tide bench, tide
+// policies), the single-machine executor behind an HTTP API (tide serve)
+// and its client (submit, jobs, job, cancel, logs, cluster, tenant).
+// The Kubernetes scheduler is its own binary, cmd/tide-kube, so that this
+// one builds without the Kubernetes client; tide kube runs it when it is
+// installed beside tide or on $PATH.
 package main
 
 import (
@@ -25,7 +30,8 @@ Usage:
   tide logs [-f] ID     print (or follow) a job's output
   tide cluster          show the server's GPUs and queue
   tide tenant add NAME  create a tenant and print its token (admin; also: tenant list)
-  tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs)
+  tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs);
+                        runs the tide-kube binary (go run ./cmd/tide-kube)
   tide help [command]   show help
 
 With no flags, 'tide sim' replays the Pollux workload-6 trace (160 jobs,
