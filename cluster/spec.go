@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tide-sched/tide/decodemsg"
 )
 
 // Spec is the YAML/JSON description of a cluster:
@@ -294,7 +296,7 @@ func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
-			return nil, emptyEOF(err)
+			return nil, decodemsg.JSON(emptyEOF(err), data)
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			return nil, fmt.Errorf("unexpected data after the spec")
@@ -304,7 +306,7 @@ func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {
-		return nil, emptyEOF(err)
+		return nil, decodemsg.YAML(emptyEOF(err))
 	}
 	for {
 		var doc yaml.Node

@@ -259,12 +259,13 @@ func TestLoadFileErrors(t *testing.T) {
 		want []string
 	}{
 		// Decoding: unknown fields and bad values.
-		{"unknown node field", "c.yaml", "nodes: [{gpus: 1, gpu: t4, gpu_mem: 16}]", []string{"line 1", "field gpu_mem not found"}},
+		{"unknown node field", "c.yaml", "nodes: [{gpus: 1, gpu: t4, gpu_mem: 16}]", []string{"line 1: field gpu_mem not found"}},
 		{"unknown top field", "c.yml", "site: []", []string{"field site not found"}},
 		{"unknown site field", "c.yaml", "sites:\n  - name: a\n    rack: []\n", []string{"line 3", "field rack not found"}},
 		{"unknown json field", "c.json", `{"nodes": [{"gpus": 1, "gpu": "t4", "gpu_mem": 16}]}`, []string{`unknown field "gpu_mem"`}},
-		{"not a number", "c.yaml", "nodes: [{gpus: four, gpu: t4}]", []string{"cannot unmarshal", "four"}},
-		{"json not a number", "c.json", `{"nodes": [{"gpus": "4"}]}`, []string{"cannot unmarshal", "gpus"}},
+		{"not a number", "c.yaml", "nodes: [{gpus: four, gpu: t4}]", []string{"line 1: got `four`, want a whole number"}},
+		{"json not a number", "c.json", `{"nodes": [{"gpus": "4"}]}`, []string{"line 1: field nodes.gpus: got a string, want a whole number"}},
+		{"not a list", "c.yaml", "sites:\n  - name: a\n    racks: {r: 1}\n", []string{"line 3: got a mapping (key: value), want a list"}},
 		{"yaml syntax", "c.yaml", "nodes: [", []string{"yaml"}},
 		{"json syntax", "c.json", `{"nodes": [}`, []string{"invalid character"}},
 		{"yaml as json", "c.json", "nodes: []", []string{"invalid character"}},
@@ -338,6 +339,12 @@ func TestLoadFileErrors(t *testing.T) {
 				for _, w := range append([]string{path}, tc.want...) {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("%s: error %q does not contain %q", name, err, w)
+					}
+				}
+				// The user wrote YAML or JSON, not Go.
+				for _, goName := range []string{"cluster.", "[]", " int", "!!", "Go struct"} {
+					if strings.Contains(err.Error(), goName) {
+						t.Errorf("%s: error %q names Go's %q", name, err, goName)
 					}
 				}
 			}
