@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy"
 )
 
 // dropUnfit checks that the cluster could ever run each job: enough GPUs
@@ -34,4 +37,29 @@ func dropUnfit(jobs []*job.Job, c *cluster.Cluster, skip bool, warn func(string)
 		warn("skipping " + msg)
 	}
 	return out, nil
+}
+
+// allPolicies expands --policy all: every registered policy that can run
+// this trace here. It says on stderr which it left out and why: those that
+// schedule for deadlines when no job has one, and those that need GLPK
+// when noSolver says it is missing.
+func allPolicies(hasDeadlines bool, noSolver error, stderr io.Writer) []string {
+	var specs, noDeadline, needSolver []string
+	for _, i := range policy.All() {
+		switch {
+		case i.NeedsSolver && noSolver != nil:
+			needSolver = append(needSolver, i.Name)
+		case i.NeedsDeadlines && !hasDeadlines:
+			noDeadline = append(noDeadline, i.Name)
+		default:
+			specs = append(specs, i.Name)
+		}
+	}
+	if len(noDeadline) > 0 {
+		fmt.Fprintf(stderr, "note: --policy all leaves out %s: they schedule for deadlines and no job in the trace has one\n", strings.Join(noDeadline, ", "))
+	}
+	if len(needSolver) > 0 {
+		fmt.Fprintf(stderr, "note: --policy all leaves out %s: they solve LPs with GLPK, and %v\n", strings.Join(needSolver, ", "), noSolver)
+	}
+	return specs
 }

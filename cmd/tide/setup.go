@@ -177,16 +177,7 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			continue
 		}
 		if spec == "all" {
-			noSolver := solver.Available()
-			for _, i := range policy.All() {
-				if i.NeedsSolver && noSolver != nil {
-					fmt.Fprintf(stderr, "note: skipping %s: %v\n", i.Name, noSolver)
-					continue
-				}
-				if !i.NeedsDeadlines || hasDeadlines {
-					s.specs = append(s.specs, i.Name)
-				}
-			}
+			s.specs = append(s.specs, allPolicies(hasDeadlines, solver.Available(), stderr)...)
 			continue
 		}
 		s.specs = append(s.specs, spec)
