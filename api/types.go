@@ -49,9 +49,17 @@ type Job struct {
 	Throughput float64    `json:"throughput,omitempty"`
 	Message    string     `json:"message,omitempty"` // the job's last report message
 	ReportedAt *time.Time `json:"reported_at,omitempty"`
-	// Reason says why a job failed, was cancelled or was declined.
-	Reason   string    `json:"reason,omitempty"`
-	Attempts []Attempt `json:"attempts,omitempty"`
+	// Reason says why a job failed, was cancelled or was declined; for a
+	// job waiting (or preempted, or shrunk), the policy's explanation in its
+	// own terms ("queue 2 of 3, attained 0.50 GPU-h; 4 job(s) ahead; ...").
+	Reason string `json:"reason,omitempty"`
+	// QueuePosition is a waiting job's 1-based position in the policy's
+	// order in the last round; absent when the policy keeps no order.
+	QueuePosition int `json:"queue_position,omitempty"`
+	// PredictedStart is when the policy expects a waiting job to start,
+	// assuming no new arrivals; absent when it cannot tell.
+	PredictedStart *time.Time `json:"predicted_start,omitempty"`
+	Attempts       []Attempt  `json:"attempts,omitempty"`
 	// Perf is what tide learned from the step times and gradient
 	// statistics the job reported: the goodput model elastic policies
 	// read. Absent until the job reports either; only GET /v1/jobs/{id}

@@ -662,6 +662,9 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 			for _, g := range st.GPUs {
 				v.GPUs = append(v.GPUs, s.devices[g])
 			}
+			if v.Reason == "" {
+				v.Reason, v.QueuePosition, v.PredictedStart = st.Reason.Text, st.Reason.Position, toTime(st.Reason.PredictedStart)
+			}
 		}
 	}
 	if detail {

@@ -62,6 +62,20 @@ func (s *Server) monitorLoop(ctx context.Context) {
 	}
 }
 
+// notePolicyWarnings records each warning the policy raised in a round (a
+// fallback to a simpler rule): an event "policy-<kind>" on every job the
+// round planned (a fallback shapes all their plans), a log line and a count
+// (fallbacks in tide_policy_fallbacks_total).
+func (s *Server) notePolicyWarnings(ws []engine.RoundWarning) {
+	for _, w := range ws {
+		s.metrics.warnings[w.Kind]++
+		for _, st := range s.eng.Active() {
+			s.addEvent(&store.Event{Job: st.Job.ID, Kind: "policy-" + w.Kind, Message: w.Reason})
+		}
+		s.log.Warn("policy "+w.Kind, "policy", w.Policy, "reason", w.Reason)
+	}
+}
+
 // round runs one scheduling round and applies its changes.
 func (s *Server) round() {
 	s.mu.Lock()
@@ -70,8 +84,10 @@ func (s *Server) round() {
 		return
 	}
 	t0 := time.Now()
+	nw := len(s.eng.Warnings())
 	changes, err := s.eng.Schedule()
 	s.metrics.observeRound(time.Since(t0).Seconds())
+	s.notePolicyWarnings(s.eng.Warnings()[nw:])
 	if err != nil {
 		s.log.Error("scheduling round failed", "err", err)
 		return

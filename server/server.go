@@ -81,6 +81,10 @@ type Config struct {
 	ReportURL string
 	// Logger receives structured logs (default: discard).
 	Logger *slog.Logger
+
+	// wrapPolicy, when set, wraps the policy built from Policy (tests
+	// force policy warnings through it).
+	wrapPolicy func(engine.Policy) engine.Policy
 }
 
 // Server is tide serve.
@@ -235,6 +239,9 @@ func (s *Server) setup() error {
 	pol, err := policy.Parse(s.cfg.Policy, policy.Context{Jobs: known})
 	if err != nil {
 		return fmt.Errorf("server: --policy: %w", err)
+	}
+	if s.cfg.wrapPolicy != nil {
+		pol = s.cfg.wrapPolicy(pol)
 	}
 	pl, err := place.Lookup(s.cfg.Placer)
 	if err != nil {

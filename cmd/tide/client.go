@@ -431,7 +431,7 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	state := j.State
-	if j.Reason != "" {
+	if j.Reason != "" && api.Terminal(j.State) {
 		state += " (" + j.Reason + ")"
 	}
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
@@ -439,6 +439,16 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	row("Name", dash(j.Name))
 	row("Tenant", j.Tenant)
 	row("State", state)
+	if !api.Terminal(j.State) && j.Reason != "" {
+		// The policy's explanation of its last decision about the job.
+		row("Policy says", j.Reason)
+		if j.QueuePosition > 0 {
+			row("Queue position", strconv.Itoa(j.QueuePosition))
+		}
+		if j.PredictedStart != nil {
+			row("Predicted start", stamp(j.PredictedStart))
+		}
+	}
 	row("Command", shellQuote(j.Spec.Command))
 	row("Workdir", dash(j.Spec.Workdir))
 	req := gpuColumn(&api.Job{Spec: j.Spec})
