@@ -21,7 +21,7 @@ Usage:
   tide sim [flags]      replay a trace under one or more policies and compare them
   tide sweep [flags]    compare policies across many traces (workloads, load levels)
   tide bench [flags]    measure the simulator's speed
-  tide policies         list the scheduling policies and their knobs
+  tide policies [NAME]  list the scheduling policies (NAME: one, with its knobs)
   tide serve [flags]    run jobs on this machine's GPUs behind the HTTP API
   tide submit [flags]   submit a job (a YAML/JSON file, or flags and a command)
   tide jobs             list jobs
@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "sweep":
 		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":
-		err = cmdPolicies(stdout)
+		err = cmdPolicies(args[1:], stdout, stderr)
 	case "serve":
 		err = cmdServe(args[1:], stdout, stderr)
 	case "submit":

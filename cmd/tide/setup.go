@@ -6,10 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/data"
@@ -194,6 +192,15 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			if spec == "optimus" {
 				s.specs[i] = "optimus:oracle=true"
 			}
+			// The artifact's Pollux charges a job one restart per
+			// allocation change, whatever its size (tide's own default
+			// charges by GPU; docs/elastic.md).
+			if (spec == "pollux" || strings.HasPrefix(spec, "pollux:")) && !strings.Contains(spec, "restart_cost=") {
+				s.specs[i] = spec + ":restart_cost=job"
+				if spec == "pollux" {
+					s.specs[i] = "pollux:restart_cost=job"
+				}
+			}
 		}
 	}
 	return s, nil
@@ -357,21 +364,6 @@ func applyCosts(m perf.Model, spec string) error {
 	}
 	ct.PerKey = per
 	return nil
-}
-
-func cmdPolicies(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tWHAT IT DOES\tKNOBS")
-	infos := policy.All()
-	sort.SliceStable(infos, func(a, b int) bool { return infos[a].Name < infos[b].Name })
-	for _, i := range infos {
-		knobs := i.Knobs
-		if knobs == "" {
-			knobs = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Name, i.Summary, knobs)
-	}
-	return tw.Flush()
 }
 
 // runJobs returns the jobs a policy replays. Rigid policies get the trace's
