@@ -24,6 +24,7 @@ func init() {
 			"(soft jobs carry their own); horizon=30: leases the MILP looks ahead (jobs whose first deadline is further wait); " +
 			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
 		NeedsDeadlines: true,
+		NeedsSolver:    true,
 		build:          newChronus,
 	})
 }

@@ -68,8 +68,9 @@ type Flow struct {
 	RemoteBps float64
 	name      string
 	// edgeCap, when set (tidal), is how many servers of an edge site may
-	// hold jobs until time until: an offload or edge admission that would
-	// hold more is not made.
+	// hold jobs until time until (+Inf: as far as it plans ahead): an
+	// offload or edge admission that would hold more is not made, and jobs
+	// beyond it leave the edge.
 	edgeCap func(s *engine.Snapshot, site string, until float64) int
 	// edgeLater, when set (tidal), says whether j, which no edge server
 	// up now finishes in time, meets its deadline on an edge server that

@@ -135,3 +135,35 @@ func TestWaitingJobExplained(t *testing.T) {
 		t.Errorf("finished job keeps reason %q, position %d", j.Reason, j.QueuePosition)
 	}
 }
+
+// TestPriorityClassesServe: under tiresias:priority=preempt a priority-100
+// job does not wait behind priority-0 work: it takes the GPUs of the
+// running priority-0 job at once, and the priority-0 job waiting says why.
+func TestPriorityClassesServe(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "tiresias:priority=preempt"
+	ts := startServer(t, cfg)
+	low := submit(t, ts.admin, countSpec(4, 600, 100*time.Millisecond)).ID
+	waitJob(t, ts.admin, low, 20*time.Second, "running", inState(api.StateRunning))
+	queued := submit(t, ts.admin, countSpec(4, 5, 10*time.Millisecond)).ID
+	high := countSpec(4, 5, 10*time.Millisecond)
+	high.Priority = 100
+	hid := submit(t, ts.admin, high).ID
+	j := waitJob(t, ts.admin, hid, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished {
+		t.Fatalf("priority-100 job: %s (%s)", j.State, j.Reason)
+	}
+	l, err := ts.admin.Job(context.Background(), low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Preemptions == 0 {
+		t.Errorf("the running priority-0 job was not preempted: %+v", l)
+	}
+	if q, err := ts.admin.Job(context.Background(), queued); err != nil {
+		t.Fatal(err)
+	} else if q.State == api.StateFinished && q.Ended.Before(*j.Ended) {
+		t.Errorf("the waiting priority-0 job finished before the priority-100 job")
+	}
+	_, _ = ts.admin.Cancel(context.Background(), low)
+}

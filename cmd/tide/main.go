@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "sweep":
 		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":
-		err = cmdPolicies(args[1:], stdout, stderr)
+		err = cmdPolicies(args[1:], stdout)
 	case "serve":
 		err = cmdServe(args[1:], stdout, stderr)
 	case "submit":
