@@ -88,6 +88,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	level := slog.LevelInfo
 	fs.TextVar(&level, "log-level", level, "log `LEVEL`: debug, info, warn or error")
+	var ui kube.UIFlags
+	ui.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kubeHelp)
 		fs.PrintDefaults()
@@ -127,6 +129,11 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
+	if url, err := ui.Start(ctx, s); err != nil {
+		return usageError{err}
+	} else if url != "" {
+		fmt.Fprintf(stdout, "tide kube: web console on %s\n", url)
+	}
 	return s.Run(ctx)
 }
 
