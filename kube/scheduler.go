@@ -132,11 +132,11 @@ type Scheduler struct {
 	stats   Stats
 	status  map[string]TideJobStatus // last status written, by TideJob key
 
-	cur     *view                 // this round's view (the placer reads its nodes)
-	unsched map[string]string     // workload key -> why the engine does not hold it (impossible, refused)
-	retries map[string]*retry     // TideJob key -> backoff after refused or rejected workers
-	rejects map[types.UID]bool    // rejected worker pods already counted
-	fb      *feedback             // events and pod conditions
+	cur     *view              // this round's view (the placer reads its nodes)
+	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
+	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
+	rejects map[types.UID]bool // rejected worker pods already counted
+	fb      *feedback          // events and pod conditions
 }
 
 // New makes a scheduler; Run starts it.
