@@ -41,6 +41,10 @@ func NewClient(server, token string) *Client {
 func (c *Client) Server() string { return c.base }
 
 func (c *Client) request(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	return c.requestHeader(ctx, method, path, body, nil)
+}
+
+func (c *Client) requestHeader(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -58,6 +62,9 @@ func (c *Client) request(ctx context.Context, method, path string, body any) (*h
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -89,7 +96,11 @@ func readError(resp *http.Response) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	resp, err := c.request(ctx, method, path, body)
+	return c.doHeader(ctx, method, path, body, out, nil)
+}
+
+func (c *Client) doHeader(ctx context.Context, method, path string, body, out any, header http.Header) error {
+	resp, err := c.requestHeader(ctx, method, path, body, header)
 	if err != nil {
 		return err
 	}
@@ -108,6 +119,16 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 func (c *Client) Submit(ctx context.Context, spec *JobSpec) (*Job, error) {
 	var j Job
 	return &j, c.do(ctx, http.MethodPost, "/v1/jobs", spec, &j)
+}
+
+// SubmitIdempotent submits a job under an idempotency key: calling it
+// again with the same key and spec (after a dropped connection, say)
+// returns the job the first call created.
+func (c *Client) SubmitIdempotent(ctx context.Context, spec *JobSpec, key string) (*Job, error) {
+	var j Job
+	h := http.Header{}
+	h.Set(IdempotencyHeader, key)
+	return &j, c.doHeader(ctx, http.MethodPost, "/v1/jobs", spec, &j, h)
 }
 
 // Jobs lists the jobs the caller may see, only those in state when given.

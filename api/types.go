@@ -248,6 +248,25 @@ type Tenant struct {
 	Token   string    `json:"token,omitempty"`
 }
 
+// IdempotencyHeader is the request header of POST /v1/jobs that makes a
+// submission safe to retry: a second request with the same key (from the
+// same tenant) gets the job the first one created instead of a new one.
+const IdempotencyHeader = "Idempotency-Key"
+
+// CheckIdempotencyKey returns what is wrong with an idempotency key, or ""
+// when it is valid (or empty: no key).
+func CheckIdempotencyKey(key string) string {
+	if len(key) > 255 {
+		return fmt.Sprintf("at most 255 characters, got %d", len(key))
+	}
+	for _, r := range key {
+		if r < '!' || r > '~' {
+			return "want printable ASCII without spaces (a UUID, say)"
+		}
+	}
+	return ""
+}
+
 // NewTenant is POST /v1/tenants.
 type NewTenant struct {
 	Name string `json:"name"`

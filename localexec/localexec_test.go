@@ -332,3 +332,38 @@ func TestStopBeforeLaunch(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileEnvironment: the wrapper records the pid and exit code
+// whatever the job's environment says (a PATH without /bin used to leave
+// tide's own mv not found, and the exit file unwritten), and the command
+// cannot reach the descriptors the wrapper writes to.
+func TestHostileEnvironment(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"PATH": "/nonexistent"},
+		{"PATH": "", "IFS": "x", "ENV": "/nonexistent", "BASH_ENV": "/nonexistent"},
+	} {
+		l, dir := launch(t, `echo fd3 >&3 || echo closed3 > fds; echo fd4 >&4 || echo closed4 >> fds; exit 7`)
+		l.Command = []string{"/bin/sh", "-c", l.Command[2]}
+		l.Env = env
+		p, err := Start(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, known := p.Exit(); code != 7 || !known {
+			t.Errorf("env %v: exit %d %v, want 7", env, code, known)
+		}
+		if c, ok := ExitCode(l.ExitFile); c != 7 || !ok {
+			log, _ := os.ReadFile(l.LogFile)
+			t.Errorf("env %v: exit file says %d %v, want 7\n%s", env, c, ok, log)
+		}
+		if pid := waitPIDFile(t, l.PIDFile); pid != p.PID() {
+			t.Errorf("env %v: pid file says %d, want %d", env, pid, p.PID())
+		}
+		if fds, _ := os.ReadFile(filepath.Join(dir, "fds")); string(fds) != "closed3\nclosed4\n" {
+			t.Errorf("env %v: the command could write to the wrapper's descriptors: %q", env, fds)
+		}
+		if m, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(m) > 0 {
+			t.Errorf("env %v: files left: %v", env, m)
+		}
+	}
+}

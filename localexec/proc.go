@@ -30,25 +30,33 @@ import (
 
 // wrapper runs the command ("$@") in the background, waits for it through
 // the SIGTERM tide sends to the whole group (the trap makes wait return,
-// the loop waits again), and records its exit code atomically.
+// the loop waits again), and records its exit code.
+//
+// It uses shell builtins only, and writes to file descriptors tide opened
+// for it (3: the exit file, 4: the pid file) rather than to paths: it works
+// whatever PATH or other variables the job's environment sets (a PATH
+// without /bin once left tide's own "mv" not found), and in a directory
+// the job cannot write to. The command gets neither descriptor. Each file
+// gets one short write ending in a newline; readers take a file without
+// its newline as not written.
 //
 // The trap is set before the command starts (a caught signal's handler is
 // reset to the default in the child, so the command sees SIGTERM as
 // usual). The pid file is written once the command has started; Stop waits
 // for it before signalling, and a SIGTERM that reached the wrapper before
 // the command existed is passed on to it.
-const wrapper = `pid_file=$1; exit_file=$2; shift 2
-term=
+const wrapper = `term=
 trap 'term=1' TERM INT HUP
-"$@" &
+"$@" 3>&- 4>&- &
 child=$!
-echo "$$ $child" > "$pid_file.tmp" && mv -f "$pid_file.tmp" "$pid_file"
+echo "$$ $child" >&4
+exec 4>&-
 [ -n "$term" ] && kill -TERM "$child" 2>/dev/null
 while :; do
 	wait "$child"; code=$?
 	kill -0 "$child" 2>/dev/null || break
 done
-echo "$code" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+echo "$code" >&3
 exit "$code"
 `
 
@@ -169,23 +177,34 @@ func Start(l *Launch) (*Proc, error) {
 			return nil, fmt.Errorf("job %s: %w", l.JobID, err)
 		}
 	}
-	for _, f := range []string{l.ExitFile, l.PIDFile} {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// The wrapper writes to descriptors opened here: fresh, empty files
+	// only the server may open by path.
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, path := range []string{l.ExitFile, l.PIDFile} {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", l.JobID, err)
 		}
+		files = append(files, f)
 	}
-	log, err := os.OpenFile(l.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(l.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: log file: %w", l.JobID, err)
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "=== tide: job %s attempt %d on GPUs [%s] at %s: %s\n", l.JobID, l.Attempt,
 		strings.Trim(fmt.Sprint(l.Devices), "[]"), time.Now().UTC().Format(time.RFC3339), quoteArgs(l.Command))
-	args := append([]string{"-c", wrapper, "tide-job", l.PIDFile, l.ExitFile}, l.Command...)
+	args := append([]string{"-c", wrapper, "tide-job"}, l.Command...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir = l.Dir
 	cmd.Env = l.Environ()
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = files // fds 3 (exit) and 4 (pid)
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("job %s: starting %s: %w", l.JobID, l.Command[0], err)
@@ -239,11 +258,11 @@ func Adopt(pid int, ticks uint64, exitFile string) (p *Proc, ok bool) {
 // after the launch). The process must carry TIDE_JOB_ID=jobID and
 // TIDE_ATTEMPT=attempt in its environment.
 func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
+	line, ok := readLine(pidFile)
+	if !ok {
 		return nil, false
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	first, _, _ := strings.Cut(line, " ")
 	pid, err := strconv.Atoi(first)
 	if err != nil || pid <= 1 {
 		return nil, false
@@ -272,15 +291,26 @@ func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
 func ExitCode(exitFile string) (code int, ok bool) { return readExitFile(exitFile) }
 
 func readExitFile(path string) (int, bool) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	line, ok := readLine(path)
+	if !ok {
 		return -1, false
 	}
-	c, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	c, err := strconv.Atoi(line)
 	if err != nil {
 		return -1, false
 	}
 	return c, true
+}
+
+// readLine returns the content of a file the wrapper writes, without its
+// final newline; ok is false when the file is missing or not written yet
+// (empty, or a write cut short).
+func readLine(path string) (string, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 || data[len(data)-1] != '\n' {
+		return "", false
+	}
+	return strings.TrimSpace(string(data)), true
 }
 
 // Alive reports whether pid runs and, when ticks is not 0 and /proc can be
@@ -360,7 +390,7 @@ func (p *Proc) waitLaunched(deadline time.Time) {
 	limit := time.NewTimer(min(time.Until(deadline), time.Second))
 	defer limit.Stop()
 	for {
-		if _, err := os.Stat(p.pidFile); err == nil {
+		if _, ok := readLine(p.pidFile); ok {
 			return
 		}
 		select {

@@ -227,22 +227,46 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		writeError(w, http.StatusBadRequest, "the job cannot run here", errs)
 		return
 	}
+	key := r.Header.Get(api.IdempotencyHeader)
+	if msg := api.CheckIdempotencyKey(key); msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid "+api.IdempotencyHeader+" header", []api.FieldError{{Field: api.IdempotencyHeader, Message: msg}})
+		return
+	}
+	hash := specHash(&spec)
 	now := s.clk.Now()
 	var rec *store.Job
+	var replay string
+	var conflict bool
 	err := s.db.Batch(func(tx *store.Tx) error {
+		replay, conflict = "", false // fn may run more than once
+		if key != "" {
+			if old, err := tx.Idempotency(p.tenant, key); err == nil {
+				replay, conflict = old.Job, old.SpecHash != hash
+				return nil
+			}
+		}
 		id, seq, err := tx.NewJobID()
 		if err != nil {
 			return err
 		}
-		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now}
+		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now, IdempotencyKey: key}
 		if err := tx.PutJob(rec); err != nil {
 			return err
+		}
+		if key != "" {
+			if err := tx.PutIdempotency(p.tenant, key, &store.Idempotency{Job: id, SpecHash: hash}); err != nil {
+				return err
+			}
 		}
 		return tx.AddEvent(&store.Event{Time: now, Job: id, Kind: "submitted", Message: "by " + p.tenant})
 	})
 	if err != nil {
 		s.log.Error("store write failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "could not record the job: "+err.Error(), nil)
+		return
+	}
+	if replay != "" {
+		s.replaySubmit(w, replay, key, conflict)
 		return
 	}
 	s.mu.Lock()
@@ -267,6 +291,44 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 	s.kickRound()
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 	writeJSON(w, http.StatusCreated, v)
+}
+
+// replaySubmit answers a submission whose idempotency key already created
+// job id: that job (200, Idempotent-Replayed: true), or 409 when the retry
+// carries another spec.
+func (s *Server) replaySubmit(w http.ResponseWriter, id, key string, conflict bool) {
+	if conflict {
+		writeError(w, http.StatusConflict, fmt.Sprintf("idempotency key %q was used for job %s with another spec: use a new key for a new job", key, id),
+			[]api.FieldError{{Field: api.IdempotencyHeader, Message: "already used with another spec"}})
+		return
+	}
+	// The first request recorded the job; it may not have reached the
+	// job table yet.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		s.mu.Lock()
+		lj := s.jobs[id]
+		var v api.Job
+		if lj != nil {
+			v = s.view(lj, false)
+		}
+		s.mu.Unlock()
+		if lj != nil {
+			w.Header().Set("Location", "/v1/jobs/"+id)
+			w.Header().Set("Idempotent-Replayed", "true")
+			writeJSON(w, http.StatusOK, v)
+			return
+		}
+		if time.Now().After(deadline) {
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("idempotency key %q: job %s is still being recorded, retry", key, id), nil)
+			return
+		}
+	}
+}
+
+// specHash identifies a submitted spec, to tell a retry from another job.
+func specHash(spec *api.JobSpec) string {
+	data, _ := json.Marshal(spec) // map keys are sorted: stable
+	return store.HashToken(string(data))
 }
 
 // checkRunnable checks what Validate cannot: that this server has the

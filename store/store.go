@@ -12,6 +12,7 @@
 //	tenants  tenant name -> Tenant (JSON)
 //	tokens   token hash -> tenant name
 //	events   job ID (or "_server") -> { seq (8 bytes, big endian) -> Event (JSON) }
+//	idempotency  tenant NUL key -> Idempotency (JSON)
 package store
 
 import (
@@ -42,6 +43,7 @@ var (
 	bTenants = []byte("tenants")
 	bTokens  = []byte("tokens")
 	bEvents  = []byte("events")
+	bIdem    = []byte("idempotency")
 )
 
 // ErrNotFound is returned for a job or tenant that does not exist.
@@ -62,6 +64,9 @@ type Job struct {
 	Failures    int     `json:"failures,omitempty"`
 	Preemptions int     `json:"preemptions,omitempty"`
 	Reason      string  `json:"reason,omitempty"`
+	// IdempotencyKey is the key the job was submitted with, if any
+	// (forgotten with the job).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 
 	// The job's last report.
 	Progress   float64 `json:"progress,omitempty"`
@@ -221,7 +226,7 @@ func Open(dir string) (*DB, error) {
 	b.MaxBatchDelay = 2 * time.Millisecond
 	d := &DB{bolt: b, path: path}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bMeta, bJobs, bTenants, bTokens, bEvents} {
+		for _, name := range [][]byte{bMeta, bJobs, bTenants, bTokens, bEvents, bIdem} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -426,6 +431,45 @@ func (t *Tx) Tenants() ([]Tenant, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Idempotency records the job a submission's idempotency key created:
+// a retry with the same key gets that job instead of a new one.
+type Idempotency struct {
+	Job string `json:"job"`
+	// SpecHash is a hash of the submitted spec: a retry with another spec
+	// under the same key is refused.
+	SpecHash string `json:"spec_hash"`
+}
+
+func idemKey(tenant, key string) []byte { return []byte(tenant + "\x00" + key) }
+
+// Idempotency reads the record of tenant's key; ErrNotFound when there is
+// none.
+func (t *Tx) Idempotency(tenant, key string) (*Idempotency, error) {
+	data := t.tx.Bucket(bIdem).Get(idemKey(tenant, key))
+	if data == nil {
+		return nil, fmt.Errorf("store: idempotency key %q: %w", key, ErrNotFound)
+	}
+	var r Idempotency
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("store: idempotency key %q: %w", key, err)
+	}
+	return &r, nil
+}
+
+// PutIdempotency records the job tenant's key created.
+func (t *Tx) PutIdempotency(tenant, key string, r *Idempotency) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("store: idempotency key %q: %w", key, err)
+	}
+	return t.tx.Bucket(bIdem).Put(idemKey(tenant, key), data)
+}
+
+// DeleteIdempotency forgets tenant's key.
+func (t *Tx) DeleteIdempotency(tenant, key string) error {
+	return t.tx.Bucket(bIdem).Delete(idemKey(tenant, key))
 }
 
 // Meta reads a metadata value (nil when unset).

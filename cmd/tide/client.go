@@ -186,6 +186,8 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	intFlag("max-local-bsz", "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)",
 		func(s *api.JobSpec, v int) { s.MaxLocalBsz = v })
 	stringFlag("tenant", "submit for this tenant (admin only)", func(s *api.JobSpec, v string) { s.Tenant = v })
+	idemKey := fs.String("idempotency-key", "", "`KEY` making the submission safe to retry: the server creates one job per key (a UUID, say); "+
+		"with it, tide submit retries by itself when the connection fails")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -248,11 +250,14 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 		}
 		spec.Workdir = abs
 	}
+	if msg := api.CheckIdempotencyKey(*idemKey); msg != "" {
+		return usageError{fmt.Errorf("--idempotency-key: %s", msg)}
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	j, err := cl.Submit(context.Background(), spec)
+	j, err := submitJob(cl, spec, *idemKey, stderr)
 	if err != nil {
 		return err
 	}
@@ -261,6 +266,26 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s submitted (%s)\n", j.ID, j.State)
 	return nil
+}
+
+// submitJob submits spec; with an idempotency key it retries, up to five
+// times, when the server could not be reached or answered 503 (the key
+// makes a retry of a request that did arrive return the same job).
+func submitJob(cl *api.Client, spec *api.JobSpec, key string, stderr io.Writer) (*api.Job, error) {
+	if key == "" {
+		return cl.Submit(context.Background(), spec)
+	}
+	delay := 200 * time.Millisecond
+	for try := 1; ; try++ {
+		j, err := cl.SubmitIdempotent(context.Background(), spec, key)
+		var ae *api.Error
+		if err == nil || try == 5 || (errors.As(err, &ae) && ae.Status != 503) {
+			return j, err
+		}
+		fmt.Fprintf(stderr, "tide submit: %v; retrying in %s (idempotency key %s)\n", err, delay, key)
+		time.Sleep(delay)
+		delay *= 2
+	}
 }
 
 // readJobFile reads a job spec in YAML or JSON, strictly (unknown fields

@@ -17,10 +17,13 @@ import (
 // runScenario is `tide sim --scenario FILE`: the experiment the file
 // describes, as a table (one per point, and a deadline summary across a
 // sweep), JSON, or a report directory with a plot of the sweep.
-func runScenario(path string, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
+func runScenario(path string, policies []string, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return err
+	}
+	if len(policies) > 0 {
+		sc.Policies = policies
 	}
 	b := newBar(stderr, showBar, sc.Runs())
 	res, err := sc.Run(func() { b.add(1) })

@@ -32,6 +32,8 @@ Examples:
   tide sim --preset pollux-artifact --policy tiresias --json
   tide sim --trace philly.csv --sort --cluster 512x4:v100 --policy tiresias
   tide sim --scenario scenarios/elasticflow-128.yaml   # an experiment file (docs/deadlines.md)
+  tide sim --scenario scenarios/edgeflow-diurnal.yaml --policy edgeflow,tidal   # its policies replaced
+  tide sim --scenario scenarios/harvest-deepboot.yaml --forecast   # score the capacity forecaster (docs/tidal.md)
 
 Flags:
 `
@@ -45,7 +47,8 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	reportDir := fs.String("report", "", "also write per-job CSV, summary.json and report.html to `DIR`")
 	window := fs.String("jobs-window", "", "count only jobs LO..HI-1 (0-based, trace order) in the metrics, as `LO:HI`")
 	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
-	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored")
+	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored, except --policy, which replaces the file's policies")
+	forecastOnly := fs.Bool("forecast", false, "with --scenario: instead of running, score tide's capacity forecaster (pinball loss) against 'same as now' and 'same as a day ago' on each site whose capacity varies (docs/tidal.md)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simHelp)
 		fs.PrintDefaults()
@@ -63,7 +66,14 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 		if *progress != "on" && *progress != "off" && *progress != "auto" {
 			return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
 		}
-		return runScenario(*scenarioFile, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
+		policies, err := scenarioPolicies(fs, c.policies)
+		if err != nil {
+			return err
+		}
+		if *forecastOnly {
+			return runForecast(*scenarioFile, *asJSON, stdout)
+		}
+		return runScenario(*scenarioFile, policies, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
 	}
 	win, err := parseWindow(*window)
 	if err != nil {

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/scenario"
+)
+
+// scenarioPolicies is --policy when given with --scenario: the specs that
+// replace the file's policies (nil when --policy was not given). Each spec
+// is checked here, so a typo names the flag rather than the file.
+func scenarioPolicies(fs *flag.FlagSet, list string) ([]string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "policy" })
+	if !given {
+		return nil, nil
+	}
+	var out []string
+	for _, spec := range strings.Split(list, ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		if spec == "all" {
+			return nil, usageError{fmt.Errorf("--policy all: with --scenario, name the policies (see 'tide policies')")}
+		}
+		if _, err := policy.Parse(spec, policy.Context{}); err != nil {
+			return nil, usageError{fmt.Errorf("--policy %q: %w", spec, err)}
+		}
+		out = append(out, spec)
+	}
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("--policy: no policy given")}
+	}
+	return out, nil
+}
+
+// runForecast is `tide sim --scenario FILE --forecast`: the forecaster's
+// pinball loss against the two baselines on each varying site.
+func runForecast(path string, asJSON bool, stdout io.Writer) error {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return err
+	}
+	res, err := sc.Forecast()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		type row struct {
+			Site       string  `json:"site"`
+			Kind       string  `json:"kind"`
+			HorizonS   float64 `json:"horizon_s"`
+			Forecaster float64 `json:"forecaster"`
+			Now        float64 `json:"same_as_now"`
+			DayAgo     float64 `json:"same_as_a_day_ago"`
+			N          int     `json:"forecasts"`
+		}
+		out := struct {
+			Scenario  string    `json:"scenario"`
+			Days      float64   `json:"days"`
+			Quantiles []float64 `json:"quantiles"`
+			Rows      []row     `json:"rows"`
+		}{Scenario: sc.Name, Days: scenario.ForecastDays, Quantiles: scenario.ForecastQuantiles}
+		for _, s := range res {
+			for _, x := range s.Scores {
+				out.Rows = append(out.Rows, row{s.Site, s.Kind, x.Horizon, x.Forecaster, x.Now, x.DayAgo, x.N})
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(stdout, "scenario %s: mean pinball loss (GPUs) over quantiles %v, forecasts every 10 min from day 1 to day %d\n\n",
+		sc.Name, scenario.ForecastQuantiles, scenario.ForecastDays)
+	if len(res) == 0 {
+		fmt.Fprintln(stdout, "no site's capacity varies: nothing to forecast")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "site\tkind\thorizon\tforecaster\tsame as now\tsame as a day ago\tforecasts")
+	for _, s := range res {
+		for _, x := range s.Scores {
+			fmt.Fprintf(tw, "%s\t%s\t%gh\t%.3f\t%.3f\t%.3f\t%d\n", s.Site, s.Kind, x.Horizon/3600, x.Forecaster, x.Now, x.DayAgo, x.N)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,152 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/forecast"
+)
+
+// ForecastDays is how much of a scenario's capacity timeline forecasts are
+// scored on: about the length of the shipped runs (8.5-9 days).
+const ForecastDays = 8
+
+// Capacities is the realised capacity of each site of the scenario whose
+// capacity varies (an availability file, a diurnal wave or faults), at its
+// base point (no sweep applied), as GPUs available to training, over the
+// first days days. A site's value is its GPUs less those capacity takes
+// (servers not available, GPUs inference needs; a server counts its
+// site's mean GPUs per server) and those of failed nodes, at least 0: a
+// failure and capacity are counted apart, where the simulator lets them
+// overlap. Sites come in the cluster's order.
+func (sc *Scenario) Capacities(days float64) ([]SiteSeries, error) {
+	in := &inputs{}
+	if f := sc.Availability.File; f != "" {
+		var err error
+		if in.changes, err = capacity.ReadFile(sc.path(f)); err != nil {
+			return nil, fmt.Errorf("scenario %s: availability.file: %w", sc.File, err)
+		}
+	}
+	p, err := sc.build(in, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	end := days * 86400
+	var out []SiteSeries
+	for _, site := range p.c.Sites() {
+		gpus := float64(site.GPUs)
+		perServer := gpus / float64(max(len(site.Nodes), 1))
+		type ev struct {
+			t     float64
+			taken float64 // capacity's GPUs from t on (-1: unchanged)
+			fault float64 // change of failed GPUs at t
+		}
+		var evs []ev
+		varies := false
+		take := func(ch capacity.Change) float64 {
+			if ch.Available >= 0 {
+				return float64(len(site.Nodes)-min(ch.Available, len(site.Nodes))) * perServer
+			}
+			return float64(min(ch.Inference, site.GPUs))
+		}
+		for _, ch := range p.sites.Changes {
+			if ch.Site == site.Name && ch.T <= end {
+				evs = append(evs, ev{ch.T, take(ch), 0})
+				varies = true
+			}
+		}
+		for _, d := range p.sites.Diurnal {
+			if d.Site != site.Name {
+				continue
+			}
+			if err := d.Validate(); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.File, err)
+			}
+			for k := 0; float64(k)*d.Step <= end; k++ {
+				evs = append(evs, ev{float64(k) * d.Step, take(d.At(k)), 0})
+			}
+			varies = true
+		}
+		for _, f := range p.sites.Faults {
+			if f.Site != site.Name {
+				continue
+			}
+			if err := f.Validate(); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.File, err)
+			}
+			for k, n := range site.Nodes {
+				next := f.Node(k)
+				g := float64(p.c.Nodes[n].GPUs)
+				for {
+					fail, rep := next()
+					if fail > end {
+						break
+					}
+					evs = append(evs, ev{fail, -1, g}, ev{rep, -1, -g})
+				}
+			}
+			varies = true
+		}
+		if !varies {
+			continue
+		}
+		sort.SliceStable(evs, func(a, b int) bool { return evs[a].t < evs[b].t })
+		s := forecast.Series{{T: 0, V: gpus}}
+		taken, failed := 0.0, 0.0
+		for _, e := range evs {
+			if e.taken >= 0 {
+				taken = e.taken
+			}
+			failed += e.fault
+			v := max(gpus-taken-failed, 0)
+			if last := &s[len(s)-1]; last.T == e.t {
+				last.V = v
+			} else {
+				s = append(s, forecast.Point{T: e.t, V: v})
+			}
+		}
+		out = append(out, SiteSeries{Site: site.Name, Kind: site.Kind, GPUs: site.GPUs, Series: s})
+	}
+	return out, nil
+}
+
+// SiteSeries is one site's realised capacity.
+type SiteSeries struct {
+	Site   string
+	Kind   string
+	GPUs   int
+	Series forecast.Series
+}
+
+// ForecastHorizons and ForecastQuantiles are what Forecast scores.
+var (
+	ForecastHorizons  = []float64{3600, 3 * 3600, 6 * 3600, 12 * 3600}
+	ForecastQuantiles = []float64{0.1, 0.5, 0.9}
+)
+
+// SiteScores are one site's pinball losses, one per horizon.
+type SiteScores struct {
+	SiteSeries
+	Scores []forecast.Score
+}
+
+// Forecast scores the online forecaster (package forecast, default
+// configuration, clamped to the site's GPUs) against "same as now" and
+// "same as a day ago" on each varying site of the scenario, over the first
+// ForecastDays days, at ForecastHorizons and ForecastQuantiles.
+func (sc *Scenario) Forecast() ([]SiteScores, error) {
+	series, err := sc.Capacities(ForecastDays)
+	if err != nil {
+		return nil, err
+	}
+	var out []SiteScores
+	for _, s := range series {
+		sc, err := forecast.Evaluate(s.Series, forecast.Config{Max: float64(s.GPUs)}, ForecastDays*86400, ForecastHorizons, ForecastQuantiles)
+		if err != nil {
+			return nil, fmt.Errorf("site %s: %w", s.Site, err)
+		}
+		out = append(out, SiteScores{SiteSeries: s, Scores: sc})
+	}
+	return out, nil
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// TestIdempotencyKey: concurrent retries of one submission create one job;
+// the key is per tenant; another spec under a used key is refused; a bad
+// key is a 400 naming the header.
+func TestIdempotencyKey(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	spec := &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 1}
+	ids := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := ts.admin.SubmitIdempotent(ctx, spec, "k-1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = j.ID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("one key gave jobs %v", ids)
+		}
+	}
+	jobs, err := ts.admin.Jobs(ctx, "")
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("%d jobs (%v), want 1", len(jobs), err)
+	}
+	alice, err := ts.admin.CreateTenant(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ja, err := api.NewClient(ts.url, alice.Token).SubmitIdempotent(ctx, spec, "k-1")
+	if err != nil || ja.ID == ids[0] {
+		t.Errorf("another tenant's key k-1: job %v, err %v", ja.ID, err)
+	}
+	other := *spec
+	other.GPUs = 2
+	if _, err := ts.admin.SubmitIdempotent(ctx, &other, "k-1"); !isStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "another spec") {
+		t.Errorf("another spec under a used key: %v", err)
+	}
+	if _, err := ts.admin.SubmitIdempotent(ctx, spec, "two words"); !isStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), api.IdempotencyHeader) {
+		t.Errorf("bad key: %v", err)
+	}
+	if j, err := ts.admin.Submit(ctx, spec); err != nil || j.ID == ids[0] {
+		t.Errorf("without a key: %v %v", j, err)
+	}
+}
