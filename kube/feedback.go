@@ -36,6 +36,12 @@ type feedback struct {
 	limit flowcontrol.RateLimiter
 	mu    sync.Mutex
 	said  map[types.UID]said // last PodScheduled=False written, by pod
+	jobs  map[string]jobSaid // last message made, by workload key
+}
+
+type jobSaid struct {
+	tide, msg string
+	at        time.Time
 }
 
 type said struct {
@@ -52,7 +58,7 @@ func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string) 
 		b.Shutdown()
 	}()
 	return &feedback{rec: b.NewRecorder(scheme.Scheme, reporter),
-		limit: flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), said: map[types.UID]said{}}
+		limit: flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
 }
 
 // event records an event about p, unless over the rate limit.
@@ -99,6 +105,9 @@ func (f *feedback) forget(live map[types.UID]bool) {
 			delete(f.said, uid)
 		}
 	}
+	if len(f.jobs) > 4*explainBatch {
+		f.jobs = map[string]jobSaid{}
+	}
 }
 
 // unschedulable sets p's PodScheduled condition to False, reason
@@ -119,7 +128,8 @@ func (s *Scheduler) unschedulable(ctx context.Context, p *corev1.Pod, msg string
 	s.fb.event(p, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", msg)
 }
 
-// explainWaiting tells the pods of jobs that wait why they wait.
+// explainWaiting tells the pods of jobs that wait why they wait: at most
+// explainBatch jobs' messages are made afresh per round.
 func (s *Scheduler) explainWaiting(ctx context.Context, v *view) {
 	if s.fb == nil {
 		return
@@ -145,7 +155,10 @@ func (s *Scheduler) explainWaiting(ctx context.Context, v *view) {
 		if len(pending) == 0 || budget <= 0 {
 			continue
 		}
-		msg := s.whyWaiting(w, v, free)
+		msg, fresh := s.whyWaiting(w, v, free)
+		if fresh {
+			budget--
+		}
 		if msg == "" {
 			continue
 		}
@@ -161,12 +174,33 @@ func (s *Scheduler) explainWaiting(ctx context.Context, v *view) {
 }
 
 // whyWaiting is the message for a job's unbound pods, "" when the job is
-// about to be bound (the engine gave it GPUs this round).
-func (s *Scheduler) whyWaiting(w *workload, v *view, free map[string]int) string {
+// about to be bound (the engine gave it GPUs this round). The nodes' part
+// costs a pass over the nodes: it is computed again only when tide's
+// reason changes or explainGap has passed.
+func (s *Scheduler) whyWaiting(w *workload, v *view, free map[string]int) (msg string, fresh bool) {
+	tide := s.tideReason(w)
+	if tide == "" {
+		return "", false
+	}
+	s.fb.mu.Lock()
+	last, ok := s.fb.jobs[w.key]
+	s.fb.mu.Unlock()
+	if ok && last.tide == tide && time.Since(last.at) < explainGap {
+		return last.msg, false
+	}
 	nodes := ""
 	if w.shape != nil {
-		nodes = explain(v.states, w.shape, s.cfg.GPUTypeLabel, free)
+		nodes = explain(v.states, w.shape, s.cfg.GPUTypeLabel, free) + " "
 	}
+	msg = fmt.Sprintf("%stide (policy %s): %s", nodes, s.pol.Name(), tide)
+	s.fb.mu.Lock()
+	s.fb.jobs[w.key] = jobSaid{tide: tide, msg: msg, at: time.Now()}
+	s.fb.mu.Unlock()
+	return msg, true
+}
+
+// tideReason is why tide does not place w now, "" when it does.
+func (s *Scheduler) tideReason(w *workload) string {
 	id := s.ids[w.key]
 	st := s.eng.Job(id)
 	var tide string
@@ -182,5 +216,5 @@ func (s *Scheduler) whyWaiting(w *workload, v *view, free map[string]int) string
 	default:
 		tide = reasonText(st.Reason, "waiting for GPUs")
 	}
-	return fmt.Sprintf("%s tide (policy %s): %s", nodes, s.pol.Name(), tide)
+	return tide
 }

@@ -353,9 +353,12 @@ func testConstraints(t *testing.T, e *env) {
 	if st := sch.Stats(); st.Created != 0 || s.workers("constr", "tj") != 0 {
 		t.Fatalf("%d workers created, %d bound, for a job whose only room has an untolerated NoExecute taint", st.Created, s.workers("constr", "tj"))
 	}
+	// Under FIFO tj would hold the queue's head: take it away.
+	if err := s.dyn.Resource(kube.TideJobResource).Namespace("constr").Delete(context.Background(), "tj", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	s.tidejob("constr", "tol", 1, 1, 8, func(tj *kube.TideJob) {
 		tj.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
-		tj.Spec.Priority = 10
 	})
 	eventually(t, 20*time.Second, func() (bool, string) {
 		return s.workers("constr", "tol") == 1, "tol has no worker"
