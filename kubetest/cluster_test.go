@@ -108,13 +108,19 @@ func (s *scenario) kubeletLoop(ns string, delay time.Duration) {
 	s.t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
+// nodeRow registers n nodes prefix-0.. of gpus A100 GPUs each.
+func (s *scenario) nodeRow(prefix string, n, gpus int) {
+	s.t.Helper()
+	for i := 0; i < n; i++ {
+		s.node(fmt.Sprintf("%s-%d", prefix, i), gpus, "A100")
+	}
+}
+
 // testNodeChanges (case 1): cordon, a NotReady blink and a deleted node
 // touch only the pods on that node; nothing new goes to a cordoned node.
 func testNodeChanges(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-nodes", "nodes")
-	for i := 0; i < 4; i++ {
-		s.node(fmt.Sprintf("nodes-%d", i), 8, "A100")
-	}
+	s.nodeRow("nodes", 4, 8)
 	sch, _ := s.start(kube.Config{Policy: "fifo"})
 	for i := 0; i < 16; i++ {
 		s.pod("nodes", fmt.Sprintf("p%02d", i), 2)
@@ -179,9 +185,7 @@ func testNodeChanges(t *testing.T, e *env) {
 // restarted.
 func testElasticSettles(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-afs", "afs")
-	for i := 0; i < 4; i++ {
-		s.node(fmt.Sprintf("afs-%d", i), 8, "A100")
-	}
+	s.nodeRow("afs", 4, 8)
 	grace := 5 * time.Second
 	sch, _ := s.start(kube.Config{Policy: "afs", Grace: &grace})
 	s.kubeletLoop("afs", time.Second)
@@ -209,9 +213,7 @@ func testElasticSettles(t *testing.T, e *env) {
 // of 64, never preempt the running gang; both are reported unschedulable.
 func testImpossible(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-impossible", "imp")
-	for i := 0; i < 3; i++ {
-		s.node(fmt.Sprintf("imp-%d", i), 8, "A100")
-	}
+	s.nodeRow("imp", 3, 8)
 	sch, _ := s.start(kube.Config{Policy: "srtf"})
 	for i := 0; i < 3; i++ {
 		s.pod("imp", fmt.Sprintf("g-%d", i), 8, kube.AnnotJob, "g", kube.AnnotGangSize, "3", kube.AnnotDuration, "10h")
@@ -330,9 +332,7 @@ func testPartialGangRelease(t *testing.T, e *env) {
 // one that tolerates it runs there and stays.
 func testConstraints(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-constr", "constr")
-	for i := 0; i < 4; i++ {
-		s.node(fmt.Sprintf("constr-%d", i), 8, "A100")
-	}
+	s.nodeRow("constr", 4, 8)
 	sch, _ := s.start(kube.Config{Policy: "fifo"})
 	pin := func(node string) func(*corev1.Pod) {
 		return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node} }

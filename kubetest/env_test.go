@@ -279,17 +279,7 @@ func (s *scenario) start(cfg kube.Config) (*kube.Scheduler, context.CancelFunc) 
 // pod makes a pod for tide asking for gpus, with annotations in pairs.
 func (s *scenario) pod(ns, name string, gpus int, annot ...string) *corev1.Pod {
 	s.t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
-		Spec: corev1.PodSpec{SchedulerName: s.sched, Containers: []corev1.Container{{Name: "train", Image: "trainer",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}}}}}}
-	for i := 0; i+1 < len(annot); i += 2 {
-		p.Annotations[annot[i]] = annot[i+1]
-	}
-	p, err := s.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return p
+	return s.podWith(ns, name, gpus, nil, annot...)
 }
 
 // pods lists a namespace's pods by name.
