@@ -933,15 +933,20 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	// Evictions first: they free the room binds wait for.
 	calls := newCalls(ctx, s.cfg.Parallel)
 	for _, p := range evict {
-		s.evicted[p.UID] = true
+		s.mu2(func() { s.evicted[p.UID] = true })
 		why := s.preemption(p, victim[p.UID], needs[s.nodeOf(p)])
 		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
 	}
 	for _, p := range s.release(v) {
-		if s.evicted[p.UID] {
+		skip := false
+		s.mu2(func() { skip, s.evicted[p.UID] = s.evicted[p.UID], true })
+		if skip {
 			continue
 		}
-		s.evicted[p.UID] = true
+		why := "tide released it: its job is not running (a gang bound in part, or a job that cannot be placed)"
+		if u := s.unsched[workloadKey(p)]; u != "" {
+			why += ": " + u
+		}
 		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.failed > 0 {
 			calls.do(func(ctx context.Context) {
 				err := s.remove(ctx, p)
@@ -954,9 +959,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			})
 			continue
 		}
-		calls.do(func(ctx context.Context) {
-			s.evictPod(ctx, p, "tide released it: its job is not running (a gang bound in part, or a job that cannot be placed): "+s.unsched[workloadKey(p)])
-		})
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
 	}
 	calls.wait()
 	// Binds, a job's missing workers all at once or not at all: wait while
