@@ -993,7 +993,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			if !fit.fits(b.id, n, workers[n]) {
 				fits = false
 				if st := v.states[n]; st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil)) {
-					s.dirty = true
+					s.mu2(func() { s.dirty = true })
 				}
 			}
 		}
