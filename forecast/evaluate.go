@@ -116,3 +116,16 @@ func Evaluate(s Series, cfg Config, end float64, horizons, qs []float64) ([]Scor
 	}
 	return out, nil
 }
+
+// Min is the least value of the series over [a, b) (a < b).
+func (s Series) Min(a, b float64) float64 {
+	if len(s) == 0 || !(b > a) {
+		return 0
+	}
+	i := max(sort.Search(len(s), func(i int) bool { return s[i].T > a })-1, 0)
+	m := s[i].V
+	for i++; i < len(s) && s[i].T < b; i++ {
+		m = math.Min(m, s[i].V)
+	}
+	return m
+}

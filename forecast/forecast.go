@@ -4,8 +4,9 @@
 // a time, Quantile predicts the value at a later time. Nothing of the
 // future is ever handed to it.
 //
-// The capacity is cut into bins (Config.Bin seconds, default 600); a bin's
-// value is the time-weighted mean of the capacity over it. Three experts
+// The capacity is cut into bins (Config.Bin seconds, default 600, on
+// multiples of Bin from time 0); a bin's value is the time-weighted mean of
+// the capacity over it. Three experts
 // predict the mean of a future bin from the bins completed so far:
 //
 //   - now: the current value (persistence);
@@ -113,7 +114,8 @@ type Forecaster struct {
 	cfg   Config
 	start float64 // time of the first observation
 	seen  bool
-	t     float64 // time of the last observation
+	t     float64 // time integrated up to
+	last  float64 // time of the last observation
 	v     float64 // value since t
 	acc   float64 // integral of the value over the current bin so far
 	bins  []float64
@@ -156,12 +158,17 @@ func (f *Forecaster) Observe(t, v float64) error {
 		return fmt.Errorf("forecast: observe (%v, %v): want finite numbers", t, v)
 	}
 	if !f.seen {
-		f.seen, f.start, f.t, f.v, f.lo, f.hi = true, t, t, v, v, v
+		// Bins fall on multiples of Bin from time 0 (capacity tends to
+		// change on the clock's marks); the first value counts from the
+		// start of its bin.
+		start := math.Floor(t/f.cfg.Bin) * f.cfg.Bin
+		f.seen, f.start, f.t, f.last, f.v, f.lo, f.hi = true, start, start, t, v, v, v
 		return nil
 	}
-	if t < f.t {
-		return fmt.Errorf("forecast: observe at %v, before the last observation at %v", t, f.t)
+	if t < f.last {
+		return fmt.Errorf("forecast: observe at %v, before the last observation at %v", t, f.last)
 	}
+	f.last = t
 	f.advance(t)
 	f.v = v
 	f.lo, f.hi = math.Min(f.lo, v), math.Max(f.hi, v)
@@ -319,13 +326,29 @@ func (f *Forecaster) At(at float64) Forecast {
 			break
 		}
 	}
+	best, errs := f.choose(hi, n, target)
+	fc.Expert, fc.Median = best, f.must(best, n, target)
+	if len(errs) >= minErrs {
+		fc.Fallback = false
+		fc.errs = slices.Clone(errs)
+		slices.Sort(fc.errs)
+	} else {
+		fc.lo, fc.hi = f.lo-f.v, f.hi-f.v
+	}
+	return fc
+}
+
+// choose is the expert of least recent mean absolute error at horizon
+// index hi among those that can predict target from n bins (the now
+// expert until another has enough errors), and its errors.
+func (f *Forecaster) choose(hi, n, target int) (int, []float64) {
 	best, bestErr := ExpertNow, math.Inf(1)
-	var pred [nExperts]float64
-	var ok [nExperts]bool
 	for e := 0; e < nExperts; e++ {
-		pred[e], ok[e] = f.predict(e, n, target, f.v)
 		errs := f.errs[hi][e].v
-		if !ok[e] || len(errs) < minErrs {
+		if len(errs) < minErrs {
+			continue
+		}
+		if _, ok := f.predict(e, n, target, f.v); !ok {
 			continue
 		}
 		mae := 0.0
@@ -336,15 +359,57 @@ func (f *Forecaster) At(at float64) Forecast {
 			best, bestErr = e, mae
 		}
 	}
-	fc.Expert, fc.Median = best, pred[best]
-	if errs := f.errs[hi][best].v; len(errs) >= minErrs {
-		fc.Fallback = false
-		fc.errs = slices.Clone(errs)
-		slices.Sort(fc.errs)
-	} else {
-		fc.lo, fc.hi = f.lo-f.v, f.hi-f.v
+	return best, f.errs[hi][best].v
+}
+
+// must is expert e's prediction, which choose has checked exists (the now
+// expert always does).
+func (f *Forecaster) must(e, n, target int) float64 {
+	p, _ := f.predict(e, n, target, f.v)
+	return p
+}
+
+// Path forecasts the q-quantile of the mean of each of the next bins: out[0]
+// is the bin in progress, out[k] the k-th after it; start is the time the
+// bin in progress began (bin k spans [start + k Bin, start + (k+1) Bin)).
+// It is At(...).Quantile(q) for every bin, computed once per horizon.
+// With nothing observed it returns nil.
+func (f *Forecaster) Path(bins int, q float64) (start float64, out []float64) {
+	if !f.seen || bins <= 0 {
+		return 0, nil
 	}
-	return fc
+	n := len(f.bins)
+	start = f.start + float64(n)*f.cfg.Bin
+	out = make([]float64, bins)
+	hi, expert := -1, ExpertNow
+	var off float64
+	var fb Forecast
+	for k := 0; k < bins; k++ {
+		h := k + 1
+		for hi < len(horizons)-1 && (hi < 0 || horizons[hi] < h) {
+			hi++
+			var errs []float64
+			expert, errs = f.choose(hi, n, n+k)
+			fb = Forecast{Fallback: true, lo: f.lo - f.v, hi: f.hi - f.v, min: f.cfg.Min, max: f.cfg.Max}
+			if len(errs) >= minErrs {
+				sorted := slices.Clone(errs)
+				slices.Sort(sorted)
+				off, fb.Fallback = quantile(sorted, q), false
+			}
+		}
+		p, ok := f.predict(expert, n, n+k, f.v)
+		if !ok {
+			p = f.v
+		}
+		if fb.Fallback {
+			fc := fb
+			fc.Median = p
+			out[k] = fc.Quantile(q)
+			continue
+		}
+		out[k] = Forecast{Median: p + off, min: f.cfg.Min, max: f.cfg.Max}.Quantile(q)
+	}
+	return start, out
 }
 
 // Quantile is the q-quantile (0 < q < 1) of the forecast: the prediction
@@ -390,7 +455,7 @@ func quantile(xs []float64, q float64) float64 {
 func (f *Forecaster) Now() float64 { return f.v }
 
 // Observed is the time of the last observation and whether any was made.
-func (f *Forecaster) Observed() (float64, bool) { return f.t, f.seen }
+func (f *Forecaster) Observed() (float64, bool) { return f.last, f.seen }
 
 // Pinball is the pinball (quantile) loss of predicting p for quantile q
 // when y was realised: q(y-p) when y >= p, (1-q)(p-y) otherwise.

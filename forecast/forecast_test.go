@@ -200,6 +200,13 @@ func TestSeriesMean(t *testing.T) {
 			t.Errorf("Mean(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
+	for _, tc := range []struct{ a, b, want float64 }{
+		{0, 10, 2}, {0, 20, 2}, {5, 25, 0}, {10, 20, 4}, {-10, 0, 2}, {25, 30, 0},
+	} {
+		if got := s.Min(tc.a, tc.b); got != tc.want {
+			t.Errorf("Min(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
 }
 
 func TestPinball(t *testing.T) {
@@ -209,5 +216,34 @@ func TestPinball(t *testing.T) {
 		if got := Pinball(tc.q, tc.p, tc.y); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("Pinball(%v, %v, %v) = %v, want %v", tc.q, tc.p, tc.y, got, tc.want)
 		}
+	}
+}
+
+// TestPathMatchesAt: Path is At's quantile for every bin ahead, at every
+// stage of history (fallback, day expert, week expert).
+func TestPathMatchesAt(t *testing.T) {
+	s := wave(9, 1, weekly)
+	f, _ := New(Config{Max: 16})
+	checked := 0
+	for i, p := range s {
+		if err := f.Observe(p.T+30, p.V); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 != 0 {
+			continue
+		}
+		for _, q := range []float64{0.1, 0.5, 0.9} {
+			start, path := f.Path(200, q)
+			for k, v := range path {
+				want := f.At(start + (float64(k)+0.5)*600).Quantile(q)
+				if math.Abs(v-want) > 1e-9 {
+					t.Fatalf("t=%v q=%v bin %d: path %v, At %v", p.T, q, k, v, want)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 10 {
+		t.Fatal("too few checks")
 	}
 }

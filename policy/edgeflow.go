@@ -105,7 +105,7 @@ func (f *Flow) admitTest(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			if taken[n.ID] {
 				continue
 			}
-			if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline {
+			if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && f.edgeRoom(s, taken, n.Site, end) {
 				taken[n.ID] = true
 				j.meets, j.end = true, end
 				break
@@ -131,6 +131,28 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 			e.used[n.ID] = true
 		}
 	}
+	if f.edgeCap != nil {
+		// More jobs on a site than the forecast keeps servers for: the
+		// latest deadlines go back to the cloud pass before the drop.
+		held := map[string]int{}
+		for _, j := range js {
+			if j.edge >= 0 {
+				held[s.Cluster.Nodes[j.edge].Site]++
+			}
+		}
+		for i := len(js) - 1; i >= 0; i-- {
+			j := js[i]
+			if j.edge < 0 {
+				continue
+			}
+			site := s.Cluster.Nodes[j.edge].Site
+			if held[site] > f.edgeCap(s, site, s.Now) {
+				held[site]--
+				delete(e.used, j.edge)
+				j.edge, j.edgeGPUs = -1, 0
+			}
+		}
+	}
 	for _, j := range js {
 		if j.pin < 0 || e.used[j.pin] {
 			continue
@@ -149,7 +171,13 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 // deadlines (85.6% against 86.7% at the 5(b) base).
 func (f *Flow) edgeAdmit(s *engine.Snapshot, c cloud, e *edges, trial []*fjob, j *fjob, missing int) bool {
 	if !f.pinEdge(s, e, trial, j) {
-		return false
+		if f.edgeLater == nil || !f.edgeLater(s, j) {
+			return false
+		}
+		// Admitted on a server the forecast brings up later: it waits
+		// in the cloud pass, missing there, until offload moves it.
+		f.admitTest(s, c, e, trial)
+		return countMissing(trial, j.st.Job.Priority) <= missing+1
 	}
 	f.admitTest(s, c, e, trial)
 	if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
@@ -186,7 +214,7 @@ func (f *Flow) pinEdge(s *engine.Snapshot, e *edges, set []*fjob, j *fjob) bool 
 		if held[n.ID] {
 			continue
 		}
-		if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && (best == nil || n.GPUs < best.GPUs) {
+		if end, _, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && f.edgeRoom(s, held, n.Site, end) && (best == nil || n.GPUs < best.GPUs) {
 			best = n
 		}
 	}
@@ -254,7 +282,7 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			if e.used[n.ID] {
 				continue
 			}
-			if end, g, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && (best == nil || n.GPUs < best.GPUs) {
+			if end, g, ok := f.edgeEnd(s, j, n); ok && end <= j.deadline && f.edgeRoom(s, e.used, n.Site, end) && (best == nil || n.GPUs < best.GPUs) {
 				best, bestG = n, g
 			}
 		}
@@ -284,6 +312,22 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	}
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
+}
+
+// edgeRoom reports whether one more job may hold a server of the edge site
+// until time until, used holding the servers already taken: always, unless
+// edgeCap (tidal's forecast) says fewer servers stay up until then.
+func (f *Flow) edgeRoom(s *engine.Snapshot, used map[int]bool, site string, until float64) bool {
+	if f.edgeCap == nil {
+		return true
+	}
+	k := 0
+	for id, u := range used {
+		if u && s.Cluster.Nodes[id].Site == site {
+			k++
+		}
+	}
+	return k+1 <= f.edgeCap(s, site, until)
 }
 
 // edgeOutcome sets the predicted end of the jobs on edge servers.

@@ -67,6 +67,14 @@ type Flow struct {
 	Offload   string // EdgeFlow: "all" or "missing"
 	RemoteBps float64
 	name      string
+	// edgeCap, when set (tidal), is how many servers of an edge site may
+	// hold jobs until time until: an offload or edge admission that would
+	// hold more is not made.
+	edgeCap func(s *engine.Snapshot, site string, until float64) int
+	// edgeLater, when set (tidal), says whether j, which no edge server
+	// up now finishes in time, meets its deadline on an edge server that
+	// the forecast brings up later.
+	edgeLater func(s *engine.Snapshot, j *fjob) bool
 }
 
 func buildFlow(o Options, edge bool) (*Flow, error) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
 )
 
@@ -27,6 +28,11 @@ type Context struct {
 	// Service estimates a job's total GPU-seconds, for distributions built
 	// from the trace; nil means use Job.Duration x GPUs.
 	Service func(j *job.Job) float64
+	// Future is the realised capacity of each varying site over the run
+	// (GPUs available to training, by site name). Only the simulator can
+	// give it, and only tidal's upper-bound ablation (forecast=oracle)
+	// reads it; every other policy sees only the present.
+	Future map[string]forecast.Series
 }
 
 // Info describes one registered policy.

@@ -32,7 +32,29 @@ func (sc *Scenario) Capacities(days float64) ([]SiteSeries, error) {
 	if err != nil {
 		return nil, err
 	}
-	end := days * 86400
+	return sc.capacities(p, days*86400)
+}
+
+// futureDays is how much of the realised capacity the oracle ablation is
+// given: longer than any shipped run; after it the capacity holds.
+const futureDays = 21
+
+// future is the realised capacity of each varying site of a point, for
+// policy.Context.Future.
+func (sc *Scenario) future(p *point) (map[string]forecast.Series, error) {
+	ss, err := sc.capacities(p, futureDays*86400)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]forecast.Series{}
+	for _, s := range ss {
+		out[s.Site] = s.Series
+	}
+	return out, nil
+}
+
+// capacities is Capacities at point p, until end seconds.
+func (sc *Scenario) capacities(p *point, end float64) ([]SiteSeries, error) {
 	var out []SiteSeries
 	for _, site := range p.c.Sites() {
 		gpus := float64(site.GPUs)

@@ -13,6 +13,7 @@ import (
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/data"
+	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/pollux"
@@ -336,6 +337,12 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 		return nil, err
 	}
 	res := make([]Result, len(pts))
+	futures := make([]map[string]forecast.Series, len(pts))
+	for i, pt := range pts {
+		if futures[i], err = sc.future(pt); err != nil {
+			return nil, err
+		}
+	}
 	errs := make([]error, len(pts)*len(sc.Policies))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -344,7 +351,7 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 		for k, spec := range sc.Policies {
 			info, ok := policy.Lookup(spec)
 			jobs := elasticCopies(pt.jobs, pt.c, ok && info.Elastic)
-			pol, err := policy.Parse(spec, policy.Context{Jobs: jobs})
+			pol, err := policy.Parse(spec, policy.Context{Jobs: jobs, Future: futures[i]})
 			if err != nil {
 				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", err)
 			}

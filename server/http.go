@@ -43,6 +43,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
 	mux.HandleFunc("POST /v1/tenants", s.authed(s.handleNewTenant))
 	mux.HandleFunc("GET /v1/tenants", s.authed(s.handleTenants))
+	ui := s.consoleHandler() // the web console (console.go)
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("/ui/", ui)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see docs/api.md)", nil)
 	})

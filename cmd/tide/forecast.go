@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/scenario"
 )
@@ -30,7 +31,8 @@ func scenarioPolicies(fs *flag.FlagSet, list string) ([]string, error) {
 		if spec == "all" {
 			return nil, usageError{fmt.Errorf("--policy all: with --scenario, name the policies (see 'tide policies')")}
 		}
-		if _, err := policy.Parse(spec, policy.Context{}); err != nil {
+		// The scenario gives the realised capacity (for tidal's oracle).
+		if _, err := policy.Parse(spec, policy.Context{Future: map[string]forecast.Series{}}); err != nil {
 			return nil, usageError{fmt.Errorf("--policy %q: %w", spec, err)}
 		}
 		out = append(out, spec)

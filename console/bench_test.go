@@ -1,0 +1,107 @@
+package console
+
+import (
+	"fmt"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuSeconds is the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// bigSource is 1,000 nodes x 8 GPUs and 10,000 jobs of 1 to 8 GPUs from
+// 20 tenants, after one FIFO round (about 1,800 run, the rest wait).
+func bigSource(b *testing.B) *engineSource {
+	src := newEngineSource(b, "1000x8:a100", "fifo")
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 10000; i++ {
+		src.submit(b, fmt.Sprintf("job-%05d", i), fmt.Sprintf("team-%02d", rng.Intn(20)), 1<<rng.Intn(4), 600+rng.Float64()*36000, 0)
+	}
+	src.round(b)
+	return src
+}
+
+// serveAll answers the requests of one view.
+func serveAll(b *testing.B, h http.Handler, tok string, paths ...string) {
+	for _, p := range paths {
+		req := httptest.NewRequest("GET", p, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatalf("%s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+}
+
+// BenchmarkConsole measures the server's cost of the console at 1,000 nodes
+// x 8 GPUs and 10,000 jobs:
+//
+//   - first-view: a console with nothing cached answers what the page asks
+//     for when it opens (summary, the first page of nodes, the first page
+//     of the queue): one snapshot of the source, prepared, and three
+//     pages of JSON;
+//   - first-view-tenant: the same for a tenant (filtered on the server);
+//   - update: what one change costs: a new snapshot, its digest (the live
+//     stream compares it) and the page a viewer then fetches;
+//   - forecast: the background replay of the queue under the running
+//     policy that predicts starts the policy does not (at most every 5 s).
+//
+// Each reports CPU-seconds per operation beside the wall time. Run it with
+//
+//	go test ./console -run '^$' -bench Console -benchtime 10x
+func BenchmarkConsole(b *testing.B) {
+	src := bigSource(b)
+	views := []string{"/ui/api/summary", "/ui/api/cluster?offset=0&limit=100", "/ui/api/queue?offset=0&limit=100"}
+	run := func(name string, f func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuSeconds()
+			b.ResetTimer()
+			f(b)
+			b.StopTimer()
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+		})
+	}
+	run("first-view", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c := New(src, Options{})
+			serveAll(b, c.Handler(), "admin-token", views...)
+		}
+	})
+	run("first-view-tenant", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c := New(src, Options{})
+			serveAll(b, c.Handler(), "team-07-token", views...)
+		}
+	})
+	c := New(src, Options{})
+	h := c.Handler()
+	run("update", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			c.mu.Lock()
+			c.cur = nil
+			c.mu.Unlock()
+			if _, err := c.snapshot(); err != nil {
+				b.Fatal(err)
+			}
+			serveAll(b, h, "admin-token", "/ui/api/queue?offset=0&limit=100")
+		}
+	})
+	run("forecast", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if c.forecast(src) == nil {
+				b.Fatal("no forecast")
+			}
+		}
+	})
+}

@@ -1,0 +1,434 @@
+package console_test
+
+// Browser tests: a real `tide serve` (the binary, on fake GPUs, running the
+// countjob example) and a real headless Chromium driven over the DevTools
+// protocol (chromedp). They load every view, check what it shows, click
+// through, and keep screenshots in testdata/out/ (ignored by git).
+// Without Chromium (Debian's chromium; scripts/test installs it when it
+// runs as root) they skip, saying so. TIDE_CHROMIUM names another browser.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// browser finds Chromium or skips the test.
+func browser(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TIDE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium found: install Debian's chromium (scripts/test does, as root) or set TIDE_CHROMIUM; skipping the browser tests")
+	return ""
+}
+
+// binaries builds tide and the countjob example once per test binary.
+var binDir string
+
+func buildBinaries(t *testing.T) (tide, countjob string) {
+	t.Helper()
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "tide-console-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range [][2]string{{"tide", "../cmd/tide"}, {"countjob", "../examples/countjob"}} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b[0]), b[1]).CombinedOutput()
+			if err != nil {
+				t.Fatalf("building %s: %v\n%s", b[1], err, out)
+			}
+		}
+		binDir = dir
+	}
+	return filepath.Join(binDir, "tide"), filepath.Join(binDir, "countjob")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// serve starts `tide serve` and returns its URL and admin token.
+func serve(t *testing.T, tide string, args ...string) (url, token string) {
+	t.Helper()
+	dir := t.TempDir()
+	args = append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--round", "300ms",
+		"--grace", "2s", "--stop-jobs-on-exit", "--log-level", "warn"}, args...)
+	cmd := exec.Command(tide, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("tide serve exited: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("tide serve did not stop within 30 s of SIGINT")
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
+			url, _, _ = strings.Cut(rest, " ")
+			break
+		}
+	}
+	if url == "" {
+		t.Fatal("tide serve did not say where it listens")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	tok, err := os.ReadFile(filepath.Join(dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, strings.TrimSpace(string(tok))
+}
+
+// outDir is where screenshots go.
+func outDir(t *testing.T) string {
+	dir := filepath.Join("testdata", "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// newBrowser starts headless Chromium at width x height.
+func newBrowser(t *testing.T, exe string, width, height int) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(width, height))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(cancel2)
+	// Accept confirm() dialogs (the cancel button asks).
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	ctx, cancel3 := context.WithTimeout(ctx, 8*time.Minute)
+	t.Cleanup(cancel3)
+	if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return ctx
+}
+
+// shot saves a full-page screenshot.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	var buf []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(outDir(t), name+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s screenshot %s", time.Now().Format("15:04:05"), path)
+}
+
+// text is the visible text of the first node matching sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	var s string
+	if err := chromedp.Run(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Text(sel, &s, chromedp.ByQuery)); err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// waitText waits until the text of sel contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var s string
+		_ = chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`(document.querySelector(%q)||{}).innerText||""`, sel), &s))
+		if strings.Contains(s, want) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not show %q after 90 s; it shows:\n%s", sel, want, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	var v T
+	if err := chromedp.Run(ctx, chromedp.Evaluate(js, &v)); err != nil {
+		t.Fatalf("evaluating %s: %v", js, err)
+	}
+	return v
+}
+
+func login(t *testing.T, ctx context.Context, url, token string) {
+	t.Helper()
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", token, chromedp.ByID),
+		chromedp.SendKeys("#token", "\r", chromedp.ByID), // Enter submits
+		chromedp.WaitVisible("header nav", chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("signing in: %v", err)
+	}
+}
+
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	if err := chromedp.Run(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Click(sel, chromedp.ByQuery)); err != nil {
+		t.Fatalf("clicking %s: %v", sel, err)
+	}
+}
+
+// TestConsoleServe drives every view of the console of a real tide serve.
+func TestConsoleServe(t *testing.T) {
+	exe := browser(t)
+	tide, countjob := buildBinaries(t)
+	url, adminTok := serve(t, tide, "--gpus", "fake:4:t4", "--policy", "fifo")
+	ctx := context.Background()
+	admin := api.NewClient(url, adminTok)
+	alice, err := admin.CreateTenant(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := admin.CreateTenant(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, bc := api.NewClient(url, alice.Token), api.NewClient(url, bob.Token)
+	long := func(name string, gpus int, extra ...string) *api.JobSpec {
+		cmd := append([]string{countjob, "-steps", "3000", "-step-time", "100ms"}, extra...)
+		return &api.JobSpec{Name: name, Command: cmd, GPUs: gpus, EstimateS: 300}
+	}
+	run1, err := ac.Submit(ctx, long("train-a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run2, err := bc.Submit(ctx, long("train-b", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait1 := long("big", 4)
+	wait1.Deadline = time.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)
+	queued, err := ac.Submit(ctx, wait1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until both run (their processes write to their logs).
+	for _, id := range []string{run1.ID, run2.ID} {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			j, err := admin.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.State == api.StateRunning && j.Started != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s not running after 60 s: %s", id, j.State)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	b := newBrowser(t, exe, 1280, 900)
+
+	// The login page refuses a bad token and says so.
+	if err := chromedp.Run(b, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
+		chromedp.SendKeys("#token", "not-a-token-0123456789", chromedp.ByID), chromedp.Click(`form button[type=submit]`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, ".error", "not known")
+	shot(t, b, "serve-login-refused")
+	if s := eval[string](t, b, `location.href`); strings.Contains(s, "token") {
+		t.Errorf("the token reached the URL: %s", s)
+	}
+
+	login(t, b, url, adminTok)
+	if s := eval[string](t, b, `location.href + " " + document.cookie`); strings.Contains(s, adminTok) {
+		t.Errorf("the token is in the URL or a cookie: %s", s)
+	}
+
+	// Cluster: 4 GPUs, 4 held by two tenants' jobs.
+	waitText(t, b, "main", "Cluster")
+	waitText(t, b, ".nodes", "t4")
+	cells := eval[[]string](t, b, `[...document.querySelectorAll('.gpus .cell')].map(c => c.getAttribute('aria-label'))`)
+	if len(cells) != 4 {
+		t.Fatalf("cluster view shows %d GPU cells, want 4: %q", len(cells), cells)
+	}
+	held := 0
+	for _, c := range cells {
+		if strings.Contains(c, "job "+run1.ID) || strings.Contains(c, "job "+run2.ID) {
+			held++
+		}
+	}
+	if held != 4 {
+		t.Errorf("cells %q: want all 4 held by %s and %s", cells, run1.ID, run2.ID)
+	}
+	shot(t, b, "serve-cluster")
+
+	// Queue: the running jobs and the waiting one with its position,
+	// reason-or-order, predicted start and deadline risk.
+	click(t, b, `nav a[href="#/queue"]`)
+	q := waitText(t, b, "table.queue", queued.ID)
+	for _, want := range []string{run1.ID, run2.ID, "alice", "bob", "running", "pending"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("queue does not show %q:\n%s", want, q)
+		}
+	}
+	// Its row: position 1, a predicted start (the forecast: FIFO gives
+	// none) and finish, and a deadline risk. The 4-GPU job cannot start
+	// before the 300 s jobs end, so with its 2-minute deadline it is late.
+	row := waitText(t, b, fmt.Sprintf(`#row-%s`, queued.ID), "in ")
+	cellsOf := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#row-%s td')].map(c => c.innerText)`, queued.ID))
+	if len(cellsOf) < 10 || cellsOf[0] != "1" || !strings.HasPrefix(cellsOf[6], "in ") || !strings.HasPrefix(cellsOf[7], "in ") || !strings.Contains(cellsOf[9], "late") {
+		t.Errorf("the waiting job's row lacks its position, predicted start and finish, or risk: %q", cellsOf)
+	}
+	_ = row
+	shot(t, b, "serve-queue")
+
+	// Live: a job submitted now appears without a reload.
+	extra, err := bc.Submit(ctx, long("late-comer", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "table.queue", extra.ID)
+
+	// Job view: timeline, events, log tail.
+	click(t, b, fmt.Sprintf(`table.queue a[href="#/job/%s"]`, run1.ID))
+	waitText(t, b, "h1", "Job "+run1.ID)
+	waitText(t, b, "pre.log", "step")
+	ev := text(t, b, "details")
+	for _, want := range []string{"submitted", "launched"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("job events lack %q:\n%s", want, ev)
+		}
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('.timeline .bar').length`); n < 1 {
+		t.Errorf("timeline shows %d launches, want at least 1", n)
+	}
+	shot(t, b, "serve-job")
+
+	// Cancel from the console (the confirm dialog is accepted).
+	click(t, b, fmt.Sprintf(`button[aria-label="Cancel %s"]`, run1.ID))
+	waitText(t, b, ".fields", "cancelled")
+	j, err := admin.Job(ctx, run1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != api.StateCancelled {
+		t.Errorf("job %s is %s after the console cancelled it", run1.ID, j.State)
+	}
+
+	// Tenants and utilisation.
+	click(t, b, `nav a[href="#/tenants"]`)
+	tt := waitText(t, b, "main table", "alice")
+	if !strings.Contains(tt, "bob") {
+		t.Errorf("tenants view lacks bob:\n%s", tt)
+	}
+	shot(t, b, "serve-tenants")
+	click(t, b, `nav a[href="#/usage"]`)
+	waitText(t, b, "main", "idle-allocated")
+	shot(t, b, "serve-usage")
+
+	// What-if: replay under SRTF beside FIFO.
+	click(t, b, `nav a[href="#/whatif"]`)
+	if err := chromedp.Run(b, chromedp.WaitReady(`select[name=policy] option[value=srtf]`, chromedp.ByQuery),
+		chromedp.SetValue(`select[name=policy]`, "srtf", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	click(t, b, `form button[type=submit]`)
+	cmp := waitText(t, b, "table.compare", "srtf")
+	if !strings.Contains(cmp, "fifo") || !strings.Contains(cmp, "mean") {
+		t.Errorf("what-if comparison:\n%s", cmp)
+	}
+	shot(t, b, "serve-whatif")
+
+	// Keyboard: "g q" goes to the queue; Tab reaches the skip link first.
+	if err := chromedp.Run(b, chromedp.KeyEvent("g"), chromedp.KeyEvent("q")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "main h1", "Queue")
+	if err := chromedp.Run(b, chromedp.Reload(), chromedp.WaitVisible("main h1", chromedp.ByQuery), chromedp.KeyEvent("\t")); err != nil {
+		t.Fatal(err)
+	}
+	if s := eval[string](t, b, `document.activeElement.className + ":" + document.activeElement.textContent`); !strings.Contains(s, "skip") {
+		t.Errorf("the first Tab focuses %q, want the skip link", s)
+	}
+
+	// Phone width: nothing wider than the screen but the tables' own scroll.
+	if err := chromedp.Run(b, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"cluster", "queue"} {
+		if err := chromedp.Run(b, chromedp.Navigate(url+"/#/"+v)); err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, b, "main h1", map[string]string{"cluster": "Cluster", "queue": "Queue"}[v])
+		time.Sleep(300 * time.Millisecond)
+		if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("%s view at phone width is %d px wide, want at most 390", v, w)
+		}
+		shot(t, b, "serve-phone-"+v)
+	}
+
+	// A tenant sees its own jobs only, and the cluster's shape.
+	bt := newBrowser(t, exe, 1280, 900)
+	login(t, bt, url, alice.Token)
+	waitText(t, bt, ".nodes", "t4")
+	others := eval[int](t, bt, `document.querySelectorAll('.gpus .cell[data-other=true]').length`)
+	if others != 2 {
+		t.Errorf("alice sees %d GPUs as another tenant's, want bob's 2", others)
+	}
+	shot(t, bt, "serve-tenant-cluster")
+	click(t, bt, `nav a[href="#/queue"]`)
+	q = waitText(t, bt, "table.queue", queued.ID)
+	if strings.Contains(q, run2.ID) || strings.Contains(q, "bob") {
+		t.Errorf("alice's queue shows bob's jobs:\n%s", q)
+	}
+	if err := chromedp.Run(bt, chromedp.Navigate(url+"/#/job/"+run2.ID)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, bt, ".error", "no job")
+}

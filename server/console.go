@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/console"
+	"github.com/tide-sched/tide/store"
+)
+
+// consoleHandler is the web console (package console) reading this
+// server. Its history sampler runs until the server closes; its live
+// streams end when the HTTP server shuts down.
+func (s *Server) consoleHandler() http.Handler {
+	c := console.New(consoleSource{s}, console.Options{})
+	go c.Run(context.Background())
+	h := c.Handler()
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// s.http is set before it serves (Start), so it is safe to read
+		// here; without it (a handler used on its own) streams end with
+		// their requests.
+		once.Do(func() {
+			if s.http != nil {
+				s.http.RegisterOnShutdown(c.Close)
+			}
+		})
+		h.ServeHTTP(w, r)
+	})
+}
+
+// consoleSource is the server as the console's Source, Actor and Replayer.
+type consoleSource struct{ s *Server }
+
+// logTail is how much of a job's log the job view shows, bytes.
+const logTail = 16 << 10
+
+func (cs consoleSource) Auth(token string) (console.Principal, bool) {
+	s := cs.s
+	s.tmu.RLock()
+	t := s.tenants[store.HashToken(token)]
+	s.tmu.RUnlock()
+	if t == nil {
+		return console.Principal{}, false
+	}
+	return console.Principal{Tenant: t.Name, Admin: t.Admin}, true
+}
+
+func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
+	s := cs.s
+	s.tmu.RLock()
+	var names []string
+	for _, t := range s.tenants {
+		if !t.Admin {
+			names = append(names, t.Name)
+		}
+	}
+	s.tmu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, console.ErrClosed
+	}
+	out := &console.Snapshot{Time: console.Unix(s.clk.Now()), Kind: "tide serve", Policy: s.policyName, Placer: s.placerName,
+		Rounds: s.eng.Rounds(), Tenants: names}
+	out.Nodes = console.EngineNodes(s.cluster, s.eng, func(g cluster.GPUID) string { return "GPU " + strconv.Itoa(s.devices[g]) })
+	out.Jobs = make([]console.Job, len(s.order))
+	for i, lj := range s.order {
+		s.consoleJob(&out.Jobs[i], lj)
+	}
+	return out, nil
+}
+
+// consoleJob fills the console's row of a job. Under mu.
+func (s *Server) consoleJob(j *console.Job, lj *liveJob) {
+	r := lj.rec
+	*j = console.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, GPUs: r.Spec.GPUs,
+		Submitted: console.Unix(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
+		Progress: r.Progress, Throughput: r.Throughput, Preemptions: r.Preemptions, Restarts: r.Restarts,
+		Message: r.Message, Reason: r.Reason}
+	if r.Spec.Deadline != "" {
+		if t, err := time.Parse(time.RFC3339, r.Spec.Deadline); err == nil {
+			j.Deadline = &t
+		}
+	}
+	if api.Terminal(r.State) || lj.j == nil {
+		return
+	}
+	if st := s.eng.Job(r.ID); st != nil {
+		console.FromStatus(j, st)
+	}
+	j.Working = lj.att != nil && lj.att.proc != nil && lj.att.stop == ""
+}
+
+func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail, error) {
+	s := cs.s
+	s.mu.Lock()
+	lj := s.jobs[id]
+	if lj == nil || !(p.Admin || lj.rec.Tenant == p.Tenant) {
+		s.mu.Unlock()
+		return nil, console.ErrNotFound
+	}
+	d := &console.Detail{Command: append([]string(nil), lj.rec.Spec.Command...)}
+	s.consoleJob(&d.Job, lj)
+	for _, a := range lj.rec.Attempts {
+		out := a.Outcome
+		if out == "" {
+			out = a.Phase
+		}
+		d.Attempts = append(d.Attempts, console.Attempt{N: a.N, GPUs: append([]int(nil), a.Devices...), Started: toTime(a.Started), Ended: toTime(a.Ended), Outcome: out})
+	}
+	if pv := s.perfView(lj); pv != nil {
+		for _, pt := range pv.Predicted {
+			d.Goodput = append(d.Goodput, console.GoodputPoint{GPUs: pt.GPUs, Throughput: pt.Throughput, Speedup: pt.Speedup})
+		}
+	}
+	// The job's events: those written (wmu after mu, as commit takes
+	// them, waits for a commit in flight) and those still queued.
+	s.wmu.Lock()
+	var evs []store.Event
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		evs, err = tx.Events(id)
+		return err
+	})
+	s.wmu.Unlock()
+	for _, e := range s.events {
+		if e.Job == id {
+			evs = append(evs, *e)
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("reading the events of job %s: %w", id, err)
+	}
+	d.Events = make([]console.Event, 0, len(evs))
+	for _, e := range evs {
+		d.Events = append(d.Events, console.Event{Time: console.Unix(e.Time), Kind: e.Kind, Message: e.Message})
+	}
+	d.LogTail, err = tail(s.logFile(id), logTail)
+	if err != nil {
+		return nil, fmt.Errorf("reading the log of job %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// tail reads the last n bytes of a file ("" when it does not exist).
+func tail(path string, n int64) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := max(0, fi.Size()-n)
+	data, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	return string(data), err
+}
+
+// Actions: tide serve cancels; hold and release come with the API's.
+func (cs consoleSource) Actions() []string { return []string{"cancel"} }
+
+func (cs consoleSource) Act(p console.Principal, id, action string) error {
+	s := cs.s
+	if action != "cancel" {
+		return &console.ActionError{Msg: "tide serve does not " + action + " jobs"}
+	}
+	s.mu.Lock()
+	lj := s.jobs[id]
+	if lj == nil || !(p.Admin || lj.rec.Tenant == p.Tenant) {
+		s.mu.Unlock()
+		return console.ErrNotFound
+	}
+	if api.Terminal(lj.rec.State) {
+		st := lj.rec.State
+		s.mu.Unlock()
+		return &console.ActionError{Msg: fmt.Sprintf("job %s is already %s", id, st)}
+	}
+	err := s.cancelJob(lj, p.Tenant)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.kickRound()
+	return nil
+}
+
+func (cs consoleSource) Replay() (*console.Replay, error) {
+	s := cs.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, console.ErrClosed
+	}
+	return console.EngineReplay(s.eng, s.cluster, s.cfg.Policy, s.placerName, s.cfg.Round.Seconds(), console.Unix(s.clk.Now())), nil
+}
