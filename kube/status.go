@@ -124,7 +124,8 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		return out
 	}
 	setCond(&out, tj, CondAdmitted, true, "Admitted", "")
-	out.Restarts = max(0, st.Starts-1)
+	// The engine counts a resize as a launch too: restarts are the rest.
+	out.Restarts = max(0, st.Starts-1-st.Resizes)
 	out.Resizes = st.Resizes
 	switch {
 	case len(st.GPUs) > 0 && bound >= w.minW:

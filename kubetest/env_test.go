@@ -184,17 +184,35 @@ func (s *scenario) node(name string, gpus int, typ string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
-	n.Status.Capacity = corev1.ResourceList{kube.GPUResource: q, corev1.ResourcePods: resource.MustParse("110"),
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")}
-	n.Status.Allocatable = n.Status.Capacity
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-	if n, err = s.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		s.t.Fatal(err)
-	}
 	s.nodes = append(s.nodes, name)
+	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	s.nodeStatus(name, func(n *corev1.Node) {
+		n.Status.Capacity = corev1.ResourceList{kube.GPUResource: q, corev1.ResourcePods: resource.MustParse("110"),
+			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")}
+		n.Status.Allocatable = n.Status.Capacity
+	})
+	s.setReady(name, true)
 	s.editNode(name, func(n *corev1.Node) { n.Spec.Taints = nil })
+}
+
+// nodeStatus changes a node's status, retrying on conflicts with the
+// node controllers.
+func (s *scenario) nodeStatus(name string, edit func(*corev1.Node)) {
+	s.t.Helper()
+	for i := 0; ; i++ {
+		n, err := s.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		edit(n)
+		_, err = s.cs.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 20 {
+			s.t.Fatal(err)
+		}
+	}
 }
 
 // editNode changes a node's spec (cordon, taints), retrying on conflicts
@@ -221,25 +239,14 @@ func (s *scenario) editNode(name string, edit func(*corev1.Node)) {
 // controller, for a node that stopped reporting) would.
 func (s *scenario) setReady(name string, ready bool) {
 	s.t.Helper()
-	for i := 0; ; i++ {
-		n, err := s.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		st, reason := corev1.ConditionTrue, "KubeletReady"
-		if !ready {
-			st, reason = corev1.ConditionFalse, "KubeletNotReady"
-		}
+	st, reason := corev1.ConditionTrue, "KubeletReady"
+	if !ready {
+		st, reason = corev1.ConditionFalse, "KubeletNotReady"
+	}
+	s.nodeStatus(name, func(n *corev1.Node) {
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st,
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: reason}}
-		_, err = s.cs.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) || i > 20 {
-			s.t.Fatal(err)
-		}
-	}
+	})
 }
 
 // start runs a tide scheduler until the scenario ends (or stop is called).
