@@ -202,6 +202,11 @@ type Plan struct {
 	// above all a fallback (an LP the solver could not solve, replaced by a
 	// simpler rule). The engine records every one (Engine.Warnings).
 	Warnings []Warning
+	// Err, when set, says the policy could not plan this round at all: the
+	// engine records the warnings, then fails the round with Err, changing
+	// no job (a live executor retries at its next round). A policy that can
+	// still plan by a simpler rule returns that plan with a warning instead.
+	Err error
 }
 
 // Reason explains a policy's decision about one job, in the policy's own
@@ -223,6 +228,10 @@ type Warning struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 }
+
+// WarnFallback is the Warning.Kind of a policy that replaced its own rule by
+// a simpler one for a round (a solver failed).
+const WarnFallback = "fallback"
 
 // Policy decides who runs. Schedule must be deterministic: the same snapshot
 // gives the same plan. It may read the snapshot's model for predictions but
@@ -497,6 +506,10 @@ func (e *Engine) Schedule() ([]Change, error) {
 	e.rounds++
 	// 3. Decide.
 	plan := e.cfg.Policy.Schedule(snap)
+	if plan.Err != nil {
+		e.warn(plan.Warnings, now)
+		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, plan.Err)
+	}
 	// 4. Check.
 	planned, err := e.check(plan)
 	if err != nil {
@@ -590,7 +603,12 @@ func (e *Engine) explain(plan Plan, now float64) {
 	for _, st := range e.active {
 		st.Reason = plan.Reasons[st.Job.ID]
 	}
-	for _, w := range plan.Warnings {
+	e.warn(plan.Warnings, now)
+}
+
+// warn records a round's policy warnings.
+func (e *Engine) warn(ws []Warning, now float64) {
+	for _, w := range ws {
 		e.warnings = append(e.warnings, RoundWarning{Time: now, Round: e.rounds, Policy: e.cfg.Policy.Name(), Warning: w})
 	}
 }

@@ -312,3 +312,39 @@ func chaosRound(t *testing.T, e *engine.Engine, clk *manual, rng *rand.Rand, hel
 		}
 	}
 }
+
+// TestPolicyErrorsAndWarnings: a plan's warnings are recorded with their
+// round; a plan with Err fails the round, names the policy, changes no job
+// and still records its warnings; reasons reach Status.Reason.
+func TestPolicyErrorsAndWarnings(t *testing.T) {
+	fail := false
+	p := planFunc(func(s *engine.Snapshot) engine.Plan {
+		w := []engine.Warning{{Kind: engine.WarnFallback, Reason: fmt.Sprintf("round %d", s.Round)}}
+		if fail {
+			return engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 1}}, Warnings: w, Err: fmt.Errorf("no plan")}
+		}
+		return engine.Plan{Warnings: w, Reasons: map[string]engine.Reason{"a": {Text: "waits", Position: 1, PredictedStart: 60}}}
+	})
+	e, _ := newEngine(t, "1x1:t4", p, nil)
+	if _, err := e.Submit(enginetest.Job("a").GPUs(1).Seconds(10).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Job("a").Reason; r != (engine.Reason{Text: "waits", Position: 1, PredictedStart: 60}) {
+		t.Errorf("reason %+v", r)
+	}
+	fail = true
+	ch, err := e.Schedule()
+	if err == nil || !strings.Contains(err.Error(), "policy test") || !strings.Contains(err.Error(), "no plan") || len(ch) != 0 {
+		t.Errorf("a plan with Err: changes %v, err %v", ch, err)
+	}
+	if st := e.Job("a"); len(st.GPUs) != 0 || st.State != job.Pending {
+		t.Errorf("a failed round changed job a: %s on %v", st.State, st.GPUs)
+	}
+	ws := e.Warnings()
+	if len(ws) != 2 || ws[0].Reason != "round 0" || ws[1].Reason != "round 1" || ws[1].Round != 2 || ws[0].Policy != "test" {
+		t.Errorf("warnings %+v", ws)
+	}
+}

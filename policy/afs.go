@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -65,7 +66,11 @@ func (a *AFS) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, t := range types {
 		afsAllocate(pools[t], capacity[t])
 	}
-	return elasticPlan(types, pools)
+	plan := elasticPlan(types, pools)
+	explain(s, &plan, nil, func(st *engine.Status) string {
+		return fmt.Sprintf("jobs start on their minimum (%d GPUs) shortest remaining first, then GPUs go by AFS' pairwise speedup rule", st.Job.MinGPUs)
+	})
+	return plan
 }
 
 // afsAllocate hands out free GPUs of one pool (jobs in arrival order).

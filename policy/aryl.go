@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -178,6 +179,14 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		plan.Run = append(plan.Run, largestFirst(run)...)
 	}
+	sts := make([]*engine.Status, len(order))
+	rem := make(map[*engine.Status]float64, len(order))
+	for i, e := range order {
+		sts[i], rem[e.st] = e.st, e.rem
+	}
+	explain(s, &plan, sts, func(st *engine.Status) string {
+		return fmt.Sprintf("remaining %.0f s on its base workers; shortest first", rem[st])
+	})
 	return plan
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 
 	"github.com/tide-sched/tide/engine"
@@ -55,7 +56,14 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 			order = append(order, st)
 		}
 	}
-	return greedy(s, order, !f.Backfill)
+	plan := greedy(s, order, !f.Backfill)
+	explain(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("submitted at t=%.0f s", st.Job.Submit)
+	})
+	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
+		predictStarts(s, &plan, order, true)
+	}
+	return plan
 }
 
 // SRTF runs the jobs with the least remaining time first, on their requested
@@ -73,7 +81,11 @@ func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 		rem[st] = s.Remaining(st, st.Job.GPUs, "")
 	}
 	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
-	return greedy(s, order, false)
+	plan := greedy(s, order, false)
+	explain(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem[st], st.Job.GPUs)
+	})
+	return plan
 }
 
 // EDF runs the jobs with the earliest deadlines first, preempting later ones.
@@ -91,5 +103,15 @@ func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		return math.Inf(1)
 	}
 	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
-	return greedy(s, order, false)
+	plan := greedy(s, order, false)
+	explain(s, &plan, order, deadlineTerms)
+	return plan
+}
+
+// deadlineTerms states a job's deadline.
+func deadlineTerms(st *engine.Status) string {
+	if st.Job.Deadline > 0 {
+		return fmt.Sprintf("deadline t=%.0f s", st.Job.Deadline)
+	}
+	return "no deadline"
 }

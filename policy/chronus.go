@@ -24,6 +24,7 @@ func init() {
 			"(soft jobs carry their own); horizon=30: leases the MILP looks ahead (jobs whose first deadline is further wait); " +
 			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
 		NeedsDeadlines: true,
+		NeedsSolver:    true,
 		build:          newChronus,
 	})
 }
@@ -63,6 +64,9 @@ type Chronus struct {
 	// of running it on spot capacity (ElasticFlow's comparisons).
 	Decline bool
 	name    string
+	// milp solves the lease problem (solveLeaseMILP when nil; tests force
+	// failures through it).
+	milp func(jobs []leaseJob, capacity []int, now leaseNowWeight, gap float64) (*leasePlan, error)
 }
 
 // Chronus' memo slots.
@@ -270,8 +274,12 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 			break
 		}
 	}
+	var warn []engine.Warning
 	if boundary {
-		c.solve(admitted, k, capTotal, unadmitted)
+		if err := c.solve(admitted, k, capTotal, unadmitted); err != nil {
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
+				Reason: fmt.Sprintf("%s: lease MILP failed, admitted jobs packed greedily for the lease: %v", c.name, err)})
+		}
 	}
 	// Order: guaranteed jobs, then (between boundaries) the spot jobs running
 	// now, then the rest by spot priority.
@@ -315,6 +323,25 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	plan := greedy(s, sts, false)
 	plan.Decline = declined
+	plan.Warnings = warn
+	class := make(map[*engine.Status]int, len(jobs))
+	for _, j := range jobs {
+		class[j.st] = int(j.memo[chronusClass])
+	}
+	explain(s, &plan, sts, func(st *engine.Status) string {
+		switch class[st] {
+		case chronusAdmitted:
+			return fmt.Sprintf("admitted (deadline t=%.0f s) but holds no block of this lease; runs on spot GPUs left", st.Job.Deadline)
+		case chronusUnadmitted:
+			if slices.Contains(declined, st.Job.ID) {
+				return fmt.Sprintf("deadline t=%.0f s does not pack into the leases with the admitted jobs", st.Job.Deadline)
+			}
+			return fmt.Sprintf("not admitted (deadline t=%.0f s does not pack with the admitted jobs); spot GPUs, least GPU-time first", st.Job.Deadline)
+		case chronusLost:
+			return "can no longer meet its deadline; ranks last"
+		}
+		return "best effort on spot GPUs, least remaining GPU-time first"
+	})
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {
@@ -370,8 +397,10 @@ func (c *Chronus) admit(admitted []*chronusJob, j *chronusJob, k, capTotal int, 
 }
 
 // solve runs the lease problem for lease k and records in the memos which
-// admitted jobs hold the current lease and which option each was given.
-func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool) {
+// admitted jobs hold the current lease and which option each was given. An
+// error says the MILP failed and the jobs were packed greedily instead (the
+// artifact's fallback).
+func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool) error {
 	var lj []leaseJob
 	var idx []*chronusJob
 	for _, j := range admitted {
@@ -388,7 +417,7 @@ func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool
 		idx = append(idx, j)
 	}
 	if len(lj) == 0 {
-		return
+		return nil
 	}
 	capacity := make([]int, c.Horizon)
 	for t := range capacity {
@@ -421,7 +450,11 @@ func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool
 		head[i] = lj[order[i]]
 	}
 	p := &leasePlan{Option: make([]int, len(lj)), Blocks: make([][]bool, len(lj))}
-	hp, err := solveLeaseMILP(head, capacity, now, c.Gap)
+	milp := c.milp
+	if milp == nil {
+		milp = solveLeaseMILP
+	}
+	hp, err := milp(head, capacity, now, c.Gap)
 	if err != nil {
 		hp, _ = packLeases(head, capacity) // GLPK failed: the artifact's fallback
 	}
@@ -449,4 +482,5 @@ func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool
 			j.memo[chronusHeld] = float64(k + 1)
 		}
 	}
+	return err
 }

@@ -119,6 +119,9 @@ func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 		plan.Run = append(plan.Run, largestFirst(run)...)
 		left = next
 	}
+	explain(s, &plan, nil, func(st *engine.Status) string {
+		return fmt.Sprintf("restart factor %.2f; the knapsack over %d pool(s) gave the GPUs to more speedup", d.restartFactor(s, st), len(pools))
+	})
 	return plan
 }
 

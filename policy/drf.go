@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -152,6 +153,10 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 		if !found {
+			explain(s, &plan, nil, func(st *engine.Status) string {
+				t := st.Job.Tenant
+				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weight(t))
+			})
 			return plan
 		}
 		// The tenant's earliest job that fits starts; jobs that fit

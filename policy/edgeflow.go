@@ -146,7 +146,7 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 				continue
 			}
 			site := s.Cluster.Nodes[j.edge].Site
-			if held[site] > f.edgeCap(s, site, s.Now) {
+			if held[site] > f.edgeCap(s, site, math.Inf(1)) {
 				held[site]--
 				delete(e.used, j.edge)
 				j.edge, j.edgeGPUs = -1, 0

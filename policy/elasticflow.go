@@ -68,8 +68,9 @@ type Flow struct {
 	RemoteBps float64
 	name      string
 	// edgeCap, when set (tidal), is how many servers of an edge site may
-	// hold jobs until time until: an offload or edge admission that would
-	// hold more is not made.
+	// hold jobs until time until (+Inf: as far as it plans ahead): an
+	// offload or edge admission that would hold more is not made, and jobs
+	// beyond it leave the edge.
 	edgeCap func(s *engine.Snapshot, site string, until float64) int
 	// edgeLater, when set (tidal), says whether j, which no edge server
 	// up now finishes in time, meets its deadline on an edge server that
@@ -597,7 +598,31 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if e != nil {
 		plan.Run = append(plan.Run, e.assign(kept)...)
 	}
+	f.explain(s, &plan, js, c.cap-used)
 	return plan
+}
+
+// explain states, for each job left out, the share it needs against what
+// the admitted jobs leave free before its deadline.
+func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free int) {
+	byStatus := make(map[*engine.Status]*fjob, len(js))
+	order := make([]*engine.Status, len(js))
+	for i, j := range js {
+		byStatus[j.st], order[i] = j, j.st
+	}
+	explain(s, plan, order, func(st *engine.Status) string {
+		j := byStatus[st]
+		if j == nil {
+			return ""
+		}
+		if math.IsInf(j.deadline, 1) {
+			return fmt.Sprintf("no deadline: best effort on what deadline jobs leave (%d cloud GPUs)", max(free, 0))
+		}
+		if j.share == 0 {
+			return fmt.Sprintf("deadline t=%.0f s: no share of the GPUs free before it meets it (predicted end t=%.0f s)", j.deadline, j.end)
+		}
+		return fmt.Sprintf("deadline t=%.0f s: needs a share of %d GPUs, %d left free before it by the admitted jobs", j.deadline, j.share, max(free, 0))
+	})
 }
 
 // buddy places the cloud jobs: biggest first, a job of at most one node's

@@ -131,6 +131,12 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.Grow {
 		plan.Run = grow(s, plan.Run)
 	}
+	explain(s, &plan, order, func(st *engine.Status) string {
+		if len(st.GPUs) > 0 {
+			return fmt.Sprintf("time slice of %.0f s used up", g.Quantum)
+		}
+		return fmt.Sprintf("suspended since t=%.0f s; the longest suspended run first", st.LastStop)
+	})
 	return plan
 }
 

@@ -218,5 +218,14 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			add(pick, t)
 		}
 	}
+	explain(s, &plan, nil, func(st *engine.Status) string {
+		u := st.Job.Tenant
+		recv, owed := 0.0, 0.0
+		for _, t := range types {
+			recv += used[t][u]
+			owed += ent[u][t] * span[u]
+		}
+		return fmt.Sprintf("tenant %q received %.2f of its entitled GPU-h (%.2f); within a tenant the least run job first, run %.0f s", u, recv/3600, owed/3600, st.Executed)
+	})
 	return plan
 }

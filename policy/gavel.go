@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
@@ -192,16 +193,51 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		idle = idle && len(st.GPUs) == 0
 	}
 	if g.planned && !idle && s.Now < g.lastPlan+g.Round-1e-6 {
-		return g.keep(s)
+		out := g.keep(s)
+		g.explain(s, &out, "between rounds the last round's plan stands")
+		return out
 	}
 	p := g.problem(s)
 	g.account(s)
+	var warn []engine.Warning
 	if g.stale && (s.Now-g.lastReset >= g.MinReset || g.lastReset == 0 || idle) {
-		g.reset(s, p)
+		if err := g.reset(s, p); err != nil {
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
+				Reason: fmt.Sprintf("%s: allocation LP failed, equal shares used until the next solve: %v", g.name, err)})
+		}
 	}
 	g.last = g.plan(s, p)
 	g.planned, g.lastPlan = true, s.Now
-	return g.last
+	out := g.last
+	out.Warnings = warn
+	g.explain(s, &out, "")
+	return out
+}
+
+// explain gives each job left out its allocation: the share of time on each
+// type the LP (or rule) gave it, against what it received.
+func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
+	explain(s, plan, nil, func(st *engine.Status) string {
+		gj := g.jobs[st.Job.ID]
+		if gj == nil || gj.x == nil {
+			return "not yet in the allocation (it is recomputed at most every " + fmt.Sprintf("%.0f s)", g.MinReset)
+		}
+		var parts []string
+		for k, t := range g.types {
+			if gj.x[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%.2f of %s", gj.x[k], t))
+			}
+		}
+		text := "allocation 0"
+		if len(parts) > 0 {
+			text = "allocation " + strings.Join(parts, ", ")
+		}
+		text += "; jobs furthest below their allocation run first"
+		if note != "" {
+			text += "; " + note
+		}
+		return text
+	})
 }
 
 // keep returns the last round's plan without the jobs that have left: between
@@ -300,8 +336,9 @@ func (g *Gavel) account(s *engine.Snapshot) {
 	}
 }
 
-// reset recomputes the allocation and restarts the time shares.
-func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
+// reset recomputes the allocation and restarts the time shares. An error
+// says the solver failed and equal shares stand in (equalShares).
+func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) error {
 	elapsed := s.Now - g.lastReset
 	for k := range g.typeTime {
 		g.typeTime[k] = 0
@@ -323,6 +360,7 @@ func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) {
 	g.LastErr = err
 	g.lastReset = s.Now
 	g.stale = false
+	return err
 }
 
 // restart adds to deficit, per type, the time an entry (a job or a pair)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
@@ -62,7 +63,11 @@ func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, t := range types {
 		optimusAllocate(pools[t], capacity[t])
 	}
-	return elasticPlan(types, pools)
+	plan := elasticPlan(types, pools)
+	explain(s, &plan, nil, func(st *engine.Status) string {
+		return fmt.Sprintf("jobs start on their minimum (%d GPUs) fewest first, then each free GPU goes where it saves the most remaining time", st.Job.MinGPUs)
+	})
+	return plan
 }
 
 // optimusAllocate hands out free GPUs of one pool (jobs in arrival order).

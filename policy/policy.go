@@ -142,44 +142,65 @@ func Lookup(spec string) (Info, bool) {
 	return Info{}, false
 }
 
-// Parse builds the policy named by spec.
+// Parse builds the policy named by spec. Besides its own knobs, every
+// policy takes priority=strict or priority=preempt: strict priority
+// classes (Priority), each class scheduled by its own instance of the
+// policy; preempt lets a higher class take a lower class's GPUs.
 func Parse(spec string, ctx Context) (engine.Policy, error) {
 	name, rest, _ := strings.Cut(strings.TrimSpace(spec), ":")
-	opts := Options{policy: name, kv: map[string]string{}, used: map[string]bool{}}
+	kv := map[string]string{}
 	if rest != "" {
-		for _, kv := range strings.Split(rest, ":") {
-			k, v, ok := strings.Cut(kv, "=")
+		for _, item := range strings.Split(rest, ":") {
+			k, v, ok := strings.Cut(item, "=")
 			if !ok || k == "" {
-				return nil, fmt.Errorf("policy %q: option %q: want key=value", spec, kv)
+				return nil, fmt.Errorf("policy %q: option %q: want key=value", spec, item)
 			}
-			opts.kv[k] = v
+			kv[k] = v
 		}
 	}
+	classes, hasClasses := kv["priority"]
+	delete(kv, "priority")
 	for _, i := range registry {
 		if i.Name != name {
 			continue
 		}
-		p, err := i.build(ctx, opts)
-		if err != nil {
-			return nil, err
+		build := func() (engine.Policy, error) { return i.buildWith(ctx, name, kv) }
+		if !hasClasses {
+			return build()
 		}
-		var unknown []string
-		for k := range opts.kv {
-			if !opts.used[k] {
-				unknown = append(unknown, k)
-			}
+		switch classes {
+		case "strict", "preempt":
+			return NewPriority(build, classes == "preempt")
+		case "off", "":
+			return build()
 		}
-		if len(unknown) > 0 {
-			sort.Strings(unknown)
-			return nil, fmt.Errorf("policy %s: unknown option(s) %s (knobs: %s)", name, strings.Join(unknown, ", "), i.Knobs)
-		}
-		return p, nil
+		return nil, fmt.Errorf("policy %s: priority=%q: want strict, preempt or off", name, classes)
 	}
 	var names []string
 	for _, i := range All() {
 		names = append(names, i.Name)
 	}
 	return nil, fmt.Errorf("unknown policy %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// buildWith builds the policy from its knobs, refusing unknown ones.
+func (i Info) buildWith(ctx Context, name string, kv map[string]string) (engine.Policy, error) {
+	opts := Options{policy: name, kv: kv, used: map[string]bool{}}
+	p, err := i.build(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for k := range opts.kv {
+		if !opts.used[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("policy %s: unknown option(s) %s (knobs: %s; every policy: priority=off|strict|preempt)", name, strings.Join(unknown, ", "), i.Knobs)
+	}
+	return p, nil
 }
 
 // greedy runs jobs in the given order while their GPU counts fit, each on

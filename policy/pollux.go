@@ -183,7 +183,15 @@ func (p *Pollux) Schedule(s *engine.Snapshot) engine.Plan {
 		return engine.Plan{}
 	}
 	defer pr.publish()
-	return pr.plan(pr.solve(s.Round))
+	plan := pr.plan(pr.solve(s.Round))
+	order := make([]*engine.Status, len(pr.jobs))
+	for i := range pr.jobs {
+		order[i] = pr.jobs[i].st
+	}
+	explain(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("attained %.2f GPU-h; the search gave its GPUs to allocations of more total speedup", st.Attained/3600)
+	})
+	return plan
 }
 
 // solve runs the configured search and returns one row of cells per job.

@@ -38,37 +38,69 @@ func (q *Quota) Name() string {
 	return fmt.Sprintf("%s+quota(%s,%s)", q.Inner.Name(), FormatQuotas(q.Limits), b)
 }
 
-// Schedule implements engine.Policy.
+// Unwrap implements engine.Wrapper.
+func (q *Quota) Unwrap() engine.Policy { return q.Inner }
+
+// quotaUnit is what Quota admits at once: one job, or a packed pair (both
+// members on the same GPUs, counted once against capacity and in full
+// against each member's tenant).
+type quotaUnit struct {
+	as []engine.Assignment
+}
+
+// Schedule implements engine.Policy. It forwards the inner plan's declines,
+// memos, warnings and reasons; a pair the inner plan packs is admitted
+// whole or not at all (then each member is tried alone, unpacked). A job
+// the quota holds back gets a reason naming its tenant's use against its
+// quota, replacing the inner one.
 func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 	inner := q.Inner.Schedule(s)
-	order := make([]engine.Assignment, 0, len(s.Jobs))
 	byID := make(map[string]*engine.Status, len(s.Jobs))
 	for _, st := range s.Jobs {
 		byID[st.Job.ID] = st
 	}
-	planned := map[string]bool{}
+	declined := make(map[string]bool, len(inner.Decline))
+	for _, id := range inner.Decline {
+		declined[id] = true
+	}
+	innerRan := map[string]*engine.Assignment{}
+	for i := range inner.Run {
+		innerRan[inner.Run[i].Job] = &inner.Run[i]
+	}
+	// The order: the inner plan's, pairs kept together, then the jobs it
+	// left out (declines excepted) on their requested counts.
+	var order []quotaUnit
+	seen := map[string]bool{}
 	for _, a := range inner.Run {
-		if byID[a.Job] != nil {
-			order = append(order, a)
-			planned[a.Job] = true
+		if byID[a.Job] == nil || seen[a.Job] {
+			continue
 		}
+		seen[a.Job] = true
+		u := quotaUnit{as: []engine.Assignment{a}}
+		if b := innerRan[a.PackWith]; a.PackWith != "" && b != nil && b.PackWith == a.Job && !seen[b.Job] {
+			seen[b.Job] = true
+			u.as = append(u.as, *b)
+		} else {
+			u.as[0].PackWith = ""
+		}
+		order = append(order, u)
 	}
 	for _, st := range s.Jobs {
-		if !planned[st.Job.ID] {
+		if !seen[st.Job.ID] && !declined[st.Job.ID] {
 			n := st.Job.GPUs
 			if len(st.GPUs) > 0 {
 				n = len(st.GPUs)
 			}
-			order = append(order, engine.Assignment{Job: st.Job.ID, GPUs: n, GPUType: st.Job.GPUType})
+			order = append(order, quotaUnit{as: []engine.Assignment{{Job: st.Job.ID, GPUs: n, GPUType: st.Job.GPUType}}})
 		}
 	}
 	free := map[string]int{}
 	for _, t := range s.Cluster.GPUTypes() {
 		free[t] = s.Cluster.GPUsOfType(t)
 	}
-	// fits takes a's GPUs from its type's pool, or from the pool with the
-	// most left when it names none.
-	fits := func(a *engine.Assignment) bool {
+	// typeFor is the pool a's GPUs come from: its own type, or the one it
+	// runs on now if that has room, else the pool with the most left.
+	typeFor := func(a *engine.Assignment) string {
 		t := a.GPUType
 		if t == "" {
 			if cur := byID[a.Job].Alloc.GPUType; cur != "" && free[cur] >= a.GPUs {
@@ -81,33 +113,124 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 				}
 			}
 		}
-		if free[t] < a.GPUs {
-			return false
-		}
-		free[t] -= a.GPUs
-		return true
+		return t
 	}
 	used := map[string]int{}
+	// withinQuota: every member's tenant stays within its quota.
+	withinQuota := func(u quotaUnit) bool {
+		need := map[string]int{}
+		for _, a := range u.as {
+			need[byID[a.Job].Job.Tenant] += a.GPUs
+		}
+		for ten, n := range need {
+			if used[ten]+n > q.Limits[ten] {
+				return false
+			}
+		}
+		return true
+	}
 	var plan engine.Plan
-	plan.Memo = inner.Memo
-	admitted := make([]bool, len(order))
-	for i := range order {
-		a := &order[i]
-		ten := byID[a.Job].Job.Tenant
-		if used[ten]+a.GPUs <= q.Limits[ten] && fits(a) {
-			used[ten] += a.GPUs
-			admitted[i] = true
-			plan.Run = append(plan.Run, *a)
+	admit := func(u quotaUnit, quota bool) bool {
+		if quota && !withinQuota(u) {
+			return false
+		}
+		t := typeFor(&u.as[0])
+		if free[t] < u.as[0].GPUs {
+			return false
+		}
+		free[t] -= u.as[0].GPUs
+		for _, a := range u.as {
+			if quota {
+				used[byID[a.Job].Job.Tenant] += a.GPUs
+			}
+			plan.Run = append(plan.Run, a)
+		}
+		return true
+	}
+	var left []quotaUnit
+	for _, u := range order {
+		if !admit(u, true) {
+			left = append(left, u)
 		}
 	}
 	if q.Borrow {
-		for i := range order {
-			if !admitted[i] && fits(&order[i]) {
-				plan.Run = append(plan.Run, order[i])
+		rest := left[:0]
+		for _, u := range left {
+			if !admit(u, false) {
+				rest = append(rest, u)
+			}
+		}
+		left = rest
+	}
+	// A pair left out whole: its members may still fit alone.
+	for _, u := range left {
+		if len(u.as) < 2 {
+			continue
+		}
+		for _, a := range u.as {
+			a.PackWith = ""
+			if !admit(quotaUnit{as: []engine.Assignment{a}}, true) && q.Borrow {
+				admit(quotaUnit{as: []engine.Assignment{a}}, false)
 			}
 		}
 	}
+	plan.Decline = inner.Decline
+	plan.Memo = inner.Memo
+	plan.Warnings = inner.Warnings
+	q.explain(s, &plan, inner, order, used, free)
 	return plan
+}
+
+// explain fills plan.Reasons: the inner reasons of jobs the quota leaves
+// as the inner plan did (waiting, or running as planned), and its own for
+// jobs it holds back. Positions are in the quota's queue: the jobs it holds
+// back, in its order.
+func (q *Quota) explain(s *engine.Snapshot, plan *engine.Plan, inner engine.Plan, order []quotaUnit, used, free map[string]int) {
+	ran := make(map[string]bool, len(plan.Run))
+	for _, a := range plan.Run {
+		ran[a.Job] = true
+	}
+	innerRan := make(map[string]bool, len(inner.Run))
+	for _, a := range inner.Run {
+		innerRan[a.Job] = true
+	}
+	byID := make(map[string]*engine.Status, len(s.Jobs))
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	plan.Reasons = make(map[string]engine.Reason, len(inner.Reasons))
+	for id, r := range inner.Reasons {
+		if ran[id] == innerRan[id] {
+			plan.Reasons[id] = r
+		}
+	}
+	idle := 0
+	for _, n := range free {
+		idle += n
+	}
+	pos := 0
+	for _, u := range order {
+		for _, a := range u.as {
+			if ran[a.Job] {
+				continue
+			}
+			pos++
+			ten := byID[a.Job].Job.Tenant
+			text := fmt.Sprintf("tenant %q uses %d of its quota of %d GPUs, needs %d more", ten, used[ten], q.Limits[ten], a.GPUs)
+			switch {
+			case used[ten]+a.GPUs <= q.Limits[ten]:
+				text = fmt.Sprintf("tenant %q within quota (%d of %d GPUs) but %d GPUs free, needs %d", ten, used[ten], q.Limits[ten], idle, a.GPUs)
+			case q.Borrow:
+				text += fmt.Sprintf("; %d GPUs idle to borrow", idle)
+			default:
+				text += "; borrowing is off"
+			}
+			if r, ok := inner.Reasons[a.Job]; ok && !innerRan[a.Job] && r.Text != "" {
+				text = r.Text + "; " + text
+			}
+			plan.Reasons[a.Job] = engine.Reason{Text: text, Position: pos}
+		}
+	}
 }
 
 // ParseQuotas reads "tenant=GPUs,tenant=GPUs" (spaces allowed around

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +9,9 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/sim"
 )
 
 // TestQuota: a tenant borrows idle GPUs beyond its quota, and gives them
@@ -62,3 +66,91 @@ func TestParseQuotas(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaForwardsDeclines: ElasticFlow under a quota larger than the
+// cluster declines exactly the jobs it declines alone (the quota used to
+// drop the inner plan's declines, and declined jobs ran anyway).
+func TestQuotaForwardsDeclines(t *testing.T) {
+	c := flowCluster(t, 2, 0)
+	for seed := 0; seed < 4; seed++ {
+		var jobs []*job.Job
+		at := 0.0
+		for i := 0; i < 30; i++ {
+			at += float64((seed*7+i*13)%97) * 3
+			work := 200 + float64((seed*31+i*17)%23)*150
+			j := enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, 1+(i%4), 32).Seconds(work).
+				Deadline(at + work/float64(1+i%3) + float64((i*11+seed)%9)*100).Tenant([]string{"a", "b"}[i%2]).Obj()
+			jobs = append(jobs, j)
+		}
+		declined := func(p engine.Policy) string {
+			r, err := sim.Run(sim.Config{Cluster: c, Model: perf.Duration{}, Policy: p, Placer: place.Pack{}, OnEvents: true}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, j := range r.Jobs {
+				if j.State == string(job.Declined) {
+					if j.Start >= 0 {
+						t.Errorf("seed %d %s: declined job %s ran", seed, p.Name(), j.ID)
+					}
+					out = append(out, j.ID)
+				}
+			}
+			return strings.Join(out, ",")
+		}
+		alone := declined(mustParse(t, "elasticflow", Context{}))
+		if alone == "" {
+			t.Fatalf("seed %d: elasticflow declines nothing; the load does not test forwarding", seed)
+		}
+		for _, borrow := range []bool{false, true} {
+			q := &Quota{Inner: mustParse(t, "elasticflow", Context{}), Limits: map[string]int{"a": 100, "b": 100}, Borrow: borrow}
+			if got := declined(q); got != alone {
+				t.Errorf("seed %d borrow=%v: under the quota declined %s, alone %s", seed, borrow, got, alone)
+			}
+		}
+	}
+}
+
+// TestQuotaForwardsPlan: warnings, memos, reasons and optional interfaces
+// of the inner policy reach the quota's plan; a job the quota holds back
+// gets the quota's reason.
+func TestQuotaForwardsPlan(t *testing.T) {
+	c := enginetest.Cluster("1x4:t4")
+	mk := func(id, tenant string, submit float64) *engine.Status {
+		j := enginetest.Job(id).GPUs(4).Tenant(tenant).At(submit).Obj()
+		return &engine.Status{Job: j, State: job.Pending}
+	}
+	snap := &engine.Snapshot{Cluster: c, Jobs: []*engine.Status{mk("a1", "a", 0), mk("b1", "b", 1)}}
+	inner := &scripted{plan: engine.Plan{
+		Run:      []engine.Assignment{{Job: "b1", GPUs: 4}},
+		Memo:     map[string]engine.Memo{"b1": {1}},
+		Reasons:  map[string]engine.Reason{"a1": {Text: "inner says wait", Position: 2}},
+		Warnings: []engine.Warning{{Kind: "fallback", Reason: "test"}},
+	}}
+	q := &Quota{Inner: inner, Limits: map[string]int{"a": 4}}
+	p := q.Schedule(snap)
+	if got := ids(p); got != "a1" {
+		t.Errorf("plan %s, want a1 (b has no quota)", got)
+	}
+	if len(p.Warnings) != 1 || p.Memo["b1"] != (engine.Memo{1}) {
+		t.Errorf("warnings %v memo %v not forwarded", p.Warnings, p.Memo)
+	}
+	if r := p.Reasons["b1"]; !strings.Contains(r.Text, `tenant "b" uses 0 of its quota of 0 GPUs`) || r.Position != 1 {
+		t.Errorf("b1 reason %+v", r)
+	}
+	if _, ok := p.Reasons["a1"]; ok {
+		t.Errorf("a1 runs under the quota but keeps the inner reason %+v", p.Reasons["a1"])
+	}
+	if _, ok := engine.As[engine.ReclaimCoster](q); ok {
+		t.Errorf("a quota over a policy without reclaim costs has them")
+	}
+	if _, ok := engine.As[engine.ReclaimCoster](&Quota{Inner: &DeepBoot{}}); !ok {
+		t.Errorf("a quota over DeepBoot hides its reclaim costs")
+	}
+}
+
+// scripted returns a fixed plan.
+type scripted struct{ plan engine.Plan }
+
+func (*scripted) Name() string                            { return "scripted" }
+func (p *scripted) Schedule(*engine.Snapshot) engine.Plan { return p.plan }

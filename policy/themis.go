@@ -170,6 +170,14 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 	}
+	order := make([]*engine.Status, len(bids))
+	rho := make(map[*engine.Status]float64, len(bids))
+	for i, b := range bids {
+		order[i], rho[b.st] = b.st, b.rho
+	}
+	explain(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("finish-time fairness rho %.2f (the worst off bid first; %d of %d bids go to auction)", rho[st], m, len(bids))
+	})
 	return plan
 }
 

@@ -211,6 +211,13 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	plan := greedy(s, order, false)
 	plan.Memo = memo
+	queue := make(map[*engine.Status]int, len(entries))
+	for _, e := range entries {
+		queue[e.st] = e.queue
+	}
+	explain(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", queue[st]+1, len(t.Limits)+1, st.Attained/3600)
+	})
 	return plan
 }
 

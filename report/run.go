@@ -36,6 +36,21 @@ type JobRecord struct {
 	EdgeGPUSeconds      float64 `json:"edge_gpu_seconds,omitempty"`      // GPU-seconds held on edge sites
 	InferenceGPUSeconds float64 `json:"inference_gpu_seconds,omitempty"` // GPU-seconds held on inference pools
 	Priority            int     `json:"priority,omitempty"`
+
+	// The policy's explanation the last time it left the job waiting,
+	// preempted, shrank or declined it (engine.Reason); empty when it never
+	// did, or gave none.
+	Reason         string  `json:"reason,omitempty"`
+	QueuePosition  int     `json:"queue_position,omitempty"`  // 1-based position in the policy's order then; 0 unknown
+	PredictedStart float64 `json:"predicted_start,omitempty"` // the start the policy predicted then, s; 0 unknown
+}
+
+// WarningCount is how many rounds a policy raised one warning in a run.
+type WarningCount struct {
+	Kind   string  `json:"kind"` // engine.Warning.Kind, "fallback" for a fallback
+	Reason string  `json:"reason"`
+	Rounds int     `json:"rounds"`
+	First  float64 `json:"first"` // time of the first, s
 }
 
 // SiteUsage is one site's use over a multi-site run.
@@ -85,4 +100,20 @@ type Run struct {
 	// those waits.
 	InferenceWaits       int     `json:"inference_waits,omitempty"`
 	InferenceWaitSeconds float64 `json:"inference_wait_seconds,omitempty"`
+
+	// Warnings counts the policy's warnings by kind and reason, in the
+	// order first seen; absent when it raised none.
+	Warnings []WarningCount `json:"warnings,omitempty"`
+}
+
+// Fallbacks is the number of rounds in which the policy fell back to a
+// simpler rule (warnings of kind "fallback").
+func (r *Run) Fallbacks() int {
+	n := 0
+	for _, w := range r.Warnings {
+		if w.Kind == "fallback" {
+			n += w.Rounds
+		}
+	}
+	return n
 }

@@ -71,6 +71,11 @@ type Summary struct {
 
 	Events int `json:"events"` // Run.Events
 	Rounds int `json:"rounds"` // Run.Rounds
+	// Fallbacks is the rounds in which the policy fell back to a simpler
+	// rule (Run.Fallbacks); Warnings lists them and any other warnings by
+	// reason. Both absent when there were none.
+	Fallbacks int            `json:"fallbacks,omitempty"`
+	Warnings  []WarningCount `json:"warnings,omitempty"`
 
 	// Window is the effective [lo, hi) job-index window, clamped to the run's
 	// jobs; absent when all jobs count.
@@ -139,7 +144,7 @@ func runSpan(r *Run) (start, end float64) {
 
 // Summarize computes r's metrics; see Summary for the definitions.
 func Summarize(r *Run) Summary {
-	s := Summary{Name: r.Policy, Events: r.Events, Rounds: r.Rounds}
+	s := Summary{Name: r.Policy, Events: r.Events, Rounds: r.Rounds, Fallbacks: r.Fallbacks(), Warnings: r.Warnings}
 	lo, hi, windowed := window(r)
 	if windowed {
 		s.Window = []int{lo, hi}

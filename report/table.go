@@ -52,6 +52,33 @@ var metricRows = []metricRow{
 	{"rounds", func(s *Summary) string { return strconv.Itoa(s.Rounds) }},
 }
 
+// warningRows counts fallbacks, only when some run had one (tables of runs
+// without stay as they were).
+func warningRows(sums []Summary) []metricRow {
+	for i := range sums {
+		if sums[i].Fallbacks > 0 {
+			return []metricRow{{"policy fallbacks (rounds)", func(s *Summary) string { return strconv.Itoa(s.Fallbacks) }}}
+		}
+	}
+	return nil
+}
+
+// writeWarnings lists each run's policy warnings after a blank line, one
+// line per reason with its count of rounds and the first time; nothing
+// when there were none.
+func writeWarnings(w io.Writer, sums []Summary) error {
+	sep := "\n"
+	for i := range sums {
+		for _, c := range sums[i].Warnings {
+			if _, err := fmt.Fprintf(w, "%s%s: %s in %d round(s) from t=%.0f s: %s\n", sep, sums[i].Name, c.Kind, c.Rounds, c.First, cellSpace.Replace(c.Reason)); err != nil {
+				return err
+			}
+			sep = ""
+		}
+	}
+	return nil
+}
+
 // tableCells returns the table as text: a header row ("metric" and the
 // policy names) then one row per metric.
 func tableCells(sums []Summary) [][]string {
@@ -61,7 +88,7 @@ func tableCells(sums []Summary) [][]string {
 		head = append(head, sums[i].Name)
 	}
 	rows = append(rows, head)
-	for _, m := range slices.Concat(metricRows, siteRows(sums), priorityRows(sums), fairnessRows(sums)) {
+	for _, m := range slices.Concat(metricRows, warningRows(sums), siteRows(sums), priorityRows(sums), fairnessRows(sums)) {
 		row := []string{m.label}
 		for i := range sums {
 			row = append(row, m.cell(&sums[i]))
@@ -72,7 +99,8 @@ func tableCells(sums []Summary) [][]string {
 }
 
 // WriteTable writes sums side by side as an aligned text table: one row per
-// metric (units in the labels), one column per policy. Durations are seconds
+// metric (units in the labels), one column per policy, then, when a policy
+// raised warnings (fallbacks), one line per warning. Durations are seconds
 // with one decimal, followed by a humanised form from one minute up, e.g.
 // "5400.0 (1h30m)". A "-" marks a value that is unknown (no deadline, no
 // lower bound).
@@ -87,7 +115,10 @@ func WriteTable(w io.Writer, sums []Summary) error {
 			return err
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeWarnings(w, sums)
 }
 
 // cellSpace replaces the characters that would break a text table's layout.

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+
+	"github.com/tide-sched/tide/engine"
 )
 
 // roundBuckets are the upper bounds of the round-duration histogram, s.
@@ -17,10 +19,11 @@ type metrics struct {
 	roundSum    float64
 	counters    map[string]uint64 // tide_jobs_<kind>_total, by kind
 	requests    map[int]uint64    // HTTP responses by status code; guarded by Server.mmu
+	warnings    map[string]uint64 // policy warnings by kind (engine.Warning.Kind)
 }
 
 func newMetrics() metrics {
-	return metrics{roundCounts: make([]uint64, len(roundBuckets)+1), counters: map[string]uint64{}, requests: map[int]uint64{}}
+	return metrics{roundCounts: make([]uint64, len(roundBuckets)+1), counters: map[string]uint64{}, requests: map[int]uint64{}, warnings: map[string]uint64{}}
 }
 
 func (m *metrics) observeRound(seconds float64) {
@@ -68,6 +71,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 	for k, v := range m.counters {
 		counters[k] = v
 	}
+	fallbacks := m.warnings[engine.WarnFallback]
 	s.mu.Unlock()
 	reqs := map[int]uint64{}
 	s.mmu.Lock()
@@ -103,6 +107,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		}
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, c.help, name, name, counters[c.kind])
 	}
+	fmt.Fprintf(w, "# HELP tide_policy_fallbacks_total Rounds in which the policy fell back to a simpler rule (a solver failed); the events say why.\n# TYPE tide_policy_fallbacks_total counter\ntide_policy_fallbacks_total %d\n", fallbacks)
 	codes := make([]int, 0, len(reqs))
 	for c := range reqs {
 		codes = append(codes, c)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy"
 )
 
@@ -76,4 +77,93 @@ func TestDeclined(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+}
+
+// fallingBack wraps a policy and reports a fallback in every round.
+type fallingBack struct{ engine.Policy }
+
+func (f fallingBack) Schedule(s *engine.Snapshot) engine.Plan {
+	p := f.Policy.Schedule(s)
+	p.Warnings = append(p.Warnings, engine.Warning{Kind: engine.WarnFallback, Reason: "test: solver failed, equal shares"})
+	return p
+}
+
+// TestPolicyFallbackVisible: a policy's fallback reaches the job's events
+// and the metrics.
+func TestPolicyFallbackVisible(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.wrapPolicy = func(p engine.Policy) engine.Policy { return fallingBack{p} }
+	ts := startServer(t, cfg)
+	id := submit(t, ts.admin, countSpec(1, 5, 10*time.Millisecond)).ID
+	waitJob(t, ts.admin, id, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	evs, err := ts.admin.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		found = found || (e.Kind == "policy-fallback" && strings.Contains(e.Message, "solver failed"))
+	}
+	if !found {
+		t.Errorf("no policy-fallback event among %+v", evs)
+	}
+	if m := scrape(t, ts); !strings.Contains(m, "tide_policy_fallbacks_total ") || strings.Contains(m, "tide_policy_fallbacks_total 0\n") {
+		t.Errorf("metrics do not count the fallback:\n%s", m)
+	}
+}
+
+// TestWaitingJobExplained: a job waiting behind another under FIFO carries
+// the policy's reason, its queue position and a predicted start (the
+// running job's estimate says when its GPUs free up).
+func TestWaitingJobExplained(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	long := countSpec(4, 600, 100*time.Millisecond)
+	longID := submit(t, ts.admin, long).ID
+	waitJob(t, ts.admin, longID, 20*time.Second, "running", inState(api.StateRunning))
+	id := submit(t, ts.admin, countSpec(2, 5, 10*time.Millisecond)).ID
+	j := waitJob(t, ts.admin, id, 20*time.Second, "explained", func(j *api.Job) bool { return j.Reason != "" })
+	if j.State != api.StatePending || !strings.Contains(j.Reason, "waits") || !strings.Contains(j.Reason, "1 running and 0 waiting job(s) ahead") || j.QueuePosition != 1 {
+		t.Errorf("waiting job: state %s, reason %q, position %d; want pending, waits behind 1 running job, position 1", j.State, j.Reason, j.QueuePosition)
+	}
+	if j.PredictedStart == nil || j.PredictedStart.Before(time.Now()) || j.PredictedStart.After(time.Now().Add(2*time.Minute)) {
+		t.Errorf("predicted start %v: want within the running job's 60 s estimate", j.PredictedStart)
+	}
+	if _, err := ts.admin.Cancel(context.Background(), longID); err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, ts.admin, id, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed)); j.Reason != "" || j.QueuePosition != 0 {
+		t.Errorf("finished job keeps reason %q, position %d", j.Reason, j.QueuePosition)
+	}
+}
+
+// TestPriorityClassesServe: under tiresias:priority=preempt a priority-100
+// job does not wait behind priority-0 work: it takes the GPUs of the
+// running priority-0 job at once, and the priority-0 job waiting says why.
+func TestPriorityClassesServe(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "tiresias:priority=preempt"
+	ts := startServer(t, cfg)
+	low := submit(t, ts.admin, countSpec(4, 600, 100*time.Millisecond)).ID
+	waitJob(t, ts.admin, low, 20*time.Second, "running", inState(api.StateRunning))
+	queued := submit(t, ts.admin, countSpec(4, 5, 10*time.Millisecond)).ID
+	high := countSpec(4, 5, 10*time.Millisecond)
+	high.Priority = 100
+	hid := submit(t, ts.admin, high).ID
+	j := waitJob(t, ts.admin, hid, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished {
+		t.Fatalf("priority-100 job: %s (%s)", j.State, j.Reason)
+	}
+	l, err := ts.admin.Job(context.Background(), low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Preemptions == 0 {
+		t.Errorf("the running priority-0 job was not preempted: %+v", l)
+	}
+	if q, err := ts.admin.Job(context.Background(), queued); err != nil {
+		t.Fatal(err)
+	} else if q.State == api.StateFinished && q.Ended.Before(*j.Ended) {
+		t.Errorf("the waiting priority-0 job finished before the priority-100 job")
+	}
+	_, _ = ts.admin.Cancel(context.Background(), low)
 }

@@ -338,6 +338,7 @@ func (s *simulator) schedule(t float64) error {
 		switch ch.Kind {
 		case engine.Decline:
 			rec.State = string(job.Declined)
+			noteReason(rec, ch.Status.Reason)
 			s.active--
 			s.done++
 			continue
@@ -388,7 +389,38 @@ func (s *simulator) schedule(t float64) error {
 		s.push(r)
 	}
 	s.repack(t)
+	for _, st := range s.eng.Active() {
+		if len(st.GPUs) == 0 {
+			noteReason(&s.recs[s.byID[st.Job.ID]], st.Reason)
+		}
+	}
 	return nil
+}
+
+// noteReason keeps the policy's latest explanation for a job it did not
+// run (JobRecord.Reason).
+func noteReason(rec *report.JobRecord, r engine.Reason) {
+	if r != (engine.Reason{}) {
+		rec.Reason, rec.QueuePosition, rec.PredictedStart = r.Text, r.Position, r.PredictedStart
+	}
+}
+
+// countWarnings folds the engine's warnings by kind and reason, in the order
+// first seen.
+func countWarnings(ws []engine.RoundWarning) []report.WarningCount {
+	var out []report.WarningCount
+	at := map[[2]string]int{}
+	for _, w := range ws {
+		k := [2]string{w.Kind, w.Reason}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
+		}
+		out[i].Rounds++
+	}
+	return out
 }
 
 // stop takes a running job off its GPUs.
@@ -525,6 +557,7 @@ func (s *simulator) sample(t float64) {
 func (s *simulator) finishRecords() {
 	s.finishSites()
 	s.out.Events = s.nEvents
+	s.out.Warnings = countWarnings(s.eng.Warnings())
 	perNode := map[string]int{}
 	for _, n := range s.cfg.Cluster.Nodes {
 		perNode[n.GPUType] = max(perNode[n.GPUType], n.GPUs)

@@ -440,7 +440,7 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 // the GPU-seconds its checkpoint takes.
 func (s *simulator) jobCosts() map[*engine.Status]float64 {
 	out := map[*engine.Status]float64{}
-	rc, ok := s.cfg.Policy.(engine.ReclaimCoster)
+	rc, ok := engine.As[engine.ReclaimCoster](s.cfg.Policy)
 	var byID map[string]*engine.Status
 	var snap *engine.Snapshot
 	if ok {

@@ -218,6 +218,17 @@ func TestHelpAndLists(t *testing.T) {
 			t.Errorf("policies lacks %s", p)
 		}
 	}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("policies: a line of %d columns (at most 100): %q", n, line)
+		}
+	}
+	if code, out, _ := tide(t, "policies", "fifo"); code != 0 || !strings.Contains(out, "backfill=false") || !strings.Contains(out, "priority=off") {
+		t.Errorf("policies fifo: exit %d\n%s", code, out)
+	}
+	if code, _, errs := tide(t, "policies", "nope"); code == 0 || !strings.Contains(errs, "want one of") {
+		t.Errorf("policies nope: exit %d, %s", code, errs)
+	}
 	code, out, errs = tide(t, "bench", "--repeat", "1")
 	if code != 0 || !strings.Contains(out, "events/s") {
 		t.Errorf("bench: exit %d\n%s%s", code, out, errs)

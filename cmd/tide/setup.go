@@ -6,10 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/data"
@@ -365,19 +363,86 @@ func applyCosts(m perf.Model, spec string) error {
 	return nil
 }
 
-func cmdPolicies(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POLICY\tWHAT IT DOES\tKNOBS")
-	infos := policy.All()
-	sort.SliceStable(infos, func(a, b int) bool { return infos[a].Name < infos[b].Name })
-	for _, i := range infos {
-		knobs := i.Knobs
-		if knobs == "" {
-			knobs = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Name, i.Summary, knobs)
+// cmdPolicies lists the policies, one a line, or shows one with its knobs.
+func cmdPolicies(args []string, w io.Writer) error {
+	if len(args) > 1 {
+		return fmt.Errorf("policies: want at most one policy name, got %q", args)
 	}
-	return tw.Flush()
+	if len(args) == 1 {
+		i, ok := policy.Lookup(args[0])
+		if !ok {
+			_, err := policy.Parse(args[0], policy.Context{}) // names the policies there are
+			return err
+		}
+		return writePolicy(w, i)
+	}
+	for _, i := range policy.All() {
+		fmt.Fprintln(w, policyLine(i, 100))
+	}
+	fmt.Fprintln(w, "\n[E] elastic, [D] needs deadlines, [S] needs GLPK, [B] adapts batch sizes.")
+	fmt.Fprintln(w, "tide policies NAME shows a policy's knobs; every policy takes priority=off|strict|preempt.")
+	return nil
+}
+
+// policyLine is one policy on one line of at most width columns: its name,
+// its capabilities and the start of its summary.
+func policyLine(i policy.Info, width int) string {
+	line := fmt.Sprintf("%-17s %-9s %s", i.Name, policyFlags(i), i.Summary)
+	if r := []rune(line); len(r) > width {
+		line = string(r[:width-3]) + "..."
+	}
+	return line
+}
+
+// policyFlags abbreviates what a policy needs or does: E elastic, D needs
+// deadlines, S needs the GLPK solver, B adapts batch sizes.
+func policyFlags(i policy.Info) string {
+	f := ""
+	for _, c := range []struct {
+		on bool
+		s  string
+	}{{i.Elastic, "E"}, {i.NeedsDeadlines, "D"}, {i.NeedsSolver, "S"}, {i.AdaptBatch, "B"}} {
+		if c.on {
+			f += c.s
+		}
+	}
+	if f == "" {
+		return "-"
+	}
+	return "[" + f + "]"
+}
+
+// writePolicy shows one policy: its summary, what it needs and its knobs,
+// one a line.
+func writePolicy(w io.Writer, i policy.Info) error {
+	fmt.Fprintf(w, "%s: %s\n", i.Name, i.Summary)
+	var needs []string
+	if i.Elastic {
+		needs = append(needs, "elastic: chooses each job's GPU count (a trace's rigid jobs are replayed as elastic)")
+	}
+	if i.AdaptBatch {
+		needs = append(needs, "adapts each job's batch size")
+	}
+	if i.NeedsDeadlines {
+		needs = append(needs, "needs jobs with deadlines")
+	}
+	if i.NeedsSolver {
+		needs = append(needs, "needs the GLPK solver (libglpk40)")
+	}
+	if len(needs) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, n := range needs {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	fmt.Fprintln(w, "\nknobs (NAME:key=value:key=value):")
+	if i.Knobs != "" {
+		for _, k := range strings.Split(i.Knobs, "; ") {
+			fmt.Fprintf(w, "  %s\n", k)
+		}
+	}
+	_, err := fmt.Fprintln(w, "  priority=off: strict priority classes (strict, or preempt to take lower classes' GPUs)")
+	return err
 }
 
 // runJobs returns the jobs a policy replays. Rigid policies get the trace's

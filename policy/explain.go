@@ -1,0 +1,165 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+// explain gives plan a reason for every job it leaves waiting, preempts,
+// shrinks or declines, keeping the reasons the policy already wrote. The
+// text is the decision ("waits", "preempted", "shrunk 4->2", "declined"),
+// then terms(st), the job's standing in the policy's own terms (nil: none),
+// then what stands in its way: the running and waiting jobs the order puts
+// ahead of it and the GPUs it needs against those the plan leaves free.
+// order is the policy's order of the jobs (most important first; nil when
+// it has none). A waiting job's Reason.Position is its 1-based place in
+// the queue: among the jobs of the order that the plan leaves waiting.
+func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(st *engine.Status) string) {
+	given := make(map[string]int, len(plan.Run))
+	free := s.Available("", "")
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+		if a.PackWith == "" || a.Job < a.PackWith {
+			free -= a.GPUs
+		}
+	}
+	declined := make(map[string]bool, len(plan.Decline))
+	for _, id := range plan.Decline {
+		declined[id] = true
+	}
+	// A job's place in the order: the planned and the waiting jobs ahead.
+	type place struct{ pos, runAhead, waitAhead int }
+	at := make(map[string]place, len(order))
+	runs, waits := 0, 0
+	for _, st := range order {
+		id := st.Job.ID
+		if _, ok := at[id]; ok {
+			continue
+		}
+		_, planned := given[id]
+		at[id] = place{pos: waits + 1, runAhead: runs, waitAhead: waits}
+		if planned {
+			runs++
+		} else if !declined[id] {
+			waits++
+		}
+	}
+	for _, st := range s.Jobs {
+		id := st.Job.ID
+		if _, ok := plan.Reasons[id]; ok {
+			continue
+		}
+		g, planned := given[id]
+		var verb string
+		switch {
+		case declined[id]:
+			verb = "declined"
+		case planned && len(st.GPUs) > g:
+			verb = fmt.Sprintf("shrunk %d->%d GPUs", len(st.GPUs), g)
+		case planned:
+			continue
+		case len(st.GPUs) > 0:
+			verb = "preempted"
+		default:
+			verb = "waits"
+		}
+		parts := []string{verb}
+		if terms != nil {
+			if t := terms(st); t != "" {
+				parts = append(parts, t)
+			}
+		}
+		p, inOrder := at[id]
+		waiting := !planned && !declined[id]
+		if inOrder && waiting {
+			parts = append(parts, fmt.Sprintf("%d running and %d waiting job(s) ahead", p.runAhead, p.waitAhead))
+		}
+		if waiting {
+			parts = append(parts, fmt.Sprintf("needs %d GPUs, %d free", st.Job.MinGPUs, max(free, 0)))
+		}
+		r := engine.Reason{Text: strings.Join(parts, "; ")}
+		if inOrder && waiting {
+			r.Position = p.pos
+		}
+		if plan.Reasons == nil {
+			plan.Reasons = make(map[string]engine.Reason, len(s.Jobs)-len(plan.Run))
+		}
+		plan.Reasons[id] = r
+	}
+}
+
+// predictStarts sets Reason.PredictedStart for the waiting jobs of a plan
+// whose order does not change while they wait (FIFO): running jobs end
+// when the model says, and waiting jobs take freed GPUs in order (strict:
+// none overtakes a job that does not fit yet), assuming no arrivals,
+// failures or capacity changes. A job whose wait depends on a job the
+// model cannot time (no duration) gets none, and so do those behind it.
+func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool) {
+	if s.Model == nil {
+		return // nothing to time jobs with
+	}
+	type end struct {
+		t    float64
+		gpus int
+	}
+	given := make(map[string]int, len(plan.Run))
+	free := s.Available("", "")
+	var ends []end
+	byID := make(map[string]*engine.Status, len(s.Jobs))
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+		if a.PackWith != "" && a.Job > a.PackWith {
+			continue
+		}
+		free -= a.GPUs
+		st := byID[a.Job]
+		if st == nil {
+			continue
+		}
+		r := s.Remaining(st, a.GPUs, a.GPUType)
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			r = math.Inf(1)
+		}
+		ends = append(ends, end{s.Now + r, a.GPUs})
+	}
+	now := s.Now
+	blocked := false
+	for _, st := range order {
+		if _, ok := given[st.Job.ID]; ok || blocked {
+			continue
+		}
+		need := st.Job.GPUs
+		// Release GPUs in end order until the job fits.
+		for free < need && len(ends) > 0 {
+			k := 0
+			for i := range ends {
+				if ends[i].t < ends[k].t {
+					k = i
+				}
+			}
+			now = math.Max(now, ends[k].t)
+			free += ends[k].gpus
+			ends = append(ends[:k], ends[k+1:]...)
+		}
+		if free < need || math.IsInf(now, 1) {
+			blocked = strict
+			continue
+		}
+		r := s.Remaining(st, need, st.Job.GPUType)
+		if r2, ok := plan.Reasons[st.Job.ID]; ok && now > s.Now {
+			r2.PredictedStart = now
+			plan.Reasons[st.Job.ID] = r2
+		}
+		free -= need
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			r = math.Inf(1)
+		}
+		ends = append(ends, end{now + r, need})
+	}
+}
