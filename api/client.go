@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,6 +143,47 @@ func (c *Client) Jobs(ctx context.Context, state string) ([]Job, error) {
 	return l.Jobs, c.do(ctx, http.MethodGet, path, nil, &l)
 }
 
+// ListJobs lists jobs with GET /v1/jobs' query parameters (state,
+// tenant, limit, after); Next in the result gets the following page.
+func (c *Client) ListJobs(ctx context.Context, query url.Values) (*JobList, error) {
+	path := "/v1/jobs"
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	var l JobList
+	return &l, c.do(ctx, http.MethodGet, path, nil, &l)
+}
+
+// Hold keeps a waiting job from starting; Release lets it start.
+func (c *Client) Hold(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/hold", nil, &j)
+}
+
+// Release lets a held job start.
+func (c *Client) Release(ctx context.Context, id string) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/release", nil, &j)
+}
+
+// Usage returns the GPU-hours per job over [from, to) (zero times: from
+// the beginning, until now).
+func (c *Client) Usage(ctx context.Context, from, to time.Time) (*Usage, error) {
+	q := url.Values{}
+	if !from.IsZero() {
+		q.Set("from", from.UTC().Format(time.RFC3339))
+	}
+	if !to.IsZero() {
+		q.Set("to", to.UTC().Format(time.RFC3339))
+	}
+	path := "/v1/usage"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var u Usage
+	return &u, c.do(ctx, http.MethodGet, path, nil, &u)
+}
+
 // Job returns one job.
 func (c *Client) Job(ctx context.Context, id string) (*Job, error) {
 	var j Job
@@ -193,6 +236,47 @@ func (c *Client) CreateTenant(ctx context.Context, name string) (*Tenant, error)
 	return &t, c.do(ctx, http.MethodPost, "/v1/tenants", NewTenant{Name: name}, &t)
 }
 
+// CreateTenantUser creates a tenant whose jobs run as Unix user user
+// (admin only; see NewTenant.User).
+func (c *Client) CreateTenantUser(ctx context.Context, name, user string) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodPost, "/v1/tenants", NewTenant{Name: name, User: user}, &t)
+}
+
+// CreateTenantWith creates a tenant from a full request (admin only).
+func (c *Client) CreateTenantWith(ctx context.Context, req *NewTenant) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodPost, "/v1/tenants", req, &t)
+}
+
+// UpdateTenant changes a tenant's Unix user or limits (admin only).
+func (c *Client) UpdateTenant(ctx context.Context, name string, u *TenantUpdate) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodPatch, "/v1/tenants/"+url.PathEscape(name), u, &t)
+}
+
+// RotateToken gives a tenant a new token (in the result); the old one
+// stops working (admin only).
+func (c *Client) RotateToken(ctx context.Context, name string) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodPost, "/v1/tenants/"+url.PathEscape(name)+"/token", nil, &t)
+}
+
+// RevokeToken leaves a tenant without a valid token (admin only).
+func (c *Client) RevokeToken(ctx context.Context, name string) (*Tenant, error) {
+	var t Tenant
+	return &t, c.do(ctx, http.MethodDelete, "/v1/tenants/"+url.PathEscape(name)+"/token", nil, &t)
+}
+
+// DeleteTenant deletes a tenant; with cancelJobs its unfinished jobs are
+// cancelled (otherwise they make it fail). It returns the cancelled jobs.
+func (c *Client) DeleteTenant(ctx context.Context, name string, cancelJobs bool) ([]string, error) {
+	var out struct {
+		Cancelled []string `json:"cancelled"`
+	}
+	return out.Cancelled, c.do(ctx, http.MethodDelete, "/v1/tenants/"+url.PathEscape(name)+"?cancel_jobs="+strconv.FormatBool(cancelJobs), nil, &out)
+}
+
 // Tenants lists the tenants (admin only).
 func (c *Client) Tenants(ctx context.Context) ([]Tenant, error) {
 	var out struct {
@@ -205,6 +289,19 @@ func (c *Client) Tenants(ctx context.Context) ([]Tenant, error) {
 // $TIDE_REPORT_TOKEN, or its tenant's).
 func (c *Client) Report(ctx context.Context, id string, r *Report) error {
 	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/report", r, nil)
+}
+
+// TrustCA makes the client verify the server's certificate against the
+// PEM certificates in pem (a private CA, or a self-signed server
+// certificate) instead of the system's roots.
+func (c *Client) TrustCA(pem []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return errors.New("no PEM certificate found")
+	}
+	c.http.Transport = &http.Transport{Proxy: http.ProxyFromEnvironment,
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	return nil
 }
 
 // SetTransport makes the client use rt (to share connections between

@@ -39,6 +39,17 @@ const (
 	maxEnv     = 1024
 	maxRetries = 100
 	maxGPUs    = 1 << 16
+	maxAfter   = 1024
+	// MaxArrayIndex is the largest array index ($TIDE_ARRAY_INDEX).
+	MaxArrayIndex = 1<<20 - 1
+	// MaxArgBytes is the longest argument or NAME=VALUE string a process
+	// may be given on Linux (MAX_ARG_STRLEN, with its NUL): a longer one
+	// makes every launch fail with "argument list too long".
+	MaxArgBytes = 128<<10 - 1
+	// MaxExecBytes bounds the command and env together, leaving room
+	// below the kernel's total (ARG_MAX, 2 MiB at the smallest usual
+	// stack limit) for tide's own variables and the server's environment.
+	MaxExecBytes = 512 << 10
 )
 
 // JobSpec is what a client submits: a command and what it needs. The same
@@ -88,6 +99,22 @@ type JobSpec struct {
 	MaxLocalBsz int `json:"max_local_bsz,omitempty" yaml:"max_local_bsz"`
 	// Tenant submits on behalf of a tenant; only the admin may set it.
 	Tenant string `json:"tenant,omitempty" yaml:"tenant"`
+
+	// After lists jobs (IDs) this one starts after: it waits until every
+	// one has finished (exit 0). When one ends otherwise (failed,
+	// cancelled, declined), this job fails without running, its reason
+	// naming that dependency (Slurm's afterok).
+	After []string `json:"after,omitempty" yaml:"after"`
+	// ArrayIndex makes the job a task of an array: tide passes it on as
+	// $TIDE_ARRAY_INDEX (tide submit --array 0-99 submits one job each).
+	ArrayIndex *int `json:"array_index,omitempty" yaml:"array_index"`
+	// TimeLimitS is a wall-clock limit, seconds: once the job's attempts
+	// have run that long in all, it is stopped (SIGTERM, then SIGKILL
+	// after the grace period) and fails. 0: no limit.
+	TimeLimitS float64 `json:"time_limit_s,omitempty" yaml:"time_limit_s"`
+	// Hold submits the job held: it does not start until released
+	// (POST /v1/jobs/{id}/release).
+	Hold bool `json:"hold,omitempty" yaml:"hold"`
 }
 
 // FieldError is one problem with one field of a request.
@@ -211,6 +238,23 @@ func (s *JobSpec) Validate() []FieldError {
 			}
 		}
 	}
+	total := 0
+	for i, a := range s.Command {
+		total += len(a) + 1
+		if len(a) > MaxArgBytes {
+			add("command", "argument %d is %d bytes, over the %d a process may be given (Linux MAX_ARG_STRLEN): pass large data in a file", i, len(a), MaxArgBytes)
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		n := len(k) + 1 + len(s.Env[k])
+		total += n + 1
+		if n > MaxArgBytes {
+			add("env", "%s=VALUE is %d bytes, over the %d a process may be given (Linux MAX_ARG_STRLEN): pass large data in a file", k, n, MaxArgBytes)
+		}
+	}
+	if total > MaxExecBytes {
+		add("command", "the command and env together are %d bytes, over tide's limit of %d: pass large data in a file", total, MaxExecBytes)
+	}
 	if s.Workdir != "" {
 		if !filepath.IsAbs(s.Workdir) {
 			add("workdir", "want an absolute path, got %q", s.Workdir)
@@ -274,6 +318,21 @@ func (s *JobSpec) Validate() []FieldError {
 	if s.MaxLocalBsz < 0 {
 		add("max_local_bsz", "want >= 0, got %d", s.MaxLocalBsz)
 	}
+	if len(s.After) > maxAfter {
+		add("after", "at most %d jobs, got %d", maxAfter, len(s.After))
+	}
+	for _, id := range s.After {
+		if !JobID(id) {
+			add("after", "%q is not a job ID (such as j000042)", id)
+			break
+		}
+	}
+	if s.ArrayIndex != nil && (*s.ArrayIndex < 0 || *s.ArrayIndex > MaxArrayIndex) {
+		add("array_index", "want 0 to %d, got %d", MaxArrayIndex, *s.ArrayIndex)
+	}
+	if math.IsNaN(s.TimeLimitS) || math.IsInf(s.TimeLimitS, 0) || s.TimeLimitS < 0 {
+		add("time_limit_s", "want a finite number of seconds >= 0 (0: no limit), got %v", s.TimeLimitS)
+	}
 	if len(s.Tenant) > maxName || (s.Tenant != "" && !TenantName(s.Tenant)) {
 		add("tenant", "want letters, digits, '-', '_' or '.', got %q", s.Tenant)
 	}
@@ -330,6 +389,19 @@ func jobField(err error) FieldError {
 		}
 	}
 	return FieldError{Field: field, Message: msg}
+}
+
+// JobID reports whether s has the form of a job ID: "j" and digits.
+func JobID(s string) bool {
+	if len(s) < 2 || len(s) > 32 || s[0] != 'j' {
+		return false
+	}
+	for _, r := range s[1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // TenantName reports whether s is a valid tenant name: 1 to 64 letters,

@@ -59,7 +59,11 @@ type Job struct {
 	// PredictedStart is when the policy expects a waiting job to start,
 	// assuming no new arrivals; absent when it cannot tell.
 	PredictedStart *time.Time `json:"predicted_start,omitempty"`
-	Attempts       []Attempt  `json:"attempts,omitempty"`
+	// Held: the job does not start until released; Waiting says why a
+	// waiting job may not start yet (held, or a dependency unfinished).
+	Held     bool      `json:"held,omitempty"`
+	Waiting  string    `json:"waiting,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// Perf is what tide learned from the step times and gradient
 	// statistics the job reported: the goodput model elastic policies
 	// read. Absent until the job reports either; only GET /v1/jobs/{id}
@@ -151,6 +155,26 @@ type Attempt struct {
 // JobList is GET /v1/jobs.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
+	// Next, when there are more jobs than the limit, is the value of
+	// after that gets the next page.
+	Next string `json:"next,omitempty"`
+}
+
+// Usage is GET /v1/usage: the GPU-hours each job used over [From, To)
+// (jobs that used none are left out).
+type Usage struct {
+	From time.Time  `json:"from"`
+	To   time.Time  `json:"to"`
+	Jobs []JobUsage `json:"jobs"`
+}
+
+// JobUsage is one job's use of GPUs: GPUs held x hours its attempts ran.
+type JobUsage struct {
+	Job      string  `json:"job"`
+	Name     string  `json:"name,omitempty"`
+	Tenant   string  `json:"tenant"`
+	State    string  `json:"state"`
+	GPUHours float64 `json:"gpu_hours"`
 }
 
 // Cluster is GET /v1/cluster.
@@ -254,6 +278,11 @@ type Tenant struct {
 	Admin   bool      `json:"admin,omitempty"`
 	Created time.Time `json:"created"`
 	Token   string    `json:"token,omitempty"`
+	// User is the Unix user the tenant's jobs run as (tide serve as root).
+	User   string `json:"user,omitempty"`
+	Limits Limits `json:"limits"`
+	// Revoked: the tenant has no valid token until it is rotated.
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // IdempotencyHeader is the request header of POST /v1/jobs that makes a
@@ -278,6 +307,56 @@ func CheckIdempotencyKey(key string) string {
 // NewTenant is POST /v1/tenants.
 type NewTenant struct {
 	Name string `json:"name"`
+	// User is the Unix user (login name, UID or UID:GID) the tenant's jobs
+	// run as when tide serve runs as root.
+	User   string  `json:"user,omitempty"`
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// TenantUpdate is PATCH /v1/tenants/{name}: the fields given replace the
+// tenant's (Limits as a whole).
+type TenantUpdate struct {
+	User   *string `json:"user,omitempty"`
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// Limits bound what one tenant may use; 0 means no limit (for
+// MaxLogBytes: the server's --max-log-bytes).
+type Limits struct {
+	// MaxGPUs is a quota: the most GPUs the tenant's jobs hold at once.
+	// Jobs beyond it wait (reason: quota), they are not refused.
+	MaxGPUs int `json:"max_gpus,omitempty"`
+	// MaxQueued is the most unfinished jobs the tenant may have waiting to
+	// run; a submission beyond it is refused (429).
+	MaxQueued int `json:"max_queued,omitempty"`
+	// SubmitRate is the submissions per second a token may make (bursts of
+	// up to max(1, SubmitRate)); beyond it POST /v1/jobs answers 429 with
+	// Retry-After.
+	SubmitRate float64 `json:"submit_rate,omitempty"`
+	// MaxLogBytes is the size a job's output log may reach; output beyond
+	// it is dropped, after a marker line.
+	MaxLogBytes int64 `json:"max_log_bytes,omitempty"`
+}
+
+// Validate checks the limits' values.
+func (l *Limits) Validate() []FieldError {
+	var errs []FieldError
+	if l == nil {
+		return nil
+	}
+	if l.MaxGPUs < 0 || l.MaxGPUs > maxGPUs {
+		errs = append(errs, FieldError{Field: "limits.max_gpus", Message: fmt.Sprintf("want 0 (no limit) to %d, got %d", maxGPUs, l.MaxGPUs)})
+	}
+	if l.MaxQueued < 0 {
+		errs = append(errs, FieldError{Field: "limits.max_queued", Message: fmt.Sprintf("want >= 0 (0: no limit), got %d", l.MaxQueued)})
+	}
+	if math.IsNaN(l.SubmitRate) || math.IsInf(l.SubmitRate, 0) || l.SubmitRate < 0 {
+		errs = append(errs, FieldError{Field: "limits.submit_rate", Message: fmt.Sprintf("want a finite number >= 0 (0: no limit), got %v", l.SubmitRate)})
+	}
+	if l.MaxLogBytes < 0 || (l.MaxLogBytes > 0 && l.MaxLogBytes < 1024) {
+		errs = append(errs, FieldError{Field: "limits.max_log_bytes", Message: fmt.Sprintf("want 0 (the server's default) or at least 1024, got %d", l.MaxLogBytes)})
+	}
+	return errs
 }
 
 // Event is one entry of a job's event log.

@@ -317,8 +317,8 @@ func TestConsoleServe(t *testing.T) {
 			t.Errorf("queue does not show %q:\n%s", want, q)
 		}
 	}
-	// Its row: position 1, a predicted start (the forecast: FIFO gives
-	// none) and finish, and a deadline risk. The 4-GPU job cannot start
+	// Its row: position 1, a predicted start (FIFO's own, or the
+	// console's forecast) and finish, and a deadline risk. The 4-GPU job cannot start
 	// before the 300 s jobs end, so with its 2-minute deadline it is late.
 	row := waitText(t, b, fmt.Sprintf(`#row-%s`, queued.ID), "in ")
 	cellsOf := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#row-%s td')].map(c => c.innerText)`, queued.ID))

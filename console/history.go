@@ -19,12 +19,8 @@ type Sample struct {
 	Tenants map[string]int `json:"-"`
 }
 
-// record takes a sample of the source now.
-func (c *Console) record() error {
-	v, err := c.snapshot()
-	if err != nil {
-		return err
-	}
+// sampleOf is the use a view shows.
+func sampleOf(v *view) Sample {
 	s := Sample{Time: v.snap.Time, Up: v.summary.GPUs - v.summary.Down, Allocated: v.summary.Allocated,
 		Useful: v.summary.Useful, Waiting: v.summary.Waiting, Tenants: map[string]int{}}
 	for i := range v.snap.Jobs {
@@ -32,6 +28,16 @@ func (c *Console) record() error {
 			s.Tenants[j.Tenant] += j.Held
 		}
 	}
+	return s
+}
+
+// record takes a sample of the source now.
+func (c *Console) record() error {
+	v, err := c.snapshot()
+	if err != nil {
+		return err
+	}
+	s := sampleOf(v)
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
 	max := int(c.opts.History / c.opts.SampleEvery)

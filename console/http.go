@@ -418,7 +418,8 @@ func (c *Console) handleUsage(w http.ResponseWriter, r *http.Request, p Principa
 		writeErr(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	samples := c.history(from)
+	// The history, and the state now (not kept) so the chart ends now.
+	samples := append(c.history(from), sampleOf(v))
 	// At most 2,000 points: thin evenly (the totals use every sample).
 	u := usage(samples, from, v.snap.Time)
 	if n := len(u.Samples); n > 2000 {

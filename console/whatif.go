@@ -30,8 +30,13 @@ type Replay struct {
 	Age map[string]float64
 }
 
-// MaxWhatIfJobs bounds the queue a what-if replays.
-const MaxWhatIfJobs = 20000
+// MaxWhatIfJobs bounds the queue a what-if replays; MaxForecastJobs the
+// queue the background forecast replays (a replay's rounds each cost time
+// in proportion to the queue, so its cost grows with its square).
+const (
+	MaxWhatIfJobs   = 5000
+	MaxForecastJobs = 2000
+)
 
 // WhatIf compares the running policy with another on the same replay.
 type WhatIf struct {
@@ -185,8 +190,18 @@ const (
 // is old (or the queue changed since) and none is running.
 func (c *Console) maybeForecast(v *view) {
 	rp, ok := c.src.(Replayer)
-	if !ok || v.summary.Waiting == 0 {
-		return
+	if !ok || v.summary.Running+v.summary.Waiting > MaxForecastJobs || c.subscribers() == 0 {
+		return // nothing to replay, too much, or nobody watching
+	}
+	missing := false
+	for i := range v.snap.Jobs {
+		if j := &v.snap.Jobs[i]; j.Waiting() && (j.PredictedStart == nil || j.Forecast) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return // the policy predicts every start
 	}
 	now := c.opts.Now()
 	c.mu.Lock()
@@ -216,7 +231,7 @@ func (c *Console) maybeForecast(v *view) {
 // forecast replays the queue under the running policy; nil when it cannot.
 func (c *Console) forecast(rp Replayer) *forecast {
 	r, err := rp.Replay()
-	if err != nil || len(r.Jobs) > MaxWhatIfJobs {
+	if err != nil || len(r.Jobs) > MaxForecastJobs {
 		return nil
 	}
 	recs, err := replay(r, r.Policy)

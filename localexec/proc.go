@@ -74,6 +74,12 @@ type Launch struct {
 	// ReportURL, ReportToken and ReportFile tell the job where to report
 	// progress (TIDE_REPORT_*); empty ones are left out.
 	ReportURL, ReportToken, ReportFile string
+	// User, when set, is the Unix user the job runs as (tide serve runs as
+	// root): its environment then starts from a minimal one (PATH, locale,
+	// TZ, HOME, USER, LOGNAME) instead of the server's. The directories
+	// it must write to (checkpoint, working directory, report file) are
+	// the caller's to prepare.
+	User *User
 	// Batch is the batch configuration the job is to use
 	// (TIDE_BATCH_SIZE, TIDE_LOCAL_BSZ, TIDE_ACCUM_STEPS); left out when
 	// its global batch is 0.
@@ -88,11 +94,28 @@ type Batch struct {
 }
 
 // Environ is the environment the job's command gets: the server's own
-// without TIDE_* and CUDA_VISIBLE_DEVICES, then the job's Env, then
-// tide's variables.
+// without TIDE_* and CUDA_VISIBLE_DEVICES (with a User, only its PATH,
+// locale and TZ, and the user's HOME, USER and LOGNAME), then the job's
+// Env, then tide's variables.
 func (l *Launch) Environ() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	base := os.Environ()
+	if u := l.User; u != nil {
+		base = nil
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			if k == "PATH" || k == "LANG" || k == "TZ" || strings.HasPrefix(k, "LC_") {
+				base = append(base, kv)
+			}
+		}
+		if u.Home != "" {
+			base = append(base, "HOME="+u.Home)
+		}
+		if u.Name != "" {
+			base = append(base, "USER="+u.Name, "LOGNAME="+u.Name)
+		}
+	}
+	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "TIDE_") || k == "CUDA_VISIBLE_DEVICES" {
 			continue
@@ -205,7 +228,9 @@ func Start(l *Launch) (*Proc, error) {
 	cmd.Env = l.Environ()
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = files // fds 3 (exit) and 4 (pid)
-	ownGroup(cmd)
+	if err := ownGroup(cmd, l.User); err != nil {
+		return nil, fmt.Errorf("job %s: %w", l.JobID, err)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("job %s: starting %s: %w", l.JobID, l.Command[0], err)
 	}

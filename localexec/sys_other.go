@@ -10,7 +10,12 @@ import (
 
 var errUnsupported = errors.New("localexec: process groups need a Unix system")
 
-func ownGroup(*exec.Cmd) {}
+func ownGroup(_ *exec.Cmd, u *User) error {
+	if u != nil {
+		return errUnsupported
+	}
+	return nil
+}
 
 func signalGroup(int, syscall.Signal) error { return errUnsupported }
 

@@ -89,36 +89,10 @@ func (d *DeepBoot) Name() string { return d.name }
 func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	d.timers.observe(s, d.Protect)
 	pools := loanPools(s, d.Loan, func(site *cluster.Site) int { return d.timers.lendable(s, site) })
-	left := slices.Clone(s.Jobs)
 	var plan engine.Plan
-	for _, p := range pools {
-		items := make([][]knapChoice, len(left))
-		for i, st := range left {
-			lo, hi := loanRange(s, st, p.free)
-			factor := d.restartFactor(s, st)
-			for n := lo; n <= hi; n++ {
-				v := loanSpeedup(s, st, n, p.typ)
-				if siteOf(s, st) != p.site || len(st.GPUs) != n {
-					v *= factor
-				}
-				if v > 0 {
-					items[i] = append(items[i], knapChoice{gpus: n, value: v})
-				}
-			}
-		}
-		pick := mcKnapsack(items, p.free)
-		var next []*engine.Status
-		var run []engine.Assignment
-		for i, st := range left {
-			if pick[i] < 0 {
-				next = append(next, st)
-				continue
-			}
-			run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: items[i][pick[i]].gpus, GPUType: p.typ, Site: p.site})
-		}
-		plan.Run = append(plan.Run, largestFirst(run)...)
-		left = next
-	}
+	plan.Run, _ = speedupKnapsacks(s, pools, slices.Clone(s.Jobs),
+		func(*engine.Status, loanPool) float64 { return 1 },
+		func(st *engine.Status) float64 { return d.restartFactor(s, st) })
 	explain(s, &plan, nil, func(st *engine.Status) string {
 		return fmt.Sprintf("restart factor %.2f; the knapsack over %d pool(s) gave the GPUs to more speedup", d.restartFactor(s, st), len(pools))
 	})

@@ -132,3 +132,43 @@ func loanSpeedup(s *engine.Snapshot, st *engine.Status, n int, t string) float64
 func loanRange(s *engine.Snapshot, st *engine.Status, free int) (lo, hi int) {
 	return st.Job.MinGPUs, min(elasticMaxGPUs(s, st), free)
 }
+
+// speedupKnapsacks gives the jobs of left GPUs pool by pool, in order
+// (DeepBoot's ATS-T then ATS-I): in each pool, a multiple-choice knapsack
+// over the jobs still without GPUs, a job on n GPUs (n in loanRange) worth
+// its speedup times weight(st, p), times factor(st) when n or the site
+// differs from what it holds now (the restart factor). It returns the
+// assignments, largest first within each pool, and the jobs left out.
+func speedupKnapsacks(s *engine.Snapshot, pools []loanPool, left []*engine.Status,
+	weight func(st *engine.Status, p loanPool) float64, factor func(st *engine.Status) float64) ([]engine.Assignment, []*engine.Status) {
+	var out []engine.Assignment
+	for _, p := range pools {
+		items := make([][]knapChoice, len(left))
+		for i, st := range left {
+			lo, hi := loanRange(s, st, p.free)
+			f, w := factor(st), weight(st, p)
+			for n := lo; n <= hi; n++ {
+				v := loanSpeedup(s, st, n, p.typ) * w
+				if siteOf(s, st) != p.site || len(st.GPUs) != n {
+					v *= f
+				}
+				if v > 0 {
+					items[i] = append(items[i], knapChoice{gpus: n, value: v})
+				}
+			}
+		}
+		pick := mcKnapsack(items, p.free)
+		var next []*engine.Status
+		var run []engine.Assignment
+		for i, st := range left {
+			if pick[i] < 0 {
+				next = append(next, st)
+				continue
+			}
+			run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: items[i][pick[i]].gpus, GPUType: p.typ, Site: p.site})
+		}
+		out = append(out, largestFirst(run)...)
+		left = next
+	}
+	return out, left
+}

@@ -467,48 +467,25 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		}
 		pools = append(pools, p)
 	}
-	var out []engine.Assignment
+	perHour := func(st *engine.Status, p loanPool) float64 {
+		lo := max(st.Job.MinGPUs, 1)
+		base := s.Remaining(st, lo, p.typ) * float64(lo)
+		if base > 0 && !math.IsInf(base, 0) {
+			return 3600 / math.Max(base, 1)
+		}
+		return 1
+	}
+	out, left := speedupKnapsacks(s, pools, left, perHour, func(st *engine.Status) float64 { return t.restart.restartFactor(s, st) })
+	infer := map[string]bool{}
 	for _, p := range pools {
-		if len(left) == 0 {
-			break
+		infer[p.site] = p.infer
+	}
+	for _, a := range out {
+		text := fmt.Sprintf("%d GPUs of %s: knapsack of speedup per remaining hour", a.GPUs, a.Site)
+		if infer[a.Site] {
+			text = fmt.Sprintf("%d loaned GPUs of %s: the forecast keeps %d idle through the next %gs", a.GPUs, a.Site, lent[a.Site], t.Lead)
 		}
-		items := make([][]knapChoice, len(left))
-		for i, st := range left {
-			lo, hi := loanRange(s, st, p.free)
-			factor := t.restart.restartFactor(s, st)
-			base := s.Remaining(st, max(lo, 1), p.typ) * float64(max(lo, 1))
-			per := 1.0
-			if base > 0 && !math.IsInf(base, 0) {
-				per = 3600 / math.Max(base, 1)
-			}
-			for n := lo; n <= hi; n++ {
-				v := loanSpeedup(s, st, n, p.typ) * per
-				if siteOf(s, st) != p.site || len(st.GPUs) != n {
-					v *= factor
-				}
-				if v > 0 {
-					items[i] = append(items[i], knapChoice{gpus: n, value: v})
-				}
-			}
-		}
-		pick := mcKnapsack(items, p.free)
-		var next []*engine.Status
-		var run []engine.Assignment
-		for i, st := range left {
-			if pick[i] < 0 {
-				next = append(next, st)
-				continue
-			}
-			g := items[i][pick[i]].gpus
-			run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: p.typ, Site: p.site})
-			text := fmt.Sprintf("%d GPUs of %s: knapsack of speedup per remaining hour", g, p.site)
-			if p.infer {
-				text = fmt.Sprintf("%d loaned GPUs of %s: the forecast keeps %d idle through the next %gs", g, p.site, lent[p.site], t.Lead)
-			}
-			why[st.Job.ID] = engine.Reason{Text: text}
-		}
-		out = append(out, largestFirst(run)...)
-		left = next
+		why[a.Job] = engine.Reason{Text: text}
 	}
 	for i, st := range left {
 		why[st.Job.ID] = engine.Reason{Text: "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle", Position: i + 1}

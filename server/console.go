@@ -47,7 +47,7 @@ const logTail = 16 << 10
 func (cs consoleSource) Auth(token string) (console.Principal, bool) {
 	s := cs.s
 	s.tmu.RLock()
-	t := s.tenants[store.HashToken(token)]
+	t := s.tokens[store.HashToken(token)]
 	s.tmu.RUnlock()
 	if t == nil {
 		return console.Principal{}, false
@@ -59,9 +59,13 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 	s := cs.s
 	s.tmu.RLock()
 	var names []string
+	quotas := map[string]int{}
 	for _, t := range s.tenants {
 		if !t.Admin {
 			names = append(names, t.Name)
+		}
+		if t.Limits.MaxGPUs > 0 {
+			quotas[t.Name] = t.Limits.MaxGPUs
 		}
 	}
 	s.tmu.RUnlock()
@@ -71,7 +75,7 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 		return nil, console.ErrClosed
 	}
 	out := &console.Snapshot{Time: console.Unix(s.clk.Now()), Kind: "tide serve", Policy: s.policyName, Placer: s.placerName,
-		Rounds: s.eng.Rounds(), Tenants: names}
+		Rounds: s.eng.Rounds(), Tenants: names, Quotas: quotas}
 	out.Nodes = console.EngineNodes(s.cluster, s.eng, func(g cluster.GPUID) string { return "GPU " + strconv.Itoa(s.devices[g]) })
 	out.Jobs = make([]console.Job, len(s.order))
 	for i, lj := range s.order {
@@ -99,6 +103,9 @@ func (s *Server) consoleJob(j *console.Job, lj *liveJob) {
 		console.FromStatus(j, st)
 	}
 	j.Working = lj.att != nil && lj.att.proc != nil && lj.att.stop == ""
+	if r.Held && lj.att == nil {
+		j.State = console.StateHeld
+	}
 }
 
 func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail, error) {

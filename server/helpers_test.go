@@ -59,7 +59,7 @@ func testConfig(t testing.TB, dir string) Config {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return Config{DataDir: dir, GPUs: gpus, Policy: "fifo", Round: 200 * time.Millisecond, Grace: 2 * time.Second,
-		MaxRetries: 2, RetryBackoff: 50 * time.Millisecond, StopJobsOnExit: true, Logger: logger}
+		MaxRetries: 2, RetryBackoff: 50 * time.Millisecond, StopJobsOnExit: true, SingleUser: true, Logger: logger}
 }
 
 func startServer(t testing.TB, cfg Config) *testServer {

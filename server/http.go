@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/localexec"
 	"github.com/tide-sched/tide/store"
 )
 
@@ -23,6 +26,8 @@ import (
 type principal struct {
 	tenant string
 	admin  bool
+	token  string // the token's hash
+	limits api.Limits
 }
 
 // Handler is the server's HTTP API.
@@ -39,10 +44,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.authed(s.handleCancel))
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.authed(s.handleLogs))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.authed(s.handleEvents))
+	mux.HandleFunc("POST /v1/jobs/{id}/hold", s.authed(s.handleHold))
+	mux.HandleFunc("POST /v1/jobs/{id}/release", s.authed(s.handleRelease))
+	mux.HandleFunc("GET /v1/usage", s.authed(s.handleUsage))
 	mux.HandleFunc("POST /v1/jobs/{id}/report", s.handleReport)
 	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
 	mux.HandleFunc("POST /v1/tenants", s.authed(s.handleNewTenant))
 	mux.HandleFunc("GET /v1/tenants", s.authed(s.handleTenants))
+	mux.HandleFunc("PATCH /v1/tenants/{name}", s.authed(s.handleUpdateTenant))
+	mux.HandleFunc("DELETE /v1/tenants/{name}", s.authed(s.handleDeleteTenant))
+	mux.HandleFunc("POST /v1/tenants/{name}/token", s.authed(s.handleRotateToken))
+	mux.HandleFunc("DELETE /v1/tenants/{name}/token", s.authed(s.handleRevokeToken))
 	ui := s.consoleHandler() // the web console (console.go)
 	mux.Handle("GET /{$}", ui)
 	mux.Handle("/ui/", ui)
@@ -134,12 +146,12 @@ func (s *Server) who(r *http.Request) *principal {
 	}
 	h := store.HashToken(tok)
 	s.tmu.RLock()
-	t := s.tenants[h]
+	t := s.tokens[h]
 	s.tmu.RUnlock()
 	if t == nil {
 		return nil
 	}
-	return &principal{tenant: t.Name, admin: t.Admin}
+	return &principal{tenant: t.Name, admin: t.Admin, token: h, limits: t.Limits}
 }
 
 type authedHandler func(w http.ResponseWriter, r *http.Request, p *principal)
@@ -207,6 +219,11 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *principal) {
+	if ok, wait := s.rates.allow(p.token, p.limits.SubmitRate, time.Now()); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("tenant %s may submit %g jobs a second: retry in %s", p.tenant, p.limits.SubmitRate, wait.Round(time.Millisecond)), nil)
+		return
+	}
 	var spec api.JobSpec
 	if !readBody(w, r, &spec) {
 		return
@@ -226,9 +243,26 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	spec.Tenant = tenant
 	spec.GPUType = strings.ToLower(spec.GPUType)
+	if _, err := s.tenantUser(tenant); err != nil {
+		writeError(w, http.StatusBadRequest, "the job cannot run here", []api.FieldError{{Field: "tenant", Message: err.Error()}})
+		return
+	}
 	if errs := s.checkRunnable(&spec); len(errs) > 0 {
 		writeError(w, http.StatusBadRequest, "the job cannot run here", errs)
 		return
+	}
+	if msg := s.checkQueued(tenant); msg != "" {
+		writeError(w, http.StatusTooManyRequests, msg, nil)
+		return
+	}
+	if len(spec.After) > 0 {
+		s.mu.Lock()
+		errs := s.checkAfter(spec.After, p)
+		s.mu.Unlock()
+		if len(errs) > 0 {
+			writeError(w, http.StatusBadRequest, "invalid dependencies", errs)
+			return
+		}
 	}
 	key := r.Header.Get(api.IdempotencyHeader)
 	if msg := api.CheckIdempotencyKey(key); msg != "" {
@@ -252,7 +286,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		if err != nil {
 			return err
 		}
-		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now, IdempotencyKey: key}
+		rec = &store.Job{ID: id, Seq: seq, Tenant: tenant, Spec: spec, State: api.StatePending, Submitted: now, IdempotencyKey: key, Held: spec.Hold}
 		if err := tx.PutJob(rec); err != nil {
 			return err
 		}
@@ -287,6 +321,9 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		_ = s.commit()
 	} else {
 		lj.j = j
+		if len(spec.After) > 0 {
+			s.deps[lj] = true
+		}
 	}
 	v := s.view(lj, false)
 	s.mu.Unlock()
@@ -294,6 +331,27 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 	s.kickRound()
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 	writeJSON(w, http.StatusCreated, v)
+}
+
+// checkQueued says why tenant may not queue one more job (its
+// limits.max_queued), or "".
+func (s *Server) checkQueued(tenant string) string {
+	t := s.tenantByName(tenant)
+	if t == nil || t.Limits.MaxQueued <= 0 {
+		return ""
+	}
+	s.mu.Lock()
+	n := 0
+	for _, lj := range s.order {
+		if lj.rec.Tenant == tenant && (lj.rec.State == api.StatePending || lj.rec.State == api.StatePreempted) {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n >= t.Limits.MaxQueued {
+		return fmt.Sprintf("tenant %s has %d jobs waiting to run, its limit (limits.max_queued): wait for some to start, or cancel some", tenant, n)
+	}
+	return ""
 }
 
 // replaySubmit answers a submission whose idempotency key already created
@@ -376,16 +434,33 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal) {
-	state := r.URL.Query().Get("state")
-	tenant := r.URL.Query().Get("tenant")
+	q, errs := s.parseList(r, p)
+	if len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid job list query", errs)
+		return
+	}
 	s.mu.Lock()
 	out := api.JobList{Jobs: []api.Job{}}
-	for _, lj := range s.order {
+	start := 0
+	if q.after != "" {
+		if a := s.jobs[q.after]; a != nil {
+			seq := a.rec.Seq
+			start = sort.Search(len(s.order), func(i int) bool { return s.order[i].rec.Seq > seq })
+		} else if n, err := strconv.ParseUint(q.after[1:], 10, 64); err == nil {
+			// A job purged or never made: its number still orders.
+			start = sort.Search(len(s.order), func(i int) bool { return s.order[i].rec.Seq > n })
+		}
+	}
+	for _, lj := range s.order[start:] {
 		if !p.admin && lj.rec.Tenant != p.tenant {
 			continue
 		}
-		if (state != "" && lj.rec.State != state) || (tenant != "" && lj.rec.Tenant != tenant) {
+		if (q.states != nil && !q.states[lj.rec.State]) || (q.tenant != "" && lj.rec.Tenant != q.tenant) {
 			continue
+		}
+		if q.limit > 0 && len(out.Jobs) == q.limit {
+			out.Next = out.Jobs[len(out.Jobs)-1].ID
+			break
 		}
 		out.Jobs = append(out.Jobs, s.view(lj, false))
 	}
@@ -593,12 +668,30 @@ func (s *Server) handleNewTenant(w http.ResponseWriter, r *http.Request, p *prin
 		writeError(w, http.StatusBadRequest, "invalid tenant", []api.FieldError{{Field: "name", Message: "want 1 to 64 letters, digits, '-', '_' or '.'"}})
 		return
 	}
+	s.tmu.RLock()
+	n := len(s.tenants)
+	s.tmu.RUnlock()
+	if err := checkIsolation(geteuid(), n+1, s.cfg.SingleUser); err != nil {
+		writeError(w, http.StatusForbidden, err.Error(), nil)
+		return
+	}
+	if fe := s.checkTenantUser(req.Name, req.User); fe != nil {
+		writeError(w, http.StatusBadRequest, "invalid tenant", []api.FieldError{*fe})
+		return
+	}
+	if errs := req.Limits.Validate(); len(errs) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid limits", errs)
+		return
+	}
 	tok, err := store.NewToken()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error(), nil)
 		return
 	}
-	t := &store.Tenant{Name: req.Name, TokenHash: store.HashToken(tok), Created: s.clk.Now()}
+	t := &store.Tenant{Name: req.Name, TokenHash: store.HashToken(tok), Created: s.clk.Now(), User: req.User}
+	if req.Limits != nil {
+		t.Limits = *req.Limits
+	}
 	err = s.db.Update(func(tx *store.Tx) error {
 		if _, err := tx.Tenant(req.Name); err == nil {
 			return errExists
@@ -617,10 +710,41 @@ func (s *Server) handleNewTenant(w http.ResponseWriter, r *http.Request, p *prin
 		return
 	}
 	s.tmu.Lock()
-	s.tenants[t.TokenHash] = t
+	s.putTenant(t)
 	s.tmu.Unlock()
-	s.log.Info("tenant created", "tenant", req.Name)
-	writeJSON(w, http.StatusCreated, api.Tenant{Name: t.Name, Created: *toTime(t.Created), Token: tok})
+	s.log.Info("tenant created", "tenant", req.Name, "user", req.User)
+	v := tenantView(t)
+	v.Token = tok
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// checkTenantUser checks the Unix user a tenant is to run its jobs as:
+// it must exist (or be numeric), not be root, and not be another
+// tenant's. An empty user is fine (an isolating server then refuses the
+// tenant's jobs until one is set).
+func (s *Server) checkTenantUser(tenant, spec string) *api.FieldError {
+	if spec == "" {
+		return nil
+	}
+	u, err := localexec.LookupUser(spec)
+	if err != nil {
+		return &api.FieldError{Field: "user", Message: err.Error()}
+	}
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	for _, t := range s.tenants {
+		if t.Name == tenant || t.User == "" {
+			continue
+		}
+		if o, err := localexec.LookupUser(t.User); err == nil && o.UID == u.UID {
+			return &api.FieldError{Field: "user", Message: fmt.Sprintf("uid %d already runs tenant %s's jobs: tenants sharing a Unix user are not isolated", u.UID, t.Name)}
+		}
+	}
+	return nil
+}
+
+func tenantView(t *store.Tenant) api.Tenant {
+	return api.Tenant{Name: t.Name, Admin: t.Admin, Created: *toTime(t.Created), User: t.User, Limits: t.Limits, Revoked: t.TokenHash == ""}
 }
 
 var errExists = errors.New("exists")
@@ -643,8 +767,8 @@ func (s *Server) handleTenants(w http.ResponseWriter, r *http.Request, p *princi
 	out := struct {
 		Tenants []api.Tenant `json:"tenants"`
 	}{Tenants: []api.Tenant{}}
-	for _, t := range ts {
-		out.Tenants = append(out.Tenants, api.Tenant{Name: t.Name, Admin: t.Admin, Created: *toTime(t.Created)})
+	for i := range ts {
+		out.Tenants = append(out.Tenants, tenantView(&ts[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -655,7 +779,10 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 	v := api.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, Spec: r.Spec,
 		Submitted: *toTime(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
 		Restarts: r.Restarts, Failures: r.Failures, Preemptions: r.Preemptions, Progress: r.Progress,
-		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason}
+		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held}
+	if !api.Terminal(r.State) && lj.att == nil {
+		v.Waiting = s.blocked(r.ID)
+	}
 	v.Spec.Command = append([]string(nil), r.Spec.Command...)
 	if lj.j != nil && !api.Terminal(r.State) {
 		if st := s.eng.Job(r.ID); st != nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/tide-sched/tide/api"
@@ -47,6 +49,7 @@ func (s *Server) scheduleLoop(ctx context.Context) {
 func (s *Server) monitorLoop(ctx context.Context) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
+	var purged time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,6 +57,12 @@ func (s *Server) monitorLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		s.readReportFiles()
+		s.capLogs()
+		s.checkTimeLimits()
+		if time.Since(purged) > time.Minute {
+			purged = time.Now()
+			s.purgeOld()
+		}
 		s.mu.Lock()
 		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
 			_ = s.commit()
@@ -84,6 +93,8 @@ func (s *Server) round() {
 		return
 	}
 	t0 := time.Now()
+	s.checkDeps()
+	s.setQuotas()
 	nw := len(s.eng.Warnings())
 	changes, err := s.eng.Schedule()
 	s.metrics.observeRound(time.Since(t0).Seconds())
@@ -316,14 +327,26 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 		return nil, err
 	}
 	r.ReportTokenHash = store.HashToken(tok)
-	dir := r.Spec.Workdir
-	if dir == "" {
-		dir = s.jobDir(r.ID)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("job directory: %w", err)
-		}
+	u, err := s.tenantUser(r.Tenant)
+	if err != nil {
+		return nil, err
 	}
-	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: r.Spec.Env,
+	dir, err := s.prepareJobDirs(r.ID, u)
+	if err != nil {
+		return nil, err
+	}
+	if r.Spec.Workdir != "" {
+		dir = r.Spec.Workdir
+	}
+	env := r.Spec.Env
+	if r.Spec.ArrayIndex != nil {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["TIDE_ARRAY_INDEX"] = strconv.Itoa(*r.Spec.ArrayIndex)
+	}
+	l := &localexec.Launch{JobID: r.ID, Attempt: a.n, Command: r.Spec.Command, Dir: dir, Env: env, User: u,
 		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
 		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
 		ReportToken: tok, ReportFile: s.reportFile(r.ID), Batch: s.batchFor(a.lj, len(a.devs))}
@@ -336,10 +359,10 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 }
 
 func (s *Server) appendLog(id, line string) {
-	if err := os.MkdirAll(s.jobDir(id), 0o755); err != nil {
+	if err := os.MkdirAll(s.jobDir(id), 0o711); err != nil {
 		return
 	}
-	f, err := os.OpenFile(s.logFile(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(s.logFile(id), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return
 	}
@@ -436,6 +459,8 @@ func outcomeOf(stop string) string {
 		return "resized"
 	case "cancel":
 		return "cancelled"
+	case "time-limit":
+		return "timeout"
 	case "":
 		return "interrupted"
 	}
@@ -582,4 +607,59 @@ func readReports(path string, off int64) ([]*api.Report, int64) {
 		out = append(out, &rep)
 	}
 	return out, off
+}
+
+// capLogs truncates the logs of running jobs that outgrew their limit
+// (Config.MaxLogBytes, or the tenant's limits.max_log_bytes) back to it,
+// followed by a marker line: output beyond the limit is dropped (the
+// job's descriptor appends, so it keeps writing at the new end, and is cut
+// again at the next check).
+func (s *Server) capLogs() {
+	type item struct {
+		id    string
+		limit int64
+	}
+	var items []item
+	s.mu.Lock()
+	for _, lj := range s.order {
+		if lj.att != nil && lj.att.proc != nil {
+			items = append(items, item{lj.rec.ID, s.logLimit(lj.rec.Tenant)})
+		}
+	}
+	s.mu.Unlock()
+	for _, it := range items {
+		capLog(s.logFile(it.id), it.limit)
+	}
+}
+
+// logLimit is the log size limit of tenant's jobs.
+func (s *Server) logLimit(tenant string) int64 {
+	if t := s.tenantByName(tenant); t != nil && t.Limits.MaxLogBytes > 0 {
+		return t.Limits.MaxLogBytes
+	}
+	return s.cfg.MaxLogBytes
+}
+
+// logMarker ends a log cut at limit bytes.
+func logMarker(limit int64) string {
+	return fmt.Sprintf("\n=== tide: output truncated: the log reached its limit of %d bytes (limits.max_log_bytes); the rest is dropped\n", limit)
+}
+
+// capLog cuts the log at path to limit bytes and the marker, if it is
+// longer.
+func capLog(path string, limit int64) {
+	fi, err := os.Stat(path)
+	marker := logMarker(limit)
+	if err != nil || fi.Size() <= limit+int64(len(marker)) {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if err := f.Truncate(limit); err != nil {
+		return
+	}
+	_, _ = f.WriteAt([]byte(marker), limit)
 }

@@ -20,6 +20,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,6 +77,25 @@ type Config struct {
 	// their checkpoints at the next start). By default they keep running
 	// and the next server re-adopts them.
 	StopJobsOnExit bool
+	// MaxLogBytes is the size a job's output log may reach (default
+	// 1 GiB); a tenant's limits.max_log_bytes overrides it. Output beyond
+	// it is dropped after a marker line.
+	MaxLogBytes int64
+	// TLSCert and TLSKey, when set, are the PEM files of the certificate
+	// (chain) and key the API is served with over HTTPS. Jobs then report
+	// through $TIDE_REPORT_FILE (no $TIDE_REPORT_URL: they would have to
+	// verify the certificate).
+	TLSCert, TLSKey string
+	// Retention, when positive, is how long a finished (failed,
+	// cancelled, declined) job's files are kept: its log, checkpoint,
+	// report file and default working directory are removed that long
+	// after it ended (its record stays).
+	Retention time.Duration
+	// SingleUser runs every tenant's jobs as the server's own Unix user.
+	// Without it, a server run as root runs each tenant's jobs as the
+	// tenant's user, and a server not run as root refuses a second tenant
+	// (its jobs could read everything the server can).
+	SingleUser bool
 	// ReportURL is the base URL jobs report to (default: the listener's
 	// address, 127.0.0.1 for a wildcard one).
 	ReportURL string
@@ -99,6 +119,7 @@ type Server struct {
 	policyName string
 	placerName string
 	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
+	isolate    bool // run jobs as their tenants' Unix users (root, not SingleUser)
 	log        *slog.Logger
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
@@ -112,11 +133,16 @@ type Server struct {
 	busy     []*attempt // per cluster GPU: the attempt whose process may occupy it
 	tmu      sync.RWMutex
 	mmu      sync.Mutex               // guards metrics.requests
-	tenants  map[string]*store.Tenant // by token hash; guarded by tmu
+	tenants  map[string]*store.Tenant // by name; guarded by tmu
+	tokens   map[string]*store.Tenant // by token hash; guarded by tmu
 	dirty    map[*liveJob]bool        // records changed since the last commit
 	events   []*store.Event           // events not yet committed
 	after    []func()                 // actions to run once the next commit is durable
 	metrics  metrics
+	rates    rateLimiter
+	quotas   *quotaPolicy
+	deps     map[*liveJob]bool // waiting jobs with dependencies; under mu
+	tls      *tls.Config       // nil: plain HTTP
 	closed   bool
 	report   string // base URL for TIDE_REPORT_URL
 	lastSave time.Time
@@ -177,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = time.Second
 	}
+	if cfg.MaxLogBytes <= 0 {
+		cfg.MaxLogBytes = 1 << 30
+	}
 	cfg.MaxRetries = max(cfg.MaxRetries, 0)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -191,10 +220,25 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
-		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
-		busy: make([]*attempt, c.TotalGPUs())}
+		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
+	if cfg.TLSCert != "" || cfg.TLSKey != "" {
+		if cfg.TLSCert == "" || cfg.TLSKey == "" {
+			return nil, errors.New("server: --tls-cert and --tls-key go together")
+		}
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("server: --tls-cert/--tls-key: %w", err)
+		}
+		s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if s.isolate {
+		if err := s.prepareDataDir(); err != nil {
+			return nil, err
+		}
+	}
 	db, err := store.Open(dataDir)
 	if err != nil {
 		return nil, err
@@ -215,7 +259,7 @@ func (s *Server) setup() error {
 			return err
 		}
 		for i := range tenants {
-			s.tenants[tenants[i].TokenHash] = &tenants[i]
+			s.putTenant(&tenants[i])
 		}
 		return tx.Jobs(func(j *store.Job) error { recs = append(recs, j); return nil })
 	})
@@ -224,6 +268,9 @@ func (s *Server) setup() error {
 	}
 	if err := s.setupAdmin(); err != nil {
 		return err
+	}
+	if err := checkIsolation(geteuid(), len(s.tenants), s.cfg.SingleUser); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Seq < recs[b].Seq })
 	if info, ok := policy.Lookup(s.cfg.Policy); ok {
@@ -248,7 +295,8 @@ func (s *Server) setup() error {
 		return fmt.Errorf("server: --placer: %w", err)
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
-	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: pol, Placer: pl, Clock: s.clk})
+	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked}
+	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: s.quotas, Placer: pl, Clock: s.clk})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -300,22 +348,20 @@ func (s *Server) putAdmin(hash string, now float64) error {
 	t := &store.Tenant{Name: "admin", TokenHash: hash, Admin: true, Created: now}
 	err := s.db.Update(func(tx *store.Tx) error {
 		if old, err := tx.Tenant("admin"); err == nil {
+			*t = *old
 			if old.TokenHash == hash {
 				return nil
 			}
-			t.Created = old.Created
+			t.TokenHash = hash
 		}
 		return tx.PutTenant(t)
 	})
 	if err != nil {
 		return fmt.Errorf("server: admin tenant: %w", err)
 	}
-	for h, old := range s.tenants {
-		if old.Name == "admin" {
-			delete(s.tenants, h)
-		}
-	}
-	s.tenants[hash] = t
+	s.tmu.Lock()
+	s.putTenant(t)
+	s.tmu.Unlock()
 	return nil
 }
 
@@ -362,6 +408,9 @@ func (s *Server) recover(r *store.Job) {
 		return
 	}
 	lj.j = j
+	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
+		s.deps[lj] = true
+	}
 	st := s.eng.Job(r.ID)
 	e := r.Engine
 	st.Attained, st.Executed, st.Waited = e.Attained, e.Executed, e.Waited
@@ -613,11 +662,16 @@ func (s *Server) syncEngine(lj *liveJob) {
 		LastStop: st.LastStop, Memo: st.Memo}
 }
 
-// Start serves the API on ln and starts scheduling.
+// Start serves the API on ln (over TLS when Config.TLSCert is set) and
+// starts scheduling.
 func (s *Server) Start(ln net.Listener) {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	s.mu.Lock()
 	s.report = s.cfg.ReportURL
-	if s.report == "" {
+	// Over TLS, jobs report through their report file.
+	if s.report == "" && s.tls == nil {
 		host, port, _ := net.SplitHostPort(ln.Addr().String())
 		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 			host = "127.0.0.1"

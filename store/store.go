@@ -67,6 +67,11 @@ type Job struct {
 	// IdempotencyKey is the key the job was submitted with, if any
 	// (forgotten with the job).
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Held: the job may not start until released.
+	Held bool `json:"held,omitempty"`
+	// Purged is when the job's files (log, checkpoint, report) were
+	// removed by the retention rule, Unix seconds; 0 while they are kept.
+	Purged float64 `json:"purged,omitempty"`
 
 	// The job's last report.
 	Progress   float64 `json:"progress,omitempty"`
@@ -164,6 +169,11 @@ func (j *Job) Clone() *Job {
 		r := *j.Spec.MaxRetries
 		c.Spec.MaxRetries = &r
 	}
+	c.Spec.After = append([]string(nil), j.Spec.After...)
+	if j.Spec.ArrayIndex != nil {
+		i := *j.Spec.ArrayIndex
+		c.Spec.ArrayIndex = &i
+	}
 	if j.Perf != nil {
 		p := *j.Perf
 		p.Observations = append([]goodput.Observation(nil), j.Perf.Observations...)
@@ -188,6 +198,10 @@ type Tenant struct {
 	TokenHash string  `json:"token_hash"`
 	Admin     bool    `json:"admin,omitempty"`
 	Created   float64 `json:"created"`
+	// User is the Unix user (name, UID or UID:GID) the tenant's jobs run
+	// as when tide serve runs as root.
+	User   string     `json:"user,omitempty"`
+	Limits api.Limits `json:"limits"`
 }
 
 // Event is one entry of the event log.
@@ -372,17 +386,20 @@ func (t *Tx) Events(jobID string) ([]Event, error) {
 	return out, err
 }
 
-// PutTenant creates or replaces a tenant; its token hash is indexed. A hash
-// already used by another tenant is refused.
+// PutTenant creates or replaces a tenant; its token hash is indexed (an
+// empty hash is a revoked token: none works). A hash already used by
+// another tenant is refused.
 func (t *Tx) PutTenant(tn *Tenant) error {
 	if !api.TenantName(tn.Name) {
 		return fmt.Errorf("store: tenant %q: invalid name", tn.Name)
 	}
 	tokens := t.tx.Bucket(bTokens)
-	if owner := tokens.Get([]byte(tn.TokenHash)); owner != nil && string(owner) != tn.Name {
-		return fmt.Errorf("store: tenant %s: token already in use", tn.Name)
+	if tn.TokenHash != "" {
+		if owner := tokens.Get([]byte(tn.TokenHash)); owner != nil && string(owner) != tn.Name {
+			return fmt.Errorf("store: tenant %s: token already in use", tn.Name)
+		}
 	}
-	if old, err := t.Tenant(tn.Name); err == nil && old.TokenHash != tn.TokenHash {
+	if old, err := t.Tenant(tn.Name); err == nil && old.TokenHash != tn.TokenHash && old.TokenHash != "" {
 		if err := tokens.Delete([]byte(old.TokenHash)); err != nil {
 			return fmt.Errorf("store: tenant %s: %w", tn.Name, err)
 		}
@@ -394,7 +411,28 @@ func (t *Tx) PutTenant(tn *Tenant) error {
 	if err := t.tx.Bucket(bTenants).Put([]byte(tn.Name), data); err != nil {
 		return fmt.Errorf("store: tenant %s: %w", tn.Name, err)
 	}
+	if tn.TokenHash == "" {
+		return nil
+	}
 	return tokens.Put([]byte(tn.TokenHash), []byte(tn.Name))
+}
+
+// DeleteTenant removes a tenant and its token; ErrNotFound when there is
+// none. Its jobs stay.
+func (t *Tx) DeleteTenant(name string) error {
+	old, err := t.Tenant(name)
+	if err != nil {
+		return err
+	}
+	if old.TokenHash != "" {
+		if err := t.tx.Bucket(bTokens).Delete([]byte(old.TokenHash)); err != nil {
+			return fmt.Errorf("store: tenant %s: %w", name, err)
+		}
+	}
+	if err := t.tx.Bucket(bTenants).Delete([]byte(name)); err != nil {
+		return fmt.Errorf("store: tenant %s: %w", name, err)
+	}
+	return nil
 }
 
 // Tenant reads a tenant by name.

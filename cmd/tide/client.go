@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,8 +40,8 @@ Flags:
 `
 
 type clientFlags struct {
-	server, token, config string
-	json                  bool
+	server, token, config, caCert string
+	json                          bool
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -47,12 +49,14 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.token, "token", "", "API `TOKEN` (default $TIDE_TOKEN or the config file)")
 	fs.StringVar(&c.config, "config", "", "config `FILE` (default $TIDE_CONFIG or ~/.config/tide/config.yaml)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+	fs.StringVar(&c.caCert, "ca-cert", "", "PEM `FILE` of the CA (or self-signed certificate) an https server's certificate is verified against (default $TIDE_CA_CERT, the config file's ca_cert, or the system's roots)")
 }
 
 type clientConfig struct {
 	Server    string `yaml:"server"`
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	CACert    string `yaml:"ca_cert"`
 }
 
 func (c *clientFlags) client() (*api.Client, error) {
@@ -91,7 +95,17 @@ func (c *clientFlags) client() (*api.Client, error) {
 	if token == "" {
 		return nil, usageError{errors.New("no API token: pass --token, set TIDE_TOKEN or put 'token:' in the config file (a server's admin token is in its DATA_DIR/admin.token)")}
 	}
-	return api.NewClient(server, token), nil
+	cl := api.NewClient(server, token)
+	if ca := first(c.caCert, os.Getenv("TIDE_CA_CERT"), cfg.CACert); ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-cert: %w", err)
+		}
+		if err := cl.TrustCA(pem); err != nil {
+			return nil, fmt.Errorf("--ca-cert %s: %w", ca, err)
+		}
+	}
+	return cl, nil
 }
 
 func first(vals ...string) string {
@@ -186,6 +200,11 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	intFlag("max-local-bsz", "largest per-GPU batch that fits a GPU (larger ones use gradient accumulation)",
 		func(s *api.JobSpec, v int) { s.MaxLocalBsz = v })
 	stringFlag("tenant", "submit for this tenant (admin only)", func(s *api.JobSpec, v string) { s.Tenant = v })
+	after := fs.String("after", "", "`ID[,ID...]`: start after these jobs finish (exit 0); if one fails or is cancelled, this job fails without running")
+	array := fs.String("array", "", "`SPEC`: submit an array of jobs, one per index (0-99, 1,3,5 or 0-9,20), each with $TIDE_ARRAY_INDEX")
+	timeLimit := fs.Duration("time-limit", 0, "wall-clock limit (e.g. 2h): past it the job is stopped and fails")
+	hold := fs.Bool("hold", false, "submit held: the job starts only after 'tide release ID'")
+	wait := fs.Bool("wait", false, "wait for the job (every task of an array) to end; exit 0 if it finished, else its exit code (1 when it has none)")
 	idemKey := fs.String("idempotency-key", "", "`KEY` making the submission safe to retry: the server creates one job per key (a UUID, say); "+
 		"with it, tide submit retries by itself when the connection fails")
 	if err := fs.Parse(args); err != nil {
@@ -253,19 +272,141 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	if msg := api.CheckIdempotencyKey(*idemKey); msg != "" {
 		return usageError{fmt.Errorf("--idempotency-key: %s", msg)}
 	}
+	if *after != "" {
+		spec.After = strings.Split(*after, ",")
+	}
+	if set["time-limit"] {
+		if *timeLimit <= 0 {
+			return usageError{fmt.Errorf("--time-limit %s: want a positive duration such as 2h", *timeLimit)}
+		}
+		spec.TimeLimitS = timeLimit.Seconds()
+	}
+	if *hold {
+		spec.Hold = true
+	}
+	indices := []int{-1}
+	if *array != "" {
+		var err error
+		if indices, err = parseArray(*array); err != nil {
+			return usageError{fmt.Errorf("--array %q: %w", *array, err)}
+		}
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	j, err := submitJob(cl, spec, *idemKey, stderr)
-	if err != nil {
-		return err
+	var jobs []*api.Job
+	for _, i := range indices {
+		task, key := spec, *idemKey
+		if i >= 0 {
+			cp := *spec
+			cp.ArrayIndex = &i
+			if spec.Name != "" {
+				cp.Name = fmt.Sprintf("%s[%d]", spec.Name, i)
+			}
+			if key != "" {
+				key = fmt.Sprintf("%s-%d", key, i)
+			}
+			task = &cp
+		}
+		j, err := submitJob(cl, task, key, stderr)
+		if err != nil {
+			if len(jobs) > 0 {
+				return fmt.Errorf("array task %d (after %d submitted, %s to %s): %w", i, len(jobs), jobs[0].ID, jobs[len(jobs)-1].ID, err)
+			}
+			return err
+		}
+		jobs = append(jobs, j)
 	}
-	if c.json {
-		return printJSON(stdout, j)
+	switch {
+	case c.json && len(jobs) == 1:
+		if err := printJSON(stdout, jobs[0]); err != nil {
+			return err
+		}
+	case c.json:
+		list := api.JobList{}
+		for _, j := range jobs {
+			list.Jobs = append(list.Jobs, *j)
+		}
+		if err := printJSON(stdout, list); err != nil {
+			return err
+		}
+	case len(jobs) == 1:
+		fmt.Fprintf(stdout, "%s submitted (%s)\n", jobs[0].ID, jobs[0].State)
+	default:
+		fmt.Fprintf(stdout, "%d array tasks submitted: %s to %s\n", len(jobs), jobs[0].ID, jobs[len(jobs)-1].ID)
 	}
-	fmt.Fprintf(stdout, "%s submitted (%s)\n", j.ID, j.State)
+	if *wait {
+		return waitJobs(cl, jobs, stderr)
+	}
 	return nil
+}
+
+// parseArray reads --array: comma-separated indices and ranges A-B.
+func parseArray(spec string) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(spec, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q is not an index >= 0 or a range A-B", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a range A-B with A <= B", part)
+			}
+		}
+		if b > api.MaxArrayIndex || len(out)+(b-a+1) > 10000 {
+			return nil, fmt.Errorf("at most 10000 tasks, indices up to %d", api.MaxArrayIndex)
+		}
+		for i := a; i <= b; i++ {
+			if !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	return out, nil
+}
+
+// exitCodeError makes tide exit with code, having said msg.
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e exitCodeError) Error() string { return e.msg }
+
+// waitJobs polls jobs until each has ended. It returns nil when all
+// finished, else an exitCodeError with the exit code of the first that did
+// not (1 when it has none: cancelled, declined, lost).
+func waitJobs(cl *api.Client, jobs []*api.Job, stderr io.Writer) error {
+	var bad *api.Job
+	delay := 200 * time.Millisecond
+	for _, j := range jobs {
+		for !api.Terminal(j.State) {
+			time.Sleep(delay)
+			delay = min(2*delay, 2*time.Second)
+			got, err := cl.Job(context.Background(), j.ID)
+			if err != nil {
+				return err
+			}
+			*j = *got
+		}
+		if j.State != api.StateFinished && bad == nil {
+			bad = j
+		}
+	}
+	if bad == nil {
+		return nil
+	}
+	code := 1
+	if n := len(bad.Attempts); n > 0 && bad.Attempts[n-1].ExitCode != nil && *bad.Attempts[n-1].ExitCode != 0 {
+		code = *bad.Attempts[n-1].ExitCode
+	}
+	return exitCodeError{code: code, msg: fmt.Sprintf("job %s %s: %s (exit %d)", bad.ID, bad.State, bad.Reason, code)}
 }
 
 // submitJob submits spec; with an idempotency key it retries, up to five
@@ -324,33 +465,196 @@ func readJobFile(path string) (*api.JobSpec, error) {
 
 const jobsHelp = `Usage: tide jobs [flags]
 
-Lists the jobs the token may see (all of them for the admin).
+Lists the jobs the token may see (all of them for the admin), oldest
+first. --limit N shows a page of N; the next page is --after the last ID
+shown (tide prints the command).
 `
 
 func cmdJobs(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("jobs", jobsHelp, stderr, &c)
-	state := fs.String("state", "", "only jobs in this state (pending, running, preempted, finished, failed, cancelled, declined)")
+	state := fs.String("state", "", "only jobs in these states, comma-separated (pending, running, preempted, finished, failed, cancelled, declined)")
+	tenant := fs.String("tenant", "", "only this tenant's jobs (admin)")
+	limit := fs.Int("limit", 0, "show at most `N` jobs (1 to 10000; 0: all)")
+	after := fs.String("after", "", "start after job `ID` (the next page)")
 	if err := parseOnlyFlags(fs, args); err != nil {
 		return err
+	}
+	if *limit < 0 || *limit > 10000 {
+		return usageError{fmt.Errorf("--limit %d: want 1 to 10000 (0: all)", *limit)}
 	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	jobs, err := cl.Jobs(context.Background(), *state)
+	q := url.Values{}
+	for k, v := range map[string]string{"state": *state, "tenant": *tenant, "after": *after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if *limit > 0 {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	list, err := cl.ListJobs(context.Background(), q)
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return printJSON(stdout, api.JobList{Jobs: jobs})
+		return printJSON(stdout, list)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTENANT\tSTATE\tGPUS\tPROGRESS\tRESTARTS\tAGE")
 	now := time.Now()
-	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, dash(j.Name), j.Tenant, j.State, gpuColumn(&j),
+	for _, j := range list.Jobs {
+		st := j.State
+		if j.Held {
+			st += " (held)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, dash(j.Name), j.Tenant, st, gpuColumn(&j),
 			fmt.Sprintf("%.0f%%", 100*j.Progress), j.Restarts, age(now.Sub(j.Submitted)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if list.Next != "" {
+		fmt.Fprintf(stderr, "more jobs: tide jobs --limit %d --after %s\n", *limit, list.Next)
+	}
+	return nil
+}
+
+const holdHelp = `Usage: tide hold [flags] ID... | tide release [flags] ID...
+
+hold keeps waiting jobs from starting (a running job cannot be held);
+release lets them start.
+`
+
+func cmdHold(hold bool) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, stdout, stderr io.Writer) error {
+		var c clientFlags
+		name := map[bool]string{true: "hold", false: "release"}[hold]
+		fs := newClientFlagSet(name, holdHelp, stderr, &c)
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			return usageError{errors.New("want at least one job ID")}
+		}
+		cl, err := c.client()
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, id := range fs.Args() {
+			var j *api.Job
+			if hold {
+				j, err = cl.Hold(context.Background(), id)
+			} else {
+				j, err = cl.Release(context.Background(), id)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+				continue
+			}
+			if c.json {
+				if err := printJSON(stdout, j); err != nil {
+					return err
+				}
+				continue
+			}
+			what := "released"
+			if j.Held {
+				what = "held"
+			}
+			fmt.Fprintf(stdout, "%s %s (%s)\n", j.ID, what, j.State)
+		}
+		return errors.Join(errs...)
+	}
+}
+
+const usageHelp = `Usage: tide usage [flags]
+
+GPU-hours used per tenant, or per job with --by job, over a period (GPUs
+held x hours each attempt ran, counted inside the period). Admin sees every
+tenant; a tenant its own.
+`
+
+func cmdUsage(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("usage", usageHelp, stderr, &c)
+	since := fs.Duration("since", 0, "period: the last `D` (e.g. 24h, 720h; default: since the beginning)")
+	fromS := fs.String("from", "", "period start, RFC 3339 (instead of --since)")
+	toS := fs.String("to", "", "period end, RFC 3339 (default now)")
+	by := fs.String("by", "tenant", "rows per tenant or per job")
+	csvOut := fs.Bool("csv", false, "print CSV")
+	if err := parseOnlyFlags(fs, args); err != nil {
+		return err
+	}
+	if *by != "tenant" && *by != "job" {
+		return usageError{fmt.Errorf("--by %q: want tenant or job", *by)}
+	}
+	var from, to time.Time
+	var err error
+	if *since > 0 && *fromS != "" {
+		return usageError{errors.New("give --since or --from, not both")}
+	}
+	if *since > 0 {
+		from = time.Now().Add(-*since)
+	}
+	if *fromS != "" {
+		if from, err = time.Parse(time.RFC3339, *fromS); err != nil {
+			return usageError{fmt.Errorf("--from %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", *fromS)}
+		}
+	}
+	if *toS != "" {
+		if to, err = time.Parse(time.RFC3339, *toS); err != nil {
+			return usageError{fmt.Errorf("--to %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", *toS)}
+		}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	u, err := cl.Usage(context.Background(), from, to)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(stdout, u)
+	}
+	header := []string{"tenant", "jobs", "gpu_hours"}
+	var rows [][]string
+	if *by == "job" {
+		header = []string{"job", "name", "tenant", "state", "gpu_hours"}
+		for _, j := range u.Jobs {
+			rows = append(rows, []string{j.Job, j.Name, j.Tenant, j.State, strconv.FormatFloat(j.GPUHours, 'f', 4, 64)})
+		}
+	} else {
+		hours, count := map[string]float64{}, map[string]int{}
+		var names []string
+		for _, j := range u.Jobs {
+			if count[j.Tenant] == 0 {
+				names = append(names, j.Tenant)
+			}
+			hours[j.Tenant] += j.GPUHours
+			count[j.Tenant]++
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			rows = append(rows, []string{n, strconv.Itoa(count[n]), strconv.FormatFloat(hours[n], 'f', 4, 64)})
+		}
+	}
+	if *csvOut {
+		w := csv.NewWriter(stdout)
+		_ = w.Write(header)
+		_ = w.WriteAll(rows)
+		return w.Error()
+	}
+	fmt.Fprintf(stdout, "GPU-hours from %s to %s\n", u.From.Local().Format(time.RFC3339), u.To.Local().Format(time.RFC3339))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(header, "\t")))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }
@@ -674,50 +978,163 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-const tenantHelp = `Usage: tide tenant add NAME | tide tenant list
+const tenantHelp = `Usage: tide tenant COMMAND [flags] ...
 
-Creates a tenant and prints its API token (shown only once), or lists the
-tenants. Admin only.
+Manages tenants (admin only):
+
+  tide tenant add NAME [--user USER] [limits]   create; prints its token (shown only now)
+  tide tenant set NAME [--user USER] [limits]   change its Unix user or limits
+  tide tenant list                              list tenants, users and limits
+  tide tenant rotate NAME                       new token (printed); the old one stops working
+  tide tenant revoke NAME                       no token works until the next rotate
+  tide tenant delete NAME [--cancel-jobs]       delete (its unfinished jobs must be cancelled)
+
+--user is the Unix user (NAME, UID or UID:GID) the tenant's jobs run as when
+tide serve runs as root. Limits (0: none): --max-gpus (a quota of GPUs in
+use), --max-queued (jobs waiting), --submit-rate (submissions a second per
+token), --max-log-bytes (per job; default the server's --max-log-bytes).
 `
 
 func cmdTenant(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("tenant", tenantHelp, stderr, &c)
-	if err := fs.Parse(args); err != nil {
-		return err
+	user := fs.String("user", "", "Unix `USER` (NAME, UID or UID:GID) the tenant's jobs run as when tide serve runs as root")
+	var lim api.Limits
+	fs.IntVar(&lim.MaxGPUs, "max-gpus", 0, "quota: most GPUs the tenant's jobs hold at once (0: no limit)")
+	fs.IntVar(&lim.MaxQueued, "max-queued", 0, "most jobs the tenant may have waiting to run (0: no limit)")
+	fs.Float64Var(&lim.SubmitRate, "submit-rate", 0, "most submissions a second per token (0: no limit)")
+	fs.Int64Var(&lim.MaxLogBytes, "max-log-bytes", 0, "size a job's log may reach (0: the server's default)")
+	cancelJobs := fs.Bool("cancel-jobs", false, "with delete: cancel the tenant's unfinished jobs")
+	// Flags may come before or after the subcommand and name.
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	rest := fs.Args()
-	if len(rest) == 0 || (rest[0] == "add" && len(rest) != 2) || (rest[0] == "list" && len(rest) != 1) || (rest[0] != "add" && rest[0] != "list") {
-		return usageError{errors.New("want 'add NAME' or 'list'")}
+	want := map[string]int{"add": 2, "set": 2, "list": 1, "rotate": 2, "revoke": 2, "delete": 2}
+	if len(rest) == 0 || want[rest[0]] != len(rest) {
+		return usageError{errors.New("want 'add NAME', 'set NAME', 'list', 'rotate NAME', 'revoke NAME' or 'delete NAME'")}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	limitsSet := set["max-gpus"] || set["max-queued"] || set["submit-rate"] || set["max-log-bytes"]
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
-	if rest[0] == "add" {
-		t, err := cl.CreateTenant(context.Background(), rest[1])
+	ctx := context.Background()
+	var t *api.Tenant
+	switch rest[0] {
+	case "add":
+		req := &api.NewTenant{Name: rest[1], User: *user}
+		if limitsSet {
+			req.Limits = &lim
+		}
+		t, err = cl.CreateTenantWith(ctx, req)
+	case "set":
+		u := &api.TenantUpdate{}
+		if set["user"] {
+			u.User = user
+		}
+		if limitsSet {
+			// Limits are replaced whole: start from the current ones.
+			ts, err := cl.Tenants(ctx)
+			if err != nil {
+				return err
+			}
+			cur := api.Limits{}
+			for _, x := range ts {
+				if x.Name == rest[1] {
+					cur = x.Limits
+				}
+			}
+			fs.Visit(func(f *flag.Flag) {
+				switch f.Name {
+				case "max-gpus":
+					cur.MaxGPUs = lim.MaxGPUs
+				case "max-queued":
+					cur.MaxQueued = lim.MaxQueued
+				case "submit-rate":
+					cur.SubmitRate = lim.SubmitRate
+				case "max-log-bytes":
+					cur.MaxLogBytes = lim.MaxLogBytes
+				}
+			})
+			u.Limits = &cur
+		}
+		if u.User == nil && u.Limits == nil {
+			return usageError{errors.New("tenant set: nothing to change: give --user or a limit")}
+		}
+		t, err = cl.UpdateTenant(ctx, rest[1], u)
+	case "rotate":
+		t, err = cl.RotateToken(ctx, rest[1])
+	case "revoke":
+		t, err = cl.RevokeToken(ctx, rest[1])
+	case "delete":
+		ids, err := cl.DeleteTenant(ctx, rest[1], *cancelJobs)
 		if err != nil {
 			return err
 		}
 		if c.json {
-			return printJSON(stdout, t)
+			return printJSON(stdout, map[string]any{"deleted": rest[1], "cancelled": ids})
 		}
-		fmt.Fprintf(stdout, "tenant %s created; its token (shown only now):\n%s\n", t.Name, t.Token)
+		fmt.Fprintf(stdout, "tenant %s deleted", rest[1])
+		if len(ids) > 0 {
+			fmt.Fprintf(stdout, "; cancelled %s", strings.Join(ids, " "))
+		}
+		fmt.Fprintln(stdout)
 		return nil
+	case "list":
+		ts, err := cl.Tenants(ctx)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return printJSON(stdout, map[string]any{"tenants": ts})
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tADMIN\tUSER\tMAX GPUS\tMAX QUEUED\tSUBMIT/S\tMAX LOG\tTOKEN\tCREATED")
+		for _, t := range ts {
+			tok := "valid"
+			if t.Revoked {
+				tok = "revoked"
+			}
+			l := t.Limits
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Admin, dash(t.User), limitCol(float64(l.MaxGPUs)),
+				limitCol(float64(l.MaxQueued)), limitCol(l.SubmitRate), limitCol(float64(l.MaxLogBytes)), tok, stamp(&t.Created))
+		}
+		return tw.Flush()
 	}
-	ts, err := cl.Tenants(context.Background())
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return printJSON(stdout, map[string]any{"tenants": ts})
+		return printJSON(stdout, t)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADMIN\tCREATED")
-	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%v\t%s\n", t.Name, t.Admin, stamp(&t.Created))
+	switch {
+	case rest[0] == "add":
+		fmt.Fprintf(stdout, "tenant %s created; its token (shown only now):\n%s\n", t.Name, t.Token)
+	case rest[0] == "rotate":
+		fmt.Fprintf(stdout, "tenant %s has a new token (shown only now; the old one no longer works):\n%s\n", t.Name, t.Token)
+	case rest[0] == "revoke":
+		fmt.Fprintf(stdout, "tenant %s's token revoked ('tide tenant rotate %s' gives it a new one)\n", t.Name, t.Name)
+	default:
+		fmt.Fprintf(stdout, "tenant %s updated\n", t.Name)
 	}
-	return tw.Flush()
+	return nil
+}
+
+func limitCol(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // parseOnlyFlags parses args into fs for a command that takes flags and no

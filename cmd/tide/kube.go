@@ -52,6 +52,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	var ui kube.UIFlags
+	ui.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kubeHelp)
 		fs.PrintDefaults()
@@ -89,6 +91,11 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
+	if url, err := ui.Start(ctx, s); err != nil {
+		return usageError{err}
+	} else if url != "" {
+		fmt.Fprintf(stdout, "tide kube: web console on %s\n", url)
+	}
 	return s.Run(ctx)
 }
 

@@ -24,7 +24,10 @@ Usage:
   tide cancel ID...     cancel jobs
   tide logs [-f] ID     print (or follow) a job's output
   tide cluster          show the server's GPUs and queue
-  tide tenant add NAME  create a tenant and print its token (admin; also: tenant list)
+  tide hold|release ID  keep a waiting job from starting, or let it start
+  tide usage            GPU-hours per tenant or job over a period (table or CSV)
+  tide tenant add NAME  create a tenant and print its token (admin; also set, list, rotate, revoke, delete)
+  tide completion SHELL print the shell completion script (bash, zsh or fish)
   tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs)
   tide help [command]   show help
 
@@ -69,6 +72,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCluster(args[1:], stdout, stderr)
 	case "tenant":
 		err = cmdTenant(args[1:], stdout, stderr)
+	case "hold":
+		err = cmdHold(true)(args[1:], stdout, stderr)
+	case "release":
+		err = cmdHold(false)(args[1:], stdout, stderr)
+	case "usage":
+		err = cmdUsage(args[1:], stdout, stderr)
+	case "completion":
+		err = cmdCompletion(args[1:], stdout, stderr)
 	case "kube":
 		err = cmdKube(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -86,6 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tide %s: %v\n", args[0], err)
+		var ce exitCodeError
+		if errors.As(err, &ce) {
+			return ce.code
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			return 2

@@ -56,6 +56,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	retries := fs.Int("max-retries", 3, "default retry limit for jobs that exit non-zero")
 	backoff := fs.Duration("retry-backoff", time.Second, "delay before the first retry (doubled per failure, at most 1m)")
 	adminFile := fs.String("admin-token-file", "", "`FILE` holding the admin token (default: generated at the first start into DIR/admin.token)")
+	singleUser := fs.Bool("single-user", false, "run every tenant's jobs as tide serve's own Unix user. Without it, tide serve run as root runs each tenant's jobs as the "+
+		"tenant's Unix user ('tide tenant add NAME --user USER'), and not run as root it refuses a second tenant (its jobs could read the others' and the admin token)")
+	tlsCert := fs.String("tls-cert", "", "`FILE`: PEM certificate (chain) to serve the API over HTTPS (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "`FILE`: PEM private key of --tls-cert")
+	insecure := fs.Bool("insecure", false, "allow --listen on a non-loopback address without TLS (tokens then cross the network in the clear)")
+	maxLog := fs.Int64("max-log-bytes", 1<<30, "size a job's output log may reach; the rest is dropped after a marker line (a tenant's limits.max_log_bytes overrides it)")
+	retention := fs.Duration("retention", 0, "remove a finished job's files (log, checkpoint, report) this long after it ended (e.g. 720h; 0 keeps them)")
 	stopJobs := fs.Bool("stop-jobs-on-exit", false, "stop running jobs when tide serve exits (default: leave them running, to be re-adopted)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -80,6 +87,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Errorf("--log-format %q: want text or json", *logFormat)}
 	}
+	if err := checkListen(*listen, *tlsCert != "", *insecure); err != nil {
+		return usageError{err}
+	}
+	if *maxLog < 1024 {
+		return usageError{fmt.Errorf("--max-log-bytes %d: want at least 1024", *maxLog)}
+	}
 	devs, err := localexec.Discover(*gpus)
 	if err != nil {
 		if errors.Is(err, localexec.ErrNoGPUs) {
@@ -89,7 +102,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := server.New(server.Config{DataDir: *dataDir, GPUs: devs, Policy: *pol, Placer: *placer, Round: *round,
 		Grace: *grace, MaxRetries: *retries, RetryBackoff: *backoff, AdminTokenFile: *adminFile,
-		StopJobsOnExit: *stopJobs, Logger: logger})
+		StopJobsOnExit: *stopJobs, SingleUser: *singleUser, TLSCert: *tlsCert, TLSKey: *tlsKey, MaxLogBytes: *maxLog, Retention: *retention, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -103,7 +116,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if f := s.AdminTokenFile(); f != "" {
 		fmt.Fprintf(stdout, "admin token written to %s\n", f)
 	}
-	fmt.Fprintf(stdout, "tide serve: listening on http://%s (%s, policy %s, data in %s)\n", ln.Addr(), s.Cluster(), *pol, *dataDir)
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "tide serve: listening on %s://%s (%s, policy %s, data in %s)\n", scheme, ln.Addr(), s.Cluster(), *pol, *dataDir)
 	s.Start(ln)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -123,4 +140,25 @@ func parseLogLevel(s string) (slog.Level, error) {
 		return 0, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", s)}
 	}
 	return level, nil
+}
+
+// checkListen refuses to serve the API in the clear beyond this machine:
+// a --listen address that is not loopback needs TLS or --insecure.
+func checkListen(addr string, tls, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want host:port: %w", addr, err)
+	}
+	if tls || insecure || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	what := host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		what = "every interface"
+	}
+	return fmt.Errorf("--listen %s serves the API on %s without TLS: tokens would cross the network in the clear. "+
+		"Give --tls-cert and --tls-key, listen on 127.0.0.1, or pass --insecure to accept it", addr, what)
 }

@@ -74,7 +74,7 @@ func serve(t *testing.T, bin, dir string, extra ...string) *served {
 func serveGPUs(t *testing.T, bin, dir string, extra ...string) *served {
 	t.Helper()
 	args := append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0",
-		"--round", "200ms", "--grace", "2s", "--retry-backoff", "50ms", "--log-format", "json"}, extra...)
+		"--round", "200ms", "--grace", "2s", "--retry-backoff", "50ms", "--log-format", "json", "--single-user"}, extra...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(dir, "..", "serve-"+filepath.Base(dir)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -81,7 +81,7 @@ function fmtDur(s) {
 }
 const fmtIn = t => t ? fmtDur((new Date(t) - Date.now()) / 1000) : '—';
 const pct = x => Math.round(100 * x) + '%';
-const num = (x, d = 1) => x == null ? '—' : Number(x).toFixed(d);
+const num = (x, d = 1) => x == null ? '—' : Number(x).toFixed(x !== 0 && Math.abs(x) < 1 ? Math.max(d, 3) : d);
 
 // Okabe & Ito's colour-blind-safe palette (black left out: it marks down
 // GPUs); a name always gets the same colour, and every cell also says its
@@ -433,6 +433,9 @@ function Tenants({ tick, onErr }) {
 
 // ---- utilisation -----------------------------------------------------
 
+// Use is a step function: a sample holds until the next.
+const steps = uPlot.paths.stepped({ align: 1 });
+
 function Chart({ samples }) {
   const ref = useRef(null);
   const plot = useRef(null);
@@ -443,9 +446,9 @@ function Chart({ samples }) {
     if (!plot.current) {
       plot.current = new uPlot({
         width, height: 280, scales: { x: { time: true } },
-        series: [{}, { label: 'GPUs up', stroke: '#000', width: 1, dash: [4, 4] },
-          { label: 'allocated', stroke: '#E69F00', width: 2, fill: 'rgba(230,159,0,0.15)' },
-          { label: 'useful', stroke: '#0072B2', width: 2, fill: 'rgba(0,114,178,0.2)' }],
+        series: [{}, { label: 'GPUs up', stroke: '#000', width: 1, dash: [4, 4], paths: steps },
+          { label: 'allocated', stroke: '#E69F00', width: 2, fill: 'rgba(230,159,0,0.25)', paths: steps },
+          { label: 'useful', stroke: '#0072B2', width: 2, dash: [8, 3], fill: 'rgba(0,114,178,0.2)', paths: steps }],
         axes: [{}, { label: 'GPUs' }],
       }, data, el);
     } else plot.current.setData(data);

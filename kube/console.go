@@ -1,0 +1,181 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tide-sched/tide/console"
+	"github.com/tide-sched/tide/engine"
+)
+
+// ServeConsole serves the web console (package console) on ln until ctx
+// ends: the engine's decisions and the pods the informers list, read-only
+// (tide kube does not cancel, hold or release). tokens authenticates.
+func (s *Scheduler) ServeConsole(ctx context.Context, ln net.Listener, tokens *console.Tokens) error {
+	c := console.New(consoleSource{s: s, tokens: tokens}, console.Options{})
+	go c.Run(ctx)
+	ui := c.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("/ui/", ui)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(c.Close)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// consoleSource is the scheduler as the console's Source and Replayer.
+type consoleSource struct {
+	s      *Scheduler
+	tokens *console.Tokens
+}
+
+func (cs consoleSource) Auth(token string) (console.Principal, bool) { return cs.tokens.Auth(token) }
+
+func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
+	s := cs.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &console.Snapshot{Time: console.Unix(s.cfg.Clock.Now()), Kind: "tide kube", Policy: s.pol.Name(), Quotas: s.cfg.Quotas}
+	for t := range s.cfg.Quotas {
+		out.Tenants = append(out.Tenants, t)
+	}
+	sort.Strings(out.Tenants)
+	if s.eng == nil {
+		return out, nil // no round has seen GPUs yet
+	}
+	out.Rounds = s.eng.Rounds()
+	out.Nodes = console.EngineNodes(s.eng.Snapshot().Cluster, s.eng, nil)
+	for id, w := range s.work {
+		st := s.eng.Job(id)
+		if st == nil {
+			continue
+		}
+		out.Jobs = append(out.Jobs, consoleJob(id, w, st))
+	}
+	return out, nil
+}
+
+// consoleJob is the console's row of a workload. Under mu.
+func consoleJob(id string, w *workload, st *engine.Status) console.Job {
+	j := console.Job{ID: id, Name: w.ns + "/" + w.name, Tenant: w.tenant, State: string(st.State),
+		Submitted: console.Unix(w.created)}
+	if st.FirstStart > 0 {
+		t := console.Unix(st.FirstStart)
+		j.Started = &t
+	}
+	if st.Finish > 0 {
+		t := console.Unix(st.Finish)
+		j.Ended = &t
+	}
+	console.FromStatus(&j, st)
+	if st.Work > 0 {
+		j.Progress = min(1, st.Progress/st.Work)
+	}
+	if st.State.Terminal() {
+		j.Held, j.RemainingS = 0, 0
+		return j
+	}
+	// Useful when every pod of the job runs.
+	running := 0
+	for _, p := range w.pods {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	j.Working = j.Held > 0 && running == len(w.pods)
+	return j
+}
+
+func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail, error) {
+	s := cs.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.work[id]
+	if s.eng == nil || w == nil || !(p.Admin || p.Tenant == w.tenant) {
+		return nil, console.ErrNotFound
+	}
+	st := s.eng.Job(id)
+	if st == nil {
+		return nil, console.ErrNotFound
+	}
+	d := &console.Detail{Job: consoleJob(id, w, st), Events: []console.Event{}}
+	for _, pod := range w.pods {
+		msg := pod.Name
+		if n := s.nodeOf(pod); n != "" {
+			msg += " on " + n
+		}
+		d.Events = append(d.Events, console.Event{Time: pod.CreationTimestamp.Time, Kind: "pod " + string(pod.Status.Phase), Message: msg})
+	}
+	sort.Slice(d.Events, func(a, b int) bool { return d.Events[a].Time.Before(d.Events[b].Time) })
+	d.LogTail = "(tide kube does not read pod logs: kubectl logs -n " + w.ns + " POD)"
+	return d, nil
+}
+
+func (cs consoleSource) Replay() (*console.Replay, error) {
+	s := cs.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.eng == nil {
+		return nil, errors.New("no scheduling round has seen GPUs yet")
+	}
+	// The replay places with "pack": the worker placer tide kube uses is
+	// its own (whole workers per node).
+	return console.EngineReplay(s.eng, s.eng.Snapshot().Cluster, s.cfg.Policy, "pack", s.cfg.Round.Seconds(), console.Unix(s.cfg.Clock.Now())), nil
+}
+
+// UIFlags are tide kube's web console flags (docs/console.md).
+type UIFlags struct {
+	Listen, Tokens string
+}
+
+// Register adds --ui-listen and --ui-tokens to fs.
+func (u *UIFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&u.Listen, "ui-listen", "", "`ADDR` (host:port) to serve the web console on, a port of its own (default: no console; docs/console.md)")
+	fs.StringVar(&u.Tokens, "ui-tokens", "", "`FILE` of console tokens, one 'TENANT TOKEN' a line; tenant 'admin' sees everything (required with --ui-listen)")
+}
+
+// Start serves the console in the background until ctx ends, when
+// --ui-listen is set, and returns its URL ("" when off). Bad flags, an
+// unreadable token file and a port in use are errors.
+func (u *UIFlags) Start(ctx context.Context, s *Scheduler) (string, error) {
+	if u.Listen == "" {
+		if u.Tokens != "" {
+			return "", errors.New("--ui-tokens without --ui-listen: give the console's address too")
+		}
+		return "", nil
+	}
+	if u.Tokens == "" {
+		return "", errors.New("--ui-listen needs --ui-tokens FILE (one 'TENANT TOKEN' a line)")
+	}
+	toks, err := console.LoadTokens(u.Tokens)
+	if err != nil {
+		return "", fmt.Errorf("--ui-tokens: %w", err)
+	}
+	ln, err := net.Listen("tcp", u.Listen)
+	if err != nil {
+		return "", fmt.Errorf("--ui-listen: %w", err)
+	}
+	go func() {
+		if err := s.ServeConsole(ctx, ln, toks); err != nil {
+			s.log.Error("web console", "err", err)
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/", nil
+}
