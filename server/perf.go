@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/api"
@@ -40,10 +41,32 @@ func (s *Server) learn(lj *liveJob, rep *api.Report) {
 		}
 	}
 	if rep.GradSqr > 0 || rep.GradVar > 0 {
-		p := s.perfRecord(lj)
-		p.GradSqr, p.GradVar = rep.GradSqr, rep.GradVar
+		smoothGrad(s.perfRecord(lj), rep.GradSqr, rep.GradVar)
 	}
 	s.hint(lj)
+}
+
+// gradSmoothing is the weight a moving average of gradient statistics
+// keeps on the past at each report. AdaptDL smooths its gradient noise
+// estimates the same way (a bias-corrected exponential moving average of
+// the squared norm and of the variance, separately) because one estimate,
+// from one small batch, is noisy: taken alone it made Pollux's best batch
+// jump between the ends of its range from one report to the next.
+const gradSmoothing = 0.95
+
+// smoothGrad folds one report's gradient statistics into p.GradSqr and
+// p.GradVar, their bias-corrected exponential moving averages: with
+// n reports, the new one weighs (1-θ)/(1-θ^n) (all of it for the first),
+// θ = gradSmoothing. Written as an update of the corrected average, so
+// equal reports leave it exactly unchanged.
+func smoothGrad(p *store.Perf, sqr, vr float64) {
+	p.GradReports++
+	w := 1.0 // (1-θ)/(1-θ) for the first, exactly
+	if p.GradReports > 1 {
+		w = (1 - gradSmoothing) / (1 - math.Pow(gradSmoothing, float64(p.GradReports)))
+	}
+	p.GradSqr += w * (sqr - p.GradSqr)
+	p.GradVar += w * (vr - p.GradVar)
 }
 
 func (s *Server) perfRecord(lj *liveJob) *store.Perf {

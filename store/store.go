@@ -111,8 +111,12 @@ type EngineStats struct {
 // its latest gradient statistics.
 type Perf struct {
 	Observations []goodput.Observation `json:"observations,omitempty"`
-	GradSqr      float64               `json:"grad_sqr,omitempty"`
-	GradVar      float64               `json:"grad_var,omitempty"`
+	// GradSqr and GradVar are the smoothed gradient statistics
+	// (bias-corrected exponential moving averages over GradReports
+	// reports), what the model uses.
+	GradSqr     float64 `json:"grad_sqr,omitempty"`
+	GradVar     float64 `json:"grad_var,omitempty"`
+	GradReports int     `json:"grad_reports,omitempty"`
 }
 
 // Attempt phases.
