@@ -23,10 +23,17 @@ import (
 // job when its GPUs fit (per GPU type, counted as the greedy policies do);
 // like FIFO with backfill, a job that does not fit does not block the jobs
 // behind it.
+//
+// BorrowLimits caps the GPUs a tenant may borrow beyond its quota (absent:
+// no cap). With Weights, borrowed GPUs are lent tenant by tenant, the
+// tenant with the fewest borrowed GPUs per unit of weight first (absent
+// weights count 1), instead of in the plan's order alone.
 type Quota struct {
-	Inner  engine.Policy
-	Limits map[string]int // GPUs guaranteed per tenant
-	Borrow bool
+	Inner        engine.Policy
+	Limits       map[string]int // GPUs guaranteed per tenant
+	Borrow       bool
+	BorrowLimits map[string]int // most GPUs borrowed per tenant; nil: no cap
+	Weights      map[string]int // lending weights per tenant; nil: the plan's order
 }
 
 // Name implements engine.Policy.
@@ -130,9 +137,18 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		return true
 	}
 	var plan engine.Plan
+	borrowed := map[string]int{}
 	admit := func(u quotaUnit, quota bool) bool {
 		if quota && !withinQuota(u) {
 			return false
+		}
+		if !quota {
+			for _, a := range u.as {
+				ten := byID[a.Job].Job.Tenant
+				if lim, ok := q.BorrowLimits[ten]; ok && borrowed[ten]+a.GPUs > lim {
+					return false
+				}
+			}
 		}
 		t := typeFor(&u.as[0])
 		if free[t] < u.as[0].GPUs {
@@ -142,6 +158,8 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		for _, a := range u.as {
 			if quota {
 				used[byID[a.Job].Job.Tenant] += a.GPUs
+			} else {
+				borrowed[byID[a.Job].Job.Tenant] += a.GPUs
 			}
 			plan.Run = append(plan.Run, a)
 		}
@@ -154,6 +172,7 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	if q.Borrow {
+		left = q.byWeight(left, byID, borrowed)
 		rest := left[:0]
 		for _, u := range left {
 			if !admit(u, false) {
@@ -271,4 +290,48 @@ func FormatQuotas(q map[string]int) string {
 		parts[i] = fmt.Sprintf("%s=%d", n, q[n])
 	}
 	return strings.Join(parts, ",")
+}
+
+// byWeight orders the units waiting to borrow with Weights: round by
+// round, the next unit of the tenant with the fewest GPUs lent per unit of
+// weight so far, counting each unit as lent (ties: the tenant that came
+// first). Without Weights the order stays.
+func (q *Quota) byWeight(left []quotaUnit, byID map[string]*engine.Status, borrowed map[string]int) []quotaUnit {
+	if q.Weights == nil || len(left) == 0 {
+		return left
+	}
+	queue := map[string][]quotaUnit{}
+	var tenants []string
+	for _, u := range left {
+		ten := byID[u.as[0].Job].Job.Tenant
+		if queue[ten] == nil {
+			tenants = append(tenants, ten)
+		}
+		queue[ten] = append(queue[ten], u)
+	}
+	weight := func(ten string) float64 {
+		if w, ok := q.Weights[ten]; ok && w > 0 {
+			return float64(w)
+		}
+		return 1
+	}
+	lent := map[string]int{}
+	for t, n := range borrowed {
+		lent[t] = n
+	}
+	out := make([]quotaUnit, 0, len(left))
+	for len(out) < len(left) {
+		b := -1
+		for k, ten := range tenants {
+			if len(queue[ten]) > 0 && (b < 0 || float64(lent[ten])/weight(ten) < float64(lent[tenants[b]])/weight(tenants[b])) {
+				b = k
+			}
+		}
+		ten := tenants[b]
+		u := queue[ten][0]
+		queue[ten] = queue[ten][1:]
+		lent[ten] += u.as[0].GPUs
+		out = append(out, u)
+	}
+	return out
 }
