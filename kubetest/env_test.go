@@ -199,25 +199,19 @@ func (s *scenario) node(name string, gpus int, typ string) {
 // node controllers.
 func (s *scenario) nodeStatus(name string, edit func(*corev1.Node)) {
 	s.t.Helper()
-	for i := 0; ; i++ {
-		n, err := s.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		edit(n)
-		_, err = s.cs.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) || i > 20 {
-			s.t.Fatal(err)
-		}
-	}
+	s.updateNode(name, edit, s.cs.CoreV1().Nodes().UpdateStatus)
 }
 
 // editNode changes a node's spec (cordon, taints), retrying on conflicts
 // with the node controllers.
 func (s *scenario) editNode(name string, edit func(*corev1.Node)) {
+	s.t.Helper()
+	s.updateNode(name, edit, s.cs.CoreV1().Nodes().Update)
+}
+
+// updateNode reads a node, edits it and writes it with write, retrying on
+// conflicts.
+func (s *scenario) updateNode(name string, edit func(*corev1.Node), write func(context.Context, *corev1.Node, metav1.UpdateOptions) (*corev1.Node, error)) {
 	s.t.Helper()
 	for i := 0; ; i++ {
 		n, err := s.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
@@ -225,7 +219,7 @@ func (s *scenario) editNode(name string, edit func(*corev1.Node)) {
 			s.t.Fatal(err)
 		}
 		edit(n)
-		_, err = s.cs.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		_, err = write(context.Background(), n, metav1.UpdateOptions{})
 		if err == nil {
 			return
 		}
