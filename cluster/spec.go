@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tide-sched/tide/decodemsg"
 )
 
 // Spec is the YAML/JSON description of a cluster:
@@ -198,7 +202,53 @@ func ParseShorthand(s string) (*Spec, error) {
 	return spec, nil
 }
 
-// Parse accepts either a shorthand ("16x4:t4") or the path of a YAML/JSON spec.
+// KnownGPUTypes lists, sorted, the GPU types tide knows the memory of
+// (DefaultGPUMemGiB); a spec may use another type by giving its
+// gpu_memory_gib.
+func KnownGPUTypes() []string {
+	return slices.Sorted(maps.Keys(DefaultGPUMemGiB))
+}
+
+// unknownType says that GPU type t is not one tide knows, and what to do.
+func unknownType(t string) error {
+	return fmt.Errorf("unknown GPU type %q; known types: %s", t, strings.Join(KnownGPUTypes(), ", "))
+}
+
+// CheckGPUTypes reports the first node group whose GPU type tide knows no
+// memory for (DefaultGPUMemGiB) and that does not give gpu_memory_gib, so
+// that a typo ("t44") is an error rather than a cluster of a type no trace
+// or model knows. Build itself accepts any type (tests and programs name
+// their own); Parse and LoadFile, which read users' input, check.
+func (s *Spec) CheckGPUTypes() error {
+	check := func(where string, nodes []NodeSpec) error {
+		for i, ns := range nodes {
+			t := strings.ToLower(strings.TrimSpace(ns.GPU))
+			if ns.GPUs > 0 && t != "" && ns.GPUMem == 0 && DefaultGPUMemGiB[t] == 0 {
+				return fmt.Errorf("cluster spec: %snodes[%d].gpu: %w (or declare it with its gpu_memory_gib)", where, i, unknownType(ns.GPU))
+			}
+		}
+		return nil
+	}
+	if err := check("", s.Nodes); err != nil {
+		return err
+	}
+	for _, site := range s.Sites {
+		where := fmt.Sprintf("site %q ", site.Name)
+		if err := check(where, site.Nodes); err != nil {
+			return err
+		}
+		for ri, rack := range site.Racks {
+			if err := check(fmt.Sprintf("%sracks[%d] ", where, ri), rack.Nodes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Parse accepts either a shorthand ("16x4:t4") or the path of a YAML/JSON
+// spec. A GPU type tide knows no memory for is an error, unless a spec
+// file gives its gpu_memory_gib (CheckGPUTypes).
 func Parse(arg string) (*Cluster, error) {
 	if _, err := os.Stat(arg); err == nil || strings.ContainsAny(arg, "/\\") ||
 		strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") || strings.HasSuffix(arg, ".json") {
@@ -208,10 +258,16 @@ func Parse(arg string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, rack := range spec.Sites[0].Racks {
+		if t := rack.Nodes[0].GPU; DefaultGPUMemGiB[t] == 0 {
+			return nil, fmt.Errorf("cluster %q: group %d: %w (another type needs a cluster spec file that gives its gpu_memory_gib; docs/simulator.md)", arg, i+1, unknownType(t))
+		}
+	}
 	return spec.Build()
 }
 
-// LoadFile reads a YAML or JSON cluster spec. Unknown fields are errors.
+// LoadFile reads a YAML or JSON cluster spec. Unknown fields are errors, and
+// so are GPU types without a known memory (CheckGPUTypes).
 func LoadFile(path string) (*Cluster, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -220,6 +276,9 @@ func LoadFile(path string) (*Cluster, error) {
 	spec, err := DecodeSpec(data, filepath.Ext(path) == ".json")
 	if err != nil {
 		return nil, fmt.Errorf("cluster spec %s: %w", path, err)
+	}
+	if err := spec.CheckGPUTypes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c, err := spec.Build()
 	if err != nil {
@@ -237,7 +296,7 @@ func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
-			return nil, emptyEOF(err)
+			return nil, decodemsg.JSON(emptyEOF(err), data)
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			return nil, fmt.Errorf("unexpected data after the spec")
@@ -247,7 +306,7 @@ func DecodeSpec(data []byte, asJSON bool) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {
-		return nil, emptyEOF(err)
+		return nil, decodemsg.YAML(emptyEOF(err))
 	}
 	for {
 		var doc yaml.Node

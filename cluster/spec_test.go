@@ -259,12 +259,13 @@ func TestLoadFileErrors(t *testing.T) {
 		want []string
 	}{
 		// Decoding: unknown fields and bad values.
-		{"unknown node field", "c.yaml", "nodes: [{gpus: 1, gpu: t4, gpu_mem: 16}]", []string{"line 1", "field gpu_mem not found"}},
+		{"unknown node field", "c.yaml", "nodes: [{gpus: 1, gpu: t4, gpu_mem: 16}]", []string{"line 1: field gpu_mem not found"}},
 		{"unknown top field", "c.yml", "site: []", []string{"field site not found"}},
 		{"unknown site field", "c.yaml", "sites:\n  - name: a\n    rack: []\n", []string{"line 3", "field rack not found"}},
 		{"unknown json field", "c.json", `{"nodes": [{"gpus": 1, "gpu": "t4", "gpu_mem": 16}]}`, []string{`unknown field "gpu_mem"`}},
-		{"not a number", "c.yaml", "nodes: [{gpus: four, gpu: t4}]", []string{"cannot unmarshal", "four"}},
-		{"json not a number", "c.json", `{"nodes": [{"gpus": "4"}]}`, []string{"cannot unmarshal", "gpus"}},
+		{"not a number", "c.yaml", "nodes: [{gpus: four, gpu: t4}]", []string{"line 1: got `four`, want a whole number"}},
+		{"json not a number", "c.json", `{"nodes": [{"gpus": "4"}]}`, []string{"line 1: field nodes.gpus: got a string, want a whole number"}},
+		{"not a list", "c.yaml", "sites:\n  - name: a\n    racks: {r: 1}\n", []string{"line 3: got a mapping (key: value), want a list"}},
 		{"yaml syntax", "c.yaml", "nodes: [", []string{"yaml"}},
 		{"json syntax", "c.json", `{"nodes": [}`, []string{"invalid character"}},
 		{"yaml as json", "c.json", "nodes: []", []string{"invalid character"}},
@@ -280,6 +281,10 @@ func TestLoadFileErrors(t *testing.T) {
 		{"negative gpus", "c.yaml", "nodes: [{gpus: -1, gpu: t4}]", []string{`site "default" rack "rack-0" nodes[0].gpus: must be >= 0, got -1`}},
 		{"type missing", "c.yaml", "nodes: [{gpus: 2}]", []string{`nodes[0].gpu: missing GPU type`}},
 		{"type blank", "c.json", `{"nodes": [{"gpus": 2, "gpu": "  "}]}`, []string{`nodes[0].gpu: missing GPU type`}},
+		// A type tide knows no memory for must come with gpu_memory_gib.
+		{"unknown type", "c.yaml", "sites: [{name: a, racks: [{name: r, nodes: [" + t4 + ", {gpus: 1, gpu: zz99}]}]}]",
+			[]string{`site "a" racks[0] nodes[1].gpu: unknown GPU type "zz99"; known types: `, "t4", "v100", "gpu_memory_gib"}},
+		{"unknown type top level", "c.json", `{"nodes": [{"gpus": 2, "gpu": "t4 extra"}]}`, []string{`nodes[0].gpu: unknown GPU type "t4 extra"`}},
 
 		// Site indexes name the user's sites list, even when top-level
 		// nodes add the implicit site "default" before it.
@@ -336,6 +341,12 @@ func TestLoadFileErrors(t *testing.T) {
 						t.Errorf("%s: error %q does not contain %q", name, err, w)
 					}
 				}
+				// The user wrote YAML or JSON, not Go.
+				for _, goName := range []string{"cluster.", "[]", " int", "!!", "Go struct"} {
+					if strings.Contains(err.Error(), goName) {
+						t.Errorf("%s: error %q names Go's %q", name, err, goName)
+					}
+				}
 			}
 		})
 	}
@@ -370,6 +381,11 @@ func TestParse(t *testing.T) {
 	if err := os.WriteFile(odd, []byte("nodes: [{gpus: 3, gpu: k80}]"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A type tide does not know, declared with its memory.
+	declared := filepath.Join(dir, "new-type.yaml")
+	if err := os.WriteFile(declared, []byte("nodes: [{count: 2, gpus: 4, gpu: zz99, gpu_memory_gib: 48}]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, arg string
 		chdir     string // run from this directory ("" = the package)
@@ -385,6 +401,11 @@ func TestParse(t *testing.T) {
 		{name: "missing path", arg: "specs/big", err: []string{"specs/big", "no such file"}},
 		{name: "bad shorthand", arg: "big", err: []string{`cluster "big"`, "want NODESxGPUS:TYPE"}},
 		{name: "bad shorthand count", arg: "0x1:t4", err: []string{`node count "0"`}},
+		// Unknown GPU types list the known ones; a spec file may declare one.
+		{name: "unknown type", arg: "16x4:zz99", err: []string{`cluster "16x4:zz99": group 1: unknown GPU type "zz99"; known types: `, "k80", "t4", "gpu_memory_gib"}},
+		{name: "type with a suffix", arg: "1x1:t4,16x4:t4:extra", err: []string{`group 2: unknown GPU type "t4:extra"`}},
+		{name: "upper-case type", arg: "2x4:T4", total: 8},
+		{name: "declared type", arg: declared, total: 8},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

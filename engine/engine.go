@@ -89,6 +89,8 @@ type Status struct {
 
 	since   float64 // time up to which Attained/Executed/Waited are counted
 	checked int     // the round in which check last saw this job planned
+	resized int     // the round in which Schedule found it placed elsewhere
+	planPos int     // 1 + its index in the last checked plan (a lookup hint), 0 if none
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -299,6 +301,13 @@ type Engine struct {
 	nDown   int
 	// warnings are every Plan.Warnings so far, with their rounds.
 	warnings []RoundWarning
+	// ended counts entries of active that have become terminal since the
+	// last compact: removing them lazily keeps Finish O(1).
+	ended int
+
+	// Scratch reused from round to round, so that a round in which
+	// nothing changes allocates nothing (rounds.go).
+	scratch scratch
 }
 
 // New makes an engine. All Config fields are required.
@@ -362,13 +371,17 @@ func lessSubmit(a, b *Status) bool {
 func (e *Engine) Job(id string) *Status { return e.jobs[id] }
 
 // Active returns the waiting and running jobs (shared; do not modify).
-func (e *Engine) Active() []*Status { return e.active }
+func (e *Engine) Active() []*Status {
+	e.compact()
+	return e.active
+}
 
 // Rounds is the number of scheduling rounds run.
 func (e *Engine) Rounds() int { return e.rounds }
 
 // Allocated is the number of GPUs held by jobs (a shared GPU counts once).
 func (e *Engine) Allocated() int {
+	e.compact()
 	n := 0
 	for _, st := range e.active {
 		if st.PackedWith == "" || st.Job.ID < st.PackedWith {
@@ -389,6 +402,15 @@ func (e *Engine) Report(id string, progress float64) error {
 		st.Progress = min(progress, st.Work)
 	}
 	return nil
+}
+
+// ReportStatus is Report for st, a status this engine handed out (in a
+// Change), without the lookup by ID: executors that report every running
+// job every round use it.
+func (e *Engine) ReportStatus(st *Status, progress float64) {
+	if progress > st.Progress {
+		st.Progress = min(progress, st.Work)
+	}
 }
 
 // Hint records a job's report of its own performance. The engine keeps the
@@ -424,12 +446,7 @@ func (e *Engine) end(id string, s job.State) error {
 	}
 	e.release(st)
 	st.State, st.Finish = s, now
-	for i, a := range e.active {
-		if a == st {
-			e.active = append(e.active[:i], e.active[i+1:]...)
-			break
-		}
-	}
+	e.ended++ // compact drops it from active
 	return nil
 }
 
@@ -443,6 +460,7 @@ func (e *Engine) release(st *Status) {
 
 // account brings every active job's counters up to now.
 func (e *Engine) account(now float64) {
+	e.compact()
 	for _, st := range e.active {
 		e.accountJob(st, now)
 	}
@@ -469,15 +487,17 @@ func (e *Engine) accountJob(st *Status, now float64) {
 // Snapshot returns a read-only view of the engine now. It is the caller's to
 // keep.
 func (e *Engine) Snapshot() *Snapshot {
-	s, _ := e.snapshot(nil, nil)
+	s := &Snapshot{}
+	e.snapshot(s, nil, nil)
 	for _, st := range s.Jobs {
 		st.TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
 	}
 	return s
 }
 
-// snapshot fills a Snapshot using the given buffers (grown as needed).
-func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status) {
+// snapshot fills s using the given buffers (grown as needed) and returns
+// them.
+func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, copies []Status) ([]*Status, []Status) {
 	now := e.cfg.Clock.Now()
 	e.account(now)
 	n := len(e.active)
@@ -492,16 +512,20 @@ func (e *Engine) snapshot(ptrs []*Status, copies []Status) (*Snapshot, []Status)
 		copies[i] = *st
 		ptrs[i] = &copies[i]
 	}
-	return &Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}, copies
+	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
+		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}
+	return ptrs, copies
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
 // deterministic order: preemptions first (they free GPUs), then resizes and
 // starts in plan order.
 func (e *Engine) Schedule() ([]Change, error) {
-	// 1-2. Account and snapshot.
-	snap, _ := e.snapshot(nil, nil) // the policy returns before the engine changes anything
+	// 1-2. Account and snapshot, into memory reused every round (policies
+	// must not keep a snapshot).
+	sc := &e.scratch
+	snap := &sc.snap
+	sc.ptrs, sc.copies = e.snapshot(snap, sc.ptrs, sc.copies)
 	now := snap.Now
 	e.rounds++
 	// 3. Decide.
@@ -531,7 +555,11 @@ func (e *Engine) Schedule() ([]Change, error) {
 		return nil, nil
 	}
 	// 5. Place.
-	held := make(map[string][]cluster.GPUID, len(e.active))
+	if sc.held == nil {
+		sc.held = make(map[string][]cluster.GPUID, len(e.active))
+	}
+	held := sc.held
+	clear(held)
 	for _, st := range e.active {
 		if len(st.GPUs) > 0 {
 			held[st.Job.ID] = st.GPUs
@@ -544,7 +572,6 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
 	// jobs), then hand out new ones in plan order.
 	changes := declined
-	resized := map[*Status]bool{}
 	for _, st := range e.active {
 		if len(st.GPUs) == 0 {
 			continue
@@ -557,17 +584,18 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.State, st.LastStop = job.Preempted, now
 			st.Preemptions++
 		case !sameGPUs(to, st.GPUs):
-			resized[st] = true
+			st.resized = e.rounds
 		}
 	}
 	for _, a := range plan.Run {
 		st, to := e.jobs[a.Job], placed[a.Job]
-		if to == nil || (len(st.GPUs) > 0 && !resized[st]) {
+		resized := st.resized == e.rounds
+		if to == nil || (len(st.GPUs) > 0 && !resized) {
 			continue // not placed, or unchanged
 		}
 		ch := Change{Status: st, From: st.GPUs, To: to}
 		switch {
-		case resized[st]:
+		case resized:
 			ch.Kind = Resize
 			st.Resizes++
 			e.release(st)
@@ -600,9 +628,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 
 // explain records the plan's reasons on every active job and its warnings.
 func (e *Engine) explain(plan Plan, now float64) {
-	for _, st := range e.active {
-		st.Reason = plan.Reasons[st.Job.ID]
-	}
+	e.setReasons(plan.Reasons)
 	e.warn(plan.Warnings, now)
 }
 
@@ -682,11 +708,13 @@ func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
 // check validates a plan and returns the status of each job it runs, in
 // plan order.
 func (e *Engine) check(p Plan) ([]*Status, error) {
-	planned := make([]*Status, len(p.Run))
-	perType := map[string]int{}
+	sc := &e.scratch
+	planned := sc.planned[:0]
+	perType := sc.perTypeCounts(e.cfg.Cluster)
 	total := 0
-	for i, a := range p.Run {
-		st := e.jobs[a.Job]
+	hint := 0
+	for _, a := range p.Run {
+		st := e.lookup(a.Job, &hint)
 		if st == nil || st.State.Terminal() {
 			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
 		}
@@ -694,7 +722,7 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
 		}
 		st.checked = e.rounds
-		planned[i] = st
+		planned = append(planned, st)
 		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
 			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
 		}
@@ -708,20 +736,28 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		if t == "" {
 			t = st.Job.GPUType
 		}
-		perType[t] += a.GPUs
+		if t != "" {
+			k := typeIndex(e.cfg.Cluster, t)
+			if k < 0 {
+				return nil, fmt.Errorf("plan asks for %d %s GPUs, the cluster has 0", a.GPUs, t)
+			}
+			perType[k] += a.GPUs
+		}
 		total += a.GPUs
 	}
+	sc.planned = planned
 	if err := e.checkPairs(p); err != nil {
 		return nil, err
 	}
 	if total > e.cfg.Cluster.TotalGPUs() {
 		return nil, fmt.Errorf("plan asks for %d GPUs, the cluster has %d", total, e.cfg.Cluster.TotalGPUs())
 	}
-	for t, n := range perType {
-		if t != "" && n > e.cfg.Cluster.GPUsOfType(t) {
+	for k, n := range perType {
+		if t := e.cfg.Cluster.GPUTypes()[k]; n > e.cfg.Cluster.GPUsOfType(t) {
 			return nil, fmt.Errorf("plan asks for %d %s GPUs, the cluster has %d", n, t, e.cfg.Cluster.GPUsOfType(t))
 		}
 	}
+	sc.remember(planned)
 	return planned, nil
 }
 

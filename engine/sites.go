@@ -174,6 +174,9 @@ func (s *Snapshot) UpGPUs(n *cluster.Node) int {
 // Available counts the GPUs available to training in site ("" = every
 // site) of type t ("" = every type).
 func (s *Snapshot) Available(site, t string) int {
+	if s.Down == nil && site == "" {
+		return s.Cluster.GPUsOfType(t) // every GPU is up: no need to walk the nodes
+	}
 	k := 0
 	for i := range s.Cluster.Nodes {
 		n := &s.Cluster.Nodes[i]

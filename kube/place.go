@@ -47,6 +47,17 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
+// nodeFit says whether workers of a job fit on a node beyond its GPUs
+// (kube-scheduler's filters: taints, affinity, requests, ports), and
+// counts what placed workers take. One is made per placement.
+type nodeFit interface {
+	// fits: would k more workers of job fit on node?
+	fits(job, node string, k int) bool
+	// take and give count k workers of job on node, or stop counting them.
+	take(job, node string, k int)
+	give(job, node string, k int)
+}
+
 // workerPlacer places jobs worker by worker: each worker's GPUs on one
 // node, as a pod needs. A job keeps the workers it holds when its count is
 // unchanged, keeps a prefix of them when it shrinks, and gets new workers
@@ -54,8 +65,13 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 // restarting its surviving workers). New workers go to the node of the
 // job's type with the fewest free GPUs that still fits one (best fit, which
 // keeps whole nodes free for large workers), preferring nodes the job
-// already uses. A job whose workers do not all fit is left out.
-type workerPlacer struct{ per workers }
+// already uses. A job whose workers do not all fit is left out. New
+// workers go only where room says they fit (nil: the GPUs decide alone);
+// kept workers stay where they run.
+type workerPlacer struct {
+	per  workers
+	room func() nodeFit
+}
 
 func (workerPlacer) Name() string { return "workers" }
 
@@ -70,6 +86,10 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		free[c.NodeOf(g).ID]--
 	}
 	out := make(map[string][]cluster.GPUID, len(run))
+	var room nodeFit = fitsAll{}
+	if p.room != nil {
+		room = p.room()
+	}
 	// Pass 1: jobs keep what they hold, up to their planned count.
 	for _, a := range run {
 		h := held[a.Job]
@@ -85,6 +105,9 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		for _, g := range keep {
 			take(g)
 		}
+		for node, n := range workersOn(c, keep, p.per.of(a.Job)) {
+			room.take(a.Job, node, n)
+		}
 		out[a.Job] = keep
 	}
 	// Pass 2: in plan order, add the workers each job lacks.
@@ -98,17 +121,23 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		if typ == "" && len(have) > 0 {
 			typ = c.NodeOf(have[0]).GPUType
 		}
-		add := p.fit(c, free, used, a, typ, have, g)
+		add := p.fit(c, free, used, a, typ, have, g, room)
 		if add == nil {
 			for _, x := range have { // the job waits: what it kept is free again
 				used[x] = false
 				free[c.NodeOf(x).ID]++
+			}
+			for node, n := range workersOn(c, have, g) {
+				room.give(a.Job, node, n)
 			}
 			delete(out, a.Job)
 			continue
 		}
 		for _, x := range add {
 			take(x)
+		}
+		for node, n := range workersOn(c, add, g) {
+			room.take(a.Job, node, n)
 		}
 		out[a.Job] = append(have, add...)
 	}
@@ -118,20 +147,20 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 // fit picks GPUs for the workers a job lacks, or nil when they do not all
 // fit. With no type given it tries each of the cluster's types in turn, so
 // a job's workers share a type.
-func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int) []cluster.GPUID {
+func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
 		types = c.GPUTypes()
 	}
 	for _, t := range types {
-		if add := p.fitType(c, free, used, a, t, have, g); add != nil {
+		if add := p.fitType(c, free, used, a, t, have, g, room); add != nil {
 			return add
 		}
 	}
 	return nil
 }
 
-func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int) []cluster.GPUID {
+func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	need := (a.GPUs - len(have)) / g
 	mine := map[int]bool{}
 	for _, x := range have {
@@ -141,23 +170,28 @@ func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a eng
 	for _, ng := range a.Nodes {
 		exact[ng.Node] += ng.GPUs / g
 	}
-	room := append([]int(nil), free...)
+	gpus := append([]int(nil), free...)
+	placed := make([]int, len(c.Nodes)) // new workers per node
 	var nodes []int
 	for ; need > 0; need-- {
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			if n.GPUType != t || room[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) {
+			if n.GPUType != t || gpus[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) {
 				continue
 			}
-			if best < 0 || better(mine[i], room[i], mine[best], room[best]) {
+			if best >= 0 && !better(mine[i], gpus[i], mine[best], gpus[best]) {
+				continue
+			}
+			if room.fits(a.Job, n.Name, placed[i]+1) {
 				best = i
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		room[best] -= g
+		gpus[best] -= g
+		placed[best]++
 		exact[best]--
 		nodes = append(nodes, best)
 	}
@@ -184,3 +218,22 @@ func better(mineA bool, freeA int, mineB bool, freeB int) bool {
 	}
 	return freeA < freeB
 }
+
+// workersOn counts a job's workers per node from its GPUs.
+func workersOn(c *cluster.Cluster, gpus []cluster.GPUID, per int) map[string]int {
+	out := map[string]int{}
+	for _, g := range gpus {
+		out[c.NodeOf(g).Name]++
+	}
+	for n := range out {
+		out[n] /= max(1, per)
+	}
+	return out
+}
+
+// fitsAll is the nodeFit of a placer without one: the GPUs decide.
+type fitsAll struct{}
+
+func (fitsAll) fits(string, string, int) bool { return true }
+func (fitsAll) take(string, string, int)      {}
+func (fitsAll) give(string, string, int)      {}

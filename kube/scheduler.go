@@ -139,6 +139,12 @@ type Scheduler struct {
 	health  health                   // what /healthz, /readyz and /metrics read (health.go)
 	quota   *liveQuota               // the quotas in force (quota.go)
 	queues  queues                   // TideQueues (quota.go)
+
+	cur     *view              // this round's view (the placer reads its nodes)
+	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
+	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
+	rejects map[types.UID]bool // rejected worker pods already counted
+	fb      *feedback          // events and pod conditions
 }
 
 // New makes a scheduler; Run starts it.
@@ -185,7 +191,8 @@ func New(cfg Config) (*Scheduler, error) {
 		kick: make(chan struct{}, 1), ids: map[string]string{}, gen: map[string]int{},
 		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
 		created: map[types.UID]*corev1.Pod{},
-		status:  map[string]TideJobStatus{}, quota: quota}
+		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
+		rejects: map[types.UID]bool{}, quota: quota}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker}
 	return s, nil
 }
@@ -240,6 +247,14 @@ func (s *Scheduler) watch(ctx context.Context) error {
 	}
 	s.synced = []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced}
 	if s.cfg.Dynamic != nil {
+		// Without the CRD the informer would retry forever, logging only
+		// client-go's watch failures: say so once and stop.
+		if _, err := s.cfg.Dynamic.Resource(TideJobResource).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("kube: the TideJob CRD (tidejobs.%s) is not installed: kubectl apply -f deploy/crd.yaml, or run without TideJobs (--no-tidejobs)", Group)
+			}
+			return fmt.Errorf("kube: listing TideJobs: %w", err)
+		}
 		s.dynFac = dynamicinformer.NewDynamicSharedInformerFactory(s.cfg.Dynamic, 0)
 		inf := s.dynFac.ForResource(TideJobResource)
 		if _, err := inf.Informer().AddEventHandler(handler); err != nil {
@@ -252,6 +267,7 @@ func (s *Scheduler) watch(ctx context.Context) error {
 		}
 		s.dynFac.Start(ctx.Done())
 	}
+	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName)
 	s.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return fmt.Errorf("kube: caches did not sync: %w", ctx.Err())
@@ -308,12 +324,15 @@ func (s *Scheduler) poke() {
 
 // view is the API server's state as one round sees it.
 type view struct {
-	nodes   map[string]*corev1.Node // schedulable GPU nodes
+	nodes   map[string]*corev1.Node // GPU nodes, usable or not
+	states  map[string]*nodeState   // the same nodes' room beyond GPUs
 	alloc   map[string]int          // node -> allocatable GPUs
 	phys    map[string]int          // node -> GPUs held by live pods, terminating ones included
-	foreign map[string]int          // node -> GPUs held by pods no active tide job owns
+	foreign map[string]int          // node -> GPUs held by running pods no active tide job owns
+	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	work    map[string]*workload    // by workload key
 	probs   []problem
+	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
@@ -337,6 +356,12 @@ func (s *Scheduler) Round(ctx context.Context) error {
 		if s.said[key] != p.msg {
 			s.said[key] = p.msg
 			s.log.Warn("cannot schedule", "object", p.kind+" "+p.ns+"/"+p.name, "err", p.msg)
+		}
+	}
+	s.noteWorkers(v)
+	for key := range s.unsched {
+		if v.work[key] == nil {
+			delete(s.unsched, key)
 		}
 	}
 	c, sig, err := s.buildCluster(v)
@@ -365,6 +390,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
 	bound0 := s.stats.Bound
 	s.reconcile(ctx, v)
+	s.explainWaiting(ctx, v)
 	s.writeStatus(ctx, v)
 	s.writeQueueStatus(ctx, queues)
 	if s.cfg.Observe != nil {
@@ -405,17 +431,19 @@ func (s *Scheduler) look() (*view, error) {
 			tjs = append(tjs, tj)
 		}
 	}
-	v := &view{nodes: map[string]*corev1.Node{}, alloc: map[string]int{}, phys: map[string]int{}, foreign: map[string]int{}}
+	v := &view{nodes: map[string]*corev1.Node{}, states: map[string]*nodeState{}, alloc: map[string]int{},
+		phys: map[string]int{}, foreign: map[string]int{}, held: map[string]int{}, invalid: map[string]*TideJob{}}
+	exists := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		if !nodeUsable(n) {
-			continue
-		}
+		exists[n.Name] = true
 		q, ok := n.Status.Allocatable[GPUResource]
 		if !ok || q.Value() <= 0 {
 			continue
 		}
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
+		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), alloc: n.Status.Allocatable,
+			used: corev1.ResourceList{}, mine: map[string]*usage{}}
 	}
 	// Forget assumptions the cache has caught up with; count the worker
 	// pods we created that it has not listed yet, or the next round would
@@ -446,34 +474,89 @@ func (s *Scheduler) look() (*view, error) {
 			delete(s.evicted, uid)
 		}
 	}
+	for uid := range s.rejects {
+		if !live[uid] {
+			delete(s.rejects, uid)
+		}
+	}
+	// Pods bound to a node that no longer exists are lost: their jobs
+	// restart or shrink without them (the pod garbage collector deletes
+	// them).
 	var mine []*corev1.Pod
 	for _, p := range pods {
+		if node := s.nodeOf(p); node != "" && !exists[node] {
+			continue
+		}
 		if p.Spec.SchedulerName == s.cfg.SchedulerName && !s.evicted[p.UID] {
 			mine = append(mine, p)
 		}
 	}
 	v.work, v.probs = s.grp.group(mine, tjs)
-	owned := map[types.UID]bool{}
+	for _, p := range v.probs {
+		if p.kind == "tidejob" {
+			for _, tj := range tjs {
+				if tj.Namespace == p.ns && tj.Name == p.name {
+					v.invalid["tidejob/"+p.ns+"/"+p.name] = tj
+				}
+			}
+		}
+	}
+	owned := map[types.UID]string{}
 	for _, w := range v.work {
+		w.shape = s.shapeOf(w)
 		if w.ended() {
 			continue
 		}
 		for _, p := range w.pods {
-			owned[p.UID] = true
+			owned[p.UID] = w.key
 		}
 	}
 	for _, p := range pods {
 		node := s.nodeOf(p)
-		if node == "" || podTerminal(p) {
+		st := v.states[node]
+		if node == "" || podTerminal(p) || st == nil {
 			continue
 		}
 		g := int(podGPUs(p))
 		v.phys[node] += g
-		if !owned[p.UID] {
-			v.foreign[node] += g
+		req := podRequests(p)
+		addTimes(st.used, req, 1)
+		st.pods++
+		st.ports = append(st.ports, podPorts(p)...)
+		if p.DeletionTimestamp != nil {
+			continue // still holds its node's room, but its GPUs are nobody's to plan with
 		}
+		key, ok := owned[p.UID]
+		if !ok {
+			v.foreign[node] += g
+			continue
+		}
+		v.held[node] += g
+		u := st.mine[key]
+		if u == nil {
+			u = &usage{req: corev1.ResourceList{}}
+			st.mine[key] = u
+		}
+		addTimes(u.req, req, 1)
+		u.pods++
 	}
+	s.cur = v
 	return v, nil
+}
+
+// shapeOf is what one worker of w asks of a node: a TideJob's worker as
+// tide would create it, or a gang's first pod.
+func (s *Scheduler) shapeOf(w *workload) *shape {
+	var p *corev1.Pod
+	switch {
+	case w.tj != nil:
+		p = workerPod(w, s.cfg.SchedulerName)
+	case len(w.pods) > 0:
+		p = w.pods[0]
+	default:
+		return nil
+	}
+	return newShape(p, w.per, w.gpuType)
 }
 
 func (s *Scheduler) warnOnce(key, obj, msg string) {
@@ -523,7 +606,10 @@ func (w *workload) ended() bool {
 }
 
 // buildCluster makes the engine's cluster: every usable GPU node with the
-// GPUs no foreign pod holds. sig identifies it.
+// GPUs no foreign pod holds, and every unusable one (cordoned, NotReady)
+// with only the GPUs tide's running pods hold there, so that they keep
+// them and nothing new goes there. sig identifies it: it does not change
+// while pods terminate, so capacity is stable across rounds.
 func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	names := make([]string, 0, len(v.nodes))
 	for n := range v.nodes {
@@ -534,6 +620,9 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	var sig strings.Builder
 	for _, name := range names {
 		g := v.alloc[name] - v.foreign[name]
+		if !v.states[name].open {
+			g = min(g, v.held[name])
+		}
 		if g <= 0 {
 			continue
 		}
@@ -571,7 +660,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: perf.Duration{}, Policy: s.pol,
-		Placer: workerPlacer{per: s.perWorker}, Clock: s.cfg.Clock})
+		Placer: workerPlacer{per: s.perWorker, room: s.room}, Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
@@ -635,17 +724,44 @@ func sortedWork(m map[string]*workload) []*workload {
 }
 
 // submit hands w to the engine as job id unless it cannot run yet (a gang
-// still missing pods) or the engine refuses it.
+// still missing pods, a TideJob backing off after refused workers), no
+// node shape can ever host it, or the engine refuses it.
 func (s *Scheduler) submit(w *workload, id string) bool {
+	delete(s.unsched, w.key)
 	if w.tj == nil && len(w.pods) < w.minW {
 		return false // the gang's pods are not all there yet
 	}
+	if s.holdBack(w) {
+		return false
+	}
+	if w.shape != nil {
+		if why := impossible(s.cur.states, w.shape, w.minW, s.cfg.GPUTypeLabel); why != "" {
+			s.unsched[w.key] = why
+			s.warnOnce(w.key, w.key, "unschedulable: "+why)
+			return false
+		}
+	}
 	if _, err := s.eng.Submit(w.job(id)); err != nil {
+		s.unsched[w.key] = err.Error()
 		s.warnOnce(w.key, w.key, err.Error())
 		return false
 	}
 	s.work[id] = w
 	return true
+}
+
+// room is the placer's view of the nodes beyond their GPUs this round.
+func (s *Scheduler) room() nodeFit {
+	keys := make(map[string]bool, len(s.work))
+	for _, w := range s.work {
+		keys[w.key] = true
+	}
+	return newPlacement(s.cur.states, keys, func(id string) *shape {
+		if w := s.work[id]; w != nil {
+			return w.shape
+		}
+		return nil
+	})
 }
 
 // adoptBound counts the GPUs w's bound pods hold, node by node.
@@ -686,18 +802,21 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
 	if len(gpus) == 0 {
 		return
 	}
+	fit := newPlacement(s.cur.states, nil, func(string) *shape { return w.shape })
 	for len(gpus) < w.minW*w.per { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
 			room := n.GPUs - usedOn[i]
-			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) {
+			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) &&
+				fit.fits(a.id, n.Name, 1) {
 				best = i
 			}
 		}
 		if best < 0 {
 			break
 		}
+		fit.take(a.id, c.Nodes[best].Name, 1)
 		gpus = append(gpus, takeGPUs(c, best, w.per, usedOn)...)
 	}
 	if err := s.eng.Adopt(a.id, gpus); err != nil {
@@ -731,6 +850,9 @@ func (s *Scheduler) update(v *view) {
 				s.work[id] = w
 			}
 			continue
+		}
+		if st != nil && !st.State.Terminal() && s.holdBack(w) {
+			continue // withdrawn while its workers back off
 		}
 		if st != nil && st.State.Terminal() {
 			// Back again (a plain gang recreated after preemption): a new job.
@@ -797,9 +919,11 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	var evict []*corev1.Pod
 	type bind struct {
 		w     *workload
+		id    string
 		nodes []string // one per missing worker
 	}
 	var binds []bind
+	victim := map[types.UID]string{} // evicted pod -> its job's ID
 	for id, w := range s.work {
 		st := s.eng.Job(id)
 		if st == nil {
@@ -823,6 +947,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			if have[node] >= want[node] {
 				if !st.State.Terminal() || w.tj != nil {
 					evict = append(evict, p) // not (or no longer) wanted there
+					victim[p.UID] = id
 				}
 				continue
 			}
@@ -836,44 +961,83 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		}
 		if len(missing) > 0 && (w.tj == nil || w.succeeded == 0) { // a finishing TideJob gets no new workers
 			sort.Strings(missing)
-			binds = append(binds, bind{w, missing})
+			binds = append(binds, bind{w, id, missing})
+		}
+	}
+	// Who gets new workers where: an evicted pod's event names them.
+	needs := map[string][]string{}
+	for _, b := range binds {
+		for _, n := range b.nodes {
+			if k := needs[n]; len(k) == 0 || k[len(k)-1] != b.w.key {
+				needs[n] = append(needs[n], b.w.key)
+			}
 		}
 	}
 	// Evictions first: they free the room binds wait for.
 	calls := newCalls(ctx, s.cfg.Parallel)
 	for _, p := range evict {
-		s.evicted[p.UID] = true
-		calls.do(func(ctx context.Context) {
-			err := s.evict(ctx, p)
-			s.mu2(func() {
-				if err != nil {
-					s.stats.EvictErrors++
-					delete(s.evicted, p.UID)
-					s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)
-				} else {
-					s.stats.Evicted++
-					s.log.Info("pod evicted", "pod", p.Namespace+"/"+p.Name)
-				}
+		s.mu2(func() { s.evicted[p.UID] = true })
+		why := s.preemption(p, victim[p.UID], needs[s.nodeOf(p)])
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
+	}
+	for _, p := range s.release(v) {
+		skip := false
+		s.mu2(func() { skip, s.evicted[p.UID] = s.evicted[p.UID], true })
+		if skip {
+			continue
+		}
+		why := "tide released it: its job is not running (a gang bound in part, or a job that cannot be placed)"
+		if u := s.unsched[workloadKey(p)]; u != "" {
+			why += ": " + u
+		}
+		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.failed > 0 {
+			calls.do(func(ctx context.Context) {
+				err := s.remove(ctx, p)
+				s.mu2(func() {
+					if err != nil {
+						delete(s.evicted, p.UID)
+						s.log.Warn("deleting a failed TideJob's worker failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+					}
+				})
 			})
-		})
+			continue
+		}
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
 	}
 	calls.wait()
 	// Binds, a job's missing workers all at once or not at all: wait while
-	// any node they go to lacks room (pods still terminating there).
+	// any node they go to lacks room (pods still terminating there). A
+	// node that can no longer take them at all (cordoned, NotReady, a
+	// taint they do not tolerate) means the engine's plan is stale: it is
+	// rebuilt next round from what is bound.
 	room := map[string]int{}
 	for n, a := range v.alloc {
 		room[n] = a - v.phys[n]
 	}
+	fit := newPlacement(v.states, nil, func(id string) *shape {
+		if w := s.work[id]; w != nil {
+			return w.shape
+		}
+		return nil
+	})
 	sort.Slice(binds, func(a, b int) bool { return binds[a].w.key < binds[b].w.key })
 	for _, b := range binds {
 		need := map[string]int{}
+		workers := map[string]int{}
 		for _, n := range b.nodes {
 			need[n] += b.w.per
+			workers[n]++
 		}
 		fits := true
 		for n, k := range need {
 			if room[n] < k {
 				fits = false
+			}
+			if !fit.fits(b.id, n, workers[n]) {
+				fits = false
+				if st := v.states[n]; st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil)) {
+					s.mu2(func() { s.dirty = true })
+				}
 			}
 		}
 		var pending []*corev1.Pod
@@ -886,13 +1050,14 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			s.warnOnce("short/"+b.w.key, b.w.key, fmt.Sprintf("%d workers to bind, only %d unbound pods", len(b.nodes), len(pending)))
 			continue
 		}
-		if !fits {
-			continue // next round, once evicted pods are gone
+		create := max(0, len(b.nodes)-len(pending))
+		if !fits || (create > 0 && s.backingOff(b.w)) {
+			continue // next round, once evicted pods are gone or the backoff is over
 		}
 		for n, k := range need {
 			room[n] -= k
+			fit.take(b.id, n, workers[n])
 		}
-		create := max(0, len(b.nodes)-len(pending))
 		pending = pending[:min(len(pending), len(b.nodes))]
 		w, nodes := b.w, b.nodes
 		for i, p := range pending {
@@ -905,6 +1070,62 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		}
 	}
 	calls.wait()
+}
+
+// hard: a reason a node cannot take a worker that waiting will not cure.
+func hard(why string) bool {
+	return why != "" && !strings.HasPrefix(why, "Insufficient") && why != "Too many pods" &&
+		!strings.Contains(why, "free ports")
+}
+
+// workloadKey is the key of the workload a pod of tide's belongs to.
+func workloadKey(p *corev1.Pod) string {
+	if name := p.Labels[LabelTideJob]; name != "" {
+		return "tidejob/" + p.Namespace + "/" + name
+	}
+	if name, ok := p.Annotations[AnnotJob]; ok && name != "" {
+		return "pods/" + p.Namespace + "/" + name
+	}
+	return "pods/" + p.Namespace + "/" + p.Name
+}
+
+// preemption says why a pod of job id is evicted: the jobs getting
+// workers on its node and the policy's reason for id.
+func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string {
+	var who []string
+	for _, k := range others {
+		if k != workloadKey(p) {
+			who = append(who, strings.TrimPrefix(strings.TrimPrefix(k, "pods/"), "tidejob/"))
+		}
+	}
+	msg := "Preempted by tide (policy " + s.pol.Name() + ")"
+	if len(who) > 0 {
+		msg += " to run " + strings.Join(who, ", ") + " on " + s.nodeOf(p)
+	} else {
+		msg += ": the plan no longer gives this worker GPUs on " + s.nodeOf(p)
+	}
+	if st := s.eng.Job(id); st != nil && st.Reason.Text != "" {
+		msg += ": " + st.Reason.Text
+	}
+	return msg
+}
+
+// evictPod evicts p through the Eviction API and records why.
+func (s *Scheduler) evictPod(ctx context.Context, p *corev1.Pod, why string) {
+	err := s.evict(ctx, p)
+	s.mu2(func() {
+		if err != nil {
+			s.stats.EvictErrors++
+			delete(s.evicted, p.UID)
+			s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+			return
+		}
+		s.stats.Evicted++
+		s.log.Info("pod evicted", "pod", p.Namespace+"/"+p.Name, "why", why)
+	})
+	if err == nil {
+		s.fb.event(p, corev1.EventTypeNormal, "Preempted", "Preempt", why)
+	}
 }
 
 // mu2 runs f under the scheduler's lock from a call goroutine while the
@@ -944,6 +1165,9 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) {
 		s.stats.Bound++
 		s.log.Debug("pod bound", "pod", p.Namespace+"/"+p.Name, "node", node)
 	})
+	if err == nil {
+		s.fb.event(p, corev1.EventTypeNormal, "Scheduled", "Binding", fmt.Sprintf("Successfully assigned %s/%s to %s", p.Namespace, p.Name, node))
+	}
 }
 
 func (s *Scheduler) createAndBind(ctx context.Context, w *workload, node string) {
@@ -951,7 +1175,7 @@ func (s *Scheduler) createAndBind(ctx context.Context, w *workload, node string)
 	if err != nil {
 		s.mu2(func() {
 			s.stats.CreateErrors++
-			s.dirty = true
+			s.fail(w.key, "FailedCreate", "creating a worker pod: "+err.Error())
 			s.log.Warn("creating a worker failed", "tidejob", w.ns+"/"+w.name, "err", err)
 		})
 		return

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,33 +16,21 @@ import (
 	"github.com/tide-sched/tide/job"
 )
 
-// writeStatus reports each TideJob's phase, workers, restarts, resizes and
-// predicted finish, writing only what changed (a predicted finish moving
-// by less than a minute is not news).
+// writeStatus reports each TideJob's phase, conditions, workers,
+// restarts, resizes, queue position and predicted start and finish,
+// writing only what changed (a prediction moving by less than a minute
+// is not news). Invalid TideJobs get phase Invalid and Valid=False.
 func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 	if s.cfg.Dynamic == nil {
 		return
 	}
 	snap := s.eng.Snapshot()
-	byID := map[string]*engine.Status{}
-	for _, st := range snap.Jobs {
-		byID[st.Job.ID] = st
-	}
 	calls := newCalls(ctx, s.cfg.Parallel)
-	for _, w := range v.work {
-		if w.tj == nil {
-			continue
+	put := func(tj *TideJob, next TideJobStatus) {
+		if sameStatus(tj.Status, next) {
+			return
 		}
-		id := s.ids[w.key]
-		st := byID[id]
-		if st == nil && id != "" {
-			st = s.eng.Job(id)
-		}
-		next := s.statusOf(w, st, snap)
-		if sameStatus(w.tj.Status, next) {
-			continue
-		}
-		tj := w.tj.DeepCopy()
+		tj = tj.DeepCopy()
 		tj.Status = next
 		calls.do(func(ctx context.Context) {
 			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tj)
@@ -55,7 +45,43 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 			}
 		})
 	}
+	for _, w := range v.work {
+		if w.tj != nil {
+			put(w.tj, s.statusOf(w, s.eng.Job(s.ids[w.key]), snap))
+		}
+	}
+	for key, tj := range v.invalid {
+		out := TideJobStatus{Phase: PhaseInvalid, Message: "invalid spec: " + s.said[key],
+			Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
+		setCond(&out, tj, CondValid, false, "InvalidSpec", s.said[key])
+		put(tj, out)
+	}
 	calls.wait()
+}
+
+func setCond(out *TideJobStatus, tj *TideJob, typ string, ok bool, reason, msg string) {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&out.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason,
+		Message: msg, ObservedGeneration: tj.Generation})
+}
+
+// reasonText is a policy's reason for a waiting job, with its queue
+// position and predicted start when the policy gives them.
+func reasonText(r engine.Reason, def string) string {
+	msg := r.Text
+	if msg == "" {
+		msg = def
+	}
+	if r.Position > 0 {
+		msg += fmt.Sprintf("; queue position %d", r.Position)
+	}
+	if r.PredictedStart > 0 {
+		msg += "; predicted start " + time.Unix(int64(r.PredictedStart), 0).UTC().Format(time.RFC3339)
+	}
+	return msg
 }
 
 func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapshot) TideJobStatus {
@@ -65,39 +91,93 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 			bound++
 		}
 	}
-	out := TideJobStatus{Workers: bound}
+	tj := w.tj
+	out := TideJobStatus{Workers: bound, Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
+	setCond(&out, tj, CondValid, true, "SpecAccepted", "")
+	r := s.retries[w.key]
 	switch {
 	case w.failed > 0:
 		out.Phase, out.Message = PhaseFailed, fmt.Sprintf("%d worker(s) failed", w.failed)
+		setCond(&out, tj, CondFailed, true, "WorkerFailed", out.Message+"; the other workers are deleted")
+		setCond(&out, tj, CondRunning, false, "Failed", out.Message)
+		return out
 	case w.ended():
 		out.Phase, out.Message = PhaseSucceeded, fmt.Sprintf("%d worker(s) succeeded", w.succeeded)
-	case st == nil:
-		out.Phase, out.Message = PhasePending, "not admitted: "+s.said[w.key]
-	default:
-		out.Restarts = max(0, st.Starts-1)
-		out.Resizes = st.Resizes
+		setCond(&out, tj, CondRunning, false, "Succeeded", out.Message)
+		return out
+	}
+	setCond(&out, tj, CondFailed, false, "NoWorkerFailed", "")
+	if st == nil || st.State.Terminal() {
+		out.Phase = PhasePending
 		switch {
-		case len(st.GPUs) > 0:
-			out.Phase = PhaseRunning
-			out.Message = fmt.Sprintf("%d workers of %d GPUs planned", len(st.GPUs)/w.per, w.per)
-			if r := snap.Remaining(st, len(st.GPUs), ""); !math.IsInf(r, 0) && !math.IsNaN(r) {
-				t := metav1.NewTime(time.Unix(int64(snap.Now+r), 0).UTC())
-				out.PredictedFinish = &t
-			}
-		case st.State == job.Preempted:
-			out.Phase, out.Message = PhasePreempted, "waiting for GPUs after preemption"
+		case s.unsched[w.key] != "":
+			out.Message = "unschedulable: " + s.unsched[w.key]
+			setCond(&out, tj, CondAdmitted, false, "Unschedulable", s.unsched[w.key])
+		case r != nil:
+			out.Message = "backing off: " + r.msg
+			setCond(&out, tj, CondAdmitted, false, r.reason, r.msg)
 		default:
-			out.Phase, out.Message = PhasePending, "waiting for GPUs"
+			out.Message = "not admitted yet"
+			setCond(&out, tj, CondAdmitted, false, "Waiting", out.Message)
+		}
+		setCond(&out, tj, CondRunning, false, "NotAdmitted", out.Message)
+		return out
+	}
+	setCond(&out, tj, CondAdmitted, true, "Admitted", "")
+	// The engine counts a resize as a launch too: restarts are the rest.
+	out.Restarts = max(0, st.Starts-1-st.Resizes)
+	out.Resizes = st.Resizes
+	switch {
+	case len(st.GPUs) > 0 && bound >= w.minW:
+		out.Phase = PhaseRunning
+		out.Message = fmt.Sprintf("%d workers of %d GPUs planned, %d bound", len(st.GPUs)/w.per, w.per, bound)
+		setCond(&out, tj, CondRunning, true, "WorkersBound", out.Message)
+		if r := snap.Remaining(st, len(st.GPUs), ""); !math.IsInf(r, 0) && !math.IsNaN(r) {
+			t := metav1.NewTime(time.Unix(int64(snap.Now+r), 0).UTC())
+			out.PredictedFinish = &t
+		}
+	case len(st.GPUs) > 0:
+		out.Phase = PhasePending
+		out.Message = fmt.Sprintf("GPUs assigned for %d workers, %d bound", len(st.GPUs)/w.per, bound)
+		reason := "Starting"
+		if r != nil {
+			reason, out.Message = r.reason, out.Message+"; "+r.msg
+		}
+		setCond(&out, tj, CondRunning, false, reason, out.Message)
+	default:
+		out.Phase, out.Message = PhasePending, reasonText(st.Reason, "waiting for GPUs")
+		reason := "Waiting"
+		if st.State == job.Preempted {
+			out.Phase, reason = PhasePreempted, "Preempted"
+		}
+		setCond(&out, tj, CondRunning, false, reason, out.Message)
+		out.QueuePosition = st.Reason.Position
+		if st.Reason.PredictedStart > 0 {
+			t := metav1.NewTime(time.Unix(int64(st.Reason.PredictedStart), 0).UTC())
+			out.PredictedStart = &t
 		}
 	}
 	return out
 }
 
+// sameStatus: equal but for condition times and predictions that moved
+// by less than a minute.
 func sameStatus(a, b TideJobStatus) bool {
-	pa, pb := a.PredictedFinish, b.PredictedFinish
-	a.PredictedFinish, b.PredictedFinish = nil, nil
-	if a != b || (pa == nil) != (pb == nil) {
+	near := func(x, y *metav1.Time) bool {
+		return (x == nil) == (y == nil) && (x == nil || math.Abs(x.Sub(y.Time).Seconds()) < 60)
+	}
+	if !near(a.PredictedFinish, b.PredictedFinish) || !near(a.PredictedStart, b.PredictedStart) {
 		return false
 	}
-	return pa == nil || math.Abs(pa.Sub(pb.Time).Seconds()) < 60
+	strip := func(s TideJobStatus) TideJobStatus {
+		s.PredictedFinish, s.PredictedStart = nil, nil
+		cs := make([]metav1.Condition, len(s.Conditions))
+		for i, c := range s.Conditions {
+			c.LastTransitionTime = metav1.Time{}
+			cs[i] = c
+		}
+		s.Conditions = cs
+		return s
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
 }

@@ -66,6 +66,22 @@ const (
 	PhasePreempted = "Preempted"
 	PhaseSucceeded = "Succeeded"
 	PhaseFailed    = "Failed"
+	// PhaseInvalid: tide refuses the spec; condition Valid says which
+	// field and what it expects. Fixing the spec makes the job Pending.
+	PhaseInvalid = "Invalid"
+)
+
+// Condition types of a TideJob's status.
+const (
+	// CondValid: the spec is one tide can run (False names the field).
+	CondValid = "Valid"
+	// CondAdmitted: the scheduler's engine holds the job (False: it can
+	// never be placed, or it backs off after refused workers).
+	CondAdmitted = "Admitted"
+	// CondRunning: at least minWorkers workers are bound.
+	CondRunning = "Running"
+	// CondFailed: a worker failed on its own, and the job with it.
+	CondFailed = "Failed"
 )
 
 // TideJobStatus is what tide reports.
@@ -80,8 +96,16 @@ type TideJobStatus struct {
 	// PredictedFinish is the scheduler's estimate of the finish time at
 	// the current allocation, from Spec.Duration and time run so far.
 	PredictedFinish *metav1.Time `json:"predictedFinish,omitempty"`
+	// QueuePosition is the job's 1-based place in the policy's order
+	// while it waits; 0 when running or when the policy has no order.
+	QueuePosition int `json:"queuePosition,omitempty"`
+	// PredictedStart is when the policy expects a waiting job to start,
+	// when it can tell.
+	PredictedStart *metav1.Time `json:"predictedStart,omitempty"`
 	// Message says why the job is where it is.
 	Message string `json:"message,omitempty"`
+	// Conditions: Valid, Admitted, Running, Failed.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // DeepCopyInto copies j into out.
@@ -95,6 +119,15 @@ func (j *TideJob) DeepCopyInto(out *TideJob) {
 	}
 	if j.Status.PredictedFinish != nil {
 		out.Status.PredictedFinish = j.Status.PredictedFinish.DeepCopy()
+	}
+	if j.Status.PredictedStart != nil {
+		out.Status.PredictedStart = j.Status.PredictedStart.DeepCopy()
+	}
+	if j.Status.Conditions != nil {
+		out.Status.Conditions = make([]metav1.Condition, len(j.Status.Conditions))
+		for i := range j.Status.Conditions {
+			j.Status.Conditions[i].DeepCopyInto(&out.Status.Conditions[i])
+		}
 	}
 }
 

@@ -55,6 +55,8 @@ type workload struct {
 	pods      []*corev1.Pod // live pods: not terminal, not being deleted
 	succeeded int           // pods that ended well
 	failed    int           // pods that failed
+	rejected  []*corev1.Pod // pods their node refused to run (kubelet admission), or evicted
+	shape     *shape        // what one worker asks of a node (nil: no pod to tell)
 }
 
 // job is the engine's view of w.
@@ -99,10 +101,27 @@ func podTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// workerPod reports whether a failed pod failed on its own (not evicted
-// or preempted by the node).
+// failedOnItsOwn reports whether a failed pod failed on its own, not
+// refused or stopped by its node (rejected).
 func failedOnItsOwn(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodFailed && p.Status.Reason != "Evicted" && p.Status.Reason != "Preempting"
+	return p.Status.Phase == corev1.PodFailed && !rejected(p)
+}
+
+// rejected reports whether a failed pod was refused or stopped by its
+// node rather than failing on its own: the kubelet's admission errors
+// (OutOfcpu, OutOfnvidia.com/gpu, NodeAffinity, UnexpectedAdmissionError,
+// ...), its evictions and node shutdown.
+func rejected(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	r := p.Status.Reason
+	switch r {
+	case "Evicted", "Preempting", "NodeAffinity", "NodeSelectorMismatching", "UnexpectedAdmissionError",
+		"Terminated", "Shutdown", "NodeShutdown", "InvalidNodeInfo", "PodOSNotSupported", "OutOfPods":
+		return true
+	}
+	return strings.HasPrefix(r, "OutOf")
 }
 
 // grouping turns tide's pods and TideJobs into workloads. Pods must all use
@@ -167,6 +186,8 @@ func (w *workload) add(p *corev1.Pod) {
 		w.succeeded++
 	case failedOnItsOwn(p):
 		w.failed++
+	case rejected(p):
+		w.rejected = append(w.rejected, p)
 	case podTerminal(p) || p.DeletionTimestamp != nil:
 	default:
 		w.pods = append(w.pods, p)

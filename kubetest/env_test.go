@@ -131,7 +131,9 @@ func (e *env) apply(t testing.TB, file string) {
 // takes seconds; each scenario uses its own namespaces, nodes and
 // scheduler name).
 func TestKube(t *testing.T) {
+	t.Log("starting etcd and kube-apiserver")
 	e := startEnv(t)
+	e.startControllers(t)
 	t.Run("Bind", func(t *testing.T) { testBind(t, e) })
 	t.Run("Gang", func(t *testing.T) { testGang(t, e) })
 	t.Run("Evict", func(t *testing.T) { testEvict(t, e) })
@@ -142,6 +144,16 @@ func TestKube(t *testing.T) {
 	t.Run("FillIdle", func(t *testing.T) { testFillIdle(t, e) })
 	t.Run("Elect", func(t *testing.T) { testElect(t, e) })
 	t.Run("Manifests", func(t *testing.T) { testManifests(t, e) })
+	// The cases (docs/kubernetes.md, "An ordinary day").
+	t.Run("NodeChanges", func(t *testing.T) { testNodeChanges(t, e) })
+	t.Run("ElasticSettles", func(t *testing.T) { testElasticSettles(t, e) })
+	t.Run("Impossible", func(t *testing.T) { testImpossible(t, e) })
+	t.Run("WorkerFailures", func(t *testing.T) { testWorkerFailures(t, e) })
+	t.Run("RefusedWorker", func(t *testing.T) { testRefusedWorker(t, e) })
+	t.Run("PartialGangRelease", func(t *testing.T) { testPartialGangRelease(t, e) })
+	t.Run("Constraints", func(t *testing.T) { testConstraints(t, e) })
+	t.Run("Feedback", func(t *testing.T) { testFeedback(t, e) })
+	t.Run("MissingCRD", func(t *testing.T) { testMissingCRD(t, e) })
 	t.Run("RBAC", func(t *testing.T) { testRBAC(t, e) }) // last: it checks the calls of those before
 }
 
@@ -170,25 +182,76 @@ func (e *env) scenario(t *testing.T, sched string, namespaces ...string) *scenar
 	return s
 }
 
-// node registers a Ready node with GPUs of a type, as a kubelet and
-// NVIDIA's device plugin would.
+// node registers a Ready node with GPUs of a type, 64 CPUs, 512 GiB and
+// 110 pods, as a kubelet and NVIDIA's device plugin would, and clears
+// the not-ready taint admission put on it (as the node lifecycle
+// controller does once it sees the node Ready, a few seconds later).
 func (s *scenario) node(name string, gpus int, typ string) {
 	s.t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": typ}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": typ,
+		"kubernetes.io/hostname": name}}}
 	ctx := context.Background()
 	n, err := s.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
-	n.Status.Capacity = corev1.ResourceList{kube.GPUResource: q, corev1.ResourcePods: resource.MustParse("110")}
-	n.Status.Allocatable = n.Status.Capacity
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-	if _, err := s.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		s.t.Fatal(err)
-	}
 	s.nodes = append(s.nodes, name)
+	q := *resource.NewQuantity(int64(gpus), resource.DecimalSI)
+	s.nodeStatus(name, func(n *corev1.Node) {
+		n.Status.Capacity = corev1.ResourceList{kube.GPUResource: q, corev1.ResourcePods: resource.MustParse("110"),
+			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")}
+		n.Status.Allocatable = n.Status.Capacity
+	})
+	s.setReady(name, true)
+	s.editNode(name, func(n *corev1.Node) { n.Spec.Taints = nil })
+}
+
+// nodeStatus changes a node's status, retrying on conflicts with the
+// node controllers.
+func (s *scenario) nodeStatus(name string, edit func(*corev1.Node)) {
+	s.t.Helper()
+	s.updateNode(name, edit, s.cs.CoreV1().Nodes().UpdateStatus)
+}
+
+// editNode changes a node's spec (cordon, taints), retrying on conflicts
+// with the node controllers.
+func (s *scenario) editNode(name string, edit func(*corev1.Node)) {
+	s.t.Helper()
+	s.updateNode(name, edit, s.cs.CoreV1().Nodes().Update)
+}
+
+// updateNode reads a node, edits it and writes it with write, retrying on
+// conflicts.
+func (s *scenario) updateNode(name string, edit func(*corev1.Node), write func(context.Context, *corev1.Node, metav1.UpdateOptions) (*corev1.Node, error)) {
+	s.t.Helper()
+	for i := 0; ; i++ {
+		n, err := s.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		edit(n)
+		_, err = write(context.Background(), n, metav1.UpdateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 20 {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+// setReady sets a node's Ready condition, as its kubelet (or the node
+// controller, for a node that stopped reporting) would.
+func (s *scenario) setReady(name string, ready bool) {
+	s.t.Helper()
+	st, reason := corev1.ConditionTrue, "KubeletReady"
+	if !ready {
+		st, reason = corev1.ConditionFalse, "KubeletNotReady"
+	}
+	s.nodeStatus(name, func(n *corev1.Node) {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st,
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: reason}}
+	})
 }
 
 // start runs a tide scheduler until the scenario ends (or stop is called).
@@ -228,17 +291,7 @@ func (s *scenario) start(cfg kube.Config) (*kube.Scheduler, context.CancelFunc) 
 // pod makes a pod for tide asking for gpus, with annotations in pairs.
 func (s *scenario) pod(ns, name string, gpus int, annot ...string) *corev1.Pod {
 	s.t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
-		Spec: corev1.PodSpec{SchedulerName: s.sched, Containers: []corev1.Container{{Name: "train", Image: "trainer",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(int64(gpus), resource.DecimalSI)}}}}}}
-	for i := 0; i+1 < len(annot); i += 2 {
-		p.Annotations[annot[i]] = annot[i+1]
-	}
-	p, err := s.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return p
+	return s.podWith(ns, name, gpus, nil, annot...)
 }
 
 // pods lists a namespace's pods by name.
@@ -255,11 +308,17 @@ func (s *scenario) pods(ns string) map[string]*corev1.Pod {
 	return out
 }
 
-// kubelet marks the namespaces' bound pending pods Running and Ready.
+// kubelet marks the namespaces' bound pending pods Running and Ready,
+// and finishes deleting pods being deleted (their containers stopped).
 func (s *scenario) kubelet(nss ...string) {
 	for _, ns := range nss {
 		for _, p := range s.pods(ns) {
-			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+			if p.DeletionTimestamp != nil {
+				zero := int64(0)
+				_ = s.cs.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				continue
+			}
+			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending {
 				continue
 			}
 			p.Status.Phase = corev1.PodRunning

@@ -39,27 +39,27 @@ func LookupUser(spec string) (*User, error) {
 		if hasGID {
 			gid, err := strconv.ParseUint(gidStr, 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("Unix user %q: the group %q is not a number", spec, gidStr)
+				return nil, fmt.Errorf("unix user %q: the group %q is not a number", spec, gidStr)
 			}
 			u.GID = uint32(gid)
 		}
 	} else {
 		if hasGID {
-			return nil, fmt.Errorf("Unix user %q: want NAME, UID or UID:GID", spec)
+			return nil, fmt.Errorf("unix user %q: want NAME, UID or UID:GID", spec)
 		}
 		pw, err := user.Lookup(spec)
 		if err != nil {
-			return nil, fmt.Errorf("Unix user %q: %w", spec, err)
+			return nil, fmt.Errorf("unix user %q: %w", spec, err)
 		}
 		uid, err1 := strconv.ParseUint(pw.Uid, 10, 32)
 		gid, err2 := strconv.ParseUint(pw.Gid, 10, 32)
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("Unix user %q: non-numeric uid %q or gid %q", spec, pw.Uid, pw.Gid)
+			return nil, fmt.Errorf("unix user %q: non-numeric uid %q or gid %q", spec, pw.Uid, pw.Gid)
 		}
 		u = &User{Name: pw.Username, UID: uint32(uid), GID: uint32(gid), Home: pw.HomeDir, Groups: groups(pw)}
 	}
 	if u.UID == 0 {
-		return nil, fmt.Errorf("Unix user %q is root: jobs run as root are not isolated", spec)
+		return nil, fmt.Errorf("unix user %q is root: jobs run as root are not isolated", spec)
 	}
 	if len(u.Groups) == 0 {
 		u.Groups = []uint32{u.GID}

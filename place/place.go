@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -28,15 +29,41 @@ func Lookup(name string) (engine.Placer, error) {
 
 // freeMap tracks free GPUs per node during one placement.
 type freeMap struct {
-	c     *cluster.Cluster
-	free  [][]cluster.GPUID // node -> free GPU ids, ascending
-	count map[string]int    // GPU type -> free GPUs
+	c        *cluster.Cluster
+	free     [][]cluster.GPUID // node -> free GPU ids, ascending
+	count    []int             // GPU type index (cluster.GPUTypes) -> free GPUs
+	nodeType []int             // node -> GPU type index
+	busy     []bool            // GPU -> kept by its holder
+	all      []cluster.GPUID   // backing array of free
+}
+
+// freeMaps recycles the per-placement memory: a placement's free lists
+// are scratch (take copies what it hands out), so rounds reuse them.
+var freeMaps = sync.Pool{New: func() any { return new(freeMap) }}
+
+// typeIdx is t's index in the cluster's GPU types, -1 if it has none.
+func (f *freeMap) typeIdx(t string) int {
+	for k, u := range f.c.GPUTypes() {
+		if u == t {
+			return k
+		}
+	}
+	return -1
 }
 
 // start marks every GPU free except those kept by jobs whose assignment is
 // unchanged, and returns the kept placements.
 func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) (*freeMap, map[string][]cluster.GPUID) {
-	busy := make([]bool, c.TotalGPUs())
+	f := freeMaps.Get().(*freeMap)
+	if f.c != c {
+		f.c = c
+		f.nodeType = f.nodeType[:0]
+		for i := range c.Nodes {
+			f.nodeType = append(f.nodeType, f.typeIdx(c.Nodes[i].GPUType))
+		}
+	}
+	f.busy = grow(f.busy, c.TotalGPUs())
+	busy := f.busy
 	out := make(map[string][]cluster.GPUID, len(run))
 	for _, a := range run {
 		h := held[a.Job]
@@ -54,11 +81,11 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 			busy[g] = true
 		}
 	}
-	// One backing array for every node's free list: a round allocates
-	// twice, not once per node.
-	f := &freeMap{c: c, free: make([][]cluster.GPUID, len(c.Nodes)), count: map[string]int{}}
-	all := make([]cluster.GPUID, 0, len(busy))
-	for _, n := range c.Nodes {
+	// One backing array for every node's free list.
+	f.free = grow(f.free, len(c.Nodes))
+	f.count = grow(f.count, len(c.GPUTypes()))
+	all := f.all[:0]
+	for i, n := range c.Nodes {
 		from := len(all)
 		for k := 0; k < n.GPUs; k++ {
 			if g := n.First + cluster.GPUID(k); !busy[g] {
@@ -66,30 +93,48 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 			}
 		}
 		f.free[n.ID] = all[from:len(all):len(all)]
-		f.count[n.GPUType] += len(all) - from
+		f.count[f.nodeType[i]] += len(all) - from
 	}
+	f.all = all
 	return f, out
+}
+
+// done gives f's memory back for the next placement.
+func (f *freeMap) done() { freeMaps.Put(f) }
+
+// grow returns s resized to n zero values, reusing its memory.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // available counts free GPUs of type t ("" = any type; then the type with
 // the most free GPUs is returned with its count).
 func (f *freeMap) available(t string) (string, int) {
 	if t != "" {
-		return t, f.count[t]
+		if k := f.typeIdx(t); k >= 0 {
+			return t, f.count[k]
+		}
+		return t, 0
 	}
 	best, bestN := "", -1
-	for _, typ := range f.c.GPUTypes() {
-		if f.count[typ] > bestN {
-			best, bestN = typ, f.count[typ]
+	for k, typ := range f.c.GPUTypes() {
+		if f.count[k] > bestN {
+			best, bestN = typ, f.count[k]
 		}
 	}
 	return best, bestN
 }
 
-// take removes k free GPUs from node n (lowest ids first).
+// take removes k free GPUs from node n (lowest ids first) and returns a
+// copy of them (the free lists are scratch).
 func (f *freeMap) take(n, k int) []cluster.GPUID {
-	f.count[f.c.Nodes[n].GPUType] -= k
-	g := f.free[n][:k:k]
+	f.count[f.nodeType[n]] -= k
+	g := append([]cluster.GPUID(nil), f.free[n][:k]...)
 	f.free[n] = f.free[n][k:]
 	return g
 }
@@ -160,6 +205,7 @@ func (f *freeMap) exact(a engine.Assignment) []cluster.GPUID {
 func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment,
 	pick func(f *freeMap, t string, k int) []cluster.GPUID) map[string][]cluster.GPUID {
 	f, out := start(c, held, run)
+	defer f.done()
 	for _, a := range run {
 		if _, kept := out[a.Job]; kept {
 			continue

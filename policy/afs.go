@@ -24,7 +24,8 @@ func init() {
 }
 
 // AFS is the AFS-L allocation of CoDDL (NSDI'21), following alg_c in the
-// public simulator code the shared policy notes (POLICIES.md) quote
+// public simulator code the shared policy notes quote
+// (../shared/docs/POLICIES.md, beside the repository, not in it)
 // (a Python module of policies fifo, srtf, optimus, alg_c, opt_pp,
 // tiresias_las...). Within each GPU type's pool, with r(n) a job's predicted
 // remaining seconds on n GPUs:

@@ -88,11 +88,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	slices.SortStableFunc(tenants, func(a, b string) int { return cmp.Compare(attained[a], attained[b]) })
 	first := int(math.Ceil(x.Alpha * float64(len(tenants))))
 	for _, part := range [][]string{tenants[:first], tenants[first:]} {
-		room := 0
-		for _, n := range free.perType {
-			room += n
-		}
-		if room == 0 {
+		if free.room() == 0 {
 			break // nothing to start: skip the matching
 		}
 		var waiting []*engine.Status
@@ -116,10 +112,10 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 		})
 		for _, st := range waiting {
 			sl, ok := slot[st]
-			if !ok || free.perType[sl.t] < st.Job.GPUs {
+			if !ok || free.free(sl.t) < st.Job.GPUs {
 				continue
 			}
-			free.perType[sl.t] -= st.Job.GPUs
+			free.use(sl.t, st.Job.GPUs)
 			a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: sl.t}
 			if len(free.types) == 1 {
 				a.GPUType = st.Job.GPUType

@@ -27,7 +27,8 @@ func init() {
 
 // Aryl is the capacity-loaning scheduler of Aryl (arXiv'22), published as
 // Lyra (EuroSys'23). The papers' code is not public; this follows their
-// description, with the gaps filled as POLICIES.md notes [recon]:
+// description, with the gaps filled as the shared policy notes mark
+// [recon] (../shared/docs/POLICIES.md, beside the repository, not in it):
 //
 //   - Loaning: inference servers inference leaves wholly idle are lent to
 //     training (Whole); a job runs either on the training cluster or wholly

@@ -37,7 +37,20 @@ func init() {
 // FIFO runs jobs in submission order on their requested GPUs. Running jobs
 // keep their GPUs; waiting jobs start in order while they fit. Without
 // Backfill the first waiting job that does not fit blocks those behind it.
-type FIFO struct{ Backfill bool }
+type FIFO struct {
+	Backfill bool
+	// ends caches the predicted end of each running job (predictStarts)
+	// while its allocation and launch stay the same; a cache only, it
+	// changes no decision.
+	ends map[string]fifoEnd
+}
+
+type fifoEnd struct {
+	gpus, starts int
+	running      bool
+	progress     float64
+	at           float64 // the end when running, else the time to run
+}
 
 // Name implements engine.Policy.
 func (f *FIFO) Name() string { return "fifo" }
@@ -61,9 +74,46 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 		return fmt.Sprintf("submitted at t=%.0f s", st.Job.Submit)
 	})
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
-		predictStarts(s, &plan, order, true)
+		predictStarts(s, &plan, order, true, f.endOf(s))
 	}
 	return plan
+}
+
+// endOf returns the cached end of a running job, computing it once per
+// launch and allocation; jobs that left are dropped.
+func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment) float64 {
+	if len(f.ends) > 2*len(s.Jobs)+16 {
+		live := make(map[string]fifoEnd, len(s.Jobs))
+		for _, st := range s.Jobs {
+			if e, ok := f.ends[st.Job.ID]; ok {
+				live[st.Job.ID] = e
+			}
+		}
+		f.ends = live
+	}
+	if f.ends == nil {
+		f.ends = map[string]fifoEnd{}
+	}
+	return func(st *engine.Status, a engine.Assignment) float64 {
+		// A running job's end holds while it keeps its allocation; a
+		// waiting job's time to run holds while its progress does.
+		running := len(st.GPUs) > 0
+		if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == st.Progress) {
+			if running {
+				return e.at
+			}
+			return s.Now + e.at
+		}
+		at := modelEnd(s, st, a)
+		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: st.Progress, at: at}
+		if !running {
+			e.at = at - s.Now
+		}
+		if !running || len(st.GPUs) == a.GPUs {
+			f.ends[st.Job.ID] = e
+		}
+		return at
+	}
 }
 
 // SRTF runs the jobs with the least remaining time first, on their requested

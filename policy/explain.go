@@ -91,15 +91,28 @@ func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, term
 	}
 }
 
+// predictAhead is how many waiting jobs predictStarts times.
+const predictAhead = 16
+
 // predictStarts sets Reason.PredictedStart for the waiting jobs of a plan
 // whose order does not change while they wait (FIFO): running jobs end
 // when the model says, and waiting jobs take freed GPUs in order (strict:
 // none overtakes a job that does not fit yet), assuming no arrivals,
 // failures or capacity changes. A job whose wait depends on a job the
 // model cannot time (no duration) gets none, and so do those behind it.
-func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool) {
+//
+// Only the first predictAhead waiting jobs get a prediction: each costs the
+// model's remaining time every round, and further back the assumption of
+// no arrivals and exact durations wears thin.
+//
+// endOf(st, a) is when st would end on assignment a if it ran from now
+// (+Inf unknown); nil computes it from the model each time.
+func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
 	if s.Model == nil {
 		return // nothing to time jobs with
+	}
+	if endOf == nil {
+		endOf = func(st *engine.Status, a engine.Assignment) float64 { return modelEnd(s, st, a) }
 	}
 	type end struct {
 		t    float64
@@ -122,17 +135,17 @@ func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 		if st == nil {
 			continue
 		}
-		r := s.Remaining(st, a.GPUs, a.GPUType)
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			r = math.Inf(1)
-		}
-		ends = append(ends, end{s.Now + r, a.GPUs})
+		ends = append(ends, end{endOf(st, a), a.GPUs})
 	}
 	now := s.Now
 	blocked := false
+	predicted := 0
 	for _, st := range order {
 		if _, ok := given[st.Job.ID]; ok || blocked {
 			continue
+		}
+		if predicted++; predicted > predictAhead {
+			break
 		}
 		need := st.Job.GPUs
 		// Release GPUs in end order until the job fits.
@@ -151,15 +164,21 @@ func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 			blocked = strict
 			continue
 		}
-		r := s.Remaining(st, need, st.Job.GPUType)
+		r := endOf(st, engine.Assignment{Job: st.Job.ID, GPUs: need, GPUType: st.Job.GPUType}) - s.Now
 		if r2, ok := plan.Reasons[st.Job.ID]; ok && now > s.Now {
 			r2.PredictedStart = now
 			plan.Reasons[st.Job.ID] = r2
 		}
 		free -= need
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			r = math.Inf(1)
-		}
 		ends = append(ends, end{now + r, need})
 	}
+}
+
+// modelEnd is when st ends on a, by the model, from now (+Inf unknown).
+func modelEnd(s *engine.Snapshot, st *engine.Status, a engine.Assignment) float64 {
+	r := s.Remaining(st, a.GPUs, a.GPUType)
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return math.Inf(1)
+	}
+	return s.Now + r
 }

@@ -11,6 +11,7 @@ package policy
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -215,8 +216,15 @@ func (i Info) buildWith(ctx Context, name string, kv map[string]string) (engine.
 // tie), which keeps the larger pools for the jobs that need them. On a one-type cluster the
 // assignment keeps the job's own (possibly empty) type.
 func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
+	return greedyInto(s, order, strict, nil)
+}
+
+// greedyInto is greedy appending the plan's assignments to run[:0], so a
+// policy may reuse the memory of its last plan (each assignment takes a GPU
+// at least, so one allocation of the GPUs left suffices when run is short).
+func greedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
 	free := newPool(s)
-	var plan engine.Plan
+	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.room()))}
 	for _, st := range order {
 		a, ok := free.take(st, st.Job.GPUs)
 		if !ok {
@@ -232,59 +240,101 @@ func greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 
 // pool counts the GPUs of each type a plan has left to give: those
 // available to training (GPUs taken by inference or faults do not count).
+// Types are held by their index in the cluster's GPUTypes, so a round's
+// greedy pass does no map work.
 type pool struct {
-	types   []string
-	perType map[string]int
+	types []string
+	left  []int // GPUs left per type index
 	// largest is the most GPUs of a type one job can hold: on a multi-site
 	// cluster a job never spans sites, so a type counts only where one
 	// site (or one edge server) can hold the job.
-	largest map[string]int
+	largest []int
 }
 
 func newPool(s *engine.Snapshot) *pool {
-	p := &pool{types: s.Cluster.GPUTypes(), perType: map[string]int{}, largest: map[string]int{}}
-	for _, t := range p.types {
-		p.perType[t] = s.Available("", t)
-		p.largest[t] = p.perType[t]
-		if len(s.Cluster.Sites()) > 1 {
-			p.largest[t] = s.Largest(t)
+	types := s.Cluster.GPUTypes()
+	p := &pool{types: types, left: make([]int, 2*len(types))}
+	p.left, p.largest = p.left[:len(types)], p.left[len(types):]
+	multiSite := len(s.Cluster.Sites()) > 1
+	for k, t := range types {
+		p.left[k] = s.Available("", t)
+		p.largest[k] = p.left[k]
+		if multiSite {
+			p.largest[k] = s.Largest(t)
 		}
 	}
 	return p
 }
 
-// fit returns the type greedy gives st for n GPUs ("" when none has room):
-// its own type; else the type it runs on now if that still has room; else
-// the type with the fewest GPUs left that holds n (first in the cluster's
-// order on a tie).
-func (p *pool) fit(st *engine.Status, n int) string {
-	t := st.Job.GPUType
-	if t == "" {
-		if cur := st.Alloc.GPUType; cur != "" && p.perType[cur] >= n && p.largest[cur] >= n {
-			t = cur
+// index is t's index in p.types, -1 when the cluster has no such type.
+func (p *pool) index(t string) int {
+	for k, u := range p.types {
+		if u == t {
+			return k
+		}
+	}
+	return -1
+}
+
+// free returns the GPUs of type t left (0 for a type the cluster lacks).
+func (p *pool) free(t string) int {
+	if k := p.index(t); k >= 0 {
+		return p.left[k]
+	}
+	return 0
+}
+
+// use takes n GPUs of type t (which the cluster has) from the pool.
+func (p *pool) use(t string, n int) { p.left[p.index(t)] -= n }
+
+// room is the GPUs left of every type.
+func (p *pool) room() int {
+	n := 0
+	for _, l := range p.left {
+		n += l
+	}
+	return n
+}
+
+// fit returns the type index greedy gives st for n GPUs (-1 when none has
+// room): its own type; else the type it runs on now if that still has
+// room; else the type with the fewest GPUs left that holds n (first in the
+// cluster's order on a tie).
+func (p *pool) fit(st *engine.Status, n int) int {
+	k := -1
+	if t := st.Job.GPUType; t != "" {
+		k = p.index(t)
+	} else if len(p.types) == 1 {
+		if p.largest[0] >= n {
+			k = 0
+		}
+	} else {
+		if c := p.index(st.Alloc.GPUType); c >= 0 && p.left[c] >= n && p.largest[c] >= n {
+			k = c
 		} else {
-			for _, c := range p.types {
-				if p.perType[c] >= n && p.largest[c] >= n && (t == "" || p.perType[c] < p.perType[t]) {
-					t = c
+			for c := range p.types {
+				if p.left[c] >= n && p.largest[c] >= n && (k < 0 || p.left[c] < p.left[k]) {
+					k = c
 				}
 			}
 		}
 	}
-	if t == "" || p.perType[t] < n {
-		return ""
+	if k < 0 || p.left[k] < n {
+		return -1
 	}
-	return t
+	return k
 }
 
 // take gives st n GPUs of the type fit picks, when one has room. On a
 // one-type cluster the assignment keeps the job's own (possibly empty)
 // type: there is nothing to choose, so the plan says what the job asked.
 func (p *pool) take(st *engine.Status, n int) (engine.Assignment, bool) {
-	t := p.fit(st, n)
-	if t == "" {
+	k := p.fit(st, n)
+	if k < 0 {
 		return engine.Assignment{}, false
 	}
-	p.perType[t] -= n
+	p.left[k] -= n
+	t := p.types[k]
 	if len(p.types) == 1 {
 		t = st.Job.GPUType
 	}

@@ -50,6 +50,19 @@ type Tiresias struct {
 	// the workload file's row order (preset=pollux sets it).
 	TraceOrder map[string]int
 	name       string
+
+	// Scratch reused from round to round (a round allocates only its plan).
+	entries []tiresiasEntry
+	order   []*engine.Status
+	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
+}
+
+// tiresiasEntry is one job's place in the queues this round.
+type tiresiasEntry struct {
+	st      *engine.Status
+	queue   int
+	entered float64
+	index   float64 // Gittins index, higher first
 }
 
 // Memo slots used by Tiresias.
@@ -143,14 +156,8 @@ func (t *Tiresias) queueOf(service float64) int {
 
 // Schedule implements engine.Policy.
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
-	memo := map[string]engine.Memo{} // only the memos that change
-	type entry struct {
-		st      *engine.Status
-		queue   int
-		entered float64
-		index   float64 // Gittins index, higher first
-	}
-	entries := make([]entry, len(s.Jobs))
+	var memo map[string]engine.Memo // only the memos that change
+	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
 	for i, st := range s.Jobs {
 		m := st.Memo
 		// Starvation: a job that ran before and has waited knob x its
@@ -170,9 +177,12 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 		if m != st.Memo {
+			if memo == nil {
+				memo = map[string]engine.Memo{}
+			}
 			memo[st.Job.ID] = m
 		}
-		e := entry{st: st, queue: q, entered: m[memoEntered]}
+		e := tiresiasEntry{st: st, queue: q, entered: m[memoEntered]}
 		if t.Gittins != nil {
 			d := t.Gittins.Quantum
 			if q < len(t.Limits) {
@@ -182,7 +192,9 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		entries[i] = e
 	}
-	slices.SortStableFunc(entries, func(ea, eb entry) int {
+	// The order is total (IDs are unique), so an unstable sort gives the
+	// same order a stable one would.
+	slices.SortFunc(entries, func(ea, eb tiresiasEntry) int {
 		if ea.queue != eb.queue {
 			return cmp.Compare(ea.queue, eb.queue)
 		}
@@ -205,19 +217,25 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return strings.Compare(ja.ID, jb.ID)
 	})
-	order := make([]*engine.Status, len(entries))
-	for i, e := range entries {
-		order[i] = e.st
-	}
-	plan := greedy(s, order, false)
-	plan.Memo = memo
-	queue := make(map[*engine.Status]int, len(entries))
+	order := slices.Grow(t.order[:0], len(entries))
 	for _, e := range entries {
-		queue[e.st] = e.queue
+		order = append(order, e.st)
 	}
+	plan := greedyInto(s, order, false, t.run)
+	t.run = plan.Run
+	plan.Memo = memo
 	explain(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", queue[st]+1, len(t.Limits)+1, st.Attained/3600)
+		m := st.Memo
+		if u, ok := memo[st.Job.ID]; ok {
+			m = u
+		}
+		q := t.queueOf(st.Attained - m[memoBaseServ]) // as computed above
+		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", q+1, len(t.Limits)+1, st.Attained/3600)
 	})
+	// Keep the buffers, not the snapshot's jobs they point to.
+	clear(entries)
+	clear(order)
+	t.entries, t.order = entries[:0], order[:0]
 	return plan
 }
 

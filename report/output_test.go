@@ -251,7 +251,8 @@ func checkHTML(t *testing.T, page string) {
 		t.Error("no <svg")
 	}
 	rest := strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, "")
-	for _, bad := range []string{"http://", "https://", "<script", "<link", "@import", "url("} {
+	// Self-contained: the one inline script (legend clicks) loads nothing.
+	for _, bad := range []string{"http://", "https://", "<script src", "<link", "@import", "url("} {
 		if strings.Contains(strings.ToLower(rest), bad) {
 			t.Errorf("page contains %q", bad)
 		}
@@ -401,6 +402,36 @@ func BenchmarkWriteDir(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if err := WriteDir(dir, Meta{}, runs); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestHTMLManyPolicies: with 24 policies the summary table scrolls in its
+// own box, every series has its own colour and dash pair, and every legend
+// entry names the series a click hides.
+func TestHTMLManyPolicies(t *testing.T) {
+	var runs []*Run
+	for i := 0; i < 24; i++ {
+		runs = append(runs, synthRun(fmt.Sprintf("policy-%d", i), int64(i), 50, 200))
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, MetaOf(runs), runs); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	checkHTML(t, page)
+	if i, j := strings.Index(page, `<div class="scroll">`), strings.Index(page, "<table>"); i < 0 || j < i {
+		t.Error("the summary table is not inside its scroll box")
+	}
+	styles := map[string]int{}
+	for i := range runs {
+		if k, dup := styles[seriesStyle(i)]; dup {
+			t.Errorf("series %d and %d are drawn alike: %s", k, i, seriesStyle(i))
+		}
+		styles[seriesStyle(i)] = i
+		if !strings.Contains(page, fmt.Sprintf(`class="legend" data-series="%d"`, i)) ||
+			!strings.Contains(page, fmt.Sprintf(`<polyline data-series="%d"`, i)) {
+			t.Errorf("series %d: no legend entry or line to hide", i)
 		}
 	}
 }

@@ -29,7 +29,8 @@ const (
 )
 
 // palette holds distinguishable line colours (matplotlib's tab10); series
-// beyond ten reuse them with a dash pattern.
+// beyond ten reuse them with a dash pattern, so that up to 40 series differ
+// in colour or dash (a legend click hides one).
 var palette = [...]string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 	"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
@@ -139,7 +140,7 @@ func (c *lineChart) svg() string {
 		if len(pts) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, `<polyline %s points="`, seriesStyle(i))
+		fmt.Fprintf(&b, `<polyline data-series="%d" %s points="`, i, seriesStyle(i))
 		for k, p := range pts {
 			if k > 0 {
 				b.WriteByte(' ')
@@ -156,8 +157,8 @@ func (c *lineChart) svg() string {
 	lx := chartWidth - chartRight + 16
 	for i, s := range c.series {
 		y := chartTop + 8 + i*legendRow
-		fmt.Fprintf(&b, `<g><title>%s</title><line x1="%d" y1="%d" x2="%d" y2="%d" stroke-width="3" %s/><text x="%d" y="%d" fill="#222">%s</text></g>`+"\n",
-			esc(s.name), lx, y, lx+26, y, seriesStyle(i), lx+32, y+4, esc(shorten(s.name, legendMaxLen)))
+		fmt.Fprintf(&b, `<g class="legend" data-series="%d"><title>%s (click: hide or show)</title><line x1="%d" y1="%d" x2="%d" y2="%d" stroke-width="3" %s/><text x="%d" y="%d" fill="#222">%s</text></g>`+"\n",
+			i, esc(s.name), lx, y, lx+26, y, seriesStyle(i), lx+32, y+4, esc(shorten(s.name, legendMaxLen)))
 	}
 	b.WriteString("</svg>")
 	return b.String()

@@ -144,6 +144,9 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 		spec = *s
 	}
 	spec = copySpec(spec)
+	if err := spec.CheckGPUTypes(); err != nil {
+		return nil, &Error{File: sc.File, Line: sc.lineOf("cluster"), Field: "cluster", Err: err}
+	}
 	lambda := 0.0
 	if sc.Model.Edge != nil {
 		lambda = sc.Model.Edge.Lambda

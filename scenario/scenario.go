@@ -42,6 +42,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/decodemsg"
 )
 
 // Scenario is one experiment file.
@@ -246,7 +247,7 @@ func yamlError(file string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+		msg = decodemsg.YAMLMessage(te.Errors[0])
 	}
 	line := 0
 	if strings.HasPrefix(msg, "line ") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,9 +105,16 @@ func TestShippedScenarios(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no scenarios shipped")
 	}
+	// Descriptions are for users: no words from the project's planning.
+	planning := regexp.MustCompile(`(?i)\bissue \d|\bpoint \d`)
 	for _, f := range files {
-		if _, err := Load(f); err != nil {
+		sc, err := Load(f)
+		if err != nil {
 			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if w := planning.FindString(sc.Description); w != "" {
+			t.Errorf("%s: description says %q (planning, not what the scenario shows)", f, w)
 		}
 	}
 }

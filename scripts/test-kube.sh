@@ -9,5 +9,8 @@
 set -eu
 cd "$(dirname "$0")/../kubetest"
 start=$(date +%s)
+echo "kubernetes suite: building the test binary with kube-apiserver and etcd"
+echo "  (about 7 minutes on 2 cores the first time, seconds once Go's build cache"
+echo "  holds it), then starting them for each test"
 go test -vet=off -count=1 -timeout 30m "$@" .
 echo "kubernetes suite: $(($(date +%s) - start)) s"

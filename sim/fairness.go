@@ -11,26 +11,25 @@ import (
 // never spans sites.
 func (s *simulator) fairSample(smp *report.Sample) {
 	if s.multiTenant == 0 {
-		s.multiTenant = 1
-		for _, j := range s.jobs {
-			if j.Tenant != s.jobs[0].Tenant {
-				s.multiTenant = 2
-				break
-			}
-		}
+		s.indexTenants()
 	}
 	if s.multiTenant == 2 {
-		smp.Tenants = map[string]int{}
-		for _, r := range s.live {
-			smp.Tenants[r.st.Job.Tenant] += r.gpus * halves(r)
-		}
-		for t, n := range smp.Tenants {
-			smp.Tenants[t] = n / 2 // a shared GPU counts half for each tenant
-		}
+		smp.Tenants = s.tenantSample()
 	}
 	c := s.cfg.Cluster
 	if smp.Queued == 0 || smp.Allocated >= c.TotalGPUs() {
 		return
+	}
+	// A waiting job that takes one GPU of any type fits every free GPU:
+	// nothing is fragmented, and no need to count the free GPUs.
+	var waiting []report.Demand
+	for _, st := range s.eng.Active() {
+		if len(st.GPUs) == 0 {
+			if st.Job.GPUType == "" && st.Job.MinGPUs == 1 {
+				return
+			}
+			waiting = append(waiting, report.Demand{Type: st.Job.GPUType, GPUs: st.Job.MinGPUs})
+		}
 	}
 	free := map[report.Pool]int{}
 	for g := range c.TotalGPUs() {
@@ -40,11 +39,63 @@ func (s *simulator) fairSample(smp *report.Sample) {
 			free[report.Pool{Site: n.Site, Type: n.GPUType}]++
 		}
 	}
-	var waiting []report.Demand
-	for _, st := range s.eng.Active() {
-		if len(st.GPUs) == 0 {
-			waiting = append(waiting, report.Demand{Type: st.Job.GPUType, GPUs: st.Job.MinGPUs})
+	smp.Fragmented = report.Fragmented(free, waiting)
+}
+
+// indexTenants numbers the trace's tenants and finds whether it has several.
+func (s *simulator) indexTenants() {
+	s.multiTenant = 1
+	s.tenantOf = make([]int32, len(s.jobs))
+	idx := map[string]int32{}
+	for i, j := range s.jobs {
+		k, ok := idx[j.Tenant]
+		if !ok {
+			k = int32(len(s.tenantName))
+			idx[j.Tenant] = k
+			s.tenantName = append(s.tenantName, j.Tenant)
+		}
+		s.tenantOf[i] = k
+	}
+	if len(s.tenantName) > 1 {
+		s.multiTenant = 2
+	}
+	s.tenantGPUs = make([]int, len(s.tenantName))
+	s.tenantsChanged = true
+}
+
+// tenantHeld counts gpus more (or fewer) GPUs held by job idx's tenant.
+func (s *simulator) tenantHeld(idx, gpus int) {
+	if s.multiTenant == 0 {
+		s.indexTenants()
+	}
+	s.tenantGPUs[s.tenantOf[idx]] += gpus
+	s.tenantsChanged = true
+}
+
+// tenantSample returns the GPUs each tenant holds now, a shared GPU
+// counting half for each of its tenants; the last sample's map when nothing
+// changed (samples never modify their maps).
+func (s *simulator) tenantSample() map[string]int {
+	if s.nShared > 0 {
+		m := map[string]int{}
+		for _, r := range s.live {
+			m[r.st.Job.Tenant] += r.gpus * halves(r)
+		}
+		for t, n := range m {
+			m[t] = n / 2
+		}
+		s.tenantsChanged = true // the next sample without pairs rebuilds
+		return m
+	}
+	if tl := s.out.Timeline; !s.tenantsChanged && len(tl) > 0 && tl[len(tl)-1].Tenants != nil {
+		return tl[len(tl)-1].Tenants
+	}
+	m := map[string]int{}
+	for k, n := range s.tenantGPUs {
+		if n > 0 {
+			m[s.tenantName[k]] = n
 		}
 	}
-	smp.Fragmented = report.Fragmented(free, waiting)
+	s.tenantsChanged = false
+	return m
 }

@@ -137,6 +137,13 @@ type simulator struct {
 	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
 	// per-tenant GPUs are sampled only for several (fairness.go).
 	multiTenant int
+	// tenants indexes the trace's tenants: job index -> tenant index, the
+	// names, and the GPUs each holds now (fairness.go).
+	tenantOf   []int32
+	tenantName []string
+	tenantGPUs []int
+	// tenantsChanged says tenantGPUs changed since the last sample.
+	tenantsChanged bool
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
@@ -321,9 +328,7 @@ func (s *simulator) stuck(t float64) error {
 func (s *simulator) schedule(t float64) error {
 	for _, r := range s.live {
 		s.advance(r, t)
-		if err := s.eng.Report(r.st.Job.ID, r.progress); err != nil {
-			return err
-		}
+		s.eng.ReportStatus(r.st, r.progress)
 		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
@@ -379,6 +384,7 @@ func (s *simulator) schedule(t float64) error {
 		s.runs[idx] = r
 		s.live = append(s.live, r)
 		s.alloc += len(ch.To)
+		s.tenantHeld(idx, len(ch.To))
 		s.nrun++
 		if delay <= 0 {
 			s.useful += len(ch.To)
@@ -433,6 +439,7 @@ func (s *simulator) stop(r *running) {
 	s.runs[r.idx] = nil
 	gpus := r.gpus
 	s.alloc -= gpus
+	s.tenantHeld(r.idx, -gpus)
 	if r.delay <= 0 {
 		s.useful -= gpus
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -256,8 +257,18 @@ func (m *Model) Solve(opt Options) (*Solution, error) {
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
+	defer func() { solveNanos.Add(int64(time.Since(start))) }()
 	return lib.solve(m, opt)
 }
+
+// solveNanos is the wall time spent inside Solve, all goroutines together.
+var solveNanos atomic.Int64
+
+// SolveTime is the wall time this process has spent solving, summed over
+// every Solve call (benchmarks report a policy's solver time apart from its
+// own work with it). It only measures: no result depends on it.
+func SolveTime() time.Duration { return time.Duration(solveNanos.Load()) }
 
 // Available reports whether GLPK can be loaded (nil) or why not.
 func Available() error {

@@ -274,7 +274,7 @@ func (p *parser) add(j *job.Job, line int) error {
 	if n := len(p.jobs); n > 0 && !p.opt.Sort && j.Submit < p.jobs[n-1].Submit {
 		return &ParseError{File: p.name, Line: line, Msg: fmt.Sprintf(
 			"submit times are not sorted: %v comes after %v on line %d; "+
-				"sort the file, or pass --sort (Options.Sort) to sort jobs by submit time",
+				"sort the file, or pass --sort to sort jobs by submit time (sort: true in a scenario)",
 			p.submitText(j.Submit), p.submitText(p.jobs[n-1].Submit), p.lines[n-1])}
 	}
 	p.ids[j.ID] = line

@@ -489,8 +489,8 @@ func TestDocExamples(t *testing.T) {
 	blocks := map[string]string{}
 	for _, part := range strings.Split(string(b), "```")[1:] {
 		lang, body, _ := strings.Cut(part, "\n")
-		if lang == "csv" || lang == "json" {
-			blocks[lang] = body
+		if (lang == "csv" || lang == "json") && blocks[lang] == "" {
+			blocks[lang] = body // the first of each: the same jobs twice
 		}
 	}
 	var jobs [2][]*job.Job
@@ -507,7 +507,7 @@ func TestDocExamples(t *testing.T) {
 		}
 		return js
 	}()...)
-	if len(jobs[0]) != 3 || jobs[0][2].Unit != job.Seconds || jobs[0][0].Deadline != 7200 {
+	if len(jobs[0]) != 3 || jobs[0][2].Unit != job.Epochs || jobs[0][0].Deadline != 7200 || jobs[0][1].GPUType != "t4" {
 		t.Errorf("unexpected example jobs %+v", jobs[0])
 	}
 }

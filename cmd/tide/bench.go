@@ -35,6 +35,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	c.register(fs, "tiresias")
 	repeat := fs.Int("repeat", 3, "runs per policy; the best is reported")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the runs to `FILE` (read it with go tool pprof)")
+	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
@@ -47,6 +48,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if c.trace == "" && c.preset == "" {
 		c.preset = "pollux-artifact"
+	}
+	if *progress != "on" && *progress != "off" && *progress != "auto" {
+		return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
 	}
 	if *repeat < 1 {
 		return usageError{fmt.Errorf("--repeat %d: want >= 1", *repeat)}
@@ -84,9 +88,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return usageError{err}
 			}
+			b := newBar(stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)), len(jobs))
+			last := 0
 			start := time.Now()
 			run, err := sim.Run(sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
-				OnEvents: c.onEvents, Seed: c.seed, WholeSeconds: s.whole, Agents: info.Elastic}, jobs)
+				OnEvents: c.onEvents, Seed: c.seed, WholeSeconds: s.whole, Agents: info.Elastic,
+				Progress: func(_ float64, done, _ int) { b.add(done - last); last = done }}, jobs)
+			b.finish()
 			if err != nil {
 				return err
 			}

@@ -1,125 +1,65 @@
 package main
 
 import (
-	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/tide-sched/tide/kube"
-	"github.com/tide-sched/tide/policy"
+	"os/exec"
+	"path/filepath"
 )
 
-const kubeHelp = `Usage: tide kube [flags]
+// kubeBinary is the Kubernetes scheduler's own binary (cmd/tide-kube). It
+// is apart from this one so that tide sim builds without the Kubernetes
+// client; TestNoKubernetesInTide keeps it that way.
+const kubeBinary = "tide-kube"
 
-Runs tide as a Kubernetes scheduler (docs/kubernetes.md). It schedules the
-pods whose spec.schedulerName is --scheduler-name: TideJob workers (the CRD
-in deploy/), gangs of pods annotated tide-sched.io/job and
-tide-sched.io/gang-size, and single pods asking for nvidia.com/gpu. It binds
-pods through the binding subresource and preempts through the Eviction API.
+const kubeMissing = `tide kube runs tide as a Kubernetes scheduler. It is a binary of its own,
+tide-kube, so that the simulator builds without the Kubernetes client, and
+it was found neither beside this tide (%s) nor on $PATH. Either run it
+from the repository:
 
-Credentials: --kubeconfig FILE, else the in-cluster service account, else
-$KUBECONFIG or ~/.kube/config.
+    go run ./cmd/tide-kube [flags]
 
-Quotas: --quota team-a=16,team-b=8 guarantees GPUs to tenants (a namespace,
-or a job's queue); with --borrow (the default) idle GPUs are lent beyond
-quota and taken back by preemption when their owner needs them.
+or install both binaries, after which 'tide kube [flags]' runs it:
+
+    go install ./cmd/tide ./cmd/tide-kube
+
+Its flags: go run ./cmd/tide-kube -h; docs/kubernetes.md tells the rest.
 `
 
+// cmdKube runs tide-kube with args in place of this process (its flags,
+// output, exit code and signals are tide-kube's), or explains where to get
+// it when it is not installed.
 func cmdKube(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kube", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "`FILE` with cluster credentials (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
-	name := fs.String("scheduler-name", "tide", "spec.schedulerName of the pods tide schedules")
-	pol := fs.String("policy", "fifo", "scheduling policy spec (see 'tide policies')")
-	quota := fs.String("quota", "", "GPU quotas per tenant: `TENANT=GPUS,...` (default: none)")
-	borrow := fs.Bool("borrow", true, "with --quota: lend idle GPUs beyond quota, reclaimed by preemption")
-	typeLabel := fs.String("gpu-type-label", "nvidia.com/gpu.product", "node `LABEL` holding the GPU type")
-	round := fs.Duration("round", 2*time.Second, "time between periodic scheduling rounds (rounds also run on every change)")
-	grace := fs.Duration("grace", 30*time.Second, "grace period of evicted pods")
-	parallel := fs.Int("parallel", 32, "API calls in flight at once")
-	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
-	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
-	fill := fs.Bool("fill-idle", false, "give GPUs the policy's plan leaves idle to waiting jobs until its next plan claims them (for policies with long rounds, e.g. Gavel's 360 s)")
-	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	ops := addKubeOpsFlags(fs)
-	var ui kube.UIFlags
-	ui.Register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, kubeHelp+kubeOpsHelp+"\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseOnlyFlags(fs, args); err != nil {
-		return err
-	}
-	level, err := parseLogLevel(*logLevel)
+	path, err := findKube()
 	if err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	var quotas map[string]int
-	if *quota != "" {
-		q, err := policy.ParseQuotas(*quota)
-		if err != nil {
-			return usageError{fmt.Errorf("--quota: %w", err)}
+		self, _ := os.Executable()
+		fmt.Fprintf(stderr, kubeMissing, filepath.Dir(self))
+		if len(args) > 0 && isHelp(args[0]) {
+			return nil
 		}
-		quotas = q
+		return usageError{errors.New("tide-kube is not installed")}
 	}
-	cfg, err := restConfig(*kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, dyn, err := kube.Clients(cfg, float32(*qps), *burst, !*noCRD)
-	if err != nil {
-		return err
-	}
-	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
-		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
-		Parallel: *parallel, FillIdle: *fill, Log: logger})
-	if err != nil {
-		return usageError{err}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
-	if url, err := ui.Start(ctx, s); err != nil {
-		return usageError{err}
-	} else if url != "" {
-		fmt.Fprintf(stdout, "tide kube: web console on %s\n", url)
-	}
-	return ops.run(ctx, s, cfg, *name, logger)
+	return execKube(path, args, stdout, stderr)
 }
 
-// restConfig finds credentials: an explicit file, the in-cluster service
-// account, then $KUBECONFIG or ~/.kube/config.
-func restConfig(path string) (*rest.Config, error) {
-	if path != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", path)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+// findKube looks for tide-kube beside the running executable (an install
+// or an image holding both), then on $PATH.
+func findKube() (string, error) {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), kubeBinary)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
 		}
-		return cfg, nil
 	}
-	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster credentials: %w", err)
-		}
-		return cfg, nil
+	return exec.LookPath(kubeBinary)
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help":
+		return true
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no credentials: not in a cluster, and $KUBECONFIG or ~/.kube/config: %w (give --kubeconfig)", err)
-	}
-	return cfg, nil
+	return false
 }

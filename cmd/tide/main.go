@@ -1,5 +1,10 @@
 // Command tide is a GPU cluster scheduler for deep-learning jobs. This
-// binary holds the simulator (tide sim) and its benchmark (tide bench).
+// binary holds the simulator (tide sim, tide sweep, tide bench, tide
+// policies), the single-machine executor behind an HTTP API (tide serve)
+// and its client (submit, jobs, job, cancel, logs, cluster, tenant).
+// The Kubernetes scheduler is its own binary, cmd/tide-kube, so that this
+// one builds without the Kubernetes client; tide kube runs it when it is
+// installed beside tide or on $PATH.
 package main
 
 import (
@@ -16,7 +21,8 @@ Usage:
   tide sim [flags]      replay a trace under one or more policies and compare them
   tide sweep [flags]    compare policies across many traces (workloads, load levels)
   tide bench [flags]    measure the simulator's speed
-  tide policies         list the scheduling policies and their knobs
+  tide trace tile       build a datacenter-sized trace from a published one
+  tide policies [NAME]  list the scheduling policies (NAME: one, with its knobs)
   tide serve [flags]    run jobs on this machine's GPUs behind the HTTP API
   tide submit [flags]   submit a job (a YAML/JSON file, or flags and a command)
   tide jobs             list jobs
@@ -28,7 +34,8 @@ Usage:
   tide usage            GPU-hours per tenant or job over a period (table or CSV)
   tide tenant add NAME  create a tenant and print its token (admin; also set, list, rotate, revoke, delete)
   tide completion SHELL print the shell completion script (bash, zsh or fish)
-  tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs)
+  tide kube [flags]     run as a Kubernetes scheduler (pods, gangs, TideJobs);
+                        runs the tide-kube binary (go run ./cmd/tide-kube)
   tide help [command]   show help
 
 With no flags, 'tide sim' replays the Pollux workload-6 trace (160 jobs,
@@ -52,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdSim(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "trace":
+		err = cmdTrace(args[1:], stdout, stderr)
 	case "sweep":
 		err = cmdSweep(args[1:], stdout, stderr)
 	case "policies":

@@ -46,7 +46,7 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.Float64Var(&c.arrivalScale, "arrival-scale", 1, "multiply every submission time by `F` (0.25: arrivals four times denser, same jobs, same order); deadlines move with their jobs")
 	fs.BoolVar(&c.onEvents, "on-events", true, "also schedule at every arrival and completion")
 	fs.BoolVar(&c.sortRows, "sort", false, "sort the trace by submit time instead of rejecting unsorted times")
-	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows with a warning instead of failing")
+	fs.BoolVar(&c.skipBad, "skip-bad", false, "skip invalid trace rows, and jobs larger than the cluster, with a warning instead of failing")
 	fs.Int64Var(&c.seed, "seed", 1, "random seed (every policy is deterministic given it)")
 }
 
@@ -130,7 +130,10 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	} else if tr, err = trace.ReadFile(c.trace, c.format, opts); err != nil {
 		return nil, err
 	}
-	s.traceName, s.jobs = tr.Name, tr.Jobs
+	s.traceName = tr.Name
+	if s.jobs, err = dropUnfit(tr.Jobs, cl, c.skipBad, opts.Warn); err != nil {
+		return nil, err
+	}
 	if len(s.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
 	}
@@ -172,16 +175,7 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			continue
 		}
 		if spec == "all" {
-			noSolver := solver.Available()
-			for _, i := range policy.All() {
-				if i.NeedsSolver && noSolver != nil {
-					fmt.Fprintf(stderr, "note: skipping %s: %v\n", i.Name, noSolver)
-					continue
-				}
-				if !i.NeedsDeadlines || hasDeadlines {
-					s.specs = append(s.specs, i.Name)
-				}
-			}
+			s.specs = append(s.specs, allPolicies(hasDeadlines, solver.Available(), stderr)...)
 			continue
 		}
 		s.specs = append(s.specs, spec)
@@ -197,6 +191,15 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			// The artifact's Optimus predicts with the measured step times.
 			if spec == "optimus" {
 				s.specs[i] = "optimus:oracle=true"
+			}
+			// The artifact's Pollux charges a job one restart per
+			// allocation change, whatever its size (tide's own default
+			// charges by GPU; docs/elastic.md).
+			if (spec == "pollux" || strings.HasPrefix(spec, "pollux:")) && !strings.Contains(spec, "restart_cost=") {
+				s.specs[i] = spec + ":restart_cost=job"
+				if spec == "pollux" {
+					s.specs[i] = "pollux:restart_cost=job"
+				}
 			}
 		}
 	}

@@ -132,7 +132,7 @@ func parseWindow(s string) ([2]int, error) {
 }
 
 // simulate runs every policy on the same inputs, in parallel; the results
-// come back in the order the policies were given.
+// come back in the order the policies were given, with distinct names.
 func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 	runs := make([]*report.Run, len(s.specs))
 	errs := make([]error, len(s.specs))
@@ -170,6 +170,7 @@ func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 			return nil, err
 		}
 	}
+	report.DistinctNames(runs, s.specs)
 	return runs, nil
 }
 

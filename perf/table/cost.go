@@ -18,7 +18,8 @@ import (
 // Its simulator (scheduler.py, the ElasticFlow policy loop) charges every
 // running job with GPUs this overhead at each scheduling event, with restart
 // true on every scheduling_slot-th event (a periodic full relaunch of the
-// trainers). docs/POLICIES.md summarises it as "2 s + 27 s on restart +
+// trainers). The shared policy notes (../shared/docs/POLICIES.md, beside
+// the repository) summarise it as "2 s + 27 s on restart +
 // 2(log2 n + 1) s".
 const (
 	efBaseOverhead    = 2.0
@@ -32,7 +33,7 @@ const (
 //
 // Source: pkusys/ElasticFlow, ElasticFlow/scheduler/utils.py,
 // estimate_overhead(num_gpu, restart=True) for clusters of fewer than 256
-// GPUs; docs/POLICIES.md.
+// GPUs; ../shared/docs/POLICIES.md.
 func ElasticFlowRestartCost(n int) float64 {
 	return efBaseOverhead + efRestartOverhead + efScaleTerm(n)
 }

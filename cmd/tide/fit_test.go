@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSkipBadTooLarge: a job the cluster could never hold (more GPUs than
+// it has, or than it has of the job's type) fails the run and points at
+// --skip-bad; with --skip-bad it is skipped with a warning and the rest run.
+func TestSkipBadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, trace, cluster string
+		skipped              []string // job IDs
+		warn                 string
+	}{
+		{"more GPUs than the cluster", "id,submit,gpus,duration\na,0,2,100\nbig,10,100,100\nc,20,1,50\n",
+			"2x4:t4", []string{"big"}, "job big: needs at least 100 GPUs, the cluster has 8"},
+		{"more of its type", "id,submit,gpus,gpu_type,duration\na,0,2,,100\nv,10,4,v100,100\nb,20,8,t4,50\n",
+			"2x4:t4,1x2:v100", []string{"v"}, "job v: needs at least 4 v100 GPUs, the cluster has 2"},
+		{"elastic minimum", "id,submit,gpus,min_gpus,max_gpus,duration\ne,0,4,2,16,100\nf,5,12,12,12,100\n",
+			"2x4:t4", []string{"f"}, "job f: needs at least 12 GPUs"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, string(rune('a'+i))+".csv")
+			if err := os.WriteFile(path, []byte(tc.trace), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"sim", "--trace", path, "--cluster", tc.cluster, "--policy", "fifo", "--json"}
+			code, _, errs := tide(t, args...)
+			if code == 0 || !strings.Contains(errs, tc.warn) || !strings.Contains(errs, "--skip-bad") {
+				t.Errorf("without --skip-bad: exit %d, want a failure saying %q and naming --skip-bad:\n%s", code, tc.warn, errs)
+			}
+			code, out, errs := tide(t, append(args, "--skip-bad")...)
+			if code != 0 {
+				t.Fatalf("with --skip-bad: exit %d: %s", code, errs)
+			}
+			rows := strings.Count(tc.trace, "\n") - 1
+			if o := decode(t, out); o.Jobs != rows-len(tc.skipped) || o.Policies[0]["finished"] != float64(o.Jobs) {
+				t.Errorf("with --skip-bad: %d jobs, %v finished; want %d", o.Jobs, o.Policies[0]["finished"], rows-len(tc.skipped))
+			}
+			if !strings.Contains(errs, "warning: skipping "+tc.warn) {
+				t.Errorf("with --skip-bad: no warning %q:\n%s", tc.warn, errs)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"github.com/tide-sched/tide/cluster"
+)
+
+// A scheduling round touches every active job once (accounting and the
+// snapshot copy) but allocates nothing once the engine has seen its largest
+// round: the buffers below are reused, jobs named by a plan are found
+// through the previous plan's order before falling back to the ID map, and
+// jobs that end leave the active list lazily.
+
+// scratch is the memory a round reuses.
+type scratch struct {
+	snap    Snapshot
+	ptrs    []*Status
+	copies  []Status
+	planned []*Status // this round's plan, by assignment
+	last    []*Status // the last plan checked, by assignment (lookup hints)
+	perType []int     // GPUs a plan asks per cluster type index
+	held    map[string][]cluster.GPUID
+	// reasoned are the jobs whose Reason was set (non-zero) by a plan.
+	reasoned []*Status
+}
+
+// perTypeCounts returns a zeroed count per GPU type of c.
+func (sc *scratch) perTypeCounts(c *cluster.Cluster) []int {
+	n := len(c.GPUTypes())
+	if cap(sc.perType) < n {
+		sc.perType = make([]int, n)
+	}
+	sc.perType = sc.perType[:n]
+	clear(sc.perType)
+	return sc.perType
+}
+
+// remember keeps planned as the hints for the next round's lookups.
+func (sc *scratch) remember(planned []*Status) {
+	for i, st := range planned {
+		st.planPos = i + 1
+	}
+	sc.last, sc.planned = planned, sc.last
+}
+
+// lookup finds the job id names, trying first the job at *hint in the last
+// plan: plans change little from round to round, so the ID map is seldom
+// needed. It moves *hint past the job found.
+func (e *Engine) lookup(id string, hint *int) *Status {
+	last := e.scratch.last
+	if h := *hint; h < len(last) && last[h].Job.ID == id {
+		*hint = h + 1
+		return last[h]
+	}
+	st := e.jobs[id]
+	if st != nil && st.planPos > 0 && st.planPos <= len(last) && last[st.planPos-1] == st {
+		*hint = st.planPos
+	}
+	return st
+}
+
+// typeIndex is t's index in c.GPUTypes(), -1 when c has no such type.
+func typeIndex(c *cluster.Cluster, t string) int {
+	for k, u := range c.GPUTypes() {
+		if u == t {
+			return k
+		}
+	}
+	return -1
+}
+
+// setReasons gives every active job its entry of reasons (the zero Reason
+// when it has none), touching only the jobs named now or before.
+func (e *Engine) setReasons(reasons map[string]Reason) {
+	sc := &e.scratch
+	keep := sc.reasoned[:0]
+	for _, st := range sc.reasoned {
+		if st.State.Terminal() {
+			continue // ended jobs keep their last reason
+		}
+		st.Reason = Reason{}
+	}
+	for id, r := range reasons {
+		st := e.jobs[id]
+		if st == nil || st.State.Terminal() {
+			continue
+		}
+		st.Reason = r
+		if r != (Reason{}) {
+			keep = append(keep, st)
+		}
+	}
+	if len(keep) < len(sc.reasoned) {
+		clear(sc.reasoned[len(keep):]) // let ended jobs go
+	}
+	sc.reasoned = keep
+}
+
+// compact drops the jobs that ended from the active list.
+func (e *Engine) compact() {
+	if e.ended == 0 {
+		return
+	}
+	k := 0
+	for _, st := range e.active {
+		if !st.State.Terminal() {
+			e.active[k] = st
+			k++
+		}
+	}
+	clear(e.active[k:])
+	e.active = e.active[:k]
+	e.ended = 0
+}

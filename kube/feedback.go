@@ -1,0 +1,220 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// Feedback where users look: Events (Scheduled, FailedScheduling,
+// Preempted) through the events.k8s.io API, as kube-scheduler writes them,
+// and the PodScheduled condition of pods tide cannot place yet. Both are
+// rate-limited: events to eventQPS overall (the rest are dropped, never
+// queued), a pod's condition and FailedScheduling event to one per
+// explainGap unless the message changes.
+const (
+	eventQPS     = 20
+	eventBurst   = 100
+	explainGap   = 30 * time.Second
+	explainBatch = 200 // waiting pods explained per round at most
+)
+
+// feedback writes events and pod conditions. A nil feedback writes
+// nothing.
+type feedback struct {
+	rec   events.EventRecorder
+	limit flowcontrol.RateLimiter
+	mu    sync.Mutex
+	said  map[types.UID]said // last PodScheduled=False written, by pod
+	jobs  map[string]jobSaid // last message made, by workload key
+}
+
+type jobSaid struct {
+	tide, msg string
+	at        time.Time
+}
+
+type said struct {
+	msg string
+	at  time.Time
+}
+
+// newFeedback starts recording events as reporter until ctx ends.
+func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string) *feedback {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	b.StartRecordingToSink(ctx.Done())
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return &feedback{rec: b.NewRecorder(scheme.Scheme, reporter),
+		limit: flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+}
+
+// event records an event about p, unless over the rate limit.
+func (f *feedback) event(p *corev1.Pod, typ, reason, action, note string) {
+	if f == nil || !f.limit.TryAccept() {
+		return
+	}
+	f.rec.Eventf(p, nil, typ, reason, action, "%s", note)
+}
+
+// due reports whether p's PodScheduled=False should be (re)written with msg.
+func (f *feedback) due(p *corev1.Pod, msg string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last, ok := f.said[p.UID]
+	if !ok {
+		for _, c := range p.Status.Conditions { // written by an earlier tide
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message == msg {
+				f.said[p.UID] = said{msg, time.Now()}
+				return false
+			}
+		}
+	}
+	return !ok || (last.msg != msg && time.Since(last.at) >= explainGap)
+}
+
+func (f *feedback) wrote(uid types.UID, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.said[uid] = said{msg, time.Now()}
+}
+
+func (f *feedback) forget(live map[types.UID]bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for uid := range f.said {
+		if !live[uid] {
+			delete(f.said, uid)
+		}
+	}
+	if len(f.jobs) > 4*explainBatch {
+		f.jobs = map[string]jobSaid{}
+	}
+}
+
+// unschedulable sets p's PodScheduled condition to False, reason
+// Unschedulable, with msg, and records a FailedScheduling event.
+func (s *Scheduler) unschedulable(ctx context.Context, p *corev1.Pod, msg string) {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: msg, LastTransitionTime: metav1.Now()}}}})
+	if err != nil {
+		return
+	}
+	_, err = s.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		s.mu2(func() { s.log.Debug("pod condition", "pod", p.Namespace+"/"+p.Name, "err", err) })
+		return
+	}
+	s.fb.wrote(p.UID, msg)
+	s.fb.event(p, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", msg)
+}
+
+// explainWaiting tells the pods of jobs that wait why they wait: at most
+// explainBatch jobs' messages are made afresh per round.
+func (s *Scheduler) explainWaiting(ctx context.Context, v *view) {
+	if s.fb == nil {
+		return
+	}
+	live := map[types.UID]bool{}
+	free := map[string]int{}
+	for n, a := range v.alloc {
+		free[n] = a - v.phys[n]
+	}
+	calls := newCalls(ctx, s.cfg.Parallel)
+	budget := explainBatch
+	for _, w := range sortedWork(v.work) {
+		if w.tj != nil || w.ended() {
+			continue
+		}
+		var pending []*corev1.Pod
+		for _, p := range w.pods {
+			live[p.UID] = true
+			if s.nodeOf(p) == "" && !s.evicted[p.UID] {
+				pending = append(pending, p)
+			}
+		}
+		if len(pending) == 0 || budget <= 0 {
+			continue
+		}
+		msg, fresh := s.whyWaiting(w, v, free)
+		if fresh {
+			budget--
+		}
+		if msg == "" {
+			continue
+		}
+		for _, p := range pending {
+			if budget > 0 && s.fb.due(p, msg) {
+				budget--
+				calls.do(func(ctx context.Context) { s.unschedulable(ctx, p, msg) })
+			}
+		}
+	}
+	calls.wait()
+	s.fb.forget(live)
+}
+
+// whyWaiting is the message for a job's unbound pods, "" when the job is
+// about to be bound (the engine gave it GPUs this round). The nodes' part
+// costs a pass over the nodes: it is computed again only when tide's
+// reason changes or explainGap has passed.
+func (s *Scheduler) whyWaiting(w *workload, v *view, free map[string]int) (msg string, fresh bool) {
+	tide := s.tideReason(w)
+	if tide == "" {
+		return "", false
+	}
+	s.fb.mu.Lock()
+	last, ok := s.fb.jobs[w.key]
+	s.fb.mu.Unlock()
+	if ok && last.tide == tide && time.Since(last.at) < explainGap {
+		return last.msg, false
+	}
+	nodes := ""
+	if w.shape != nil {
+		nodes = explain(v.states, w.shape, s.cfg.GPUTypeLabel, free) + " "
+	}
+	msg = fmt.Sprintf("%stide (policy %s): %s", nodes, s.pol.Name(), tide)
+	s.fb.mu.Lock()
+	s.fb.jobs[w.key] = jobSaid{tide: tide, msg: msg, at: time.Now()}
+	s.fb.mu.Unlock()
+	return msg, true
+}
+
+// tideReason is why tide does not place w now, "" when it does.
+func (s *Scheduler) tideReason(w *workload) string {
+	id := s.ids[w.key]
+	st := s.eng.Job(id)
+	var tide string
+	switch {
+	case s.unsched[w.key] != "":
+		tide = "unschedulable: " + s.unsched[w.key]
+	case w.tj == nil && len(w.pods) < w.minW:
+		tide = fmt.Sprintf("gang %s has %d of its %d pods; none is bound before all exist", w.name, len(w.pods), w.minW)
+	case st == nil || st.State.Terminal() || s.work[id] != w:
+		return ""
+	case len(st.GPUs) > 0:
+		return "" // placed: bound as soon as its nodes have room
+	default:
+		tide = reasonText(st.Reason, "waiting for GPUs")
+	}
+	return tide
+}
