@@ -80,6 +80,10 @@ type Config struct {
 	Grace *time.Duration
 	// Parallel is the number of API calls in flight at once (default 32).
 	Parallel int
+	// EventQPS is the most Events written per second, the rest dropped
+	// (0: 20, burst 100; negative: no limit, an Event for every bind and
+	// preemption, as kube-scheduler writes them).
+	EventQPS float64
 	Clock    engine.Clock // default: the wall clock
 	Log      *slog.Logger // default: discard
 	// Observe, when set, is called at the end of every round that reached
@@ -267,7 +271,7 @@ func (s *Scheduler) watch(ctx context.Context) error {
 		}
 		s.dynFac.Start(ctx.Done())
 	}
-	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName)
+	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName, s.cfg.EventQPS)
 	s.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return fmt.Errorf("kube: caches did not sync: %w", ctx.Err())

@@ -65,6 +65,9 @@ import (
 //     process per bound pod, which does not depend on what else the
 //     machine runs; apiserver-cpu-ms/pod: the same for this process
 //     (API server, etcd, the benchmark's watch);
+//   - events/pod: Scheduled Events written per bound pod (both schedulers
+//     write one per pod: tide here without its default rate limit, see
+//     kube.Config.EventQPS); the scheduler's CPU includes writing them;
 //   - others-cores: CPU the rest of the machine used meanwhile, in cores.
 //
 // Run a case once: -bench Drain -benchtime 1x. Sizes come from
@@ -140,6 +143,9 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			el := time.Since(t0)
 			b.StopTimer()
+			// Both write an Event per bound pod (equal work); let the
+			// scheduler finish writing them before its CPU is read.
+			events := countEvents(b, e.cs, ns, int(w.n.Load()))
 			m1 := sampleCPU()
 			res, cpu, err := child.stop()
 			if err != nil {
@@ -158,6 +164,7 @@ func BenchmarkDrain(b *testing.B) {
 			b.ReportMetric(quantile(lat, 0.5), "bound-p50-s")
 			b.ReportMetric(quantile(lat, 0.99), "bound-p99-s")
 			b.ReportMetric(1e3*cpu/float64(max(n, 1)), "sched-cpu-ms/pod")
+			b.ReportMetric(float64(events)/float64(max(n, 1)), "events/pod")
 			b.ReportMetric(1e3*(m1.self-m0.self)/float64(max(n, 1)), "apiserver-cpu-ms/pod")
 			if busy := (m1.busy - m0.busy) - (m1.self - m0.self) - cpu; busy > 0 {
 				b.ReportMetric(busy/el.Seconds(), "others-cores")
@@ -187,6 +194,42 @@ func BenchmarkDrain(b *testing.B) {
 			})
 		})
 	}
+}
+
+// countEvents waits until ns holds want Scheduled events, or their number
+// has not grown for 5 s (a minute at most), and returns it.
+func countEvents(b *testing.B, cs kubernetes.Interface, ns string, want int) int {
+	ctx := context.Background()
+	count := func() int {
+		n, cont := 0, ""
+		for {
+			l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
+			if err != nil {
+				b.Logf("listing events: %v", err)
+				return n
+			}
+			for _, ev := range l.Items {
+				if ev.Reason == "Scheduled" {
+					n++
+				}
+			}
+			if cont = l.Continue; cont == "" {
+				return n
+			}
+		}
+	}
+	n, last, grew := 0, -1, time.Now()
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if n = count(); n >= want {
+			return n
+		}
+		if n != last {
+			last, grew = n, time.Now()
+		} else if time.Since(grew) > 5*time.Second {
+			return n
+		}
+	}
+	return n
 }
 
 // createPods creates n pending one-GPU pods for scheduler name, in gangs of
@@ -548,7 +591,9 @@ func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
 	if err != nil {
 		return err
 	}
-	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy,
+	// An Event for every bind, as kube-scheduler writes them (tide kube's
+	// default is at most 20 a second).
+	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy, EventQPS: -1,
 		Observe: func(r kube.RoundInfo) {
 			res.Decide = append(res.Decide, r.Decide.Seconds())
 			res.Binds = append(res.Binds, r.Binds)
