@@ -149,6 +149,7 @@ type Scheduler struct {
 	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
 	rejects map[types.UID]bool // rejected worker pods already counted
 	fb      *feedback          // events and pod conditions
+	reclaim reclaim            // evictions a disruption budget refused (reclaim.go)
 }
 
 // New makes a scheduler; Run starts it.
@@ -394,6 +395,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
 	bound0 := s.stats.Bound
 	s.reconcile(ctx, v)
+	s.explainBlocked(ctx, v)
 	s.explainWaiting(ctx, v)
 	s.writeStatus(ctx, v)
 	s.writeQueueStatus(ctx, queues)
@@ -982,7 +984,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	for _, p := range evict {
 		s.mu2(func() { s.evicted[p.UID] = true })
 		why := s.preemption(p, victim[p.UID], needs[s.nodeOf(p)])
-		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why, needs[s.nodeOf(p)]) })
 	}
 	for _, p := range s.release(v) {
 		skip := false
@@ -1006,7 +1008,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			})
 			continue
 		}
-		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why) })
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why, nil) })
 	}
 	calls.wait()
 	// Binds, a job's missing workers all at once or not at all: wait while
@@ -1114,9 +1116,14 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 	return msg
 }
 
-// evictPod evicts p through the Eviction API and records why.
-func (s *Scheduler) evictPod(ctx context.Context, p *corev1.Pod, why string) {
+// evictPod evicts p through the Eviction API and records why; keys are
+// the workloads it makes room for (reclaim.go tells them when a budget
+// refuses).
+func (s *Scheduler) evictPod(ctx context.Context, p *corev1.Pod, why string, keys []string) {
 	err := s.evict(ctx, p)
+	if err != nil {
+		s.evictionRefused(p, keys, err)
+	}
 	s.mu2(func() {
 		if err != nil {
 			s.stats.EvictErrors++
