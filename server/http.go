@@ -46,6 +46,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.authed(s.handleEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/hold", s.authed(s.handleHold))
 	mux.HandleFunc("POST /v1/jobs/{id}/release", s.authed(s.handleRelease))
+	mux.HandleFunc("POST /v1/jobs/{id}/requeue", s.authed(s.handleRequeue))
 	mux.HandleFunc("GET /v1/usage", s.authed(s.handleUsage))
 	mux.HandleFunc("POST /v1/jobs/{id}/report", s.handleReport)
 	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
@@ -336,18 +337,23 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 // checkQueued says why tenant may not queue one more job (its
 // limits.max_queued), or "".
 func (s *Server) checkQueued(tenant string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queuedLimit(tenant)
+}
+
+// queuedLimit is checkQueued under mu.
+func (s *Server) queuedLimit(tenant string) string {
 	t := s.tenantByName(tenant)
 	if t == nil || t.Limits.MaxQueued <= 0 {
 		return ""
 	}
-	s.mu.Lock()
 	n := 0
 	for _, lj := range s.order {
 		if lj.rec.Tenant == tenant && (lj.rec.State == api.StatePending || lj.rec.State == api.StatePreempted) {
 			n++
 		}
 	}
-	s.mu.Unlock()
 	if n >= t.Limits.MaxQueued {
 		return fmt.Sprintf("tenant %s has %d jobs waiting to run, its limit (limits.max_queued): wait for some to start, or cancel some", tenant, n)
 	}
@@ -779,7 +785,7 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 	v := api.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, Spec: r.Spec,
 		Submitted: *toTime(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
 		Restarts: r.Restarts, Failures: r.Failures, Preemptions: r.Preemptions, Progress: r.Progress,
-		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held}
+		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held, Requeues: r.Requeues}
 	if !api.Terminal(r.State) && lj.att == nil {
 		v.Waiting = s.blocked(r.ID)
 	}

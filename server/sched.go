@@ -461,6 +461,8 @@ func outcomeOf(stop string) string {
 		return "cancelled"
 	case "time-limit":
 		return "timeout"
+	case "requeue":
+		return "requeued"
 	case "":
 		return "interrupted"
 	}

@@ -279,7 +279,7 @@ func (s *Server) setup() error {
 	// The policy may learn the jobs known at start (Tiresias' trace order).
 	var known []*job.Job
 	for _, r := range recs {
-		if j, err := s.specJob(&r.Spec, r.ID, r.Submitted); err == nil {
+		if j, err := s.specJob(&r.Spec, r.ID, queuedSince(r)); err == nil {
 			known = append(known, j)
 		}
 	}
@@ -392,9 +392,10 @@ func (s *Server) recover(r *store.Job) {
 		}
 		return
 	}
-	j, err := s.specJob(&r.Spec, r.ID, r.Submitted)
+	j, err := s.specJob(&r.Spec, r.ID, queuedSince(r))
+	var st *engine.Status
 	if err == nil {
-		_, err = s.eng.Submit(j)
+		st, err = s.eng.Submit(j)
 	}
 	if err != nil {
 		// The job can no longer run here (fewer GPUs than when it was
@@ -411,10 +412,8 @@ func (s *Server) recover(r *store.Job) {
 	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
 		s.deps[lj] = true
 	}
-	st := s.eng.Job(r.ID)
 	e := r.Engine
-	st.Attained, st.Executed, st.Waited = e.Attained, e.Executed, e.Waited
-	st.Starts, st.Preemptions, st.Resizes, st.Memo = e.Starts, e.Preemptions, e.Resizes, e.Memo
+	restoreUsage(st, &e)
 	if e.FirstStart > 0 {
 		st.FirstStart = e.FirstStart
 	}

@@ -115,10 +115,11 @@ func (s *Server) checkTimeLimits() {
 	}
 }
 
-// ranFor is how long a job's attempts have run in all, seconds, at now.
+// ranFor is how long the attempts of a job's current run (since its
+// last requeue) have run in all, seconds, at now.
 func ranFor(r *store.Job, now float64) float64 {
 	total := 0.0
-	for _, a := range r.Attempts {
+	for _, a := range r.Attempts[min(r.RunFrom, len(r.Attempts)):] {
 		switch {
 		case a.Started == 0:
 		case a.Ended > 0:
