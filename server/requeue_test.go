@@ -42,7 +42,9 @@ func TestRequeue(t *testing.T) {
 
 	// A running job is stopped, then runs again.
 	run := submit(t, ts.admin, &api.JobSpec{GPUs: 1, Command: []string{"sleep", "60"}})
-	j = waitJob(t, ts.admin, run.ID, 20*time.Second, "running", func(j *api.Job) bool { return j.State == api.StateRunning && len(j.Attempts) == 1 && j.Attempts[0].PID > 0 })
+	j = waitJob(t, ts.admin, run.ID, 20*time.Second, "running", func(j *api.Job) bool {
+		return j.State == api.StateRunning && len(j.Attempts) == 1 && j.Attempts[0].PID > 0
+	})
 	pid := j.Attempts[0].PID
 	if _, err := ts.admin.Requeue(ctx, run.ID, false); err != nil {
 		t.Fatal(err)

@@ -309,6 +309,7 @@ func (s *Server) run(a *attempt) {
 func (s *Server) watch(a *attempt) {
 	defer s.running.Done()
 	code, known := a.proc.Exit()
+	a.noRetry = s.noRetry(a.lj.rec.ID, code, known) // reads the log: outside mu
 	s.mu.Lock()
 	if s.db != nil {
 		s.ended(a, code, known, "")
@@ -423,6 +424,11 @@ func (s *Server) ended(a *attempt, code int, known bool, msg string) {
 	s.metrics.counters["attempt_failures"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + ra.Outcome, Attempt: a.n, Message: what})
 	s.log.Warn("job attempt failed", "job", r.ID, "attempt", a.n, "reason", what, "failures", r.Failures)
+	if a.noRetry != "" {
+		s.fail(lj, fmt.Sprintf("%s (attempt %d): %s: not retried", what, a.n, a.noRetry))
+		s.kickRound()
+		return
+	}
 	if r.Failures > s.maxRetries(r) {
 		s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", what, a.n, r.Failures, s.maxRetries(r)))
 		s.kickRound()

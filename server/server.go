@@ -179,6 +179,7 @@ type attempt struct {
 	woken   bool
 	proc    *localexec.Proc
 	stop    string // why tide is stopping it; "" while it should run
+	noRetry string // why its failure must not be retried (noRetry), if so
 }
 
 // New opens the data directory, recovers every job recorded there
@@ -486,7 +487,9 @@ func (s *Server) recover(r *store.Job) {
 		r.Failures++
 		s.metrics.counters["attempt_failures"]++
 		s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + last.Outcome, Attempt: last.N, Message: msg})
-		if r.Failures > s.maxRetries(r) {
+		if why := s.noRetry(r.ID, code, known); why != "" {
+			s.fail(lj, fmt.Sprintf("%s (attempt %d): %s: not retried", msg, last.N, why))
+		} else if r.Failures > s.maxRetries(r) {
 			s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", msg, last.N, r.Failures, s.maxRetries(r)))
 		} else {
 			r.State = api.StatePreempted // waits for the scheduler to restart it
