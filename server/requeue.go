@@ -116,6 +116,9 @@ func (s *Server) requeue(lj *liveJob, by string, hold bool) (int, string) {
 	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
 		s.deps[lj] = true
 	}
+	if hold {
+		s.held[lj] = true
+	}
 	return http.StatusOK, ""
 }
 

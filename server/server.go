@@ -125,6 +125,8 @@ type Server struct {
 	adminPath  string // the admin token file written at the first start, if any
 
 	mu       sync.Mutex
+	imu      sync.Mutex // guards inbox; taken under mu or alone
+	inbox    []*liveJob // jobs recorded by submissions, not yet in jobs (drain)
 	wmu      sync.Mutex // orders commits' writes; taken under mu
 	writing  int        // commits whose write is in flight (mu let go); under mu
 	idle     sync.Cond  // on mu: signalled when writing drops to 0
@@ -140,8 +142,10 @@ type Server struct {
 	after    []func()                 // actions to run once the next commit is durable
 	metrics  metrics
 	rates    rateLimiter
+	paths    pathCache
 	quotas   *quotaPolicy
 	deps     map[*liveJob]bool // waiting jobs with dependencies; under mu
+	held     map[*liveJob]bool // jobs held (some may have been released or ended since); under mu
 	tls      *tls.Config       // nil: plain HTTP
 	closed   bool
 	report   string // base URL for TIDE_REPORT_URL
@@ -222,7 +226,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
@@ -296,12 +300,12 @@ func (s *Server) setup() error {
 		return fmt.Errorf("server: --placer: %w", err)
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
-	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked}
+	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated}
 	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: s.quotas, Placer: pl, Clock: s.clk})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
 		s.recover(r)
@@ -412,6 +416,9 @@ func (s *Server) recover(r *store.Job) {
 	lj.j = j
 	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
 		s.deps[lj] = true
+	}
+	if r.Held {
+		s.held[lj] = true
 	}
 	e := r.Engine
 	restoreUsage(st, &e)
@@ -629,7 +636,7 @@ func (s *Server) commit() error {
 			return nil
 		})
 		s.wmu.Unlock()
-		s.mu.Lock()
+		s.mu.Lock() // not lock: the caller may be amid a walk of s.order
 		s.writing--
 		if s.writing == 0 {
 			s.idle.Broadcast()
@@ -670,7 +677,7 @@ func (s *Server) Start(ln net.Listener) {
 	if s.tls != nil {
 		ln = tls.NewListener(ln, s.tls)
 	}
-	s.mu.Lock()
+	s.lock()
 	s.report = s.cfg.ReportURL
 	// Over TLS, jobs report through their report file.
 	if s.report == "" && s.tls == nil {
@@ -715,7 +722,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.cancel()
 	}
 	s.loops.Wait()
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return errors.Join(errs...)
@@ -735,13 +742,13 @@ func (s *Server) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if s.cfg.StopJobsOnExit {
 		s.running.Wait()
-		s.mu.Lock()
+		s.lock()
 		if err := s.commit(); err != nil {
 			errs = append(errs, err)
 		}
 		s.mu.Unlock()
 	}
-	s.mu.Lock()
+	s.lock()
 	if err := s.flush(); err != nil {
 		errs = append(errs, err)
 	}
