@@ -173,7 +173,10 @@ func randomTrace(rng *rand.Rand, n, maxGPUs int) []*job.Job {
 //   - the GPUs held never exceed the cluster, and useful ones never exceed
 //     those held;
 //   - restart time is at most the start cost plus one restart cost per
-//     restart.
+//     restart;
+//   - the total time waiting (WaitSeconds) is at least the wait before the
+//     first start, equal to it for a job never preempted, and leaves the job
+//     at least its Duration holding GPUs.
 func TestInvariants(t *testing.T) {
 	policies := []string{"fifo", "fifo:backfill=true", "srtf", "edf", "tiresias", "tiresias:limits=500/2000:knob=2", "tiresias-gittins"}
 	clusters := []struct {
@@ -206,6 +209,13 @@ func TestInvariants(t *testing.T) {
 				}
 				if jct := r.Finish - r.Submit; jct < r.LowerBound-1e-6 {
 					t.Errorf("job %s: JCT %v beats its lower bound %v", r.ID, jct, r.LowerBound)
+				}
+				first, jct := r.Start-r.Submit, r.Finish-r.Submit
+				if r.WaitSeconds < first-1e-6 || jct-r.WaitSeconds < j.Duration-1e-6 {
+					t.Errorf("job %s: waited %v s in all, %v before its first start; JCT %v, duration %v", r.ID, r.WaitSeconds, first, jct, j.Duration)
+				}
+				if r.Preemptions == 0 && math.Abs(r.WaitSeconds-first) > 1e-6 {
+					t.Errorf("job %s: never preempted, waited %v s in all but %v before its first start", r.ID, r.WaitSeconds, first)
 				}
 				if maxCost := costs.Start + float64(r.Restarts)*math.Max(costs.Restart, costs.Resize); r.RestartSeconds > maxCost+1e-6 {
 					t.Errorf("job %s: %v s restarting, at most %v expected", r.ID, r.RestartSeconds, maxCost)
