@@ -260,7 +260,10 @@ func (s *simulator) loop() error {
 		// 3. A round, when due.
 		due := float64(tick)*round <= t
 		if due {
-			tick = int64(math.Floor(t/round)) + 1
+			// At least one tick on: t/round can come out just under the
+			// tick that produced t (3*0.7/0.7 = 2.999...), and the next
+			// round would fall on this instant again, forever.
+			tick = max(tick+1, int64(math.Floor(t/round))+1)
 		}
 		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished || capChanged))) {
 			if err := s.schedule(t); err != nil {

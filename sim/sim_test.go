@@ -356,3 +356,49 @@ func TestWaitingOnIdleCluster(t *testing.T) {
 		t.Errorf("a policy that never starts the job: error %v, want one naming lone on an idle cluster", err)
 	}
 }
+
+// roundCounter passes rounds to a policy and fails the test when the
+// simulator calls it again and again at one instant: time must advance.
+type roundCounter struct {
+	engine.Policy
+	t      *testing.T
+	last   float64
+	repeat int
+}
+
+func (c *roundCounter) Schedule(s *engine.Snapshot) engine.Plan {
+	if s.Now == c.last {
+		if c.repeat++; c.repeat > 100 {
+			c.t.Fatalf("%d rounds in a row at t=%v: the simulator does not advance", c.repeat, s.Now)
+		}
+	} else {
+		c.last, c.repeat = s.Now, 0
+	}
+	return c.Policy.Schedule(s)
+}
+
+// TestFractionalRound: rounds of a length that is not a whole number of
+// seconds fall on multiples of it, and the run ends. With 0.7 s rounds the
+// round at 3 x 0.7 = 2.1 s computed 2.1/0.7 = 2.999... rounds done, and
+// scheduled the next one at the same instant, forever.
+func TestFractionalRound(t *testing.T) {
+	for _, round := range []float64{0.7, 0.1, 7.3, 59.9} {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			p, err := policy.Parse("fifo", policy.Context{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := []*job.Job{enginetest.Job("a").GPUs(1).Seconds(100).Obj(), enginetest.Job("b").GPUs(1).Seconds(50).At(1).Obj()}
+			run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x1:t4"), Model: perf.Duration{},
+				Policy: &roundCounter{Policy: p, t: t, last: -1}, Placer: place.Pack{}, Round: round}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range run.Jobs {
+				if r.Finish < 0 {
+					t.Errorf("job %s did not finish", r.ID)
+				}
+			}
+		})
+	}
+}
