@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
@@ -288,9 +289,9 @@ func (s *Server) setup() error {
 			known = append(known, j)
 		}
 	}
-	pol, err := policy.Parse(s.cfg.Policy, policy.Context{Jobs: known})
+	pol, err := assemble.Policy(s.cfg.Policy, policy.Context{Jobs: known}, nil, false)
 	if err != nil {
-		return fmt.Errorf("server: --policy: %w", err)
+		return fmt.Errorf("server: --%w", err)
 	}
 	if s.cfg.wrapPolicy != nil {
 		pol = s.cfg.wrapPolicy(pol)
