@@ -7,7 +7,9 @@
 // job's state happen under mu too, before the change is acted on (a
 // process is launched or signalled only after its new state is durable).
 // Submissions are written to the store outside mu, coalesced by bbolt's
-// batching, then handed to the engine.
+// batching, then put in an inbox that whoever takes mu next (Server.lock)
+// moves into the job table and the engine: a submission never waits for
+// a scheduling round in progress.
 //
 // A job's life: the engine's round emits a Change; the server records an
 // attempt (phase waiting) and a goroutine waits until the GPUs' previous
@@ -57,8 +59,10 @@ type Config struct {
 	Policy, Placer string
 	// Round is the time between periodic scheduling rounds (default 10 s);
 	// rounds also run at every submission, completion and cancellation,
-	// at most one per MinRoundGap (default 20 ms), so a burst of
-	// submissions shares rounds.
+	// at most one per MinRoundGap (default 20 ms) or per 4 times the
+	// last round's duration, whichever is longer, so a burst of
+	// submissions shares rounds and rounds over a long queue take at
+	// most a fifth of the time.
 	Round       time.Duration
 	MinRoundGap time.Duration
 	// Grace is how long a stopped job has between SIGTERM and SIGKILL
