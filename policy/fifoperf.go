@@ -44,7 +44,8 @@ func init() {
 			g, err := newGavel("gavel-fifo", f, o, false)
 			if g != nil {
 				g.ZeroPriorityWaits = true
-				f.rng = rand.New(rand.NewPCG(g.Seed, 0xf1f0))
+				f.pcg = rand.NewPCG(g.Seed, 0xf1f0)
+				f.rng = rand.New(f.pcg)
 				if f.gavelPick {
 					g.name += ":pick=gavel"
 				}
@@ -95,6 +96,7 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 type gavelFIFO struct {
 	types     map[string]int // job ID -> type index it holds in the allocation
 	rng       *rand.Rand
+	pcg       *rand.PCG // rng's source, saved with the state
 	gavelPick bool
 }
 

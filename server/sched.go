@@ -64,7 +64,7 @@ func (s *Server) monitorLoop(ctx context.Context) {
 			s.purgeOld()
 		}
 		s.mu.Lock()
-		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
+		if !s.closed && (len(s.dirty) > 0 || s.polState != nil) && time.Since(s.lastSave) > 2*time.Second {
 			_ = s.commit()
 		}
 		s.mu.Unlock()
@@ -103,6 +103,7 @@ func (s *Server) round() {
 		s.log.Error("scheduling round failed", "err", err)
 		return
 	}
+	s.notePolicyState()
 	var launches []*attempt
 	for _, ch := range changes {
 		lj := s.jobs[ch.Status.Job.ID]

@@ -119,8 +119,10 @@ type Server struct {
 	gpus       []localexec.GPU
 	policyName string
 	placerName string
-	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
-	isolate    bool // run jobs as their tenants' Unix users (root, not SingleUser)
+	adapt      bool   // the policy adapts batch sizes (policy.Info.AdaptBatch)
+	polState   []byte // the policy's state after the last round, until committed (policystate.go)
+	savedState []byte // the policy state last taken (policystate.go)
+	isolate    bool   // run jobs as their tenants' Unix users (root, not SingleUser)
 	log        *slog.Logger
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
@@ -306,6 +308,7 @@ func (s *Server) setup() error {
 	for _, r := range recs {
 		s.recover(r)
 	}
+	s.restorePolicyState()
 	s.addEvent(&store.Event{Kind: "server-start", Message: fmt.Sprintf("policy %s, %s, %d jobs recovered", s.policyName, s.cluster, len(recs))})
 	if err := s.commit(); err != nil {
 		return fmt.Errorf("server: recording the recovery: %w", err)
@@ -597,7 +600,9 @@ func (s *Server) commit() error {
 	var err error
 	acts := s.after
 	s.after = nil
-	if len(s.dirty) > 0 || len(s.events) > 0 {
+	if len(s.dirty) > 0 || len(s.events) > 0 || s.polState != nil {
+		polState := s.polState
+		s.polState = nil
 		recs := make([]*store.Job, 0, len(s.dirty))
 		dirty := make([]*liveJob, 0, len(s.dirty))
 		for lj := range s.dirty {
@@ -625,7 +630,7 @@ func (s *Server) commit() error {
 					return err
 				}
 			}
-			return nil
+			return putPolicyState(tx, polState)
 		})
 		s.wmu.Unlock()
 		s.mu.Lock()
@@ -639,6 +644,9 @@ func (s *Server) commit() error {
 				s.dirty[lj] = true
 			}
 			s.events = append(events, s.events...)
+			if s.polState == nil {
+				s.polState = polState
+			}
 		} else {
 			s.lastSave = time.Now()
 		}
