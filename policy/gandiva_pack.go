@@ -44,7 +44,7 @@ type gandivaPacking struct {
 	bad     map[string]bool   // pairKey of pairs measured not to help
 	rng     *rand.Rand
 	pcg     *rand.PCG // rng's source, saved with the state
-	gavel   bool // Gavel's keep rule instead of the paper's
+	gavel   bool      // Gavel's keep rule instead of the paper's
 }
 
 func newGandivaPacking(seed uint64, gavel bool) *gandivaPacking {

@@ -83,7 +83,7 @@ type Gavel struct {
 	SpaceSharing bool
 
 	rng       *rand.Rand
-	pcg       *rand.PCG // rng's source, saved with the state
+	pcg       *rand.PCG   // rng's source, saved with the state
 	last      engine.Plan // the plan of the last round
 	lastPlan  float64     // when it was made
 	planned   bool
