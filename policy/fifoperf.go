@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -31,21 +34,18 @@ func init() {
 			"until it finishes, realised in Gavel's rounds",
 		Knobs: "round=360, reset=1920 (see gavel-las); pick=random: the type a job gets, random among those with room " +
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
-			"order still listed as free, v100 before p100 before k80, and may over-commit it; see docs/heterogeneity.md)",
+			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
+			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
 		build: func(_ Context, o Options) (engine.Policy, error) {
-			f := &gavelFIFO{types: map[string]int{}}
-			switch pick := o.String("pick", "random"); pick {
-			case "random":
-			case "gavel":
-				f.gavelPick = true
-			default:
+			pick := o.String("pick", "random")
+			if pick != "random" && pick != "gavel" {
 				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", pick)
 			}
+			f := &gavelFIFO{}
 			g, err := newGavel("gavel-fifo", f, o, false)
 			if g != nil {
 				g.ZeroPriorityWaits = true
-				f.pcg = rand.NewPCG(g.Seed, 0xf1f0)
-				f.rng = rand.New(f.pcg)
+				*f = *newGavelFIFO(pick == "gavel", g.Seed)
 				if f.gavelPick {
 					g.name += ":pick=gavel"
 				}
@@ -96,11 +96,44 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 type gavelFIFO struct {
 	types     map[string]int // job ID -> type index it holds in the allocation
 	rng       *rand.Rand
-	pcg       *rand.PCG // rng's source, saved with the state
+	pcg       *rand.PCG // rng's source, saved with the state (state.go)
 	gavelPick bool
+	// Under pick=gavel: Gavel's own generator (random.Random(seed)) and each
+	// job's place in arrival order (Gavel's job ID), kept while the job is
+	// present or holds a type.
+	py    *pyRandom
+	seq   map[string]int
+	nextQ int
+}
+
+// newGavelFIFO is gavel-fifo's allocator; seed is the policy's seed= knob
+// (Gavel's --seed).
+func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
+	pcg := rand.NewPCG(seed, 0xf1f0)
+	return &gavelFIFO{types: map[string]int{}, gavelPick: gavelPick, rng: rand.New(pcg), pcg: pcg,
+		py: newPyRandom(seed), seq: map[string]int{}}
 }
 
 func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
+	if f.gavelPick {
+		f.allocateAsGavel(p)
+	} else {
+		f.allocateAsIntended(p)
+	}
+	x := make([][]float64, len(p.jobs))
+	for m, st := range p.jobs {
+		x[m] = make([]float64, len(p.types))
+		if k, ok := f.types[st.Job.ID]; ok {
+			x[m][k] = 1
+		}
+	}
+	return x, nil
+}
+
+// allocateAsIntended is the rule Gavel's FIFO code evidently means: GPUs a
+// finished job frees go to the head of the queue if it fits there, then the
+// queue takes types drawn at random among those with room.
+func (f *gavelFIFO) allocateAsIntended(p *gavelProblem) {
 	free := slices.Clone(p.cap)
 	present := map[string]int{}
 	for m, st := range p.jobs {
@@ -112,8 +145,6 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 			queue = append(queue, m)
 		}
 	}
-	// Jobs that left hand their type to the head of the queue. Gavel walks
-	// its allocation in job ID order; arrival order stands for it here.
 	var held []string
 	for id := range f.types {
 		held = append(held, id)
@@ -135,8 +166,7 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 			}
 		}
 	}
-	// Types still listed as free, in name order.
-	var listed []int
+	var listed []int // types still listed as free, in name order
 	for k := range p.types {
 		if free[k] > 0 {
 			listed = append(listed, k)
@@ -156,12 +186,6 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		}
 		i := fit[f.rng.IntN(len(fit))]
 		k := listed[i]
-		if f.gavelPick {
-			// Gavel's FIFO draws i but then uses the type its loop over the
-			// listed types ended on: the last one, whether or not it has
-			// room; and it unlists the drawn one when the chosen one fills.
-			k = listed[len(listed)-1]
-		}
 		if p.tput[m][k] <= 0 {
 			continue
 		}
@@ -171,14 +195,119 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 			listed = slices.Delete(listed, i, i+1)
 		}
 	}
-	x := make([][]float64, len(p.jobs))
-	for m, st := range p.jobs {
-		x[m] = make([]float64, len(p.types))
-		if k, ok := f.types[st.Job.ID]; ok {
-			x[m][k] = 1
+}
+
+// allocateAsGavel does what Gavel's FIFOPolicy.get_allocation (mode base,
+// scheduler/policies/fifo.py) does, step for step:
+//
+//   - Jobs are taken in arrival order (Gavel's job IDs), the queue being the
+//     jobs without a type.
+//   - Held types are walked in arrival order; a job still present takes its
+//     GPUs off the free count, a job that left hands its type to the head of
+//     the queue if the head fits in the free count as it stands at that
+//     point of the walk (jobs later in the walk not yet subtracted).
+//   - Types with free GPUs are listed in name order. For each queued job,
+//     Gavel draws an index among the listed types with room
+//     (random.Random(seed).randrange), but the type it assigns is the last
+//     listed one, room or not (the variable left over from its loop); when
+//     that type's free count reaches exactly 0, the drawn type is unlisted.
+//     So V100s (last in name order) fill first and can be over-committed.
+//
+// The draws matter: which type leaves the list decides where later jobs go,
+// so the generator and its seed are Gavel's (pyRandom, knob seed=).
+func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
+	order := make([]int, len(p.jobs)) // snapshot indices in arrival order
+	for m := range order {
+		order[m] = m
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compareArrival(p.jobs[a], p.jobs[b]) })
+	present := map[string]int{}
+	for _, m := range order {
+		id := p.jobs[m].Job.ID
+		present[id] = m
+		if _, ok := f.seq[id]; !ok {
+			f.seq[id] = f.nextQ
+			f.nextQ++
 		}
 	}
-	return x, nil
+	var queue []int
+	for _, m := range order {
+		if _, ok := f.types[p.jobs[m].Job.ID]; !ok {
+			queue = append(queue, m)
+		}
+	}
+	held := make([]string, 0, len(f.types))
+	for id := range f.types {
+		held = append(held, id)
+	}
+	slices.SortFunc(held, func(a, b string) int { return f.seq[a] - f.seq[b] })
+	free := slices.Clone(p.cap)
+	for _, id := range held {
+		k := f.types[id]
+		if m, ok := present[id]; ok {
+			free[k] -= p.gpus[m]
+			continue
+		}
+		delete(f.types, id)
+		delete(f.seq, id)
+		if len(queue) > 0 {
+			m := queue[0]
+			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 {
+				queue = queue[1:]
+				f.types[p.jobs[m].Job.ID] = k
+				free[k] -= p.gpus[m]
+			}
+		}
+	}
+	for id := range f.seq {
+		if _, ok := present[id]; !ok {
+			delete(f.seq, id)
+		}
+	}
+	var listed []int // type indices in name order (p.types is sorted)
+	for k := range p.types {
+		if free[k] > 0 {
+			listed = append(listed, k)
+		}
+	}
+	for len(queue) > 0 && len(listed) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		var fit []int // positions in listed with room for the job
+		for i, k := range listed {
+			if free[k] >= p.gpus[m] {
+				fit = append(fit, i)
+			}
+		}
+		if len(fit) == 0 {
+			break
+		}
+		drawn := fit[f.py.randrange(len(fit))]
+		k := listed[len(listed)-1]
+		if p.tput[m][k] <= 0 {
+			continue
+		}
+		f.types[p.jobs[m].Job.ID] = k
+		free[k] -= p.gpus[m]
+		if free[k] == 0 {
+			listed = slices.Delete(listed, drawn, drawn+1)
+		}
+	}
+}
+
+// compareArrival orders jobs as Gavel numbers them: by submission time, then
+// by ID, numerically where both IDs are whole numbers (a trace's line
+// numbers), so job 10 comes after job 9.
+func compareArrival(a, b *engine.Status) int {
+	if c := cmp.Compare(a.Job.Submit, b.Job.Submit); c != 0 {
+		return c
+	}
+	x, errX := strconv.ParseUint(a.Job.ID, 10, 64)
+	y, errY := strconv.ParseUint(b.Job.ID, 10, 64)
+	if errX == nil && errY == nil {
+		return cmp.Compare(x, y)
+	}
+	return strings.Compare(a.Job.ID, b.Job.ID)
 }
 
 // compareIDs orders job IDs by arrival: present jobs by their index in the

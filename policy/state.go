@@ -263,10 +263,15 @@ func (p *Priority) LoadState(b []byte) error {
 }
 
 // gavelFIFOState is Gavel's FIFO allocator's state: the type each job was
-// given, which it keeps until it finishes, and its random source.
+// given, which it keeps until it finishes, its random sources, and under
+// pick=gavel each job's place in arrival order.
 type gavelFIFOState struct {
 	Types map[string]int
 	RNG   []byte
+	PyMT  []uint32
+	PyIdx int
+	Seq   map[string]int
+	NextQ int
 }
 
 // SaveState implements engine.Stateful.
@@ -275,7 +280,7 @@ func (f *gavelFIFO) SaveState() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.EncodeState(gavelFIFOState{Types: f.types, RNG: rng})
+	return engine.EncodeState(gavelFIFOState{Types: f.types, RNG: rng, PyMT: f.py.mt[:], PyIdx: f.py.idx, Seq: f.seq, NextQ: f.nextQ})
 }
 
 // LoadState implements engine.Stateful.
@@ -287,9 +292,17 @@ func (f *gavelFIFO) LoadState(b []byte) error {
 	if err := engine.DecodeState(b, &st); err != nil {
 		return err
 	}
-	f.types = st.Types
+	if len(st.PyMT) != len(f.py.mt) {
+		return fmt.Errorf("gavel-fifo state: %d words of generator state, want %d", len(st.PyMT), len(f.py.mt))
+	}
+	f.types, f.seq, f.nextQ = st.Types, st.Seq, st.NextQ
 	if f.types == nil {
 		f.types = map[string]int{}
 	}
+	if f.seq == nil {
+		f.seq = map[string]int{}
+	}
+	copy(f.py.mt[:], st.PyMT)
+	f.py.idx = st.PyIdx
 	return f.pcg.UnmarshalBinary(st.RNG)
 }

@@ -17,8 +17,8 @@ import (
 const simHelp = `Usage: tide sim [flags]
 
 Replays a trace on a simulated cluster under each policy given and prints
-the policies side by side: JCT (average, median, p95, p99), queueing delay,
-makespan, GPU utilisation, preemptions and restarts per job, deadlines met,
+the policies side by side: JCT (average, median, p95, p99), the wait before
+the first start and the total time waiting (pending or preempted), makespan, GPU utilisation, preemptions and restarts per job, deadlines met,
 and each policy's distance to the no-contention lower bound.
 
 Examples:
