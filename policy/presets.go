@@ -10,6 +10,7 @@ var presets = map[string][]string{
 	"tiresias":         {"tiresias:preset=pollux"},
 	"tiresias-gittins": {"tiresias-gittins:preset=pollux"},
 	"gandiva":          {"gandiva:preset=gavel", "gandiva:pack=true"},
+	"gavel-fifo":       {"gavel-fifo:pick=gavel"},
 	"optimus":          {"optimus:oracle=true"},
 	"pollux":           {"pollux:restart_cost=job"},
 	"deepboot":         {"deepboot:loan=false"},
