@@ -114,125 +114,54 @@ func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
 		py: newPyRandom(seed), seq: map[string]int{}}
 }
 
+// allocate walks Gavel's FIFOPolicy.get_allocation (mode base,
+// scheduler/policies/fifo.py):
+//
+//   - The queue is the jobs without a type, in arrival order.
+//   - The jobs holding a type are walked in order; a job still present
+//     takes its GPUs off the free count, a job that left hands its type to
+//     the head of the queue if the head fits in the free count as it stands
+//     at that point of the walk.
+//   - Types with free GPUs are listed in name order; each queued job in turn
+//     gets a listed type with room, and a type whose free count reaches
+//     exactly 0 leaves the list. The pass stops at the first job no listed
+//     type has room for.
+//
+// The two picks differ in the order and in which type a job gets:
+//
+//   - pick=random (what the code evidently means): snapshot order, departed
+//     jobs walked first; a job gets the type drawn among those with room.
+//   - pick=gavel (what the code does): Gavel's order, by job ID (arrival,
+//     numbered as the trace's lines); Gavel draws an index among the listed
+//     types with room (random.Random(seed).randrange) but assigns the type
+//     its loop over the listed types ended on, the last one, room or not,
+//     and unlists the drawn one when that type fills. So V100s (last in name
+//     order) fill first and can be over-committed. The draws decide which
+//     type leaves the list and so where later jobs go, hence Gavel's
+//     generator (pyRandom) and its seed.
 func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
-	if f.gavelPick {
-		f.allocateAsGavel(p)
-	} else {
-		f.allocateAsIntended(p)
+	order := make([]int, len(p.jobs)) // snapshot indices in queue order
+	for m := range order {
+		order[m] = m
 	}
-	x := make([][]float64, len(p.jobs))
-	for m, st := range p.jobs {
-		x[m] = make([]float64, len(p.types))
-		if k, ok := f.types[st.Job.ID]; ok {
-			x[m][k] = 1
-		}
-	}
-	return x, nil
-}
-
-// allocateAsIntended is the rule Gavel's FIFO code evidently means: GPUs a
-// finished job frees go to the head of the queue if it fits there, then the
-// queue takes types drawn at random among those with room.
-func (f *gavelFIFO) allocateAsIntended(p *gavelProblem) {
-	free := slices.Clone(p.cap)
 	present := map[string]int{}
 	for m, st := range p.jobs {
 		present[st.Job.ID] = m
 	}
-	var queue []int
-	for m, st := range p.jobs {
-		if _, ok := f.types[st.Job.ID]; !ok {
-			queue = append(queue, m)
-		}
-	}
-	var held []string
-	for id := range f.types {
-		held = append(held, id)
-	}
-	slices.SortFunc(held, func(a, b string) int { return compareIDs(p, present, a, b) })
-	for _, id := range held {
-		k := f.types[id]
-		if _, ok := present[id]; ok {
-			free[k] -= p.gpus[present[id]]
-			continue
-		}
-		delete(f.types, id)
-		if len(queue) > 0 {
-			m := queue[0]
-			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 {
-				queue = queue[1:]
-				f.types[p.jobs[m].Job.ID] = k
-				free[k] -= p.gpus[m]
+	walk := func(a, b string) int { return compareIDs(p, present, a, b) }
+	if f.gavelPick {
+		slices.SortStableFunc(order, func(a, b int) int { return compareArrival(p.jobs[a], p.jobs[b]) })
+		for _, m := range order {
+			if id := p.jobs[m].Job.ID; !hasKey(f.seq, id) {
+				f.seq[id] = f.nextQ
+				f.nextQ++
 			}
 		}
-	}
-	var listed []int // types still listed as free, in name order
-	for k := range p.types {
-		if free[k] > 0 {
-			listed = append(listed, k)
-		}
-	}
-	for len(queue) > 0 && len(listed) > 0 {
-		m := queue[0]
-		queue = queue[1:]
-		var fit []int // positions in listed with room for the job
-		for i, k := range listed {
-			if free[k] >= p.gpus[m] {
-				fit = append(fit, i)
-			}
-		}
-		if len(fit) == 0 {
-			break
-		}
-		i := fit[f.rng.IntN(len(fit))]
-		k := listed[i]
-		if p.tput[m][k] <= 0 {
-			continue
-		}
-		f.types[p.jobs[m].Job.ID] = k
-		free[k] -= p.gpus[m]
-		if free[k] == 0 {
-			listed = slices.Delete(listed, i, i+1)
-		}
-	}
-}
-
-// allocateAsGavel does what Gavel's FIFOPolicy.get_allocation (mode base,
-// scheduler/policies/fifo.py) does, step for step:
-//
-//   - Jobs are taken in arrival order (Gavel's job IDs), the queue being the
-//     jobs without a type.
-//   - Held types are walked in arrival order; a job still present takes its
-//     GPUs off the free count, a job that left hands its type to the head of
-//     the queue if the head fits in the free count as it stands at that
-//     point of the walk (jobs later in the walk not yet subtracted).
-//   - Types with free GPUs are listed in name order. For each queued job,
-//     Gavel draws an index among the listed types with room
-//     (random.Random(seed).randrange), but the type it assigns is the last
-//     listed one, room or not (the variable left over from its loop); when
-//     that type's free count reaches exactly 0, the drawn type is unlisted.
-//     So V100s (last in name order) fill first and can be over-committed.
-//
-// The draws matter: which type leaves the list decides where later jobs go,
-// so the generator and its seed are Gavel's (pyRandom, knob seed=).
-func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
-	order := make([]int, len(p.jobs)) // snapshot indices in arrival order
-	for m := range order {
-		order[m] = m
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return compareArrival(p.jobs[a], p.jobs[b]) })
-	present := map[string]int{}
-	for _, m := range order {
-		id := p.jobs[m].Job.ID
-		present[id] = m
-		if _, ok := f.seq[id]; !ok {
-			f.seq[id] = f.nextQ
-			f.nextQ++
-		}
+		walk = func(a, b string) int { return f.seq[a] - f.seq[b] }
 	}
 	var queue []int
 	for _, m := range order {
-		if _, ok := f.types[p.jobs[m].Job.ID]; !ok {
+		if !hasKey(f.types, p.jobs[m].Job.ID) {
 			queue = append(queue, m)
 		}
 	}
@@ -240,7 +169,7 @@ func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
 	for id := range f.types {
 		held = append(held, id)
 	}
-	slices.SortFunc(held, func(a, b string) int { return f.seq[a] - f.seq[b] })
+	slices.SortFunc(held, walk)
 	free := slices.Clone(p.cap)
 	for _, id := range held {
 		k := f.types[id]
@@ -249,7 +178,6 @@ func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
 			continue
 		}
 		delete(f.types, id)
-		delete(f.seq, id)
 		if len(queue) > 0 {
 			m := queue[0]
 			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 {
@@ -260,7 +188,7 @@ func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
 		}
 	}
 	for id := range f.seq {
-		if _, ok := present[id]; !ok {
+		if !hasKey(present, id) && !hasKey(f.types, id) {
 			delete(f.seq, id)
 		}
 	}
@@ -282,8 +210,13 @@ func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
 		if len(fit) == 0 {
 			break
 		}
-		drawn := fit[f.py.randrange(len(fit))]
-		k := listed[len(listed)-1]
+		var drawn, k int
+		if f.gavelPick {
+			drawn, k = fit[f.py.randrange(len(fit))], listed[len(listed)-1]
+		} else {
+			drawn = fit[f.rng.IntN(len(fit))]
+			k = listed[drawn]
+		}
 		if p.tput[m][k] <= 0 {
 			continue
 		}
@@ -293,6 +226,19 @@ func (f *gavelFIFO) allocateAsGavel(p *gavelProblem) {
 			listed = slices.Delete(listed, drawn, drawn+1)
 		}
 	}
+	x := make([][]float64, len(p.jobs))
+	for m, st := range p.jobs {
+		x[m] = make([]float64, len(p.types))
+		if k, ok := f.types[st.Job.ID]; ok {
+			x[m][k] = 1
+		}
+	}
+	return x, nil
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // compareArrival orders jobs as Gavel numbers them: by submission time, then
