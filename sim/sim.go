@@ -55,6 +55,15 @@ type Config struct {
 	// Progress, when set, is called now and then with the simulated time and
 	// the number of jobs finished so far.
 	Progress func(now float64, done, total int)
+	// Handover, when > 0, checks a policy's persisted state
+	// (engine.Stateful): after every Handover-th round the engine's policy
+	// state is saved to bytes, and the following rounds are scheduled by
+	// Fresh(), a new instance of the same policy, with those bytes loaded
+	// (memos and round count included), as a live executor does after a
+	// restart. A policy that declares all its state gives the same run,
+	// byte for byte.
+	Handover int
+	Fresh    func() (engine.Policy, error)
 }
 
 type clock struct{ t float64 }
@@ -112,27 +121,33 @@ func (h *eventHeap) Pop() any {
 }
 
 type simulator struct {
-	cfg     Config
-	clk     *clock
-	eng     *engine.Engine
-	jobs    []*job.Job // trace order
-	recs    []report.JobRecord
-	runs    []*running // by job index; nil when not running
-	gens    []int      // by job index: bumped at every start and stop
-	agents  []*agent   // by job index, when the model is a perf.Observer
-	obs     perf.Observer
-	live    []*running // the non-nil entries of runs, in no particular order
-	byID    map[string]int
-	events  eventHeap
-	out     *report.Run
-	alloc   int // GPUs held
-	useful  int // GPUs held by jobs past their delay
-	active  int // jobs submitted and not terminal
-	nrun    int // jobs holding GPUs
-	nShared int // jobs holding GPUs they share with a partner
-	done    int
-	nEvents int
-	st      *sites // multi-site state; nil without Config.Sites
+	// warnings are the policy's warnings by kind and reason, drained from
+	// the engine after every round (countWarnings).
+	warnings []report.WarningCount
+	warnAt   map[[2]string]int
+	cfg      Config
+	clk      *clock
+	eng      *engine.Engine
+	jobs     []*job.Job // trace order
+	recs     []report.JobRecord
+	held     []float64  // by job index: seconds spent holding GPUs
+	left     []float64  // by job index: when it finished or was declined, -1 before
+	runs     []*running // by job index; nil when not running
+	gens     []int      // by job index: bumped at every start and stop
+	agents   []*agent   // by job index, when the model is a perf.Observer
+	obs      perf.Observer
+	live     []*running // the non-nil entries of runs, in no particular order
+	byID     map[string]int
+	events   eventHeap
+	out      *report.Run
+	alloc    int // GPUs held
+	useful   int // GPUs held by jobs past their delay
+	active   int // jobs submitted and not terminal
+	nrun     int // jobs holding GPUs
+	nShared  int // jobs holding GPUs they share with a partner
+	done     int
+	nEvents  int
+	st       *sites // multi-site state; nil without Config.Sites
 
 	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
 	// per-tenant GPUs are sampled only for several (fairness.go).
@@ -164,6 +179,11 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	}
 	s.eng = eng
 	s.recs = make([]report.JobRecord, len(jobs))
+	s.held = make([]float64, len(jobs))
+	s.left = make([]float64, len(jobs))
+	for i := range s.left {
+		s.left[i] = -1
+	}
 	s.runs = make([]*running, len(jobs))
 	s.gens = make([]int, len(jobs))
 	if o, ok := cfg.Model.(perf.Observer); ok && cfg.Agents {
@@ -253,7 +273,10 @@ func (s *simulator) loop() error {
 		// 3. A round, when due.
 		due := float64(tick)*round <= t
 		if due {
-			tick = int64(math.Floor(t/round)) + 1
+			// At least one tick on: t/round can come out just under the
+			// tick that produced t (3*0.7/0.7 = 2.999...), and the next
+			// round would fall on this instant again, forever.
+			tick = max(tick+1, int64(math.Floor(t/round))+1)
 		}
 		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished || capChanged))) {
 			if err := s.schedule(t); err != nil {
@@ -324,6 +347,24 @@ func (s *simulator) stuck(t float64) error {
 		t, s.cfg.Policy.Name(), s.active, ids)
 }
 
+// handover replaces the engine's policy by a fresh instance holding the
+// old one's saved state (Config.Handover).
+func (s *simulator) handover() error {
+	b, err := s.eng.PolicyState()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	p, err := s.cfg.Fresh()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	if err := s.eng.RestorePolicyState(p, b); err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	s.cfg.Policy = p
+	return nil
+}
+
 // schedule runs one round and applies its changes.
 func (s *simulator) schedule(t float64) error {
 	for _, r := range s.live {
@@ -332,10 +373,16 @@ func (s *simulator) schedule(t float64) error {
 		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
+	s.countWarnings(s.eng.DrainWarnings())
 	if err != nil {
 		return err
 	}
 	s.out.Rounds++
+	if s.cfg.Handover > 0 && s.out.Rounds%s.cfg.Handover == 0 {
+		if err := s.handover(); err != nil {
+			return err
+		}
+	}
 	for _, ch := range changes {
 		idx := s.byID[ch.Status.Job.ID]
 		rec := &s.recs[idx]
@@ -343,6 +390,7 @@ func (s *simulator) schedule(t float64) error {
 		switch ch.Kind {
 		case engine.Decline:
 			rec.State = string(job.Declined)
+			s.left[idx] = t
 			noteReason(rec, ch.Status.Reason)
 			s.active--
 			s.done++
@@ -413,20 +461,20 @@ func noteReason(rec *report.JobRecord, r engine.Reason) {
 
 // countWarnings folds the engine's warnings by kind and reason, in the order
 // first seen.
-func countWarnings(ws []engine.RoundWarning) []report.WarningCount {
-	var out []report.WarningCount
-	at := map[[2]string]int{}
+func (s *simulator) countWarnings(ws []engine.RoundWarning) {
 	for _, w := range ws {
 		k := [2]string{w.Kind, w.Reason}
-		i, ok := at[k]
+		i, ok := s.warnAt[k]
 		if !ok {
-			i = len(out)
-			at[k] = i
-			out = append(out, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
+			i = len(s.warnings)
+			if s.warnAt == nil {
+				s.warnAt = map[[2]string]int{}
+			}
+			s.warnAt[k] = i
+			s.warnings = append(s.warnings, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
 		}
-		out[i].Rounds++
+		s.warnings[i].Rounds++
 	}
-	return out
 }
 
 // stop takes a running job off its GPUs.
@@ -461,6 +509,7 @@ func (s *simulator) advance(r *running, t float64) {
 		gpus /= 2 // each member of a pair is charged half of each GPU
 	}
 	rec := &s.recs[r.idx]
+	s.held[r.idx] += dt
 	rec.GPUSeconds += dt * gpus
 	s.countSite(r, dt*gpus)
 	if r.delay > 0 {
@@ -537,6 +586,7 @@ func (s *simulator) complete(r *running, t float64) {
 	_ = s.eng.Finish(id)
 	s.alone(partner, t)
 	s.recs[r.idx].Finish = t
+	s.left[r.idx] = t
 	s.active--
 	s.done++
 }
@@ -564,7 +614,7 @@ func (s *simulator) sample(t float64) {
 func (s *simulator) finishRecords() {
 	s.finishSites()
 	s.out.Events = s.nEvents
-	s.out.Warnings = countWarnings(s.eng.Warnings())
+	s.out.Warnings = s.warnings
 	perNode := map[string]int{}
 	for _, n := range s.cfg.Cluster.Nodes {
 		perNode[n.GPUType] = max(perNode[n.GPUType], n.GPUs)
@@ -575,6 +625,11 @@ func (s *simulator) finishRecords() {
 			rec.State = string(st.State)
 		}
 		rec.LowerBound = LowerBound(s.cfg.Model, s.cfg.Cluster, perNode, j)
+		end := s.left[i]
+		if end < 0 {
+			end = s.clk.t
+		}
+		rec.WaitSeconds = max(0, end-j.Submit-s.held[i])
 	}
 	s.out.Jobs = s.recs
 }
