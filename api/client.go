@@ -166,6 +166,13 @@ func (c *Client) Release(ctx context.Context, id string) (*Job, error) {
 	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/release", nil, &j)
 }
 
+// Requeue puts an ended or running job back in the queue as a new run
+// (a running one is stopped first); hold requeues it held.
+func (c *Client) Requeue(ctx context.Context, id string, hold bool) (*Job, error) {
+	var j Job
+	return &j, c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/requeue", &RequeueRequest{Hold: hold}, &j)
+}
+
 // Usage returns the GPU-hours per job over [from, to) (zero times: from
 // the beginning, until now).
 func (c *Client) Usage(ctx context.Context, from, to time.Time) (*Usage, error) {

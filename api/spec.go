@@ -52,6 +52,11 @@ const (
 	MaxExecBytes = 512 << 10
 )
 
+// ExitNoRetry is the exit code (EX_CONFIG of sysexits.h) by which a job
+// says it cannot run as configured (a module missing, say): tide fails it
+// at once instead of retrying it.
+const ExitNoRetry = 78
+
 // JobSpec is what a client submits: a command and what it needs. The same
 // fields are accepted in JSON (the API) and YAML (job files for the CLI).
 type JobSpec struct {
@@ -85,6 +90,7 @@ type JobSpec struct {
 	Deadline string `json:"deadline,omitempty" yaml:"deadline"`
 	// MaxRetries is how many times a job that exits non-zero is restarted
 	// before it is marked failed (default: the server's --max-retries).
+	// An exit with ExitNoRetry, or a Python import error, is not retried.
 	MaxRetries *int `json:"max_retries,omitempty" yaml:"max_retries"`
 	// BatchSize is the job's global batch size, samples (0 = unknown); it
 	// sets the batch limits of the goodput model fitted from its reports.

@@ -61,8 +61,12 @@ type Job struct {
 	PredictedStart *time.Time `json:"predicted_start,omitempty"`
 	// Held: the job does not start until released; Waiting says why a
 	// waiting job may not start yet (held, or a dependency unfinished).
-	Held     bool      `json:"held,omitempty"`
-	Waiting  string    `json:"waiting,omitempty"`
+	Held    bool   `json:"held,omitempty"`
+	Waiting string `json:"waiting,omitempty"`
+	// Requeues counts the times the job was put back in the queue (tide
+	// requeue); each requeue starts a new run: attempts go on numbering,
+	// failures count again from 0.
+	Requeues int       `json:"requeues,omitempty"`
 	Attempts []Attempt `json:"attempts,omitempty"`
 	// Perf is what tide learned from the step times and gradient
 	// statistics the job reported: the goodput model elastic policies
@@ -302,6 +306,13 @@ func CheckIdempotencyKey(key string) string {
 		}
 	}
 	return ""
+}
+
+// RequeueRequest is POST /v1/jobs/{id}/requeue's body (optional).
+type RequeueRequest struct {
+	// Hold requeues the job held: it waits until released (Slurm's
+	// scontrol requeuehold).
+	Hold bool `json:"hold,omitempty"`
 }
 
 // NewTenant is POST /v1/tenants.

@@ -93,7 +93,7 @@ func TestPyTorchScript(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("train.py: %v\n%s", err, out)
 	}
-	if !strings.Contains(out.String(), "batch 16 (8 per GPU, 1 accumulation steps)") || !strings.Contains(out.String(), "train.py: done") {
+	if !strings.Contains(out.String(), "on 1 replica(s) (cpu), batch 16 (8 per replica, 1 accumulation steps, synthetic data)") || !strings.Contains(out.String(), "train.py: done") {
 		t.Errorf("output:\n%s", out)
 	}
 	reps := reports(t, dir)
@@ -135,7 +135,7 @@ func TestPyTorchScript(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("train.py after a restart: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(out.String(), fmt.Sprintf("train.py: step %d of 150 on 1 replica(s), batch 8", stopped)) || lastLine(out.String()) != "train.py: done" {
+	if !strings.HasPrefix(out.String(), fmt.Sprintf("train.py: step %d of 150 on 1 replica(s) (cpu), batch 8", stopped)) || lastLine(out.String()) != "train.py: done" {
 		t.Errorf("the restart did not resume at step %d:\n%s", stopped, out)
 	}
 }
@@ -143,4 +143,42 @@ func TestPyTorchScript(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestPyTorchScriptReplicas: given 2 GPUs that CUDA does not see (fake
+// GPUs, or a PyTorch without CUDA), train.py says so, runs and reports the
+// one replica it really runs, and keeps the global batch tide chose.
+func TestPyTorchScriptReplicas(t *testing.T) {
+	dir := t.TempDir()
+	cmd, out := train(t, dir, []string{"TIDE_GPUS=2", "CUDA_VISIBLE_DEVICES=0,1", "TIDE_BATCH_SIZE=16", "TIDE_LOCAL_BSZ=8", "TIDE_ACCUM_STEPS=0"},
+		"--steps", "4", "--batch-size", "16", "--report-every", "1")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("train.py: %v\n%s", err, out)
+	}
+	for _, want := range []string{"tide gave 2 GPU(s) but 1 replica(s) run (no CUDA device: on the CPU)", "on 1 replica(s) (cpu), batch 16 (16 per replica"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	reps := reports(t, dir)
+	if len(reps) != 4 {
+		t.Fatalf("%d reports, want 4", len(reps))
+	}
+	for i, r := range reps {
+		if r.Replicas != 1 || r.LocalBsz != 16 {
+			t.Errorf("report %d: %d replicas of %d samples, want 1 of 16", i, r.Replicas, r.LocalBsz)
+		}
+	}
+}
+
+// TestPyTorchScriptNoTorch: without PyTorch (python3 -S: no site
+// packages; the stand-in not on the path), train.py says what to install
+// and exits with 78, which tide does not retry.
+func TestPyTorchScriptNoTorch(t *testing.T) {
+	cmd := exec.Command(python(t), "-S", "-B", "pytorch/train.py", "--synthetic")
+	cmd.Env = append(os.Environ(), "PYTHONPATH=")
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != api.ExitNoRetry || !strings.Contains(string(out), "cannot import PyTorch") || !strings.Contains(string(out), "python3-torch") {
+		t.Errorf("train.py without PyTorch: exit %d (%v), want %d:\n%s", code, err, api.ExitNoRetry, out)
+	}
 }

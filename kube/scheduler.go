@@ -61,8 +61,13 @@ type Config struct {
 	// queue); nil means no quotas. See policy.Quota.
 	Quotas map[string]int
 	// Borrow lets tenants use idle GPUs beyond their quota (reclaimed by
-	// preemption); only read when Quotas is set.
+	// preemption); only read when quotas are set (here or by TideQueues).
 	Borrow bool
+	// NoQueues: do not read TideQueues (quota.go), only Quotas.
+	NoQueues bool
+	// FillIdle gives the GPUs a plan leaves idle to the jobs it left out
+	// until the policy's next plan claims them (quota.go, liveQuota).
+	FillIdle bool
 	// GPUTypeLabel is the node label holding the GPU type (default
 	// "nvidia.com/gpu.product", as NVIDIA's GPU feature discovery sets
 	// it); pods pick a type with a nodeSelector on it.
@@ -145,6 +150,9 @@ type Scheduler struct {
 	lastRep  float64
 	stats    Stats
 	status   map[string]TideJobStatus // last status written, by TideJob key
+	health   health                   // what /healthz, /readyz and /metrics read (health.go)
+	quota    *liveQuota               // the quotas in force (quota.go)
+	queues   queues                   // TideQueues (quota.go)
 
 	cur     *view              // this round's view (the placer reads its nodes)
 	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
@@ -193,15 +201,16 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: policy: %w", err)
 	}
-	if cfg.Quotas != nil {
-		pol = &policy.Quota{Inner: pol, Limits: cfg.Quotas, Borrow: cfg.Borrow}
-	}
+	quota := &liveQuota{inner: pol, fill: cfg.FillIdle}
+	quota.set(cfg.Quotas, nil, nil, cfg.Borrow)
+	pol = quota
 	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel},
 		kick: make(chan struct{}, 1), ids: map[string]string{}, gen: map[string]int{},
 		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
 		created: map[types.UID]*corev1.Pod{},
 		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
-		rejects: map[types.UID]bool{}, notReady: map[string]time.Time{}, now: time.Now, warnedAt: map[string]time.Time{}}
+		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
+		warnedAt: map[string]time.Time{}}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.placer}
 	return s, nil
 }
@@ -228,6 +237,17 @@ func (s *Scheduler) perWorker(id string) int {
 
 // Run watches the API server and schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer s.unwatch(cancel)
+	if err := s.watch(ctx); err != nil {
+		return err
+	}
+	return s.loop(ctx)
+}
+
+// watch starts the informers and waits for their caches to sync; they run
+// until ctx ends.
+func (s *Scheduler) watch(ctx context.Context) error {
 	s.factory = informers.NewSharedInformerFactory(s.cfg.Client, 0)
 	nodeInf := s.factory.Core().V1().Nodes()
 	podInf := s.factory.Core().V1().Pods()
@@ -260,14 +280,34 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		s.tjs = inf.Lister()
 		s.synced = append(s.synced, inf.Informer().HasSynced)
+		if err := s.watchQueues(ctx); err != nil {
+			return err
+		}
 		s.dynFac.Start(ctx.Done())
 	}
 	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName)
 	s.factory.Start(ctx.Done())
-	defer s.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return fmt.Errorf("kube: caches did not sync: %w", ctx.Err())
 	}
+	s.health.synced.Store(true)
+	return nil
+}
+
+// unwatch stops the informers watch started: it cancels their context
+// and waits for them to end.
+func (s *Scheduler) unwatch(cancel context.CancelFunc) {
+	cancel()
+	if s.factory != nil {
+		s.factory.Shutdown()
+	}
+	if s.dynFac != nil {
+		s.dynFac.Shutdown()
+	}
+}
+
+// loop schedules until ctx ends: a round on every change and every Round.
+func (s *Scheduler) loop(ctx context.Context) error {
 	s.log.Info("tide kube scheduler started", "scheduler", s.cfg.SchedulerName, "policy", s.pol.Name())
 	t := time.NewTicker(s.cfg.Round)
 	defer t.Stop()
@@ -318,6 +358,8 @@ type view struct {
 func (s *Scheduler) Round(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.health.begin()
+	defer func() { s.health.end(s.stats) }()
 	t0 := time.Now()
 	defer func() {
 		s.stats.Rounds++
@@ -356,6 +398,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 		s.update(v)
 	}
 	s.progress()
+	queues := s.applyQueues(c.TotalGPUs())
 	t1 := time.Now()
 	_, err = s.eng.Schedule()
 	s.policyWarnings()
@@ -370,6 +413,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	s.reconcile(ctx, v)
 	s.explainWaiting(ctx, v)
 	s.writeStatus(ctx, v)
+	s.writeQueueStatus(ctx, queues)
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(RoundInfo{Decide: decide, Total: time.Since(t0), Jobs: len(s.work), Binds: s.stats.Bound - bound0})
 	}

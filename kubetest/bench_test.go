@@ -312,24 +312,8 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 // benchNode registers a Ready, untainted node with 8 GPUs and room for
 // 110 pods.
 func benchNode(ctx context.Context, cs kubernetes.Interface, name string) error {
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{"nvidia.com/gpu.product": "a100", "kubernetes.io/hostname": name}}}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	n.Status.Capacity = corev1.ResourceList{kube.GPUResource: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")}
-	n.Status.Allocatable = n.Status.Capacity
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-	if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return err
-	}
-	if len(n.Spec.Taints) > 0 { // the not-ready taint admission added; no node controller clears it
-		n.Spec.Taints = nil
-		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	}
-	return err
+	return readyNode(ctx, cs, name, corev1.ResourceList{kube.GPUResource: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110"),
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")})
 }
 
 // parallel runs f(0..n-1) on 32 goroutines.
@@ -357,7 +341,8 @@ func writeKubeconfig(cfg *rest.Config, file string) error {
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData,
 		CertificateAuthority: cfg.CAFile, TLSServerName: cfg.ServerName, InsecureSkipTLSVerify: cfg.Insecure}
 	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData,
-		ClientKeyData: cfg.KeyData, ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile}
+		ClientKeyData: cfg.KeyData, ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile,
+		Impersonate: cfg.Impersonate.UserName, ImpersonateGroups: cfg.Impersonate.Groups}
 	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	kc.CurrentContext = "x"
 	return clientcmd.WriteToFile(*kc, file)
@@ -375,8 +360,9 @@ type schedSpec struct {
 	Kubeconfig string  // credentials
 	QPS        float32 // client limits
 	Burst      int
-	Out        string // file the process writes its schedResult to when it stops
-	CPUProfile string // file for a CPU profile ("" = none)
+	Out        string     // file the process writes its schedResult to when it stops
+	CPUProfile string     // file for a CPU profile ("" = none)
+	Elect      *electSpec // tide: run under leader election (failover_test.go)
 }
 
 // schedResult is what a scheduler process reports when it stops.
@@ -385,6 +371,7 @@ type schedResult struct {
 	Binds  []int     // tide: pods bound by each round
 	// Hists are kube-scheduler's latency histograms, by metric name.
 	Hists map[string]hist
+	Stats kube.Stats // tide's counters
 }
 
 // hist is a Prometheus histogram: cumulative counts at upper bounds.
@@ -568,6 +555,10 @@ func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
 		}})
 	if err != nil {
 		return err
+	}
+	defer func() { res.Stats = s.Stats() }()
+	if spec.Elect != nil {
+		return spec.Elect.run(ctx, s, cfg)
 	}
 	return s.Run(ctx)
 }

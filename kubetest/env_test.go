@@ -42,6 +42,7 @@ type env struct {
 	// rights deploy/rbac.yaml grants: the schedulers under test use them.
 	tideCS  kubernetes.Interface
 	tideDyn dynamic.Interface
+	calls   *callLog // the calls tideCS and tideDyn made (ops_test.go)
 }
 
 // startEnv starts etcd and a kube-apiserver for the rest of t, and installs
@@ -60,20 +61,25 @@ func startEnv(t testing.TB) *env {
 	e.cs = kubernetes.NewForConfigOrDie(cfg)
 	e.dyn = dynamic.NewForConfigOrDie(cfg)
 	e.apply(t, filepath.Join("..", "deploy", "crd.yaml"))
+	e.apply(t, filepath.Join("..", "deploy", "crd-tidequeue.yaml"))
 	eventually(t, 30*time.Second, func() (bool, string) {
 		_, err := e.dyn.Resource(kube.TideJobResource).Namespace("default").List(context.Background(), metav1.ListOptions{})
-		return err == nil, fmt.Sprint("TideJob API: ", err)
+		if err == nil {
+			_, err = e.dyn.Resource(kube.TideQueueResource).List(context.Background(), metav1.ListOptions{})
+		}
+		return err == nil, fmt.Sprint("TideJob and TideQueue APIs: ", err)
 	})
 	e.apply(t, filepath.Join("..", "deploy", "rbac.yaml"))
-	tc := rest.CopyConfig(cfg)
-	tc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tide-system:tide",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tide-system", "system:authenticated"}}
+	tc := asTide(cfg)
+	e.calls = &callLog{}
+	e.calls.wrap(tc)
 	e.tideCS = kubernetes.NewForConfigOrDie(tc)
 	e.tideDyn = dynamic.NewForConfigOrDie(tc)
 	// The role must actually be enforced, or the tests prove nothing about it.
 	if _, err := e.tideCS.CoreV1().Secrets("default").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("tide's service account listing secrets: %v, want forbidden (is RBAC on?)", err)
 	}
+	e.calls.reset() // that probe was the test's, not tide's
 	return e
 }
 
@@ -134,6 +140,9 @@ func TestKube(t *testing.T) {
 	t.Run("Restart", func(t *testing.T) { testRestart(t, e) })
 	t.Run("Elastic", func(t *testing.T) { testElastic(t, e) })
 	t.Run("Quota", func(t *testing.T) { testQuota(t, e) })
+	t.Run("Queues", func(t *testing.T) { testQueues(t, e) })
+	t.Run("FillIdle", func(t *testing.T) { testFillIdle(t, e) })
+	t.Run("Elect", func(t *testing.T) { testElect(t, e) })
 	t.Run("Manifests", func(t *testing.T) { testManifests(t, e) })
 	// The cases (docs/kubernetes.md, "An ordinary day").
 	t.Run("NodeChanges", func(t *testing.T) { testNodeChanges(t, e) })
@@ -145,6 +154,7 @@ func TestKube(t *testing.T) {
 	t.Run("Constraints", func(t *testing.T) { testConstraints(t, e) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, e) })
 	t.Run("MissingCRD", func(t *testing.T) { testMissingCRD(t, e) })
+	t.Run("RBAC", func(t *testing.T) { testRBAC(t, e) }) // last: it checks the calls of those before
 }
 
 // scenario is one test's corner of the cluster.
@@ -162,6 +172,7 @@ func (e *env) scenario(t *testing.T, sched string, namespaces ...string) *scenar
 		if err != nil {
 			t.Fatal(err)
 		}
+		e.grantWorkers(t, ns)
 	}
 	t.Cleanup(func() {
 		for _, n := range s.nodes {
@@ -377,13 +388,5 @@ func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string))
 			t.Fatalf("after %v: %s", timeout, why)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// testManifests: the Deployment and the examples under deploy/ are valid
-// objects for this API server (the CRD's schema included).
-func testManifests(t *testing.T, e *env) {
-	for _, f := range []string{"deployment.yaml", "example-tidejob.yaml", "example-gang.yaml"} {
-		e.apply(t, filepath.Join("..", "deploy", f))
 	}
 }

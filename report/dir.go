@@ -98,16 +98,17 @@ func fileSafe(s string) string {
 // jobsCSVHeader names the columns of WriteJobsCSV.
 var jobsCSVHeader = []string{"index", "id", "tenant", "model", "gpus", "submit", "start", "finish",
 	"deadline", "state", "preemptions", "restarts", "resizes", "gpu_seconds", "useful_gpu_seconds",
-	"restart_seconds", "lower_bound", "jct", "queue", "counted", "reason", "queue_position", "predicted_start"}
+	"restart_seconds", "lower_bound", "jct", "queue", "counted", "reason", "queue_position", "predicted_start", "wait_seconds"}
 
 // WriteJobsCSV writes r's jobs as CSV: a header, then one row per JobRecord
 // in trace order with every field under its JSON name, plus the trace index,
-// jct (finish - submit; empty if unfinished), queue (start - submit; empty if
-// never started) and counted (1 when the job is inside the run's window, or
+// jct (finish - submit; empty if unfinished), queue (start - submit, the wait
+// before the first start; empty if never started) and counted (1 when the job is inside the run's window, or
 // there is none). Times are seconds; start and finish keep -1 for "never".
 // reason, queue_position and predicted_start are the policy's last
 // explanation for keeping the job waiting (JobRecord.Reason), empty when it
-// gave none.
+// gave none. wait_seconds, last, is the total time waiting
+// (JobRecord.WaitSeconds).
 func WriteJobsCSV(w io.Writer, r *Run) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(jobsCSVHeader); err != nil {
@@ -132,7 +133,8 @@ func WriteJobsCSV(w io.Writer, r *Run) error {
 			f(j.Submit), f(j.Start), f(j.Finish), f(j.Deadline), j.State,
 			strconv.Itoa(j.Preemptions), strconv.Itoa(j.Restarts), strconv.Itoa(j.Resizes),
 			f(j.GPUSeconds), f(j.UsefulGPUSeconds), f(j.RestartSeconds), f(j.LowerBound),
-			jct, queue, counted, j.Reason, optInt(j.QueuePosition), optFloat(j.PredictedStart))
+			jct, queue, counted, j.Reason, optInt(j.QueuePosition), optFloat(j.PredictedStart),
+			f(j.WaitSeconds))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -349,7 +349,8 @@ dd { margin-left: 16px; font-size: 13px; color: #444; }
 <h2>Definitions</h2>
 <dl>
 <dt>JCT</dt><dd>finish − submit, over finished jobs. Percentiles interpolate linearly between closest ranks (numpy's default).</dd>
-<dt>queueing delay</dt><dd>first start − submit, over jobs that started; jobs never started are counted separately.</dd>
+<dt>wait before first start</dt><dd>first start − submit (queueing delay), over jobs that started; jobs never started are counted separately.</dd>
+<dt>time waiting, total</dt><dd>all the time a job spent holding no GPUs, pending before its first start or preempted later, from submission to finish (or to the end of the run); averaged over every counted job.</dd>
 <dt>lower bound</dt><dd>each job's JCT alone on the cluster at its best allocation; the mean over finished jobs whose bound is known.</dd>
 <dt>makespan</dt><dd>last finish − first submit, over the whole run.</dd>
 <dt>GPU utilisation</dt><dd>GPU-seconds allocated (useful: making progress) / (total GPUs × time from first submit to the end of the run).</dd>

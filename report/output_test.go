@@ -62,7 +62,7 @@ func TestWriteTable(t *testing.T) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), want, out)
 	}
 	for _, want := range []string{"hand", "other", "avg JCT (s)", "116.7 (1m57s)", "lower-bound avg JCT (s)",
-		"93.3 (1m33s)", "avg JCT / lower bound (x)", "1.25", "53.0", "33.3", "p99 queueing delay (s)"} {
+		"93.3 (1m33s)", "avg JCT / lower bound (x)", "1.25", "53.0", "33.3", "p99 wait before first start (s)", "avg time waiting, total (s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

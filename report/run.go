@@ -23,6 +23,11 @@ type JobRecord struct {
 	GPUSeconds       float64 `json:"gpu_seconds"`        // GPU-seconds allocated
 	UsefulGPUSeconds float64 `json:"useful_gpu_seconds"` // GPU-seconds spent making progress
 	RestartSeconds   float64 `json:"restart_seconds"`    // seconds lost to start/restart/resize costs
+	// WaitSeconds is the time the job spent waiting, holding no GPUs
+	// (pending before its first start, and preempted later), from its
+	// submission to its finish, or to the end of the run when it did not
+	// finish. Start - Submit is the part before the first start.
+	WaitSeconds float64 `json:"wait_seconds"`
 	// LowerBound is the job's JCT alone on the cluster at its best allocation
 	// (start cost included, no queueing), s; 0 when unknown.
 	LowerBound float64 `json:"lower_bound"`

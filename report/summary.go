@@ -19,8 +19,11 @@ import (
 //     numpy.percentile's default: for n sorted values x[0..n-1] and p in
 //     [0, 100], h = (n-1)·p/100 and the result is
 //     x[⌊h⌋] + (h-⌊h⌋)·(x[⌊h⌋+1]-x[⌊h⌋]).
-//   - Queueing delay = Start - Submit (first start), over counted jobs that
-//     started; jobs never started are left out and counted in NeverStarted.
+//   - Queueing delay = Start - Submit: the wait before the first start, over
+//     counted jobs that started; jobs never started are left out and counted
+//     in NeverStarted. The total time waiting (JobRecord.WaitSeconds: pending
+//     or preempted, holding no GPUs) averages over every counted job, those
+//     that never finished waiting until the end of the run.
 //   - Makespan = last Finish - first Submit. Utilisation = GPU-seconds
 //     allocated (sum of JobRecord.GPUSeconds) / (TotalGPUs × span), where the
 //     span runs from the first Submit to the end of the run: the later of
@@ -53,6 +56,7 @@ type Summary struct {
 
 	AvgQueue float64 `json:"avg_queue_s"` // mean first-start delay of started counted jobs
 	P99Queue float64 `json:"p99_queue_s"` // 99th percentile of the same
+	AvgWait  float64 `json:"avg_wait_s"`  // mean total time waiting (pending or preempted) of counted jobs
 
 	LowerBoundAvgJCT  *float64 `json:"lower_bound_avg_jct_s"` // mean no-contention JCT; null if unknown
 	JCTOverLowerBound *float64 `json:"jct_over_lower_bound"`  // mean JCT / LowerBoundAvgJCT; null if unknown
@@ -152,7 +156,7 @@ func Summarize(r *Run) Summary {
 	s.Jobs = hi - lo
 
 	var jcts, queues []float64
-	var jctSum, queueSum float64
+	var jctSum, queueSum, waitSum float64
 	var preempt, restarts, resizes int
 	var restartSec float64
 	var met int
@@ -177,6 +181,7 @@ func Summarize(r *Run) Summary {
 		} else {
 			s.NeverStarted++
 		}
+		waitSum += j.WaitSeconds
 		if j.State == "declined" {
 			s.Declined++
 		}
@@ -201,6 +206,7 @@ func Summarize(r *Run) Summary {
 	s.P99JCT = percentile(jcts, 99)
 	s.AvgQueue = ratio(queueSum, float64(len(queues)))
 	s.P99Queue = percentile(queues, 99)
+	s.AvgWait = ratio(waitSum, float64(s.Jobs))
 	if lbN > 0 {
 		s.LowerBoundAvgJCT = finitePtr(lbSum / float64(lbN))
 		s.JCTOverLowerBound = finitePtr(ratio(lbJCTSum, lbSum))

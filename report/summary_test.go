@@ -18,7 +18,9 @@ func fptr(x float64) *float64 { return &x }
 //	j3    30   130     -1      300        80    80      0        0      1       2       0    running   (unfinished: misses)
 //	j4    40    -1     -1       -          0     0      0        0      0       0       0    declined  (never started)
 //
-// The last timeline sample is at t=250.
+// The last timeline sample is at t=250. Total time waiting (WaitSeconds):
+// j0 0, j1 50 (20 before its start, 30 preempted), j2 0, j3 170 (100 before
+// its start, 70 preempted), j4 10 (declined at 50).
 func handRun() *Run {
 	return &Run{
 		Policy: "hand", Trace: "t", Cluster: "c", TotalGPUs: 4, Events: 17, Rounds: 5,
@@ -26,12 +28,12 @@ func handRun() *Run {
 			{ID: "j0", GPUs: 1, Submit: 0, Start: 0, Finish: 100, State: "finished",
 				GPUSeconds: 100, UsefulGPUSeconds: 90, RestartSeconds: 10, LowerBound: 80},
 			{ID: "j1", GPUs: 2, Submit: 10, Start: 30, Finish: 210, Deadline: 200, State: "finished",
-				Preemptions: 1, Restarts: 1, GPUSeconds: 300, UsefulGPUSeconds: 280, RestartSeconds: 20, LowerBound: 150},
+				Preemptions: 1, Restarts: 1, GPUSeconds: 300, UsefulGPUSeconds: 280, RestartSeconds: 20, LowerBound: 150, WaitSeconds: 50},
 			{ID: "j2", GPUs: 1, Submit: 20, Start: 20, Finish: 70, Deadline: 100, State: "finished",
 				Resizes: 2, GPUSeconds: 50, UsefulGPUSeconds: 50, LowerBound: 50},
 			{ID: "j3", GPUs: 1, Submit: 30, Start: 130, Finish: -1, Deadline: 300, State: "running",
-				Preemptions: 1, Restarts: 2, GPUSeconds: 80, UsefulGPUSeconds: 80},
-			{ID: "j4", GPUs: 8, Submit: 40, Start: -1, Finish: -1, State: "declined"},
+				Preemptions: 1, Restarts: 2, GPUSeconds: 80, UsefulGPUSeconds: 80, WaitSeconds: 170},
+			{ID: "j4", GPUs: 8, Submit: 40, Start: -1, Finish: -1, State: "declined", WaitSeconds: 10},
 		},
 		Timeline: []Sample{
 			{T: 0, Allocated: 1, Useful: 1, Running: 1},
@@ -64,13 +66,14 @@ func TestSummarize(t *testing.T) {
 			//   per job (5): preemptions 2/5, restarts 3/5, resizes 2/5, restart s 30/5 = 6
 			//   deadlines: j1, j2, j3; met only j2 -> 1/3
 			//   lower bound: j0 80, j1 150, j2 50 -> 280/3; ratio (350/3)/(280/3) = 1.25
+			//   total waiting: (0+50+0+170+10)/5 = 46
 			name: "all jobs",
 			run:  handRun(),
 			want: Summary{
 				Name: "hand", Jobs: 5, Finished: 3,
 				AvgJCT: 350.0 / 3, MedianJCT: 100, P95JCT: 190, P99JCT: 198,
 				Unfinished: 2, NeverStarted: 1, Declined: 1,
-				AvgQueue: 30, P99Queue: 97.6,
+				AvgQueue: 30, P99Queue: 97.6, AvgWait: 46,
 				LowerBoundAvgJCT: fptr(280.0 / 3), JCTOverLowerBound: fptr(1.25),
 				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
 				PreemptionsPerJob: 0.4, RestartsPerJob: 0.6, ResizesPerJob: 0.4, RestartSecondsPerJob: 6,
@@ -90,13 +93,14 @@ func TestSummarize(t *testing.T) {
 			//   per job (3): preemptions 2/3, restarts 3/3, resizes 2/3, restart s 20/3
 			//   deadlines: j1, j2, j3; met j2 -> 1/3
 			//   lower bound: j1 150, j2 50 -> 100; ratio 125/100 = 1.25
+			//   total waiting: (50+0+170)/3
 			name: "window",
 			run:  windowed,
 			want: Summary{
 				Name: "hand", Jobs: 3, Finished: 2,
 				AvgJCT: 125, MedianJCT: 125, P95JCT: 192.5, P99JCT: 198.5,
 				Unfinished: 1, NeverStarted: 0, Declined: 0,
-				AvgQueue: 40, P99Queue: 98.4,
+				AvgQueue: 40, P99Queue: 98.4, AvgWait: 220.0 / 3,
 				LowerBoundAvgJCT: fptr(100), JCTOverLowerBound: fptr(1.25),
 				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
 				PreemptionsPerJob: 2.0 / 3, RestartsPerJob: 1, ResizesPerJob: 2.0 / 3, RestartSecondsPerJob: 20.0 / 3,
@@ -108,7 +112,7 @@ func TestSummarize(t *testing.T) {
 			// Window [3, 99) is clamped to [3, 5): j3 (unfinished) and j4
 			// (never started). No JCTs -> 0; queue: j3 only, 100.
 			// Deadline: j3 has one and misses it -> 0. No lower bound: nil.
-			// Per job (2): preemptions 1/2, restarts 2/2.
+			// Per job (2): preemptions 1/2, restarts 2/2. Waiting (170+10)/2.
 			name: "window clamped, nothing finished",
 			run: func() *Run {
 				r := handRun()
@@ -118,7 +122,7 @@ func TestSummarize(t *testing.T) {
 			want: Summary{
 				Name: "hand", Jobs: 2, Finished: 0,
 				Unfinished: 2, NeverStarted: 1, Declined: 1,
-				AvgQueue: 100, P99Queue: 100,
+				AvgQueue: 100, P99Queue: 100, AvgWait: 90,
 				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
 				PreemptionsPerJob: 0.5, RestartsPerJob: 1,
 				JobsWithDeadline: 1, DeadlineMetFrac: fptr(0),

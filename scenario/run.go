@@ -1,25 +1,22 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
-	"github.com/tide-sched/tide/data"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/perf/table"
-	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/trace"
@@ -60,7 +57,7 @@ func (sc *Scenario) read() (*inputs, error) {
 	in.jobs, in.name = jobs, tr.Name
 	switch sc.Model.Kind {
 	case "duration":
-		d := perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Restart: 30, Resize: 30}}}
+		d := assemble.DurationModel()
 		if sc.Model.Costs != "" {
 			v, err := strconv.ParseFloat(sc.Model.Costs, 64)
 			if err != nil || v < 0 || bad(v) {
@@ -69,39 +66,26 @@ func (sc *Scenario) read() (*inputs, error) {
 			d.Cost.Default = perf.Costs{Start: v, Restart: v, Resize: v}
 		}
 		in.model = d
-		for i, j := range in.jobs {
-			if j.Unit != job.Seconds {
-				if !(j.Duration > 0) {
-					return nil, fmt.Errorf("scenario %s: the duration model needs durations; job %s has none", sc.File, j.ID)
-				}
-				c := *j
-				c.Work, c.Unit = j.Duration, job.Seconds
-				in.jobs[i] = &c
-			}
+		if in.jobs, err = assemble.ToDuration(in.jobs); err != nil {
+			return nil, fmt.Errorf("scenario %s: the duration model needs durations: %w", sc.File, err)
 		}
 	case "pollux":
-		var err error
-		if sc.Model.Dir == "" {
-			in.model, err = pollux.Load(data.FS, data.ProfilesDir)
-		} else {
-			in.model, err = pollux.Load(os.DirFS(sc.path(sc.Model.Dir)), ".")
+		dir := sc.Model.Dir
+		if dir != "" {
+			dir = sc.path(dir)
 		}
-		if err != nil {
+		if in.model, err = assemble.PolluxModel(dir); err != nil {
 			return nil, fmt.Errorf("scenario %s: model.dir: %w", sc.File, err)
 		}
 	default:
-		var tab *table.Table
-		for _, t := range sc.Model.Tables {
+		parts := make([]string, len(sc.Model.Tables))
+		for i, t := range sc.Model.Tables {
 			dir, typ, _ := strings.Cut(t, "@")
-			x, err := table.LoadElasticFlowDir(sc.path(dir), typ)
-			if err != nil {
-				return nil, fmt.Errorf("scenario %s: model.tables: %w", sc.File, err)
-			}
-			if tab == nil {
-				tab = x
-			} else if err := tab.Add(x); err != nil {
-				return nil, fmt.Errorf("scenario %s: model.tables: %w", sc.File, err)
-			}
+			parts[i] = sc.path(dir) + "@" + typ
+		}
+		tab, err := assemble.TablesModel(parts, nil)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: model.tables: %w", sc.File, err)
 		}
 		switch sc.Model.Costs {
 		case "", "elasticflow":
@@ -195,6 +179,9 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 	has := func(site string) bool { return c.SiteOf(site) != nil }
 	st := &sim.Sites{Migration: sim.Migration{RemoteGiBps: sc.Migration.RemoteGiBps, MemoryGiBps: sc.Migration.MemoryGiBps,
 		LocalGiBps: sc.Migration.LocalGiBps}, CheckpointInterval: sc.Migration.CheckpointInterval}
+	if sc.Migration.Free {
+		st.Migration.Size = func(*job.Job) float64 { return 0 }
+	}
 	for _, ch := range in.changes {
 		if has(ch.Site) || !strings.HasPrefix(param, "edge") {
 			st.Changes = append(st.Changes, ch)
@@ -351,26 +338,23 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 	var wg sync.WaitGroup
 	for i, pt := range pts {
 		res[i] = Result{Param: pt.param, Value: pt.value, Cluster: pt.c.String(), Jobs: len(pt.jobs), Runs: make([]*report.Run, len(sc.Policies))}
+		ins := assemble.Inputs{Trace: in.name, Jobs: pt.jobs, Cluster: pt.c, Model: pt.model, Round: sc.Round,
+			OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Sites: pt.sites, Future: futures[i], CapToSite: true}
 		for k, spec := range sc.Policies {
-			info, ok := policy.Lookup(spec)
-			jobs := elasticCopies(pt.jobs, pt.c, ok && info.Elastic)
-			pol, err := policy.Parse(spec, policy.Context{Jobs: jobs, Future: futures[i]})
+			r, err := ins.Build(spec)
 			if err != nil {
-				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", err)
+				return nil, sc.errAt(fmt.Sprintf("policies[%d]", k), []string{"policies", fmt.Sprintf("[%d]", k)}, "%v", errors.Unwrap(err))
 			}
 			wg.Add(1)
 			go func(i, k int, spec string) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				cfg := sim.Config{Cluster: pt.c, Model: pt.model, Policy: pol, Placer: place.Pack{}, Round: sc.Round,
-					OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Trace: in.name, Sites: pt.sites,
-					Agents: ok && info.Elastic}
-				r, err := sim.Run(cfg, jobs)
-				if r != nil {
-					r.Policy = spec // the column shows the knobs too
+				out, err := r.Simulate()
+				if out != nil {
+					out.Policy = spec // the column shows the knobs too
 				}
-				res[i].Runs[k], errs[i*len(sc.Policies)+k] = r, err
+				res[i].Runs[k], errs[i*len(sc.Policies)+k] = out, err
 				if done != nil {
 					done()
 				}
@@ -393,31 +377,4 @@ func (sc *Scenario) Runs() int {
 		n = len(sc.Sweep.Values)
 	}
 	return n * len(sc.Policies)
-}
-
-// elasticCopies gives each run its own jobs; an elastic policy's may use
-// 1 .. all GPUs of the cluster.
-//
-// A job asking for more GPUs than the largest site holds is capped to that
-// site (a trace's 64-GPU job on a 16-GPU cloud), so sweeps over small
-// clusters stay runnable for rigid policies too.
-func elasticCopies(src []*job.Job, c *cluster.Cluster, elastic bool) []*job.Job {
-	largest := 0
-	for _, s := range c.Sites() {
-		largest = max(largest, s.GPUs)
-	}
-	out := make([]*job.Job, len(src))
-	for i, j := range src {
-		cp := *j
-		if cp.GPUs > largest {
-			cp.GPUs = largest
-			cp.MinGPUs, cp.MaxGPUs = min(cp.MinGPUs, largest), min(cp.MaxGPUs, largest)
-		}
-		if elastic {
-			cp.MinGPUs, cp.MaxGPUs = 1, c.GPUsOfType(cp.GPUType)
-			cp.GPUs = min(max(cp.GPUs, 1), cp.MaxGPUs)
-		}
-		out[i] = &cp
-	}
-	return out
 }

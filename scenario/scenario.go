@@ -12,7 +12,7 @@
 //	  file: edge.csv              # time,site,available|inference (relative to this file)
 //	  diurnal: [{site: edge, measure: available, period: 86400, trough: 2, peak: 8, noise: 1, step: 600, seed: 1}]
 //	  faults: [{site: cloud, mtbf: 864000, mttr: 3600, seed: 1}]
-//	migration: {remote_gibps: 0.125, memory_gibps: 10, local_gibps: 1, checkpoint_interval: 600}
+//	migration: {remote_gibps: 0.125, memory_gibps: 10, local_gibps: 1, checkpoint_interval: 600}  # or {free: true}
 //	trace: {file: ../data/x.csv, format: itp, sort: true, first: 0, limit: 300, arrival_scale: 1}
 //	model:
 //	  kind: elasticflow           # elasticflow, duration, pollux (with dir: PROFILES, default embedded)
@@ -117,6 +117,10 @@ type Migration struct {
 	MemoryGiBps        float64 `yaml:"memory_gibps"`
 	LocalGiBps         float64 `yaml:"local_gibps"`
 	CheckpointInterval float64 `yaml:"checkpoint_interval"`
+	// Free makes moves and checkpoints cost nothing beyond the model's
+	// start, restart and resize costs, as in `tide sim` without a
+	// scenario; the bandwidths are then unused.
+	Free bool `yaml:"free"`
 }
 
 // Trace says which jobs to replay.

@@ -46,45 +46,14 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		cfg.Logger = nil
 		cfg.Round = time.Second
 		ts := startServer(b, cfg)
-		transport := &http.Transport{MaxIdleConnsPerHost: clients}
-		var next atomic.Int64
-		lat := make([]time.Duration, total)
-		errs := make(chan error, clients)
-		var wg sync.WaitGroup
 		b.ResetTimer()
-		cpu0 := cpuTime()
-		start := time.Now()
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				cl := api.NewClient(ts.url, ts.token)
-				cl.SetTransport(transport)
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= total {
-						return
-					}
-					spec := job()
-					spec.Name = fmt.Sprintf("bench-%05d", n)
-					t0 := time.Now()
-					_, err := cl.Submit(context.Background(), spec)
-					lat[n] = time.Since(t0)
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		cpu := cpuTime() - cpu0
+		run := submitMany(b, ts, total, clients, func(n int) *api.JobSpec {
+			spec := job()
+			spec.Name = fmt.Sprintf("bench-%05d", n)
+			return spec
+		})
 		b.StopTimer()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
+		lat, elapsed, cpu := run.lat, run.elapsed, run.cpu
 		slices.Sort(lat)
 		p := func(q float64) time.Duration { return lat[int(q*float64(total-1))] }
 		b.ReportMetric(float64(total)/elapsed.Seconds(), "submissions/s")
@@ -134,6 +103,57 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 		})
 		b.StartTimer()
 	}
+}
+
+// submitRun is what submitMany measured: each submission's latency (by
+// index), the wall time and the CPU time of this process (server and
+// clients) over all of them.
+type submitRun struct {
+	lat          []time.Duration
+	elapsed, cpu time.Duration
+}
+
+// submitMany submits total jobs (spec(n) for n in [0, total)) through the
+// HTTP API from clients concurrent clients, failing b on any error.
+func submitMany(b *testing.B, ts *testServer, total, clients int, spec func(n int) *api.JobSpec) submitRun {
+	b.Helper()
+	transport := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer transport.CloseIdleConnections()
+	var next atomic.Int64
+	lat := make([]time.Duration, total)
+	errs := make(chan error, clients)
+	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := api.NewClient(ts.url, ts.token)
+			cl.SetTransport(transport)
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= total {
+					return
+				}
+				sp := spec(n)
+				t0 := time.Now()
+				_, err := cl.Submit(context.Background(), sp)
+				lat[n] = time.Since(t0)
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	run := submitRun{lat: lat, elapsed: time.Since(start), cpu: cpuTime() - cpu0}
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return run
 }
 
 // cpuTime is the user and system CPU time this process has used (its

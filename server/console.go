@@ -69,7 +69,7 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 		}
 	}
 	s.tmu.RUnlock()
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, console.ErrClosed
@@ -110,7 +110,7 @@ func (s *Server) consoleJob(j *console.Job, lj *liveJob) {
 
 func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail, error) {
 	s := cs.s
-	s.mu.Lock()
+	s.lock()
 	lj := s.jobs[id]
 	if lj == nil || !(p.Admin || lj.rec.Tenant == p.Tenant) {
 		s.mu.Unlock()
@@ -187,7 +187,7 @@ func (cs consoleSource) Act(p console.Principal, id, action string) error {
 	if action != "cancel" {
 		return &console.ActionError{Msg: "tide serve does not " + action + " jobs"}
 	}
-	s.mu.Lock()
+	s.lock()
 	lj := s.jobs[id]
 	if lj == nil || !(p.Admin || lj.rec.Tenant == p.Tenant) {
 		s.mu.Unlock()
@@ -209,7 +209,7 @@ func (cs consoleSource) Act(p console.Principal, id, action string) error {
 
 func (cs consoleSource) Replay() (*console.Replay, error) {
 	s := cs.s
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, console.ErrClosed

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tide-sched/tide/api"
@@ -46,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.authed(s.handleEvents))
 	mux.HandleFunc("POST /v1/jobs/{id}/hold", s.authed(s.handleHold))
 	mux.HandleFunc("POST /v1/jobs/{id}/release", s.authed(s.handleRelease))
+	mux.HandleFunc("POST /v1/jobs/{id}/requeue", s.authed(s.handleRequeue))
 	mux.HandleFunc("GET /v1/usage", s.authed(s.handleUsage))
 	mux.HandleFunc("POST /v1/jobs/{id}/report", s.handleReport)
 	mux.HandleFunc("GET /v1/cluster", s.authed(s.handleCluster))
@@ -185,7 +187,7 @@ func (s *Server) visible(w http.ResponseWriter, id string, p *principal) *liveJo
 // lockVisible takes mu and returns the request's job if p may see it;
 // otherwise it writes 404 and returns nil with mu released.
 func (s *Server) lockVisible(w http.ResponseWriter, r *http.Request, p *principal) *liveJob {
-	s.mu.Lock()
+	s.lock()
 	lj := s.visible(w, r.PathValue("id"), p)
 	if lj == nil {
 		s.mu.Unlock()
@@ -256,7 +258,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		return
 	}
 	if len(spec.After) > 0 {
-		s.mu.Lock()
+		s.lock()
 		errs := s.checkAfter(spec.After, p)
 		s.mu.Unlock()
 		if len(errs) > 0 {
@@ -306,48 +308,93 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		s.replaySubmit(w, replay, key, conflict)
 		return
 	}
-	s.mu.Lock()
+	// The job joins the job table and the engine at the next lock (drain):
+	// a submission does not wait for a scheduling round in progress.
+	// Its view is taken before: once in the inbox, the record is the
+	// scheduler's (under mu).
 	lj := &liveJob{rec: rec}
-	s.jobs[rec.ID] = lj
-	s.order = append(s.order, lj)
-	s.metrics.counters["submitted"]++
-	j, err := s.specJob(&spec, rec.ID, now)
-	if err == nil {
-		_, err = s.eng.Submit(j)
+	v := recordView(rec) // what view says of a job not yet scheduled
+	if rec.Held {
+		v.Waiting = heldWaiting(rec.ID)
 	}
-	if err != nil {
-		// checkRunnable should have caught it; record why it cannot run.
-		s.fail(lj, "refused by the scheduler: "+err.Error())
-		_ = s.commit()
-	} else {
-		lj.j = j
-		if len(spec.After) > 0 {
-			s.deps[lj] = true
-		}
+	s.imu.Lock()
+	s.inbox = append(s.inbox, lj)
+	s.imu.Unlock()
+	if len(spec.After) > 0 {
+		s.lock() // its view says which dependency it waits for
+		v = s.view(lj, false)
+		s.mu.Unlock()
 	}
-	v := s.view(lj, false)
-	s.mu.Unlock()
 	s.log.Info("job submitted", "job", rec.ID, "tenant", tenant, "gpus", spec.GPUs)
 	s.kickRound()
 	w.Header().Set("Location", "/v1/jobs/"+rec.ID)
 	writeJSON(w, http.StatusCreated, v)
 }
 
+// lock takes mu and brings the jobs submitted since into the job table
+// and the engine, so that whoever holds mu sees every job accepted.
+func (s *Server) lock() {
+	s.mu.Lock()
+	s.drain()
+}
+
+// drain moves the jobs of the inbox into the job table (s.order in
+// submission order) and the engine. Under mu.
+func (s *Server) drain() {
+	s.imu.Lock()
+	in := s.inbox
+	s.inbox = nil
+	s.imu.Unlock()
+	for _, lj := range in {
+		rec := lj.rec
+		s.jobs[rec.ID] = lj
+		if n := len(s.order); n == 0 || s.order[n-1].rec.Seq < rec.Seq {
+			s.order = append(s.order, lj)
+		} else {
+			i := sort.Search(n, func(i int) bool { return s.order[i].rec.Seq > rec.Seq })
+			s.order = slices.Insert(s.order, i, lj)
+		}
+		s.metrics.counters["submitted"]++
+		j, err := s.specJob(&rec.Spec, rec.ID, rec.Submitted)
+		if err == nil {
+			_, err = s.eng.Submit(j)
+		}
+		if err != nil {
+			// checkRunnable should have caught it; record why it cannot
+			// run (the next commit writes it).
+			s.fail(lj, "refused by the scheduler: "+err.Error())
+			continue
+		}
+		lj.j = j
+		if len(rec.Spec.After) > 0 {
+			s.deps[lj] = true
+		}
+		if rec.Held {
+			s.held[lj] = true
+		}
+	}
+}
+
 // checkQueued says why tenant may not queue one more job (its
 // limits.max_queued), or "".
 func (s *Server) checkQueued(tenant string) string {
+	s.lock()
+	defer s.mu.Unlock()
+	return s.queuedLimit(tenant)
+}
+
+// queuedLimit is checkQueued under mu.
+func (s *Server) queuedLimit(tenant string) string {
 	t := s.tenantByName(tenant)
 	if t == nil || t.Limits.MaxQueued <= 0 {
 		return ""
 	}
-	s.mu.Lock()
 	n := 0
 	for _, lj := range s.order {
 		if lj.rec.Tenant == tenant && (lj.rec.State == api.StatePending || lj.rec.State == api.StatePreempted) {
 			n++
 		}
 	}
-	s.mu.Unlock()
 	if n >= t.Limits.MaxQueued {
 		return fmt.Sprintf("tenant %s has %d jobs waiting to run, its limit (limits.max_queued): wait for some to start, or cancel some", tenant, n)
 	}
@@ -366,7 +413,7 @@ func (s *Server) replaySubmit(w http.ResponseWriter, id, key string, conflict bo
 	// The first request recorded the job; it may not have reached the
 	// job table yet.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		s.mu.Lock()
+		s.lock()
 		lj := s.jobs[id]
 		var v api.Job
 		if lj != nil {
@@ -390,6 +437,38 @@ func (s *Server) replaySubmit(w http.ResponseWriter, id, key string, conflict bo
 func specHash(spec *api.JobSpec) string {
 	data, _ := json.Marshal(spec) // map keys are sorted: stable
 	return store.HashToken(string(data))
+}
+
+// pathCache remembers for a while whether programs are in the server's
+// PATH: a burst of submissions of one program looks it up once, not once
+// each (a stat per PATH entry).
+type pathCache struct {
+	mu    sync.Mutex
+	found map[string]pathLookup
+}
+
+type pathLookup struct {
+	ok bool
+	at time.Time
+}
+
+// pathCacheTTL is how long a lookup is reused: a program installed (or
+// removed) is seen within it.
+const pathCacheTTL = 2 * time.Second
+
+// find reports whether prog is in the server's PATH at now.
+func (c *pathCache) find(prog string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.found[prog]; ok && now.Sub(l.at) < pathCacheTTL {
+		return l.ok
+	}
+	if c.found == nil || len(c.found) > 1000 {
+		c.found = map[string]pathLookup{}
+	}
+	_, err := exec.LookPath(prog)
+	c.found[prog] = pathLookup{ok: err == nil, at: now}
+	return err == nil
 }
 
 // checkRunnable checks what Validate cannot: that this server has the
@@ -426,7 +505,7 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 			}
 		}
 	} else if _, ok := spec.Env["PATH"]; !ok {
-		if _, err := exec.LookPath(prog); err != nil {
+		if !s.paths.find(prog, time.Now()) {
 			errs = append(errs, api.FieldError{Field: "command", Message: fmt.Sprintf("%s is not in the server's PATH", prog)})
 		}
 	}
@@ -439,7 +518,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal
 		writeError(w, http.StatusBadRequest, "invalid job list query", errs)
 		return
 	}
-	s.mu.Lock()
+	s.lock()
 	out := api.JobList{Jobs: []api.Job{}}
 	start := 0
 	if q.after != "" {
@@ -510,7 +589,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request, p *principal
 		}
 		off = v
 	}
-	s.mu.Lock()
+	s.lock()
 	lj := s.visible(w, r.PathValue("id"), p)
 	var state string
 	if lj != nil {
@@ -584,7 +663,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	tok := bearer(r)
 	p := s.who(r)
-	s.mu.Lock()
+	s.lock()
 	lj := s.jobs[id]
 	ok := false
 	if lj != nil {
@@ -611,7 +690,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid report", errs)
 		return
 	}
-	s.mu.Lock()
+	s.lock()
 	terminal := api.Terminal(lj.rec.State)
 	s.applyReport(lj, &rep)
 	s.mu.Unlock()
@@ -623,7 +702,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *principal) {
-	s.mu.Lock()
+	s.lock()
 	out := api.Cluster{Policy: s.policyName, Placer: s.placerName, Total: s.cluster.TotalGPUs(),
 		Allocated: s.eng.Allocated(), Rounds: s.eng.Rounds()}
 	holder := make([]string, s.cluster.TotalGPUs())
@@ -773,17 +852,24 @@ func (s *Server) handleTenants(w http.ResponseWriter, r *http.Request, p *princi
 	writeJSON(w, http.StatusOK, out)
 }
 
-// view is the API's view of a job; detail adds the attempts. Under mu.
-func (s *Server) view(lj *liveJob, detail bool) api.Job {
-	r := lj.rec
+// recordView is the API's view of a job's record, without what the
+// scheduler says of it (view adds that).
+func recordView(r *store.Job) api.Job {
 	v := api.Job{ID: r.ID, Name: r.Spec.Name, Tenant: r.Tenant, State: r.State, Spec: r.Spec,
 		Submitted: *toTime(r.Submitted), Started: toTime(r.FirstStart), Ended: toTime(r.Ended),
 		Restarts: r.Restarts, Failures: r.Failures, Preemptions: r.Preemptions, Progress: r.Progress,
-		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held}
+		Throughput: r.Throughput, Message: r.Message, ReportedAt: toTime(r.ReportedAt), Reason: r.Reason, Held: r.Held, Requeues: r.Requeues}
+	v.Spec.Command = append([]string(nil), r.Spec.Command...)
+	return v
+}
+
+// view is the API's view of a job; detail adds the attempts. Under mu.
+func (s *Server) view(lj *liveJob, detail bool) api.Job {
+	r := lj.rec
+	v := recordView(r)
 	if !api.Terminal(r.State) && lj.att == nil {
 		v.Waiting = s.blocked(r.ID)
 	}
-	v.Spec.Command = append([]string(nil), r.Spec.Command...)
 	if lj.j != nil && !api.Terminal(r.State) {
 		if st := s.eng.Job(r.ID); st != nil {
 			for _, g := range st.GPUs {

@@ -46,12 +46,13 @@ var counterHelp = []struct{ kind, help string }{
 	{"declined", "Jobs a deadline policy refused at admission."},
 	{"attempt_failures", "Attempts that exited non-zero or were lost."},
 	{"adopted", "Running jobs re-adopted after a server restart."},
+	{"requeued", "Jobs put back in the queue (tide requeue)."},
 }
 
 // writeMetrics writes the Prometheus text exposition format (version 0.0.4).
 func (s *Server) writeMetrics(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.mu.Lock()
+	s.lock()
 	queued, running := 0, 0
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) > 0 {

@@ -18,19 +18,29 @@ import (
 	"github.com/tide-sched/tide/store"
 )
 
+// roundGapFactor bounds the share of time rounds take: a kicked round
+// waits, after the last one, at least this many times as long as that
+// one took. With a long queue a round costs milliseconds (the policy
+// orders and explains every waiting job), and a burst of submissions
+// would otherwise keep the scheduler busy all the time.
+const roundGapFactor = 4
+
 // scheduleLoop runs a round when kicked (submission, completion,
-// cancellation), at most one per Config.MinRoundGap, and every
+// cancellation), at most one per Config.MinRoundGap or roundGapFactor
+// times the last round's duration, whichever is longer, and every
 // Config.Round.
 func (s *Server) scheduleLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Round)
 	defer t.Stop()
 	var last time.Time
+	var took time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.kick:
-			if wait := s.cfg.MinRoundGap - time.Since(last); wait > 0 {
+			gap := max(s.cfg.MinRoundGap, roundGapFactor*took)
+			if wait := gap - time.Since(last); wait > 0 {
 				select {
 				case <-ctx.Done():
 					return
@@ -40,7 +50,7 @@ func (s *Server) scheduleLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		last = time.Now()
-		s.round()
+		took = s.round()
 	}
 }
 
@@ -63,7 +73,7 @@ func (s *Server) monitorLoop(ctx context.Context) {
 			purged = time.Now()
 			s.purgeOld()
 		}
-		s.mu.Lock()
+		s.lock()
 		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
 			_ = s.commit()
 		}
@@ -85,19 +95,21 @@ func (s *Server) notePolicyWarnings(ws []engine.RoundWarning) {
 	}
 }
 
-// round runs one scheduling round and applies its changes.
-func (s *Server) round() {
-	s.mu.Lock()
+// round runs one scheduling round and applies its changes; it returns
+// how long the scheduling took (0 when there was nothing to schedule).
+func (s *Server) round() (took time.Duration) {
+	s.lock()
 	defer s.mu.Unlock()
 	if s.closed || len(s.eng.Active()) == 0 {
-		return
+		return 0
 	}
 	t0 := time.Now()
 	s.checkDeps()
 	s.setQuotas()
 	nw := len(s.eng.Warnings())
 	changes, err := s.eng.Schedule()
-	s.metrics.observeRound(time.Since(t0).Seconds())
+	took = time.Since(t0)
+	s.metrics.observeRound(took.Seconds())
 	s.notePolicyWarnings(s.eng.Warnings()[nw:])
 	if err != nil {
 		s.log.Error("scheduling round failed", "err", err)
@@ -159,6 +171,7 @@ func (s *Server) round() {
 		s.running.Add(1)
 		go s.run(a)
 	}
+	return took
 }
 
 func (s *Server) devString(gpus []cluster.GPUID) string {
@@ -243,7 +256,7 @@ func (s *Server) run(a *attempt) {
 		}
 		t.Stop()
 	}
-	s.mu.Lock()
+	s.lock()
 	if a.stop != "" || s.closed {
 		if a.stop == "" {
 			a.stop = "shutdown"
@@ -262,7 +275,7 @@ func (s *Server) run(a *attempt) {
 	if err == nil {
 		proc, err = localexec.Start(l)
 	}
-	s.mu.Lock()
+	s.lock()
 	if err != nil {
 		s.log.Error("job launch failed", "job", a.lj.rec.ID, "attempt", a.n, "err", err)
 		s.appendLog(a.lj.rec.ID, fmt.Sprintf("=== tide: attempt %d could not start: %v\n", a.n, err))
@@ -309,7 +322,8 @@ func (s *Server) run(a *attempt) {
 func (s *Server) watch(a *attempt) {
 	defer s.running.Done()
 	code, known := a.proc.Exit()
-	s.mu.Lock()
+	a.noRetry = s.noRetry(a.lj.rec.ID, code, known) // reads the log: outside mu
+	s.lock()
 	if s.db != nil {
 		s.ended(a, code, known, "")
 		_ = s.commit()
@@ -423,6 +437,11 @@ func (s *Server) ended(a *attempt, code int, known bool, msg string) {
 	s.metrics.counters["attempt_failures"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + ra.Outcome, Attempt: a.n, Message: what})
 	s.log.Warn("job attempt failed", "job", r.ID, "attempt", a.n, "reason", what, "failures", r.Failures)
+	if a.noRetry != "" {
+		s.fail(lj, fmt.Sprintf("%s (attempt %d): %s: not retried", what, a.n, a.noRetry))
+		s.kickRound()
+		return
+	}
 	if r.Failures > s.maxRetries(r) {
 		s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", what, a.n, r.Failures, s.maxRetries(r)))
 		s.kickRound()
@@ -461,6 +480,8 @@ func outcomeOf(stop string) string {
 		return "cancelled"
 	case "time-limit":
 		return "timeout"
+	case "requeue":
+		return "requeued"
 	case "":
 		return "interrupted"
 	}
@@ -557,7 +578,7 @@ func (s *Server) readReportFiles() {
 		off int64
 	}
 	var items []item
-	s.mu.Lock()
+	s.lock()
 	for _, lj := range s.order {
 		if lj.att != nil && lj.att.proc != nil {
 			items = append(items, item{lj, lj.reportOff})
@@ -569,7 +590,7 @@ func (s *Server) readReportFiles() {
 		if off == it.off {
 			continue
 		}
-		s.mu.Lock()
+		s.lock()
 		it.lj.reportOff = off
 		for _, rep := range reps {
 			s.applyReport(it.lj, rep)
@@ -620,7 +641,7 @@ func (s *Server) capLogs() {
 		limit int64
 	}
 	var items []item
-	s.mu.Lock()
+	s.lock()
 	for _, lj := range s.order {
 		if lj.att != nil && lj.att.proc != nil {
 			items = append(items, item{lj.rec.ID, s.logLimit(lj.rec.Tenant)})

@@ -7,7 +7,9 @@
 // job's state happen under mu too, before the change is acted on (a
 // process is launched or signalled only after its new state is durable).
 // Submissions are written to the store outside mu, coalesced by bbolt's
-// batching, then handed to the engine.
+// batching, then put in an inbox that whoever takes mu next (Server.lock)
+// moves into the job table and the engine: a submission never waits for
+// a scheduling round in progress.
 //
 // A job's life: the engine's round emits a Change; the server records an
 // attempt (phase waiting) and a goroutine waits until the GPUs' previous
@@ -35,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
@@ -56,8 +59,10 @@ type Config struct {
 	Policy, Placer string
 	// Round is the time between periodic scheduling rounds (default 10 s);
 	// rounds also run at every submission, completion and cancellation,
-	// at most one per MinRoundGap (default 20 ms), so a burst of
-	// submissions shares rounds.
+	// at most one per MinRoundGap (default 20 ms) or per 4 times the
+	// last round's duration, whichever is longer, so a burst of
+	// submissions shares rounds and rounds over a long queue take at
+	// most a fifth of the time.
 	Round       time.Duration
 	MinRoundGap time.Duration
 	// Grace is how long a stopped job has between SIGTERM and SIGKILL
@@ -125,6 +130,8 @@ type Server struct {
 	adminPath  string // the admin token file written at the first start, if any
 
 	mu       sync.Mutex
+	imu      sync.Mutex // guards inbox; taken under mu or alone
+	inbox    []*liveJob // jobs recorded by submissions, not yet in jobs (drain)
 	wmu      sync.Mutex // orders commits' writes; taken under mu
 	writing  int        // commits whose write is in flight (mu let go); under mu
 	idle     sync.Cond  // on mu: signalled when writing drops to 0
@@ -140,8 +147,10 @@ type Server struct {
 	after    []func()                 // actions to run once the next commit is durable
 	metrics  metrics
 	rates    rateLimiter
+	paths    pathCache
 	quotas   *quotaPolicy
 	deps     map[*liveJob]bool // waiting jobs with dependencies; under mu
+	held     map[*liveJob]bool // jobs held (some may have been released or ended since); under mu
 	tls      *tls.Config       // nil: plain HTTP
 	closed   bool
 	report   string // base URL for TIDE_REPORT_URL
@@ -179,6 +188,7 @@ type attempt struct {
 	woken   bool
 	proc    *localexec.Proc
 	stop    string // why tide is stopping it; "" while it should run
+	noRetry string // why its failure must not be retried (noRetry), if so
 }
 
 // New opens the data directory, recovers every job recorded there
@@ -221,7 +231,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
@@ -279,13 +289,13 @@ func (s *Server) setup() error {
 	// The policy may learn the jobs known at start (Tiresias' trace order).
 	var known []*job.Job
 	for _, r := range recs {
-		if j, err := s.specJob(&r.Spec, r.ID, r.Submitted); err == nil {
+		if j, err := s.specJob(&r.Spec, r.ID, queuedSince(r)); err == nil {
 			known = append(known, j)
 		}
 	}
-	pol, err := policy.Parse(s.cfg.Policy, policy.Context{Jobs: known})
+	pol, err := assemble.Policy(s.cfg.Policy, policy.Context{Jobs: known}, nil, false)
 	if err != nil {
-		return fmt.Errorf("server: --policy: %w", err)
+		return fmt.Errorf("server: --%w", err)
 	}
 	if s.cfg.wrapPolicy != nil {
 		pol = s.cfg.wrapPolicy(pol)
@@ -295,12 +305,12 @@ func (s *Server) setup() error {
 		return fmt.Errorf("server: --placer: %w", err)
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
-	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked}
+	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated}
 	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: s.quotas, Placer: pl, Clock: s.clk})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
 		s.recover(r)
@@ -392,9 +402,10 @@ func (s *Server) recover(r *store.Job) {
 		}
 		return
 	}
-	j, err := s.specJob(&r.Spec, r.ID, r.Submitted)
+	j, err := s.specJob(&r.Spec, r.ID, queuedSince(r))
+	var st *engine.Status
 	if err == nil {
-		_, err = s.eng.Submit(j)
+		st, err = s.eng.Submit(j)
 	}
 	if err != nil {
 		// The job can no longer run here (fewer GPUs than when it was
@@ -411,10 +422,11 @@ func (s *Server) recover(r *store.Job) {
 	if len(r.Spec.After) > 0 && r.FirstStart == 0 {
 		s.deps[lj] = true
 	}
-	st := s.eng.Job(r.ID)
+	if r.Held {
+		s.held[lj] = true
+	}
 	e := r.Engine
-	st.Attained, st.Executed, st.Waited = e.Attained, e.Executed, e.Waited
-	st.Starts, st.Preemptions, st.Resizes, st.Memo = e.Starts, e.Preemptions, e.Resizes, e.Memo
+	restoreUsage(st, &e)
 	if e.FirstStart > 0 {
 		st.FirstStart = e.FirstStart
 	}
@@ -487,7 +499,9 @@ func (s *Server) recover(r *store.Job) {
 		r.Failures++
 		s.metrics.counters["attempt_failures"]++
 		s.addEvent(&store.Event{Job: r.ID, Kind: "attempt-" + last.Outcome, Attempt: last.N, Message: msg})
-		if r.Failures > s.maxRetries(r) {
+		if why := s.noRetry(r.ID, code, known); why != "" {
+			s.fail(lj, fmt.Sprintf("%s (attempt %d): %s: not retried", msg, last.N, why))
+		} else if r.Failures > s.maxRetries(r) {
 			s.fail(lj, fmt.Sprintf("%s (attempt %d); %d failures, retry limit %d", msg, last.N, r.Failures, s.maxRetries(r)))
 		} else {
 			r.State = api.StatePreempted // waits for the scheduler to restart it
@@ -627,7 +641,7 @@ func (s *Server) commit() error {
 			return nil
 		})
 		s.wmu.Unlock()
-		s.mu.Lock()
+		s.mu.Lock() // not lock: the caller may be amid a walk of s.order
 		s.writing--
 		if s.writing == 0 {
 			s.idle.Broadcast()
@@ -668,7 +682,7 @@ func (s *Server) Start(ln net.Listener) {
 	if s.tls != nil {
 		ln = tls.NewListener(ln, s.tls)
 	}
-	s.mu.Lock()
+	s.lock()
 	s.report = s.cfg.ReportURL
 	// Over TLS, jobs report through their report file.
 	if s.report == "" && s.tls == nil {
@@ -713,7 +727,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.cancel()
 	}
 	s.loops.Wait()
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
 		s.mu.Unlock()
 		return errors.Join(errs...)
@@ -733,13 +747,13 @@ func (s *Server) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if s.cfg.StopJobsOnExit {
 		s.running.Wait()
-		s.mu.Lock()
+		s.lock()
 		if err := s.commit(); err != nil {
 			errs = append(errs, err)
 		}
 		s.mu.Unlock()
 	}
-	s.mu.Lock()
+	s.lock()
 	if err := s.flush(); err != nil {
 		errs = append(errs, err)
 	}

@@ -27,7 +27,7 @@ func (s *Server) blocked(id string) string {
 		return ""
 	}
 	if lj.rec.Held {
-		return "held: 'tide release " + id + "' lets it start"
+		return heldWaiting(id)
 	}
 	for _, dep := range lj.rec.Spec.After {
 		d := s.jobs[dep]
@@ -40,6 +40,21 @@ func (s *Server) blocked(id string) string {
 	}
 	return ""
 }
+
+// gated reports whether a waiting job may be blocked (held, or with
+// dependencies), dropping the held jobs released or ended since. Under mu
+// (the engine's round calls it through quotaPolicy).
+func (s *Server) gated() bool {
+	for lj := range s.held {
+		if !lj.rec.Held || api.Terminal(lj.rec.State) {
+			delete(s.held, lj)
+		}
+	}
+	return len(s.held) > 0 || len(s.deps) > 0
+}
+
+// heldWaiting is why held job id waits.
+func heldWaiting(id string) string { return "held: 'tide release " + id + "' lets it start" }
 
 // checkDeps fails the waiting jobs one of whose dependencies ended without
 // finishing: they can never start. Under mu, before a round.
@@ -80,7 +95,7 @@ func (s *Server) checkAfter(after []string, p *principal) []api.FieldError {
 // checkTimeLimits stops and fails the running jobs past their
 // time_limit_s.
 func (s *Server) checkTimeLimits() {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
@@ -115,10 +130,11 @@ func (s *Server) checkTimeLimits() {
 	}
 }
 
-// ranFor is how long a job's attempts have run in all, seconds, at now.
+// ranFor is how long the attempts of a job's current run (since its
+// last requeue) have run in all, seconds, at now.
 func ranFor(r *store.Job, now float64) float64 {
 	total := 0.0
-	for _, a := range r.Attempts {
+	for _, a := range r.Attempts[min(r.RunFrom, len(r.Attempts)):] {
 		switch {
 		case a.Started == 0:
 		case a.Ended > 0:
@@ -168,6 +184,9 @@ func (s *Server) setHeld(w http.ResponseWriter, r *http.Request, p *principal, h
 		kind = "held"
 	}
 	rec.Held = held
+	if held {
+		s.held[lj] = true
+	}
 	s.touch(lj)
 	s.addEvent(&store.Event{Job: rec.ID, Kind: kind, Message: "by " + p.tenant})
 	err := s.commit()
@@ -239,7 +258,7 @@ func (s *Server) parseList(r *http.Request, p *principal) (*listQuery, []api.Fie
 // hasTenantJobs reports whether any job belongs to tenant (a deleted
 // tenant's finished jobs stay listable).
 func (s *Server) hasTenantJobs(tenant string) bool {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	for _, lj := range s.order {
 		if lj.rec.Tenant == tenant {
@@ -276,7 +295,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request, p *principa
 		return
 	}
 	out := api.Usage{From: time.Unix(0, int64(from*1e9)).UTC(), To: time.Unix(0, int64(to*1e9)).UTC(), Jobs: []api.JobUsage{}}
-	s.mu.Lock()
+	s.lock()
 	for _, lj := range s.order {
 		rec := lj.rec
 		if !p.admin && rec.Tenant != p.tenant {
@@ -310,7 +329,7 @@ func (s *Server) purgeOld() {
 	if s.cfg.Retention <= 0 {
 		return
 	}
-	s.mu.Lock()
+	s.lock()
 	now := s.clk.Now()
 	cut := now - s.cfg.Retention.Seconds()
 	var ids []*liveJob
@@ -336,7 +355,7 @@ func (s *Server) purgeOld() {
 		}
 		done = append(done, lj)
 	}
-	s.mu.Lock()
+	s.lock()
 	for _, lj := range done {
 		lj.rec.Purged = now
 		s.touch(lj)

@@ -166,7 +166,7 @@ func (s *Server) handleDeleteTenant(w http.ResponseWriter, r *http.Request, p *p
 		}
 		cancel = b
 	}
-	s.mu.Lock()
+	s.lock()
 	var open []*liveJob
 	for _, lj := range s.order {
 		if lj.rec.Tenant == t.Name && !api.Terminal(lj.rec.State) {
@@ -258,15 +258,18 @@ type quotaPolicy struct {
 	inner engine.Policy
 	quota policy.Quota
 	on    bool
-	// blocked says why a waiting job may not start, "" when it may.
+	// blocked says why a waiting job may not start, "" when it may;
+	// gated says whether any job may be blocked (held, or waiting for
+	// another), so that a round without one skips asking for each job.
 	blocked func(id string) string
+	gated   func() bool
 }
 
 func (p *quotaPolicy) Name() string { return p.inner.Name() }
 
 func (p *quotaPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
 	held := map[string]string{}
-	if p.blocked != nil {
+	if p.blocked != nil && (p.gated == nil || p.gated()) {
 		jobs := make([]*engine.Status, 0, len(snap.Jobs))
 		for _, st := range snap.Jobs {
 			if len(st.GPUs) == 0 {

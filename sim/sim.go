@@ -117,6 +117,8 @@ type simulator struct {
 	eng     *engine.Engine
 	jobs    []*job.Job // trace order
 	recs    []report.JobRecord
+	held    []float64  // by job index: seconds spent holding GPUs
+	left    []float64  // by job index: when it finished or was declined, -1 before
 	runs    []*running // by job index; nil when not running
 	gens    []int      // by job index: bumped at every start and stop
 	agents  []*agent   // by job index, when the model is a perf.Observer
@@ -164,6 +166,11 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	}
 	s.eng = eng
 	s.recs = make([]report.JobRecord, len(jobs))
+	s.held = make([]float64, len(jobs))
+	s.left = make([]float64, len(jobs))
+	for i := range s.left {
+		s.left[i] = -1
+	}
 	s.runs = make([]*running, len(jobs))
 	s.gens = make([]int, len(jobs))
 	if o, ok := cfg.Model.(perf.Observer); ok && cfg.Agents {
@@ -253,7 +260,10 @@ func (s *simulator) loop() error {
 		// 3. A round, when due.
 		due := float64(tick)*round <= t
 		if due {
-			tick = int64(math.Floor(t/round)) + 1
+			// At least one tick on: t/round can come out just under the
+			// tick that produced t (3*0.7/0.7 = 2.999...), and the next
+			// round would fall on this instant again, forever.
+			tick = max(tick+1, int64(math.Floor(t/round))+1)
 		}
 		if s.active > 0 && (due || (s.cfg.OnEvents && (arrived || finished || capChanged))) {
 			if err := s.schedule(t); err != nil {
@@ -343,6 +353,7 @@ func (s *simulator) schedule(t float64) error {
 		switch ch.Kind {
 		case engine.Decline:
 			rec.State = string(job.Declined)
+			s.left[idx] = t
 			noteReason(rec, ch.Status.Reason)
 			s.active--
 			s.done++
@@ -461,6 +472,7 @@ func (s *simulator) advance(r *running, t float64) {
 		gpus /= 2 // each member of a pair is charged half of each GPU
 	}
 	rec := &s.recs[r.idx]
+	s.held[r.idx] += dt
 	rec.GPUSeconds += dt * gpus
 	s.countSite(r, dt*gpus)
 	if r.delay > 0 {
@@ -537,6 +549,7 @@ func (s *simulator) complete(r *running, t float64) {
 	_ = s.eng.Finish(id)
 	s.alone(partner, t)
 	s.recs[r.idx].Finish = t
+	s.left[r.idx] = t
 	s.active--
 	s.done++
 }
@@ -575,6 +588,11 @@ func (s *simulator) finishRecords() {
 			rec.State = string(st.State)
 		}
 		rec.LowerBound = LowerBound(s.cfg.Model, s.cfg.Cluster, perNode, j)
+		end := s.left[i]
+		if end < 0 {
+			end = s.clk.t
+		}
+		rec.WaitSeconds = max(0, end-j.Submit-s.held[i])
 	}
 	s.out.Jobs = s.recs
 }

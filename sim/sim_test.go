@@ -173,7 +173,10 @@ func randomTrace(rng *rand.Rand, n, maxGPUs int) []*job.Job {
 //   - the GPUs held never exceed the cluster, and useful ones never exceed
 //     those held;
 //   - restart time is at most the start cost plus one restart cost per
-//     restart.
+//     restart;
+//   - the total time waiting (WaitSeconds) is at least the wait before the
+//     first start, equal to it for a job never preempted, and leaves the job
+//     at least its Duration holding GPUs.
 func TestInvariants(t *testing.T) {
 	policies := []string{"fifo", "fifo:backfill=true", "srtf", "edf", "tiresias", "tiresias:limits=500/2000:knob=2", "tiresias-gittins"}
 	clusters := []struct {
@@ -206,6 +209,13 @@ func TestInvariants(t *testing.T) {
 				}
 				if jct := r.Finish - r.Submit; jct < r.LowerBound-1e-6 {
 					t.Errorf("job %s: JCT %v beats its lower bound %v", r.ID, jct, r.LowerBound)
+				}
+				first, jct := r.Start-r.Submit, r.Finish-r.Submit
+				if r.WaitSeconds < first-1e-6 || jct-r.WaitSeconds < j.Duration-1e-6 {
+					t.Errorf("job %s: waited %v s in all, %v before its first start; JCT %v, duration %v", r.ID, r.WaitSeconds, first, jct, j.Duration)
+				}
+				if r.Preemptions == 0 && math.Abs(r.WaitSeconds-first) > 1e-6 {
+					t.Errorf("job %s: never preempted, waited %v s in all but %v before its first start", r.ID, r.WaitSeconds, first)
 				}
 				if maxCost := costs.Start + float64(r.Restarts)*math.Max(costs.Restart, costs.Resize); r.RestartSeconds > maxCost+1e-6 {
 					t.Errorf("job %s: %v s restarting, at most %v expected", r.ID, r.RestartSeconds, maxCost)
@@ -344,5 +354,51 @@ func TestWaitingOnIdleCluster(t *testing.T) {
 	_, err = run(startAfter(-1))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("lone")) || !bytes.Contains([]byte(err.Error()), []byte("idle cluster")) {
 		t.Errorf("a policy that never starts the job: error %v, want one naming lone on an idle cluster", err)
+	}
+}
+
+// roundCounter passes rounds to a policy and fails the test when the
+// simulator calls it again and again at one instant: time must advance.
+type roundCounter struct {
+	engine.Policy
+	t      *testing.T
+	last   float64
+	repeat int
+}
+
+func (c *roundCounter) Schedule(s *engine.Snapshot) engine.Plan {
+	if s.Now == c.last {
+		if c.repeat++; c.repeat > 100 {
+			c.t.Fatalf("%d rounds in a row at t=%v: the simulator does not advance", c.repeat, s.Now)
+		}
+	} else {
+		c.last, c.repeat = s.Now, 0
+	}
+	return c.Policy.Schedule(s)
+}
+
+// TestFractionalRound: rounds of a length that is not a whole number of
+// seconds fall on multiples of it, and the run ends. With 0.7 s rounds the
+// round at 3 x 0.7 = 2.1 s computed 2.1/0.7 = 2.999... rounds done, and
+// scheduled the next one at the same instant, forever.
+func TestFractionalRound(t *testing.T) {
+	for _, round := range []float64{0.7, 0.1, 7.3, 59.9} {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			p, err := policy.Parse("fifo", policy.Context{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := []*job.Job{enginetest.Job("a").GPUs(1).Seconds(100).Obj(), enginetest.Job("b").GPUs(1).Seconds(50).At(1).Obj()}
+			run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x1:t4"), Model: perf.Duration{},
+				Policy: &roundCounter{Policy: p, t: t, last: -1}, Placer: place.Pack{}, Round: round}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range run.Jobs {
+				if r.Finish < 0 {
+					t.Errorf("job %s did not finish", r.ID)
+				}
+			}
+		})
 	}
 }

@@ -72,6 +72,13 @@ type Job struct {
 	// Purged is when the job's files (log, checkpoint, report) were
 	// removed by the retention rule, Unix seconds; 0 while they are kept.
 	Purged float64 `json:"purged,omitempty"`
+	// Requeues counts the times the job was put back in the queue
+	// (tide requeue); Requeued is when it last was, Unix seconds (the
+	// job queues from then); RunFrom is the number of attempts before the
+	// current run (its time limit counts the attempts from there).
+	Requeues int     `json:"requeues,omitempty"`
+	Requeued float64 `json:"requeued,omitempty"`
+	RunFrom  int     `json:"run_from,omitempty"`
 
 	// The job's last report.
 	Progress   float64 `json:"progress,omitempty"`

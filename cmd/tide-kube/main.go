@@ -44,8 +44,6 @@ $KUBECONFIG or ~/.kube/config.
 Quotas: --quota team-a=16,team-b=8 guarantees GPUs to tenants (a namespace,
 or a job's queue); with --borrow (the default) idle GPUs are lent beyond
 quota and taken back by preemption when their owner needs them.
-
-Flags:
 `
 
 func main() {
@@ -85,13 +83,15 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	parallel := fs.Int("parallel", 32, "API calls in flight at once")
 	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
+	fill := fs.Bool("fill-idle", false, "give GPUs the policy's plan leaves idle to waiting jobs until its next plan claims them (for policies with long rounds, e.g. Gavel's 360 s)")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	level := slog.LevelInfo
 	fs.TextVar(&level, "log-level", level, "log `LEVEL`: debug, info, warn or error")
+	ops := addKubeOpsFlags(fs)
 	var ui kube.UIFlags
 	ui.Register(fs)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, kubeHelp)
+		fmt.Fprint(stderr, kubeHelp+kubeOpsHelp+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -122,7 +122,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
-		Parallel: *parallel, Log: logger})
+		Parallel: *parallel, FillIdle: *fill, Log: logger})
 	if err != nil {
 		return usageError{err}
 	}
@@ -134,7 +134,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	} else if url != "" {
 		fmt.Fprintf(stdout, "tide kube: web console on %s\n", url)
 	}
-	return s.Run(ctx)
+	return ops.run(ctx, s, cfg, *name, logger)
 }
 
 // restConfig finds credentials: an explicit file, the in-cluster service

@@ -8,10 +8,6 @@ import (
 	"runtime/pprof"
 	"text/tabwriter"
 	"time"
-
-	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
-	"github.com/tide-sched/tide/sim"
 )
 
 const benchHelp = `Usage: tide bench [flags]
@@ -71,29 +67,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n", s.traceName, len(s.jobs), s.cluster)
+	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n", s.Trace, len(s.Jobs), s.Cluster)
 	fmt.Fprintln(tw, "policy\tjobs\tevents\trounds\twall s\tevents/s\tsim s/wall s\t")
 	for _, spec := range s.specs {
 		var best time.Duration
 		var events, rounds int
 		var span float64
 		for i := 0; i < *repeat; i++ {
-			jobs := s.runJobs(spec)
-			info, _ := policy.Lookup(spec)
-			p, err := s.policy(spec, jobs)
+			r, err := s.run(spec)
 			if err != nil {
 				return err
 			}
-			pl, err := place.Lookup(s.placer)
-			if err != nil {
-				return usageError{err}
-			}
-			b := newBar(stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)), len(jobs))
+			b := newBar(stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)), len(r.Jobs))
 			last := 0
+			r.Config.Progress = func(_ float64, done, _ int) { b.add(done - last); last = done }
 			start := time.Now()
-			run, err := sim.Run(sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
-				OnEvents: c.onEvents, Seed: c.seed, WholeSeconds: s.whole, Agents: info.Elastic,
-				Progress: func(_ float64, done, _ int) { b.add(done - last); last = done }}, jobs)
+			run, err := r.Simulate()
 			b.finish()
 			if err != nil {
 				return err
@@ -109,7 +98,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		sec := best.Seconds()
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.0f\t\n", spec, len(s.jobs), events, rounds, sec, float64(events)/sec, span/sec)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.0f\t\n", spec, len(s.Jobs), events, rounds, sec, float64(events)/sec, span/sec)
 	}
 	return tw.Flush()
 }

@@ -572,6 +572,52 @@ func cmdHold(hold bool) func(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
+const requeueHelp = `Usage: tide requeue [flags] ID...
+
+Puts jobs back in the queue as a new run of the same job (same ID), as
+Slurm's scontrol requeue: a finished, failed, cancelled or declined job
+queues again; a running one is stopped first (SIGTERM, the grace period,
+SIGKILL). The new run queues behind the jobs already waiting; its attempts
+go on numbering, its failures and time limit count from 0, and it resumes
+from the job's checkpoint directory if the previous run left one.
+`
+
+func cmdRequeue(args []string, stdout, stderr io.Writer) error {
+	var c clientFlags
+	fs := newClientFlagSet("requeue", requeueHelp, stderr, &c)
+	hold := fs.Bool("hold", false, "requeue held: the job starts only after 'tide release ID'")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("want at least one job ID")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range fs.Args() {
+		j, err := cl.Requeue(context.Background(), id, *hold)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		if c.json {
+			if err := printJSON(stdout, j); err != nil {
+				return err
+			}
+			continue
+		}
+		held := ""
+		if j.Held {
+			held = ", held"
+		}
+		fmt.Fprintf(stdout, "%s requeued (%s%s, run %d)\n", j.ID, j.State, held, j.Requeues+1)
+	}
+	return errors.Join(errs...)
+}
+
 const usageHelp = `Usage: tide usage [flags]
 
 GPU-hours used per tenant, or per job with --by job, over a period (GPUs

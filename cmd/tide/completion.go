@@ -7,16 +7,16 @@ import (
 )
 
 // commands are tide's subcommands, for shell completion.
-var commands = []string{"sim", "sweep", "bench", "policies", "serve", "submit", "jobs", "job", "cancel", "logs", "cluster",
-	"hold", "release", "usage", "tenant", "kube", "completion", "help"}
+var commands = []string{"sim", "sweep", "bench", "trace", "policies", "serve", "submit", "jobs", "job", "cancel", "logs", "cluster",
+	"hold", "release", "requeue", "usage", "tenant", "kube", "completion", "help"}
 
 // jobCommands take job IDs as arguments.
-var jobCommands = []string{"job", "cancel", "logs", "hold", "release"}
+var jobCommands = []string{"job", "cancel", "logs", "hold", "release", "requeue"}
 
 const completionHelp = `Usage: tide completion bash|zsh|fish
 
 Prints a completion script: subcommands, each command's flags (read from
-'tide CMD -h') and, for job, cancel, logs, hold and release, job IDs (from
+'tide CMD -h') and, for job, cancel, logs, hold, release and requeue, job IDs (from
 'tide jobs', with the server and token of your environment or config).
 
   bash:  source <(tide completion bash)        (or save it in /etc/bash_completion.d/tide)

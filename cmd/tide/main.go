@@ -31,6 +31,7 @@ Usage:
   tide logs [-f] ID     print (or follow) a job's output
   tide cluster          show the server's GPUs and queue
   tide hold|release ID  keep a waiting job from starting, or let it start
+  tide requeue ID...    put ended or running jobs back in the queue (a new run)
   tide usage            GPU-hours per tenant or job over a period (table or CSV)
   tide tenant add NAME  create a tenant and print its token (admin; also set, list, rotate, revoke, delete)
   tide completion SHELL print the shell completion script (bash, zsh or fish)
@@ -85,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdHold(true)(args[1:], stdout, stderr)
 	case "release":
 		err = cmdHold(false)(args[1:], stdout, stderr)
+	case "requeue":
+		err = cmdRequeue(args[1:], stdout, stderr)
 	case "usage":
 		err = cmdUsage(args[1:], stdout, stderr)
 	case "completion":

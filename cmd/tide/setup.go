@@ -1,17 +1,17 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/data"
-	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/pollux"
@@ -50,71 +50,52 @@ func (c *common) register(fs *flag.FlagSet, defPolicies string) {
 	fs.Int64Var(&c.seed, "seed", 1, "random seed (every policy is deterministic given it)")
 }
 
-// setup is what a simulation needs, resolved from the flags.
+// setup is what a simulation needs, resolved from the flags: the shared
+// inputs (package assemble builds each run from them) and the policy specs.
 type setup struct {
-	traceName string
-	jobs      []*job.Job
-	cluster   *cluster.Cluster
-	model     perf.Model
-	specs     []string
-	placer    string
-	whole     bool
-	artifact  bool           // --preset pollux-artifact
-	quotas    map[string]int // --quota; nil: none
-	borrow    bool
+	assemble.Inputs
+	specs []string
 }
 
-// policy builds the policy spec names for one run over jobs, wrapped in
-// the tenants' quotas when --quota is given.
-func (s *setup) policy(spec string, jobs []*job.Job) (engine.Policy, error) {
-	p, err := policy.Parse(spec, policy.Context{Jobs: jobs, Service: serviceEstimate(s)})
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--policy: %w", err)}
+// run assembles the run of one policy spec, naming the flag at fault.
+func (s *setup) run(spec string) (*assemble.Run, error) {
+	r, err := s.Build(spec)
+	var ae *assemble.Error
+	if errors.As(err, &ae) {
+		return nil, usageError{fmt.Errorf("--%s: %w", ae.Field, ae.Err)}
 	}
-	if s.quotas != nil {
-		p = &policy.Quota{Inner: p, Limits: s.quotas, Borrow: s.borrow}
-	}
-	return p, nil
+	return r, err
 }
 
 func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
-	s := &setup{placer: c.placer, borrow: c.borrow}
+	s := &setup{Inputs: assemble.Inputs{Placer: c.placer, Borrow: c.borrow, Seed: c.seed}}
 	if c.quota != "" {
 		q, err := policy.ParseQuotas(c.quota)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--quota: %w", err)}
 		}
-		s.quotas = q
+		s.Quotas = q
 	}
-	switch c.preset {
-	case "":
-	case "pollux-artifact":
-		if !flagSet(fs, "on-events") {
-			c.onEvents = false
-		}
-		if s.placer == "" {
-			s.placer = "most-free"
-		}
-		s.whole = true
-		s.artifact = true
-	case "gavel":
-		if !flagSet(fs, "on-events") {
-			c.onEvents = false
-		}
-		if !flagSet(fs, "round") {
-			c.round = 360
-		}
-	default:
-		return nil, usageError{fmt.Errorf("--preset %q: want pollux-artifact or gavel", c.preset)}
+	preset, err := assemble.LookupPreset(c.preset)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--%w", err)}
+	}
+	s.Preset = preset
+	if preset.RoundsOnly && !flagSet(fs, "on-events") {
+		c.onEvents = false
+	}
+	if preset.Round > 0 && !flagSet(fs, "round") {
+		c.round = preset.Round
 	}
 	if c.round <= 0 || math.IsNaN(c.round) || math.IsInf(c.round, 0) {
 		return nil, usageError{fmt.Errorf("--round %v: want a positive number of seconds", c.round)}
 	}
+	s.Round, s.OnEvents = c.round, c.onEvents
 	cl, err := cluster.Parse(c.clusterArg)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--cluster: %w", err)}
 	}
-	s.cluster = cl
+	s.Cluster = cl
 	opts := trace.Options{Sort: c.sortRows, SkipBad: c.skipBad, Warn: func(m string) { fmt.Fprintln(stderr, "warning:", m) }}
 	var tr *trace.Trace
 	if c.trace == "" {
@@ -130,29 +111,29 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	} else if tr, err = trace.ReadFile(c.trace, c.format, opts); err != nil {
 		return nil, err
 	}
-	s.traceName = tr.Name
-	if s.jobs, err = dropUnfit(tr.Jobs, cl, c.skipBad, opts.Warn); err != nil {
+	s.Trace = tr.Name
+	if s.Jobs, err = dropUnfit(tr.Jobs, cl, c.skipBad, opts.Warn); err != nil {
 		return nil, err
 	}
-	if len(s.jobs) == 0 {
+	if len(s.Jobs) == 0 {
 		return nil, fmt.Errorf("trace %s has no jobs", tr.Name)
 	}
-	if s.jobs, err = scaleArrivals(s.jobs, c.arrivalScale); err != nil {
+	if s.Jobs, err = scaleArrivals(s.Jobs, c.arrivalScale); err != nil {
 		return nil, usageError{err}
 	}
 	if c.arrivalScale != 1 {
-		s.traceName += fmt.Sprintf(" (arrivals x%g)", c.arrivalScale)
+		s.Trace += fmt.Sprintf(" (arrivals x%g)", c.arrivalScale)
 	}
-	if s.model, s.jobs, err = c.buildModel(s.jobs, stderr); err != nil {
+	if s.Model, s.Jobs, err = c.buildModel(s.Jobs, stderr); err != nil {
 		return nil, err
 	}
-	if d, ok := s.model.(perf.Duration); ok {
+	if d, ok := s.Model.(perf.Duration); ok {
 		// Duration is a value: override a copy and keep it.
 		if err := applyCosts(&d, c.costs); err != nil {
 			return nil, usageError{err}
 		}
-		s.model = d
-	} else if err := applyCosts(s.model, c.costs); err != nil {
+		s.Model = d
+	} else if err := applyCosts(s.Model, c.costs); err != nil {
 		return nil, usageError{err}
 	}
 	if c.speed != "" {
@@ -160,13 +141,13 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--speed: %w", err)}
 		}
-		if _, ok := s.model.(perf.Observer); ok {
-			return nil, usageError{fmt.Errorf("--speed: the %s model already knows its GPU type; speed factors apply to duration and table models", s.model.Name())}
+		if _, ok := s.Model.(perf.Observer); ok {
+			return nil, usageError{fmt.Errorf("--speed: the %s model already knows its GPU type; speed factors apply to duration and table models", s.Model.Name())}
 		}
-		s.model = perf.SpeedFactors{Base: s.model, Speed: sp}
+		s.Model = perf.SpeedFactors{Base: s.Model, Speed: sp}
 	}
 	hasDeadlines := false
-	for _, j := range s.jobs {
+	for _, j := range s.Jobs {
 		hasDeadlines = hasDeadlines || j.Deadline > 0
 	}
 	for _, spec := range strings.Split(c.policies, ",") {
@@ -183,25 +164,8 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	if len(s.specs) == 0 {
 		return nil, usageError{fmt.Errorf("--policy: no policy given")}
 	}
-	if c.preset == "pollux-artifact" {
-		for i, spec := range s.specs {
-			if (spec == "tiresias" || spec == "tiresias-gittins") && !strings.Contains(spec, "preset=") {
-				s.specs[i] = spec + ":preset=pollux"
-			}
-			// The artifact's Optimus predicts with the measured step times.
-			if spec == "optimus" {
-				s.specs[i] = "optimus:oracle=true"
-			}
-			// The artifact's Pollux charges a job one restart per
-			// allocation change, whatever its size (tide's own default
-			// charges by GPU; docs/elastic.md).
-			if (spec == "pollux" || strings.HasPrefix(spec, "pollux:")) && !strings.Contains(spec, "restart_cost=") {
-				s.specs[i] = spec + ":restart_cost=job"
-				if spec == "pollux" {
-					s.specs[i] = "pollux:restart_cost=job"
-				}
-			}
-		}
+	for i, spec := range s.specs {
+		s.specs[i] = s.Spec(spec)
 	}
 	return s, nil
 }
@@ -230,40 +194,30 @@ func (c *common) buildModel(jobs []*job.Job, stderr io.Writer) (perf.Model, []*j
 		}
 		switch {
 		case epochs == len(jobs):
-			return c.polluxModel("", jobs)
+			m, err := assemble.PolluxModel("")
+			return m, jobs, err
 		case seconds == len(jobs):
-			return perf.Duration{Cost: durationCosts}, jobs, nil
+			return assemble.DurationModel(), jobs, nil
 		}
-		out, err := toDuration(jobs)
+		out, err := assemble.ToDuration(jobs)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w; pass --model elasticflow=DIR or --model gavel=FILE to use measured throughputs", err)
 		}
 		fmt.Fprintln(stderr, "note: the trace counts work in iterations; replaying each job's recorded duration (--model duration). Use --model elasticflow=DIR or gavel=FILE for measured throughputs.")
-		return perf.Duration{Cost: durationCosts}, out, nil
+		return assemble.DurationModel(), out, nil
 	case "pollux":
-		return c.polluxModel(arg, jobs)
+		m, err := assemble.PolluxModel(arg)
+		return m, jobs, err
 	case "duration":
-		out, err := toDuration(jobs)
-		return perf.Duration{Cost: durationCosts}, out, err
+		out, err := assemble.ToDuration(jobs)
+		return assemble.DurationModel(), out, err
 	case "elasticflow":
 		if arg == "" {
 			return nil, nil, usageError{fmt.Errorf("--model elasticflow=DIR[@TYPE]: directory of throughput CSVs missing")}
 		}
-		var tab *table.Table
-		for _, part := range strings.Split(arg, ",") {
-			dir, typ, _ := strings.Cut(part, "@")
-			if typ == "" {
-				typ = inferType(dir, c)
-			}
-			t, err := table.LoadElasticFlowDir(dir, typ)
-			if err != nil {
-				return nil, nil, err
-			}
-			if tab == nil {
-				tab = t
-			} else if err := tab.Add(t); err != nil {
-				return nil, nil, err
-			}
+		tab, err := assemble.TablesModel(strings.Split(arg, ","), func(dir string) string { return inferType(dir, c) })
+		if err != nil {
+			return nil, nil, err
 		}
 		return tab, jobs, nil
 	case "gavel":
@@ -276,10 +230,6 @@ func (c *common) buildModel(jobs []*job.Job, stderr io.Writer) (perf.Model, []*j
 	return nil, nil, usageError{fmt.Errorf("--model %q: want auto, pollux[=DIR], duration, elasticflow=DIR or gavel=FILE", c.model)}
 }
 
-// durationCosts: a duration-only job starts for free and pays 30 s (the
-// Pollux artifact's checkpoint-restore figure) when preempted or resized.
-var durationCosts = perf.CostTable{Default: perf.Costs{Start: 0, Restart: 30, Resize: 30}}
-
 // inferType guesses the GPU type of an ElasticFlow table directory from its
 // name (throughputs_A100 -> a100), else the cluster's only type.
 func inferType(dir string, c *common) string {
@@ -291,33 +241,6 @@ func inferType(dir string, c *common) string {
 		return cl.GPUTypes()[0]
 	}
 	return ""
-}
-
-func (c *common) polluxModel(dir string, jobs []*job.Job) (perf.Model, []*job.Job, error) {
-	if dir == "" {
-		m, err := pollux.Load(data.FS, data.ProfilesDir)
-		return m, jobs, err
-	}
-	m, err := pollux.Load(os.DirFS(dir), ".")
-	return m, jobs, err
-}
-
-// toDuration rewrites jobs to count their work as their recorded duration.
-func toDuration(jobs []*job.Job) ([]*job.Job, error) {
-	out := make([]*job.Job, len(jobs))
-	for i, j := range jobs {
-		if j.Unit == job.Seconds {
-			out[i] = j
-			continue
-		}
-		if !(j.Duration > 0) {
-			return nil, fmt.Errorf("job %s counts work in %s and has no recorded duration", j.ID, j.Unit)
-		}
-		c := *j
-		c.Work, c.Unit = j.Duration, job.Seconds
-		out[i] = &c
-	}
-	return out, nil
 }
 
 // applyCosts overrides a model's restart costs from --restart-cost.
@@ -446,42 +369,4 @@ func writePolicy(w io.Writer, i policy.Info) error {
 	}
 	_, err := fmt.Fprintln(w, "  priority=off: strict priority classes (strict, or preempt to take lower classes' GPUs)")
 	return err
-}
-
-// runJobs returns the jobs a policy replays. Rigid policies get the trace's
-// jobs. An elastic policy gets copies whose GPU count may range from 1 to
-// all GPUs of their type; with a model that knows batch limits, a job with
-// a fixed batch can use at most batch / smallest per-GPU batch GPUs (the
-// Pollux artifact's Optimus rule), and under a policy that adapts batch
-// sizes (Pollux) the job's batch is its agent's choice. Under the
-// pollux-artifact preset ncf keeps a fixed 32,768-sample batch on one GPU,
-// as the artifact does.
-func (s *setup) runJobs(spec string) []*job.Job {
-	info, ok := policy.Lookup(spec)
-	if !ok || !info.Elastic {
-		return s.jobs
-	}
-	obs, _ := s.model.(perf.Observer)
-	out := make([]*job.Job, len(s.jobs))
-	for i, j := range s.jobs {
-		c := *j
-		c.MinGPUs, c.MaxGPUs = 1, s.cluster.GPUsOfType(c.GPUType)
-		c.AdaptBatch = info.AdaptBatch && obs != nil
-		if s.artifact && c.Model == "ncf" && obs != nil {
-			c.AdaptBatch, c.BatchSize, c.MaxGPUs = false, 32768, 1
-		}
-		if obs != nil && !c.AdaptBatch {
-			l := obs.Limits(&c)
-			batch := c.BatchSize
-			if batch == 0 {
-				batch = l.InitBatch
-			}
-			if l.MinLocal > 0 {
-				c.MaxGPUs = max(1, min(c.MaxGPUs, batch/l.MinLocal))
-			}
-		}
-		c.GPUs = min(max(c.GPUs, c.MinGPUs), c.MaxGPUs)
-		out[i] = &c
-	}
-	return out
 }

@@ -11,19 +11,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/report"
-	"github.com/tide-sched/tide/sim"
 )
 
 const simHelp = `Usage: tide sim [flags]
 
 Replays a trace on a simulated cluster under each policy given and prints
-the policies side by side: JCT (average, median, p95, p99), queueing delay,
-makespan, GPU utilisation, preemptions and restarts per job, deadlines met,
+the policies side by side: JCT (average, median, p95, p99), the wait before
+the first start and the total time waiting (pending or preempted), makespan, GPU utilisation, preemptions and restarts per job, deadlines met,
 and each policy's distance to the no-contention lower bound.
 
 Examples:
@@ -83,15 +78,15 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if win[1] > len(s.jobs) {
-		return usageError{fmt.Errorf("--jobs-window %s: the trace has %d jobs", *window, len(s.jobs))}
+	if win[1] > len(s.Jobs) {
+		return usageError{fmt.Errorf("--jobs-window %s: the trace has %d jobs", *window, len(s.Jobs))}
 	}
 	showBar := *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr))
 	if *progress != "on" && *progress != "off" && *progress != "auto" {
 		return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
 	}
-	bar := newBar(stderr, showBar, len(s.jobs)*len(s.specs))
-	runs, err := simulate(s, &c, bar)
+	bar := newBar(stderr, showBar, len(s.Jobs)*len(s.specs))
+	runs, err := simulate(s, bar)
 	bar.finish()
 	if err != nil {
 		return err
@@ -101,7 +96,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 		r.Window = win
 		sums[i] = report.Summarize(r)
 	}
-	meta := report.Meta{Trace: s.traceName, Cluster: s.cluster.String(), TotalGPUs: s.cluster.TotalGPUs(), Seed: c.seed, Jobs: len(s.jobs)}
+	meta := report.Meta{Trace: s.Trace, Cluster: s.Cluster.String(), TotalGPUs: s.Cluster.TotalGPUs(), Seed: c.seed, Jobs: len(s.Jobs)}
 	if *reportDir != "" {
 		if err := report.WriteDir(*reportDir, meta, runs); err != nil {
 			return err
@@ -110,7 +105,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return report.WriteJSON(stdout, meta, sums)
 	}
-	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n\n", s.traceName, len(s.jobs), s.cluster)
+	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n\n", s.Trace, len(s.Jobs), s.Cluster)
 	report.WriteTable(stdout, sums)
 	if *reportDir != "" {
 		fmt.Fprintf(stdout, "\nreport written to %s (report.html, summary.json, jobs-<policy>.csv)\n", *reportDir)
@@ -133,35 +128,27 @@ func parseWindow(s string) ([2]int, error) {
 
 // simulate runs every policy on the same inputs, in parallel; the results
 // come back in the order the policies were given, with distinct names.
-func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
+func simulate(s *setup, bar *bar) ([]*report.Run, error) {
 	runs := make([]*report.Run, len(s.specs))
 	errs := make([]error, len(s.specs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, spec := range s.specs {
-		jobs := s.runJobs(spec)
-		info, _ := policy.Lookup(spec)
-		p, err := s.policy(spec, jobs)
+		r, err := s.run(spec)
 		if err != nil {
 			return nil, err
-		}
-		pl, err := place.Lookup(s.placer)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--placer: %w", err)}
 		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cfg := sim.Config{Cluster: s.cluster, Model: s.model, Policy: p, Placer: pl, Round: c.round,
-				OnEvents: c.onEvents, Seed: c.seed, Trace: s.traceName, WholeSeconds: s.whole, Agents: info.Elastic}
 			last := 0
-			cfg.Progress = func(_ float64, done, _ int) {
+			r.Config.Progress = func(_ float64, done, _ int) {
 				bar.add(done - last)
 				last = done
 			}
-			runs[i], errs[i] = sim.Run(cfg, jobs)
+			runs[i], errs[i] = r.Simulate()
 		}(i)
 	}
 	wg.Wait()
@@ -172,25 +159,6 @@ func simulate(s *setup, c *common, bar *bar) ([]*report.Run, error) {
 	}
 	report.DistinctNames(runs, s.specs)
 	return runs, nil
-}
-
-// serviceEstimate gives each job's GPU-seconds on its requested GPUs, for
-// distributions built from the trace (Tiresias' Gittins index).
-func serviceEstimate(s *setup) func(j *job.Job) float64 {
-	perNode := 0
-	for _, n := range s.cluster.Nodes {
-		perNode = max(perNode, n.GPUs)
-	}
-	return func(j *job.Job) float64 {
-		if j.Duration > 0 {
-			return j.Duration * float64(j.GPUs)
-		}
-		t := j.GPUType
-		if t == "" {
-			t = s.cluster.GPUTypes()[0]
-		}
-		return perf.Remaining(s.model, j, perf.Packed(t, j.GPUs, perNode), 0) * float64(j.GPUs)
-	}
 }
 
 // bar is a progress bar on a terminal; it prints nothing when disabled.

@@ -4,11 +4,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
 )
 
 // TestServeSlurm: tide submit --array and --wait (exiting with the job's
 // code), tide jobs --limit paging and its validated --state, tide usage as
-// a table and CSV, tide hold/release.
+// a table and CSV, tide hold/release, tide requeue.
 func TestServeSlurm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs tide serve")
@@ -48,7 +51,18 @@ func TestServeSlurm(t *testing.T) {
 	if code != 0 || !strings.Contains(cli(t, s, admin, "jobs", "--state", "pending"), "(held)") {
 		t.Errorf("held job not shown held")
 	}
+	if code, _, errs := run("requeue", id); code != 1 || !strings.Contains(errs, "already waiting") {
+		t.Errorf("requeue of a waiting job: exit %d %s", code, errs)
+	}
 	if out := cli(t, s, admin, "release", id); !strings.Contains(out, id+" released") {
 		t.Errorf("release: %s", out)
 	}
+	waitFor(t, "the released job to finish", 30*time.Second, func() bool { return cliJob(t, s, admin, id).State == api.StateFinished })
+	if out := cli(t, s, admin, "requeue", id); !strings.Contains(out, id+" requeued (pending, run 2)") {
+		t.Errorf("requeue: %s", out)
+	}
+	waitFor(t, "the requeued job to finish again", 30*time.Second, func() bool {
+		j := cliJob(t, s, admin, id)
+		return j.State == api.StateFinished && len(j.Attempts) == 2
+	})
 }

@@ -87,7 +87,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		specs = s.specs
 		fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), f)
-		runs, err := simulate(s, &c, newBar(stderr, false, 0))
+		runs, err := simulate(s, newBar(stderr, false, 0))
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}

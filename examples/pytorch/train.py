@@ -6,7 +6,13 @@ It trains a small ResNet-style CNN on CIFAR-10 (torchvision, downloaded to
 tide's job protocol (docs/api.md, "Jobs"):
 
 * GPUs: tide sets CUDA_VISIBLE_DEVICES; the script uses every visible GPU
-  (DataParallel), or the CPU when there is none.
+  (DataParallel), or the CPU when there is none (fake GPUs, or a PyTorch
+  built without CUDA such as Debian's python3-torch). It reports the
+  replicas it really runs, and says so when they differ from $TIDE_GPUS.
+* Data: CIFAR-10 needs torchvision; without it (Debian's python3-torch
+  has none) the script says so and trains on synthetic data.
+* A missing PyTorch exits with 78 (EX_CONFIG): tide fails the job at once
+  instead of retrying it.
 * Checkpoints: model, optimizer and the samples done go to
   $TIDE_CHECKPOINT_DIR every --checkpoint-every steps and when SIGTERM
   arrives (preemption, resize, cancellation); the script then exits with
@@ -25,13 +31,15 @@ tide's job protocol (docs/api.md, "Jobs"):
   with --grad-stats, gradient noise statistics.
 * Exit code 0 when --steps steps are done.
 
-Run it through tide, e.g.:
+Run it through tide, e.g. (from the repository's root):
 
+    tide submit --gpus 2 --estimate 1h -- python3 examples/pytorch/train.py
     tide submit --name cifar --gpus 2 --min-gpus 1 --max-gpus 4 --batch-size 256 \
-        --max-batch-size 2048 --estimate 30m -- python examples/pytorch/train.py --steps 5000 --grad-stats
+        --max-batch-size 2048 --estimate 30m -- python3 examples/pytorch/train.py --steps 5000 --grad-stats
 
 The tests run it against a stand-in for PyTorch (testdata/torchstub) to
-check the protocol above; the server tests run examples/countjob.
+check the protocol above, and with the real PyTorch under a real tide
+serve when python3-torch is installed (cmd/tide TestServePyTorch).
 """
 
 import argparse
@@ -42,9 +50,18 @@ import sys
 import time
 import urllib.request
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# Exit code 78 (EX_CONFIG) tells tide the job cannot run as configured:
+# it fails at once instead of retrying (docs/api.md, "Exit codes").
+EXIT_CONFIG = 78
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"train.py: cannot import PyTorch ({e}); install it (Debian: apt-get install python3-torch; "
+          f"or pip install torch) for the interpreter {sys.executable}", file=sys.stderr, flush=True)
+    sys.exit(EXIT_CONFIG)
 
 STOP = False
 
@@ -170,13 +187,34 @@ def main():
     os.makedirs(ckpt_dir, exist_ok=True)
     ckpt = os.path.join(ckpt_dir, "checkpoint.pt")
 
+    if not args.synthetic:
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            print("train.py: torchvision is not installed, so CIFAR-10 cannot be loaded: training on synthetic "
+                  "data (random images) instead (pip install torchvision for CIFAR-10; --synthetic to choose it)",
+                  flush=True)
+            args.synthetic = True
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    replicas = max(torch.cuda.device_count(), 1)
+    # The replicas really run: DataParallel over every visible GPU, else one
+    # process on the CPU.
+    replicas = torch.cuda.device_count() if device.type == "cuda" else 1
+    given = int(os.environ.get("TIDE_GPUS", "0") or 0)
+    if given and given != replicas:
+        print(f"train.py: tide gave {given} GPU(s) but {replicas} replica(s) run "
+              f"({'CUDA sees ' + str(replicas) + ' device(s)' if device.type == 'cuda' else 'no CUDA device: on the CPU'})",
+              flush=True)
     # The batch: tide's ($TIDE_LOCAL_BSZ per GPU, $TIDE_ACCUM_STEPS extra
     # passes per optimizer step; a policy such as Pollux may adapt it at
-    # each launch), else --batch-size split over the replicas.
-    local_bsz = int(os.environ.get("TIDE_LOCAL_BSZ", "0")) or max(args.batch_size // replicas, 1)
+    # each launch), else --batch-size split over the replicas. When fewer
+    # replicas run than tide planned, each takes a larger share of tide's
+    # global batch ($TIDE_BATCH_SIZE).
     accum = int(os.environ.get("TIDE_ACCUM_STEPS", "0"))
+    local_bsz = int(os.environ.get("TIDE_LOCAL_BSZ", "0")) or max(args.batch_size // replicas, 1)
+    tide_batch = int(os.environ.get("TIDE_BATCH_SIZE", "0"))
+    if tide_batch and given and given != replicas:
+        local_bsz = max(-(-tide_batch // (replicas * (accum + 1))), 1)
     per_pass = local_bsz * replicas
     batch = per_pass * (accum + 1)
     # Linear learning-rate scaling with the batch (Goyal et al. 2017);
@@ -196,8 +234,9 @@ def main():
         samples = state["samples"]
     if replicas > 1:
         model = nn.DataParallel(model)
-    print(f"train.py: step {samples // args.batch_size} of {args.steps} on {replicas} replica(s), batch {batch} "
-          f"({local_bsz} per GPU, {accum} accumulation steps) "
+        replicas = len(model.device_ids)
+    print(f"train.py: step {samples // args.batch_size} of {args.steps} on {replicas} replica(s) ({device.type}), batch {batch} "
+          f"({local_bsz} per replica, {accum} accumulation steps, {'synthetic data' if args.synthetic else 'CIFAR-10'}) "
           f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}, "
           f"attempt {os.environ.get('TIDE_ATTEMPT', '?')})", flush=True)
 
