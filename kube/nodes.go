@@ -12,7 +12,8 @@ import (
 // Node changes are local: when a node becomes unusable, the workers tide
 // placed there are lost, and only they. A worker is lost when its node
 //
-//   - is deleted (the pod garbage collector deletes its pods);
+//   - is deleted (the pod garbage collector deletes its pods after a
+//     while; tide evicts them at once, so they show as terminating);
 //   - is cordoned (spec.unschedulable, kubectl cordon or drain);
 //   - has not been Ready for NotReadyGrace (Ready False or Unknown, or the
 //     node lifecycle controller's not-ready or unreachable taints): a node

@@ -511,19 +511,18 @@ func (s *Scheduler) look() (*view, error) {
 		}
 	}
 	// Workers on a node that became unusable are lost (nodes.go): their
-	// jobs restart or shrink without them. Those on a node that no longer
-	// exists are left to the pod garbage collector; the others are evicted.
+	// jobs restart or shrink without them, and they are evicted.
 	var mine []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.SchedulerName != s.cfg.SchedulerName || s.evicted[p.UID] {
 			continue
 		}
 		if node := s.nodeOf(p); node != "" && !podTerminal(p) {
-			n := byName[node]
-			if n == nil {
-				continue
+			why := "node " + node + " was deleted"
+			if n := byName[node]; n != nil {
+				why = podLost(p, n, lostNode[node])
 			}
-			if why := podLost(p, n, lostNode[node]); why != "" {
+			if why != "" {
 				if p.DeletionTimestamp == nil {
 					v.lost = append(v.lost, lostPod{pod: p, why: why})
 				}

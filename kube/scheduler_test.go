@@ -133,9 +133,9 @@ func (h *harness) where() map[string]string {
 }
 
 // TestNodeChangesLocal: 16 pods of 2 GPUs fill 4 nodes of 8. Cordoning
-// a node, a NoExecute taint, and a node NotReady past the grace period
-// each evict the pods on that node and nothing else; a NotReady blink
-// and a deleted node evict nothing; GPUs on a cordoned node are not given
+// a node, a NoExecute taint, a node NotReady past the grace period
+// and deleting a node each evict the pods on that node and nothing else;
+// a NotReady blink evicts nothing; GPUs on a cordoned node are not given
 // to a waiting pod.
 func TestNodeChangesLocal(t *testing.T) {
 	h := newHarness(t, "fifo")
@@ -213,10 +213,11 @@ func TestNodeChangesLocal(t *testing.T) {
 	h.node("n0", 8, noExecute)
 	want("a NoExecute taint on n0", slices.DeleteFunc(on("n0"), func(s string) bool { return s == tolerant }))
 
+	on3 := on("n3")
 	_ = h.nodes.Delete(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}})
-	want("deleting n3", nil)
-	if st := h.s.Stats(); st.Lost != 4+4+3 || st.Evicted != st.Lost {
-		t.Errorf("stats %+v, want 11 workers lost, no other eviction", st)
+	want("deleting n3", on3)
+	if st := h.s.Stats(); st.Lost != 4+4+3+4 || st.Evicted != st.Lost {
+		t.Errorf("stats %+v, want 15 workers lost, no other eviction", st)
 	}
 }
 
