@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -31,20 +34,18 @@ func init() {
 			"until it finishes, realised in Gavel's rounds",
 		Knobs: "round=360, reset=1920 (see gavel-las); pick=random: the type a job gets, random among those with room " +
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
-			"order still listed as free, v100 before p100 before k80, and may over-commit it; see docs/heterogeneity.md)",
+			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
+			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
 		build: func(_ Context, o Options) (engine.Policy, error) {
-			f := &gavelFIFO{types: map[string]int{}}
-			switch pick := o.String("pick", "random"); pick {
-			case "random":
-			case "gavel":
-				f.gavelPick = true
-			default:
+			pick := o.String("pick", "random")
+			if pick != "random" && pick != "gavel" {
 				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", pick)
 			}
+			f := &gavelFIFO{}
 			g, err := newGavel("gavel-fifo", f, o, false)
 			if g != nil {
 				g.ZeroPriorityWaits = true
-				f.rng = rand.New(rand.NewPCG(g.Seed, 0xf1f0))
+				*f = *newGavelFIFO(pick == "gavel", g.Seed)
 				if f.gavelPick {
 					g.name += ":pick=gavel"
 				}
@@ -95,32 +96,85 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 type gavelFIFO struct {
 	types     map[string]int // job ID -> type index it holds in the allocation
 	rng       *rand.Rand
+	pcg       *rand.PCG // rng's source, saved with the state (state.go)
 	gavelPick bool
+	// Under pick=gavel: Gavel's own generator (random.Random(seed)) and each
+	// job's place in arrival order (Gavel's job ID), kept while the job is
+	// present or holds a type.
+	py    *pyRandom
+	seq   map[string]int
+	nextQ int
 }
 
+// newGavelFIFO is gavel-fifo's allocator; seed is the policy's seed= knob
+// (Gavel's --seed).
+func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
+	pcg := rand.NewPCG(seed, 0xf1f0)
+	return &gavelFIFO{types: map[string]int{}, gavelPick: gavelPick, rng: rand.New(pcg), pcg: pcg,
+		py: newPyRandom(seed), seq: map[string]int{}}
+}
+
+// allocate walks Gavel's FIFOPolicy.get_allocation (mode base,
+// scheduler/policies/fifo.py):
+//
+//   - The queue is the jobs without a type, in arrival order.
+//   - The jobs holding a type are walked in order; a job still present
+//     takes its GPUs off the free count, a job that left hands its type to
+//     the head of the queue if the head fits in the free count as it stands
+//     at that point of the walk.
+//   - Types with free GPUs are listed in name order; each queued job in turn
+//     gets a listed type with room, and a type whose free count reaches
+//     exactly 0 leaves the list. The pass stops at the first job no listed
+//     type has room for.
+//
+// The two picks differ in the order and in which type a job gets:
+//
+//   - pick=random (what the code evidently means): snapshot order, departed
+//     jobs walked first; a job gets the type drawn among those with room.
+//   - pick=gavel (what the code does): Gavel's order, by job ID (arrival,
+//     numbered as the trace's lines); Gavel draws an index among the listed
+//     types with room (random.Random(seed).randrange) but assigns the type
+//     its loop over the listed types ended on, the last one, room or not,
+//     and unlists the drawn one when that type fills. So V100s (last in name
+//     order) fill first and can be over-committed. The draws decide which
+//     type leaves the list and so where later jobs go, hence Gavel's
+//     generator (pyRandom) and its seed.
 func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
-	free := slices.Clone(p.cap)
+	order := make([]int, len(p.jobs)) // snapshot indices in queue order
+	for m := range order {
+		order[m] = m
+	}
 	present := map[string]int{}
 	for m, st := range p.jobs {
 		present[st.Job.ID] = m
 	}
+	walk := func(a, b string) int { return compareIDs(p, present, a, b) }
+	if f.gavelPick {
+		slices.SortStableFunc(order, func(a, b int) int { return compareArrival(p.jobs[a], p.jobs[b]) })
+		for _, m := range order {
+			if id := p.jobs[m].Job.ID; !hasKey(f.seq, id) {
+				f.seq[id] = f.nextQ
+				f.nextQ++
+			}
+		}
+		walk = func(a, b string) int { return f.seq[a] - f.seq[b] }
+	}
 	var queue []int
-	for m, st := range p.jobs {
-		if _, ok := f.types[st.Job.ID]; !ok {
+	for _, m := range order {
+		if !hasKey(f.types, p.jobs[m].Job.ID) {
 			queue = append(queue, m)
 		}
 	}
-	// Jobs that left hand their type to the head of the queue. Gavel walks
-	// its allocation in job ID order; arrival order stands for it here.
-	var held []string
+	held := make([]string, 0, len(f.types))
 	for id := range f.types {
 		held = append(held, id)
 	}
-	slices.SortFunc(held, func(a, b string) int { return compareIDs(p, present, a, b) })
+	slices.SortFunc(held, walk)
+	free := slices.Clone(p.cap)
 	for _, id := range held {
 		k := f.types[id]
-		if _, ok := present[id]; ok {
-			free[k] -= p.gpus[present[id]]
+		if m, ok := present[id]; ok {
+			free[k] -= p.gpus[m]
 			continue
 		}
 		delete(f.types, id)
@@ -133,8 +187,12 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 			}
 		}
 	}
-	// Types still listed as free, in name order.
-	var listed []int
+	for id := range f.seq {
+		if !hasKey(present, id) && !hasKey(f.types, id) {
+			delete(f.seq, id)
+		}
+	}
+	var listed []int // type indices in name order (p.types is sorted)
 	for k := range p.types {
 		if free[k] > 0 {
 			listed = append(listed, k)
@@ -152,13 +210,12 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		if len(fit) == 0 {
 			break
 		}
-		i := fit[f.rng.IntN(len(fit))]
-		k := listed[i]
+		var drawn, k int
 		if f.gavelPick {
-			// Gavel's FIFO draws i but then uses the type its loop over the
-			// listed types ended on: the last one, whether or not it has
-			// room; and it unlists the drawn one when the chosen one fills.
-			k = listed[len(listed)-1]
+			drawn, k = fit[f.py.randrange(len(fit))], listed[len(listed)-1]
+		} else {
+			drawn = fit[f.rng.IntN(len(fit))]
+			k = listed[drawn]
 		}
 		if p.tput[m][k] <= 0 {
 			continue
@@ -166,7 +223,7 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		f.types[p.jobs[m].Job.ID] = k
 		free[k] -= p.gpus[m]
 		if free[k] == 0 {
-			listed = slices.Delete(listed, i, i+1)
+			listed = slices.Delete(listed, drawn, drawn+1)
 		}
 	}
 	x := make([][]float64, len(p.jobs))
@@ -177,6 +234,26 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		}
 	}
 	return x, nil
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// compareArrival orders jobs as Gavel numbers them: by submission time, then
+// by ID, numerically where both IDs are whole numbers (a trace's line
+// numbers), so job 10 comes after job 9.
+func compareArrival(a, b *engine.Status) int {
+	if c := cmp.Compare(a.Job.Submit, b.Job.Submit); c != 0 {
+		return c
+	}
+	x, errX := strconv.ParseUint(a.Job.ID, 10, 64)
+	y, errY := strconv.ParseUint(b.Job.ID, 10, 64)
+	if errX == nil && errY == nil {
+		return cmp.Compare(x, y)
+	}
+	return strings.Compare(a.Job.ID, b.Job.ID)
 }
 
 // compareIDs orders job IDs by arrival: present jobs by their index in the

@@ -79,12 +79,18 @@ func gavelSnap100(b *testing.B) *engine.Snapshot {
 // gavelSeed0 reads Gavel's generated_seed0_lam3600.trace and simulation
 // throughputs from ../shared/data/gavel, skipping tb without them.
 func gavelSeed0(tb testing.TB) ([]*job.Job, *table.Gavel) {
+	return gavelTrace(tb, 0)
+}
+
+// gavelTrace reads generated_seed<seed>_lam3600.trace and Gavel's
+// throughputs, skipping without ../shared/data.
+func gavelTrace(tb testing.TB, seed int) ([]*job.Job, *table.Gavel) {
 	tb.Helper()
 	const dir = "../../shared/data/gavel/"
 	if _, err := os.Stat(dir); err != nil {
 		tb.Skipf("Gavel data not here (%v)", err)
 	}
-	tr, err := trace.ReadFile(dir+"generated_seed0_lam3600.trace", "", trace.Options{})
+	tr, err := trace.ReadFile(fmt.Sprintf("%sgenerated_seed%d_lam3600.trace", dir, seed), "", trace.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

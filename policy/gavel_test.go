@@ -157,7 +157,7 @@ func TestFIFOAllocations(t *testing.T) {
 	// all the same: c is over-committed.
 	overcommitted := false
 	for seed := range uint64(20) {
-		f := &gavelFIFO{types: map[string]int{}, gavelPick: true, rng: rand.New(rand.NewPCG(seed, 2))}
+		f := newGavelFIFO(true, seed)
 		x, _ = f.allocate(problem([]float64{1, 1, 1}, [][]float64{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, nil, nil))
 		if x[0][2] != 1 {
 			t.Fatalf("gavel pick, seed %d: X = %v: want the first job on c", seed, x)
@@ -172,7 +172,7 @@ func TestFIFOAllocations(t *testing.T) {
 		t.Error("gavel pick never over-commits the last type in 20 seeds")
 	}
 	// A job that leaves hands its type to the head of the queue.
-	f2 := &gavelFIFO{types: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
+	f2 := newGavelFIFO(false, 1)
 	x, _ = f2.allocate(problem([]float64{1}, [][]float64{{1}, {1}}, nil, nil))
 	wantX(t, x, [][]float64{{1}, {0}})
 	p3 := problem([]float64{1}, [][]float64{{1}, {1}}, nil, nil)
@@ -180,6 +180,17 @@ func TestFIFOAllocations(t *testing.T) {
 	p3.tput, p3.gpus, p3.rem, p3.age = p3.tput[1:], p3.gpus[1:], p3.rem[1:], p3.age[1:]
 	x, _ = f2.allocate(p3)
 	wantX(t, x, [][]float64{{1}})
+
+	// Gavel hands a departed job's type over on the free count at that
+	// point of its walk in arrival order. Type a (one GPU) is held by p
+	// (first to arrive, still here) and by "gone" (arrived second, over-
+	// committed, now left); q waits. Walking p leaves a no free GPU, so
+	// gone's GPU is not q's; q goes to b, the only listed type.
+	f3 := newGavelFIFO(true, 0)
+	f3.types["p"], f3.types["gone"] = 0, 0
+	f3.seq["p"], f3.seq["gone"], f3.nextQ = 0, 1, 2
+	x, _ = f3.allocate(problem([]float64{1, 1}, [][]float64{{1, 1}, {1, 1}}, nil, nil))
+	wantX(t, x, [][]float64{{1, 0}, {0, 1}})
 }
 
 // runGavel replays jobs on c with Gavel's rounds (360 s, no scheduling at

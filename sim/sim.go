@@ -55,6 +55,15 @@ type Config struct {
 	// Progress, when set, is called now and then with the simulated time and
 	// the number of jobs finished so far.
 	Progress func(now float64, done, total int)
+	// Handover, when > 0, checks a policy's persisted state
+	// (engine.Stateful): after every Handover-th round the engine's policy
+	// state is saved to bytes, and the following rounds are scheduled by
+	// Fresh(), a new instance of the same policy, with those bytes loaded
+	// (memos and round count included), as a live executor does after a
+	// restart. A policy that declares all its state gives the same run,
+	// byte for byte.
+	Handover int
+	Fresh    func() (engine.Policy, error)
 }
 
 type clock struct{ t float64 }
@@ -334,6 +343,24 @@ func (s *simulator) stuck(t float64) error {
 		t, s.cfg.Policy.Name(), s.active, ids)
 }
 
+// handover replaces the engine's policy by a fresh instance holding the
+// old one's saved state (Config.Handover).
+func (s *simulator) handover() error {
+	b, err := s.eng.PolicyState()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	p, err := s.cfg.Fresh()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	if err := s.eng.RestorePolicyState(p, b); err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	s.cfg.Policy = p
+	return nil
+}
+
 // schedule runs one round and applies its changes.
 func (s *simulator) schedule(t float64) error {
 	for _, r := range s.live {
@@ -346,6 +373,11 @@ func (s *simulator) schedule(t float64) error {
 		return err
 	}
 	s.out.Rounds++
+	if s.cfg.Handover > 0 && s.out.Rounds%s.cfg.Handover == 0 {
+		if err := s.handover(); err != nil {
+			return err
+		}
+	}
 	for _, ch := range changes {
 		idx := s.byID[ch.Status.Job.ID]
 		rec := &s.recs[idx]
