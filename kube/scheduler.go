@@ -133,6 +133,7 @@ type Scheduler struct {
 
 	mu      sync.Mutex // guards what follows and serialises rounds
 	eng     *engine.Engine
+	state   *policyStateStore         // the policy's persisted state; nil: kept in memory only (policystate.go)
 	sig     string                    // the cluster the engine was built on
 	ids     map[string]string         // workload key -> engine job ID
 	gen     map[string]int            // workload key -> resubmissions
@@ -399,6 +400,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	}
 	s.progress()
 	queues := s.applyQueues(c.TotalGPUs())
+	s.syncPolicyState(ctx)
 	t1 := time.Now()
 	_, err = s.eng.Schedule()
 	s.policyWarnings()

@@ -106,11 +106,10 @@ func (s *Server) round() (took time.Duration) {
 	t0 := time.Now()
 	s.checkDeps()
 	s.setQuotas()
-	nw := len(s.eng.Warnings())
 	changes, err := s.eng.Schedule()
 	took = time.Since(t0)
 	s.metrics.observeRound(took.Seconds())
-	s.notePolicyWarnings(s.eng.Warnings()[nw:])
+	s.notePolicyWarnings(s.eng.DrainWarnings())
 	if err != nil {
 		s.log.Error("scheduling round failed", "err", err)
 		return

@@ -121,29 +121,33 @@ func (h *eventHeap) Pop() any {
 }
 
 type simulator struct {
-	cfg     Config
-	clk     *clock
-	eng     *engine.Engine
-	jobs    []*job.Job // trace order
-	recs    []report.JobRecord
-	held    []float64  // by job index: seconds spent holding GPUs
-	left    []float64  // by job index: when it finished or was declined, -1 before
-	runs    []*running // by job index; nil when not running
-	gens    []int      // by job index: bumped at every start and stop
-	agents  []*agent   // by job index, when the model is a perf.Observer
-	obs     perf.Observer
-	live    []*running // the non-nil entries of runs, in no particular order
-	byID    map[string]int
-	events  eventHeap
-	out     *report.Run
-	alloc   int // GPUs held
-	useful  int // GPUs held by jobs past their delay
-	active  int // jobs submitted and not terminal
-	nrun    int // jobs holding GPUs
-	nShared int // jobs holding GPUs they share with a partner
-	done    int
-	nEvents int
-	st      *sites // multi-site state; nil without Config.Sites
+	// warnings are the policy's warnings by kind and reason, drained from
+	// the engine after every round (countWarnings).
+	warnings []report.WarningCount
+	warnAt   map[[2]string]int
+	cfg      Config
+	clk      *clock
+	eng      *engine.Engine
+	jobs     []*job.Job // trace order
+	recs     []report.JobRecord
+	held     []float64  // by job index: seconds spent holding GPUs
+	left     []float64  // by job index: when it finished or was declined, -1 before
+	runs     []*running // by job index; nil when not running
+	gens     []int      // by job index: bumped at every start and stop
+	agents   []*agent   // by job index, when the model is a perf.Observer
+	obs      perf.Observer
+	live     []*running // the non-nil entries of runs, in no particular order
+	byID     map[string]int
+	events   eventHeap
+	out      *report.Run
+	alloc    int // GPUs held
+	useful   int // GPUs held by jobs past their delay
+	active   int // jobs submitted and not terminal
+	nrun     int // jobs holding GPUs
+	nShared  int // jobs holding GPUs they share with a partner
+	done     int
+	nEvents  int
+	st       *sites // multi-site state; nil without Config.Sites
 
 	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
 	// per-tenant GPUs are sampled only for several (fairness.go).
@@ -369,6 +373,7 @@ func (s *simulator) schedule(t float64) error {
 		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
+	s.countWarnings(s.eng.DrainWarnings())
 	if err != nil {
 		return err
 	}
@@ -456,20 +461,20 @@ func noteReason(rec *report.JobRecord, r engine.Reason) {
 
 // countWarnings folds the engine's warnings by kind and reason, in the order
 // first seen.
-func countWarnings(ws []engine.RoundWarning) []report.WarningCount {
-	var out []report.WarningCount
-	at := map[[2]string]int{}
+func (s *simulator) countWarnings(ws []engine.RoundWarning) {
 	for _, w := range ws {
 		k := [2]string{w.Kind, w.Reason}
-		i, ok := at[k]
+		i, ok := s.warnAt[k]
 		if !ok {
-			i = len(out)
-			at[k] = i
-			out = append(out, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
+			i = len(s.warnings)
+			if s.warnAt == nil {
+				s.warnAt = map[[2]string]int{}
+			}
+			s.warnAt[k] = i
+			s.warnings = append(s.warnings, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
 		}
-		out[i].Rounds++
+		s.warnings[i].Rounds++
 	}
-	return out
 }
 
 // stop takes a running job off its GPUs.
@@ -609,7 +614,7 @@ func (s *simulator) sample(t float64) {
 func (s *simulator) finishRecords() {
 	s.finishSites()
 	s.out.Events = s.nEvents
-	s.out.Warnings = countWarnings(s.eng.Warnings())
+	s.out.Warnings = s.warnings
 	perNode := map[string]int{}
 	for _, n := range s.cfg.Cluster.Nodes {
 		perNode[n.GPUType] = max(perNode[n.GPUType], n.GPUs)
