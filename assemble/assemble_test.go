@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -127,5 +128,23 @@ func TestBuildErrors(t *testing.T) {
 	out, err := r.Simulate()
 	if err != nil || len(out.Jobs) != 1 || out.Jobs[0].Finish <= 0 {
 		t.Fatalf("run: %v %+v", err, out)
+	}
+}
+
+// TestPresetSpecsTested: every spec a preset rewrites a policy to is one of
+// that policy's presets, so the conformance and state suites (which run
+// policy.Specs) cover it.
+func TestPresetSpecsTested(t *testing.T) {
+	for _, name := range Presets {
+		p, err := LookupPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range policy.All() {
+			got := p.Spec(info.Name)
+			if got != info.Name && !slices.Contains(info.Presets(), got) {
+				t.Errorf("--preset %s runs %s as %q, which is not among its presets %q", name, info.Name, got, info.Presets())
+			}
+		}
 	}
 }

@@ -301,6 +301,7 @@ type Engine struct {
 	nDown   int
 	// warnings are every Plan.Warnings so far, with their rounds.
 	warnings []RoundWarning
+	dropped  int // warnings dropped to keep MaxWarnings
 	// ended counts entries of active that have become terminal since the
 	// last compact: removing them lazily keeps Finish O(1).
 	ended int
@@ -632,10 +633,20 @@ func (e *Engine) explain(plan Plan, now float64) {
 	e.warn(plan.Warnings, now)
 }
 
+// MaxWarnings is how many warnings an engine keeps between drains: a
+// live executor that never drains them (or a policy that falls back every
+// round for months) keeps the newest MaxWarnings, and WarningsDropped
+// counts the rest.
+const MaxWarnings = 1024
+
 // warn records a round's policy warnings.
 func (e *Engine) warn(ws []Warning, now float64) {
 	for _, w := range ws {
 		e.warnings = append(e.warnings, RoundWarning{Time: now, Round: e.rounds, Policy: e.cfg.Policy.Name(), Warning: w})
+	}
+	if n := len(e.warnings) - MaxWarnings; n > 0 {
+		e.dropped += n
+		e.warnings = append(e.warnings[:0], e.warnings[n:]...)
 	}
 }
 
@@ -647,9 +658,22 @@ type RoundWarning struct {
 	Warning
 }
 
-// Warnings returns every warning policies raised so far, oldest first
-// (shared; do not modify).
+// Warnings returns the warnings policies raised since the last
+// DrainWarnings, oldest first, at most MaxWarnings of them (shared; do not
+// modify).
 func (e *Engine) Warnings() []RoundWarning { return e.warnings }
+
+// DrainWarnings returns the warnings Warnings would and forgets them: an
+// executor that acts on each round's warnings drains them after the round.
+func (e *Engine) DrainWarnings() []RoundWarning {
+	ws := e.warnings
+	e.warnings = nil
+	return ws
+}
+
+// WarningsDropped counts the warnings dropped, oldest first, to keep at
+// most MaxWarnings between drains.
+func (e *Engine) WarningsDropped() int { return e.dropped }
 
 func sameGPUs(a, b []cluster.GPUID) bool {
 	if len(a) != len(b) {

@@ -348,3 +348,31 @@ func TestPolicyErrorsAndWarnings(t *testing.T) {
 		t.Errorf("warnings %+v", ws)
 	}
 }
+
+// TestWarningsBounded: an engine that is never drained keeps the newest
+// MaxWarnings warnings and counts the rest; a drain empties it.
+func TestWarningsBounded(t *testing.T) {
+	p := planFunc(func(s *engine.Snapshot) engine.Plan {
+		return engine.Plan{Warnings: []engine.Warning{{Kind: engine.WarnFallback, Reason: fmt.Sprintf("round %d", s.Round)}}}
+	})
+	e, _ := newEngine(t, "1x1:t4", p, nil)
+	if _, err := e.Submit(enginetest.Job("a").GPUs(2).Seconds(10).Obj()); err == nil {
+		t.Fatal("a 2-GPU job on 1 GPU was accepted")
+	}
+	if _, err := e.Submit(enginetest.Job("a").GPUs(1).Seconds(10).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	const extra = 10
+	for range engine.MaxWarnings + extra {
+		if _, err := e.Schedule(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := e.Warnings()
+	if len(ws) != engine.MaxWarnings || e.WarningsDropped() != extra || ws[0].Reason != fmt.Sprintf("round %d", extra) {
+		t.Fatalf("kept %d warnings (first %q), dropped %d", len(ws), ws[0].Reason, e.WarningsDropped())
+	}
+	if got := e.DrainWarnings(); len(got) != engine.MaxWarnings || len(e.Warnings()) != 0 {
+		t.Errorf("drain returned %d, left %d", len(got), len(e.Warnings()))
+	}
+}

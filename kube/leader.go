@@ -107,6 +107,7 @@ func (s *Scheduler) RunElected(ctx context.Context, el Election) error {
 		return err
 	}
 	s.health.elected.Store(true)
+	s.persistPolicyState(el.Client, el.Namespace, el.Name+"-policy-state")
 	wctx, cancel := context.WithCancel(ctx)
 	defer s.unwatch(cancel)
 	if err := s.watch(wctx); err != nil {

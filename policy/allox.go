@@ -136,7 +136,14 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 
 // cached is Match through the cache, keyed by job ID.
 func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Status]alloxSlot {
+	// The key holds everything Match reads: the GPUs available of each
+	// type (capacity varies on multi-site clusters) and the jobs'
+	// progress. The cache must never change a plan, only save time: a
+	// fresh instance after a restart plans the same (engine.Stateful).
 	var key strings.Builder
+	for _, t := range s.Cluster.GPUTypes() {
+		fmt.Fprintf(&key, "%s=%d,", t, s.Available("", t))
+	}
 	for _, st := range jobs {
 		fmt.Fprintf(&key, "%s@%g,", st.Job.ID, st.Progress)
 	}

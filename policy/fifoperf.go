@@ -96,6 +96,7 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 type gavelFIFO struct {
 	types     map[string]int // job ID -> type index it holds in the allocation
 	rng       *rand.Rand
+	pcg       *rand.PCG // rng's source, saved with the state (state.go)
 	gavelPick bool
 	// Under pick=gavel: Gavel's own generator (random.Random(seed)) and each
 	// job's place in arrival order (Gavel's job ID), kept while the job is
@@ -108,7 +109,8 @@ type gavelFIFO struct {
 // newGavelFIFO is gavel-fifo's allocator; seed is the policy's seed= knob
 // (Gavel's --seed).
 func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
-	return &gavelFIFO{types: map[string]int{}, gavelPick: gavelPick, rng: rand.New(rand.NewPCG(seed, 0xf1f0)),
+	pcg := rand.NewPCG(seed, 0xf1f0)
+	return &gavelFIFO{types: map[string]int{}, gavelPick: gavelPick, rng: rand.New(pcg), pcg: pcg,
 		py: newPyRandom(seed), seq: map[string]int{}}
 }
 

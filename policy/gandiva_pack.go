@@ -43,11 +43,13 @@ type gandivaPacking struct {
 	partner map[string]string // job -> partner, both ways
 	bad     map[string]bool   // pairKey of pairs measured not to help
 	rng     *rand.Rand
-	gavel   bool // Gavel's keep rule instead of the paper's
+	pcg     *rand.PCG // rng's source, saved with the state
+	gavel   bool      // Gavel's keep rule instead of the paper's
 }
 
 func newGandivaPacking(seed uint64, gavel bool) *gandivaPacking {
-	return &gandivaPacking{partner: map[string]string{}, bad: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, 0x6a9d1)), gavel: gavel}
+	pcg := rand.NewPCG(seed, 0x6a9d1)
+	return &gandivaPacking{partner: map[string]string{}, bad: map[string]bool{}, rng: rand.New(pcg), pcg: pcg, gavel: gavel}
 }
 
 func (k *gandivaPacking) split(a, b string) {

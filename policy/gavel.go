@@ -83,6 +83,7 @@ type Gavel struct {
 	SpaceSharing bool
 
 	rng       *rand.Rand
+	pcg       *rand.PCG   // rng's source, saved with the state
 	last      engine.Plan // the plan of the last round
 	lastPlan  float64     // when it was made
 	planned   bool
@@ -177,7 +178,8 @@ func newGavel(name string, a gavelAllocator, o Options, needsSolver bool) (*Gave
 			g.name += ":space_sharing=true"
 		}
 	}
-	g.rng = rand.New(rand.NewPCG(g.Seed, 0x9a7e1))
+	g.pcg = rand.NewPCG(g.Seed, 0x9a7e1)
+	g.rng = rand.New(g.pcg)
 	return g, nil
 }
 

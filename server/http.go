@@ -378,6 +378,9 @@ func (s *Server) drain() {
 // checkQueued says why tenant may not queue one more job (its
 // limits.max_queued), or "".
 func (s *Server) checkQueued(tenant string) string {
+	if t := s.tenantByName(tenant); t == nil || t.Limits.MaxQueued <= 0 {
+		return "" // no limit: no need to wait for mu (a round may hold it)
+	}
 	s.lock()
 	defer s.mu.Unlock()
 	return s.queuedLimit(tenant)

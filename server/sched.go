@@ -74,7 +74,7 @@ func (s *Server) monitorLoop(ctx context.Context) {
 			s.purgeOld()
 		}
 		s.lock()
-		if !s.closed && len(s.dirty) > 0 && time.Since(s.lastSave) > 2*time.Second {
+		if !s.closed && (len(s.dirty) > 0 || s.polState != nil) && time.Since(s.lastSave) > 2*time.Second {
 			_ = s.commit()
 		}
 		s.mu.Unlock()
@@ -106,15 +106,15 @@ func (s *Server) round() (took time.Duration) {
 	t0 := time.Now()
 	s.checkDeps()
 	s.setQuotas()
-	nw := len(s.eng.Warnings())
 	changes, err := s.eng.Schedule()
 	took = time.Since(t0)
 	s.metrics.observeRound(took.Seconds())
-	s.notePolicyWarnings(s.eng.Warnings()[nw:])
+	s.notePolicyWarnings(s.eng.DrainWarnings())
 	if err != nil {
 		s.log.Error("scheduling round failed", "err", err)
 		return
 	}
+	s.notePolicyState()
 	var launches []*attempt
 	for _, ch := range changes {
 		lj := s.jobs[ch.Status.Job.ID]

@@ -123,8 +123,10 @@ type Server struct {
 	gpus       []localexec.GPU
 	policyName string
 	placerName string
-	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
-	isolate    bool // run jobs as their tenants' Unix users (root, not SingleUser)
+	adapt      bool   // the policy adapts batch sizes (policy.Info.AdaptBatch)
+	polState   []byte // the policy's state after the last round, until committed (policystate.go)
+	savedState []byte // the policy state last taken (policystate.go)
+	isolate    bool   // run jobs as their tenants' Unix users (root, not SingleUser)
 	log        *slog.Logger
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
@@ -315,6 +317,7 @@ func (s *Server) setup() error {
 	for _, r := range recs {
 		s.recover(r)
 	}
+	s.restorePolicyState()
 	s.addEvent(&store.Event{Kind: "server-start", Message: fmt.Sprintf("policy %s, %s, %d jobs recovered", s.policyName, s.cluster, len(recs))})
 	if err := s.commit(); err != nil {
 		return fmt.Errorf("server: recording the recovery: %w", err)
@@ -610,7 +613,9 @@ func (s *Server) commit() error {
 	var err error
 	acts := s.after
 	s.after = nil
-	if len(s.dirty) > 0 || len(s.events) > 0 {
+	if len(s.dirty) > 0 || len(s.events) > 0 || s.polState != nil {
+		polState := s.polState
+		s.polState = nil
 		recs := make([]*store.Job, 0, len(s.dirty))
 		dirty := make([]*liveJob, 0, len(s.dirty))
 		for lj := range s.dirty {
@@ -638,7 +643,7 @@ func (s *Server) commit() error {
 					return err
 				}
 			}
-			return nil
+			return putPolicyState(tx, polState)
 		})
 		s.wmu.Unlock()
 		s.mu.Lock() // not lock: the caller may be amid a walk of s.order
@@ -652,6 +657,9 @@ func (s *Server) commit() error {
 				s.dirty[lj] = true
 			}
 			s.events = append(events, s.events...)
+			if s.polState == nil {
+				s.polState = polState
+			}
 		} else {
 			s.lastSave = time.Now()
 		}

@@ -55,7 +55,8 @@ func (e *explained) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-// TestConformance runs every registered policy, with its default knobs,
+// TestConformance runs every registered policy, with its default knobs and
+// with each of its presets (policy.Specs),
 // through the simulator on random traces of rigid jobs (a quarter with
 // deadlines, two tenants) and checks what every policy owes:
 //   - every job ends finished, or declined by a policy that declines;
@@ -69,15 +70,16 @@ func TestConformance(t *testing.T) {
 	jobs := randomTrace(rng, 24, 8)
 	const cluster = "2x4:t4"
 	costs := perf.Costs{Start: 5, Restart: 20, Resize: 5}
-	for _, info := range policy.All() {
-		t.Run(info.Name, func(t *testing.T) {
+	for _, sp := range policy.Specs() {
+		info, _ := policy.Lookup(sp)
+		t.Run(sp, func(t *testing.T) {
 			if info.NeedsSolver && solver.Available() != nil {
 				t.Skip("needs GLPK")
 			}
 			var out [2][]byte
 			var run *report.Run
 			for i := range out {
-				p, err := policy.Parse(spec(info.Name), policy.Context{Jobs: jobs})
+				p, err := policy.Parse(spec(sp), policy.Context{Jobs: jobs})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -55,6 +55,15 @@ type Config struct {
 	// Progress, when set, is called now and then with the simulated time and
 	// the number of jobs finished so far.
 	Progress func(now float64, done, total int)
+	// Handover, when > 0, checks a policy's persisted state
+	// (engine.Stateful): after every Handover-th round the engine's policy
+	// state is saved to bytes, and the following rounds are scheduled by
+	// Fresh(), a new instance of the same policy, with those bytes loaded
+	// (memos and round count included), as a live executor does after a
+	// restart. A policy that declares all its state gives the same run,
+	// byte for byte.
+	Handover int
+	Fresh    func() (engine.Policy, error)
 }
 
 type clock struct{ t float64 }
@@ -112,29 +121,33 @@ func (h *eventHeap) Pop() any {
 }
 
 type simulator struct {
-	cfg     Config
-	clk     *clock
-	eng     *engine.Engine
-	jobs    []*job.Job // trace order
-	recs    []report.JobRecord
-	held    []float64  // by job index: seconds spent holding GPUs
-	left    []float64  // by job index: when it finished or was declined, -1 before
-	runs    []*running // by job index; nil when not running
-	gens    []int      // by job index: bumped at every start and stop
-	agents  []*agent   // by job index, when the model is a perf.Observer
-	obs     perf.Observer
-	live    []*running // the non-nil entries of runs, in no particular order
-	byID    map[string]int
-	events  eventHeap
-	out     *report.Run
-	alloc   int // GPUs held
-	useful  int // GPUs held by jobs past their delay
-	active  int // jobs submitted and not terminal
-	nrun    int // jobs holding GPUs
-	nShared int // jobs holding GPUs they share with a partner
-	done    int
-	nEvents int
-	st      *sites // multi-site state; nil without Config.Sites
+	// warnings are the policy's warnings by kind and reason, drained from
+	// the engine after every round (countWarnings).
+	warnings []report.WarningCount
+	warnAt   map[[2]string]int
+	cfg      Config
+	clk      *clock
+	eng      *engine.Engine
+	jobs     []*job.Job // trace order
+	recs     []report.JobRecord
+	held     []float64  // by job index: seconds spent holding GPUs
+	left     []float64  // by job index: when it finished or was declined, -1 before
+	runs     []*running // by job index; nil when not running
+	gens     []int      // by job index: bumped at every start and stop
+	agents   []*agent   // by job index, when the model is a perf.Observer
+	obs      perf.Observer
+	live     []*running // the non-nil entries of runs, in no particular order
+	byID     map[string]int
+	events   eventHeap
+	out      *report.Run
+	alloc    int // GPUs held
+	useful   int // GPUs held by jobs past their delay
+	active   int // jobs submitted and not terminal
+	nrun     int // jobs holding GPUs
+	nShared  int // jobs holding GPUs they share with a partner
+	done     int
+	nEvents  int
+	st       *sites // multi-site state; nil without Config.Sites
 
 	// multiTenant is 0 until known, then 1 (one tenant) or 2 (several):
 	// per-tenant GPUs are sampled only for several (fairness.go).
@@ -334,6 +347,24 @@ func (s *simulator) stuck(t float64) error {
 		t, s.cfg.Policy.Name(), s.active, ids)
 }
 
+// handover replaces the engine's policy by a fresh instance holding the
+// old one's saved state (Config.Handover).
+func (s *simulator) handover() error {
+	b, err := s.eng.PolicyState()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	p, err := s.cfg.Fresh()
+	if err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	if err := s.eng.RestorePolicyState(p, b); err != nil {
+		return fmt.Errorf("sim: handover: %w", err)
+	}
+	s.cfg.Policy = p
+	return nil
+}
+
 // schedule runs one round and applies its changes.
 func (s *simulator) schedule(t float64) error {
 	for _, r := range s.live {
@@ -342,10 +373,16 @@ func (s *simulator) schedule(t float64) error {
 		s.retune(r)
 	}
 	changes, err := s.eng.Schedule()
+	s.countWarnings(s.eng.DrainWarnings())
 	if err != nil {
 		return err
 	}
 	s.out.Rounds++
+	if s.cfg.Handover > 0 && s.out.Rounds%s.cfg.Handover == 0 {
+		if err := s.handover(); err != nil {
+			return err
+		}
+	}
 	for _, ch := range changes {
 		idx := s.byID[ch.Status.Job.ID]
 		rec := &s.recs[idx]
@@ -424,20 +461,20 @@ func noteReason(rec *report.JobRecord, r engine.Reason) {
 
 // countWarnings folds the engine's warnings by kind and reason, in the order
 // first seen.
-func countWarnings(ws []engine.RoundWarning) []report.WarningCount {
-	var out []report.WarningCount
-	at := map[[2]string]int{}
+func (s *simulator) countWarnings(ws []engine.RoundWarning) {
 	for _, w := range ws {
 		k := [2]string{w.Kind, w.Reason}
-		i, ok := at[k]
+		i, ok := s.warnAt[k]
 		if !ok {
-			i = len(out)
-			at[k] = i
-			out = append(out, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
+			i = len(s.warnings)
+			if s.warnAt == nil {
+				s.warnAt = map[[2]string]int{}
+			}
+			s.warnAt[k] = i
+			s.warnings = append(s.warnings, report.WarningCount{Kind: w.Kind, Reason: w.Reason, First: w.Time})
 		}
-		out[i].Rounds++
+		s.warnings[i].Rounds++
 	}
-	return out
 }
 
 // stop takes a running job off its GPUs.
@@ -577,7 +614,7 @@ func (s *simulator) sample(t float64) {
 func (s *simulator) finishRecords() {
 	s.finishSites()
 	s.out.Events = s.nEvents
-	s.out.Warnings = countWarnings(s.eng.Warnings())
+	s.out.Warnings = s.warnings
 	perNode := map[string]int{}
 	for _, n := range s.cfg.Cluster.Nodes {
 		perNode[n.GPUType] = max(perNode[n.GPUType], n.GPUs)

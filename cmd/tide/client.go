@@ -825,6 +825,9 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	}
 	row("Progress", prog)
 	row("Restarts", fmt.Sprintf("%d (preemptions %d, failures %d)", j.Restarts, j.Preemptions, j.Failures))
+	if j.Requeues > 0 {
+		row("Requeues", fmt.Sprintf("%d (run %d; failures count this run's)", j.Requeues, j.Requeues+1))
+	}
 	if p := j.Perf; p != nil {
 		if p.NoiseScale > 0 {
 			row("Gradients", fmt.Sprintf("noise scale %.4g samples (grad_sqr %.4g, grad_var %.4g)", p.NoiseScale, p.GradSqr, p.GradVar))

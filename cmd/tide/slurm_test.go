@@ -65,4 +65,7 @@ func TestServeSlurm(t *testing.T) {
 		j := cliJob(t, s, admin, id)
 		return j.State == api.StateFinished && len(j.Attempts) == 2
 	})
+	if out := cli(t, s, admin, "job", id); !strings.Contains(out, "1 (run 2;") {
+		t.Errorf("tide job of a requeued job:\n%s", out)
+	}
 }
