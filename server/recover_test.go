@@ -23,7 +23,9 @@ func TestRecovery(t *testing.T) {
 	cfg.StopJobsOnExit = false
 	s1 := startServer(t, cfg)
 	adopt := submit(t, s1.admin, countSpec(2, 60, 25*time.Millisecond))
-	quick := submit(t, s1.admin, countSpec(1, 10, 20*time.Millisecond))
+	// quick must be seen running, then end while the server is down: a
+	// second of work leaves room for a loaded machine.
+	quick := submit(t, s1.admin, countSpec(1, 20, 50*time.Millisecond))
 	killed := submit(t, s1.admin, countSpec(1, 40, 25*time.Millisecond))
 	queued := submit(t, s1.admin, countSpec(2, 5, 10*time.Millisecond))
 	running := func(j *api.Job) bool { return j.State == api.StateRunning && j.Progress > 0 }
