@@ -26,6 +26,7 @@ import (
 type nodeState struct {
 	node  *corev1.Node
 	open  bool                // Ready and not cordoned: takes new pods
+	lost  bool                // unusable: the workers on it are lost (nodes.go)
 	alloc corev1.ResourceList // allocatable
 	used  corev1.ResourceList // requests of every live pod bound here, terminating ones included
 	pods  int                 // live pods bound here

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -69,12 +71,82 @@ func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, 
 		limit: limit, said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
 }
 
-// event records an event about p, unless over the rate limit.
-func (f *feedback) event(p *corev1.Pod, typ, reason, action, note string) {
+// event records an event about obj (a pod, or an object reference),
+// unless over the rate limit.
+func (f *feedback) event(obj runtime.Object, typ, reason, action, note string) {
 	if f == nil || !f.limit.TryAccept() {
 		return
 	}
-	f.rec.Eventf(p, nil, typ, reason, action, "%s", note)
+	f.rec.Eventf(obj, nil, typ, reason, action, "%s", note)
+}
+
+// tideJobRef refers to a TideJob, for events about it.
+func tideJobRef(tj *TideJob) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: Group + "/" + Version, Kind: "TideJob", Namespace: tj.Namespace,
+		Name: tj.Name, UID: tj.UID, ResourceVersion: tj.ResourceVersion}
+}
+
+// quietReasons are condition reasons not worth an event: the defaults a
+// TideJob starts with and the steps every job goes through.
+var quietReasons = map[string]bool{"SpecAccepted": true, "NoWorkerFailed": true, "Waiting": true,
+	"NotAdmitted": true, "Starting": true}
+
+// warningReasons are condition reasons that tell of a problem.
+var warningReasons = map[string]bool{"InvalidSpec": true, "Unschedulable": true, "FailedCreate": true,
+	"WorkerRejected": true, "WorkerFailed": true, "Failed": true}
+
+// conditionEvents records an event on a TideJob for each condition whose
+// status or reason changes from old to next: Admitted, Unschedulable,
+// InvalidSpec, FailedCreate, WorkerRejected, WorkerFailed, Preempted,
+// WorkersBound and so on, as kubectl describe tidejob shows them.
+func (f *feedback) conditionEvents(tj *TideJob, old, next []metav1.Condition) {
+	if f == nil {
+		return
+	}
+	for _, c := range next {
+		if quietReasons[c.Reason] {
+			continue
+		}
+		if o := meta.FindStatusCondition(old, c.Type); o != nil && o.Status == c.Status && o.Reason == c.Reason {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if warningReasons[c.Reason] {
+			typ = corev1.EventTypeWarning
+		}
+		note := c.Message
+		if note == "" {
+			note = fmt.Sprintf("%s is %s", c.Type, c.Status)
+		}
+		f.event(tideJobRef(tj), typ, c.Reason, c.Type, note)
+	}
+}
+
+// warningGap is the least time between two events of the same policy
+// warning.
+const warningGap = 5 * time.Minute
+
+// policyWarnings records an event on self for each policy warning raised
+// since the last call (a fallback: a solver that failed, replaced by a
+// simpler rule), each distinct one at most once per warningGap.
+func (s *Scheduler) policyWarnings() {
+	ws := s.eng.Warnings()
+	if s.warned > len(ws) {
+		s.warned = 0 // a new engine
+	}
+	for _, w := range ws[s.warned:] {
+		key := w.Kind + "/" + w.Reason
+		if t, ok := s.warnedAt[key]; ok && s.now().Sub(t) < warningGap {
+			continue
+		}
+		s.warnedAt[key] = s.now()
+		s.log.Warn("policy warning", "policy", w.Policy, "kind", w.Kind, "reason", w.Reason)
+		if s.cfg.Self != nil {
+			s.fb.event(s.cfg.Self, corev1.EventTypeWarning, "PolicyFallback", "Schedule",
+				fmt.Sprintf("policy %s: %s: %s", w.Policy, w.Kind, w.Reason))
+		}
+	}
+	s.warned = len(ws)
 }
 
 // due reports whether p's PodScheduled=False should be (re)written with msg.
@@ -129,7 +201,7 @@ func (s *Scheduler) unschedulable(ctx context.Context, p *corev1.Pod, msg string
 	}
 	_, err = s.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		s.mu2(func() { s.log.Debug("pod condition", "pod", p.Namespace+"/"+p.Name, "err", err) })
+		s.log.Debug("pod condition", "pod", p.Namespace+"/"+p.Name, "err", err)
 		return
 	}
 	s.fb.wrote(p.UID, msg)

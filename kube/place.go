@@ -16,18 +16,130 @@ func (w workers) of(id string) int {
 	return 1
 }
 
-// workerPolicy keeps a policy's plans to whole workers: an assignment of a
-// job with g GPUs per worker is rounded down to a multiple of g, and
-// dropped when that falls below the job's minimum.
+// workerPolicy keeps a policy's plans to whole workers and to what the
+// nodes can take, so that every policy respects per-node feasibility.
+//
+// An assignment of a job with g GPUs per worker is rounded down to a
+// multiple of g, and dropped when that falls below the job's minimum.
+//
+// Then the plan is placed on trial (place, the placer the engine uses). A
+// waiting job the placer leaves out only because of its node constraints
+// (taints, selectors, affinity, requests, ports: it would be placed on
+// GPUs alone) cannot start this round whatever else the plan does, so the
+// policy plans again without it, as kube-scheduler skips a pod no node
+// can take: it preempts nothing for it, and the GPUs it would have held
+// go to the jobs behind it (under FIFO too). It stays queued and is
+// reconsidered next round. A running job whose planned growth does not fit
+// keeps the workers it has. A job left out for lack of GPUs alone
+// (fragmentation) is the policy's business, as in the simulator.
 type workerPolicy struct {
 	inner engine.Policy
 	per   workers
+	place func() workerPlacer // nil: no trial placement
 }
+
+// replans bounds the policy runs per round after the first.
+const replans = 3
 
 func (p workerPolicy) Name() string { return p.inner.Name() }
 
 func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
-	plan := p.inner.Schedule(s)
+	plan := p.whole(s, p.inner.Schedule(s))
+	if p.place == nil || plan.Err != nil {
+		return plan
+	}
+	pl := p.place()
+	free := workerPlacer{per: p.per}
+	held := make(map[string][]cluster.GPUID, len(s.Jobs))
+	byID := make(map[string]*engine.Status, len(s.Jobs))
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+		if len(st.GPUs) > 0 {
+			held[st.Job.ID] = st.GPUs
+		}
+	}
+	out := map[string]bool{} // waiting jobs planned without
+	for i := 0; ; i++ {
+		placed := pl.Place(s.Cluster, held, plan.Run)
+		var blocked []string
+		for _, a := range plan.Run {
+			if placed[a.Job] != nil {
+				continue
+			}
+			if st := byID[a.Job]; st != nil && len(st.GPUs) > 0 {
+				continue // a running job: kept below
+			}
+			blocked = append(blocked, a.Job)
+		}
+		if len(blocked) > 0 {
+			// Left out for its constraints, not for lack of GPUs?
+			onGPUs := free.Place(s.Cluster, held, plan.Run)
+			k := 0
+			for _, id := range blocked {
+				if onGPUs[id] != nil {
+					blocked[k] = id
+					k++
+				}
+			}
+			blocked = blocked[:k]
+		}
+		keep(&plan, byID, placed)
+		if len(blocked) == 0 {
+			break
+		}
+		for _, id := range blocked {
+			out[id] = true
+		}
+		if i == replans {
+			run := plan.Run[:0:0]
+			for _, a := range plan.Run {
+				if !out[a.Job] {
+					run = append(run, a)
+				}
+			}
+			plan.Run = run
+			break
+		}
+		sub := *s
+		sub.Jobs = make([]*engine.Status, 0, len(s.Jobs))
+		for _, st := range s.Jobs {
+			if !out[st.Job.ID] {
+				sub.Jobs = append(sub.Jobs, st)
+			}
+		}
+		plan = p.whole(s, p.inner.Schedule(&sub))
+		if plan.Err != nil {
+			return plan
+		}
+	}
+	if len(out) > 0 {
+		if plan.Reasons == nil {
+			plan.Reasons = map[string]engine.Reason{}
+		}
+		for id := range out {
+			r := plan.Reasons[id]
+			r.Text = "no node can take its workers now (taints, node selector or affinity, requests or host ports): " +
+				"planned without it this round"
+			plan.Reasons[id] = r
+		}
+	}
+	return plan
+}
+
+// keep makes each running job the placer left out (its planned growth
+// does not fit) keep the workers it holds.
+func keep(plan *engine.Plan, byID map[string]*engine.Status, placed map[string][]cluster.GPUID) {
+	for i, a := range plan.Run {
+		st := byID[a.Job]
+		if placed[a.Job] != nil || st == nil || len(st.GPUs) == 0 || len(st.GPUs) < st.Job.MinGPUs {
+			continue
+		}
+		plan.Run[i] = engine.Assignment{Job: a.Job, GPUs: len(st.GPUs)}
+	}
+}
+
+// whole rounds a plan's assignments down to whole workers.
+func (p workerPolicy) whole(s *engine.Snapshot, plan engine.Plan) engine.Plan {
 	byID := make(map[string]*engine.Status, len(s.Jobs))
 	for _, st := range s.Jobs {
 		byID[st.Job.ID] = st

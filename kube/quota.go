@@ -292,7 +292,7 @@ func (s *Scheduler) writeQueueStatus(ctx context.Context, reps []queueReport) {
 		calls.do(func(ctx context.Context) {
 			_, err := s.cfg.Dynamic.Resource(TideQueueResource).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 			if err != nil && !apierrors.IsConflict(err) {
-				s.mu2(func() { s.log.Warn("tidequeue status", "tidequeue", u.GetName(), "err", err) })
+				s.log.Warn("tidequeue status", "tidequeue", u.GetName(), "err", err)
 			}
 		})
 		if r.reason != "" {

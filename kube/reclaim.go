@@ -32,28 +32,33 @@ type blockedEviction struct {
 
 // reclaim holds this round's refused evictions and what was last said.
 type reclaim struct {
+	keys  map[types.UID][]string // pod evicted this round -> the workloads it makes room for
 	now   []blockedEviction
 	said  map[string]time.Time // "uid message" -> when written
 	queue map[string]string    // tenant -> message for its TideQueue (this round)
 }
 
-// evictionRefused records a refused eviction of p for the workloads of
-// keys when a disruption budget refused it. It runs in a call goroutine
-// (mu2).
-func (s *Scheduler) evictionRefused(p *corev1.Pod, keys []string, err error) {
-	if !apierrors.IsTooManyRequests(err) {
-		return
+// evicting notes the workloads of keys that p's eviction makes room for.
+func (r *reclaim) evicting(uid types.UID, keys []string) {
+	if r.keys == nil {
+		r.keys = map[types.UID][]string{}
 	}
-	s.mu2(func() {
-		s.reclaim.now = append(s.reclaim.now, blockedEviction{pod: p, keys: keys, err: err})
-	})
+	r.keys[uid] = keys
+}
+
+// evictionRefused records p's eviction as refused when a disruption
+// budget refused it. It runs with the round's results (calls.then).
+func (s *Scheduler) evictionRefused(p *corev1.Pod, err error) {
+	if apierrors.IsTooManyRequests(err) {
+		s.reclaim.now = append(s.reclaim.now, blockedEviction{pod: p, keys: s.reclaim.keys[p.UID], err: err})
+	}
 }
 
 // explainBlocked tells both sides of this round's refused evictions (see
 // above) and sets what the TideQueues of waiting tenants show.
 func (s *Scheduler) explainBlocked(ctx context.Context, v *view) {
-	var now []blockedEviction
-	s.mu2(func() { now, s.reclaim.now = s.reclaim.now, nil })
+	now := s.reclaim.now
+	s.reclaim.now, s.reclaim.keys = nil, map[types.UID][]string{}
 	s.reclaim.queue = map[string]string{}
 	if s.reclaim.said == nil {
 		s.reclaim.said = map[string]time.Time{}

@@ -78,6 +78,9 @@ type Config struct {
 	// Grace is the grace period given to evicted pods (default 30 s; 0
 	// kills at once).
 	Grace *time.Duration
+	// NotReadyGrace is how long a node may be NotReady before the workers
+	// on it count as lost (default DefaultNotReadyGrace; nodes.go).
+	NotReadyGrace time.Duration
 	// Parallel is the number of API calls in flight at once (default 32).
 	Parallel int
 	// EventQPS is the most Events written per second, the rest dropped
@@ -86,6 +89,11 @@ type Config struct {
 	EventQPS float64
 	Clock    engine.Clock // default: the wall clock
 	Log      *slog.Logger // default: discard
+	// Self is the object events about tide itself are recorded on (a
+	// policy's fallback): tide's own pod when it runs in the cluster
+	// (cmd/tide-kube reads POD_NAME and POD_NAMESPACE); nil records them
+	// in the log only.
+	Self *corev1.ObjectReference
 	// Observe, when set, is called at the end of every round that reached
 	// the engine (metrics and benchmarks read it); it must not block.
 	Observe func(RoundInfo)
@@ -104,6 +112,7 @@ type Stats struct {
 	Rounds, Rebuilds      int
 	Bound, BindErrors     int
 	Evicted, EvictErrors  int
+	Lost                  int // evictions of workers whose node became unusable (in Evicted too)
 	Created, CreateErrors int
 	RoundSeconds          float64 // total time in rounds (decide + API calls)
 	DecideSeconds         float64 // total time in engine rounds alone
@@ -137,13 +146,18 @@ type Scheduler struct {
 	evicted map[types.UID]bool        // pods we evicted that the cache still lists
 	created map[types.UID]*corev1.Pod // worker pods we created (and bound) the cache has not seen yet
 	said    map[string]string         // problems already logged, by object
-	dirty   bool                      // actual state diverged (a failed call): rebuild
-	lastRep float64
-	stats   Stats
-	status  map[string]TideJobStatus // last status written, by TideJob key
-	health  health                   // what /healthz, /readyz and /metrics read (health.go)
-	quota   *liveQuota               // the quotas in force (quota.go)
-	queues  queues                   // TideQueues (quota.go)
+	// notReady is when tide first saw each node NotReady (nodes.go).
+	notReady map[string]time.Time
+	warned   int                  // engine warnings already reported
+	warnedAt map[string]time.Time // when each distinct warning was last reported
+	now      func() time.Time     // the wall clock; tests move it
+	dirty    bool                 // actual state diverged (a failed call): rebuild
+	lastRep  float64
+	stats    Stats
+	status   map[string]TideJobStatus // last status written, by TideJob key
+	health   health                   // what /healthz, /readyz and /metrics read (health.go)
+	quota    *liveQuota               // the quotas in force (quota.go)
+	queues   queues                   // TideQueues (quota.go)
 
 	cur     *view              // this round's view (the placer reads its nodes)
 	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
@@ -177,6 +191,9 @@ func New(cfg Config) (*Scheduler, error) {
 		g := 30 * time.Second
 		cfg.Grace = &g
 	}
+	if cfg.NotReadyGrace <= 0 {
+		cfg.NotReadyGrace = DefaultNotReadyGrace
+	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 32
 	}
@@ -198,8 +215,9 @@ func New(cfg Config) (*Scheduler, error) {
 		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
 		created: map[types.UID]*corev1.Pod{},
 		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
-		rejects: map[types.UID]bool{}, quota: quota}
-	s.pol = workerPolicy{inner: pol, per: s.perWorker}
+		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
+		warnedAt: map[string]time.Time{}}
+	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.placer}
 	return s, nil
 }
 
@@ -334,7 +352,8 @@ type view struct {
 	states  map[string]*nodeState   // the same nodes' room beyond GPUs
 	alloc   map[string]int          // node -> allocatable GPUs
 	phys    map[string]int          // node -> GPUs held by live pods, terminating ones included
-	foreign map[string]int          // node -> GPUs held by running pods no active tide job owns
+	foreign map[string]int          // node -> GPUs held by running pods no active tide job owns (lost workers included)
+	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	work    map[string]*workload    // by workload key
 	probs   []problem
@@ -388,7 +407,9 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	queues := s.applyQueues(c.TotalGPUs())
 	s.syncPolicyState(ctx)
 	t1 := time.Now()
-	if _, err := s.eng.Schedule(); err != nil {
+	_, err = s.eng.Schedule()
+	s.policyWarnings()
+	if err != nil {
 		return err
 	}
 	decide := time.Since(t1)
@@ -441,17 +462,27 @@ func (s *Scheduler) look() (*view, error) {
 	}
 	v := &view{nodes: map[string]*corev1.Node{}, states: map[string]*nodeState{}, alloc: map[string]int{},
 		phys: map[string]int{}, foreign: map[string]int{}, held: map[string]int{}, invalid: map[string]*TideJob{}}
-	exists := make(map[string]bool, len(nodes))
+	byName := make(map[string]*corev1.Node, len(nodes))
+	lostNode := map[string]string{}
+	now := s.now()
 	for _, n := range nodes {
-		exists[n.Name] = true
+		byName[n.Name] = n
+		if why := nodeLost(n, s.notReady, s.cfg.NotReadyGrace, now); why != "" {
+			lostNode[n.Name] = why
+		}
 		q, ok := n.Status.Allocatable[GPUResource]
 		if !ok || q.Value() <= 0 {
 			continue
 		}
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
-		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), alloc: n.Status.Allocatable,
+		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), lost: lostNode[n.Name] != "", alloc: n.Status.Allocatable,
 			used: corev1.ResourceList{}, mine: map[string]*usage{}}
+	}
+	for name := range s.notReady {
+		if byName[name] == nil {
+			delete(s.notReady, name)
+		}
 	}
 	// Forget assumptions the cache has caught up with; count the worker
 	// pods we created that it has not listed yet, or the next round would
@@ -487,17 +518,26 @@ func (s *Scheduler) look() (*view, error) {
 			delete(s.rejects, uid)
 		}
 	}
-	// Pods bound to a node that no longer exists are lost: their jobs
-	// restart or shrink without them (the pod garbage collector deletes
-	// them).
+	// Workers on a node that became unusable are lost (nodes.go): their
+	// jobs restart or shrink without them, and they are evicted.
 	var mine []*corev1.Pod
 	for _, p := range pods {
-		if node := s.nodeOf(p); node != "" && !exists[node] {
+		if p.Spec.SchedulerName != s.cfg.SchedulerName || s.evicted[p.UID] {
 			continue
 		}
-		if p.Spec.SchedulerName == s.cfg.SchedulerName && !s.evicted[p.UID] {
-			mine = append(mine, p)
+		if node := s.nodeOf(p); node != "" && !podTerminal(p) {
+			why := "node " + node + " was deleted"
+			if n := byName[node]; n != nil {
+				why = podLost(p, n, lostNode[node])
+			}
+			if why != "" {
+				if p.DeletionTimestamp == nil {
+					v.lost = append(v.lost, lostPod{pod: p, why: why})
+				}
+				continue
+			}
 		}
+		mine = append(mine, p)
 	}
 	v.work, v.probs = s.grp.group(mine, tjs)
 	for _, p := range v.probs {
@@ -582,19 +622,6 @@ func (s *Scheduler) nodeOf(p *corev1.Pod) string {
 	return s.assumed[p.UID]
 }
 
-// nodeUsable: Ready and not cordoned.
-func nodeUsable(n *corev1.Node) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // ended: a job whose pods all succeeded, or one of which failed.
 func (w *workload) ended() bool {
 	if w.failed > 0 {
@@ -614,9 +641,9 @@ func (w *workload) ended() bool {
 }
 
 // buildCluster makes the engine's cluster: every usable GPU node with the
-// GPUs no foreign pod holds, and every unusable one (cordoned, NotReady)
-// with only the GPUs tide's running pods hold there, so that they keep
-// them and nothing new goes there. sig identifies it: it does not change
+// GPUs no foreign pod holds, every node NotReady for less than the grace
+// period with only the GPUs tide's running pods hold there, so that they
+// keep them and nothing new goes there, and no lost node (nodes.go). sig identifies it: it does not change
 // while pods terminate, so capacity is stable across rounds.
 func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	names := make([]string, 0, len(v.nodes))
@@ -628,7 +655,9 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	var sig strings.Builder
 	for _, name := range names {
 		g := v.alloc[name] - v.foreign[name]
-		if !v.states[name].open {
+		if v.states[name].lost {
+			g = 0
+		} else if !v.states[name].open {
 			g = min(g, v.held[name])
 		}
 		if g <= 0 {
@@ -668,7 +697,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: perf.Duration{}, Policy: s.pol,
-		Placer: workerPlacer{per: s.perWorker, room: s.room}, Clock: s.cfg.Clock})
+		Placer: s.placer(), Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
@@ -757,6 +786,9 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 	s.work[id] = w
 	return true
 }
+
+// placer places jobs worker by worker where their pods fit.
+func (s *Scheduler) placer() workerPlacer { return workerPlacer{per: s.perWorker, room: s.room} }
 
 // room is the placer's view of the nodes beyond their GPUs this round.
 func (s *Scheduler) room() nodeFit {
@@ -984,33 +1016,41 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	// Evictions first: they free the room binds wait for.
 	calls := newCalls(ctx, s.cfg.Parallel)
 	for _, p := range evict {
-		s.mu2(func() { s.evicted[p.UID] = true })
+		s.evicted[p.UID] = true
 		why := s.preemption(p, victim[p.UID], needs[s.nodeOf(p)])
-		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why, needs[s.nodeOf(p)]) })
+		s.reclaim.evicting(p.UID, needs[s.nodeOf(p)]) // told when a budget refuses (reclaim.go)
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
+	}
+	for _, l := range v.lost {
+		p, why := l.pod, "worker lost: "+l.why+"; its job goes on without it, as tide's policy decides"
+		s.evicted[p.UID] = true
+		s.log.Info("worker lost", "pod", p.Namespace+"/"+p.Name, "why", l.why)
+		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil {
+			s.fb.event(tideJobRef(w.tj), corev1.EventTypeWarning, "WorkerLost", "Reschedule", "worker "+p.Name+" lost: "+l.why)
+		}
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, reasonNodeLost, why) })
 	}
 	for _, p := range s.release(v) {
-		skip := false
-		s.mu2(func() { skip, s.evicted[p.UID] = s.evicted[p.UID], true })
-		if skip {
+		if s.evicted[p.UID] {
 			continue
 		}
+		s.evicted[p.UID] = true
 		why := "tide released it: its job is not running (a gang bound in part, or a job that cannot be placed)"
 		if u := s.unsched[workloadKey(p)]; u != "" {
 			why += ": " + u
 		}
 		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.failed > 0 {
 			calls.do(func(ctx context.Context) {
-				err := s.remove(ctx, p)
-				s.mu2(func() {
-					if err != nil {
+				if err := s.remove(ctx, p); err != nil {
+					calls.then(func() {
 						delete(s.evicted, p.UID)
 						s.log.Warn("deleting a failed TideJob's worker failed", "pod", p.Namespace+"/"+p.Name, "err", err)
-					}
-				})
+					})
+				}
 			})
 			continue
 		}
-		calls.do(func(ctx context.Context) { s.evictPod(ctx, p, why, nil) })
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
 	}
 	calls.wait()
 	// Binds, a job's missing workers all at once or not at all: wait while
@@ -1044,7 +1084,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			if !fit.fits(b.id, n, workers[n]) {
 				fits = false
 				if st := v.states[n]; st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil)) {
-					s.mu2(func() { s.dirty = true })
+					s.dirty = true
 				}
 			}
 		}
@@ -1069,12 +1109,12 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		pending = pending[:min(len(pending), len(b.nodes))]
 		w, nodes := b.w, b.nodes
 		for i, p := range pending {
-			s.mu2(func() { s.assumed[p.UID] = nodes[i] })
-			calls.do(func(ctx context.Context) { s.bindPod(ctx, p, nodes[i]) })
+			s.assumed[p.UID] = nodes[i]
+			calls.do(func(ctx context.Context) { s.bindPod(ctx, calls, p, nodes[i]) })
 		}
 		for i := 0; i < create; i++ {
 			node := nodes[len(pending)+i]
-			calls.do(func(ctx context.Context) { s.createAndBind(ctx, w, node) })
+			calls.do(func(ctx context.Context) { s.createAndBind(ctx, calls, w, node) })
 		}
 	}
 	calls.wait()
@@ -1118,38 +1158,28 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 	return msg
 }
 
-// evictPod evicts p through the Eviction API and records why; keys are
-// the workloads it makes room for (reclaim.go tells them when a budget
-// refuses).
-func (s *Scheduler) evictPod(ctx context.Context, p *corev1.Pod, why string, keys []string) {
+// evictPod evicts p through the Eviction API and records why in an event
+// with reason.
+func (s *Scheduler) evictPod(ctx context.Context, c *calls, p *corev1.Pod, reason, why string) {
 	err := s.evict(ctx, p)
-	if err != nil {
-		s.evictionRefused(p, keys, err)
-	}
-	s.mu2(func() {
+	c.then(func() {
 		if err != nil {
+			s.evictionRefused(p, err)
 			s.stats.EvictErrors++
 			delete(s.evicted, p.UID)
 			s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)
 			return
 		}
 		s.stats.Evicted++
+		if reason == reasonNodeLost {
+			s.stats.Lost++
+		}
 		s.log.Info("pod evicted", "pod", p.Namespace+"/"+p.Name, "why", why)
 	})
 	if err == nil {
-		s.fb.event(p, corev1.EventTypeNormal, "Preempted", "Preempt", why)
+		s.fb.event(p, corev1.EventTypeNormal, reason, "Preempt", why)
 	}
 }
-
-// mu2 runs f under the scheduler's lock from a call goroutine while the
-// round (which holds mu) waits for the calls: counters get their own lock.
-func (s *Scheduler) mu2(f func()) {
-	statsMu.Lock()
-	defer statsMu.Unlock()
-	f()
-}
-
-var statsMu sync.Mutex
 
 func (s *Scheduler) evict(ctx context.Context, p *corev1.Pod) error {
 	grace := int64(s.cfg.Grace.Seconds())
@@ -1162,11 +1192,11 @@ func (s *Scheduler) evict(ctx context.Context, p *corev1.Pod) error {
 	return err
 }
 
-func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) {
+func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node string) {
 	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
 		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 	err := s.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
-	s.mu2(func() {
+	c.then(func() {
 		if err != nil {
 			s.stats.BindErrors++
 			delete(s.assumed, p.UID)
@@ -1183,29 +1213,34 @@ func (s *Scheduler) bindPod(ctx context.Context, p *corev1.Pod, node string) {
 	}
 }
 
-func (s *Scheduler) createAndBind(ctx context.Context, w *workload, node string) {
+func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, node string) {
 	p, err := s.cfg.Client.CoreV1().Pods(w.ns).Create(ctx, workerPod(w, s.cfg.SchedulerName), metav1.CreateOptions{})
 	if err != nil {
-		s.mu2(func() {
+		c.then(func() {
 			s.stats.CreateErrors++
 			s.fail(w.key, "FailedCreate", "creating a worker pod: "+err.Error())
 			s.log.Warn("creating a worker failed", "tidejob", w.ns+"/"+w.name, "err", err)
 		})
 		return
 	}
-	s.mu2(func() {
+	c.then(func() {
 		s.stats.Created++
 		s.assumed[p.UID] = node
 		s.created[p.UID] = p
 	})
-	s.bindPod(ctx, p, node)
+	s.bindPod(ctx, c, p, node)
 }
 
-// calls runs API calls with bounded parallelism.
+// calls runs API calls with bounded parallelism. The calls never touch
+// the scheduler's state: what they learn is handed to then, and wait
+// applies it on the round's goroutine (which holds s.mu) once every call
+// has returned, so the round's reads and the calls' results never race.
 type calls struct {
-	ctx context.Context
-	sem chan struct{}
-	wg  sync.WaitGroup
+	ctx   context.Context
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	after []func()
 }
 
 func newCalls(ctx context.Context, n int) *calls {
@@ -1221,7 +1256,26 @@ func (c *calls) do(f func(ctx context.Context)) {
 	}()
 }
 
-func (c *calls) wait() { c.wg.Wait() }
+// then queues f to run on the round's goroutine when wait returns; calls
+// use it to record their results.
+func (c *calls) then(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.after = append(c.after, f)
+}
+
+// wait waits for every call, then applies their results in the order they
+// were queued.
+func (c *calls) wait() {
+	c.wg.Wait()
+	c.mu.Lock()
+	after := c.after
+	c.after = nil
+	c.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
+}
 
 func ownerRef(tj *TideJob) metav1.OwnerReference {
 	yes := true

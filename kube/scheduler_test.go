@@ -3,6 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/tide-sched/tide/engine"
 )
 
 // harness runs a Scheduler's rounds on caches the test fills, with a
@@ -25,6 +32,7 @@ type harness struct {
 	t           *testing.T
 	s           *Scheduler
 	nodes, pods cache.Indexer
+	cs          *fake.Clientset
 	mu          sync.Mutex
 	binds       map[string]string // pod -> node, this round
 	evicts      []string
@@ -56,7 +64,7 @@ func newHarness(t *testing.T, policy string) *harness {
 		t.Fatal(err)
 	}
 	s.nodes, s.pods = corelisters.NewNodeLister(h.nodes), corelisters.NewPodLister(h.pods)
-	h.s = s
+	h.s, h.cs = s, cs
 	return h
 }
 
@@ -124,11 +132,15 @@ func (h *harness) where() map[string]string {
 	return out
 }
 
-// TestNodeChangesLocal: 16 pods of 2 GPUs fill 4 nodes of 8; cordoning a
-// node, making one NotReady and deleting one evict nothing, and GPUs
-// freed on the cordoned node are not given to a waiting pod.
+// TestNodeChangesLocal: 16 pods of 2 GPUs fill 4 nodes of 8. Cordoning
+// a node, a NoExecute taint, a node NotReady past the grace period
+// and deleting a node each evict the pods on that node and nothing else;
+// a NotReady blink evicts nothing; GPUs on a cordoned node are not given
+// to a waiting pod.
 func TestNodeChangesLocal(t *testing.T) {
 	h := newHarness(t, "fifo")
+	clock := time.Unix(1e9, 0)
+	h.s.now = func() time.Time { return clock }
 	for i := 0; i < 4; i++ {
 		h.node(fmt.Sprintf("n%d", i), 8)
 	}
@@ -139,41 +151,101 @@ func TestNodeChangesLocal(t *testing.T) {
 	if n := len(h.where()); n != 16 {
 		t.Fatalf("%d of 16 bound", n)
 	}
+	on := func(node string) []string {
+		var out []string
+		for name, n := range h.where() {
+			if n == node {
+				out = append(out, name)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	gone := func(names []string) { // the evicted pods terminate
+		for _, name := range names {
+			_ = h.pods.Delete(h.get(name))
+		}
+	}
+	// want runs rounds: the first evicts exactly want, the next nothing.
+	want := func(what string, want []string) {
+		t.Helper()
+		ev := h.round()
+		sort.Strings(ev)
+		if fmt.Sprint(ev) != fmt.Sprint(want) {
+			t.Fatalf("%s evicted %v, want %v", what, ev, want)
+		}
+		gone(ev)
+		for i := 0; i < 2; i++ {
+			if ev := h.round(); len(ev) > 0 {
+				t.Fatalf("%s: round %d evicted %v, want nothing more", what, i+2, ev)
+			}
+		}
+	}
 	cordon := func(n *corev1.Node) { n.Spec.Unschedulable = true }
 	notReady := func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
+	noExecute := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}
+	}
+
 	h.node("n1", 8, cordon)
-	for i := 0; i < 3; i++ {
-		if ev := h.round(); len(ev) > 0 {
-			t.Fatalf("cordoning n1 evicted %v", ev)
-		}
-	}
+	want("cordoning n1", on("n1"))
 	h.pod("late", 2)
-	var on1 string
-	for name, node := range h.where() {
-		if node == "n1" {
-			on1 = name
-		}
-	}
-	p := h.get(on1)
-	p.Status.Phase = corev1.PodSucceeded
-	_ = h.pods.Update(p)
 	h.round()
 	if n := h.get("late").Spec.NodeName; n != "" {
 		t.Fatalf("late bound to %s, the cordoned node", n)
 	}
+
 	h.node("n2", 8, notReady)
-	if ev := h.round(); len(ev) > 0 {
-		t.Fatalf("n2 NotReady evicted %v", ev)
-	}
+	clock = clock.Add(DefaultNotReadyGrace / 2)
+	want("n2 NotReady for half the grace period", nil)
 	h.node("n2", 8)
-	if ev := h.round(); len(ev) > 0 {
-		t.Fatalf("n2 Ready again evicted %v", ev)
-	}
+	clock = clock.Add(DefaultNotReadyGrace)
+	want("n2 Ready again", nil)
+	h.node("n2", 8, notReady)
+	h.round()
+	clock = clock.Add(DefaultNotReadyGrace)
+	want("n2 NotReady past the grace period", on("n2"))
+
+	tolerant := on("n0")[0]
+	p := h.get(tolerant)
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}}
+	_ = h.pods.Update(p)
+	h.node("n0", 8, noExecute)
+	want("a NoExecute taint on n0", slices.DeleteFunc(on("n0"), func(s string) bool { return s == tolerant }))
+
+	on3 := on("n3")
 	_ = h.nodes.Delete(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}})
+	want("deleting n3", on3)
+	if st := h.s.Stats(); st.Lost != 4+4+3+4 || st.Evicted != st.Lost {
+		t.Errorf("stats %+v, want 15 workers lost, no other eviction", st)
+	}
+}
+
+// TestLostWorkerRestartsGang: a gang of two 8-GPU pods on two nodes loses
+// one to a cordon: the lost pod is evicted and so is its partner (the gang
+// restarts, as a rigid job must); the pods on other nodes stay.
+func TestLostWorkerRestartsGang(t *testing.T) {
+	h := newHarness(t, "fifo")
 	for i := 0; i < 3; i++ {
-		if ev := h.round(); len(ev) > 0 {
-			t.Fatalf("deleting n3 evicted %v", ev)
-		}
+		h.node(fmt.Sprintf("n%d", i), 8)
+	}
+	gang := annotate(AnnotJob, "g", AnnotGangSize, "2")
+	h.pod("g0", 8, gang)
+	h.pod("g1", 8, gang)
+	h.pod("solo", 8)
+	h.round()
+	if n := len(h.where()); n != 3 {
+		t.Fatalf("%d of 3 bound", n)
+	}
+	w := h.where()
+	h.node(w["g1"], 8, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	var ev []string
+	for i := 0; i < 3; i++ {
+		ev = append(ev, h.round()...)
+	}
+	sort.Strings(ev)
+	if fmt.Sprint(ev) != "[g0 g1]" {
+		t.Errorf("evicted %v, want the gang's two pods (g1 lost, g0 released), not solo", ev)
 	}
 }
 
@@ -264,5 +336,95 @@ func TestPartialGangReleased(t *testing.T) {
 	ev := h.round()
 	if len(ev) != 3 {
 		t.Errorf("evicted %v, want the 3 bound pods of the gang", ev)
+	}
+}
+
+// TestPoliciesSeeFeasibility: a waiting job whose only fitting node is
+// full (a selector on a busy node) neither idles the GPUs another node
+// has free nor makes the policy preempt a job whose GPUs it could not use,
+// under FIFO (a blocked head of queue) and under SRTF (preemptive).
+func TestPoliciesSeeFeasibility(t *testing.T) {
+	pin := func(node string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node} }
+	}
+	for _, tc := range []struct {
+		policy string
+		// a runs on n0 (b on n1 when busy); then pinned (to n0, the
+		// shortest) and next (unless busy) arrive.
+		busy      bool
+		wantBound map[string]string
+	}{
+		{"fifo", false, map[string]string{"a": "n0", "next": "n1"}},
+		{"srtf", false, map[string]string{"a": "n0", "next": "n1"}},
+		{"srtf", true, map[string]string{"a": "n0", "b": "n1"}},
+	} {
+		t.Run(fmt.Sprintf("%s/busy=%v", tc.policy, tc.busy), func(t *testing.T) {
+			h := newHarness(t, tc.policy)
+			h.node("n0", 8)
+			h.node("n1", 8)
+			h.pod("a", 8, pin("n0"), annotate(AnnotDuration, "2h"))
+			if tc.busy {
+				h.pod("b", 8, pin("n1"), annotate(AnnotDuration, "20h"))
+			}
+			h.round()
+			h.pod("pinned", 8, pin("n0"), annotate(AnnotDuration, "1m"))
+			if !tc.busy {
+				h.pod("next", 8, annotate(AnnotDuration, "5h"))
+			}
+			for i := 0; i < 3; i++ {
+				if ev := h.round(); len(ev) > 0 {
+					t.Fatalf("round %d evicted %v for a job that cannot use the GPUs freed", i+1, ev)
+				}
+				if i > 0 {
+					continue
+				}
+				if r := h.s.eng.Job(h.s.ids["pods/ns/pinned"]).Reason.Text; !strings.Contains(r, "no node can take") {
+					t.Errorf("pinned's reason %q, want it to say no node can take it now", r)
+				}
+			}
+			if got := h.where(); fmt.Sprint(got) != fmt.Sprint(tc.wantBound) {
+				t.Errorf("bound %v, want %v", got, tc.wantBound)
+			}
+		})
+	}
+}
+
+// warnPolicy is a policy that falls back every round.
+type warnPolicy struct{ engine.Policy }
+
+func (p warnPolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.Policy.Schedule(s)
+	plan.Warnings = append(plan.Warnings, engine.Warning{Kind: "fallback", Reason: "solver failed, equal shares used"})
+	return plan
+}
+
+// TestPolicyFallbackEvent: a policy's fallback becomes a Warning event
+// PolicyFallback on tide's own pod, once per distinct warning and
+// warningGap however many rounds raise it.
+func TestPolicyFallbackEvent(t *testing.T) {
+	h := newHarness(t, "fifo")
+	clock := time.Unix(1e9, 0)
+	h.s.now = func() time.Time { return clock }
+	rec := events.NewFakeRecorder(100)
+	h.s.fb = &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+	h.s.cfg.Self = &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "tide-system", Name: "tide-0", UID: "self"}
+	wp := h.s.pol.(workerPolicy)
+	wp.inner = warnPolicy{wp.inner}
+	h.s.pol = wp
+	h.node("n0", 8)
+	h.pod("a", 2)
+	for i := 0; i < 3; i++ {
+		h.round()
+	}
+	clock = clock.Add(warningGap)
+	h.round()
+	var got []string
+	for len(rec.Events) > 0 {
+		if ev := <-rec.Events; strings.Contains(ev, "PolicyFallback") {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "Warning PolicyFallback") || !strings.Contains(got[0], "solver failed") {
+		t.Errorf("events %q, want two Warning PolicyFallback events naming the fallback (4 rounds, the last %v later)", got, warningGap)
 	}
 }

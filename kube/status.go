@@ -30,6 +30,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 		if sameStatus(tj.Status, next) {
 			return
 		}
+		s.fb.conditionEvents(tj, tj.Status.Conditions, next.Conditions)
 		tj = tj.DeepCopy()
 		tj.Status = next
 		calls.do(func(ctx context.Context) {
@@ -41,7 +42,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 				_, err = s.cfg.Dynamic.Resource(TideJobResource).Namespace(tj.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 			}
 			if err != nil {
-				s.mu2(func() { s.log.Debug("tidejob status", "tidejob", tj.Namespace+"/"+tj.Name, "err", err) })
+				s.log.Debug("tidejob status", "tidejob", tj.Namespace+"/"+tj.Name, "err", err)
 			}
 		})
 	}

@@ -116,12 +116,17 @@ func (s *scenario) nodeRow(prefix string, n, gpus int) {
 	}
 }
 
-// testNodeChanges (case 1): cordon, a NotReady blink and a deleted node
-// touch only the pods on that node; nothing new goes to a cordoned node.
+// testNodeChanges (case 1): cordon, NotReady past tide's grace period,
+// a NoExecute taint and a deleted node each take the pods on that node
+// (tide evicts them as lost workers, or the pod garbage collector deletes
+// them) and nothing elsewhere; a NotReady blink takes nothing; nothing
+// new goes to a cordoned node.
 func testNodeChanges(t *testing.T, e *env) {
 	s := e.scenario(t, "tide-nodes", "nodes")
 	s.nodeRow("nodes", 4, 8)
-	sch, _ := s.start(kube.Config{Policy: "fifo"})
+	grace := 2 * time.Second
+	sch, _ := s.start(kube.Config{Policy: "fifo", NotReadyGrace: grace})
+	s.kubeletLoop("nodes", 0)
 	for i := 0; i < 16; i++ {
 		s.pod("nodes", fmt.Sprintf("p%02d", i), 2)
 	}
@@ -129,53 +134,58 @@ func testNodeChanges(t *testing.T, e *env) {
 		n := len(s.where("nodes"))
 		return n == 16, fmt.Sprintf("%d of 16 pods bound", n)
 	})
-	s.kubelet("nodes")
-	before := s.where("nodes")
-	t.Log("cordon nodes-1")
-	s.editNode("nodes-1", func(n *corev1.Node) { n.Spec.Unschedulable = true })
-	s.stays("nodes", before, 3*time.Second, "after cordoning nodes-1")
-	// A new pod waits for GPUs; those freed on the cordoned node are not
-	// for it, those freed elsewhere are.
-	s.pod("nodes", "late", 2)
-	var on1, on0 string
-	for name, node := range before {
-		if node == "nodes-1" && on1 == "" {
-			on1 = name
+	// change applies a node change and checks that the pods on that node,
+	// and only they, go.
+	change := func(what, node string, apply func()) {
+		t.Helper()
+		before := s.where("nodes")
+		others := map[string]string{}
+		for name, n := range before {
+			if n != node {
+				others[name] = n
+			}
 		}
-		if node == "nodes-0" && on0 == "" {
-			on0 = name
-		}
+		t.Log(what)
+		apply()
+		eventually(t, 30*time.Second, func() (bool, string) {
+			w := s.where("nodes")
+			var left []string
+			for name, n := range w {
+				if n == node {
+					left = append(left, name)
+				}
+			}
+			return len(left) == 0, fmt.Sprintf("%s: %v still on %s", what, left, node)
+		})
+		s.stays("nodes", others, 3*time.Second, what)
 	}
-	s.end("nodes", corev1.PodSucceeded, on1)
+	change("cordon nodes-1", "nodes-1", func() {
+		s.editNode("nodes-1", func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	})
+	s.pod("nodes", "late", 2)
 	time.Sleep(2 * time.Second)
 	if n := s.pods("nodes")["late"].Spec.NodeName; n != "" {
 		t.Fatalf("late bound to %s while only the cordoned nodes-1 had room", n)
 	}
-	s.end("nodes", corev1.PodSucceeded, on0)
-	eventually(t, 20*time.Second, func() (bool, string) {
-		n := s.pods("nodes")["late"].Spec.NodeName
-		return n == "nodes-0", "late on " + n + ", want nodes-0"
-	})
-	s.kubelet("nodes")
-	before = s.where("nodes")
+	before := s.where("nodes")
 	t.Log("nodes-2 NotReady for 300 ms")
 	s.setReady("nodes-2", false)
 	time.Sleep(300 * time.Millisecond)
 	s.setReady("nodes-2", true)
-	s.stays("nodes", before, 3*time.Second, "after nodes-2 blinked NotReady")
-	t.Log("delete nodes-3")
-	if err := s.cs.CoreV1().Nodes().Delete(context.Background(), "nodes-3", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	others := map[string]string{}
-	for name, node := range before {
-		if node != "nodes-3" {
-			others[name] = node
+	s.stays("nodes", before, 2*grace, "after nodes-2 blinked NotReady")
+	change("nodes-2 NotReady past the grace period", "nodes-2", func() { s.setReady("nodes-2", false) })
+	change("taint nodes-0 NoExecute", "nodes-0", func() {
+		s.editNode("nodes-0", func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute})
+		})
+	})
+	change("delete nodes-3", "nodes-3", func() {
+		if err := s.cs.CoreV1().Nodes().Delete(context.Background(), "nodes-3", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	s.stays("nodes", others, 3*time.Second, "after deleting nodes-3")
-	if st := sch.Stats(); st.Evicted != 0 || st.BindErrors != 0 {
-		t.Errorf("stats %+v, want no eviction and no failed bind", st)
+	})
+	if st := sch.Stats(); st.Evicted != st.Lost || st.BindErrors != 0 {
+		t.Errorf("stats %+v, want every eviction a lost worker's and no failed bind", st)
 	}
 }
 

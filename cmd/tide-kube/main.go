@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -80,6 +82,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	typeLabel := fs.String("gpu-type-label", "nvidia.com/gpu.product", "node `LABEL` holding the GPU type")
 	round := fs.Duration("round", 2*time.Second, "time between periodic scheduling rounds (rounds also run on every change)")
 	grace := fs.Duration("grace", 30*time.Second, "grace period of evicted pods")
+	notReady := fs.Duration("not-ready-grace", kube.DefaultNotReadyGrace, "how long a node may be NotReady before the workers on it count as lost and are rescheduled")
 	parallel := fs.Int("parallel", 32, "API calls in flight at once")
 	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
@@ -123,7 +126,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
-		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger})
+		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef()})
 	if err != nil {
 		return usageError{err}
 	}
@@ -161,4 +164,15 @@ func restConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no credentials: not in a cluster, and $KUBECONFIG or ~/.kube/config: %w (give --kubeconfig)", err)
 	}
 	return cfg, nil
+}
+
+// selfRef is tide's own pod, named by POD_NAME and POD_NAMESPACE (the
+// Deployment sets them from the downward API), for events about tide
+// itself; nil outside a pod.
+func selfRef() *corev1.ObjectReference {
+	name, ns := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	if name == "" || ns == "" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name, UID: types.UID(os.Getenv("POD_UID"))}
 }
