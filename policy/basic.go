@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -70,8 +71,10 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	plan := greedy(s, order, !f.Backfill)
-	explain(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("submitted at t=%.0f s", st.Job.Submit)
+	explainAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
+		b = append(b, "submitted at t="...)
+		b = strconv.AppendFloat(b, st.Job.Submit, 'f', 0, 64)
+		return append(b, " s"...)
 	})
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
 		predictStarts(s, &plan, order, true, f.endOf(s))

@@ -1,9 +1,8 @@
 package policy
 
 import (
-	"fmt"
 	"math"
-	"strings"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -18,6 +17,18 @@ import (
 // it has none). A waiting job's Reason.Position is its 1-based place in
 // the queue: among the jobs of the order that the plan leaves waiting.
 func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(st *engine.Status) string) {
+	var app func(b []byte, st *engine.Status) []byte
+	if terms != nil {
+		app = func(b []byte, st *engine.Status) []byte { return append(b, terms(st)...) }
+	}
+	explainAppend(s, plan, order, app)
+}
+
+// explainAppend is explain with terms that append to a buffer: the policies
+// that run most often (FIFO, Tiresias) explain every waiting job without
+// allocating when its reason has not changed since the last round (the
+// snapshot's Status.Reason), which is most rounds for most jobs.
+func explainAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
 	for _, a := range plan.Run {
@@ -47,40 +58,59 @@ func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, term
 			waits++
 		}
 	}
+	var buf []byte
 	for _, st := range s.Jobs {
 		id := st.Job.ID
 		if _, ok := plan.Reasons[id]; ok {
 			continue
 		}
 		g, planned := given[id]
-		var verb string
+		buf = buf[:0]
 		switch {
 		case declined[id]:
-			verb = "declined"
+			buf = append(buf, "declined"...)
 		case planned && len(st.GPUs) > g:
-			verb = fmt.Sprintf("shrunk %d->%d GPUs", len(st.GPUs), g)
+			buf = append(buf, "shrunk "...)
+			buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
+			buf = append(buf, "->"...)
+			buf = strconv.AppendInt(buf, int64(g), 10)
+			buf = append(buf, " GPUs"...)
 		case planned:
 			continue
 		case len(st.GPUs) > 0:
-			verb = "preempted"
+			buf = append(buf, "preempted"...)
 		default:
-			verb = "waits"
+			buf = append(buf, "waits"...)
 		}
-		parts := []string{verb}
 		if terms != nil {
-			if t := terms(st); t != "" {
-				parts = append(parts, t)
+			n := len(buf)
+			buf = terms(append(buf, "; "...), st)
+			if len(buf) == n+2 {
+				buf = buf[:n] // no terms
 			}
 		}
 		p, inOrder := at[id]
 		waiting := !planned && !declined[id]
 		if inOrder && waiting {
-			parts = append(parts, fmt.Sprintf("%d running and %d waiting job(s) ahead", p.runAhead, p.waitAhead))
+			buf = append(buf, "; "...)
+			buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
+			buf = append(buf, " running and "...)
+			buf = strconv.AppendInt(buf, int64(p.waitAhead), 10)
+			buf = append(buf, " waiting job(s) ahead"...)
 		}
 		if waiting {
-			parts = append(parts, fmt.Sprintf("needs %d GPUs, %d free", st.Job.MinGPUs, max(free, 0)))
+			buf = append(buf, "; needs "...)
+			buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
+			buf = append(buf, " GPUs, "...)
+			buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
+			buf = append(buf, " free"...)
 		}
-		r := engine.Reason{Text: strings.Join(parts, "; ")}
+		// The same text as last round: keep its string.
+		text := st.Reason.Text
+		if string(buf) != text {
+			text = string(buf)
+		}
+		r := engine.Reason{Text: text}
 		if inOrder && waiting {
 			r.Position = p.pos
 		}

@@ -224,13 +224,20 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := greedyInto(s, order, false, t.run)
 	t.run = plan.Run
 	plan.Memo = memo
-	explain(s, &plan, order, func(st *engine.Status) string {
+	explainAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
 		m := st.Memo
 		if u, ok := memo[st.Job.ID]; ok {
 			m = u
 		}
 		q := t.queueOf(st.Attained - m[memoBaseServ]) // as computed above
-		return fmt.Sprintf("queue %d of %d, attained %.2f GPU-h", q+1, len(t.Limits)+1, st.Attained/3600)
+		// "queue %d of %d, attained %.2f GPU-h"
+		b = append(b, "queue "...)
+		b = strconv.AppendInt(b, int64(q+1), 10)
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(len(t.Limits)+1), 10)
+		b = append(b, ", attained "...)
+		b = strconv.AppendFloat(b, st.Attained/3600, 'f', 2, 64)
+		return append(b, " GPU-h"...)
 	})
 	// Keep the buffers, not the snapshot's jobs they point to.
 	clear(entries)
