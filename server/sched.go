@@ -23,7 +23,7 @@ import (
 // one took. With a long queue a round costs milliseconds (the policy
 // orders and explains every waiting job), and a burst of submissions
 // would otherwise keep the scheduler busy all the time.
-const roundGapFactor = 4
+const roundGapFactor = 8
 
 // scheduleLoop runs a round when kicked (submission, completion,
 // cancellation), at most one per Config.MinRoundGap or roundGapFactor

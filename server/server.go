@@ -59,10 +59,10 @@ type Config struct {
 	Policy, Placer string
 	// Round is the time between periodic scheduling rounds (default 10 s);
 	// rounds also run at every submission, completion and cancellation,
-	// at most one per MinRoundGap (default 20 ms) or per 4 times the
+	// at most one per MinRoundGap (default 20 ms) or per 8 times the
 	// last round's duration, whichever is longer, so a burst of
 	// submissions shares rounds and rounds over a long queue take at
-	// most a fifth of the time.
+	// most a ninth of the time.
 	Round       time.Duration
 	MinRoundGap time.Duration
 	// Grace is how long a stopped job has between SIGTERM and SIGKILL
