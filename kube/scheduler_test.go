@@ -428,3 +428,29 @@ func TestPolicyFallbackEvent(t *testing.T) {
 		t.Errorf("events %q, want two Warning PolicyFallback events naming the fallback (4 rounds, the last %v later)", got, warningGap)
 	}
 }
+
+// TestConditionEvents: a TideJob gets an event for each condition whose
+// status or reason changes, Warning for problems, none for the quiet
+// defaults or an unchanged condition.
+func TestConditionEvents(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	f := &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter()}
+	tj := &TideJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j"}}
+	c := func(typ, st, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(st), Reason: reason, Message: msg}
+	}
+	old := []metav1.Condition{c(CondValid, "True", "SpecAccepted", ""), c(CondAdmitted, "False", "Waiting", "")}
+	next := []metav1.Condition{c(CondValid, "True", "SpecAccepted", ""), c(CondAdmitted, "False", "Unschedulable", "needs 16 GPUs"),
+		c(CondFailed, "False", "NoWorkerFailed", "")}
+	f.conditionEvents(tj, old, next)
+	f.conditionEvents(tj, next, next)
+	f.conditionEvents(tj, next, []metav1.Condition{c(CondAdmitted, "True", "Admitted", "")})
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	want := []string{"Warning Unschedulable needs 16 GPUs", "Normal Admitted Admitted is True"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}

@@ -433,6 +433,30 @@ func testFeedback(t *testing.T, e *env) {
 				fmt.Sprintf("%s: phase %q, Valid %+v, want Invalid naming %s", name, tj.Status.Phase, c, field)
 		})
 	}
+	// The same, and a TideJob's admission, as Events on the TideJobs
+	// (kubectl describe tidejob).
+	s.tidejob("fb", "ok", 1, 1, 4, func(tj *kube.TideJob) { tj.Spec.Duration = "1m" })
+	eventually(t, 30*time.Second, func() (bool, string) {
+		l, err := s.cs.EventsV1().Events("fb").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]bool{}
+		var all []string
+		for _, ev := range l.Items {
+			if ev.Regarding.Kind != "TideJob" {
+				continue
+			}
+			all = append(all, ev.Type+" "+ev.Reason+" "+ev.Regarding.Name+": "+ev.Note)
+			switch {
+			case ev.Reason == "InvalidSpec" && ev.Type == corev1.EventTypeWarning && ev.Regarding.Name == "inv-workers" && strings.Contains(ev.Note, "spec.maxWorkers"):
+				got["InvalidSpec"] = true
+			case ev.Reason == "Admitted" && ev.Regarding.Name == "ok":
+				got["Admitted"] = true
+			}
+		}
+		return len(got) == 2, fmt.Sprintf("TideJob events %v, want InvalidSpec on inv-workers and Admitted on ok", all)
+	})
 }
 
 // testMissingCRD (case 8): without the TideJob CRD, tide stops at once

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	kcmtesting "k8s.io/kubernetes/cmd/kube-controller-manager/app/testing"
 )
@@ -15,7 +16,12 @@ import (
 // garbage collection (pods of deleted nodes). Nodes here have no kubelet
 // to renew their leases, so the node monitor's grace period is long: a
 // node goes NotReady when a test says so, not because nobody heartbeats.
-func (e *env) startControllers(t *testing.T) {
+func (e *env) startControllers(t *testing.T) { e.startControllersGrace(t, time.Hour) }
+
+// startControllersGrace is startControllers with the node monitor's grace
+// period given: with kwok renewing the nodes' leases it can be short, and a
+// node whose kwok stops goes NotReady as one whose kubelet died.
+func (e *env) startControllersGrace(t *testing.T, grace time.Duration) {
 	t.Helper()
 	t.Log("starting kube-controller-manager (garbage collector, node lifecycle, taint eviction, pod GC)")
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
@@ -28,7 +34,7 @@ func (e *env) startControllers(t *testing.T) {
 		"--secure-port=0",
 		"--controllers=garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller",
 		"--node-monitor-period=1s",
-		"--node-monitor-grace-period=1h",
+		"--node-monitor-grace-period=" + grace.String(),
 		"--node-startup-grace-period=1h",
 		"--concurrent-gc-syncs=5",
 	})
