@@ -330,6 +330,28 @@ func TestConsoleServe(t *testing.T) {
 	_ = row
 	shot(t, b, "serve-queue")
 
+	// Hold and release the waiting job from the console: the server's
+	// state follows each click.
+	click(t, b, fmt.Sprintf(`button[aria-label="Hold %s"]`, queued.ID))
+	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "held")
+	if j, err := admin.Job(ctx, queued.ID); err != nil {
+		t.Fatal(err)
+	} else if !j.Held {
+		t.Errorf("job %s is not held after the console's Hold (state %s)", queued.ID, j.State)
+	}
+	shot(t, b, "serve-queue-held")
+	click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
+	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
+	if j, err := admin.Job(ctx, queued.ID); err != nil {
+		t.Fatal(err)
+	} else if j.Held || j.State != api.StatePending {
+		t.Errorf("job %s after the console's Release: held %v, state %s; want pending", queued.ID, j.Held, j.State)
+	}
+	// A running job offers no Hold (the server would refuse it).
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('button[aria-label="Hold %s"]').length`, run1.ID)); n != 0 {
+		t.Errorf("the running job %s offers Hold", run1.ID)
+	}
+
 	// Live: a job submitted now appears without a reload.
 	extra, err := bc.Submit(ctx, long("late-comer", 1))
 	if err != nil {

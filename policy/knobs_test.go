@@ -1,32 +1,18 @@
 package policy
 
 import (
-	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/solver"
 )
 
-// documentedKeys are the knobs a policy's Knobs text declares: each
-// "; "-separated entry that starts with key=.
-func documentedKeys(knobs string) []string {
-	re := regexp.MustCompile(`^([a-z_]+)=`)
-	var out []string
-	for _, e := range strings.Split(knobs, "; ") {
-		if m := re.FindStringSubmatch(e); m != nil && !slices.Contains(out, m[1]) {
-			out = append(out, m[1])
-		}
-	}
-	return out
-}
-
-// TestKnobsDocumented: the knobs a policy reads are the knobs its Knobs
-// text declares, so `tide policies NAME` and the unknown-knob error (which
-// quotes the text) name exactly what the policy takes.
+// TestKnobsDocumented: the knobs a policy reads with its defaults are the
+// knobs it declares (Info.KnobList), so `tide policies NAME` and the
+// unknown-knob error name exactly what the policy takes. It found
+// undeclared knobs in fifo-perf, gavel-fifo, pollux and tidal.
 func TestKnobsDocumented(t *testing.T) {
 	ctx := Context{Jobs: []*job.Job{{ID: "a", GPUs: 1, Duration: 100, Work: 100, Unit: job.Seconds}}}
 	for _, i := range All() {
@@ -43,7 +29,10 @@ func TestKnobsDocumented(t *testing.T) {
 			read = append(read, k)
 		}
 		sort.Strings(read)
-		doc := documentedKeys(i.Knobs)
+		var doc []string
+		for _, k := range i.KnobList() {
+			doc = append(doc, k.Key)
+		}
 		for _, k := range read {
 			if !slices.Contains(doc, k) {
 				t.Errorf("%s reads knob %s, which its Knobs do not declare (%q)", i.Name, k, i.Knobs)
@@ -54,5 +43,15 @@ func TestKnobsDocumented(t *testing.T) {
 				t.Errorf("%s declares knob %s, which it does not read with its defaults", i.Name, k)
 			}
 		}
+	}
+}
+
+// TestKnobList parses declarations as `tide policies` shows them.
+func TestKnobList(t *testing.T) {
+	i := Info{Knobs: "a=1: first; continued; b=x (note); a=1: again; c="}
+	got := i.KnobList()
+	want := []Knob{{"a", "1", "first; continued; again"}, {"b", "x", "(note)"}, {"c", "", ""}}
+	if !slices.Equal(got, want) {
+		t.Errorf("KnobList = %q, want %q", got, want)
 	}
 }

@@ -340,7 +340,7 @@ function Actions({ me, job, onDone, onErr }) {
     try { await api(`jobs/${encodeURIComponent(job.id)}/${a}`, { method: 'POST' }); onDone(`${a}: ${job.id} done`); } catch (e) { onErr(e); onDone(`${a} ${job.id}: ${e.message}`); }
   };
   return html`<span class="actions">
-    ${can('hold') && job.state !== 'held' && html`<button onClick=${() => act('hold')} aria-label=${'Hold ' + job.id}>Hold</button>`}
+    ${can('hold') && (job.state === 'pending' || job.state === 'preempted') && html`<button onClick=${() => act('hold')} aria-label=${'Hold ' + job.id}>Hold</button>`}
     ${can('release') && job.state === 'held' && html`<button onClick=${() => act('release')} aria-label=${'Release ' + job.id}>Release</button>`}
     ${can('cancel') && html`<button class="danger" onClick=${() => act('cancel')} aria-label=${'Cancel ' + job.id}>Cancel</button>`}
   </span>`;
