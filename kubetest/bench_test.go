@@ -72,7 +72,9 @@ import (
 //
 // Run each case once: -bench Drain -benchtime 1x; TIDE_BENCH_RUNS=3 runs
 // every case three times, passes over the cases one after the other (not
-// -count, which would run one case's repeats back to back). Sizes come from
+// -count, which would run one case's repeats back to back); the repeats
+// are named CASE#01, CASE#02, so a -bench pattern ending in $ needs
+// (#[0-9]+)? before it (scripts/bench-drain.sh runs them and sums up). Sizes come from
 // TIDE_BENCH_NODES and TIDE_BENCH_PODS; TIDE_BENCH_CPUPROFILE=DIR writes
 // each scheduler's CPU profile there.
 func BenchmarkDrain(b *testing.B) {

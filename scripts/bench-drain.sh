@@ -14,7 +14,7 @@ set -eu
 summarize() {
 	awk '
 	/^BenchmarkDrain\// {
-		name = $1; sub(/^BenchmarkDrain\//, "", name); sub(/-[0-9]+$/, "", name)
+		name = $1; sub(/^BenchmarkDrain\//, "", name); sub(/-[0-9]+$/, "", name); sub(/#[0-9]+$/, "", name)
 		if (!(name in seen)) { seen[name] = 1; order[++ncase] = name }
 		runs[name]++
 		for (i = 3; i < NF; i += 2) {
@@ -54,7 +54,7 @@ out=$PWD/bench-drain-${nodes}x${pods}.txt
 cd "$(dirname "$0")/../kubetest"
 echo "bench-drain: $nodes nodes, $pods pods, $runs runs of ($cases); load before: $(uptime)"
 TIDE_BENCH_NODES=$nodes TIDE_BENCH_PODS=$pods TIDE_BENCH_RUNS=$runs \
-	go test -vet=off -run XXX -bench "Drain/($cases)\$" -benchtime 1x -timeout 600m . >"$out" 2>&1 || {
+	go test -vet=off -run XXX -bench "Drain/($cases)(#[0-9]+)?\$" -benchtime 1x -timeout 600m . >"$out" 2>&1 || {
 	grep -E '^(Benchmark|---|FAIL|ok)|bench_test' "$out" | tail -20
 	echo "bench-drain: failed; output in $out" >&2
 	exit 1
