@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -133,6 +134,9 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
+	if !*fill && (strings.HasPrefix(*pol, "gavel") || strings.HasPrefix(*pol, "fifo-perf")) {
+		fmt.Fprintf(stdout, "tide kube: %s re-plans on its own rounds (360 s by default): pods arriving in between wait with GPUs idle; --fill-idle gives them idle GPUs at once (docs/kubernetes.md, \"Policies with long rounds\")\n", *pol)
+	}
 	if url, err := ui.Start(ctx, s); err != nil {
 		return usageError{err}
 	} else if url != "" {
