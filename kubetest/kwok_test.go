@@ -169,8 +169,8 @@ func (s *scenario) waitNodesUp(names ...string) {
 // TestKubeNodes (case 1) runs its own control plane whose node lifecycle
 // controller declares a node NotReady 10 s after its last heartbeat, with
 // kwok as the nodes' kubelets: one kwok for k-2, one for the others. A
-// rigid TideJob of 3 workers and 8 single pods, 2 GPUs each, run on 6
-// nodes of 8 GPUs. Then, one node at a time: a cordon, a NotReady blink,
+// rigid TideJob of 3 workers of 4 GPUs (so on two nodes at least) and 8
+// single pods of 2 GPUs run on 7 nodes of 8 GPUs. Then, one node at a time: a cordon, a NotReady blink,
 // k-2's kwok killed (no more heartbeats: NotReady past tide's grace), a
 // NoExecute taint and a deletion. Each takes exactly the pods on that node;
 // every other pod stays where it was; the TideJob, which each change hits
@@ -184,7 +184,7 @@ func TestKubeNodes(t *testing.T) {
 	e.startControllersGrace(t, 10*time.Second)
 	s := e.scenario(t, "tide-kwok", "kwok")
 	var names []string
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 7; i++ {
 		name, group := fmt.Sprintf("k-%d", i), "pool"
 		if i == 2 {
 			group = "solo"
@@ -196,7 +196,7 @@ func TestKubeNodes(t *testing.T) {
 	stopSolo := e.startKwok(t, bin, dir, "--manage-nodes-with-label-selector=tide.test/kwok=solo")
 	s.waitNodesUp(names...)
 	sch, _ := s.start(kube.Config{Policy: "fifo", NotReadyGrace: 2 * time.Second})
-	s.tidejob("kwok", "r", 3, 3, 2, func(tj *kube.TideJob) { tj.Spec.Duration = "10h" })
+	s.tidejob("kwok", "r", 3, 3, 4, func(tj *kube.TideJob) { tj.Spec.Duration = "10h" })
 	for i := 0; i < 8; i++ {
 		s.pod("kwok", fmt.Sprintf("p%d", i), 2, kube.AnnotDuration, "10h")
 	}
