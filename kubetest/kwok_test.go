@@ -171,7 +171,8 @@ func (s *scenario) waitNodesUp(names ...string) {
 // kwok as the nodes' kubelets: one kwok for k-2, one for the others. A
 // rigid TideJob of 3 workers and 4 single pods, 4 GPUs each (so the job
 // is on two nodes at least, and room for a lost worker is never cut in
-// pieces), run on 7 nodes of 8 GPUs. Then, one node at a time: a cordon, a NotReady blink,
+// pieces), run on 8 nodes of 8 GPUs: room enough for the job after four
+// nodes are lost. Then, one node at a time: a cordon, a NotReady blink,
 // k-2's kwok killed (no more heartbeats: NotReady past tide's grace), a
 // NoExecute taint and a deletion. Each takes exactly the pods on that node;
 // every other pod stays where it was; the TideJob, which each change hits
@@ -185,7 +186,7 @@ func TestKubeNodes(t *testing.T) {
 	e.startControllersGrace(t, 10*time.Second)
 	s := e.scenario(t, "tide-kwok", "kwok")
 	var names []string
-	for i := 0; i < 7; i++ {
+	for i := 0; i < 8; i++ {
 		name, group := fmt.Sprintf("k-%d", i), "pool"
 		if i == 2 {
 			group = "solo"
@@ -287,6 +288,7 @@ func TestKubeNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	whole("after the deletion")
 	for name, n := range s.where("kwok") {
 		if lost[n] {
 			t.Errorf("pod %s bound to %s, a node tide may no longer use", name, n)
