@@ -330,6 +330,28 @@ func TestConsoleServe(t *testing.T) {
 	_ = row
 	shot(t, b, "serve-queue")
 
+	// Hold and release the waiting job from the console: the server's
+	// state follows each click.
+	click(t, b, fmt.Sprintf(`button[aria-label="Hold %s"]`, queued.ID))
+	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "held")
+	if j, err := admin.Job(ctx, queued.ID); err != nil {
+		t.Fatal(err)
+	} else if !j.Held {
+		t.Errorf("job %s is not held after the console's Hold (state %s)", queued.ID, j.State)
+	}
+	shot(t, b, "serve-queue-held")
+	click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
+	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
+	if j, err := admin.Job(ctx, queued.ID); err != nil {
+		t.Fatal(err)
+	} else if j.Held || j.State != api.StatePending {
+		t.Errorf("job %s after the console's Release: held %v, state %s; want pending", queued.ID, j.Held, j.State)
+	}
+	// A running job offers no Hold (the server would refuse it).
+	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('button[aria-label="Hold %s"]').length`, run1.ID)); n != 0 {
+		t.Errorf("the running job %s offers Hold", run1.ID)
+	}
+
 	// Live: a job submitted now appears without a reload.
 	extra, err := bc.Submit(ctx, long("late-comer", 1))
 	if err != nil {
@@ -433,4 +455,77 @@ func TestConsoleServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, bt, ".error", "no job")
+}
+
+// TestConsoleTimeline: a job's timeline marks its starts, preemptions and
+// resizes and lists them with the policy's reasons, against a real tide
+// serve under SRTF (a short job preempts a long one) and Optimus (it
+// shrinks an elastic job to make room for a second).
+func TestConsoleTimeline(t *testing.T) {
+	exe := browser(t)
+	tide, countjob := buildBinaries(t)
+	for _, tc := range []struct {
+		policy, kind, name, reason string
+		elastic                    bool
+	}{
+		{policy: "srtf", kind: "preempted", name: "preempted", reason: ": preempted"},
+		{policy: "optimus", kind: "resized", name: "resized", reason: "shrunk 4->", elastic: true},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			url, tok := serve(t, tide, "--gpus", "fake:4:t4", "--policy", tc.policy)
+			ctx := context.Background()
+			admin := api.NewClient(url, tok)
+			spec := func(steps int, est float64) *api.JobSpec {
+				s := &api.JobSpec{Command: []string{countjob, "-steps", fmt.Sprint(steps), "-step-time", "50ms"}, GPUs: 4, EstimateS: est}
+				if tc.elastic {
+					s.MinGPUs, s.MaxGPUs = 1, 4
+				}
+				return s
+			}
+			long, err := admin.Submit(ctx, spec(4000, 1000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, admin, long.ID, "launched")
+			if _, err := admin.Submit(ctx, spec(20, 1)); err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, admin, long.ID, tc.kind)
+
+			b := newBrowser(t, exe, 1280, 900)
+			login(t, b, url, tok)
+			if err := chromedp.Run(b, chromedp.Navigate(url+"/#/job/"+long.ID)); err != nil {
+				t.Fatal(err)
+			}
+			list := waitText(t, b, ".moments", tc.name)
+			if !strings.Contains(list, "started") || !strings.Contains(list, tc.reason) {
+				t.Errorf("the timeline's list lacks the start, or the %s with the policy's reason %q:\n%s", tc.name, tc.reason, list)
+			}
+			if n := eval[int](t, b, `document.querySelectorAll('.track .moment').length`); n < 2 {
+				t.Errorf("the timeline's track marks %d moments, want a start and a %s at least", n, tc.name)
+			}
+			shot(t, b, "serve-timeline-"+tc.policy)
+		})
+	}
+}
+
+// waitEvent waits until job id has an event of kind (60 s at most).
+func waitEvent(t *testing.T, c *api.Client, id, kind string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		evs, err := c.Events(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == kind {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s has no %s event after 60 s: %+v", id, kind, evs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -31,6 +31,9 @@ type engineSource struct {
 	tenants []string
 	quotas  map[string]int
 	ended   []Job
+	// roundS is the executor's round, s, the what-if replays with
+	// (default 60).
+	roundS float64
 }
 
 type manualClock struct{ t float64 }
@@ -121,7 +124,11 @@ func (s *engineSource) Detail(p Principal, id string) (*Detail, error) {
 func (s *engineSource) Replay() (*Replay, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return EngineReplay(s.eng, s.c, s.policy, "pack", 60, Unix(s.clk.t)), nil
+	round := s.roundS
+	if round == 0 {
+		round = 60
+	}
+	return EngineReplay(s.eng, s.c, s.policy, "pack", round, Unix(s.clk.t)), nil
 }
 
 // get calls the console's handler as tok and decodes the answer into out.
@@ -306,36 +313,48 @@ func TestUsageAndTenants(t *testing.T) {
 }
 
 // TestWhatIf replays a queue where SRTF must beat FIFO on mean JCT: a long
-// job ahead of short ones on a one-GPU cluster.
+// job ahead of short ones on a one-GPU cluster. A round of a fractional
+// length (0.3 s, as tide serve's default) is replayed as it is: the
+// simulator once looped forever on it and the console rounded it.
 func TestWhatIf(t *testing.T) {
-	src := newEngineSource(t, "1x1:t4", "fifo")
-	src.submit(t, "long", "alice", 1, 1000, 0)
-	for i := 0; i < 3; i++ {
-		src.submit(t, fmt.Sprintf("short%d", i), "bob", 1, 10, 0)
-	}
-	h := New(src, Options{}).Handler()
-	var w WhatIf
-	if code := get(t, h, "admin-token", "POST", "/ui/api/whatif", `{"policy": "srtf"}`, &w); code != 200 {
-		t.Fatalf("what-if: %d", code)
-	}
-	if w.Base != "fifo" || w.Alt != "srtf" || w.Jobs != 4 || len(w.Rows) != 4 {
-		t.Fatalf("what-if %+v", w)
-	}
-	// FIFO: long ends at 1000, the shorts at 1010, 1020, 1030 (mean
-	// 1015); SRTF: shorts at 10, 20, 30, long at 1030 (mean 272.5). Rounds
-	// fall every 60 s, so allow for a round's delay per job.
-	if !(w.AltStats.Mean < w.BaseStats.Mean/2) {
-		t.Errorf("SRTF mean JCT %.0f s not well below FIFO's %.0f s", w.AltStats.Mean, w.BaseStats.Mean)
-	}
-	var wb WhatIf
-	get(t, h, "bob-token", "POST", "/ui/api/whatif", `{"policy": "srtf"}`, &wb)
-	if len(wb.Rows) != 3 {
-		t.Errorf("bob's what-if shows %d rows, want his 3", len(wb.Rows))
-	}
-	for _, r := range wb.Rows {
-		if r.Tenant != "bob" {
-			t.Errorf("bob sees %s of %s", r.ID, r.Tenant)
-		}
+	for _, round := range []float64{60, 0.3} {
+		t.Run(fmt.Sprintf("round=%gs", round), func(t *testing.T) {
+			src := newEngineSource(t, "1x1:t4", "fifo")
+			src.roundS = round
+			src.submit(t, "long", "alice", 1, 1000, 0)
+			for i := 0; i < 3; i++ {
+				src.submit(t, fmt.Sprintf("short%d", i), "bob", 1, 10, 0)
+			}
+			h := New(src, Options{}).Handler()
+			var w WhatIf
+			if code := get(t, h, "admin-token", "POST", "/ui/api/whatif", `{"policy": "srtf"}`, &w); code != 200 {
+				t.Fatalf("what-if: %d", code)
+			}
+			if w.Base != "fifo" || w.Alt != "srtf" || w.Jobs != 4 || len(w.Rows) != 4 {
+				t.Fatalf("what-if %+v", w)
+			}
+			// FIFO: long ends at 1000, the shorts at 1010, 1020, 1030 (mean
+			// 1015); SRTF: shorts at 10, 20, 30, long at 1030 (mean 272.5).
+			// Rounds fall every round s, so allow for a round's delay per job.
+			if !(w.AltStats.Mean < w.BaseStats.Mean/2) {
+				t.Errorf("SRTF mean JCT %.0f s not well below FIFO's %.0f s", w.AltStats.Mean, w.BaseStats.Mean)
+			}
+			// With short rounds FIFO's JCTs from submission (1 s apart, the
+			// replay starting at the last) are 1003, 1012, 1021, 1030 s.
+			if round < 1 && (w.BaseStats.Mean < 1016.5 || w.BaseStats.Mean > 1017.5) {
+				t.Errorf("FIFO mean JCT %.2f s with %g s rounds, want 1016.5 s within a second", w.BaseStats.Mean, round)
+			}
+			var wb WhatIf
+			get(t, h, "bob-token", "POST", "/ui/api/whatif", `{"policy": "srtf"}`, &wb)
+			if len(wb.Rows) != 3 {
+				t.Errorf("bob's what-if shows %d rows, want his 3", len(wb.Rows))
+			}
+			for _, r := range wb.Rows {
+				if r.Tenant != "bob" {
+					t.Errorf("bob sees %s of %s", r.ID, r.Tenant)
+				}
+			}
+		})
 	}
 }
 

@@ -136,10 +136,7 @@ func replay(r *Replay, spec string) ([]report.JobRecord, error) {
 		return nil, err
 	}
 	info, _ := policy.Lookup(spec)
-	// Whole seconds: the simulator's round arithmetic can stall on a
-	// fraction that floats do not represent exactly (0.3 s).
-	round := math.Max(1, math.Round(r.Round))
-	run, err := sim.Run(sim.Config{Cluster: r.Cluster, Model: perf.Duration{}, Policy: pol, Placer: pl, Round: round,
+	run, err := sim.Run(sim.Config{Cluster: r.Cluster, Model: perf.Duration{}, Policy: pol, Placer: pl, Round: r.Round,
 		OnEvents: true, Agents: info.Elastic, Trace: "live queue"}, jobs)
 	if err != nil {
 		return nil, err

@@ -53,16 +53,24 @@ type said struct {
 	at  time.Time
 }
 
-// newFeedback starts recording events as reporter until ctx ends.
-func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string) *feedback {
+// newFeedback starts recording events as reporter until ctx ends, at most
+// qps a second (0: eventQPS; negative: no limit).
+func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, qps float64) *feedback {
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
 	go func() {
 		<-ctx.Done()
 		b.Shutdown()
 	}()
+	limit := flowcontrol.NewFakeAlwaysRateLimiter()
+	switch {
+	case qps == 0:
+		limit = flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst)
+	case qps > 0:
+		limit = flowcontrol.NewTokenBucketRateLimiter(float32(qps), max(eventBurst, int(qps)))
+	}
 	return &feedback{rec: b.NewRecorder(scheme.Scheme, reporter),
-		limit: flowcontrol.NewTokenBucketRateLimiter(eventQPS, eventBurst), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+		limit: limit, said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
 }
 
 // event records an event about obj (a pod, or an object reference),

@@ -273,6 +273,13 @@ func (s *Scheduler) writeQueueStatus(ctx context.Context, reps []queueReport) {
 			c.Status, c.Reason, c.Message = metav1.ConditionFalse, r.reason, r.msg
 		}
 		meta.SetStatusCondition(&next.Conditions, c)
+		if msg := s.reclaim.queue[r.name]; msg != "" {
+			meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "ReclaimBlocked", Status: metav1.ConditionTrue,
+				Reason: "DisruptionBudget", Message: msg, ObservedGeneration: r.gen})
+		} else if meta.FindStatusCondition(next.Conditions, "ReclaimBlocked") != nil {
+			meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: "ReclaimBlocked", Status: metav1.ConditionFalse,
+				Reason: "NotBlocked", Message: "no GPUs this queue waits for are held behind a PodDisruptionBudget", ObservedGeneration: r.gen})
+		}
 		if sameQueueStatus(r.status, next) {
 			continue
 		}

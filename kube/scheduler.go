@@ -84,6 +84,10 @@ type Config struct {
 	NotReadyGrace time.Duration
 	// Parallel is the number of API calls in flight at once (default 32).
 	Parallel int
+	// EventQPS is the most Events written per second, the rest dropped
+	// (0: 20, burst 100; negative: no limit, an Event for every bind and
+	// preemption, as kube-scheduler writes them).
+	EventQPS float64
 	Clock    engine.Clock // default: the wall clock
 	Log      *slog.Logger // default: discard
 	// Self is the object events about tide itself are recorded on (a
@@ -161,6 +165,7 @@ type Scheduler struct {
 	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
 	rejects map[types.UID]bool // rejected worker pods already counted
 	fb      *feedback          // events and pod conditions
+	reclaim reclaim            // evictions a disruption budget refused (reclaim.go)
 }
 
 // New makes a scheduler; Run starts it.
@@ -287,7 +292,7 @@ func (s *Scheduler) watch(ctx context.Context) error {
 		}
 		s.dynFac.Start(ctx.Done())
 	}
-	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName)
+	s.fb = newFeedback(ctx, s.cfg.Client, s.cfg.SchedulerName, s.cfg.EventQPS)
 	s.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return fmt.Errorf("kube: caches did not sync: %w", ctx.Err())
@@ -414,6 +419,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
 	bound0 := s.stats.Bound
 	s.reconcile(ctx, v)
+	s.explainBlocked(ctx, v)
 	s.explainWaiting(ctx, v)
 	s.writeStatus(ctx, v)
 	s.writeQueueStatus(ctx, queues)
@@ -1021,6 +1027,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	for _, p := range evict {
 		s.evicted[p.UID] = true
 		why := s.preemption(p, victim[p.UID], needs[s.nodeOf(p)])
+		s.reclaim.evicting(p.UID, needs[s.nodeOf(p)]) // told when a budget refuses (reclaim.go)
 		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
 	}
 	for _, l := range v.lost {
@@ -1166,6 +1173,7 @@ func (s *Scheduler) evictPod(ctx context.Context, c *calls, p *corev1.Pod, reaso
 	err := s.evict(ctx, p)
 	c.then(func() {
 		if err != nil {
+			s.evictionRefused(p, err)
 			s.stats.EvictErrors++
 			delete(s.evicted, p.UID)
 			s.log.Warn("eviction failed", "pod", p.Namespace+"/"+p.Name, "err", err)

@@ -65,9 +65,14 @@ import (
 //     process per bound pod, which does not depend on what else the
 //     machine runs; apiserver-cpu-ms/pod: the same for this process
 //     (API server, etcd, the benchmark's watch);
+//   - events/pod: Scheduled Events written per bound pod (both schedulers
+//     write one per pod: tide here without its default rate limit, see
+//     kube.Config.EventQPS); the scheduler's CPU includes writing them;
 //   - others-cores: CPU the rest of the machine used meanwhile, in cores.
 //
-// Run a case once: -bench Drain -benchtime 1x. Sizes come from
+// Run each case once: -bench Drain -benchtime 1x; TIDE_BENCH_RUNS=3 runs
+// every case three times, passes over the cases one after the other (not
+// -count, which would run one case's repeats back to back). Sizes come from
 // TIDE_BENCH_NODES and TIDE_BENCH_PODS; TIDE_BENCH_CPUPROFILE=DIR writes
 // each scheduler's CPU profile there.
 func BenchmarkDrain(b *testing.B) {
@@ -91,13 +96,7 @@ func BenchmarkDrain(b *testing.B) {
 		b.Fatal(err)
 	}
 	profDir := os.Getenv("TIDE_BENCH_CPUPROFILE")
-	cases := []struct {
-		name   string
-		kind   string // "tide" or "kube-scheduler"
-		policy string
-		gang   int
-		qps    float32
-	}{
+	cases := []drainCase{
 		{"tide-fifo-pods", "tide", "fifo", 1, 1000},
 		{"kube-scheduler-pods", "kube-scheduler", "", 1, 1000},
 		{"tide-tiresias-pods", "tide", "tiresias", 1, 1000},
@@ -106,87 +105,149 @@ func BenchmarkDrain(b *testing.B) {
 		{"tide-tiresias-gang8", "tide", "tiresias", 8, 1000},
 		{"kube-scheduler-pods-qps50", "kube-scheduler", "", 1, 50},
 	}
-	for ci, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			ns := fmt.Sprintf("bench-%d", ci)
-			if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			spec := schedSpec{Kind: c.kind, Policy: c.policy, Name: "default-scheduler", Kubeconfig: kubeconfig,
-				QPS: c.qps, Burst: int(2 * c.qps), Out: filepath.Join(b.TempDir(), "result.json")}
-			if c.kind == "tide" {
-				spec.Name = fmt.Sprintf("tide-%d", ci)
-			}
-			if profDir != "" {
-				spec.CPUProfile = filepath.Join(profDir, c.name+".pprof")
-			}
-			createPods(b, e.cs, ns, spec.Name, pods, c.gang)
-			if b.Failed() {
-				return
-			}
-			w := watchBinds(b, e.cs, ns)
-			defer w.stop()
-			m0 := sampleCPU()
-			b.ResetTimer()
-			t0 := time.Now()
-			w.start(t0)
-			child, err := startScheduler(spec, filepath.Join(b.TempDir(), "scheduler.log"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			deadline := t0.Add(envDuration(b, "TIDE_BENCH_TIMEOUT", 15*time.Minute))
-			for w.n.Load() < int64(pods) && time.Now().Before(deadline) && !child.exited() {
-				time.Sleep(10 * time.Millisecond)
-			}
-			el := time.Since(t0)
-			b.StopTimer()
-			m1 := sampleCPU()
-			res, cpu, err := child.stop()
-			if err != nil {
-				b.Fatalf("scheduler: %v\n%s", err, child.logTail())
-			}
-			n := w.n.Load()
-			if n < int64(pods) {
-				b.Errorf("%d of %d pods bound in %v\n%s", n, pods, el, child.logTail())
-			}
-			b.ReportMetric(float64(n)/el.Seconds(), "pods/s")
-			b.ReportMetric(el.Seconds(), "s/drain")
-			p50, p99 := res.decisionLatency()
-			b.ReportMetric(1e3*p50, "decide-p50-ms")
-			b.ReportMetric(1e3*p99, "decide-p99-ms")
-			lat := w.latencies()
-			b.ReportMetric(quantile(lat, 0.5), "bound-p50-s")
-			b.ReportMetric(quantile(lat, 0.99), "bound-p99-s")
-			b.ReportMetric(1e3*cpu/float64(max(n, 1)), "sched-cpu-ms/pod")
-			b.ReportMetric(1e3*(m1.self-m0.self)/float64(max(n, 1)), "apiserver-cpu-ms/pod")
-			if busy := (m1.busy - m0.busy) - (m1.self - m0.self) - cpu; busy > 0 {
-				b.ReportMetric(busy/el.Seconds(), "others-cores")
-			}
-			if c.kind == "tide" {
-				b.ReportMetric(float64(len(res.Decide)), "rounds")
-				b.Logf("pods bound per round: %v", res.Binds)
-			}
-			// Free the nodes for the next case, one pod at a time: deleting
-			// thousands in one call can outlast the API server's timeout.
-			zero := int64(0)
-			parallel(pods, func(i int) {
-				err := e.cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
-				if err != nil && !apierrors.IsNotFound(err) {
-					b.Logf("deleting pod %d: %v", i, err)
-				}
-			})
-			eventually(b, 5*time.Minute, func() (bool, string) {
-				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 500})
-				if err != nil {
-					return false, err.Error()
-				}
-				for _, p := range l.Items { // a delete that failed above
-					_ = e.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-				}
-				return len(l.Items) == 0, fmt.Sprintf("pods of %s still there", ns)
-			})
-		})
+	runs := envInt(b, "TIDE_BENCH_RUNS", 1)
+	for run := 0; run < runs; run++ {
+		for ci, c := range cases {
+			benchCase(b, e, c, ci, run, pods, kubeconfig, profDir)
+		}
 	}
+}
+
+// benchCase is one drain of BenchmarkDrain: run counts the passes over
+// the cases (TIDE_BENCH_RUNS), so each case's runs alternate with the
+// others'.
+func benchCase(b *testing.B, e *env, c drainCase, ci, run, pods int, kubeconfig, profDir string) {
+	ctx := context.Background()
+	b.Run(c.name, func(b *testing.B) {
+		ns := fmt.Sprintf("bench-%d-%d", run, ci)
+		if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		spec := schedSpec{Kind: c.kind, Policy: c.policy, Name: "default-scheduler", Kubeconfig: kubeconfig,
+			QPS: c.qps, Burst: int(2 * c.qps), Out: filepath.Join(b.TempDir(), "result.json")}
+		if c.kind == "tide" {
+			spec.Name = fmt.Sprintf("tide-%d", ci)
+		}
+		if profDir != "" {
+			spec.CPUProfile = filepath.Join(profDir, fmt.Sprintf("%s-%d.pprof", c.name, run))
+		}
+		createPods(b, e.cs, ns, spec.Name, pods, c.gang)
+		if b.Failed() {
+			return
+		}
+		w := watchBinds(b, e.cs, ns)
+		defer w.stop()
+		m0 := sampleCPU()
+		b.ResetTimer()
+		t0 := time.Now()
+		w.start(t0)
+		child, err := startScheduler(spec, filepath.Join(b.TempDir(), "scheduler.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		deadline := t0.Add(envDuration(b, "TIDE_BENCH_TIMEOUT", 15*time.Minute))
+		for w.n.Load() < int64(pods) && time.Now().Before(deadline) && !child.exited() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		el := time.Since(t0)
+		b.StopTimer()
+		// Both write an Event per bound pod (equal work); let the
+		// scheduler finish writing them before its CPU is read.
+		events := countEvents(b, e.cs, ns, int(w.n.Load()))
+		m1 := sampleCPU()
+		res, cpu, err := child.stop()
+		if err != nil {
+			b.Fatalf("scheduler: %v\n%s", err, child.logTail())
+		}
+		n := w.n.Load()
+		if n < int64(pods) {
+			b.Errorf("%d of %d pods bound in %v\n%s", n, pods, el, child.logTail())
+		}
+		b.ReportMetric(float64(n)/el.Seconds(), "pods/s")
+		b.ReportMetric(el.Seconds(), "s/drain")
+		p50, p99 := res.decisionLatency()
+		b.ReportMetric(1e3*p50, "decide-p50-ms")
+		b.ReportMetric(1e3*p99, "decide-p99-ms")
+		lat := w.latencies()
+		b.ReportMetric(quantile(lat, 0.5), "bound-p50-s")
+		b.ReportMetric(quantile(lat, 0.99), "bound-p99-s")
+		b.ReportMetric(1e3*cpu/float64(max(n, 1)), "sched-cpu-ms/pod")
+		b.ReportMetric(float64(events)/float64(max(n, 1)), "events/pod")
+		b.ReportMetric(1e3*(m1.self-m0.self)/float64(max(n, 1)), "apiserver-cpu-ms/pod")
+		if busy := (m1.busy - m0.busy) - (m1.self - m0.self) - cpu; busy > 0 {
+			b.ReportMetric(busy/el.Seconds(), "others-cores")
+		}
+		if c.kind == "tide" {
+			b.ReportMetric(float64(len(res.Decide)), "rounds")
+			b.Logf("pods bound per round: %v", res.Binds)
+		}
+		// Free the nodes for the next case, one pod at a time: deleting
+		// thousands in one call can outlast the API server's timeout.
+		zero := int64(0)
+		parallel(pods, func(i int) {
+			err := e.cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("p-%05d", i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if err != nil && !apierrors.IsNotFound(err) {
+				b.Logf("deleting pod %d: %v", i, err)
+			}
+		})
+		eventually(b, 5*time.Minute, func() (bool, string) {
+			l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 500})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, p := range l.Items { // a delete that failed above
+				_ = e.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			}
+			return len(l.Items) == 0, fmt.Sprintf("pods of %s still there", ns)
+		})
+		if err := e.cs.EventsV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			b.Logf("deleting the events of %s: %v", ns, err)
+		}
+	})
+}
+
+// countEvents waits until ns holds want Scheduled events, or their number
+// has not grown for 5 s (a minute at most), and returns it.
+func countEvents(b *testing.B, cs kubernetes.Interface, ns string, want int) int {
+	ctx := context.Background()
+	count := func() int {
+		n, cont := 0, ""
+		for {
+			l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
+			if err != nil {
+				b.Logf("listing events: %v", err)
+				return n
+			}
+			for _, ev := range l.Items {
+				if ev.Reason == "Scheduled" {
+					n++
+				}
+			}
+			if cont = l.Continue; cont == "" {
+				return n
+			}
+		}
+	}
+	n, last, grew := 0, -1, time.Now()
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if n = count(); n >= want {
+			return n
+		}
+		if n != last {
+			last, grew = n, time.Now()
+		} else if time.Since(grew) > 5*time.Second {
+			return n
+		}
+	}
+	return n
+}
+
+type drainCase struct {
+	name   string
+	kind   string // "tide" or "kube-scheduler"
+	policy string
+	gang   int
+	qps    float32
 }
 
 // createPods creates n pending one-GPU pods for scheduler name, in gangs of
@@ -548,7 +609,9 @@ func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
 	if err != nil {
 		return err
 	}
-	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy,
+	// An Event for every bind, as kube-scheduler writes them (tide kube's
+	// default is at most 20 a second).
+	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy, EventQPS: -1,
 		Observe: func(r kube.RoundInfo) {
 			res.Decide = append(res.Decide, r.Decide.Seconds())
 			res.Binds = append(res.Binds, r.Binds)

@@ -141,6 +141,7 @@ func TestKube(t *testing.T) {
 	t.Run("Elastic", func(t *testing.T) { testElastic(t, e) })
 	t.Run("Quota", func(t *testing.T) { testQuota(t, e) })
 	t.Run("Queues", func(t *testing.T) { testQueues(t, e) })
+	t.Run("ReclaimBlocked", func(t *testing.T) { testReclaimBlocked(t, e) })
 	t.Run("FillIdle", func(t *testing.T) { testFillIdle(t, e) })
 	t.Run("Elect", func(t *testing.T) { testElect(t, e) })
 	t.Run("Manifests", func(t *testing.T) { testManifests(t, e) })

@@ -237,8 +237,8 @@ func testRBAC(t *testing.T, e *env) {
 	t.Logf("calls tide made: %d kinds; pods created in %v", len(used), sets.List(used["core pods create"]))
 }
 
-// manifests lists the YAML files of deploy/ and, when helm is on PATH or
-// in $TIDE_HELM, the chart rendered with its default values.
+// manifests lists the YAML files of deploy/ and the chart rendered with
+// each of chartRenders (when there is helm, see helmBinary).
 func manifests(t *testing.T) map[string][]byte {
 	files, err := filepath.Glob(filepath.Join("..", "deploy", "*.yaml"))
 	if err != nil {
@@ -252,8 +252,10 @@ func manifests(t *testing.T) map[string][]byte {
 		}
 		out[f] = data
 	}
-	if data, ok := renderChart(t); ok {
-		out["helm template deploy/chart"] = data
+	for name := range chartRenders {
+		if data, ok := renderChart(t, name); ok {
+			out["helm template deploy/chart ("+name+")"] = data
+		}
 	}
 	return out
 }
@@ -365,37 +367,114 @@ func (e *env) resourceOf(u *unstructured.Unstructured) (schema.GroupVersionResou
 	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-// helmBinary is helm from $TIDE_HELM or PATH ("" when neither has it).
-func helmBinary() string {
-	if h := os.Getenv("TIDE_HELM"); h != "" {
-		return h
-	}
-	h, _ := exec.LookPath("helm")
-	return h
+// helmVersion is the helm built from the module proxy when neither
+// $TIDE_HELM nor PATH has one.
+const helmVersion = "v3.22.0"
+
+var helmOnce struct {
+	sync.Once
+	path, why string
 }
 
-// renderChart runs `helm lint` and `helm template` on deploy/chart with
-// its default values; ok is false (and the test says so) without helm.
-func renderChart(t *testing.T) (data []byte, ok bool) {
-	h := helmBinary()
+// helmBinary is helm from $TIDE_HELM, else PATH, else built once with `go
+// install helm.sh/helm/v3/cmd/helm@helmVersion` into the user's cache
+// directory (a few minutes the first time; TIDE_NO_HELM=1 skips it). It
+// returns "" and why when there is none.
+func helmBinary() (string, string) {
+	helmOnce.Do(func() {
+		if h := os.Getenv("TIDE_HELM"); h != "" {
+			helmOnce.path = h
+			return
+		}
+		if h, err := exec.LookPath("helm"); err == nil {
+			helmOnce.path = h
+			return
+		}
+		if os.Getenv("TIDE_NO_HELM") == "1" {
+			helmOnce.why = "helm not on PATH or in $TIDE_HELM, and TIDE_NO_HELM=1"
+			return
+		}
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			helmOnce.why = fmt.Sprintf("no helm on PATH or in $TIDE_HELM, and no cache directory to build it in: %v", err)
+			return
+		}
+		dir := filepath.Join(cache, "tide-kubetest", "helm-"+helmVersion)
+		bin := filepath.Join(dir, "helm")
+		if _, err := os.Stat(bin); err == nil {
+			helmOnce.path = bin
+			return
+		}
+		cmd := exec.Command("go", "install", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
+		cmd.Dir = os.TempDir() // outside this module: its go.mod does not apply
+		cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helmOnce.why = fmt.Sprintf("no helm on PATH or in $TIDE_HELM, and go install helm.sh/helm/v3/cmd/helm@%s failed: %v\n%s", helmVersion, err, out)
+			return
+		}
+		helmOnce.path = bin
+	})
+	return helmOnce.path, helmOnce.why
+}
+
+// chartRenders are the value sets the chart is rendered with: its
+// defaults (which must equal the plain manifests) and one of each kind
+// of change an operator makes.
+var chartRenders = map[string][]string{
+	"defaults": nil,
+	"one replica, quotas, two TideJob namespaces, extra args": {"--set", "replicas=1", "--set", "quota=team-a=16\\,team-b=8",
+		"--set", "tideJobNamespaces={team-a,team-b}", "--set", "extraArgs={--fill-idle}", "--set", "priorityClass.create=false",
+		"--set", "tolerations[0].key=dedicated,tolerations[0].operator=Exists"},
+}
+
+// renderChart runs `helm lint --strict` and `helm template` on
+// deploy/chart with the values of chartRenders[name]; ok is false (and
+// the test says why) without helm.
+func renderChart(t *testing.T, name string) (data []byte, ok bool) {
+	h, why := helmBinary()
 	if h == "" {
-		t.Log("helm not found (PATH, $TIDE_HELM): the chart is not rendered (set TIDE_HELM or put helm on PATH)")
+		t.Logf("the chart is not rendered: %s", why)
 		return nil, false
 	}
 	chart := filepath.Join("..", "deploy", "chart")
-	if out, err := exec.Command(h, "lint", "--strict", chart).CombinedOutput(); err != nil {
-		t.Errorf("helm lint: %v\n%s", err, out)
+	args := chartRenders[name]
+	if out, err := exec.Command(h, append([]string{"lint", "--strict", chart}, args...)...).CombinedOutput(); err != nil {
+		t.Errorf("helm lint (%s): %v\n%s", name, err, out)
 	}
-	out, err := exec.Command(h, "template", "tide", chart, "--namespace", "tide-system", "--include-crds").Output()
+	cmd := exec.Command(h, append([]string{"template", "tide", chart, "--namespace", "tide-system", "--include-crds"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		t.Fatalf("helm template (%s): %v\n%s", name, err, stderr.String())
 	}
 	return out, true
 }
 
-// TestChartMatchesManifests: the chart renders (by default) the roles of
-// deploy/rbac.yaml, rule for rule, and its CRDs are deploy/'s, so the
-// two ways to install stay one.
+// objects parses YAML documents into objects keyed "Kind namespace/name",
+// without their top-level labels (the chart adds helm's own).
+func objects(t *testing.T, data []byte) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := unstructured.Unstructured{Object: obj}
+		u.SetLabels(nil)
+		out[u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()] = u.Object
+	}
+	return out
+}
+
+// TestChartMatchesManifests: the chart rendered with its defaults is the
+// plain manifests of deploy/ (rbac.yaml, deployment.yaml), object for
+// object and field for field, less helm's labels and the Namespace (helm
+// install --create-namespace makes it); its CRDs are deploy/'s. So the two
+// ways to install stay one.
 func TestChartMatchesManifests(t *testing.T) {
 	for plain, chart := range map[string]string{"crd.yaml": "tidejob.yaml", "crd-tidequeue.yaml": "tidequeue.yaml"} {
 		a, err := os.ReadFile(filepath.Join("..", "deploy", plain))
@@ -410,37 +489,45 @@ func TestChartMatchesManifests(t *testing.T) {
 			t.Errorf("deploy/chart/crds/%s differs from deploy/%s: copy it over", chart, plain)
 		}
 	}
-	rendered, ok := renderChart(t)
+	rendered, ok := renderChart(t, "defaults")
 	if !ok {
 		t.Skip("no helm")
 	}
-	plain, err := os.ReadFile(filepath.Join("..", "deploy", "rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	roles := func(data []byte) map[string]string {
-		out := map[string]string{}
-		for _, doc := range strings.Split(string(data), "\n---") {
-			var r rbacv1.ClusterRole
-			if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.Kind == "ClusterRole" || r.Kind == "Role" {
-				js, _ := yaml.Marshal(r.Rules)
-				out[r.Kind+" "+r.Name] = string(js)
-			}
+	var plain []byte
+	for _, f := range []string{"rbac.yaml", "deployment.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "deploy", f))
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		plain = append(append(plain, data...), "\n---\n"...)
 	}
-	want, got := roles(plain), roles(rendered)
+	want := objects(t, plain)
+	delete(want, "Namespace /tide-system")
+	got := objects(t, rendered)
+	for k := range got {
+		if strings.HasPrefix(k, "CustomResourceDefinition ") {
+			delete(got, k) // compared above
+		}
+	}
 	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("%s: chart has rules\n%s\ndeploy/rbac.yaml has\n%s", k, got[k], w)
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("%s: in deploy/, not rendered by the chart", k)
+			continue
+		}
+		wj, _ := yaml.Marshal(w)
+		gj, _ := yaml.Marshal(g)
+		if string(wj) != string(gj) {
+			t.Errorf("%s differs:\nchart:\n%s\ndeploy/:\n%s", k, gj, wj)
 		}
 	}
 	for k := range got {
 		if _, ok := want[k]; !ok {
-			t.Errorf("%s: in the chart, not in deploy/rbac.yaml", k)
+			t.Errorf("%s: rendered by the chart, not in deploy/", k)
 		}
 	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("chart with its defaults = deploy/rbac.yaml + deploy/deployment.yaml: %d objects", len(got))
 }

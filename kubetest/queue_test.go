@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tide-sched/tide/kube"
 )
@@ -131,4 +134,108 @@ func testQueues(t *testing.T, e *env) {
 	if st := sch.Stats(); st.Rounds == 0 {
 		t.Errorf("no rounds: %+v", st)
 	}
+}
+
+// testReclaimBlocked: tenant rb's guarantee is lent to ra, whose pods a
+// PodDisruptionBudget protects; when rb's pods come, tide's evictions are
+// refused, and both sides are told: EvictionBlocked events on ra's pods,
+// FailedScheduling events and PodScheduled=False on rb's naming the
+// budget, and rb's TideQueue shows ReclaimBlocked=True. Once the budget
+// is gone rb's pods are bound and the condition turns False.
+func testReclaimBlocked(t *testing.T, e *env) {
+	s := e.scenario(t, "tide-reclaim", "ra", "rb")
+	s.node("reclaim-0", 4, "A100")
+	ctx := context.Background()
+	queues := e.dyn.Resource(kube.TideQueueResource)
+	for _, n := range []string{"ra", "rb"} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": kube.Group + "/" + kube.Version, "kind": "TideQueue",
+			"metadata": map[string]any{"name": n}, "spec": map[string]any{"guaranteedGPUs": int64(2)}}}
+		if _, err := queues.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range []string{"ra", "rb"} {
+			_ = queues.Delete(ctx, n, metav1.DeleteOptions{})
+		}
+	})
+	one := intstr.FromInt32(1)
+	pdb, err := s.cs.PolicyV1().PodDisruptionBudgets("ra").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ra", Name: "keep-ra"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ra"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Play the disruption controller: the budget allows no disruption.
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 0,
+		CurrentHealthy: 4, DesiredHealthy: 4, ExpectedPods: 4}
+	if _, err := s.cs.PolicyV1().PodDisruptionBudgets("ra").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.start(kube.Config{Policy: "fifo", Borrow: true})
+	ra := []string{"a-0", "a-1", "a-2", "a-3"}
+	for _, n := range ra {
+		s.podWith("ra", n, 1, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "ra"} }, kube.AnnotDuration, "10h")
+	}
+	eventually(t, 20*time.Second, func() (bool, string) {
+		n := len(bound(s.pods("ra"), ra...))
+		return n == 4, fmt.Sprintf("ra: %d of 4 pods bound (2 guaranteed, 2 borrowed)", n)
+	})
+	s.kubelet("ra")
+	s.pod("rb", "b-0", 1, kube.AnnotDuration, "1h")
+	s.pod("rb", "b-1", 1, kube.AnnotDuration, "1h")
+	events := func(ns, reason, want string) int {
+		l, err := s.cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range l.Items {
+			if ev.Reason == reason && strings.Contains(ev.Note, want) {
+				n++
+			}
+		}
+		return n
+	}
+	reclaim := func() *metav1.Condition {
+		u, err := queues.Get(ctx, "rb", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := &kube.TideQueue{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, q); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(q.Status.Conditions, "ReclaimBlocked")
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		blocked := events("ra", "EvictionBlocked", "PodDisruptionBudget")
+		waiting := events("rb", "FailedScheduling", "PodDisruptionBudget")
+		cond := ""
+		if p := s.pods("rb")["b-0"]; p != nil {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+					cond = c.Message
+				}
+			}
+		}
+		c := reclaim()
+		return blocked > 0 && waiting > 0 && strings.Contains(cond, "PodDisruptionBudget") && c != nil && c.Status == metav1.ConditionTrue,
+			fmt.Sprintf("EvictionBlocked events on ra's pods %d, FailedScheduling naming the budget on rb's %d, b-0's PodScheduled=False %q, rb's ReclaimBlocked %+v",
+				blocked, waiting, cond, c)
+	})
+	if n := len(bound(s.pods("ra"), ra...)); n != 4 {
+		t.Errorf("with the budget in place ra has %d of 4 pods bound, want 4", n)
+	}
+	if err := s.cs.PolicyV1().PodDisruptionBudgets("ra").Delete(ctx, "keep-ra", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		s.kubelet("ra", "rb")
+		nb := len(bound(s.pods("rb"), "b-0", "b-1"))
+		c := reclaim()
+		return nb == 2 && c != nil && c.Status == metav1.ConditionFalse, fmt.Sprintf("rb: %d of 2 bound, ReclaimBlocked %+v", nb, c)
+	})
+	s.checkCapacity(map[string]int{"reclaim-0": 4}, "ra", "rb")
 }

@@ -10,17 +10,20 @@ import (
 	"github.com/tide-sched/tide/perf"
 )
 
+// edgeKnobs are EdgeFlow's knobs beyond ElasticFlow's (efKnobs).
+const edgeKnobs = "offload=all: jobs that would miss their deadline in the cloud go to idle edge servers " +
+	"where they meet it (least slack first), then waiting jobs that meet theirs there (the paper's rule, " +
+	"keeping cloud GPUs for later arrivals); short: the second part only while some job would miss in the " +
+	"cloud; missing: only jobs that miss theirs in the cloud; " +
+	"remote_gibps=0.125: remote-storage bandwidth for the cost of a cloud-edge move"
+
 func init() {
 	register(Info{
 		Name: "edgeflow",
 		Summary: "EdgeFlow (Journal of Software 2025): ElasticFlow's minimum satisfactory shares on the cloud, then " +
 			"offloads jobs to idle edge servers (one server each) where they still meet their deadline, reallocating at " +
 			"every arrival, completion and change of edge availability",
-		Knobs: efKnobs + "; offload=all: jobs that would miss their deadline in the cloud go to idle edge servers " +
-			"where they meet it (least slack first), then waiting jobs that meet theirs there (the paper's rule, " +
-			"keeping cloud GPUs for later arrivals); short: the second part only while some job would miss in the " +
-			"cloud; missing: only jobs that miss theirs in the cloud; " +
-			"remote_gibps=0.125: remote-storage bandwidth for the cost of a cloud-edge move",
+		Knobs:          efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: true,
 		Elastic:        true,
 		build: func(_ Context, o Options) (engine.Policy, error) {

@@ -16,7 +16,7 @@ func init() {
 		Name: "fifo-perf",
 		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +
 			"(jobs move to faster types as they free up), realised in Gavel's rounds",
-		Knobs: "round=360, reset=1920 (see gavel-las)",
+		Knobs: gavelKnobs,
 		build: func(_ Context, o Options) (engine.Policy, error) {
 			g, err := newGavel("fifo-perf", fifoPerf{}, o, false)
 			if g != nil {
@@ -32,7 +32,7 @@ func init() {
 		Name: "gavel-fifo",
 		Summary: "Gavel's heterogeneity-agnostic FIFO: in arrival order, each job gets a GPU type with room and keeps it " +
 			"until it finishes, realised in Gavel's rounds",
-		Knobs: "round=360, reset=1920 (see gavel-las); pick=random: the type a job gets, random among those with room " +
+		Knobs: gavelKnobs + "; pick=random: the type a job gets, random among those with room " +
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
 			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
 			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",

@@ -199,7 +199,12 @@ func (i Info) buildWith(ctx Context, name string, kv map[string]string) (engine.
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("policy %s: unknown option(s) %s (knobs: %s; every policy: priority=off|strict|preempt)", name, strings.Join(unknown, ", "), i.Knobs)
+		takes := "no knobs of its own"
+		if keys := i.knobDefaults(); len(keys) > 0 {
+			takes = strings.Join(keys, ", ")
+		}
+		return nil, fmt.Errorf("policy %s: unknown option(s) %s: it takes %s, and priority=off|strict|preempt as every policy does ('tide policies %s' explains them)",
+			name, strings.Join(unknown, ", "), takes, i.Name)
 	}
 	return p, nil
 }

@@ -31,7 +31,7 @@ func init() {
 			"artifact's rule, the restart factor alone; " +
 			"interference=true: at most one multi-node job per node; max_nodes=16: nodes per job; " +
 			"p=-1: power-mean exponent of the fitness; seed=0: random seed of either search (mixed with the round); " +
-			"pop=100, generations=100: GA population and generations",
+			"pop=100: GA population; generations=100: GA generations",
 		Elastic:    true,
 		AdaptBatch: true,
 		build:      newPollux,

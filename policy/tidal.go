@@ -34,7 +34,8 @@ func init() {
 			"edge_vacate=false: also move running jobs off an edge site in the round before a predicted drop (owners " +
 			"wait far less; on edgeflow-diurnal it met 1 point fewer deadlines); " +
 			"later=true: admit deadline jobs on edge servers the forecast brings up later; " +
-			"restart_penalty=120: D of DeepBoot's restart factor on a changed allocation outside the deadline planner",
+			"restart_penalty=120: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
+			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: false,
 		Elastic:        true,
 		build:          newTidal,

@@ -105,7 +105,7 @@ func benchSubmit(b *testing.B, job func() *api.JobSpec) {
 	}
 }
 
-// submitRun is what submitMany measured: each submission's latency (by
+// submitRun is what submitLoad measured: each submission's latency (by
 // index), the wall time and the CPU time of this process (server and
 // clients) over all of them.
 type submitRun struct {
@@ -114,38 +114,60 @@ type submitRun struct {
 }
 
 // submitMany submits total jobs (spec(n) for n in [0, total)) through the
-// HTTP API from clients concurrent clients, failing b on any error.
+// HTTP API from clients concurrent clients, each sending its next
+// submission when the last is answered (a closed loop).
 func submitMany(b *testing.B, ts *testServer, total, clients int, spec func(n int) *api.JobSpec) submitRun {
+	return submitLoad(b, ts, total, clients, 0, spec)
+}
+
+// submitLoad submits total jobs (spec(n) for n in [0, total)) through the
+// HTTP API over conns connections, failing b on any error: with rate 0,
+// from conns clients in a closed loop; otherwise rate a second, each in
+// its own request whatever the others' answers (an open loop; beyond
+// conns in flight a request waits for a connection, as in a client's
+// pool, and its latency counts the wait).
+func submitLoad(b *testing.B, ts *testServer, total, conns int, rate float64, spec func(n int) *api.JobSpec) submitRun {
 	b.Helper()
-	transport := &http.Transport{MaxIdleConnsPerHost: clients}
+	transport := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
 	defer transport.CloseIdleConnections()
-	var next atomic.Int64
+	cl := api.NewClient(ts.url, ts.token)
+	cl.SetTransport(transport)
 	lat := make([]time.Duration, total)
-	errs := make(chan error, clients)
+	errs := make(chan error, total)
+	one := func(n int) bool {
+		sp := spec(n)
+		t0 := time.Now()
+		_, err := cl.Submit(context.Background(), sp)
+		lat[n] = time.Since(t0)
+		if err != nil {
+			errs <- err
+		}
+		return err == nil
+	}
 	var wg sync.WaitGroup
 	cpu0 := cpuTime()
 	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl := api.NewClient(ts.url, ts.token)
-			cl.SetTransport(transport)
-			for {
-				n := int(next.Add(1)) - 1
-				if n >= total {
-					return
+	if rate <= 0 {
+		var next atomic.Int64
+		for c := 0; c < conns; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					if n := int(next.Add(1)) - 1; n >= total || !one(n) {
+						return
+					}
 				}
-				sp := spec(n)
-				t0 := time.Now()
-				_, err := cl.Submit(context.Background(), sp)
-				lat[n] = time.Since(t0)
-				if err != nil {
-					errs <- err
-					return
-				}
+			}()
+		}
+	} else {
+		for n := 0; n < total; n++ {
+			if wait := time.Until(start.Add(time.Duration(float64(n) / rate * float64(time.Second)))); wait > 0 {
+				time.Sleep(wait)
 			}
-		}()
+			wg.Add(1)
+			go func() { defer wg.Done(); one(n) }()
+		}
 	}
 	wg.Wait()
 	run := submitRun{lat: lat, elapsed: time.Since(start), cpu: cpuTime() - cpu0}

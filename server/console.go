@@ -179,12 +179,14 @@ func tail(path string, n int64) (string, error) {
 	return string(data), err
 }
 
-// Actions: tide serve cancels; hold and release come with the API's.
-func (cs consoleSource) Actions() []string { return []string{"cancel"} }
+// Actions: owners cancel, hold and release their jobs, as with the API.
+func (cs consoleSource) Actions() []string { return []string{"cancel", "hold", "release"} }
 
 func (cs consoleSource) Act(p console.Principal, id, action string) error {
 	s := cs.s
-	if action != "cancel" {
+	switch action {
+	case "cancel", "hold", "release":
+	default:
 		return &console.ActionError{Msg: "tide serve does not " + action + " jobs"}
 	}
 	s.lock()
@@ -193,12 +195,22 @@ func (cs consoleSource) Act(p console.Principal, id, action string) error {
 		s.mu.Unlock()
 		return console.ErrNotFound
 	}
-	if api.Terminal(lj.rec.State) {
+	var err error
+	switch {
+	case action != "cancel":
+		var refused string
+		refused, err = s.holdLocked(lj, action == "hold", p.Tenant)
+		if refused != "" {
+			s.mu.Unlock()
+			return &console.ActionError{Msg: refused}
+		}
+	case api.Terminal(lj.rec.State):
 		st := lj.rec.State
 		s.mu.Unlock()
 		return &console.ActionError{Msg: fmt.Sprintf("job %s is already %s", id, st)}
+	default:
+		err = s.cancelJob(lj, p.Tenant)
 	}
-	err := s.cancelJob(lj, p.Tenant)
 	s.mu.Unlock()
 	if err != nil {
 		return err

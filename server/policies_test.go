@@ -12,13 +12,14 @@ import (
 )
 
 // TestEveryPolicy: tide serve runs under every policy tide has, with its
-// default knobs (tiresias-gittins needs a GPU-time distribution file and
-// says so): a rigid and an elastic job both run to completion.
+// default knobs and with each of its presets (policy.Specs;
+// tiresias-gittins needs a GPU-time distribution file and says so): a
+// rigid and an elastic job both run to completion.
 func TestEveryPolicy(t *testing.T) {
-	for _, info := range policy.All() {
-		t.Run(info.Name, func(t *testing.T) {
+	for _, spec := range policy.Specs() {
+		t.Run(spec, func(t *testing.T) {
 			cfg := testConfig(t, t.TempDir())
-			cfg.Policy = info.Name
+			cfg.Policy = spec
 			if s, err := New(cfg); err != nil {
 				// A policy that cannot run without a knob says which.
 				if strings.Contains(err.Error(), "pass dist=FILE") {

@@ -106,6 +106,22 @@ func countEvents(t *testing.T, c *api.Client, id, kind string) int {
 	return n
 }
 
+// eventMessages are the messages of job id's events of kind.
+func eventMessages(t *testing.T, c *api.Client, id, kind string) []string {
+	t.Helper()
+	evs, err := c.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
 func hasEvent(t *testing.T, c *api.Client, id, kind string) bool {
 	return countEvents(t, c, id, kind) > 0
 }

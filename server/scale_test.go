@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +58,7 @@ func BenchmarkQueue10000(b *testing.B) {
 		rounds1, roundSecs1 := ts.roundStats()
 		b.Logf("submit: %d scheduling rounds during it, %.1f ms each on average (%.2f s in all)",
 			rounds1-rounds0, 1000*(roundSecs1-roundSecs0)/float64(max(rounds1-rounds0, 1)), roundSecs1-roundSecs0)
-		paced := submitPaced(b, ts, more, paceRate, func(n int) *api.JobSpec { return spec(queued + more + n) })
+		paced := submitLoad(b, ts, more, 64, paceRate, func(n int) *api.JobSpec { return spec(queued + more + n) })
 		reportSubmissions(b, "paced", paced)
 
 		// 3. Listing the first page.
@@ -108,17 +106,7 @@ func BenchmarkQueue10000(b *testing.B) {
 		cfg.StopJobsOnExit = true // the last server stops the jobs
 		cpu0 = cpuTime()
 		t0 := time.Now()
-		s2, err := New(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		s2.Start(ln)
-		ts2 := &testServer{Server: s2, dir: dir, url: "http://" + ln.Addr().String(), token: ts.token, admin: api.NewClient("http://"+ln.Addr().String(), ts.token)}
-		b.Cleanup(func() { ts2.close(b) })
+		ts2 := startServer(b, cfg) // New, then Start on a new port
 		for {
 			resp, err := http.Get(ts2.url + "/healthz")
 			if err == nil {
@@ -144,47 +132,7 @@ func BenchmarkQueue10000(b *testing.B) {
 	}
 }
 
-// submitPaced submits total jobs (spec(n)) at rate a second, each in its
-// own request whatever the others' answers, failing b on any error. The
-// requests share 64 connections, as a client's pool would (beyond 64 in
-// flight a request waits for one, and its latency counts the wait).
-func submitPaced(b *testing.B, ts *testServer, total int, rate float64, spec func(n int) *api.JobSpec) submitRun {
-	b.Helper()
-	transport := &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}
-	defer transport.CloseIdleConnections()
-	cl := api.NewClient(ts.url, ts.token)
-	cl.SetTransport(transport)
-	lat := make([]time.Duration, total)
-	errs := make(chan error, total)
-	var wg sync.WaitGroup
-	cpu0 := cpuTime()
-	start := time.Now()
-	for n := 0; n < total; n++ {
-		if wait := time.Until(start.Add(time.Duration(float64(n) / rate * float64(time.Second)))); wait > 0 {
-			time.Sleep(wait)
-		}
-		sp := spec(n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t0 := time.Now()
-			_, err := cl.Submit(context.Background(), sp)
-			lat[n] = time.Since(t0)
-			if err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	run := submitRun{lat: lat, elapsed: time.Since(start), cpu: cpuTime() - cpu0}
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	return run
-}
-
-// reportSubmissions reports a submitMany run: rate, p50 and p99 latency
+// reportSubmissions reports a submitLoad run: rate, p50 and p99 latency
 // and CPU per submission.
 func reportSubmissions(b *testing.B, phase string, r submitRun) {
 	lat := slices.Clone(r.lat)

@@ -132,7 +132,7 @@ func (s *Server) round() (took time.Duration) {
 			r.State = api.StatePreempted
 			r.Preemptions++
 			s.metrics.counters["preempted"]++
-			s.addEvent(&store.Event{Job: r.ID, Kind: "preempted", Message: "GPUs " + s.devString(ch.From)})
+			s.addEvent(&store.Event{Job: r.ID, Kind: "preempted", Message: withReason("GPUs "+s.devString(ch.From), ch.Status)})
 			s.log.Info("job preempted", "job", r.ID)
 		case engine.Resize:
 			if lj.att != nil {
@@ -141,7 +141,7 @@ func (s *Server) round() (took time.Duration) {
 			}
 			r.Restarts++
 			s.metrics.counters["resized"]++
-			s.addEvent(&store.Event{Job: r.ID, Kind: "resized", Message: "GPUs " + s.devString(ch.From) + " -> " + s.devString(ch.To)})
+			s.addEvent(&store.Event{Job: r.ID, Kind: "resized", Message: withReason("GPUs "+s.devString(ch.From)+" -> "+s.devString(ch.To), ch.Status)})
 			launches = append(launches, s.newAttempt(lj, ch.To, 0))
 		case engine.Decline:
 			// The engine has ended the job: a waiting job holds no
@@ -683,4 +683,14 @@ func capLog(path string, limit int64) {
 		return
 	}
 	_, _ = f.WriteAt([]byte(marker), limit)
+}
+
+// withReason appends the policy's reason for its decision about st (the
+// engine's Status.Reason, "preempted; ..." or "shrunk 4->2 GPUs; ...") to
+// an event's message.
+func withReason(msg string, st *engine.Status) string {
+	if st == nil || st.Reason.Text == "" {
+		return msg
+	}
+	return msg + ": " + st.Reason.Text
 }

@@ -77,6 +77,9 @@ func TestPreemptAndResume(t *testing.T) {
 	if len(ja.Attempts) != 2 || ja.Attempts[0].Outcome != "preempted" || ja.Attempts[1].Outcome != "finished" {
 		t.Fatalf("long job attempts %+v", ja.Attempts)
 	}
+	if m := eventMessages(t, ts.admin, a.ID, "preempted"); len(m) != 1 || !strings.Contains(m[0], ": preempted") {
+		t.Errorf("preempted events %q: want one with the policy's reason", m)
+	}
 	if c := ja.Attempts[0].ExitCode; c == nil || *c != 143 {
 		t.Errorf("preempted attempt exit code %v, want 143 (checkpointed on SIGTERM)", c)
 	}
@@ -285,8 +288,9 @@ func TestResize(t *testing.T) {
 	if len(ja.Attempts) < 2 || ja.Attempts[0].Outcome != "resized" || len(ja.Attempts[1].GPUs) >= 4 || ja.Preemptions != 0 {
 		t.Fatalf("job a was not resized: preemptions %d attempts %+v", ja.Preemptions, ja.Attempts)
 	}
-	if !hasEvent(t, ts.admin, a.ID, "resized") {
-		t.Error("no resized event")
+	// The event says why, in the policy's terms.
+	if m := eventMessages(t, ts.admin, a.ID, "resized"); len(m) == 0 || !strings.Contains(m[0], "shrunk 4->") {
+		t.Errorf("resized events %q: want the policy's reason (shrunk 4->N GPUs)", m)
 	}
 	out := logs(t, ts.admin, a.ID)
 	if line := lineWith(out, "(attempt 2,"); line == "" || strings.Contains(line, "at step 0 of") || strings.Contains(line, `GPUs "0,1,2,3"`) {

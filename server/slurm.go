@@ -164,20 +164,34 @@ func (s *Server) setHeld(w http.ResponseWriter, r *http.Request, p *principal, h
 	if lj == nil {
 		return
 	}
-	rec := lj.rec
-	var msg string
-	switch {
-	case api.Terminal(rec.State):
-		msg = fmt.Sprintf("job %s is already %s", rec.ID, rec.State)
-	case held && lj.att != nil:
-		msg = fmt.Sprintf("job %s is running: only a waiting job can be held (cancel it, or let it run)", rec.ID)
-	case !held && !rec.Held:
-		msg = fmt.Sprintf("job %s is not held", rec.ID)
-	}
+	msg, err := s.holdLocked(lj, held, p.tenant)
 	if msg != "" {
 		s.mu.Unlock()
 		writeError(w, http.StatusConflict, msg, nil)
 		return
+	}
+	v := s.view(lj, true)
+	s.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error(), nil)
+		return
+	}
+	s.kickRound()
+	writeJSON(w, http.StatusOK, v)
+}
+
+// holdLocked holds (held) or releases a job for tenant by and commits
+// the change. It returns why it refused (a conflict, nothing changed) or
+// the commit's error. Under mu; the caller kicks a round on success.
+func (s *Server) holdLocked(lj *liveJob, held bool, by string) (refused string, err error) {
+	rec := lj.rec
+	switch {
+	case api.Terminal(rec.State):
+		return fmt.Sprintf("job %s is already %s", rec.ID, rec.State), nil
+	case held && lj.att != nil:
+		return fmt.Sprintf("job %s is running: only a waiting job can be held (cancel it, or let it run)", rec.ID), nil
+	case !held && !rec.Held:
+		return fmt.Sprintf("job %s is not held", rec.ID), nil
 	}
 	kind := "released"
 	if held {
@@ -188,16 +202,8 @@ func (s *Server) setHeld(w http.ResponseWriter, r *http.Request, p *principal, h
 		s.held[lj] = true
 	}
 	s.touch(lj)
-	s.addEvent(&store.Event{Job: rec.ID, Kind: kind, Message: "by " + p.tenant})
-	err := s.commit()
-	v := s.view(lj, true)
-	s.mu.Unlock()
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error(), nil)
-		return
-	}
-	s.kickRound()
-	writeJSON(w, http.StatusOK, v)
+	s.addEvent(&store.Event{Job: rec.ID, Kind: kind, Message: "by " + by})
+	return "", s.commit()
 }
 
 // listQuery is GET /v1/jobs' query, validated.

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,6 +87,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	parallel := fs.Int("parallel", 32, "API calls in flight at once")
 	qps := fs.Float64("kube-api-qps", 1000, "client-side limit on API requests per second")
 	burst := fs.Int("kube-api-burst", 2000, "client-side burst of API requests")
+	eventQPS := fs.Float64("event-qps", 20, "most Events (Scheduled, FailedScheduling, Preempted) written per second, the rest dropped; negative: no limit (kube-scheduler writes one per pod)")
 	fill := fs.Bool("fill-idle", false, "give GPUs the policy's plan leaves idle to waiting jobs until its next plan claims them (for policies with long rounds, e.g. Gavel's 360 s)")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
 	level := slog.LevelInfo
@@ -125,13 +127,16 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
-		Parallel: *parallel, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef()})
+		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef()})
 	if err != nil {
 		return usageError{err}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "tide kube: scheduling pods with schedulerName %s on %s (policy %s)\n", *name, cfg.Host, *pol)
+	if !*fill && (strings.HasPrefix(*pol, "gavel") || strings.HasPrefix(*pol, "fifo-perf")) {
+		fmt.Fprintf(stdout, "tide kube: %s re-plans on its own rounds (360 s by default): pods arriving in between wait with GPUs idle; --fill-idle gives them idle GPUs at once (docs/kubernetes.md, \"Policies with long rounds\")\n", *pol)
+	}
 	if url, err := ui.Start(ctx, s); err != nil {
 		return usageError{err}
 	} else if url != "" {

@@ -537,39 +537,48 @@ func cmdHold(hold bool) func(args []string, stdout, stderr io.Writer) error {
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
-		if fs.NArg() == 0 {
-			return usageError{errors.New("want at least one job ID")}
-		}
-		cl, err := c.client()
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, id := range fs.Args() {
-			var j *api.Job
+		return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
 			if hold {
-				j, err = cl.Hold(context.Background(), id)
-			} else {
-				j, err = cl.Release(context.Background(), id)
+				return cl.Hold(context.Background(), id)
 			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", id, err))
-				continue
-			}
-			if c.json {
-				if err := printJSON(stdout, j); err != nil {
-					return err
-				}
-				continue
-			}
+			return cl.Release(context.Background(), id)
+		}, func(j *api.Job) string {
 			what := "released"
 			if j.Held {
 				what = "held"
 			}
-			fmt.Fprintf(stdout, "%s %s (%s)\n", j.ID, what, j.State)
-		}
-		return errors.Join(errs...)
+			return fmt.Sprintf("%s %s (%s)", j.ID, what, j.State)
+		})
 	}
+}
+
+// eachJob calls do for every job ID of ids, printing each job it returns:
+// JSON with --json, else line(job). A failure names its job and does not
+// stop the others; they are all returned.
+func eachJob(ids []string, c *clientFlags, stdout io.Writer, do func(cl *api.Client, id string) (*api.Job, error), line func(*api.Job) string) error {
+	if len(ids) == 0 {
+		return usageError{errors.New("want at least one job ID")}
+	}
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		j, err := do(cl, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		if c.json {
+			if err := printJSON(stdout, j); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintln(stdout, line(j))
+	}
+	return errors.Join(errs...)
 }
 
 const requeueHelp = `Usage: tide requeue [flags] ID...
@@ -589,33 +598,15 @@ func cmdRequeue(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageError{errors.New("want at least one job ID")}
-	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, id := range fs.Args() {
-		j, err := cl.Requeue(context.Background(), id, *hold)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-			continue
-		}
-		if c.json {
-			if err := printJSON(stdout, j); err != nil {
-				return err
-			}
-			continue
-		}
+	return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
+		return cl.Requeue(context.Background(), id, *hold)
+	}, func(j *api.Job) string {
 		held := ""
 		if j.Held {
 			held = ", held"
 		}
-		fmt.Fprintf(stdout, "%s requeued (%s%s, run %d)\n", j.ID, j.State, held, j.Requeues+1)
-	}
-	return errors.Join(errs...)
+		return fmt.Sprintf("%s requeued (%s%s, run %d)", j.ID, j.State, held, j.Requeues+1)
+	})
 }
 
 const usageHelp = `Usage: tide usage [flags]
@@ -934,29 +925,9 @@ func cmdCancel(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageError{errors.New("want at least one job ID")}
-	}
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, id := range fs.Args() {
-		j, err := cl.Cancel(context.Background(), id)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-			continue
-		}
-		if c.json {
-			if err := printJSON(stdout, j); err != nil {
-				return err
-			}
-			continue
-		}
-		fmt.Fprintf(stdout, "%s %s\n", j.ID, j.State)
-	}
-	return errors.Join(errs...)
+	return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
+		return cl.Cancel(context.Background(), id)
+	}, func(j *api.Job) string { return fmt.Sprintf("%s %s", j.ID, j.State) })
 }
 
 const logsHelp = `Usage: tide logs [flags] ID

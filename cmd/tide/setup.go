@@ -362,10 +362,8 @@ func writePolicy(w io.Writer, i policy.Info) error {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
 	fmt.Fprintln(w, "\nknobs (NAME:key=value:key=value):")
-	if i.Knobs != "" {
-		for _, k := range strings.Split(i.Knobs, "; ") {
-			fmt.Fprintf(w, "  %s\n", k)
-		}
+	for _, k := range i.KnobList() {
+		fmt.Fprintf(w, "  %s=%s: %s\n", k.Key, k.Default, k.Doc)
 	}
 	_, err := fmt.Fprintln(w, "  priority=off: strict priority classes (strict, or preempt to take lower classes' GPUs)")
 	return err

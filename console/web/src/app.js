@@ -340,7 +340,7 @@ function Actions({ me, job, onDone, onErr }) {
     try { await api(`jobs/${encodeURIComponent(job.id)}/${a}`, { method: 'POST' }); onDone(`${a}: ${job.id} done`); } catch (e) { onErr(e); onDone(`${a} ${job.id}: ${e.message}`); }
   };
   return html`<span class="actions">
-    ${can('hold') && job.state !== 'held' && html`<button onClick=${() => act('hold')} aria-label=${'Hold ' + job.id}>Hold</button>`}
+    ${can('hold') && (job.state === 'pending' || job.state === 'preempted') && html`<button onClick=${() => act('hold')} aria-label=${'Hold ' + job.id}>Hold</button>`}
     ${can('release') && job.state === 'held' && html`<button onClick=${() => act('release')} aria-label=${'Release ' + job.id}>Release</button>`}
     ${can('cancel') && html`<button class="danger" onClick=${() => act('cancel')} aria-label=${'Cancel ' + job.id}>Cancel</button>`}
   </span>`;
@@ -350,8 +350,14 @@ function Actions({ me, job, onDone, onErr }) {
 
 const OUTCOME = { running: '#0072B2', finished: '#009E73', failed: '#D55E00', lost: '#D55E00', preempted: '#E69F00', resized: '#56B4E9', cancelled: '#999', interrupted: '#CC79A7', waiting: '#ccc', stopping: '#CC79A7' };
 
+// The timeline's moments: starts, preemptions and resizes, with symbols
+// (shape, not only colour, tells them apart).
+const MOMENT = { start: '▶', restart: '▶', adopted: '▶', preempted: '‖', resized: '⇄' };
+const MOMENT_NAME = { start: 'started', restart: 'restarted', adopted: 'adopted after a restart', preempted: 'preempted', resized: 'resized' };
+
 function Timeline({ d }) {
   const j = d.job;
+  const moments = d.events.filter(e => MOMENT[e.kind]);
   const t0 = new Date(j.submitted).getTime();
   const end = j.ended ? new Date(j.ended).getTime() : Date.now();
   const span = Math.max(1, end - t0);
@@ -361,11 +367,15 @@ function Timeline({ d }) {
       ${(d.attempts || []).filter(a => a.started).map(a => {
         const s = x(a.started), e = a.ended ? x(a.ended) : 100;
         const label = `attempt ${a.n} on GPUs ${a.gpus.join(',')}: ${a.outcome}, ${fmtTime(a.started)} – ${a.ended ? fmtTime(a.ended) : 'now'}`;
-        return html`<span role="listitem" class="bar" style=${`left:${s}%;width:${Math.max(0.5, e - s)}%;background:${OUTCOME[a.outcome] || '#0072B2'}`} title=${label} aria-label=${label}>${a.outcome === 'preempted' ? '⏸' : a.outcome === 'failed' ? '✖' : ''}</span>`;
+        return html`<span role="listitem" class="bar" style=${`left:${s}%;width:${Math.max(0.5, e - s)}%;background:${OUTCOME[a.outcome] || '#0072B2'}`} title=${label} aria-label=${label}>${a.outcome === 'preempted' ? '‖' : a.outcome === 'failed' ? '✖' : ''}</span>`;
       })}
       ${d.events.map(e => html`<span class="tick" style=${`left:${x(e.time)}%`} title=${`${fmtTime(e.time)} ${e.kind}: ${e.message || ''}`}></span>`)}
+      ${moments.map(e => html`<span class="moment" aria-hidden="true" style=${`left:${x(e.time)}%`} title=${`${fmtTime(e.time)} ${e.kind}: ${e.message || ''}`}>${MOMENT[e.kind]}</span>`)}
     </div>
-    <figcaption class="muted">${fmtTime(j.submitted)} (submitted) → ${j.ended ? fmtTime(j.ended) + ' (' + j.state + ')' : 'now'}; bars are launches, coloured and marked by how they ended; ticks are events.</figcaption>
+    <figcaption class="muted">${fmtTime(j.submitted)} (submitted) → ${j.ended ? fmtTime(j.ended) + ' (' + j.state + ')' : 'now'}; bars are launches, coloured and marked by how they ended; ticks are events; ▶ starts, ‖ preemptions, ⇄ resizes, listed below with the policy's reasons.</figcaption>
+    ${moments.length > 0 && html`<ol class="moments" aria-label="Starts, preemptions and resizes">
+      ${moments.map(e => html`<li data-kind=${e.kind}><span class="mark" aria-hidden="true">${MOMENT[e.kind]}</span> ${fmtTime(e.time)} <strong>${MOMENT_NAME[e.kind]}</strong> ${e.message || ''}</li>`)}
+    </ol>`}
   </figure>`;
 }
 
