@@ -42,6 +42,7 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy"
 )
@@ -895,6 +896,14 @@ func (s *Scheduler) update(v *view) {
 		}
 		if st != nil && !st.State.Terminal() && s.holdBack(w) {
 			continue // withdrawn while its workers back off
+		}
+		if st != nil && st.State == job.Declined && st.Job.Submit == w.created && st.Job.Deadline == w.deadline {
+			// The policy refused it at admission: it stays refused (not
+			// resubmitted every round) until it is made anew or its
+			// deadline changes.
+			seen[id] = true
+			s.work[id] = w
+			continue
 		}
 		if st != nil && st.State.Terminal() {
 			// Back again (a plain gang recreated after preemption): a new job.
