@@ -140,6 +140,7 @@ type Scheduler struct {
 	eng     *engine.Engine
 	state   *policyStateStore         // the policy's persisted state; nil: kept in memory only (policystate.go)
 	sig     string                    // the cluster the engine was built on
+	seen    *view                     // the last round's view, for the console (console.go)
 	ids     map[string]string         // workload key -> engine job ID
 	gen     map[string]int            // workload key -> resubmissions
 	work    map[string]*workload      // by engine ID, this round
@@ -377,6 +378,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.seen = v
 	for _, p := range v.probs {
 		key := p.kind + "/" + p.ns + "/" + p.name
 		if s.said[key] != p.msg {
