@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"sort"
 	"sync"
@@ -35,6 +36,12 @@ type Options struct {
 	Tick time.Duration
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
+	// Samples, when set, keeps the utilisation history across restarts:
+	// New loads what it holds, each sample taken is saved to it.
+	Samples SampleStore
+	// Logger hears of a history that could not be loaded or saved
+	// (default: discarded).
+	Logger *slog.Logger
 }
 
 // Console serves the web console for one Source.
@@ -82,7 +89,16 @@ func New(src Source, opts Options) *Console {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Console{src: src, opts: opts, subs: map[chan []byte]bool{}, done: make(chan struct{})}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{src: src, opts: opts, subs: map[chan []byte]bool{}, done: make(chan struct{})}
+	if opts.Samples != nil {
+		if err := c.load(); err != nil {
+			opts.Logger.Error("console: the utilisation history before this start is lost", "err", err)
+		}
+	}
+	return c
 }
 
 // Close ends the live streams and Run (an http.Server's Shutdown waits for
@@ -414,8 +430,10 @@ func (c *Console) Run(ctx context.Context) {
 		case <-c.done:
 			return
 		case <-sample.C:
-			if errors.Is(c.record(), ErrClosed) {
+			if err := c.record(); errors.Is(err, ErrClosed) {
 				return
+			} else if err != nil {
+				c.opts.Logger.Error("console: utilisation sample", "err", err)
 			}
 		case <-tick.C:
 			if c.subscribers() == 0 {

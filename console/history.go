@@ -1,6 +1,8 @@
 package console
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -17,6 +19,75 @@ type Sample struct {
 	Waiting   int `json:"waiting"` // jobs
 	// Tenants is GPUs allocated per tenant.
 	Tenants map[string]int `json:"-"`
+	// Gap marks the time the console did not watch (its executor was
+	// down, between the last sample kept before a restart and the first
+	// after): it counts as nothing up, nothing allocated.
+	Gap bool `json:"gap,omitempty"`
+}
+
+// SampleStore keeps the utilisation history across restarts (tide serve
+// keeps it in its database). Samples are opaque bytes to it.
+type SampleStore interface {
+	// LoadSamples returns the samples kept at or after from, oldest first.
+	LoadSamples(from time.Time) ([][]byte, error)
+	// SaveSample keeps data under time at and forgets those before forget.
+	SaveSample(at time.Time, data []byte, forget time.Time) error
+}
+
+// storedSample is a Sample as a SampleStore keeps it (its tenants too).
+type storedSample struct {
+	Sample
+	Tenants map[string]int `json:"tenants,omitempty"`
+}
+
+// load fills the history from the SampleStore and marks the gap since.
+func (c *Console) load() error {
+	now := c.opts.Now()
+	raw, err := c.opts.Samples.LoadSamples(now.Add(-c.opts.History))
+	if err != nil {
+		return fmt.Errorf("loading the utilisation history: %w", err)
+	}
+	max := int(c.opts.History / c.opts.SampleEvery)
+	if len(raw) > max {
+		raw = raw[len(raw)-max:]
+	}
+	out := make([]Sample, 0, len(raw)+1)
+	for k, b := range raw {
+		var s storedSample
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("utilisation sample %d of %d: %w", k+1, len(raw), err)
+		}
+		s.Sample.Tenants = s.Tenants
+		out = append(out, s.Sample)
+	}
+	if n := len(out); n > 0 && out[n-1].Time.Before(now) {
+		// Until this start nothing was watched: the last sample counts
+		// for a sampling period at most.
+		end := out[n-1].Time.Add(c.opts.SampleEvery)
+		if end.After(now) {
+			end = now
+		}
+		out = append(out, Sample{Time: end, Gap: true})
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	c.hmu.Lock()
+	c.samples, c.first = out, 0
+	c.hmu.Unlock()
+	return nil
+}
+
+// save keeps s in the SampleStore.
+func (c *Console) save(s Sample) error {
+	data, err := json.Marshal(storedSample{Sample: s, Tenants: s.Tenants})
+	if err != nil {
+		return err
+	}
+	if err := c.opts.Samples.SaveSample(s.Time, data, s.Time.Add(-c.opts.History)); err != nil {
+		return fmt.Errorf("saving a utilisation sample: %w", err)
+	}
+	return nil
 }
 
 // sampleOf is the use a view shows.
@@ -39,13 +110,22 @@ func (c *Console) record() error {
 	}
 	s := sampleOf(v)
 	c.hmu.Lock()
-	defer c.hmu.Unlock()
+	if n := len(c.samples); n > 0 && !s.Time.After(c.samples[(c.first+n-1)%n].Time) {
+		// The same snapshot as the last sample's (a view is reused for
+		// MaxAge): nothing new.
+		c.hmu.Unlock()
+		return nil
+	}
 	max := int(c.opts.History / c.opts.SampleEvery)
 	if len(c.samples) < max {
 		c.samples = append(c.samples, s)
 	} else {
 		c.samples[c.first] = s
 		c.first = (c.first + 1) % len(c.samples)
+	}
+	c.hmu.Unlock()
+	if c.opts.Samples != nil {
+		return c.save(s)
 	}
 	return nil
 }

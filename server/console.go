@@ -21,7 +21,7 @@ import (
 // server. Its history sampler runs until the server closes; its live
 // streams end when the HTTP server shuts down.
 func (s *Server) consoleHandler() http.Handler {
-	c := console.New(consoleSource{s}, console.Options{})
+	c := console.New(consoleSource{s}, console.Options{SampleEvery: s.cfg.ConsoleSample, Samples: sampleStore{s.db}, Logger: s.log})
 	go c.Run(context.Background())
 	h := c.Handler()
 	var once sync.Once
@@ -36,6 +36,24 @@ func (s *Server) consoleHandler() http.Handler {
 		})
 		h.ServeHTTP(w, r)
 	})
+}
+
+// sampleStore keeps the console's utilisation history in the database.
+type sampleStore struct{ db *store.DB }
+
+func (ss sampleStore) SaveSample(at time.Time, data []byte, forget time.Time) error {
+	return ss.db.Update(func(tx *store.Tx) error { return tx.PutSample(at, data, forget) })
+}
+
+func (ss sampleStore) LoadSamples(from time.Time) ([][]byte, error) {
+	var out [][]byte
+	err := ss.db.View(func(tx *store.Tx) error {
+		return tx.Samples(from, func(data []byte) error {
+			out = append(out, append([]byte(nil), data...))
+			return nil
+		})
+	})
+	return out, err
 }
 
 // consoleSource is the server as the console's Source, Actor and Replayer.

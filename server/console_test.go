@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/console"
 )
 
 // TestConsoleMounted: tide serve serves the web console at / and its data
@@ -48,5 +52,72 @@ func TestConsoleMounted(t *testing.T) {
 	}
 	if code, _ := get("/v1/nothing", ts.token); code != 404 {
 		t.Errorf("unknown API path: %d, want 404", code)
+	}
+}
+
+// TestConsoleHistorySurvivesRestart: the console's utilisation history is
+// kept in the database, so after a restart the usage view still shows the
+// GPUs a job held before it, and the time the server was down as a gap.
+func TestConsoleHistorySurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.ConsoleSample = 50 * time.Millisecond
+	usage := func(ts *testServer) console.Usage {
+		t.Helper()
+		req, _ := http.NewRequest("GET", ts.url+"/ui/api/usage?hours=1", nil)
+		req.Header.Set("Authorization", "Bearer "+ts.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var u console.Usage
+		if err := json.NewDecoder(resp.Body).Decode(&u); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("usage: %d %v", resp.StatusCode, err)
+		}
+		return u
+	}
+	allocated := func(samples []console.Sample, before time.Time) int {
+		n := 0
+		for _, s := range samples {
+			if s.Time.Before(before) && s.Allocated == 2 {
+				n++
+			}
+		}
+		return n
+	}
+	s1 := startServer(t, cfg)
+	j := submit(t, s1.admin, countSpec(2, 100, 20*time.Millisecond))
+	waitJob(t, s1.admin, j.ID, 10*time.Second, "running", inState(api.StateRunning))
+	deadline := time.Now().Add(20 * time.Second)
+	for allocated(usage(s1).Samples, time.Now()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 3 samples with 2 GPUs allocated after 20 s: %+v", usage(s1).Samples)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := usage(s1)
+	s1.close(t)
+	stopped := time.Now()
+
+	s2 := startServer(t, cfg)
+	defer s2.close(t)
+	after := usage(s2)
+	// The usage view ends with the state now, not a kept sample.
+	kept := before.Samples[:len(before.Samples)-1]
+	if got, want := allocated(after.Samples, stopped), allocated(kept, stopped); got < want || want < 2 {
+		t.Errorf("after the restart the history shows %d samples with 2 GPUs allocated before it, want the %d shown before", got, want)
+	}
+	gaps := 0
+	for _, s := range after.Samples {
+		if s.Gap {
+			gaps++
+		}
+	}
+	if gaps != 1 {
+		t.Errorf("%d gaps in the history after one restart, want 1", gaps)
+	}
+	if after.AllocatedGPUh <= 0 {
+		t.Errorf("allocated GPU-hours after the restart %v, want those before it", after.AllocatedGPUh)
 	}
 }

@@ -65,6 +65,9 @@ type Config struct {
 	// most a ninth of the time.
 	Round       time.Duration
 	MinRoundGap time.Duration
+	// ConsoleSample is the web console's utilisation resolution (default
+	// 10 s); its history is kept in the database across restarts.
+	ConsoleSample time.Duration
 	// Grace is how long a stopped job has between SIGTERM and SIGKILL
 	// (default 30 s).
 	Grace time.Duration

@@ -44,6 +44,8 @@ var (
 	bTokens  = []byte("tokens")
 	bEvents  = []byte("events")
 	bIdem    = []byte("idempotency")
+	// bSamples: the web console's utilisation history, by time.
+	bSamples = []byte("samples")
 )
 
 // ErrNotFound is returned for a job or tenant that does not exist.
@@ -251,7 +253,7 @@ func Open(dir string) (*DB, error) {
 	b.MaxBatchDelay = 2 * time.Millisecond
 	d := &DB{bolt: b, path: path}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bMeta, bJobs, bTenants, bTokens, bEvents, bIdem} {
+		for _, name := range [][]byte{bMeta, bJobs, bTenants, bTokens, bEvents, bIdem, bSamples} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -546,4 +548,34 @@ func NewToken() (string, error) {
 		return "", fmt.Errorf("token: %w", err)
 	}
 	return "tide_" + hex.EncodeToString(b[:]), nil
+}
+
+// PutSample keeps data (one sample of the web console's utilisation
+// history, opaque here) under time at, and deletes the samples before
+// forget.
+func (t *Tx) PutSample(at time.Time, data []byte, forget time.Time) error {
+	b := t.tx.Bucket(bSamples)
+	if err := b.Put(u64(uint64(at.UnixNano())), data); err != nil {
+		return fmt.Errorf("store: sample: %w", err)
+	}
+	c := b.Cursor()
+	cut := uint64(forget.UnixNano())
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) < cut; k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return fmt.Errorf("store: forgetting a sample: %w", err)
+		}
+	}
+	return nil
+}
+
+// Samples calls fn with each sample kept at or after from, oldest first.
+// data is valid only during the call.
+func (t *Tx) Samples(from time.Time, fn func(data []byte) error) error {
+	c := t.tx.Bucket(bSamples).Cursor()
+	for k, v := c.Seek(u64(uint64(from.UnixNano()))); k != nil; k, v = c.Next() {
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

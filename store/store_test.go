@@ -2,8 +2,10 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tide-sched/tide/api"
 )
@@ -161,5 +163,44 @@ func TestLocked(t *testing.T) {
 	defer db.Close()
 	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("second open: %v", err)
+	}
+}
+
+// TestSamples: samples come back in time order from a given time, survive
+// a reopen, and those before the cut-off given with a new one are gone.
+func TestSamples(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	// Out of order on purpose; the last put forgets those before 2 s.
+	for _, c := range []struct{ s, forget int }{{3, 0}, {1, 0}, {0, 0}, {4, 0}, {5, 2}} {
+		if err := db.Update(func(tx *Tx) error { return tx.PutSample(at(c.s), []byte(fmt.Sprint(c.s)), at(c.forget)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		from int
+		want string
+	}{{0, "3,4,5"}, {4, "4,5"}, {6, ""}} {
+		var got []string
+		if err := db.View(func(tx *Tx) error {
+			return tx.Samples(at(c.from), func(b []byte) error { got = append(got, string(b)); return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.Join(got, ","); s != c.want {
+			t.Errorf("samples from %d s: %q, want %q", c.from, s, c.want)
+		}
 	}
 }
