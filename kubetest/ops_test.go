@@ -15,7 +15,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -282,6 +284,14 @@ func testManifests(t *testing.T, e *env) {
 			}
 		}
 		for _, u := range objs {
+			// A chart's namespaces are the operator's (TideJob namespaces):
+			// they exist before it is installed.
+			if ns := u.GetNamespace(); ns != "" && ns != "tide-system" {
+				_, err := e.cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
+			}
 			if err := e.dryRun(u); err != nil {
 				t.Errorf("%s: %s %s: %v", file, u.GetKind(), u.GetName(), err)
 			}
