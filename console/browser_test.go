@@ -19,26 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/console/browsertest"
 )
-
-// browser finds Chromium or skips the test.
-func browser(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TIDE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium found: install Debian's chromium (scripts/test does, as root) or set TIDE_CHROMIUM; skipping the browser tests")
-	return ""
-}
 
 // binaries builds tide and the countjob example once per test binary.
 var binDir string
@@ -118,113 +103,9 @@ func serve(t *testing.T, tide string, args ...string) (url, token string) {
 	return url, strings.TrimSpace(string(tok))
 }
 
-// outDir is where screenshots go.
-func outDir(t *testing.T) string {
-	dir := filepath.Join("testdata", "out")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// newBrowser starts headless Chromium at width x height.
-func newBrowser(t *testing.T, exe string, width, height int) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(width, height))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(cancel2)
-	// Accept confirm() dialogs (the cancel button asks).
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
-			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
-		}
-	})
-	ctx, cancel3 := context.WithTimeout(ctx, 8*time.Minute)
-	t.Cleanup(cancel3)
-	if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), int64(height))); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	return ctx
-}
-
-// shot saves a full-page screenshot.
-func shot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	var buf []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join(outDir(t), name+".png")
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s screenshot %s", time.Now().Format("15:04:05"), path)
-}
-
-// text is the visible text of the first node matching sel.
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	var s string
-	if err := chromedp.Run(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Text(sel, &s, chromedp.ByQuery)); err != nil {
-		t.Fatalf("reading %s: %v", sel, err)
-	}
-	return s
-}
-
-// waitText waits until the text of sel contains want.
-func waitText(t *testing.T, ctx context.Context, sel, want string) string {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var s string
-		_ = chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`(document.querySelector(%q)||{}).innerText||""`, sel), &s))
-		if strings.Contains(s, want) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not show %q after 90 s; it shows:\n%s", sel, want, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	var v T
-	if err := chromedp.Run(ctx, chromedp.Evaluate(js, &v)); err != nil {
-		t.Fatalf("evaluating %s: %v", js, err)
-	}
-	return v
-}
-
-func login(t *testing.T, ctx context.Context, url, token string) {
-	t.Helper()
-	err := chromedp.Run(ctx,
-		chromedp.Navigate(url+"/"),
-		chromedp.WaitVisible("#token", chromedp.ByID),
-		chromedp.SendKeys("#token", token, chromedp.ByID),
-		chromedp.SendKeys("#token", "\r", chromedp.ByID), // Enter submits
-		chromedp.WaitVisible("header nav", chromedp.ByQuery),
-	)
-	if err != nil {
-		t.Fatalf("signing in: %v", err)
-	}
-}
-
-func click(t *testing.T, ctx context.Context, sel string) {
-	t.Helper()
-	if err := chromedp.Run(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Click(sel, chromedp.ByQuery)); err != nil {
-		t.Fatalf("clicking %s: %v", sel, err)
-	}
-}
-
 // TestConsoleServe drives every view of the console of a real tide serve.
 func TestConsoleServe(t *testing.T) {
-	exe := browser(t)
+	exe := browsertest.Chromium(t)
 	tide, countjob := buildBinaries(t)
 	url, adminTok := serve(t, tide, "--gpus", "fake:4:t4", "--policy", "fifo")
 	ctx := context.Background()
@@ -274,28 +155,28 @@ func TestConsoleServe(t *testing.T) {
 		}
 	}
 
-	b := newBrowser(t, exe, 1280, 900)
+	b := browsertest.New(t, exe, 1280, 900)
 
 	// The login page refuses a bad token and says so.
 	if err := chromedp.Run(b, chromedp.Navigate(url+"/"), chromedp.WaitVisible("#token", chromedp.ByID),
 		chromedp.SendKeys("#token", "not-a-token-0123456789", chromedp.ByID), chromedp.Click(`form button[type=submit]`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, b, ".error", "not known")
-	shot(t, b, "serve-login-refused")
-	if s := eval[string](t, b, `location.href`); strings.Contains(s, "token") {
+	browsertest.WaitText(t, b, ".error", "not known")
+	browsertest.Shot(t, b, "serve-login-refused")
+	if s := browsertest.Eval[string](t, b, `location.href`); strings.Contains(s, "token") {
 		t.Errorf("the token reached the URL: %s", s)
 	}
 
-	login(t, b, url, adminTok)
-	if s := eval[string](t, b, `location.href + " " + document.cookie`); strings.Contains(s, adminTok) {
+	browsertest.Login(t, b, url, adminTok)
+	if s := browsertest.Eval[string](t, b, `location.href + " " + document.cookie`); strings.Contains(s, adminTok) {
 		t.Errorf("the token is in the URL or a cookie: %s", s)
 	}
 
 	// Cluster: 4 GPUs, 4 held by two tenants' jobs.
-	waitText(t, b, "main", "Cluster")
-	waitText(t, b, ".nodes", "t4")
-	cells := eval[[]string](t, b, `[...document.querySelectorAll('.gpus .cell')].map(c => c.getAttribute('aria-label'))`)
+	browsertest.WaitText(t, b, "main", "Cluster")
+	browsertest.WaitText(t, b, ".nodes", "t4")
+	cells := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.gpus .cell')].map(c => c.getAttribute('aria-label'))`)
 	if len(cells) != 4 {
 		t.Fatalf("cluster view shows %d GPU cells, want 4: %q", len(cells), cells)
 	}
@@ -308,12 +189,12 @@ func TestConsoleServe(t *testing.T) {
 	if held != 4 {
 		t.Errorf("cells %q: want all 4 held by %s and %s", cells, run1.ID, run2.ID)
 	}
-	shot(t, b, "serve-cluster")
+	browsertest.Shot(t, b, "serve-cluster")
 
 	// Queue: the running jobs and the waiting one with its position,
 	// reason-or-order, predicted start and deadline risk.
-	click(t, b, `nav a[href="#/queue"]`)
-	q := waitText(t, b, "table.queue", queued.ID)
+	browsertest.Click(t, b, `nav a[href="#/queue"]`)
+	q := browsertest.WaitText(t, b, "table.queue", queued.ID)
 	for _, want := range []string{run1.ID, run2.ID, "alice", "bob", "running", "pending"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("queue does not show %q:\n%s", want, q)
@@ -322,33 +203,33 @@ func TestConsoleServe(t *testing.T) {
 	// Its row: position 1, a predicted start (FIFO's own, or the
 	// console's forecast) and finish, and a deadline risk. The 4-GPU job cannot start
 	// before the 300 s jobs end, so with its 2-minute deadline it is late.
-	row := waitText(t, b, fmt.Sprintf(`#row-%s`, queued.ID), "in ")
-	cellsOf := eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#row-%s td')].map(c => c.innerText)`, queued.ID))
+	row := browsertest.WaitText(t, b, fmt.Sprintf(`#row-%s`, queued.ID), "in ")
+	cellsOf := browsertest.Eval[[]string](t, b, fmt.Sprintf(`[...document.querySelectorAll('#row-%s td')].map(c => c.innerText)`, queued.ID))
 	if len(cellsOf) < 10 || cellsOf[0] != "1" || !strings.HasPrefix(cellsOf[6], "in ") || !strings.HasPrefix(cellsOf[7], "in ") || !strings.Contains(cellsOf[9], "late") {
 		t.Errorf("the waiting job's row lacks its position, predicted start and finish, or risk: %q", cellsOf)
 	}
 	_ = row
-	shot(t, b, "serve-queue")
+	browsertest.Shot(t, b, "serve-queue")
 
 	// Hold and release the waiting job from the console: the server's
 	// state follows each click.
-	click(t, b, fmt.Sprintf(`button[aria-label="Hold %s"]`, queued.ID))
-	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "held")
+	browsertest.Click(t, b, fmt.Sprintf(`button[aria-label="Hold %s"]`, queued.ID))
+	browsertest.WaitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "held")
 	if j, err := admin.Job(ctx, queued.ID); err != nil {
 		t.Fatal(err)
 	} else if !j.Held {
 		t.Errorf("job %s is not held after the console's Hold (state %s)", queued.ID, j.State)
 	}
-	shot(t, b, "serve-queue-held")
-	click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
-	waitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
+	browsertest.Shot(t, b, "serve-queue-held")
+	browsertest.Click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
+	browsertest.WaitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
 	if j, err := admin.Job(ctx, queued.ID); err != nil {
 		t.Fatal(err)
 	} else if j.Held || j.State != api.StatePending {
 		t.Errorf("job %s after the console's Release: held %v, state %s; want pending", queued.ID, j.Held, j.State)
 	}
 	// A running job offers no Hold (the server would refuse it).
-	if n := eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('button[aria-label="Hold %s"]').length`, run1.ID)); n != 0 {
+	if n := browsertest.Eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('button[aria-label="Hold %s"]').length`, run1.ID)); n != 0 {
 		t.Errorf("the running job %s offers Hold", run1.ID)
 	}
 
@@ -357,26 +238,26 @@ func TestConsoleServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, b, "table.queue", extra.ID)
+	browsertest.WaitText(t, b, "table.queue", extra.ID)
 
 	// Job view: timeline, events, log tail.
-	click(t, b, fmt.Sprintf(`table.queue a[href="#/job/%s"]`, run1.ID))
-	waitText(t, b, "h1", "Job "+run1.ID)
-	waitText(t, b, "pre.log", "step")
-	ev := text(t, b, "details")
+	browsertest.Click(t, b, fmt.Sprintf(`table.queue a[href="#/job/%s"]`, run1.ID))
+	browsertest.WaitText(t, b, "h1", "Job "+run1.ID)
+	browsertest.WaitText(t, b, "pre.log", "step")
+	ev := browsertest.Text(t, b, "details")
 	for _, want := range []string{"submitted", "launched"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("job events lack %q:\n%s", want, ev)
 		}
 	}
-	if n := eval[int](t, b, `document.querySelectorAll('.timeline .bar').length`); n < 1 {
+	if n := browsertest.Eval[int](t, b, `document.querySelectorAll('.timeline .bar').length`); n < 1 {
 		t.Errorf("timeline shows %d launches, want at least 1", n)
 	}
-	shot(t, b, "serve-job")
+	browsertest.Shot(t, b, "serve-job")
 
 	// Cancel from the console (the confirm dialog is accepted).
-	click(t, b, fmt.Sprintf(`button[aria-label="Cancel %s"]`, run1.ID))
-	waitText(t, b, ".fields", "cancelled")
+	browsertest.Click(t, b, fmt.Sprintf(`button[aria-label="Cancel %s"]`, run1.ID))
+	browsertest.WaitText(t, b, ".fields", "cancelled")
 	j, err := admin.Job(ctx, run1.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -386,38 +267,38 @@ func TestConsoleServe(t *testing.T) {
 	}
 
 	// Tenants and utilisation.
-	click(t, b, `nav a[href="#/tenants"]`)
-	tt := waitText(t, b, "main table", "alice")
+	browsertest.Click(t, b, `nav a[href="#/tenants"]`)
+	tt := browsertest.WaitText(t, b, "main table", "alice")
 	if !strings.Contains(tt, "bob") {
 		t.Errorf("tenants view lacks bob:\n%s", tt)
 	}
-	shot(t, b, "serve-tenants")
-	click(t, b, `nav a[href="#/usage"]`)
-	waitText(t, b, "main", "idle-allocated")
-	shot(t, b, "serve-usage")
+	browsertest.Shot(t, b, "serve-tenants")
+	browsertest.Click(t, b, `nav a[href="#/usage"]`)
+	browsertest.WaitText(t, b, "main", "idle-allocated")
+	browsertest.Shot(t, b, "serve-usage")
 
 	// What-if: replay under SRTF beside FIFO.
-	click(t, b, `nav a[href="#/whatif"]`)
+	browsertest.Click(t, b, `nav a[href="#/whatif"]`)
 	if err := chromedp.Run(b, chromedp.WaitReady(`select[name=policy] option[value=srtf]`, chromedp.ByQuery),
 		chromedp.SetValue(`select[name=policy]`, "srtf", chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
-	click(t, b, `form button[type=submit]`)
-	cmp := waitText(t, b, "table.compare", "srtf")
+	browsertest.Click(t, b, `form button[type=submit]`)
+	cmp := browsertest.WaitText(t, b, "table.compare", "srtf")
 	if !strings.Contains(cmp, "fifo") || !strings.Contains(cmp, "mean") {
 		t.Errorf("what-if comparison:\n%s", cmp)
 	}
-	shot(t, b, "serve-whatif")
+	browsertest.Shot(t, b, "serve-whatif")
 
 	// Keyboard: "g q" goes to the queue; Tab reaches the skip link first.
 	if err := chromedp.Run(b, chromedp.KeyEvent("g"), chromedp.KeyEvent("q")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, b, "main h1", "Queue")
+	browsertest.WaitText(t, b, "main h1", "Queue")
 	if err := chromedp.Run(b, chromedp.Reload(), chromedp.WaitVisible("main h1", chromedp.ByQuery), chromedp.KeyEvent("\t")); err != nil {
 		t.Fatal(err)
 	}
-	if s := eval[string](t, b, `document.activeElement.className + ":" + document.activeElement.textContent`); !strings.Contains(s, "skip") {
+	if s := browsertest.Eval[string](t, b, `document.activeElement.className + ":" + document.activeElement.textContent`); !strings.Contains(s, "skip") {
 		t.Errorf("the first Tab focuses %q, want the skip link", s)
 	}
 
@@ -429,32 +310,32 @@ func TestConsoleServe(t *testing.T) {
 		if err := chromedp.Run(b, chromedp.Navigate(url+"/#/"+v)); err != nil {
 			t.Fatal(err)
 		}
-		waitText(t, b, "main h1", map[string]string{"cluster": "Cluster", "queue": "Queue"}[v])
+		browsertest.WaitText(t, b, "main h1", map[string]string{"cluster": "Cluster", "queue": "Queue"}[v])
 		time.Sleep(300 * time.Millisecond)
-		if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
+		if w := browsertest.Eval[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
 			t.Errorf("%s view at phone width is %d px wide, want at most 390", v, w)
 		}
-		shot(t, b, "serve-phone-"+v)
+		browsertest.Shot(t, b, "serve-phone-"+v)
 	}
 
 	// A tenant sees its own jobs only, and the cluster's shape.
-	bt := newBrowser(t, exe, 1280, 900)
-	login(t, bt, url, alice.Token)
-	waitText(t, bt, ".nodes", "t4")
-	others := eval[int](t, bt, `document.querySelectorAll('.gpus .cell[data-other=true]').length`)
+	bt := browsertest.New(t, exe, 1280, 900)
+	browsertest.Login(t, bt, url, alice.Token)
+	browsertest.WaitText(t, bt, ".nodes", "t4")
+	others := browsertest.Eval[int](t, bt, `document.querySelectorAll('.gpus .cell[data-other=true]').length`)
 	if others != 2 {
 		t.Errorf("alice sees %d GPUs as another tenant's, want bob's 2", others)
 	}
-	shot(t, bt, "serve-tenant-cluster")
-	click(t, bt, `nav a[href="#/queue"]`)
-	q = waitText(t, bt, "table.queue", queued.ID)
+	browsertest.Shot(t, bt, "serve-tenant-cluster")
+	browsertest.Click(t, bt, `nav a[href="#/queue"]`)
+	q = browsertest.WaitText(t, bt, "table.queue", queued.ID)
 	if strings.Contains(q, run2.ID) || strings.Contains(q, "bob") {
 		t.Errorf("alice's queue shows bob's jobs:\n%s", q)
 	}
 	if err := chromedp.Run(bt, chromedp.Navigate(url+"/#/job/"+run2.ID)); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, bt, ".error", "no job")
+	browsertest.WaitText(t, bt, ".error", "no job")
 }
 
 // TestConsoleTimeline: a job's timeline marks its starts, preemptions and
@@ -462,7 +343,7 @@ func TestConsoleServe(t *testing.T) {
 // serve under SRTF (a short job preempts a long one) and Optimus (it
 // shrinks an elastic job to make room for a second).
 func TestConsoleTimeline(t *testing.T) {
-	exe := browser(t)
+	exe := browsertest.Chromium(t)
 	tide, countjob := buildBinaries(t)
 	for _, tc := range []struct {
 		policy, kind, name, reason string
@@ -492,19 +373,19 @@ func TestConsoleTimeline(t *testing.T) {
 			}
 			waitEvent(t, admin, long.ID, tc.kind)
 
-			b := newBrowser(t, exe, 1280, 900)
-			login(t, b, url, tok)
+			b := browsertest.New(t, exe, 1280, 900)
+			browsertest.Login(t, b, url, tok)
 			if err := chromedp.Run(b, chromedp.Navigate(url+"/#/job/"+long.ID)); err != nil {
 				t.Fatal(err)
 			}
-			list := waitText(t, b, ".moments", tc.name)
+			list := browsertest.WaitText(t, b, ".moments", tc.name)
 			if !strings.Contains(list, "started") || !strings.Contains(list, tc.reason) {
 				t.Errorf("the timeline's list lacks the start, or the %s with the policy's reason %q:\n%s", tc.name, tc.reason, list)
 			}
-			if n := eval[int](t, b, `document.querySelectorAll('.track .moment').length`); n < 2 {
+			if n := browsertest.Eval[int](t, b, `document.querySelectorAll('.track .moment').length`); n < 2 {
 				t.Errorf("the timeline's track marks %d moments, want a start and a %s at least", n, tc.name)
 			}
-			shot(t, b, "serve-timeline-"+tc.policy)
+			browsertest.Shot(t, b, "serve-timeline-"+tc.policy)
 		})
 	}
 }

@@ -86,10 +86,12 @@ type GPU struct {
 	Label string `json:"label"`
 	// Down: not usable (failed, cordoned); Reclaimed: taken back by its
 	// owner (an inference pool reclaiming lent GPUs).
-	Down      bool   `json:"down,omitempty"`
-	Reclaimed bool   `json:"reclaimed,omitempty"`
-	Job       string `json:"job,omitempty"`
-	Tenant    string `json:"tenant,omitempty"`
+	Down      bool `json:"down,omitempty"`
+	Reclaimed bool `json:"reclaimed,omitempty"`
+	// Why says why it is down or taken back ("node n1 was cordoned").
+	Why    string `json:"why,omitempty"`
+	Job    string `json:"job,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Job states (the API's).

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +64,7 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 	}
 	out.Rounds = s.eng.Rounds()
 	out.Nodes = console.EngineNodes(s.eng.Snapshot().Cluster, s.eng, nil)
+	out.Nodes = s.outsideGPUs(out.Nodes)
 	for id, w := range s.work {
 		st := s.eng.Job(id)
 		if st == nil {
@@ -70,6 +73,58 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 		out.Jobs = append(out.Jobs, consoleJob(id, w, st))
 	}
 	return out, nil
+}
+
+// outsideGPUs adds to the engine's nodes the GPUs the last round left out
+// of its cluster: those held by pods tide does not schedule (taken back
+// from tide) and those of cordoned or NotReady nodes (down), with nodes
+// the engine has none of. Under mu.
+func (s *Scheduler) outsideGPUs(nodes []console.Node) []console.Node {
+	v := s.seen
+	if v == nil {
+		return nodes
+	}
+	at := make(map[string]int, len(nodes))
+	for i := range nodes {
+		at[nodes[i].Name] = i
+	}
+	names := make([]string, 0, len(v.nodes))
+	for n := range v.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		i, ok := at[name]
+		if !ok {
+			typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
+			if typ == "" {
+				typ = "gpu"
+			}
+			site, kind := "default", "cloud"
+			if len(nodes) > 0 {
+				site, kind = nodes[0].Site, nodes[0].SiteKind
+			}
+			nodes = append(nodes, console.Node{Name: name, GPUType: typ, Site: site, SiteKind: kind})
+			i = len(nodes) - 1
+		}
+		n := &nodes[i]
+		rest := v.alloc[name] - len(n.GPUs)
+		taken := min(max(0, v.foreign[name]), rest)
+		why := "node " + name + " is NotReady"
+		if st := v.states[name]; st != nil && st.node.Spec.Unschedulable {
+			why = "node " + name + " is cordoned"
+		}
+		for k := 0; k < rest; k++ {
+			g := console.GPU{Label: strconv.Itoa(len(n.GPUs))}
+			if k < taken {
+				g.Reclaimed, g.Why = true, "held by pods tide does not schedule"
+			} else {
+				g.Down, g.Why = true, why
+			}
+			n.GPUs = append(n.GPUs, g)
+		}
+	}
+	return nodes
 }
 
 // consoleJob is the console's row of a workload. Under mu.

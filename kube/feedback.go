@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/tide-sched/tide/job"
 )
 
 // Feedback where users look: Events (Scheduled, FailedScheduling,
@@ -93,7 +95,7 @@ var quietReasons = map[string]bool{"SpecAccepted": true, "NoWorkerFailed": true,
 
 // warningReasons are condition reasons that tell of a problem.
 var warningReasons = map[string]bool{"InvalidSpec": true, "Unschedulable": true, "FailedCreate": true,
-	"WorkerRejected": true, "WorkerFailed": true, "Failed": true}
+	"WorkerRejected": true, "WorkerFailed": true, "Failed": true, "Declined": true}
 
 // conditionEvents records an event on a TideJob for each condition whose
 // status or reason changes from old to next: Admitted, Unschedulable,
@@ -289,6 +291,8 @@ func (s *Scheduler) tideReason(w *workload) string {
 		tide = "unschedulable: " + s.unsched[w.key]
 	case w.tj == nil && len(w.pods) < w.minW:
 		tide = fmt.Sprintf("gang %s has %d of its %d pods; none is bound before all exist", w.name, len(w.pods), w.minW)
+	case st != nil && st.State == job.Declined && s.work[id] == w:
+		tide = "declined: " + reasonText(st.Reason, "the policy refused it at admission")
 	case st == nil || st.State.Terminal() || s.work[id] != w:
 		return ""
 	case len(st.GPUs) > 0:

@@ -58,6 +58,9 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
+	if !moves(plan, byID) {
+		return plan // every job keeps what it holds: nothing to place
+	}
 	out := map[string]bool{} // waiting jobs planned without
 	for i := 0; ; i++ {
 		placed := pl.Place(s.Cluster, held, plan.Run)
@@ -124,6 +127,16 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	return plan
+}
+
+// moves: the plan starts, grows or shrinks a job.
+func moves(plan engine.Plan, byID map[string]*engine.Status) bool {
+	for _, a := range plan.Run {
+		if st := byID[a.Job]; st == nil || len(st.GPUs) != a.GPUs {
+			return true
+		}
+	}
+	return false
 }
 
 // keep makes each running job the placer left out (its planned growth

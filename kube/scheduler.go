@@ -42,6 +42,7 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy"
 )
@@ -139,6 +140,7 @@ type Scheduler struct {
 	eng     *engine.Engine
 	state   *policyStateStore         // the policy's persisted state; nil: kept in memory only (policystate.go)
 	sig     string                    // the cluster the engine was built on
+	seen    *view                     // the last round's view, for the console (console.go)
 	ids     map[string]string         // workload key -> engine job ID
 	gen     map[string]int            // workload key -> resubmissions
 	work    map[string]*workload      // by engine ID, this round
@@ -376,6 +378,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.seen = v
 	for _, p := range v.probs {
 		key := p.kind + "/" + p.ns + "/" + p.name
 		if s.said[key] != p.msg {
@@ -893,6 +896,14 @@ func (s *Scheduler) update(v *view) {
 		}
 		if st != nil && !st.State.Terminal() && s.holdBack(w) {
 			continue // withdrawn while its workers back off
+		}
+		if st != nil && st.State == job.Declined && st.Job.Submit == w.created && st.Job.Deadline == w.deadline {
+			// The policy refused it at admission: it stays refused (not
+			// resubmitted every round) until it is made anew or its
+			// deadline changes.
+			seen[id] = true
+			s.work[id] = w
+			continue
 		}
 		if st != nil && st.State.Terminal() {
 			// Back again (a plain gang recreated after preemption): a new job.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 )
 
 // harness runs a Scheduler's rounds on caches the test fills, with a
@@ -452,5 +453,29 @@ func TestConditionEvents(t *testing.T) {
 	want := []string{"Warning Unschedulable needs 16 GPUs", "Normal Admitted Admitted is True"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestDeclinedStays: a job the policy declines at admission (ElasticFlow:
+// its deadline cannot be met) stays declined, with the policy's reason,
+// and is not resubmitted round after round.
+func TestDeclinedStays(t *testing.T) {
+	h := newHarness(t, "elasticflow")
+	h.node("n0", 8)
+	deadline := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	h.pod("late", 8, annotate(AnnotDuration, "10h", AnnotDeadline, deadline))
+	for i := 0; i < 4; i++ {
+		h.round()
+	}
+	id := h.s.ids["pods/ns/late"]
+	st := h.s.eng.Job(id)
+	if st == nil || st.State != job.Declined || h.s.gen["pods/ns/late"] != 0 {
+		t.Fatalf("late: job %q in state %v after %d resubmissions, want declined once", id, st, h.s.gen["pods/ns/late"])
+	}
+	if r := h.s.tideReason(h.s.work[id]); !strings.HasPrefix(r, "declined: ") {
+		t.Errorf("reason %q, want it declined with the policy's reason", r)
+	}
+	if n := h.get("late").Spec.NodeName; n != "" {
+		t.Errorf("late bound to %s", n)
 	}
 }

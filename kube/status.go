@@ -107,6 +107,14 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		setCond(&out, tj, CondRunning, false, "Succeeded", out.Message)
 		return out
 	}
+	if st != nil && st.State == job.Declined {
+		why := reasonText(st.Reason, "the policy refused it at admission")
+		out.Phase, out.Message = PhaseFailed, "declined: "+why
+		setCond(&out, tj, CondAdmitted, false, "Declined", why)
+		setCond(&out, tj, CondFailed, true, "Declined", why)
+		setCond(&out, tj, CondRunning, false, "Declined", out.Message)
+		return out
+	}
 	setCond(&out, tj, CondFailed, false, "NoWorkerFailed", "")
 	if st == nil || st.State.Terminal() {
 		out.Phase = PhasePending

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tide-sched/tide/console/browsertest"
 	"github.com/tide-sched/tide/kube"
 )
 
@@ -185,5 +189,136 @@ func TestKubeConsole(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || json.Unmarshal(body, &w) != nil || w.Alt != "srtf" || len(w.Rows) != 4 {
 		t.Errorf("what-if: %d %s", resp.StatusCode, body)
+	}
+
+	// GPUs tide cannot use: a cordoned node's are down, one a pod of
+	// another scheduler holds is taken back; each says why.
+	s.node("console-3", 2, "a100")
+	s.editNode("console-3", func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	s.podWith("team-b", "other", 1, func(p *corev1.Pod) { p.Spec.SchedulerName = "someone-else" })
+	s.bindTo("team-b", "other", "console-2")
+	eventually(t, 30*time.Second, func() (bool, string) {
+		s.kubelet("team-b")
+		var cl struct {
+			Nodes []struct {
+				Name string
+				GPUs []struct {
+					Down, Reclaimed bool
+					Why, Job        string
+				}
+			}
+		}
+		get(admin, "/ui/api/cluster", &cl)
+		down, taken, held := map[string]int{}, map[string]int{}, 0
+		for _, n := range cl.Nodes {
+			for _, g := range n.GPUs {
+				switch {
+				case g.Down && strings.Contains(g.Why, "cordoned"):
+					down[n.Name]++
+				case g.Reclaimed && strings.Contains(g.Why, "tide does not schedule"):
+					taken[n.Name]++
+				case g.Job != "":
+					held++
+				}
+			}
+		}
+		ok := len(down) == 1 && down["console-3"] == 2 && len(taken) == 1 && taken["console-2"] == 1 && held == 7
+		return ok, fmt.Sprintf("down %v, taken back %v, held by jobs %d: want console-3's 2 down, 1 taken back on console-2, 7 held\n%+v", down, taken, held, cl.Nodes)
+	})
+
+	t.Run("browser", func(t *testing.T) { kubeConsoleBrowser(t, strings.TrimSuffix(url, "/"), admin, teamA) })
+}
+
+// kubeConsoleBrowser loads every view of tide kube's console in a real
+// Chromium (TestKubeConsole's cluster and pods), checks what each shows
+// and keeps screenshots in kubetest/testdata/out/.
+func kubeConsoleBrowser(t *testing.T, url, admin, teamA string) {
+	exe := browsertest.Chromium(t)
+	b := browsertest.New(t, exe, 1280, 900)
+	browsertest.Login(t, b, url, admin)
+
+	// Cluster: three nodes; a-0's 4 GPUs, the cordoned node's 2 down and
+	// the GPU another scheduler's pod holds taken back, each marked apart.
+	browsertest.WaitText(t, b, ".nodes", "console-3")
+	labels := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.gpus .cell')].map(c => c.className + '|' + c.getAttribute('aria-label'))`)
+	count := func(sub string) int {
+		n := 0
+		for _, l := range labels {
+			if strings.Contains(l, sub) {
+				n++
+			}
+		}
+		return n
+	}
+	if len(labels) != 10 || count("cell down|console-3") != 2 || count("cell taken|console-2") != 1 || count("job pods/team-a/a-0") != 4 {
+		t.Errorf("cluster view's GPUs %q: want 10, console-3's 2 down, 1 taken back on console-2, 4 of a-0", labels)
+	}
+	if legend := browsertest.Text(t, b, ".legend"); !strings.Contains(legend, "down") || !strings.Contains(legend, "taken back") {
+		t.Errorf("the legend does not explain down and taken-back GPUs: %q", legend)
+	}
+	browsertest.Shot(t, b, "kube-cluster")
+
+	// Queue: the waiting pod first in the policy's order; tide kube is
+	// read-only, so no buttons.
+	browsertest.Click(t, b, `nav a[href="#/queue"]`)
+	row := browsertest.WaitText(t, b, "#row-pods\\/team-a\\/a-1", "pending")
+	if cells := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('#row-pods\\/team-a\\/a-1 td')].map(c => c.innerText)`); len(cells) < 4 || cells[0] != "1" {
+		t.Errorf("the waiting pod's row %q: want position 1", cells)
+	}
+	if n := browsertest.Eval[int](t, b, `document.querySelectorAll('table.queue button').length`); n != 0 {
+		t.Errorf("tide kube's queue offers %d buttons; it is read-only", n)
+	}
+	q := browsertest.Text(t, b, "table.queue")
+	for _, want := range []string{"pods/team-a/a-0", "pods/team-b/b-0", "pods/team-b/b-1", "running"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("queue lacks %q:\n%s", want, q)
+		}
+	}
+	_ = row
+	browsertest.Shot(t, b, "kube-queue")
+
+	// Job: its pods as events.
+	// (Navigated to: a click on the queue's link can land on a row the
+	// live update has just moved.)
+	if err := chromedp.Run(b, chromedp.Navigate(url+"/#/job/pods%2Fteam-a%2Fa-0")); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.WaitText(t, b, "h1", "Job pods/team-a/a-0")
+	if ev := browsertest.WaitText(t, b, "details", "pod Running"); !strings.Contains(ev, "a-0 on console-") {
+		t.Errorf("job events lack the pod and its node:\n%s", ev)
+	}
+	browsertest.Shot(t, b, "kube-job")
+
+	// Tenants, utilisation, what-if.
+	browsertest.Click(t, b, `nav a[href="#/tenants"]`)
+	if tt := browsertest.WaitText(t, b, "main table", "team-a"); !strings.Contains(tt, "team-b") {
+		t.Errorf("tenants view lacks team-b:\n%s", tt)
+	}
+	browsertest.Shot(t, b, "kube-tenants")
+	browsertest.Click(t, b, `nav a[href="#/usage"]`)
+	browsertest.WaitText(t, b, "main", "idle-allocated")
+	browsertest.Shot(t, b, "kube-usage")
+	browsertest.Click(t, b, `nav a[href="#/whatif"]`)
+	if err := chromedp.Run(b, chromedp.WaitReady(`select[name=policy] option[value=srtf]`, chromedp.ByQuery),
+		chromedp.SetValue(`select[name=policy]`, "srtf", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Click(t, b, `form button[type=submit]`)
+	if cmp := browsertest.WaitText(t, b, "table.compare", "srtf"); !strings.Contains(cmp, "mean") {
+		t.Errorf("what-if comparison:\n%s", cmp)
+	}
+	browsertest.Shot(t, b, "kube-whatif")
+
+	// A tenant sees its own pods and the cluster's shape only.
+	bt := browsertest.New(t, exe, 1280, 900)
+	browsertest.Login(t, bt, url, teamA)
+	browsertest.WaitText(t, bt, ".nodes", "console-1")
+	if n := browsertest.Eval[int](t, bt, `document.querySelectorAll('.gpus .cell[data-other=true]').length`); n != 3 {
+		t.Errorf("team-a sees %d GPUs as another tenant's, want team-b's 3", n)
+	}
+	browsertest.Shot(t, bt, "kube-tenant-cluster")
+	browsertest.Click(t, bt, `nav a[href="#/queue"]`)
+	if q := browsertest.WaitText(t, bt, "table.queue", "pods/team-a/a-1"); strings.Contains(q, "team-b") {
+		t.Errorf("team-a's queue shows team-b's pods:\n%s", q)
 	}
 }

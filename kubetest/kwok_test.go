@@ -169,14 +169,16 @@ func (s *scenario) waitNodesUp(names ...string) {
 // TestKubeNodes (case 1) runs its own control plane whose node lifecycle
 // controller declares a node NotReady 10 s after its last heartbeat, with
 // kwok as the nodes' kubelets: one kwok for k-2, one for the others. A
-// rigid TideJob of 3 workers and 8 single pods, 2 GPUs each, run on 6
-// nodes of 8 GPUs. Then, one node at a time: a cordon, a NotReady blink,
+// rigid TideJob of 3 workers and 4 single pods, 4 GPUs each (so the job
+// is on two nodes at least, and room for a lost worker is never cut in
+// pieces), run on 8 nodes of 8 GPUs: room enough for the job after four
+// nodes are lost. Then, one node at a time: a cordon, a NotReady blink,
 // k-2's kwok killed (no more heartbeats: NotReady past tide's grace), a
 // NoExecute taint and a deletion. Each takes exactly the pods on that node;
 // every other pod stays where it was; the TideJob, which each change hits
 // (the node chosen holds one of its workers, but for k-2), gets its lost
-// worker back on another node while there is room, keeping the others;
-// nothing is bound to the cordoned node.
+// worker back on another node, keeping the others; nothing is bound to a
+// node tide may no longer use.
 func TestKubeNodes(t *testing.T) {
 	bin, dir := kwokBinary(t)
 	t.Log("starting etcd, kube-apiserver, kube-controller-manager and kwok")
@@ -184,7 +186,7 @@ func TestKubeNodes(t *testing.T) {
 	e.startControllersGrace(t, 10*time.Second)
 	s := e.scenario(t, "tide-kwok", "kwok")
 	var names []string
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 8; i++ {
 		name, group := fmt.Sprintf("k-%d", i), "pool"
 		if i == 2 {
 			group = "solo"
@@ -196,9 +198,9 @@ func TestKubeNodes(t *testing.T) {
 	stopSolo := e.startKwok(t, bin, dir, "--manage-nodes-with-label-selector=tide.test/kwok=solo")
 	s.waitNodesUp(names...)
 	sch, _ := s.start(kube.Config{Policy: "fifo", NotReadyGrace: 2 * time.Second})
-	s.tidejob("kwok", "r", 3, 3, 2, func(tj *kube.TideJob) { tj.Spec.Duration = "10h" })
-	for i := 0; i < 8; i++ {
-		s.pod("kwok", fmt.Sprintf("p%d", i), 2, kube.AnnotDuration, "10h")
+	s.tidejob("kwok", "r", 3, 3, 4, func(tj *kube.TideJob) { tj.Spec.Duration = "10h" })
+	for i := 0; i < 4; i++ {
+		s.pod("kwok", fmt.Sprintf("p%d", i), 4, kube.AnnotDuration, "10h")
 	}
 	lost := map[string]bool{}
 	// whole waits until r has its 3 workers running on usable nodes.
@@ -217,7 +219,7 @@ func TestKubeNodes(t *testing.T) {
 	whole("at start")
 	eventually(t, 30*time.Second, func() (bool, string) {
 		n := len(s.where("kwok"))
-		return n == 11, fmt.Sprintf("%d of 11 pods bound", n)
+		return n == 7, fmt.Sprintf("%d of 7 pods bound", n)
 	})
 	// rNode is a usable node holding one of r's workers.
 	rNode := func() string {
@@ -262,7 +264,6 @@ func TestKubeNodes(t *testing.T) {
 	node := rNode()
 	change("cordon", node, func() { s.editNode(node, func(n *corev1.Node) { n.Spec.Unschedulable = true }) })
 	whole("after the cordon")
-	s.pod("kwok", "late", 8, kube.AnnotDuration, "1h")
 
 	blink := rNode()
 	before := s.where("kwok")
@@ -287,6 +288,7 @@ func TestKubeNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	whole("after the deletion")
 	for name, n := range s.where("kwok") {
 		if lost[n] {
 			t.Errorf("pod %s bound to %s, a node tide may no longer use", name, n)

@@ -229,7 +229,7 @@ function useData(path, deps, onErr) {
 function Cards({ s }) {
   if (!s) return null;
   const items = [
-    ['GPUs', s.gpus], ['allocated', s.allocated], ['useful', s.useful], ['down', s.down],
+    ['GPUs', s.gpus], ['allocated', s.allocated], ['useful', s.useful], ['down or taken back', s.down],
     ['running', s.running], ['waiting', s.waiting], ['at risk', s.at_risk],
   ];
   return html`<dl class="cards">${items.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v}</dd></div>`)}</dl>`;
@@ -269,7 +269,8 @@ function Cluster({ tick, onErr }) {
     </div>
     <ul class="legend" aria-label="Legend">
       <li><span class="cell free"></span> free</li>
-      <li><span class="cell down">✕</span> down or taken back</li>
+      <li><span class="cell down">✕</span> down (failed, cordoned, NotReady)</li>
+      <li><span class="cell taken">↩</span> taken back (held outside tide's scheduling)</li>
       ${[...names].sort().slice(0, 24).map(n => html`<li><span class="cell" style=${'background:' + (n === '(other tenant)' ? '' : colour(n))} data-other=${n === '(other tenant)'}></span> ${n}</li>`)}
     </ul>
     <div class="nodes">
@@ -278,8 +279,9 @@ function Cluster({ tick, onErr }) {
         <p class="muted">${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}</p>
         <div class="gpus">${n.gpus.map(g => {
           const who = by === 'job' && g.job ? g.job : g.tenant;
-          const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
-          if (g.down || g.reclaimed) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
+          const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
+          if (g.down) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
+          if (g.reclaimed) return html`<span class="cell taken" role="img" aria-label=${label} title=${label}>↩</span>`;
           if (g.job) return html`<a class="cell" href=${'#/job/' + encodeURIComponent(g.job)} style=${'background:' + colour(who)} aria-label=${label} title=${label}></a>`;
           if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
           return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
