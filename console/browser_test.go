@@ -268,6 +268,7 @@ func TestConsoleServe(t *testing.T) {
 
 	// Tenants and utilisation.
 	browsertest.Click(t, b, `nav a[href="#/tenants"]`)
+	browsertest.WaitText(t, b, "main h1", "Tenants") // not the job view's tables
 	tt := browsertest.WaitText(t, b, "main table", "alice")
 	if !strings.Contains(tt, "bob") {
 		t.Errorf("tenants view lacks bob:\n%s", tt)

@@ -291,6 +291,7 @@ func kubeConsoleBrowser(t *testing.T, url, admin, teamA string) {
 
 	// Tenants, utilisation, what-if.
 	browsertest.Click(t, b, `nav a[href="#/tenants"]`)
+	browsertest.WaitText(t, b, "main h1", "Tenants") // not the job view's tables
 	if tt := browsertest.WaitText(t, b, "main table", "team-a"); !strings.Contains(tt, "team-b") {
 		t.Errorf("tenants view lacks team-b:\n%s", tt)
 	}

@@ -7,9 +7,11 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// afsPolicies registers the policies this file defines; registry.go lists it.
+func afsPolicies(register func(Info)) {
 	register(Info{
 		Name: "afs",
 		Summary: "AFS-L (CoDDL, NSDI'21): one GPU each, shortest remaining time first when GPUs are short; " +
@@ -68,7 +70,7 @@ func (a *AFS) Schedule(s *engine.Snapshot) engine.Plan {
 		afsAllocate(pools[t], capacity[t])
 	}
 	plan := elasticPlan(types, pools)
-	explain(s, &plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 		return fmt.Sprintf("jobs start on their minimum (%d GPUs) shortest remaining first, then GPUs go by AFS' pairwise speedup rule", st.Job.MinGPUs)
 	})
 	return plan

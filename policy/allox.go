@@ -8,9 +8,12 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// alloxPolicies registers the policies this file defines; registry.go lists it.
+func alloxPolicies(register func(Info)) {
 	register(Info{
 		Name: "allox",
 		Summary: "AlloX (EuroSys'20): waiting jobs matched to GPU types and queue positions by min-cost " +
@@ -71,7 +74,7 @@ func (x *AlloX) Name() string { return "allox" }
 
 // Schedule implements engine.Policy.
 func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
-	free := newPool(s)
+	free := alloc.NewPool(s)
 	var plan engine.Plan
 	tenants, groups := byTenant(s.Jobs)
 	attained := map[string]float64{}
@@ -79,7 +82,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 		for _, st := range groups[u] {
 			attained[u] += st.Attained
 			if len(st.GPUs) > 0 {
-				if a, ok := free.take(st, len(st.GPUs)); ok {
+				if a, ok := free.Take(st, len(st.GPUs)); ok {
 					plan.Run = append(plan.Run, a)
 				}
 			}
@@ -88,7 +91,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	slices.SortStableFunc(tenants, func(a, b string) int { return cmp.Compare(attained[a], attained[b]) })
 	first := int(math.Ceil(x.Alpha * float64(len(tenants))))
 	for _, part := range [][]string{tenants[:first], tenants[first:]} {
-		if free.room() == 0 {
+		if free.Room() == 0 {
 			break // nothing to start: skip the matching
 		}
 		var waiting []*engine.Status
@@ -100,7 +103,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 		if x.Window > 0 && len(waiting) > x.Window {
-			waiting = sortJobs(waiting, func(a, b *engine.Status) int { return 0 })[:x.Window]
+			waiting = alloc.SortJobs(waiting, func(a, b *engine.Status) int { return 0 })[:x.Window]
 		}
 		slot := x.cached(s, waiting)
 		// Per type, the largest position first; ties by shorter time.
@@ -112,18 +115,18 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 		})
 		for _, st := range waiting {
 			sl, ok := slot[st]
-			if !ok || free.free(sl.t) < st.Job.GPUs {
+			if !ok || free.Free(sl.t) < st.Job.GPUs {
 				continue
 			}
-			free.use(sl.t, st.Job.GPUs)
+			free.Use(sl.t, st.Job.GPUs)
 			a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: sl.t}
-			if len(free.types) == 1 {
+			if len(free.Types()) == 1 {
 				a.GPUType = st.Job.GPUType
 			}
 			plan.Run = append(plan.Run, a)
 		}
 	}
-	explain(s, &plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 		u := st.Job.Tenant
 		part := "the rest"
 		if i := slices.Index(tenants, u); i < first {

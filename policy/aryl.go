@@ -8,9 +8,11 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// arylPolicies registers the policies this file defines; registry.go lists it.
+func arylPolicies(register func(Info)) {
 	register(Info{
 		Name: "aryl",
 		Summary: "Aryl / Lyra (EuroSys'23): idle inference servers lent to training; base (minimum) workers shortest job " +
@@ -185,7 +187,7 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	for i, e := range order {
 		sts[i], rem[e.st] = e.st, e.rem
 	}
-	explain(s, &plan, sts, func(st *engine.Status) string {
+	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
 		return fmt.Sprintf("remaining %.0f s on its base workers; shortest first", rem[st])
 	})
 	return plan

@@ -7,9 +7,12 @@ import (
 	"strconv"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// basicPolicies registers the policies this file defines; registry.go lists it.
+func basicPolicies(register func(Info)) {
 	register(Info{
 		Name:    "fifo",
 		Summary: "first come, first served; a running job is never preempted",
@@ -70,14 +73,14 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 			order = append(order, st)
 		}
 	}
-	plan := greedy(s, order, !f.Backfill)
-	explainAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
+	plan := alloc.Greedy(s, order, !f.Backfill)
+	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
 		b = append(b, "submitted at t="...)
 		b = strconv.AppendFloat(b, st.Job.Submit, 'f', 0, 64)
 		return append(b, " s"...)
 	})
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
-		predictStarts(s, &plan, order, true, f.endOf(s))
+		explain.PredictStarts(s, &plan, order, true, f.endOf(s))
 	}
 	return plan
 }
@@ -107,7 +110,7 @@ func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment)
 			}
 			return s.Now + e.at
 		}
-		at := modelEnd(s, st, a)
+		at := explain.ModelEnd(s, st, a)
 		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: st.Progress, at: at}
 		if !running {
 			e.at = at - s.Now
@@ -133,9 +136,9 @@ func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, st := range s.Jobs {
 		rem[st] = s.Remaining(st, st.Job.GPUs, "")
 	}
-	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
-	plan := greedy(s, order, false)
-	explain(s, &plan, order, func(st *engine.Status) string {
+	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
+	plan := alloc.Greedy(s, order, false)
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem[st], st.Job.GPUs)
 	})
 	return plan
@@ -155,9 +158,9 @@ func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return math.Inf(1)
 	}
-	order := sortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
-	plan := greedy(s, order, false)
-	explain(s, &plan, order, deadlineTerms)
+	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
+	plan := alloc.Greedy(s, order, false)
+	explain.Plan(s, &plan, order, deadlineTerms)
 	return plan
 }
 

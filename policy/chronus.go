@@ -7,10 +7,13 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/solver"
 )
 
-func init() {
+// chronusPolicies registers the policies this file defines; registry.go lists it.
+func chronusPolicies(register func(Info)) {
 	register(Info{
 		Name: "chronus",
 		Summary: "Chronus (SoCC'21): SLO jobs admitted only if every admitted job still packs before its deadline; " +
@@ -321,14 +324,14 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	for i, j := range order {
 		sts[i] = j.st
 	}
-	plan := greedy(s, sts, false)
+	plan := alloc.Greedy(s, sts, false)
 	plan.Decline = declined
 	plan.Warnings = warn
 	class := make(map[*engine.Status]int, len(jobs))
 	for _, j := range jobs {
 		class[j.st] = int(j.memo[chronusClass])
 	}
-	explain(s, &plan, sts, func(st *engine.Status) string {
+	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
 		switch class[st] {
 		case chronusAdmitted:
 			return fmt.Sprintf("admitted (deadline t=%.0f s) but holds no block of this lease; runs on spot GPUs left", st.Job.Deadline)

@@ -7,9 +7,11 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// deepBootPolicies registers the policies this file defines; registry.go lists it.
+func deepBootPolicies(register func(Info)) {
 	register(Info{
 		Name: "deepboot",
 		Summary: "DeepBoot (TPDS'23): ATS-T, a multiple-choice knapsack of speedups over the training GPUs; " +
@@ -93,7 +95,7 @@ func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	plan.Run, _ = speedupKnapsacks(s, pools, slices.Clone(s.Jobs),
 		func(*engine.Status, loanPool) float64 { return 1 },
 		func(st *engine.Status) float64 { return d.restartFactor(s, st) })
-	explain(s, &plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 		return fmt.Sprintf("restart factor %.2f; the knapsack over %d pool(s) gave the GPUs to more speedup", d.restartFactor(s, st), len(pools))
 	})
 	return plan

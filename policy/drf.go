@@ -8,9 +8,12 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// drfPolicies registers the policies this file defines; registry.go lists it.
+func drfPolicies(register func(Info)) {
 	register(Info{
 		Name: "drf",
 		Summary: "Dominant Resource Fairness (NSDI'11) across tenants over GPUs, CPU cores and host memory: " +
@@ -97,7 +100,7 @@ func dominant(use, capa resources) float64 {
 // Schedule implements engine.Policy.
 func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 	capa := capacity(s.Cluster)
-	free := newPool(s)
+	free := alloc.NewPool(s)
 	left := capa
 	use := map[string]resources{}
 	var plan engine.Plan
@@ -108,7 +111,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 				return false
 			}
 		}
-		a, ok := free.take(st, st.Job.GPUs)
+		a, ok := free.Take(st, st.Job.GPUs)
 		if !ok {
 			return false
 		}
@@ -153,7 +156,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 		if !found {
-			explain(s, &plan, nil, func(st *engine.Status) string {
+			explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 				t := st.Job.Tenant
 				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weight(t))
 			})

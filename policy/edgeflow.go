@@ -17,7 +17,8 @@ const edgeKnobs = "offload=all: jobs that would miss their deadline in the cloud
 	"cloud; missing: only jobs that miss theirs in the cloud; " +
 	"remote_gibps=0.125: remote-storage bandwidth for the cost of a cloud-edge move"
 
-func init() {
+// edgeFlowPolicies registers the policies this file defines; registry.go lists it.
+func edgeFlowPolicies(register func(Info)) {
 	register(Info{
 		Name: "edgeflow",
 		Summary: "EdgeFlow (Journal of Software 2025): ElasticFlow's minimum satisfactory shares on the cloud, then " +

@@ -9,9 +9,11 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// elasticFlowPolicies registers the policies this file defines; registry.go lists it.
+func elasticFlowPolicies(register func(Info)) {
 	register(Info{
 		Name: "elasticflow",
 		Summary: "ElasticFlow (ASPLOS'23): admits a job only if every admitted job still meets its deadline at its " +
@@ -610,7 +612,7 @@ func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free i
 	for i, j := range js {
 		byStatus[j.st], order[i] = j, j.st
 	}
-	explain(s, plan, order, func(st *engine.Status) string {
+	explain.Plan(s, plan, order, func(st *engine.Status) string {
 		j := byStatus[st]
 		if j == nil {
 			return ""

@@ -11,7 +11,8 @@ import (
 	"github.com/tide-sched/tide/engine"
 )
 
-func init() {
+// fifoPerfPolicies registers the policies this file defines; registry.go lists it.
+func fifoPerfPolicies(register func(Info)) {
 	register(Info{
 		Name: "fifo-perf",
 		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +

@@ -7,9 +7,12 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// gandivaPolicies registers the policies this file defines; registry.go lists it.
+func gandivaPolicies(register func(Info)) {
 	register(Info{
 		Name: "gandiva",
 		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
@@ -120,7 +123,7 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.Rotate {
 		plan = rotateTypes(s, order)
 	} else {
-		plan = greedy(s, order, false)
+		plan = alloc.Greedy(s, order, false)
 		if g.Migrate {
 			plan.Run = consolidate(s, plan.Run)
 		}
@@ -131,7 +134,7 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.Grow {
 		plan.Run = grow(s, plan.Run)
 	}
-	explain(s, &plan, order, func(st *engine.Status) string {
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		if len(st.GPUs) > 0 {
 			return fmt.Sprintf("time slice of %.0f s used up", g.Quantum)
 		}
@@ -155,7 +158,7 @@ func (g *Gandiva) turns(s *engine.Snapshot) []*engine.Status {
 			return 2, st.LastStart
 		}
 	}
-	return sortJobs(s.Jobs, func(a, b *engine.Status) int {
+	return alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int {
 		ca, ta := class(a)
 		cb, tb := class(b)
 		if ca != cb {

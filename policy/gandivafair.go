@@ -7,9 +7,11 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// gandivaFairPolicies registers the policies this file defines; registry.go lists it.
+func gandivaFairPolicies(register func(Info)) {
 	register(Info{
 		Name: "gandiva-fair",
 		Summary: "Gandiva_fair (EuroSys'20): per-tenant tickets, stride scheduling of each GPU type, and automatic " +
@@ -218,7 +220,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			add(pick, t)
 		}
 	}
-	explain(s, &plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 		u := st.Job.Tenant
 		recv, owed := 0.0, 0.0
 		for _, t := range types {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -219,7 +220,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 // explain gives each job left out its allocation: the share of time on each
 // type the LP (or rule) gave it, against what it received.
 func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
-	explain(s, plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, plan, nil, func(st *engine.Status) string {
 		gj := g.jobs[st.Job.ID]
 		if gj == nil || gj.x == nil {
 			return "not yet in the allocation (it is recomputed at most every " + fmt.Sprintf("%.0f s)", g.MinReset)

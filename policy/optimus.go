@@ -5,9 +5,11 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// optimusPolicies registers the policies this file defines; registry.go lists it.
+func optimusPolicies(register func(Info)) {
 	register(Info{
 		Name: "optimus",
 		Summary: "Optimus (EuroSys'18) as the Pollux artifact re-implements it: one GPU per job in arrival " +
@@ -64,7 +66,7 @@ func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {
 		optimusAllocate(pools[t], capacity[t])
 	}
 	plan := elasticPlan(types, pools)
-	explain(s, &plan, nil, func(st *engine.Status) string {
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 		return fmt.Sprintf("jobs start on their minimum (%d GPUs) fewest first, then each free GPU goes where it saves the most remaining time", st.Job.MinGPUs)
 	})
 	return plan

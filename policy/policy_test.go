@@ -13,6 +13,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 )
 
 // ---------------------------------------------------------------------------
@@ -445,7 +446,7 @@ func TestGreedy(t *testing.T) {
 					}
 				}
 			}
-			if got := runs(greedy(s, order, tc.strict)); !slices.Equal(got, tc.want) {
+			if got := runs(alloc.Greedy(s, order, tc.strict)); !slices.Equal(got, tc.want) {
 				t.Errorf("greedy = %v, want %v", got, tc.want)
 			}
 		})

@@ -12,9 +12,11 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// polluxPolicies registers the policies this file defines; registry.go lists it.
+func polluxPolicies(register func(Info)) {
 	register(Info{
 		Name: "pollux",
 		Summary: "Pollux (OSDI'21): elastic jobs on node shapes chosen to maximise the power mean (p=-1) of each " +
@@ -188,7 +190,7 @@ func (p *Pollux) Schedule(s *engine.Snapshot) engine.Plan {
 	for i := range pr.jobs {
 		order[i] = pr.jobs[i].st
 	}
-	explain(s, &plan, order, func(st *engine.Status) string {
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		return fmt.Sprintf("attained %.2f GPU-h; the search gave its GPUs to allocations of more total speedup", st.Attained/3600)
 	})
 	return plan

@@ -7,9 +7,12 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// themisPolicies registers the policies this file defines; registry.go lists it.
+func themisPolicies(register func(Info)) {
 	register(Info{
 		Name: "themis",
 		Summary: "Themis (NSDI'20): finish-time fairness; each lease, GPUs whose lease ended are auctioned among " +
@@ -112,14 +115,14 @@ func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) floa
 
 // Schedule implements engine.Policy.
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
-	free := newPool(s)
+	free := alloc.NewPool(s)
 	var plan engine.Plan
 	offered := s.Available("", "")
 	var bids []themisBid
 	active := len(s.Jobs)
 	for _, st := range s.Jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
-			if a, ok := free.take(st, len(st.GPUs)); ok {
+			if a, ok := free.Take(st, len(st.GPUs)); ok {
 				plan.Run = append(plan.Run, a)
 				offered -= len(st.GPUs)
 				continue
@@ -155,7 +158,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		case kept[i] == 0:
 			withheld = append(withheld, b)
 		default:
-			if a, ok := free.take(b.st, kept[i]); ok {
+			if a, ok := free.Take(b.st, kept[i]); ok {
 				plan.Run = append(plan.Run, a)
 			}
 		}
@@ -164,7 +167,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	// did not bid, and last the winners whose GPUs were all withheld.
 	for _, b := range slices.Concat(losers, rest, withheld) {
 		for k := len(b.counts) - 1; k >= 0; k-- {
-			if a, ok := free.take(b.st, b.counts[k]); ok {
+			if a, ok := free.Take(b.st, b.counts[k]); ok {
 				plan.Run = append(plan.Run, a)
 				break
 			}
@@ -175,7 +178,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	for i, b := range bids {
 		order[i], rho[b.st] = b.st, b.rho
 	}
-	explain(s, &plan, order, func(st *engine.Status) string {
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		return fmt.Sprintf("finish-time fairness rho %.2f (the worst off bid first; %d of %d bids go to auction)", rho[st], m, len(bids))
 	})
 	return plan

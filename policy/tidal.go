@@ -12,9 +12,11 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// tidalPolicies registers the policies this file defines; registry.go lists it.
+func tidalPolicies(register func(Info)) {
 	register(Info{
 		Name: "tidal",
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
@@ -434,7 +436,7 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		plan.Reasons[a.Job] = engine.Reason{Text: text}
 	}
-	explain(s, &plan, nil, nil) // the jobs it preempts or shrinks
+	explain.Plan(s, &plan, nil, nil) // the jobs it preempts or shrinks
 	return plan
 }
 

@@ -12,9 +12,12 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-func init() {
+// tiresiasPolicies registers the policies this file defines; registry.go lists it.
+func tiresiasPolicies(register func(Info)) {
 	knobs := "preset=paper (paper: limits 3250/7200/18000 GPU-s, knob 0; pollux: the Pollux artifact's " +
 		"one limit of 57600 GPU-s, knob 0); limits=A/B/..: queue thresholds in GPU-seconds (n limits, n+1 queues); " +
 		"knob=K: starvation knob, a job waiting K x its executed time since it last ran is promoted to Q0 (0 = off)"
@@ -221,10 +224,10 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, e := range entries {
 		order = append(order, e.st)
 	}
-	plan := greedyInto(s, order, false, t.run)
+	plan := alloc.GreedyInto(s, order, false, t.run)
 	t.run = plan.Run
 	plan.Memo = memo
-	explainAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
+	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
 		m := st.Memo
 		if u, ok := memo[st.Job.ID]; ok {
 			m = u

@@ -1,4 +1,6 @@
-package policy
+// Package explain writes the reasons of a plan: why each job a policy leaves
+// out waits, is preempted, shrunk or declined, and when it may start.
+package explain
 
 import (
 	"math"
@@ -7,7 +9,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 )
 
-// explain gives plan a reason for every job it leaves waiting, preempts,
+// Plan gives plan a reason for every job it leaves waiting, preempts,
 // shrinks or declines, keeping the reasons the policy already wrote. The
 // text is the decision ("waits", "preempted", "shrunk 4->2", "declined"),
 // then terms(st), the job's standing in the policy's own terms (nil: none),
@@ -16,19 +18,19 @@ import (
 // order is the policy's order of the jobs (most important first; nil when
 // it has none). A waiting job's Reason.Position is its 1-based place in
 // the queue: among the jobs of the order that the plan leaves waiting.
-func explain(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(st *engine.Status) string) {
+func Plan(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(st *engine.Status) string) {
 	var app func(b []byte, st *engine.Status) []byte
 	if terms != nil {
 		app = func(b []byte, st *engine.Status) []byte { return append(b, terms(st)...) }
 	}
-	explainAppend(s, plan, order, app)
+	PlanAppend(s, plan, order, app)
 }
 
-// explainAppend is explain with terms that append to a buffer: the policies
+// PlanAppend is Plan with terms that append to a buffer: the policies
 // that run most often (FIFO, Tiresias) explain every waiting job without
 // allocating when its reason has not changed since the last round (the
 // snapshot's Status.Reason), which is most rounds for most jobs.
-func explainAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
+func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
 	for _, a := range plan.Run {
@@ -124,7 +126,7 @@ func explainAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 // predictAhead is how many waiting jobs predictStarts times.
 const predictAhead = 16
 
-// predictStarts sets Reason.PredictedStart for the waiting jobs of a plan
+// PredictStarts sets Reason.PredictedStart for the waiting jobs of a plan
 // whose order does not change while they wait (FIFO): running jobs end
 // when the model says, and waiting jobs take freed GPUs in order (strict:
 // none overtakes a job that does not fit yet), assuming no arrivals,
@@ -137,12 +139,12 @@ const predictAhead = 16
 //
 // endOf(st, a) is when st would end on assignment a if it ran from now
 // (+Inf unknown); nil computes it from the model each time.
-func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
+func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
 	if s.Model == nil {
 		return // nothing to time jobs with
 	}
 	if endOf == nil {
-		endOf = func(st *engine.Status, a engine.Assignment) float64 { return modelEnd(s, st, a) }
+		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
 	type end struct {
 		t    float64
@@ -204,8 +206,8 @@ func predictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 	}
 }
 
-// modelEnd is when st ends on a, by the model, from now (+Inf unknown).
-func modelEnd(s *engine.Snapshot, st *engine.Status, a engine.Assignment) float64 {
+// ModelEnd is when st ends on a, by the model, from now (+Inf unknown).
+func ModelEnd(s *engine.Snapshot, st *engine.Status, a engine.Assignment) float64 {
 	r := s.Remaining(st, a.GPUs, a.GPUType)
 	if math.IsNaN(r) || math.IsInf(r, 0) {
 		return math.Inf(1)

@@ -1,0 +1,167 @@
+// Package alloc holds what policies share to hand out GPUs: greedy
+// placement in an order, a pool of the GPUs of each type a plan has left,
+// and a stable job sort.
+package alloc
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+// Greedy runs jobs in the given order while their GPU counts fit, each on
+// its requested count (Job.GPUs) and type. With strict, it stops at the first
+// job that does not fit (no job overtakes it); otherwise smaller jobs behind
+// it may start.
+//
+// A job that accepts any type is given a concrete one here, so that what the
+// plan counts is what the placer can honour on a mixed cluster: the type it
+// runs on now if it still fits there, else the type with the fewest GPUs
+// left that still holds it (best fit, the first in the cluster's order on a
+// tie), which keeps the larger pools for the jobs that need them. On a one-type cluster the
+// assignment keeps the job's own (possibly empty) type.
+func Greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan {
+	return GreedyInto(s, order, strict, nil)
+}
+
+// GreedyInto is greedy appending the plan's assignments to run[:0], so a
+// policy may reuse the memory of its last plan (each assignment takes a GPU
+// at least, so one allocation of the GPUs left suffices when run is short).
+func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
+	free := NewPool(s)
+	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
+	for _, st := range order {
+		a, ok := free.Take(st, st.Job.GPUs)
+		if !ok {
+			if strict {
+				break
+			}
+			continue
+		}
+		plan.Run = append(plan.Run, a)
+	}
+	return plan
+}
+
+// Pool counts the GPUs of each type a plan has left to give: those
+// available to training (GPUs taken by inference or faults do not count).
+// Types are held by their index in the cluster's GPUTypes, so a round's
+// greedy pass does no map work.
+type Pool struct {
+	types []string
+	left  []int // GPUs left per type index
+	// largest is the most GPUs of a type one job can hold: on a multi-site
+	// cluster a job never spans sites, so a type counts only where one
+	// site (or one edge server) can hold the job.
+	largest []int
+}
+
+func NewPool(s *engine.Snapshot) *Pool {
+	types := s.Cluster.GPUTypes()
+	p := &Pool{types: types, left: make([]int, 2*len(types))}
+	p.left, p.largest = p.left[:len(types)], p.left[len(types):]
+	multiSite := len(s.Cluster.Sites()) > 1
+	for k, t := range types {
+		p.left[k] = s.Available("", t)
+		p.largest[k] = p.left[k]
+		if multiSite {
+			p.largest[k] = s.Largest(t)
+		}
+	}
+	return p
+}
+
+// Index is t's index in p.types, -1 when the cluster has no such type.
+func (p *Pool) Index(t string) int {
+	for k, u := range p.types {
+		if u == t {
+			return k
+		}
+	}
+	return -1
+}
+
+// Free returns the GPUs of type t left (0 for a type the cluster lacks).
+func (p *Pool) Free(t string) int {
+	if k := p.Index(t); k >= 0 {
+		return p.left[k]
+	}
+	return 0
+}
+
+// Use takes n GPUs of type t (which the cluster has) from the pool.
+func (p *Pool) Use(t string, n int) { p.left[p.Index(t)] -= n }
+
+// Room is the GPUs left of every type.
+func (p *Pool) Room() int {
+	n := 0
+	for _, l := range p.left {
+		n += l
+	}
+	return n
+}
+
+// Fit returns the type index greedy gives st for n GPUs (-1 when none has
+// room): its own type; else the type it runs on now if that still has
+// room; else the type with the fewest GPUs left that holds n (first in the
+// cluster's order on a tie).
+func (p *Pool) Fit(st *engine.Status, n int) int {
+	k := -1
+	if t := st.Job.GPUType; t != "" {
+		k = p.Index(t)
+	} else if len(p.types) == 1 {
+		if p.largest[0] >= n {
+			k = 0
+		}
+	} else {
+		if c := p.Index(st.Alloc.GPUType); c >= 0 && p.left[c] >= n && p.largest[c] >= n {
+			k = c
+		} else {
+			for c := range p.types {
+				if p.left[c] >= n && p.largest[c] >= n && (k < 0 || p.left[c] < p.left[k]) {
+					k = c
+				}
+			}
+		}
+	}
+	if k < 0 || p.left[k] < n {
+		return -1
+	}
+	return k
+}
+
+// Take gives st n GPUs of the type fit picks, when one has room. On a
+// one-type cluster the assignment keeps the job's own (possibly empty)
+// type: there is nothing to choose, so the plan says what the job asked.
+func (p *Pool) Take(st *engine.Status, n int) (engine.Assignment, bool) {
+	k := p.Fit(st, n)
+	if k < 0 {
+		return engine.Assignment{}, false
+	}
+	p.left[k] -= n
+	t := p.types[k]
+	if len(p.types) == 1 {
+		t = st.Job.GPUType
+	}
+	return engine.Assignment{Job: st.Job.ID, GPUs: n, GPUType: t}, true
+}
+
+// SortJobs orders a copy of jobs by less, falling back to (submit, ID).
+func SortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engine.Status {
+	out := append([]*engine.Status(nil), jobs...)
+	sort.SliceStable(out, func(a, b int) bool {
+		if c := less(out[a], out[b]); c != 0 {
+			return c < 0
+		}
+		ja, jb := out[a].Job, out[b].Job
+		if ja.Submit != jb.Submit {
+			return ja.Submit < jb.Submit
+		}
+		return ja.ID < jb.ID
+	})
+	return out
+}
+
+// Types are the cluster's GPU types, in the order Index counts them.
+func (p *Pool) Types() []string { return p.types }
