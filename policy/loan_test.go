@@ -15,6 +15,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -316,26 +317,35 @@ func TestLoanProperties(t *testing.T) {
 			for k := 0; k < 40; k++ {
 				changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
 			}
-			c := &checkedPolicy{Policy: mustParse(t, spec, Context{}), t: t}
-			pack, err := place.Lookup("pack")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, err := sim.Run(sim.Config{Cluster: loanCluster(t), Model: sqrtModel{restart: 5}, Policy: c,
-				Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
-			if err != nil {
-				t.Fatalf("%s seed %d: %v", spec, seed, err)
-			}
-			for _, j := range run.Jobs {
-				if j.Finish < 0 {
-					t.Errorf("%s seed %d: job %s never finished", spec, seed, j.ID)
-				}
-			}
-			if c.lent == 0 {
-				t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
-			}
+			runLoaning(t, spec, seed, Context{}, changes, jobs)
 		}
 	}
+}
+
+// runLoaning runs jobs under spec on loanCluster with the inference
+// changes, checking every plan (checkedPolicy), that every job finishes
+// and that some round ran a job on inference GPUs.
+func runLoaning(t *testing.T, spec string, seed uint64, ctx Context, changes []capacitypkg.Change, jobs []*job.Job) *report.Run {
+	t.Helper()
+	c := &checkedPolicy{Policy: mustParse(t, spec, ctx), t: t}
+	pack, err := place.Lookup("pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := sim.Run(sim.Config{Cluster: loanCluster(t), Model: sqrtModel{restart: 5}, Policy: c,
+		Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+	if err != nil {
+		t.Fatalf("%s seed %d: %v", spec, seed, err)
+	}
+	for _, j := range run.Jobs {
+		if j.Finish < 0 {
+			t.Errorf("%s seed %d: job %s never finished", spec, seed, j.ID)
+		}
+	}
+	if c.lent == 0 {
+		t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
+	}
+	return run
 }
 
 // TestDeepBootGoodput: a job that has reported a fitted goodput model is

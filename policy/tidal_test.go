@@ -11,9 +11,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/report"
-	"github.com/tide-sched/tide/sim"
 )
 
 // tidalWorld is loanCluster with inference demand repeating the same day
@@ -42,25 +40,7 @@ func tidalWorld(seed uint64, days int) ([]capacitypkg.Change, forecast.Series, [
 func runTidal(t *testing.T, spec string, seed uint64) *report.Run {
 	t.Helper()
 	changes, fut, jobs := tidalWorld(seed, 3)
-	c := &checkedPolicy{Policy: mustParse(t, spec, Context{Future: map[string]forecast.Series{"infer": fut}}), t: t}
-	pack, err := place.Lookup("pack")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := sim.Run(sim.Config{Cluster: loanCluster(t), Model: sqrtModel{restart: 5}, Policy: c,
-		Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
-	if err != nil {
-		t.Fatalf("%s seed %d: %v", spec, seed, err)
-	}
-	for _, j := range run.Jobs {
-		if j.Finish < 0 {
-			t.Errorf("%s seed %d: job %s never finished", spec, seed, j.ID)
-		}
-	}
-	if c.lent == 0 {
-		t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
-	}
-	return run
+	return runLoaning(t, spec, seed, Context{Future: map[string]forecast.Series{"infer": fut}}, changes, jobs)
 }
 
 // TestTidalGivesBackBeforeReclaim: with the realised future as its
