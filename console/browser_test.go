@@ -279,13 +279,7 @@ func TestConsoleServe(t *testing.T) {
 	browsertest.Shot(t, b, "serve-usage")
 
 	// What-if: replay under SRTF beside FIFO.
-	browsertest.Click(t, b, `nav a[href="#/whatif"]`)
-	if err := chromedp.Run(b, chromedp.WaitReady(`select[name=policy] option[value=srtf]`, chromedp.ByQuery),
-		chromedp.SetValue(`select[name=policy]`, "srtf", chromedp.ByQuery)); err != nil {
-		t.Fatal(err)
-	}
-	browsertest.Click(t, b, `form button[type=submit]`)
-	cmp := browsertest.WaitText(t, b, "table.compare", "srtf")
+	cmp := browsertest.WhatIf(t, b, "srtf")
 	if !strings.Contains(cmp, "fifo") || !strings.Contains(cmp, "mean") {
 		t.Errorf("what-if comparison:\n%s", cmp)
 	}

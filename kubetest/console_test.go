@@ -299,13 +299,7 @@ func kubeConsoleBrowser(t *testing.T, url, admin, teamA string) {
 	browsertest.Click(t, b, `nav a[href="#/usage"]`)
 	browsertest.WaitText(t, b, "main", "idle-allocated")
 	browsertest.Shot(t, b, "kube-usage")
-	browsertest.Click(t, b, `nav a[href="#/whatif"]`)
-	if err := chromedp.Run(b, chromedp.WaitReady(`select[name=policy] option[value=srtf]`, chromedp.ByQuery),
-		chromedp.SetValue(`select[name=policy]`, "srtf", chromedp.ByQuery)); err != nil {
-		t.Fatal(err)
-	}
-	browsertest.Click(t, b, `form button[type=submit]`)
-	if cmp := browsertest.WaitText(t, b, "table.compare", "srtf"); !strings.Contains(cmp, "mean") {
+	if cmp := browsertest.WhatIf(t, b, "srtf"); !strings.Contains(cmp, "mean") {
 		t.Errorf("what-if comparison:\n%s", cmp)
 	}
 	browsertest.Shot(t, b, "kube-whatif")

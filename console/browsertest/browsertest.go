@@ -141,3 +141,16 @@ func Click(t testing.TB, ctx context.Context, sel string) {
 		t.Fatalf("clicking %s: %v", sel, err)
 	}
 }
+
+// WhatIf opens the what-if view, replays the queue under policy and
+// returns the text of the comparison table once it names policy.
+func WhatIf(t testing.TB, ctx context.Context, policy string) string {
+	t.Helper()
+	Click(t, ctx, `nav a[href="#/whatif"]`)
+	if err := chromedp.Run(ctx, chromedp.WaitReady(`select[name=policy] option[value=`+policy+`]`, chromedp.ByQuery),
+		chromedp.SetValue(`select[name=policy]`, policy, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	Click(t, ctx, `form button[type=submit]`)
+	return WaitText(t, ctx, "table.compare", policy)
+}
