@@ -42,8 +42,10 @@ type Clock interface{ Now() float64 }
 // each snapshot; its meaning belongs to the policy that wrote it.
 type Memo [4]float64
 
-// Status is the engine's record of one job. Snapshots hold copies; the GPUs
-// slice is shared and must not be modified by readers.
+// Status is the engine's record of one job. Engine.Snapshot holds copies;
+// the snapshot a policy gets in a round points at the engine's own records,
+// which it must only read. The GPUs slice is shared and must not be
+// modified by readers.
 type Status struct {
 	Job   *job.Job
 	State job.State
@@ -95,7 +97,8 @@ type Status struct {
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
 // it or anything it points to, nor keep it after Policy.Schedule returns
-// (the engine reuses its memory for the next round).
+// (the engine reuses its memory for the next round, and its jobs are the
+// engine's own records, which change as the engine goes on).
 type Snapshot struct {
 	Now     float64
 	Round   int // rounds run before this one
@@ -486,36 +489,33 @@ func (e *Engine) accountJob(st *Status, now float64) {
 }
 
 // Snapshot returns a read-only view of the engine now. It is the caller's to
-// keep.
+// keep: its jobs are copies, which later rounds do not change.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{}
-	e.snapshot(s, nil, nil)
-	for _, st := range s.Jobs {
-		st.TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+	jobs := e.snapshot(s, nil)
+	copies := make([]Status, len(jobs))
+	for i, st := range jobs {
+		copies[i] = *st
+		copies[i].TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+		jobs[i] = &copies[i]
 	}
 	return s
 }
 
-// snapshot fills s using the given buffers (grown as needed) and returns
-// them.
-func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, copies []Status) ([]*Status, []Status) {
+// snapshot accounts every active job up to now and fills s, its Jobs in
+// ptrs (grown as needed), which it returns. The jobs are the engine's own
+// statuses, not copies: a round's policy only reads them, and nothing
+// changes them while it runs, so copying each active job every round (what
+// the round cost most for large traces) buys nothing. The pointer slice is
+// the snapshot's own, so a policy that reorders Jobs leaves the engine's
+// order alone.
+func (e *Engine) snapshot(s *Snapshot, ptrs []*Status) []*Status {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	n := len(e.active)
-	if cap(ptrs) < n {
-		ptrs = make([]*Status, n, n+n/4)
-	}
-	if cap(copies) < n {
-		copies = make([]Status, n, n+n/4)
-	}
-	ptrs, copies = ptrs[:n], copies[:n]
-	for i, st := range e.active {
-		copies[i] = *st
-		ptrs[i] = &copies[i]
-	}
+	ptrs = append(ptrs[:0], e.active...)
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
 		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}
-	return ptrs, copies
+	return ptrs
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
@@ -526,7 +526,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// must not keep a snapshot).
 	sc := &e.scratch
 	snap := &sc.snap
-	sc.ptrs, sc.copies = e.snapshot(snap, sc.ptrs, sc.copies)
+	sc.ptrs = e.snapshot(snap, sc.ptrs)
 	now := snap.Now
 	e.rounds++
 	// 3. Decide.
@@ -577,7 +577,10 @@ func (e *Engine) Schedule() ([]Change, error) {
 		if len(st.GPUs) == 0 {
 			continue
 		}
-		to := placed[st.Job.ID]
+		var to []cluster.GPUID
+		if st.checked == e.rounds { // planned: check marked it
+			to = placed[st.Job.ID]
+		}
 		switch {
 		case to == nil:
 			changes = append(changes, Change{Kind: Preempt, Status: st, From: st.GPUs})
@@ -588,11 +591,15 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.resized = e.rounds
 		}
 	}
-	for _, a := range plan.Run {
-		st, to := e.jobs[a.Job], placed[a.Job]
+	for i, a := range plan.Run {
+		st := planned[i]
 		resized := st.resized == e.rounds
-		if to == nil || (len(st.GPUs) > 0 && !resized) {
-			continue // not placed, or unchanged
+		if len(st.GPUs) > 0 && !resized {
+			continue // unchanged
+		}
+		to := placed[a.Job]
+		if to == nil {
+			continue // not placed
 		}
 		ch := Change{Status: st, From: st.GPUs, To: to}
 		switch {
@@ -808,8 +815,10 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 			if g < 0 || int(g) >= len(e.owner) {
 				return fmt.Errorf("job %s placed on GPU %d, which does not exist", id, g)
 			}
-			if t := e.cfg.Cluster.NodeOf(g).GPUType; a.GPUType != "" && t != a.GPUType {
-				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
+			if a.GPUType != "" {
+				if t := e.cfg.Cluster.NodeOf(g).GPUType; t != a.GPUType {
+					return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
+				}
 			}
 			if o := e.given[g]; o != 0 {
 				if other := p.Run[o-1]; other.PackWith == id && a.PackWith == other.Job {

@@ -170,8 +170,11 @@ func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) m
 // checkPairRates refuses a pair the model cannot rate on the GPUs placed.
 func (e *Engine) checkPairRates(p Plan, placed map[string][]cluster.GPUID) error {
 	for _, a := range p.Run {
+		if a.PackWith == "" {
+			continue
+		}
 		gs, ok := placed[a.Job]
-		if a.PackWith == "" || !ok {
+		if !ok {
 			continue
 		}
 		if !slices.Equal(gs, placed[a.PackWith]) {
@@ -191,7 +194,10 @@ func (e *Engine) checkPairRates(p Plan, placed map[string][]cluster.GPUID) error
 // releases, which ended the pairs that changed).
 func (e *Engine) pair(p Plan, placed map[string][]cluster.GPUID) {
 	for _, a := range p.Run {
-		if _, ok := placed[a.Job]; ok && a.PackWith != "" {
+		if a.PackWith == "" {
+			continue
+		}
+		if _, ok := placed[a.Job]; ok {
 			e.jobs[a.Job].PackedWith = a.PackWith
 		}
 	}
