@@ -257,6 +257,19 @@ type Placer interface {
 	Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID
 }
 
+// Adder is an optional Placer interface for the commonest round that
+// changes something: every running job keeps its GPUs and some jobs that
+// hold none start. PlaceAdded places add, in order, on the GPUs busy does
+// not mark (busy[g]: GPU g is held; the engine's, read-only), and must give
+// each job the GPUs Place would give it in that round, when every running
+// job is planned unchanged and kept where it is. The engine calls it only
+// when no GPU is down and no jobs share GPUs, so its cost can follow the
+// jobs placed rather than the jobs running.
+type Adder interface {
+	Placer
+	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment) map[string][]cluster.GPUID
+}
+
 // ChangeKind says what an executor must do to a job.
 type ChangeKind string
 
@@ -297,6 +310,7 @@ type Engine struct {
 	given   []int     // scratch for checkPlacement, one per GPU
 	active  []*Status // waiting or running, by (Submit, ID)
 	owner   []*Status // GPU -> holder
+	busy    []bool    // GPU -> held by a job (owner[g] != nil), for Adder
 	co      []*Status // GPU -> second holder when two jobs share it; nil until then
 	rounds  int
 	perNode map[string]int
@@ -322,7 +336,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Cluster.TotalGPUs() == 0 {
 		return nil, fmt.Errorf("engine: the cluster has no GPUs")
 	}
-	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
+	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), busy: make([]bool, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
@@ -550,12 +564,33 @@ func (e *Engine) Schedule() ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
-	if len(declined) == 0 && e.keepsAll(plan, planned) {
+	kept, adds := e.keeps(plan, planned)
+	if len(declined) == 0 && kept && adds == 0 {
 		// The placer must leave every job on what it holds: nothing changes.
 		// Most rounds end here, which keeps large simulations fast.
 		return nil, nil
 	}
 	// 5. Place.
+	var placed map[string][]cluster.GPUID
+	if adder, ok := e.cfg.Placer.(Adder); ok && kept && len(declined) == 0 && e.nDown == 0 && e.co == nil && !packs(plan.Run) {
+		// Every running job keeps its GPUs and others start: the placer
+		// need only place those, around the GPUs held (the commonest round
+		// that changes something; its cost no longer grows with the jobs
+		// that keep running).
+		run := sc.adds[:0]
+		for i, a := range plan.Run {
+			if len(planned[i].GPUs) == 0 {
+				run = append(run, a)
+			}
+		}
+		sc.adds = run
+		placed = adder.PlaceAdded(e.cfg.Cluster, e.busy, run)
+		if err := e.checkPlacement(Plan{Run: run}, placed, true); err != nil {
+			return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
+		}
+		clear(run) // the assignments' strings belong to the plan
+		return e.apply(plan, planned, placed, nil, now), nil
+	}
 	if sc.held == nil {
 		sc.held = make(map[string][]cluster.GPUID, len(e.active))
 	}
@@ -566,8 +601,8 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed := e.placePairs(held, plan.Run)
-	if err := e.checkPlacement(plan, placed); err != nil {
+	placed = e.placePairs(held, plan.Run)
+	if err := e.checkPlacement(plan, placed, false); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
 	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
@@ -591,6 +626,16 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.resized = e.rounds
 		}
 	}
+	changes = e.apply(plan, planned, placed, changes, now)
+	e.pair(plan, placed)
+	return changes, nil
+}
+
+// apply appends to changes the starts, restarts and resizes of the jobs
+// the plan placed (planned are their statuses, by assignment) on GPUs they
+// do not hold, in plan order, and gives them their GPUs.
+func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster.GPUID, changes []Change, now float64) []Change {
+	first := len(changes)
 	for i, a := range plan.Run {
 		st := planned[i]
 		resized := st.resized == e.rounds
@@ -614,10 +659,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		}
 		changes = append(changes, ch)
 	}
-	for _, ch := range changes {
-		if ch.Kind == Preempt || ch.Kind == Decline {
-			continue
-		}
+	for _, ch := range changes[first:] {
 		st := ch.Status
 		for _, g := range ch.To {
 			e.hold(g, st)
@@ -630,8 +672,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		st.Starts++
 		st.State = job.Running
 	}
-	e.pair(plan, placed)
-	return changes, nil
+	return changes
 }
 
 // explain records the plan's reasons on every active job and its warnings.
@@ -714,26 +755,29 @@ func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
 	return a
 }
 
-// keepsAll reports whether plan runs exactly the jobs running now, each on
-// the count and type it holds.
-func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
+// keeps reports whether every running job is planned on the count, type,
+// shape, site and partner it holds (so a placer must leave it where it
+// is), and counts the planned jobs that hold no GPUs.
+func (e *Engine) keeps(p Plan, planned []*Status) (kept bool, adds int) {
 	running := 0
 	for _, st := range e.active {
 		if len(st.GPUs) > 0 {
 			running++
 		}
 	}
-	if running != len(p.Run) {
-		return false
-	}
 	for i, a := range p.Run {
 		st := planned[i]
+		if len(st.GPUs) == 0 {
+			adds++
+			continue
+		}
 		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) || a.PackWith != st.PackedWith ||
 			(a.Site != "" && e.cfg.Cluster.NodeOf(st.GPUs[0]).Site != a.Site) {
-			return false
+			return false, adds
 		}
+		running--
 	}
-	return true
+	return running == 0, adds
 }
 
 // check validates a plan and returns the status of each job it runs, in
@@ -794,12 +838,21 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 
 // checkPlacement enforces the invariants no placer may break: every GPU
 // exists and is given at most once, and a job gets the count it was planned.
-func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error {
+// With added, p holds only jobs that hold no GPUs and every GPU given must
+// be free (no job holds it).
+func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID, added bool) error {
 	// e.given[g] holds 1 + the index in p.Run of the job given GPU g in this
 	// round: a reused slice, since a map here dominated large simulations.
-	for i := range e.given {
-		e.given[i] = 0
-	}
+	// It is all zero between rounds: only the GPUs marked are cleared.
+	defer func() {
+		for _, gpus := range placed {
+			for _, g := range gpus {
+				if g >= 0 && int(g) < len(e.given) {
+					e.given[g] = 0
+				}
+			}
+		}
+	}()
 	planned := 0
 	for i, a := range p.Run {
 		gpus, ok := placed[a.Job]
@@ -819,6 +872,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 				if t := e.cfg.Cluster.NodeOf(g).GPUType; t != a.GPUType {
 					return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
 				}
+			}
+			if h := e.owner[g]; added && h != nil {
+				return fmt.Errorf("job %s placed on GPU %d, which job %s holds", id, g, h.Job.ID)
 			}
 			if o := e.given[g]; o != 0 {
 				if other := p.Run[o-1]; other.PackWith == id && a.PackWith == other.Job {

@@ -19,6 +19,7 @@ type scratch struct {
 	last    []*Status // the last plan checked, by assignment (lookup hints)
 	perType []int     // GPUs a plan asks per cluster type index
 	held    map[string][]cluster.GPUID
+	adds    []Assignment // the assignments a round only adds (Adder)
 	// reasoned are the jobs whose Reason was set (non-zero) by a plan.
 	reasoned []*Status
 }

@@ -17,6 +17,7 @@ import (
 func (e *Engine) hold(g cluster.GPUID, st *Status) {
 	if e.owner[g] == nil {
 		e.owner[g] = st
+		e.busy[g] = true
 		return
 	}
 	if e.co == nil {
@@ -38,6 +39,17 @@ func (e *Engine) unhold(g cluster.GPUID, st *Status) {
 	case second != st && e.co != nil:
 		e.co[g] = second
 	}
+	e.busy[g] = e.owner[g] != nil
+}
+
+// packs reports whether run packs any pair.
+func packs(run []Assignment) bool {
+	for _, a := range run {
+		if a.PackWith != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Holders returns the jobs holding GPU g: none, one (second is nil) or the
@@ -112,11 +124,7 @@ func (e *Engine) checkPairs(p Plan) error {
 // share are kept by the first of them in the plan only, so the placer never
 // sees a GPU held twice.
 func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID {
-	packs := false
-	for _, a := range run {
-		packs = packs || a.PackWith != ""
-	}
-	if !packs && e.co == nil {
+	if !packs(run) && e.co == nil {
 		return e.place(held, run)
 	}
 	claimed := map[cluster.GPUID]bool{}
