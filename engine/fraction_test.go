@@ -243,63 +243,55 @@ func (c fracChaos) Schedule(s *engine.Snapshot) engine.Plan {
 // are distinct; the engine's own Used and Allocated agree.
 func TestFractionInvariantsUnderChaos(t *testing.T) {
 	clusters := []string{"1x4:a100", "2x4:t4,2x2:a100-80", "3x2:v100", "1x8:h100,2x1:t4"}
-	for trial := range 40 {
-		rng := rand.New(rand.NewPCG(uint64(trial), 22))
-		shorthand := clusters[trial%len(clusters)]
-		placer := engine.Placer(place.Pack{})
-		if trial%2 == 1 {
-			placer = place.MostFree{}
+	chaosTrials(t, 42, 22, clusters, []string{"pack", "most-free", "hived"}, func(t *testing.T, shorthand string, placer engine.Placer, rng *rand.Rand) {
+		e, clk := newEngine(t, shorthand, fracChaos{rng}, placer)
+		c := enginetest.Cluster(shorthand)
+		held := map[string][]cluster.GPUID{}
+		newJob := func(id string) *job.Job {
+			b := enginetest.Job(id).At(clk.t)
+			switch rng.IntN(6) {
+			case 0:
+				lo := 1 + rng.IntN(2)
+				b.Elastic(lo, lo, lo+rng.IntN(3))
+			case 1:
+				b.Share([]float64{0.1, 0.25, 0.3, 0.5, 0.75}[rng.IntN(5)])
+			case 2:
+				b.GPUMem(float64(1 + rng.IntN(16)))
+			case 3:
+				// Profiles whose memory every cluster above holds (T4: 16 GiB).
+				b.MIG([]string{"1g.5gb", "2g.10gb", "3g.16gb", "4g.16gb"}[rng.IntN(4)])
+			case 4:
+				b.GPUs(1 + rng.IntN(3)).Share(0.5)
+			default:
+				b.Share(0.2).GPUMem(float64(1 + rng.IntN(8)))
+			}
+			return b.Obj()
 		}
-		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
-			e, clk := newEngine(t, shorthand, fracChaos{rng}, placer)
-			c := enginetest.Cluster(shorthand)
-			held := map[string][]cluster.GPUID{}
-			newJob := func(id string) *job.Job {
-				b := enginetest.Job(id).At(clk.t)
-				switch rng.IntN(6) {
-				case 0:
-					lo := 1 + rng.IntN(2)
-					b.Elastic(lo, lo, lo+rng.IntN(3))
-				case 1:
-					b.Share([]float64{0.1, 0.25, 0.3, 0.5, 0.75}[rng.IntN(5)])
-				case 2:
-					b.GPUMem(float64(1 + rng.IntN(16)))
-				case 3:
-					// Profiles whose memory every cluster above holds (T4: 16 GiB).
-					b.MIG([]string{"1g.5gb", "2g.10gb", "3g.16gb", "4g.16gb"}[rng.IntN(4)])
-				case 4:
-					b.GPUs(1 + rng.IntN(3)).Share(0.5)
-				default:
-					b.Share(0.2).GPUMem(float64(1 + rng.IntN(8)))
+		shared := 0 // rounds in which some GPU held two parts or more
+		for step := range 60 {
+			if step%17 == 5 {
+				g := cluster.GPUID(rng.IntN(c.TotalGPUs()))
+				ch, err := e.SetDown([]cluster.GPUID{g}, step%34 == 5)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return b.Obj()
-			}
-			shared := 0 // rounds in which some GPU held two parts or more
-			for step := range 60 {
-				if step%17 == 5 {
-					g := cluster.GPUID(rng.IntN(c.TotalGPUs()))
-					ch, err := e.SetDown([]cluster.GPUID{g}, step%34 == 5)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, x := range ch {
-						delete(held, x.Status.Job.ID)
-					}
-				}
-				chaosRound(t, e, clk, rng, held, newJob, step)
-				checkFractionInvariants(t, e, c, held, e.Active())
-				for g := range c.TotalGPUs() {
-					if len(e.Sharers(cluster.GPUID(g))) > 1 {
-						shared++
-						break
-					}
+				for _, x := range ch {
+					delete(held, x.Status.Job.ID)
 				}
 			}
-			if shared == 0 {
-				t.Errorf("no GPU was ever shared: the trial tests nothing")
+			chaosRound(t, e, clk, rng, held, newJob, step)
+			checkFractionInvariants(t, e, c, held, e.Active())
+			for g := range c.TotalGPUs() {
+				if len(e.Sharers(cluster.GPUID(g))) > 1 {
+					shared++
+					break
+				}
 			}
-		})
-	}
+		}
+		if shared == 0 {
+			t.Errorf("no GPU was ever shared: the trial tests nothing")
+		}
+	})
 }
 
 func checkFractionInvariants(t *testing.T, e *engine.Engine, c *cluster.Cluster, held map[string][]cluster.GPUID, jobs []*engine.Status) {
@@ -352,5 +344,24 @@ func checkFractionInvariants(t *testing.T, e *engine.Engine, c *cluster.Cluster,
 	}
 	if distinct != e.Allocated() {
 		t.Fatalf("%d distinct GPUs held, Allocated says %d", distinct, e.Allocated())
+	}
+}
+
+// chaosTrials runs trials subtests: trial k on cluster clusters[k mod n]
+// with placer placers[k mod m] (place.Lookup names) and a random source
+// seeded (k, seed), so every failure names a reproducible trial.
+func chaosTrials(t *testing.T, trials int, seed uint64, clusters, placers []string,
+	run func(t *testing.T, shorthand string, placer engine.Placer, rng *rand.Rand)) {
+	t.Helper()
+	for trial := range trials {
+		rng := rand.New(rand.NewPCG(uint64(trial), seed))
+		shorthand := clusters[trial%len(clusters)]
+		placer, err := place.Lookup(placers[trial%len(placers)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
+			run(t, shorthand, placer, rng)
+		})
 	}
 }
