@@ -10,10 +10,13 @@
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
 //     more GPUs of a type than exist, or packs jobs other than in mutual,
-//     alike pairs (space sharing, share.go);
+//     alike pairs (space sharing, share.go); fractional jobs count by their
+//     shares (fraction.go);
 //  5. place: the Placer maps the plan onto concrete GPUs, keeping jobs whose
 //     allocation did not change where they are (a packed pair is placed as
-//     one assignment and both members get its GPUs);
+//     one assignment and both members get its GPUs; jobs asking for part of
+//     a GPU are packed best fit around it, never over-committing a GPU,
+//     fraction.go);
 //  6. diff: compare with what jobs hold now and emit Changes (start,
 //     restart, resize, preempt) for the executor to apply, updating job states.
 //
@@ -78,6 +81,11 @@ type Status struct {
 	// Reason is the policy's explanation of its last decision about this
 	// job (Plan.Reasons), the zero Reason when it gave none.
 	Reason Reason
+
+	// Share is the part of each held GPU's compute a fractional job holds
+	// (job.Job.Demand on its GPUs, fraction.go); 0 for whole GPUs and while
+	// it holds none. HeldGPUs weighs its GPUs by it.
+	Share float64
 
 	// PackedWith is the job sharing this job's GPUs now (space sharing,
 	// Assignment.PackWith), "" when it runs alone or not at all.
@@ -263,8 +271,8 @@ type Placer interface {
 // not mark (busy[g]: GPU g is held; the engine's, read-only), and must give
 // each job the GPUs Place would give it in that round, when every running
 // job is planned unchanged and kept where it is. The engine calls it only
-// when no GPU is down and no jobs share GPUs, so its cost can follow the
-// jobs placed rather than the jobs running.
+// when no GPU is down and no jobs share GPUs (in pairs or fractions), so
+// its cost can follow the jobs placed rather than the jobs running.
 type Adder interface {
 	Placer
 	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment) map[string][]cluster.GPUID
@@ -326,6 +334,10 @@ type Engine struct {
 	// Scratch reused from round to round, so that a round in which
 	// nothing changes allocates nothing (rounds.go).
 	scratch scratch
+
+	// parts are, per GPU, its fractional holders (fraction.go); nil until
+	// one runs.
+	parts []gpuParts
 }
 
 // New makes an engine. All Config fields are required.
@@ -354,6 +366,9 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 		return nil, fmt.Errorf("job %s: id already submitted", j.ID)
 	}
 	if err := e.cfg.Model.Check(j); err != nil {
+		return nil, err
+	}
+	if err := e.partFits(j); err != nil {
 		return nil, err
 	}
 	if have := e.cfg.Cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
@@ -397,16 +412,17 @@ func (e *Engine) Active() []*Status {
 // Rounds is the number of scheduling rounds run.
 func (e *Engine) Rounds() int { return e.rounds }
 
-// Allocated is the number of GPUs held by jobs (a shared GPU counts once).
+// Allocated is the number of GPUs held by jobs (a shared GPU counts once,
+// whether a packed pair or fractional jobs share it).
 func (e *Engine) Allocated() int {
 	e.compact()
 	n := 0
 	for _, st := range e.active {
-		if st.PackedWith == "" || st.Job.ID < st.PackedWith {
+		if (st.PackedWith == "" || st.Job.ID < st.PackedWith) && st.Share == 0 {
 			n += len(st.GPUs)
 		}
 	}
-	return n
+	return n + e.partGPUs()
 }
 
 // Report records an executor's progress report for a running job, in model
@@ -491,7 +507,7 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	}
 	if len(st.GPUs) > 0 {
 		st.Executed += dt
-		st.Attained += dt * float64(len(st.GPUs))
+		st.Attained += dt * st.HeldGPUs()
 		if st.TypeExecuted == nil {
 			st.TypeExecuted = map[string]float64{}
 		}
@@ -572,7 +588,8 @@ func (e *Engine) Schedule() ([]Change, error) {
 	}
 	// 5. Place.
 	var placed map[string][]cluster.GPUID
-	if adder, ok := e.cfg.Placer.(Adder); ok && kept && len(declined) == 0 && e.nDown == 0 && e.co == nil && !packs(plan.Run) {
+	if adder, ok := e.cfg.Placer.(Adder); ok && kept && len(declined) == 0 && e.nDown == 0 && e.co == nil && !packs(plan.Run) &&
+		!e.scratch.anyParts && e.partGPUs() == 0 {
 		// Every running job keeps its GPUs and others start: the placer
 		// need only place those, around the GPUs held (the commonest round
 		// that changes something; its cost no longer grows with the jobs
@@ -601,7 +618,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed = e.placePairs(held, plan.Run)
+	placed = e.placeAll(held, plan.Run)
 	if err := e.checkPlacement(plan, placed, false); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
@@ -788,6 +805,7 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	perType := sc.perTypeCounts(e.cfg.Cluster)
 	total := 0
 	hint := 0
+	e.resetParts()
 	for _, a := range p.Run {
 		st := e.lookup(a.Job, &hint)
 		if st == nil || st.State.Terminal() {
@@ -811,6 +829,12 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		if t == "" {
 			t = st.Job.GPUType
 		}
+		if st.Job.Fractional() {
+			if err := e.planParts(a, st, t); err != nil {
+				return nil, err
+			}
+			continue // counted by partsTotal
+		}
 		if t != "" {
 			k := typeIndex(e.cfg.Cluster, t)
 			if k < 0 {
@@ -821,6 +845,7 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		total += a.GPUs
 	}
 	sc.planned = planned
+	total += e.partsTotal(perType)
 	if err := e.checkPairs(p); err != nil {
 		return nil, err
 	}
@@ -876,6 +901,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID, added
 			if h := e.owner[g]; added && h != nil {
 				return fmt.Errorf("job %s placed on GPU %d, which job %s holds", id, g, h.Job.ID)
 			}
+			if e.scratch.anyParts && e.jobs[id].Job.Fractional() {
+				continue // checkParts counts fractions, once every whole GPU is given
+			}
 			if o := e.given[g]; o != 0 {
 				if other := p.Run[o-1]; other.PackWith == id && a.PackWith == other.Job {
 					continue // its partner's: checkPairs saw they are mutual
@@ -890,6 +918,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID, added
 	}
 	if planned != len(placed) {
 		return fmt.Errorf("placed %d jobs, only %d of them were planned", len(placed), planned)
+	}
+	if err := e.checkParts(p, placed); err != nil {
+		return err
 	}
 	return e.checkPairRates(p, placed)
 }
