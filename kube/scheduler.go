@@ -73,6 +73,9 @@ type Config struct {
 	// "nvidia.com/gpu.product", as NVIDIA's GPU feature discovery sets
 	// it); pods pick a type with a nodeSelector on it.
 	GPUTypeLabel string
+	// Sites names the node labels giving each node its site and site kind
+	// (sites.go); empty fields take the defaults.
+	Sites SiteLabels
 	// Round is the time between periodic rounds (default 2 s); rounds also
 	// run on every change, at most one per MinRoundGap (default 20 ms).
 	Round, MinRoundGap time.Duration
@@ -183,6 +186,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.GPUTypeLabel == "" {
 		cfg.GPUTypeLabel = "nvidia.com/gpu.product"
 	}
+	cfg.Sites.fill()
 	if cfg.Round <= 0 {
 		cfg.Round = 2 * time.Second
 	}
@@ -656,7 +660,12 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	sort.Strings(names)
 	var nodes []cluster.Node
 	var sig strings.Builder
+	sites := s.nodeSites(v, names)
 	for _, name := range names {
+		site, ok := sites[name]
+		if !ok {
+			continue
+		}
 		g := v.alloc[name] - v.foreign[name]
 		if v.states[name].lost {
 			g = 0
@@ -670,15 +679,17 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		if typ == "" {
 			typ = "gpu"
 		}
-		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g,
+		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g, Site: site[0], SiteKind: site[1],
 			Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
-		fmt.Fprintf(&sig, "%s=%d:%s;", name, g, typ)
+		fmt.Fprintf(&sig, "%s=%d:%s@%s/%s;", name, g, typ, site[0], site[1])
 	}
 	if len(nodes) == 0 {
 		return nil, "", nil
 	}
 	for i := range nodes {
-		if nodes[i].Rack == "" {
+		if nodes[i].Rack == "" && nodes[i].Site != "default" {
+			nodes[i].Rack = nodes[i].Site + "/rack-0" // as the simulator names it
+		} else if nodes[i].Rack == "" {
 			nodes[i].Rack = "default"
 		}
 	}
@@ -852,7 +863,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
 			n := &c.Nodes[i]
 			room := n.GPUs - usedOn[i]
 			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) &&
-				fit.fits(a.id, n.Name, 1) {
+				sameSite(c, gpus[0], i) && fit.fits(a.id, n.Name, 1) {
 				best = i
 			}
 		}
