@@ -118,10 +118,20 @@ type Stats struct {
 	Evicted, EvictErrors  int
 	Lost                  int // evictions of workers whose node became unusable (in Evicted too)
 	Created, CreateErrors int
-	RoundSeconds          float64 // total time in rounds (decide + API calls)
-	DecideSeconds         float64 // total time in engine rounds alone
-	MaxDecideSeconds      float64
-	LastRound             time.Time
+	// Tidal capacity (tidal.go): jobs preempted because their GPUs'
+	// owners took them back, other schedulers' pods bound after tide gave
+	// GPUs back for them and their waits, GPU-hours held on lent sites.
+	Reclaims             int
+	InferenceWaits       int
+	InferenceWaitSeconds float64
+	Harvest              []SiteHarvest
+	// TideJobs that met or missed their deadlines, or were declined
+	// (deadline.go).
+	DeadlinesMet, DeadlinesMissed, Declined int
+	RoundSeconds                            float64 // total time in rounds (decide + API calls)
+	DecideSeconds                           float64 // total time in engine rounds alone
+	MaxDecideSeconds                        float64
+	LastRound                               time.Time
 }
 
 // Scheduler is tide on Kubernetes.
@@ -164,12 +174,14 @@ type Scheduler struct {
 	quota    *liveQuota               // the quotas in force (quota.go)
 	queues   queues                   // TideQueues (quota.go)
 
-	cur     *view              // this round's view (the placer reads its nodes)
-	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
-	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
-	rejects map[types.UID]bool // rejected worker pods already counted
-	fb      *feedback          // events and pod conditions
-	reclaim reclaim            // evictions a disruption budget refused (reclaim.go)
+	cur       *view              // this round's view (the placer reads its nodes)
+	unsched   map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
+	retries   map[string]*retry  // TideJob key -> backoff after refused or rejected workers
+	rejects   map[types.UID]bool // rejected worker pods already counted
+	fb        *feedback          // events and pod conditions
+	reclaim   reclaim            // evictions a disruption budget refused (reclaim.go)
+	tidal     tidal              // capacity lent by edge and inference sites (tidal.go)
+	deadlines deadlines          // deadline outcomes counted (deadline.go)
 }
 
 // New makes a scheduler; Run starts it.
@@ -364,6 +376,7 @@ type view struct {
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
+	asking  []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
@@ -409,6 +422,9 @@ func (s *Scheduler) Round(ctx context.Context) error {
 		}
 	} else {
 		s.update(v)
+	}
+	if err := s.tide(v); err != nil {
+		return err
 	}
 	s.progress()
 	queues := s.applyQueues(c.TotalGPUs())
@@ -569,6 +585,9 @@ func (s *Scheduler) look() (*view, error) {
 	for _, p := range pods {
 		node := s.nodeOf(p)
 		st := v.states[node]
+		if node == "" && p.Spec.SchedulerName != s.cfg.SchedulerName && p.DeletionTimestamp == nil && !podTerminal(p) && podGPUs(p) > 0 {
+			v.asking = append(v.asking, p)
+		}
 		if node == "" || podTerminal(p) || st == nil {
 			continue
 		}
@@ -666,7 +685,10 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		if !ok {
 			continue
 		}
-		g := v.alloc[name] - v.foreign[name]
+		g := v.alloc[name]
+		if site[1] == cluster.SiteCloud {
+			g -= v.foreign[name] // elsewhere they are down, not gone (tidal.go)
+		}
 		if v.states[name].lost {
 			g = 0
 		} else if !v.states[name].open {
@@ -1169,6 +1191,9 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 		}
 	}
 	msg := "Preempted by tide (policy " + s.pol.Name() + ")"
+	if why := s.reclaimWhy(id); why != "" {
+		return msg + ": " + why
+	}
 	if len(who) > 0 {
 		msg += " to run " + strings.Join(who, ", ") + " on " + s.nodeOf(p)
 	} else {

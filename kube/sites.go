@@ -35,12 +35,16 @@ const (
 // kind. Empty fields take the defaults above.
 type SiteLabels struct {
 	Site, Kind string
+	// TakenBack is the label or taint key by which an edge owner takes a
+	// server back (tidal.go; default DefaultTakenBackKey).
+	TakenBack string
 }
 
 // Register adds --site-label and --site-kind-label to fs.
 func (l *SiteLabels) Register(fs *flag.FlagSet) {
 	fs.StringVar(&l.Site, "site-label", DefaultSiteLabel, "node `LABEL` naming the node's site (nodes without it are in the site \"default\")")
 	fs.StringVar(&l.Kind, "site-kind-label", DefaultSiteKindLabel, "node `LABEL` giving its site's kind: cloud (the default), edge or inference")
+	fs.StringVar(&l.TakenBack, "taken-back-key", DefaultTakenBackKey, "node label or taint `KEY` by which an owner takes a server back from training (its workers move off with their grace period)")
 }
 
 func (l *SiteLabels) fill() {
@@ -49,6 +53,9 @@ func (l *SiteLabels) fill() {
 	}
 	if l.Kind == "" {
 		l.Kind = DefaultSiteKindLabel
+	}
+	if l.TakenBack == "" {
+		l.TakenBack = DefaultTakenBackKey
 	}
 }
 
