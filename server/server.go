@@ -147,10 +147,6 @@ type Server struct {
 	jobs     map[string]*liveJob
 	order    []*liveJob // by submission sequence
 	busy     []*attempt // per cluster GPU: the attempt whose process may occupy it
-	// sharing are, per GPU, the fractional attempts whose processes may
-	// run on it together (share.go); mps their MPS daemons.
-	sharing map[cluster.GPUID][]*attempt
-	mps     *localexec.MPS
 	tmu      sync.RWMutex
 	mmu      sync.Mutex               // guards metrics.requests
 	tenants  map[string]*store.Tenant // by name; guarded by tmu
@@ -174,6 +170,11 @@ type Server struct {
 	loops   sync.WaitGroup
 	running sync.WaitGroup // attempt goroutines
 	http    *http.Server
+
+	// sharing are, per GPU, the fractional attempts whose processes may
+	// run on it together (share.go); mps runs their GPUs' MPS daemons.
+	sharing map[cluster.GPUID][]*attempt
+	mps     *localexec.MPS
 }
 
 // liveJob is a job in memory. rec is the durable record (changed under mu
