@@ -293,6 +293,13 @@ function Cluster({ tick, onErr }) {
 
 // ---- queue -----------------------------------------------------------
 
+// ORDER says where the queue's positions come from (QueuePage.position_by).
+const ORDER = {
+  policy: "Order: the policy's order this round (jobs it has not ordered yet come last).",
+  submission: 'Order: submission (the policy gives no order).',
+  none: 'No job waits.',
+};
+
 function Queue({ me, tick, onErr }) {
   const [state, setState] = useState('active');
   const [text, setText] = useState('');
@@ -311,7 +318,7 @@ function Queue({ me, tick, onErr }) {
     ${msg && html`<p class="note" role="status">${msg}</p>`}
     ${err && html`<p class="error" role="alert">${err}</p>`}
     ${d && html`
-      <p class="muted">Order: ${d.position_by === 'policy' ? "the policy's order this round" : 'submission (the policy gives no order)'}. Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
+      <p class="muted order">${ORDER[d.position_by] || ''} Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
       <div class="table-wrap"><table class="queue">
         <thead><tr><th scope="col">#</th><th scope="col">Job</th><th scope="col">Tenant</th><th scope="col">State</th><th scope="col">GPUs</th>
         <th scope="col">Reason</th><th scope="col">Start</th><th scope="col">Finish</th><th scope="col">Deadline</th><th scope="col">Risk</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
