@@ -133,12 +133,33 @@ function App() {
   }, []);
   useEffect(() => {
     if (!me) return;
-    let timer = null;
-    const stop = stream(() => {
-      if (timer) return;
-      timer = setTimeout(() => { timer = null; setTick(t => t + 1); }, 250);
-    }, setLive);
-    return () => { stop(); clearTimeout(timer); };
+    let timer = null, stop = null;
+    const start = () => {
+      if (stop) return;
+      stop = stream(() => {
+        if (timer) return;
+        timer = setTimeout(() => { timer = null; setTick(t => t + 1); }, 250);
+      }, setLive);
+    };
+    const halt = () => { if (stop) { stop(); stop = null; setLive('paused'); } };
+    // A hidden tab, or a page left for another (kept in the back/forward
+    // cache), gives its stream's connection back: over HTTP/1.1 a browser
+    // opens six at most to a server, and each open stream holds one, so
+    // a few forgotten tabs would stall every request of the next. Back
+    // in view, it reconnects and fetches what changed meanwhile.
+    const back = () => { if (!stop) { start(); setTick(t => t + 1); } };
+    const vis = () => (document.hidden ? halt() : back());
+    const show = e => { if (e.persisted) back(); };
+    start();
+    addEventListener('visibilitychange', vis);
+    addEventListener('pagehide', halt);
+    addEventListener('pageshow', show);
+    return () => {
+      halt(); clearTimeout(timer);
+      removeEventListener('visibilitychange', vis);
+      removeEventListener('pagehide', halt);
+      removeEventListener('pageshow', show);
+    };
   }, [me]);
   useEffect(() => {
     if (me) api('summary').then(setSummary).catch(onErr);
@@ -213,10 +234,21 @@ function Login({ onDone }) {
     </form></main>`;
 }
 
+// FIRST_VIEW is the performance mark set once the first view's data is on
+// screen (the frame after it rendered has begun): the render-time
+// benchmark (BenchmarkConsoleBrowser) reads it.
+const FIRST_VIEW = 'tide:first-view';
+let firstViewMarked = false;
+
 // useData fetches path again whenever deps change (and on every live update).
 function useData(path, deps, onErr) {
   const [data, setData] = useState(null);
   const [err, setErr] = useState('');
+  useEffect(() => {
+    if (!data || firstViewMarked) return;
+    firstViewMarked = true;
+    requestAnimationFrame(() => requestAnimationFrame(() => performance.mark(FIRST_VIEW)));
+  }, [data]);
   useEffect(() => {
     if (!path) return;
     let live = true;
