@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,24 +125,56 @@ func BenchmarkConsoleBrowser(b *testing.B) {
 // benchmark found it). Here the console is left and opened again three
 // times: each time it is live, only its own stream is open.
 func TestConsoleStreamReleased(t *testing.T) {
-	exe := browsertest.Chromium(t)
-	src := newEngineSource(t, "2x4:t4", "fifo")
-	src.submit(t, "a", "alice", 2, 600, 0)
-	src.round(t)
-	c := New(src, Options{})
-	srv := httptest.NewServer(c.Handler())
-	defer srv.Close()
-	defer c.Close()
-	b := browsertest.New(t, exe, 1280, 900)
-	browsertest.Login(t, b, srv.URL, "admin-token")
+	c, url, b := browseEngine(t, "2x4:t4")
 	for i := 0; i < 3; i++ {
 		browsertest.WaitText(t, b, ".live", "live")
 		browsertest.WaitText(t, b, ".nodes", "t4")
 		if n := c.subscribers(); n != 1 {
 			t.Fatalf("visit %d: %d streams open with one console page showing, want 1", i+1, n)
 		}
-		if err := chromedp.Run(b, chromedp.Navigate("about:blank"), chromedp.Navigate(srv.URL+"/#/cluster")); err != nil {
+		if err := chromedp.Run(b, chromedp.Navigate("about:blank"), chromedp.Navigate(url+"/#/cluster")); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// browseEngine serves the console of an engine on cluster (a 2-GPU job of
+// alice's running) and signs in to it as the admin in Chromium.
+func browseEngine(t *testing.T, cluster string) (*Console, string, context.Context) {
+	t.Helper()
+	exe := browsertest.Chromium(t)
+	src := newEngineSource(t, cluster, "fifo")
+	src.submit(t, "a", "alice", 2, 600, 0)
+	src.round(t)
+	c := New(src, Options{})
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	t.Cleanup(c.Close)
+	b := browsertest.New(t, exe, 1280, 900)
+	browsertest.Login(t, b, srv.URL, "admin-token")
+	return c, srv.URL, b
+}
+
+// TestConsoleNodeNames: nodes named site/rack/node (the simulator's
+// clusters) are headed by their own part, which a long shared prefix
+// once cut off ("default/rack-0/node..." on every node); the rest is
+// still shown, and the whole name is in the node's label.
+func TestConsoleNodeNames(t *testing.T) {
+	c, _, b := browseEngine(t, "2x4:t4")
+	v, err := c.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.WaitText(t, b, ".nodes", "t4")
+	heads := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.node')].map(n => n.querySelector('h2').innerText + '|' + n.querySelector('p').innerText + '|' + n.getAttribute('aria-label'))`)
+	if len(heads) != len(v.snap.Nodes) {
+		t.Fatalf("%d nodes shown, want %d: %q", len(heads), len(v.snap.Nodes), heads)
+	}
+	for i, n := range v.snap.Nodes {
+		dir, own := n.Name[:strings.LastIndex(n.Name, "/")], n.Name[strings.LastIndex(n.Name, "/")+1:]
+		parts := strings.Split(heads[i], "|")
+		if parts[0] != own || !strings.Contains(parts[1], dir) || parts[2] != "node "+n.Name {
+			t.Errorf("node %s shown as heading %q, line %q, label %q; want %q, a line with %q, and its name", n.Name, parts[0], parts[1], parts[2], own, dir)
 		}
 	}
 }

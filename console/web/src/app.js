@@ -79,7 +79,13 @@ function fmtDur(s) {
   if (s < 86400) return (s / 3600).toFixed(1) + ' h';
   return (s / 86400).toFixed(1) + ' d';
 }
-const fmtIn = t => t ? fmtDur((new Date(t) - Date.now()) / 1000) : '—';
+// fmtIn says how far ahead t is: 'in 5 min', or 'now' when it is due or
+// past (a running job over its estimate, a server clock ahead of this one).
+function fmtIn(t) {
+  if (!t) return '—';
+  const s = (new Date(t) - Date.now()) / 1000;
+  return s < 1 ? 'now' : 'in ' + fmtDur(s);
+}
 const pct = x => Math.round(100 * x) + '%';
 const num = (x, d = 1) => x == null ? '—' : Number(x).toFixed(x !== 0 && Math.abs(x) < 1 ? Math.max(d, 3) : d);
 
@@ -306,9 +312,13 @@ function Cluster({ tick, onErr }) {
       ${[...names].sort().slice(0, 24).map(n => html`<li><span class="cell" style=${'background:' + (n === '(other tenant)' ? '' : colour(n))} data-other=${n === '(other tenant)'}></span> ${n}</li>`)}
     </ul>
     <div class="nodes">
-      ${d.nodes.map(n => html`<section class="node" aria-label=${'node ' + n.name}>
-        <h2 title=${n.name}>${n.name}</h2>
-        <p class="muted">${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}</p>
+      ${d.nodes.map(n => {
+        // A long name (site/rack/node) would be cut to the part nodes
+        // share: the heading is its last part, the rest goes below.
+        const cut = n.name.lastIndexOf('/');
+        return html`<section class="node" aria-label=${'node ' + n.name}>
+        <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
+        <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
         <div class="gpus">${n.gpus.map(g => {
           const who = by === 'job' && g.job ? g.job : g.tenant;
           const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
@@ -318,7 +328,8 @@ function Cluster({ tick, onErr }) {
           if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
           return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
         })}</div>
-      </section>`)}
+      </section>`;
+      })}
     </div>
     <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" />`;
 }
@@ -361,8 +372,8 @@ function Queue({ me, tick, onErr }) {
           <td><${State} s=${j.state} /></td>
           <td>${j.held ? j.held + '/' : ''}${j.gpus}${j.gpu_type ? ' ' + j.gpu_type : ''}</td>
           <td class="reason">${j.reason || ''}</td>
-          <td>${j.state === 'running' ? fmtTime(j.started) : j.predicted_start ? html`in ${fmtIn(j.predicted_start)}${j.forecast ? html`<abbr title="forecast: the simulator's replay of the queue under the running policy">*</abbr>` : ''}` : '—'}</td>
-          <td>${j.ended ? fmtTime(j.ended) : j.predicted_finish ? 'in ' + fmtIn(j.predicted_finish) : '—'}</td>
+          <td>${j.state === 'running' ? fmtTime(j.started) : j.predicted_start ? html`${fmtIn(j.predicted_start)}${j.forecast ? html`<abbr title="forecast: the simulator's replay of the queue under the running policy">*</abbr>` : ''}` : '—'}</td>
+          <td>${j.ended ? fmtTime(j.ended) : j.predicted_finish ? fmtIn(j.predicted_finish) : '—'}</td>
           <td>${j.deadline ? fmtTime(j.deadline) : '—'}</td>
           <td><${Risk} r=${j.risk} /></td>
           <td><${Actions} me=${me} job=${j} onDone=${setMsg} onErr=${onErr} /></td>
