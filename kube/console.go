@@ -193,7 +193,15 @@ func (cs consoleSource) Replay() (*console.Replay, error) {
 	}
 	// The replay places with "pack": the worker placer tide kube uses is
 	// its own (whole workers per node).
-	return console.EngineReplay(s.eng, s.eng.Snapshot().Cluster, s.cfg.Policy, "pack", s.cfg.Round.Seconds(), console.Unix(s.cfg.Clock.Now())), nil
+	r := console.EngineReplay(s.eng, s.eng.Snapshot().Cluster, s.cfg.Policy, "pack", s.cfg.Round.Seconds(), console.Unix(s.cfg.Clock.Now()))
+	// The quotas in force apply over the policy, as in the rounds.
+	s.quota.mu.Lock()
+	if q := s.quota.q; q != nil {
+		c := *q
+		r.Quota = &c
+	}
+	s.quota.mu.Unlock()
+	return r, nil
 }
 
 // UIFlags are tide kube's web console flags (docs/console.md).
