@@ -1,11 +1,12 @@
 // Package alloc holds what policies share to hand out GPUs: greedy
 // placement in an order, a pool of the GPUs of each type a plan has left,
-// and a stable job sort.
+// and a job sort.
 package alloc
 
 import (
+	"cmp"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -164,17 +165,19 @@ func (p *Pool) assign(st *engine.Status, k, n int) engine.Assignment {
 }
 
 // SortJobs orders a copy of jobs by less, falling back to (submit, ID).
+// The order is total (IDs are unique), so an unstable sort gives what a
+// stable one would, faster.
 func SortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engine.Status {
 	out := append([]*engine.Status(nil), jobs...)
-	sort.SliceStable(out, func(a, b int) bool {
-		if c := less(out[a], out[b]); c != 0 {
-			return c < 0
+	slices.SortFunc(out, func(a, b *engine.Status) int {
+		if c := less(a, b); c != 0 {
+			return c
 		}
-		ja, jb := out[a].Job, out[b].Job
+		ja, jb := a.Job, b.Job
 		if ja.Submit != jb.Submit {
-			return ja.Submit < jb.Submit
+			return cmp.Compare(ja.Submit, jb.Submit)
 		}
-		return ja.ID < jb.ID
+		return strings.Compare(ja.ID, jb.ID)
 	})
 	return out
 }
