@@ -199,7 +199,9 @@ func (a *Assignment) Fits(c *cluster.Cluster, gs []cluster.GPUID) bool {
 }
 
 // Plan is a policy's decision. Jobs not listed in Run hold no GPUs after the
-// round: running ones are preempted.
+// round: running ones are preempted. The engine keeps none of a plan's
+// slices or maps after the round (it copies what it records), so a policy
+// may reuse their memory for its next plan.
 type Plan struct {
 	Run  []Assignment    // most important first; the placer honours this order
 	Memo map[string]Memo // updated policy memos by job ID
