@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/sorted"
 )
 
 // gavelState is what Gavel keeps between rounds (engine.Stateful): the
@@ -15,8 +16,8 @@ type gavelState struct {
 	Last      []engine.Assignment
 	LastPlan  float64
 	Planned   bool
-	Jobs      map[string]gavelJobState
-	Pairs     map[string]gavelPairSaved
+	Jobs      []sorted.Pair[string, gavelJobState]
+	Pairs     []sorted.Pair[string, gavelPairSaved]
 	Types     []string
 	TypeTime  []float64
 	LastReset float64
@@ -40,13 +41,12 @@ func (g *Gavel) SaveState() ([]byte, error) {
 		return nil, err
 	}
 	st := gavelState{RNG: rng, Last: g.last.Run, LastPlan: g.lastPlan, Planned: g.planned, Types: g.types, TypeTime: g.typeTime,
-		LastReset: g.lastReset, Stale: g.stale, Solves: g.Solves, Failures: g.Failures,
-		Jobs: make(map[string]gavelJobState, len(g.jobs)), Pairs: make(map[string]gavelPairSaved, len(g.pairState))}
-	for id, j := range g.jobs {
-		st.Jobs[id] = gavelJobState{X: j.x, Deficit: j.deficit, Received: j.received, Seen: j.seen, Present: j.present}
+		LastReset: g.lastReset, Stale: g.stale, Solves: g.Solves, Failures: g.Failures}
+	for id, j := range sorted.All(g.jobs) {
+		st.Jobs = append(st.Jobs, sorted.Pair[string, gavelJobState]{Key: id, Val: gavelJobState{X: j.x, Deficit: j.deficit, Received: j.received, Seen: j.seen, Present: j.present}})
 	}
-	for k, p := range g.pairState {
-		st.Pairs[k] = gavelPairSaved{X: p.x, Deficit: p.deficit, Received: p.received}
+	for k, p := range sorted.All(g.pairState) {
+		st.Pairs = append(st.Pairs, sorted.Pair[string, gavelPairSaved]{Key: k, Val: gavelPairSaved{X: p.x, Deficit: p.deficit, Received: p.received}})
 	}
 	if a, ok := g.Alloc.(engine.Stateful); ok {
 		if st.Alloc, err = a.SaveState(); err != nil {
@@ -72,11 +72,13 @@ func (g *Gavel) LoadState(b []byte) error {
 	g.lastPlan, g.planned, g.types, g.typeTime = st.LastPlan, st.Planned, st.Types, st.TypeTime
 	g.lastReset, g.stale, g.Solves, g.Failures = st.LastReset, st.Stale, st.Solves, st.Failures
 	g.jobs = make(map[string]*gavelJob, len(st.Jobs))
-	for id, j := range st.Jobs {
+	for _, e := range st.Jobs {
+		id, j := e.Key, e.Val
 		g.jobs[id] = &gavelJob{x: j.X, deficit: j.Deficit, received: j.Received, seen: j.Seen, present: j.Present}
 	}
 	g.pairState = make(map[string]*gavelPairState, len(st.Pairs))
-	for k, p := range st.Pairs {
+	for _, e := range st.Pairs {
+		k, p := e.Key, e.Val
 		g.pairState[k] = &gavelPairState{x: p.X, deficit: p.Deficit, received: p.Received}
 	}
 	if a, ok := g.Alloc.(engine.Stateful); ok {
@@ -88,7 +90,9 @@ func (g *Gavel) LoadState(b []byte) error {
 // fifoState is FIFO's cache of predicted ends (engine.Stateful): it
 // changes no decision, but the predicted starts it explains with depend
 // on when each end was computed.
-type fifoState struct{ Ends map[string]fifoEndState }
+type fifoState struct {
+	Ends []sorted.Pair[string, fifoEndState]
+}
 
 type fifoEndState struct {
 	GPUs, Starts int
@@ -98,9 +102,9 @@ type fifoEndState struct {
 
 // SaveState implements engine.Stateful.
 func (f *FIFO) SaveState() ([]byte, error) {
-	st := fifoState{Ends: make(map[string]fifoEndState, len(f.ends))}
-	for id, e := range f.ends {
-		st.Ends[id] = fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at}
+	var st fifoState
+	for id, e := range sorted.All(f.ends) {
+		st.Ends = append(st.Ends, sorted.Pair[string, fifoEndState]{Key: id, Val: fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at}})
 	}
 	return engine.EncodeState(st)
 }
@@ -116,7 +120,8 @@ func (f *FIFO) LoadState(b []byte) error {
 		return err
 	}
 	f.ends = make(map[string]fifoEnd, len(st.Ends))
-	for id, e := range st.Ends {
+	for _, p := range st.Ends {
+		id, e := p.Key, p.Val
 		f.ends[id] = fifoEnd{gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At}
 	}
 	return nil
@@ -157,8 +162,8 @@ func (d *DeepBoot) LoadState(b []byte) error {
 // pack=true): the pairs packed now, the pairs measured not to help, and
 // the random source that picks pairs to try.
 type gandivaState struct {
-	Partner map[string]string
-	Bad     map[string]bool
+	Partner []sorted.Pair[string, string]
+	Bad     []sorted.Pair[string, bool]
 	RNG     []byte
 }
 
@@ -171,7 +176,7 @@ func (g *Gandiva) SaveState() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.EncodeState(gandivaState{Partner: g.pk.partner, Bad: g.pk.bad, RNG: rng})
+	return engine.EncodeState(gandivaState{Partner: sorted.Pairs(g.pk.partner), Bad: sorted.Pairs(g.pk.bad), RNG: rng})
 }
 
 // LoadState implements engine.Stateful.
@@ -189,13 +194,7 @@ func (g *Gandiva) LoadState(b []byte) error {
 	if err := g.pk.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return err
 	}
-	g.pk.partner, g.pk.bad = st.Partner, st.Bad
-	if g.pk.partner == nil {
-		g.pk.partner = map[string]string{}
-	}
-	if g.pk.bad == nil {
-		g.pk.bad = map[string]bool{}
-	}
+	g.pk.partner, g.pk.bad = sorted.Map(st.Partner), sorted.Map(st.Bad)
 	return nil
 }
 
@@ -211,18 +210,18 @@ func (q *Quota) LoadState(b []byte) error { return engine.LoadState(q.Inner, b) 
 type priorityState struct {
 	First   int
 	HasAny  bool
-	Classes map[int][]byte
+	Classes []sorted.Pair[int, []byte]
 }
 
 // SaveState implements engine.Stateful.
 func (p *Priority) SaveState() ([]byte, error) {
-	st := priorityState{Classes: map[int][]byte{}}
-	for c, pol := range p.byClass {
+	var st priorityState
+	for c, pol := range sorted.All(p.byClass) {
 		b, err := engine.SaveState(pol)
 		if err != nil {
 			return nil, err
 		}
-		st.Classes[c] = b
+		st.Classes = append(st.Classes, sorted.Pair[int, []byte]{Key: c, Val: b})
 		if pol == p.first {
 			st.First, st.HasAny = c, true
 		}
@@ -244,7 +243,8 @@ func (p *Priority) LoadState(b []byte) error {
 	if st.HasAny {
 		p.byClass[st.First] = p.first
 	}
-	for c := range st.Classes {
+	for _, e := range st.Classes {
+		c := e.Key
 		if _, ok := p.byClass[c]; ok {
 			continue
 		}
@@ -254,9 +254,9 @@ func (p *Priority) LoadState(b []byte) error {
 		}
 		p.byClass[c] = pol
 	}
-	for c, b := range st.Classes {
-		if err := engine.LoadState(p.byClass[c], b); err != nil {
-			return fmt.Errorf("priority class %d: %w", c, err)
+	for _, e := range st.Classes {
+		if err := engine.LoadState(p.byClass[e.Key], e.Val); err != nil {
+			return fmt.Errorf("priority class %d: %w", e.Key, err)
 		}
 	}
 	return nil
@@ -266,11 +266,11 @@ func (p *Priority) LoadState(b []byte) error {
 // given, which it keeps until it finishes, its random sources, and under
 // pick=gavel each job's place in arrival order.
 type gavelFIFOState struct {
-	Types map[string]int
+	Types []sorted.Pair[string, int]
 	RNG   []byte
 	PyMT  []uint32
 	PyIdx int
-	Seq   map[string]int
+	Seq   []sorted.Pair[string, int]
 	NextQ int
 }
 
@@ -280,7 +280,7 @@ func (f *gavelFIFO) SaveState() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.EncodeState(gavelFIFOState{Types: f.types, RNG: rng, PyMT: f.py.mt[:], PyIdx: f.py.idx, Seq: f.seq, NextQ: f.nextQ})
+	return engine.EncodeState(gavelFIFOState{Types: sorted.Pairs(f.types), RNG: rng, PyMT: f.py.mt[:], PyIdx: f.py.idx, Seq: sorted.Pairs(f.seq), NextQ: f.nextQ})
 }
 
 // LoadState implements engine.Stateful.
@@ -295,13 +295,7 @@ func (f *gavelFIFO) LoadState(b []byte) error {
 	if len(st.PyMT) != len(f.py.mt) {
 		return fmt.Errorf("gavel-fifo state: %d words of generator state, want %d", len(st.PyMT), len(f.py.mt))
 	}
-	f.types, f.seq, f.nextQ = st.Types, st.Seq, st.NextQ
-	if f.types == nil {
-		f.types = map[string]int{}
-	}
-	if f.seq == nil {
-		f.seq = map[string]int{}
-	}
+	f.types, f.seq, f.nextQ = sorted.Map(st.Types), sorted.Map(st.Seq), st.NextQ
 	copy(f.py.mt[:], st.PyMT)
 	f.py.idx = st.PyIdx
 	return f.pcg.UnmarshalBinary(st.RNG)

@@ -33,10 +33,16 @@ func TestPackingStateHandover(t *testing.T) {
 	}
 	for _, spec := range []string{"gandiva:pack=true", "gandiva:preset=gavel:pack=true", "gavel-las:space_sharing=true"} {
 		t.Run(spec, func(t *testing.T) {
-			packed := false
-			fresh := func() (engine.Policy, error) {
+			packed, saves := false, 0
+			build := func() (engine.Policy, error) {
 				p, err := Parse(spec, Context{})
 				return &packSeen{Policy: p, seen: &packed}, err
+			}
+			// Every save is checked to be the same bytes again and from a
+			// fresh instance that loaded it.
+			fresh := func() (engine.Policy, error) {
+				p, err := build()
+				return &enginetest.StableState{Policy: p, T: t, Fresh: build, Saves: &saves}, err
 			}
 			once := func(every int) []byte {
 				p, err := fresh()
@@ -62,6 +68,9 @@ func TestPackingStateHandover(t *testing.T) {
 				if !bytes.Equal(once(every), straight) {
 					t.Errorf("handed over every %d rounds: the run differs from one without", every)
 				}
+			}
+			if saves == 0 {
+				t.Error("no handover saved any state: the bytes were not checked")
 			}
 		})
 	}

@@ -5,12 +5,15 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/policy/internal/sorted"
 )
 
 // tidalState is what tidal keeps between rounds (engine.Stateful): for
 // each varying site, what its forecaster has learned and what tidal last
 // saw of it. The planned path is recomputed at the next round.
-type tidalState struct{ Views map[string]tideViewState }
+type tidalState struct {
+	Views []sorted.Pair[string, tideViewState]
+}
 
 type tideViewState struct {
 	Kind             string
@@ -22,13 +25,13 @@ type tideViewState struct {
 
 // SaveState implements engine.Stateful.
 func (t *Tidal) SaveState() ([]byte, error) {
-	st := tidalState{Views: make(map[string]tideViewState, len(t.views))}
-	for name, v := range t.views {
+	var st tidalState
+	for name, v := range sorted.All(t.views) {
 		f, err := v.f.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
-		st.Views[name] = tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f}
+		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f}})
 	}
 	return engine.EncodeState(st)
 }
@@ -43,7 +46,8 @@ func (t *Tidal) LoadState(b []byte) error {
 	if err := engine.DecodeState(b, &st); err != nil {
 		return err
 	}
-	for name, s := range st.Views {
+	for _, e := range st.Views {
+		name, s := e.Key, e.Val
 		f, err := forecast.New(forecast.Config{Max: float64(s.GPUs)})
 		if err != nil {
 			return err
