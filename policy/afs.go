@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
@@ -18,7 +19,7 @@ func afsPolicies(register func(Info)) {
 			"each further GPU by pairwise comparison of how much it shortens a shorter and a longer job",
 		Knobs:   elasticOracleKnob,
 		Elastic: true,
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			oracle, err := o.Bool("oracle", false)
 			return &AFS{Oracle: oracle}, err
 		},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -22,7 +23,7 @@ func alloxPolicies(register func(Info)) {
 			"attained GPU-seconds are matched first, the others get what is left (1: everyone together); " +
 			"window=256: at most this many waiting jobs, earliest submitted first, enter each matching (it costs " +
 			"about window^3)",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			a, err := o.Float("alpha", 1)
 			if err != nil {
 				return nil, err
@@ -76,7 +77,7 @@ func (x *AlloX) Name() string { return "allox" }
 func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	free := alloc.NewPool(s)
 	var plan engine.Plan
-	tenants, groups := byTenant(s.Jobs)
+	tenants, groups := alloc.ByTenant(s.Jobs)
 	attained := map[string]float64{}
 	for _, u := range tenants {
 		for _, st := range groups[u] {

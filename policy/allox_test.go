@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 func TestAlloX(t *testing.T) {
@@ -16,19 +17,19 @@ func TestAlloX(t *testing.T) {
 	// both on the v100, a first: 2x100 + 200 = 400; a v100, b k80: 100 +
 	// 800 = 900; b v100, a k80: 200 + 400 = 600. So both queue on the v100:
 	// a starts, b waits though the k80 is free.
-	a, b := wait("a", 0, 1, 100), wait("b", 0, 1, 200)
-	a.j.Model, b.j.Model = "fast", "fast"
-	s := snap(t, 1000, enginetest.Cluster("1x1:v100,1x1:k80"), a, b)
+	a, b := policytest.Wait("a", 0, 1, 100), policytest.Wait("b", 0, 1, 200)
+	a.Job.Model, b.Job.Model = "fast", "fast"
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x1:v100,1x1:k80"), a, b)
 	s.Model = k80Slowdown{}
-	if got, want := runs(mustParse(t, "allox", Context{}).Schedule(s)), []string{"a:1:v100"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(specs.Parse(t, "allox", Context{}).Schedule(s)), []string{"a:1:v100"}; !slices.Equal(got, want) {
 		t.Errorf("plan %v, want %v", got, want)
 	}
 	// A running job keeps its GPU (no preemption): b runs on the v100,
 	// so a starts nowhere (its slot is the v100) until b is done.
-	b.held = 1
-	s = snap(t, 1000, enginetest.Cluster("1x1:v100,1x1:k80"), b, a)
+	b.Held = 1
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x1:v100,1x1:k80"), b, a)
 	s.Model = k80Slowdown{}
-	if got, want := runs(mustParse(t, "allox", Context{}).Schedule(s)), []string{"b:1:v100"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(specs.Parse(t, "allox", Context{}).Schedule(s)), []string{"b:1:v100"}; !slices.Equal(got, want) {
 		t.Errorf("running: plan %v, want %v", got, want)
 	}
 }
@@ -37,13 +38,13 @@ func TestAlloXFairness(t *testing.T) {
 	// One GPU. Tenant x has attained 1000 GPU-s, y none. With alpha=0.5
 	// only y's jobs are matched first: y's long job starts before x's
 	// short one, which plain AlloX (alpha=1) would start first.
-	x1, y1 := wait("x1", 0, 1, 10), wait("y1", 0, 1, 500)
-	x1.j.Tenant, y1.j.Tenant, x1.attained = "x", "y", 1000
-	s := snap(t, 1000, enginetest.Cluster("1x1:t4"), x1, y1)
-	if got := runs(mustParse(t, "allox", Context{}).Schedule(s)); !slices.Equal(got, []string{"x1:1"}) {
+	x1, y1 := policytest.Wait("x1", 0, 1, 10), policytest.Wait("y1", 0, 1, 500)
+	x1.Job.Tenant, y1.Job.Tenant, x1.Attained = "x", "y", 1000
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x1:t4"), x1, y1)
+	if got := policytest.Runs(specs.Parse(t, "allox", Context{}).Schedule(s)); !slices.Equal(got, []string{"x1:1"}) {
 		t.Errorf("alpha=1: plan %v, want x1 (shortest first)", got)
 	}
-	if got := runs(mustParse(t, "allox:alpha=0.5", Context{}).Schedule(s)); !slices.Equal(got, []string{"y1:1"}) {
+	if got := policytest.Runs(specs.Parse(t, "allox:alpha=0.5", Context{}).Schedule(s)); !slices.Equal(got, []string{"y1:1"}) {
 		t.Errorf("alpha=0.5: plan %v, want y1 (least attained tenant first)", got)
 	}
 }
@@ -55,16 +56,16 @@ func TestAlloXMatchIsOptimal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := &AlloX{Alpha: 1}
 	for trial := range 40 {
-		var jobs []js
+		var jobs []policytest.JobState
 		n := 1 + rng.IntN(5)
 		for i := range n {
-			j := wait(fmt.Sprintf("j%d", i), 0, 1, float64(10+rng.IntN(90)))
+			j := policytest.Wait(fmt.Sprintf("j%d", i), 0, 1, float64(10+rng.IntN(90)))
 			if rng.IntN(2) == 0 {
-				j.j.Model = "fast"
+				j.Job.Model = "fast"
 			}
 			jobs = append(jobs, j)
 		}
-		s := snap(t, 0, enginetest.Cluster("1x1:v100,1x1:k80"), jobs...)
+		s := policytest.Snap(t, 0, enginetest.Cluster("1x1:v100,1x1:k80"), jobs...)
 		s.Model = k80Slowdown{}
 		slot := x.Match(s, s.Jobs)
 		got := 0.0

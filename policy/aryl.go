@@ -8,13 +8,15 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // arylPolicies registers the policies this file defines; registry.go lists it.
 func arylPolicies(register func(Info)) {
 	register(Info{
-		Name: "aryl",
+		Name:    "aryl",
+		Presets: []string{"aryl:loan=false"},
 		Summary: "Aryl / Lyra (EuroSys'23): idle inference servers lent to training; base (minimum) workers shortest job " +
 			"first, extra workers by a multiple-choice knapsack on JCT reduction; reclaims take the servers whose jobs " +
 			"lose least",
@@ -23,7 +25,7 @@ func arylPolicies(register func(Info)) {
 			"elastic=true: extra workers by the knapsack (false: every job runs on the GPUs it asked for; with " +
 			"loan=false, the papers' baseline without capacity loaning or elastic scaling)",
 		Elastic: true,
-		build:   newAryl,
+		Build:   newAryl,
 	})
 }
 
@@ -54,7 +56,7 @@ type Aryl struct {
 	name    string
 }
 
-func newAryl(_ Context, o Options) (engine.Policy, error) {
+func newAryl(_ Context, o contract.Options) (engine.Policy, error) {
 	a := &Aryl{name: "aryl"}
 	var err error
 	if a.Loan, err = o.Bool("loan", true); err != nil {

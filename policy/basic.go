@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -15,9 +16,10 @@ import (
 func basicPolicies(register func(Info)) {
 	register(Info{
 		Name:    "fifo",
+		Presets: []string{"fifo:backfill=true"},
 		Summary: "first come, first served; a running job is never preempted",
 		Knobs:   "backfill=false: let smaller jobs start past a head job that does not fit",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			b, err := o.Bool("backfill", false)
 			return &FIFO{Backfill: b}, err
 		},
@@ -27,14 +29,14 @@ func basicPolicies(register func(Info)) {
 		Summary: "shortest remaining time first, preemptive, with oracle knowledge of " +
 			"each job's remaining time (an upper reference, not deployable)",
 		Knobs: "",
-		build: func(Context, Options) (engine.Policy, error) { return SRTF{}, nil },
+		Build: func(Context, contract.Options) (engine.Policy, error) { return SRTF{}, nil },
 	})
 	register(Info{
 		Name:           "edf",
 		Summary:        "earliest deadline first, preemptive; jobs without a deadline go last",
 		Knobs:          "",
 		NeedsDeadlines: true,
-		build:          func(Context, Options) (engine.Policy, error) { return EDF{}, nil },
+		Build:          func(Context, contract.Options) (engine.Policy, error) { return EDF{}, nil },
 	})
 }
 

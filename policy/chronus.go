@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/solver"
@@ -28,7 +29,7 @@ func chronusPolicies(register func(Info)) {
 			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
 		NeedsDeadlines: true,
 		NeedsSolver:    true,
-		build:          newChronus,
+		Build:          newChronus,
 	})
 }
 
@@ -89,7 +90,7 @@ const (
 	chronusLost       = 4 // SLO job that can no longer meet any deadline
 )
 
-func newChronus(_ Context, o Options) (engine.Policy, error) {
+func newChronus(_ Context, o contract.Options) (engine.Policy, error) {
 	c := &Chronus{name: "chronus"}
 	var err error
 	floats := []struct {

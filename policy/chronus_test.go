@@ -10,6 +10,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
@@ -224,8 +225,8 @@ func bruteLeases(jobs []leaseJob, capacity, used []int, i int) float64 {
 	return best
 }
 
-func slo(id string, submit float64, gpus int, seconds, deadline float64) js {
-	return js{j: enginetest.Job(id).At(submit).GPUs(gpus).Seconds(seconds).Deadline(deadline).Obj()}
+func slo(id string, submit float64, gpus int, seconds, deadline float64) policytest.JobState {
+	return policytest.JobState{Job: enginetest.Job(id).At(submit).GPUs(gpus).Seconds(seconds).Deadline(deadline).Obj()}
 }
 
 // TestChronusPlans: admission, the lease problem and spot capacity on a
@@ -235,32 +236,32 @@ func slo(id string, submit float64, gpus int, seconds, deadline float64) js {
 func TestChronusPlans(t *testing.T) {
 	solvertest.Require(t)
 	spec := "chronus:margin=1:overhead=0:objective=maximize"
-	cases := []planCase{
+	cases := []policytest.PlanCase{
 		{
 			// Both SLO jobs fit before their deadlines and are admitted; the
 			// MILP (maximize) runs both now; the best-effort job gets
 			// nothing left.
-			name: "admitted SLO jobs hold the lease", cluster: "1x4:t4",
-			jobs: []js{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), wait("be", 2, 1, 50)},
-			want: []string{"a:2", "b:2"},
+			Name: "admitted SLO jobs hold the lease", Cluster: "1x4:t4",
+			Jobs: []policytest.JobState{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), policytest.Wait("be", 2, 1, 50)},
+			Want: []string{"a:2", "b:2"},
 		},
 		{
 			// c needs 4 GPUs for 4 leases by block 4, which a and b already
 			// fill half of: c is not admitted and runs as spot capacity only,
 			// after the admitted jobs hold theirs; be (least GPU-time) first.
-			name: "unadmitted job waits", cluster: "1x4:t4",
-			jobs: []js{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), slo("c", 2, 4, 240, 1200)},
-			want: []string{"a:2", "b:2"},
+			Name: "unadmitted job waits", Cluster: "1x4:t4",
+			Jobs: []policytest.JobState{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), slo("c", 2, 4, 240, 1200)},
+			Want: []string{"a:2", "b:2"},
 		},
 		{
 			// A job that cannot meet its deadline any more (1000 + 300 >
 			// 1200) ranks after best-effort work.
-			name: "lost job last", cluster: "1x4:t4",
-			jobs: []js{slo("late", 0, 4, 300, 1200), wait("be", 2, 2, 50)},
-			want: []string{"be:2"},
+			Name: "lost job last", Cluster: "1x4:t4",
+			Jobs: []policytest.JobState{slo("late", 0, 4, 300, 1200), policytest.Wait("be", 2, 2, 50)},
+			Want: []string{"be:2"},
 		},
 	}
-	checkPlans(t, spec, cases)
+	specs.CheckPlans(t, spec, cases)
 }
 
 // TestChronusMinimizeLeavesSpot: with objective=minimize an SLO job with
@@ -268,10 +269,10 @@ func TestChronusPlans(t *testing.T) {
 // deadline by the plan (blocks as late as possible).
 func TestChronusMinimizeLeavesSpot(t *testing.T) {
 	solvertest.Require(t)
-	p := mustParse(t, "chronus:margin=1:overhead=0:objective=minimize", Context{})
-	s := snap(t, 1000, enginetest.Cluster("1x4:t4"), slo("a", 0, 4, 60, 1200), wait("be", 2, 4, 500))
+	p := specs.Parse(t, "chronus:margin=1:overhead=0:objective=minimize", Context{})
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), slo("a", 0, 4, 60, 1200), policytest.Wait("be", 2, 4, 500))
 	plan := p.Schedule(s)
-	if got := runs(plan); !slices.Equal(got, []string{"be:4"}) {
+	if got := policytest.Runs(plan); !slices.Equal(got, []string{"be:4"}) {
 		t.Fatalf("plan %v, want [be:4]", got)
 	}
 	if m := plan.Memo["a"]; int(m[chronusClass]) != chronusAdmitted || int(m[chronusHeld]) == 17 || int(m[chronusSolved]) != 17 {
@@ -279,13 +280,13 @@ func TestChronusMinimizeLeavesSpot(t *testing.T) {
 	}
 	// The lease after next (t=1140, lease 19, the last block before 1200)
 	// the job has no slack left and takes the lease from be.
-	s2 := snap(t, 1140, enginetest.Cluster("1x4:t4"), withMemo(slo("a", 0, 4, 60, 1200), plan.Memo["a"]), hold("be", 2, 4, 500))
-	if got := runs(p.Schedule(s2)); !slices.Equal(got, []string{"a:4"}) {
+	s2 := policytest.Snap(t, 1140, enginetest.Cluster("1x4:t4"), withMemo(slo("a", 0, 4, 60, 1200), plan.Memo["a"]), policytest.Hold("be", 2, 4, 500))
+	if got := policytest.Runs(p.Schedule(s2)); !slices.Equal(got, []string{"a:4"}) {
 		t.Fatalf("at 1140: plan %v, want [a:4]", got)
 	}
 }
 
-func withMemo(x js, m engine.Memo) js { x.memo = m; return x }
+func withMemo(x policytest.JobState, m engine.Memo) policytest.JobState { x.Memo = m; return x }
 
 // TestChronusSoftDeadline: a soft job whose first deadline cannot be met in
 // whole leases (70 s of work needs 2 leases; 1075 leaves one, lease 16) is
@@ -293,15 +294,15 @@ func withMemo(x js, m engine.Memo) js { x.memo = m; return x }
 // is not admitted (yet not lost: 1000 + 70 <= 1075).
 func TestChronusSoftDeadline(t *testing.T) {
 	solvertest.Require(t)
-	p := mustParse(t, "chronus:margin=1:overhead=0", Context{})
+	p := specs.Parse(t, "chronus:margin=1:overhead=0", Context{})
 	soft := slo("s", 0, 4, 70, 1075)
-	soft.j.Utility = &job.Utility{Deadlines: []float64{1075, 1500}, Values: []float64{10, 5}}
-	plan := p.Schedule(snap(t, 1000, enginetest.Cluster("1x4:t4"), soft))
+	soft.Job.Utility = &job.Utility{Deadlines: []float64{1075, 1500}, Values: []float64{10, 5}}
+	plan := p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), soft))
 	if m := plan.Memo["s"]; int(m[chronusClass]) != chronusAdmitted || int(m[chronusOption]) != 2 {
 		t.Fatalf("memo %v: want admitted on option 2", m)
 	}
 	strict := slo("s", 0, 4, 70, 1075)
-	plan = p.Schedule(snap(t, 1000, enginetest.Cluster("1x4:t4"), strict))
+	plan = p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), strict))
 	if m := plan.Memo["s"]; int(m[chronusClass]) != chronusUnadmitted {
 		t.Fatalf("strict memo %v: want unadmitted", m)
 	}
@@ -347,9 +348,9 @@ func TestChronusAdmittedMeetDeadlines(t *testing.T) {
 			jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(submit).GPUs([]int{1, 2, 4}[r.IntN(3)]).
 				Seconds(dur).Deadline(submit+dur*(1.2+2*r.Float64())).Obj())
 		}
-		rec := &memoRecorder{Policy: mustParse(t, "chronus:margin=1:overhead=0", Context{}), memos: map[string]engine.Memo{}}
+		rec := &memoRecorder{Policy: specs.Parse(t, "chronus:margin=1:overhead=0", Context{}), memos: map[string]engine.Memo{}}
 		run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x8:t4"), Model: perf.Duration{}, Policy: rec,
-			Placer: firstFree{}, Round: 60, OnEvents: true}, jobs)
+			Placer: policytest.FirstFree{}, Round: 60, OnEvents: true}, jobs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,12 +380,12 @@ func TestChronusAdmittedMeetDeadlines(t *testing.T) {
 // planned; without, it is kept.
 func TestChronusDecline(t *testing.T) {
 	solvertest.Require(t)
-	jobs := []js{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), slo("c", 2, 4, 240, 1200)}
+	jobs := []policytest.JobState{slo("a", 0, 2, 120, 1200), slo("b", 1, 2, 120, 1200), slo("c", 2, 4, 240, 1200)}
 	for _, tc := range []struct {
 		spec string
 		want []string
 	}{{"chronus:margin=1:overhead=0:decline=true", []string{"c"}}, {"chronus:margin=1:overhead=0", nil}} {
-		plan := mustParse(t, tc.spec, Context{}).Schedule(snap(t, 1000, enginetest.Cluster("1x4:t4"), jobs...))
+		plan := specs.Parse(t, tc.spec, Context{}).Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), jobs...))
 		if !slices.Equal(plan.Decline, tc.want) {
 			t.Errorf("%s: declined %v, want %v", tc.spec, plan.Decline, tc.want)
 		}

@@ -7,13 +7,15 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // deepBootPolicies registers the policies this file defines; registry.go lists it.
 func deepBootPolicies(register func(Info)) {
 	register(Info{
-		Name: "deepboot",
+		Name:    "deepboot",
+		Presets: []string{"deepboot:loan=false"},
 		Summary: "DeepBoot (TPDS'23): ATS-T, a multiple-choice knapsack of speedups over the training GPUs; " +
 			"ATS-I, the same over idle inference GPUs lent to training, each freed inference GPU PROTECTED for a while " +
 			"before it SLEEPs (lendable), reclaims taking the job whose loss costs the least speedup",
@@ -22,7 +24,7 @@ func deepBootPolicies(register func(Info)) {
 			"protect=30/15/120: an inference GPU freed after its r-th reuse stays protected min(A + B x r, C) seconds " +
 			"(use with --restart-cost measured-fast for DeepBoot's fast elastic rescale)",
 		Elastic: true,
-		build:   newDeepBoot,
+		Build:   newDeepBoot,
 	})
 }
 
@@ -58,7 +60,7 @@ type DeepBoot struct {
 	timers       *protectTimers
 }
 
-func newDeepBoot(_ Context, o Options) (engine.Policy, error) {
+func newDeepBoot(_ Context, o contract.Options) (engine.Policy, error) {
 	d := &DeepBoot{name: "deepboot", timers: &protectTimers{}}
 	var err error
 	if d.Loan, err = o.Bool("loan", true); err != nil {

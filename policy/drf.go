@@ -8,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -21,7 +22,7 @@ func drfPolicies(register func(Info)) {
 		Knobs: "preempt=false: recompute the allocation from zero every round, preempting what no longer fits " +
 			"(running jobs first inside a tenant), instead of only handing out free resources; " +
 			"weights=T@W/..: tenant weights (default 1; tenant \"\" is -)",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			p, err := o.Bool("preempt", false)
 			if err != nil {
 				return nil, err
@@ -124,7 +125,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 		use[st.Job.Tenant] = u
 		return true
 	}
-	tenants, groups := byTenant(s.Jobs)
+	tenants, groups := alloc.ByTenant(s.Jobs)
 	// Each tenant's candidates: with Preempt its running jobs, then its
 	// waiting ones, each in submission order; without, running jobs keep
 	// their resources first and only waiting jobs queue.

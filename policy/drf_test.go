@@ -7,6 +7,7 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // drfCluster is one node of 10 GPUs, 20 CPU cores and 100 GiB: 2 cores and
@@ -23,15 +24,15 @@ func drfCluster(t *testing.T) *cluster.Cluster {
 // drfJobs gives tenant a five CPU-heavy jobs (1 GPU, 4 cores: dominant
 // share 0.2 of the CPUs) and tenant b five GPU-heavy ones (2 GPUs, 2 cores:
 // 0.2 of the GPUs); the first bHeld of b's jobs run.
-func drfJobs(bHeld int) []js {
-	var out []js
+func drfJobs(bHeld int) []policytest.JobState {
+	var out []policytest.JobState
 	for i := 1; i <= 5; i++ {
-		a := wait(fmt.Sprintf("a%d", i), float64(i), 1, 100)
-		a.j.Tenant, a.j.CPUs = "a", 4
-		b := wait(fmt.Sprintf("b%d", i), float64(i), 2, 100)
-		b.j.Tenant, b.j.CPUs = "b", 2
+		a := policytest.Wait(fmt.Sprintf("a%d", i), float64(i), 1, 100)
+		a.Job.Tenant, a.Job.CPUs = "a", 4
+		b := policytest.Wait(fmt.Sprintf("b%d", i), float64(i), 2, 100)
+		b.Job.Tenant, b.Job.CPUs = "b", 2
 		if i <= bHeld {
-			b.held = 2
+			b.Held = 2
 		}
 		out = append(out, a, b)
 	}
@@ -59,9 +60,9 @@ func TestDRF(t *testing.T) {
 		// cores: done.
 		{"drf:weights=a@2", 0, []string{"a1:1", "b1:2", "a2:1", "a3:1", "b2:2", "a4:1"}},
 	} {
-		p := mustParse(t, tc.spec, Context{})
-		s := snap(t, 1000, drfCluster(t), drfJobs(tc.bHeld)...)
-		if got := runs(p.Schedule(s)); !slices.Equal(got, tc.want) {
+		p := specs.Parse(t, tc.spec, Context{})
+		s := policytest.Snap(t, 1000, drfCluster(t), drfJobs(tc.bHeld)...)
+		if got := policytest.Runs(p.Schedule(s)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s with %d of b's jobs running: plan %v, want %v", tc.spec, tc.bHeld, got, tc.want)
 		}
 	}
@@ -70,12 +71,12 @@ func TestDRF(t *testing.T) {
 func TestDRFDefaultsToGPUShares(t *testing.T) {
 	// No node gives CPUs or memory: only GPUs count. a holds 3 of 4 GPUs,
 	// b waits with two 1-GPU jobs: b gets the one free GPU.
-	a := hold("a1", 0, 3, 100)
-	a.j.Tenant = "a"
-	b1, b2, a2 := wait("b1", 1, 1, 100), wait("b2", 2, 1, 100), wait("a2", 0.5, 1, 100)
-	b1.j.Tenant, b2.j.Tenant, a2.j.Tenant = "b", "b", "a"
-	s := snap(t, 1000, enginetest.Cluster("1x4:t4"), a, a2, b1, b2)
-	if got, want := runs(mustParse(t, "drf", Context{}).Schedule(s)), []string{"a1:3", "b1:1"}; !slices.Equal(got, want) {
+	a := policytest.Hold("a1", 0, 3, 100)
+	a.Job.Tenant = "a"
+	b1, b2, a2 := policytest.Wait("b1", 1, 1, 100), policytest.Wait("b2", 2, 1, 100), policytest.Wait("a2", 0.5, 1, 100)
+	b1.Job.Tenant, b2.Job.Tenant, a2.Job.Tenant = "b", "b", "a"
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), a, a2, b1, b2)
+	if got, want := policytest.Runs(specs.Parse(t, "drf", Context{}).Schedule(s)), []string{"a1:3", "b1:1"}; !slices.Equal(got, want) {
 		t.Errorf("plan %v, want %v", got, want)
 	}
 }
@@ -86,7 +87,7 @@ func TestWeightsKnob(t *testing.T) {
 			t.Errorf("drf:%s parsed, want an error", bad)
 		}
 	}
-	p := mustParse(t, "drf:weights=a@2/-@3", Context{}).(*DRF)
+	p := specs.Parse(t, "drf:weights=a@2/-@3", Context{}).(*DRF)
 	if p.Weight("a") != 2 || p.Weight("") != 3 || p.Weight("zz") != 1 {
 		t.Errorf("weights: a %v, \"\" %v, zz %v", p.Weight("a"), p.Weight(""), p.Weight("zz"))
 	}

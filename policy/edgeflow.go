@@ -8,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
 )
 
 // edgeKnobs are EdgeFlow's knobs beyond ElasticFlow's (efKnobs).
@@ -20,14 +21,15 @@ const edgeKnobs = "offload=all: jobs that would miss their deadline in the cloud
 // edgeFlowPolicies registers the policies this file defines; registry.go lists it.
 func edgeFlowPolicies(register func(Info)) {
 	register(Info{
-		Name: "edgeflow",
+		Name:    "edgeflow",
+		Presets: []string{"edgeflow:offload=missing"},
 		Summary: "EdgeFlow (Journal of Software 2025): ElasticFlow's minimum satisfactory shares on the cloud, then " +
 			"offloads jobs to idle edge servers (one server each) where they still meet their deadline, reallocating at " +
 			"every arrival, completion and change of edge availability",
 		Knobs:          efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: true,
 		Elastic:        true,
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			f, err := buildFlow(o, true)
 			return f, err
 		},

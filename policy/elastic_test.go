@@ -12,6 +12,7 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // ---------------------------------------------------------------------------
@@ -50,12 +51,12 @@ func linear(max int) []float64 {
 
 // ej is an elastic job of w seconds (at one GPU under perf.Duration, or of
 // rate-model work) submitted at submit, on [lo, hi] GPUs.
-func ej(id string, submit float64, lo, hi int, w float64) js {
-	return js{j: enginetest.Job(id).At(submit).Elastic(lo, lo, hi).Seconds(w).Obj()}
+func ej(id string, submit float64, lo, hi int, w float64) policytest.JobState {
+	return policytest.JobState{Job: enginetest.Job(id).At(submit).Elastic(lo, lo, hi).Seconds(w).Obj()}
 }
 
 // typed restricts an elastic job to a GPU type.
-func typed(x js, t string) js { x.j.GPUType = t; return x }
+func typed(x policytest.JobState, t string) policytest.JobState { x.Job.GPUType = t; return x }
 
 // elasticCase is one hand-worked scenario: jobs on a cluster, predicted by
 // rates (nil: perf.Duration, linear in the GPU count), optional hints by job
@@ -65,13 +66,13 @@ type elasticCase struct {
 	cluster string
 	rates   rateModel
 	hints   map[string]*goodput.Hints
-	jobs    []js
+	jobs    []policytest.JobState
 	want    []string
 }
 
 func elasticSnap(t *testing.T, tc elasticCase) *engine.Snapshot {
 	t.Helper()
-	s := snap(t, 1000, enginetest.Cluster(tc.cluster), tc.jobs...)
+	s := policytest.Snap(t, 1000, enginetest.Cluster(tc.cluster), tc.jobs...)
 	if tc.rates != nil {
 		s.Model = tc.rates
 	}
@@ -85,17 +86,17 @@ func elasticSnap(t *testing.T, tc elasticCase) *engine.Snapshot {
 
 func checkElastic(t *testing.T, spec string, cases []elasticCase) {
 	t.Helper()
-	p := mustParse(t, spec, Context{})
+	p := specs.Parse(t, spec, Context{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := elasticSnap(t, tc)
 			plan := p.Schedule(s)
-			got := runs(plan)
+			got := policytest.Runs(plan)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("%s: plan %v, want %v", spec, got, tc.want)
 			}
 			checkPlanValid(t, s, plan)
-			if again := runs(p.Schedule(s)); !slices.Equal(again, got) {
+			if again := policytest.Runs(p.Schedule(s)); !slices.Equal(again, got) {
 				t.Errorf("%s: second plan %v differs from first %v", spec, again, got)
 			}
 		})
@@ -117,16 +118,16 @@ func checkPlanValid(t *testing.T, s *engine.Snapshot, p engine.Plan) {
 	for _, a := range p.Run {
 		st := byID[a.Job]
 		if st == nil || seen[a.Job] {
-			t.Fatalf("plan %v: job %s unknown or listed twice", runs(p), a.Job)
+			t.Fatalf("plan %v: job %s unknown or listed twice", policytest.Runs(p), a.Job)
 		}
 		seen[a.Job] = true
 		j := st.Job
 		if a.GPUs < j.MinGPUs || a.GPUs > j.MaxGPUs {
-			t.Errorf("plan %v: %s gets %d GPUs outside [%d, %d]", runs(p), a.Job, a.GPUs, j.MinGPUs, j.MaxGPUs)
+			t.Errorf("plan %v: %s gets %d GPUs outside [%d, %d]", policytest.Runs(p), a.Job, a.GPUs, j.MinGPUs, j.MaxGPUs)
 		}
 		typ := a.GPUType
 		if j.GPUType != "" && typ != "" && typ != j.GPUType {
-			t.Errorf("plan %v: %s asks for %s, planned on %s", runs(p), a.Job, j.GPUType, typ)
+			t.Errorf("plan %v: %s asks for %s, planned on %s", policytest.Runs(p), a.Job, j.GPUType, typ)
 		}
 		if typ == "" {
 			typ = j.GPUType
@@ -135,22 +136,22 @@ func checkPlanValid(t *testing.T, s *engine.Snapshot, p engine.Plan) {
 			typ = s.Cluster.GPUTypes()[0]
 		}
 		if typ == "" {
-			t.Errorf("plan %v: %s has no GPU type on a mixed cluster", runs(p), a.Job)
+			t.Errorf("plan %v: %s has no GPU type on a mixed cluster", policytest.Runs(p), a.Job)
 		}
 		perType[typ] += a.GPUs
 		total += a.GPUs
 	}
 	for typ, n := range perType {
 		if n > s.Cluster.GPUsOfType(typ) {
-			t.Errorf("plan %v: %d %s GPUs, the cluster has %d", runs(p), n, typ, s.Cluster.GPUsOfType(typ))
+			t.Errorf("plan %v: %d %s GPUs, the cluster has %d", policytest.Runs(p), n, typ, s.Cluster.GPUsOfType(typ))
 		}
 	}
 	if total > s.Cluster.TotalGPUs() {
-		t.Errorf("plan %v: %d GPUs, the cluster has %d", runs(p), total, s.Cluster.TotalGPUs())
+		t.Errorf("plan %v: %d GPUs, the cluster has %d", policytest.Runs(p), total, s.Cluster.TotalGPUs())
 	}
 	for i := 1; i < len(p.Run); i++ {
 		if p.Run[i].GPUs > p.Run[i-1].GPUs {
-			t.Errorf("plan %v: not largest allocation first", runs(p))
+			t.Errorf("plan %v: not largest allocation first", policytest.Runs(p))
 		}
 	}
 }
@@ -181,15 +182,15 @@ var (
 )
 
 // withBatch sets a job's (fixed) batch size.
-func withBatch(x js, b int) js { x.j.BatchSize = b; return x }
+func withBatch(x policytest.JobState, b int) policytest.JobState { x.Job.BatchSize = b; return x }
 
 // ---------------------------------------------------------------------------
 // The shared estimator.
 // ---------------------------------------------------------------------------
 
 func TestElasticRemainingFromHints(t *testing.T) {
-	s := snap(t, 0, enginetest.Cluster("1x4:t4"),
-		withProgress(withBatch(ej("a", 0, 1, 4, 150), 64), 50), // 100 progress left
+	s := policytest.Snap(t, 0, enginetest.Cluster("1x4:t4"),
+		policytest.WithProgress(withBatch(ej("a", 0, 1, 4, 150), 64), 50), // 100 progress left
 		withBatch(ej("b", 1, 1, 4, 80), 64))
 	a, b := s.Jobs[0], s.Jobs[1]
 	a.Hints = hintsGood
@@ -237,7 +238,7 @@ func TestElasticGoodputFixedBatch(t *testing.T) {
 	}{
 		// Batch 64 on 1 GPU: one pass of 64 (1 s), efficiency 1: 64/s.
 		{batch: 64, nodes: 1, replicas: 1, want: 64},
-		// Batch 128 on 1 GPU: 2 passes of 64 (one accumulation step), 2 s:
+		// Batch 128 on 1 GPU: 2 passes of 64 (one accumulation policytest.Step), 2 s:
 		// 64 samples/s. Scale 2: gain (1+1)/(1/2+1) = 4/3, efficiency
 		// 4/3/2 = 2/3: goodput 128/3.
 		{batch: 128, nodes: 1, replicas: 1, want: 128.0 / 3},
@@ -266,8 +267,8 @@ func TestElasticGoodputFixedBatch(t *testing.T) {
 
 func TestElasticMaxGPUs(t *testing.T) {
 	adapt := ej("adapt", 6, 1, 8, 10)
-	adapt.j.AdaptBatch = true
-	s := snap(t, 0, enginetest.Cluster("1x8:t4"),
+	adapt.Job.AdaptBatch = true
+	s := policytest.Snap(t, 0, enginetest.Cluster("1x8:t4"),
 		withBatch(ej("b64", 0, 1, 8, 10), 64),
 		withBatch(ej("b256", 1, 1, 8, 10), 256),
 		ej("b0", 2, 1, 8, 10),
@@ -299,7 +300,7 @@ func TestElasticMaxGPUs(t *testing.T) {
 // on its type; a waiting one takes the type with the most GPUs left after
 // the jobs bound before it; a job whose minimum exceeds every pool is out.
 func TestElasticPools(t *testing.T) {
-	s := snap(t, 0, enginetest.Cluster("1x2:a,1x4:b"),
+	s := policytest.Snap(t, 0, enginetest.Cluster("1x2:a,1x4:b"),
 		typed(ej("x", 0, 1, 4, 10), "a"),
 		typed(ej("y", 1, 2, 4, 10), "b"),
 		ej("z", 2, 1, 4, 10),             // a: 2-1 = 1 left, b: 4-2 = 2: b
@@ -325,7 +326,7 @@ func TestElasticPools(t *testing.T) {
 		}
 	}
 	// A running any-type job keeps its type even when the other has more room.
-	s = snap(t, 0, enginetest.Cluster("1x1:a,1x4:b"), js{j: enginetest.Job("r").Elastic(1, 1, 4).Seconds(10).Obj(), held: 1})
+	s = policytest.Snap(t, 0, enginetest.Cluster("1x1:a,1x4:b"), policytest.JobState{Job: enginetest.Job("r").Elastic(1, 1, 4).Seconds(10).Obj(), Held: 1})
 	if s.Jobs[0].Alloc.GPUType != "a" {
 		t.Fatalf("bad test: r runs on %q", s.Jobs[0].Alloc.GPUType)
 	}
@@ -346,7 +347,7 @@ func TestElasticInvariants(t *testing.T) {
 		c := enginetest.Cluster(shorthand)
 		types := c.GPUTypes()
 		rates := rateModel{}
-		var jobs []js
+		var jobs []policytest.JobState
 		for i := range 1 + rng.IntN(7) {
 			id := fmt.Sprintf("j%d", i)
 			lo := 1 + rng.IntN(3)
@@ -355,7 +356,7 @@ func TestElasticInvariants(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				x = typed(x, types[rng.IntN(len(types))])
 			}
-			x.progress = float64(rng.IntN(10))
+			x.Progress = float64(rng.IntN(10))
 			r := make([]float64, 1+rng.IntN(10))
 			for k := range r {
 				r[k] = 0.2 + 2*rng.Float64() // not monotone: more GPUs may slow a job
@@ -366,14 +367,14 @@ func TestElasticInvariants(t *testing.T) {
 			rates[id] = r
 			jobs = append(jobs, x)
 		}
-		s := snap(t, 0, c, jobs...)
+		s := policytest.Snap(t, 0, c, jobs...)
 		s.Model = rates
 		for _, spec := range []string{"optimus", "afs"} {
-			p := mustParse(t, spec, Context{})
+			p := specs.Parse(t, spec, Context{})
 			plan := p.Schedule(s)
 			checkPlanValid(t, s, plan)
-			if again := p.Schedule(s); !slices.Equal(runs(again), runs(plan)) {
-				t.Errorf("%s on %s: plans differ: %v then %v", spec, shorthand, runs(plan), runs(again))
+			if again := p.Schedule(s); !slices.Equal(policytest.Runs(again), policytest.Runs(plan)) {
+				t.Errorf("%s on %s: plans differ: %v then %v", spec, shorthand, policytest.Runs(plan), policytest.Runs(again))
 			}
 			if spec != "afs" {
 				continue
@@ -395,7 +396,7 @@ func TestElasticInvariants(t *testing.T) {
 					}
 				}
 				if used < capacity[typ] && canGrow {
-					t.Errorf("afs on %s: pool %s uses %d of %d GPUs while a job could grow: %v", shorthand, typ, used, capacity[typ], runs(plan))
+					t.Errorf("afs on %s: pool %s uses %d of %d GPUs while a job could grow: %v", shorthand, typ, used, capacity[typ], policytest.Runs(plan))
 				}
 			}
 		}
@@ -409,10 +410,10 @@ func TestElasticThroughEngine(t *testing.T) {
 		a := enginetest.Job("a").At(0).Elastic(1, 1, 4).Seconds(1000).Obj()
 		b := enginetest.Job("b").At(10).Elastic(1, 1, 4).Seconds(100).Obj()
 		c := enginetest.Job("c").At(20).Elastic(2, 2, 2).Seconds(100).Obj()
-		play(t, spec, "1x4:t4", []step{
-			{at: 0, submit: []*job.Job{a}, running: []string{"a"}},
-			{at: 10, submit: []*job.Job{b}, running: []string{"a", "b"}},
-			{at: 20, submit: []*job.Job{c}, running: []string{"a", "b", "c"}},
+		specs.Play(t, spec, "1x4:t4", []policytest.Step{
+			{At: 0, Submit: []*job.Job{a}, Running: []string{"a"}},
+			{At: 10, Submit: []*job.Job{b}, Running: []string{"a", "b"}},
+			{At: 20, Submit: []*job.Job{c}, Running: []string{"a", "b", "c"}},
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
@@ -21,7 +22,7 @@ func elasticFlowPolicies(register func(Info)) {
 		Knobs:          efKnobs,
 		NeedsDeadlines: true,
 		Elastic:        true,
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			f, err := buildFlow(o, false)
 			return f, err
 		},
@@ -80,18 +81,18 @@ type Flow struct {
 	edgeLater func(s *engine.Snapshot, j *fjob) bool
 }
 
-func buildFlow(o Options, edge bool) (*Flow, error) {
+func buildFlow(o contract.Options, edge bool) (*Flow, error) {
 	f := &Flow{Edge: edge, name: "elasticflow"}
 	var err error
 	if f.Slot, err = o.Float("slot", 60); err != nil {
 		return nil, err
 	}
 	if !(f.Slot > 0) {
-		return nil, fmt.Errorf("policy %s: slot=%v: want seconds > 0", o.policy, f.Slot)
+		return nil, fmt.Errorf("policy %s: slot=%v: want seconds > 0", o.Policy(), f.Slot)
 	}
 	f.Spare = o.String("spare", "time")
 	if f.Spare != "time" && f.Spare != "gputime" {
-		return nil, fmt.Errorf("policy %s: spare=%q: want time or gputime", o.policy, f.Spare)
+		return nil, fmt.Errorf("policy %s: spare=%q: want time or gputime", o.Policy(), f.Spare)
 	}
 	if f.Admit, err = o.Bool("admit", true); err != nil {
 		return nil, err
@@ -99,19 +100,19 @@ func buildFlow(o Options, edge bool) (*Flow, error) {
 	f.Site = o.String("site", "")
 	f.Reserve = o.String("reserve", "early")
 	if f.Reserve != "late" && f.Reserve != "early" {
-		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", o.policy, f.Reserve)
+		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", o.Policy(), f.Reserve)
 	}
 	if edge {
 		f.name = "edgeflow"
 		f.Offload = o.String("offload", "all")
 		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
-			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.policy, f.Offload)
+			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.Policy(), f.Offload)
 		}
 		if f.RemoteBps, err = o.Float("remote_gibps", 0.125); err != nil {
 			return nil, err
 		}
 		if !(f.RemoteBps > 0) {
-			return nil, fmt.Errorf("policy %s: remote_gibps=%v: want a bandwidth > 0", o.policy, f.RemoteBps)
+			return nil, fmt.Errorf("policy %s: remote_gibps=%v: want a bandwidth > 0", o.Policy(), f.RemoteBps)
 		}
 	}
 	return f, nil

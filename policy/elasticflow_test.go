@@ -27,7 +27,7 @@ func flowCluster(_ *testing.T, cloudNodes, edge int) *cluster.Cluster {
 
 func flowRun(t *testing.T, spec string, c *cluster.Cluster, m perf.Model, jobs []*job.Job) *report.Run {
 	t.Helper()
-	p := mustParse(t, spec, Context{})
+	p := specs.Parse(t, spec, Context{})
 	r, err := sim.Run(sim.Config{Cluster: c, Model: m, Policy: p, Placer: place.Pack{}, OnEvents: true, Sites: &sim.Sites{}}, jobs)
 	if err != nil {
 		t.Fatal(err)

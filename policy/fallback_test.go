@@ -51,7 +51,7 @@ func TestFallbacksReported(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, force := range []bool{false, true} {
-			p := mustParse(t, tc.spec, Context{})
+			p := specs.Parse(t, tc.spec, Context{})
 			if force {
 				tc.force(p)
 			}

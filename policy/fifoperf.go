@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 )
 
 // fifoPerfPolicies registers the policies this file defines; registry.go lists it.
@@ -18,7 +19,7 @@ func fifoPerfPolicies(register func(Info)) {
 		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +
 			"(jobs move to faster types as they free up), realised in Gavel's rounds",
 		Knobs: gavelKnobs,
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			g, err := newGavel("fifo-perf", fifoPerf{}, o, false)
 			if g != nil {
 				g.ZeroPriorityWaits = true
@@ -30,14 +31,15 @@ func fifoPerfPolicies(register func(Info)) {
 		},
 	})
 	register(Info{
-		Name: "gavel-fifo",
+		Name:    "gavel-fifo",
+		Presets: []string{"gavel-fifo:pick=gavel"},
 		Summary: "Gavel's heterogeneity-agnostic FIFO: in arrival order, each job gets a GPU type with room and keeps it " +
 			"until it finishes, realised in Gavel's rounds",
 		Knobs: gavelKnobs + "; pick=random: the type a job gets, random among those with room " +
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
 			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
 			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			pick := o.String("pick", "random")
 			if pick != "random" && pick != "gavel" {
 				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", pick)

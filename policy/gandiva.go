@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -14,7 +14,8 @@ import (
 // gandivaPolicies registers the policies this file defines; registry.go lists it.
 func gandivaPolicies(register func(Info)) {
 	register(Info{
-		Name: "gandiva",
+		Name:    "gandiva",
+		Presets: []string{"gandiva:preset=gavel", "gandiva:pack=true"},
 		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
 			"in round-robin quanta; migration to consolidate fragmented jobs",
 		Knobs: "preset=paper (paper: quantum 60 s, migrate=true, rotate=false; gavel: Gavel's model of Gandiva, " +
@@ -26,7 +27,7 @@ func gandivaPolicies(register func(Info)) {
 			"pack=false: when oversubscribed, pair jobs at random to share GPUs where the throughput tables measured the pair, " +
 			"keeping pairs whose measured throughput improves (simulator only; elsewhere jobs run alone); seed=0: the pairing's random seed; " +
 			"grow=false: when no job waits, grow elastic jobs into idle GPUs (they shrink back when jobs wait)",
-		build: newGandiva,
+		Build: newGandiva,
 	})
 }
 
@@ -62,7 +63,7 @@ type Gandiva struct {
 	pk      *gandivaPacking
 }
 
-func newGandiva(_ Context, o Options) (engine.Policy, error) {
+func newGandiva(_ Context, o contract.Options) (engine.Policy, error) {
 	g := &Gandiva{name: "gandiva"}
 	preset := o.String("preset", "paper")
 	switch p := preset; p {
@@ -132,7 +133,7 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 		plan.Run = g.pk.expand(s, plan.Run)
 	}
 	if g.Grow {
-		plan.Run = grow(s, plan.Run)
+		plan.Run = alloc.Grow(s, plan.Run)
 	}
 	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		if len(st.GPUs) > 0 {
@@ -168,35 +169,6 @@ func (g *Gandiva) turns(s *engine.Snapshot) []*engine.Status {
 	})
 }
 
-// rate1 is st's progress rate on n packed GPUs of type t (0: cannot run there).
-func rate1(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
-	r, _ := s.Model.Rate(st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), st.Progress)
-	return r
-}
-
-// typesBySpeed orders the cluster's GPU types fastest first: by the mean,
-// over the jobs, of each job's rate there relative to its best type. Ties
-// keep the cluster's (alphabetical) order.
-func typesBySpeed(s *engine.Snapshot, jobs []*engine.Status) []string {
-	types := slices.Clone(s.Cluster.GPUTypes())
-	score := make(map[string]float64, len(types))
-	for _, st := range jobs {
-		best := 0.0
-		rates := make([]float64, len(types))
-		for i, t := range types {
-			rates[i] = rate1(s, st, st.Job.GPUs, t)
-			best = max(best, rates[i])
-		}
-		if best > 0 {
-			for i, t := range types {
-				score[t] += rates[i] / best
-			}
-		}
-	}
-	slices.SortStableFunc(types, func(a, b string) int { return -cmp.Compare(score[a], score[b]) })
-	return types
-}
-
 // rotateTypes runs jobs in the given order while their GPU counts fit the
 // cluster, then hands out the types: fastest type first, each to the
 // selected jobs that have held it least (ties in the given order). A job
@@ -210,7 +182,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 			left -= st.Job.GPUs
 		}
 	}
-	types := typesBySpeed(s, chosen)
+	types := alloc.TypesBySpeed(s, chosen)
 	given := make(map[*engine.Status]string, len(chosen))
 	for _, t := range types {
 		free := s.Available("", t)
@@ -220,7 +192,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 		})
 		for _, st := range byTime {
 			if given[st] != "" || st.Job.GPUs > free || (st.Job.GPUType != "" && st.Job.GPUType != t) ||
-				rate1(s, st, st.Job.GPUs, t) <= 0 {
+				alloc.Rate(s, st, st.Job.GPUs, t) <= 0 {
 				continue
 			}
 			given[st] = t

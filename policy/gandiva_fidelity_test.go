@@ -37,7 +37,7 @@ func TestGandivaGavelAgreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
-		Policy: mustParse(t, "gandiva:preset=gavel", Context{}), Placer: place.Pack{}, Round: 360}, tr.Jobs)
+		Policy: specs.Parse(t, "gandiva:preset=gavel", Context{}), Placer: place.Pack{}, Round: 360}, tr.Jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 )
 
 // Gandiva's packing (knob pack=true) and grow-shrink (grow=true).
@@ -57,27 +58,15 @@ func (k *gandivaPacking) split(a, b string) {
 	delete(k.partner, b)
 }
 
-// gain is r1/T1 + r2/T2 for a and b packed on n GPUs of type t; ok is false
-// when the pair was not measured there or a member cannot run there.
-func gain(s *engine.Snapshot, sh perf.Sharer, a, b *engine.Status, t string) (float64, bool) {
-	alloc := perf.Packed(t, a.Job.GPUs, s.GPUsPerNode[t])
-	r1, r2, ok := sh.Shared(a.Job, b.Job, alloc)
-	t1, t2 := rate1(s, a, a.Job.GPUs, t), rate1(s, b, b.Job.GPUs, t)
-	if !ok || r1 <= 0 || r2 <= 0 || t1 <= 0 || t2 <= 0 {
-		return 0, false
-	}
-	return r1/t1 + r2/t2, true
-}
-
 // keeps reports whether the pair (a, b) may stay paired now.
 func (k *gandivaPacking) keeps(s *engine.Snapshot, sh perf.Sharer, a, b *engine.Status) bool {
-	if k.bad[pairKey(a.Job.ID, b.Job.ID)] {
+	if k.bad[alloc.PairKey(a.Job.ID, b.Job.ID)] {
 		return false
 	}
 	if k.gavel {
 		sum := 0.0
 		for _, t := range s.Cluster.GPUTypes() {
-			g, ok := gain(s, sh, a, b, t)
+			g, ok := alloc.PackGain(s, sh, a, b, t)
 			if !ok {
 				return false
 			}
@@ -88,8 +77,8 @@ func (k *gandivaPacking) keeps(s *engine.Snapshot, sh perf.Sharer, a, b *engine.
 	if a.PackedWith != b.Job.ID || len(a.GPUs) == 0 {
 		return true // not measured yet
 	}
-	if g, ok := gain(s, sh, a, b, a.Alloc.GPUType); !ok || g <= 1 {
-		k.bad[pairKey(a.Job.ID, b.Job.ID)] = true
+	if g, ok := alloc.PackGain(s, sh, a, b, a.Alloc.GPUType); !ok || g <= 1 {
+		k.bad[alloc.PairKey(a.Job.ID, b.Job.ID)] = true
 		return false
 	}
 	return true
@@ -170,7 +159,7 @@ func (k *gandivaPacking) update(s *engine.Snapshot, order []*engine.Status) []*e
 // measuredSomewhere: the pair has throughputs on some GPU type.
 func (k *gandivaPacking) measuredSomewhere(s *engine.Snapshot, sh perf.Sharer, a, b *engine.Status) bool {
 	for _, t := range s.Cluster.GPUTypes() {
-		if _, ok := gain(s, sh, a, b, t); ok {
+		if _, ok := alloc.PackGain(s, sh, a, b, t); ok {
 			return true
 		}
 	}
@@ -207,7 +196,7 @@ func (k *gandivaPacking) expand(s *engine.Snapshot, run []engine.Assignment) []e
 			out = append(out, a)
 			continue
 		}
-		if _, ok := gain(s, sh, st, q, t); !ok {
+		if _, ok := alloc.PackGain(s, sh, st, q, t); !ok {
 			out = append(out, a)
 			continue
 		}
@@ -216,46 +205,4 @@ func (k *gandivaPacking) expand(s *engine.Snapshot, run []engine.Assignment) []e
 		out = append(out, a, b)
 	}
 	return out
-}
-
-// grow gives idle GPUs to the planned elastic jobs when no job waits (see
-// above); packed jobs keep their size.
-func grow(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
-	if len(run) < len(s.Jobs) {
-		return run // some job waits: everyone at its requested count
-	}
-	byID := make(map[string]*engine.Status, len(s.Jobs))
-	for _, st := range s.Jobs {
-		byID[st.Job.ID] = st
-	}
-	one := len(s.Cluster.GPUTypes()) == 1
-	free := map[string]int{}
-	for _, t := range s.Cluster.GPUTypes() {
-		free[t] = s.Available("", t)
-	}
-	typeOf := func(a engine.Assignment) string {
-		if a.GPUType == "" && one {
-			return s.Cluster.GPUTypes()[0]
-		}
-		return a.GPUType
-	}
-	for _, a := range run {
-		if t := typeOf(a); t != "" && (a.PackWith == "" || a.Job < a.PackWith) {
-			free[t] -= a.GPUs
-		}
-	}
-	for i := range run {
-		a := &run[i]
-		st, t := byID[a.Job], typeOf(*a)
-		if t == "" || a.PackWith != "" || len(a.Nodes) > 0 || a.GPUs >= st.Job.MaxGPUs {
-			continue
-		}
-		n := a.GPUs
-		for n < st.Job.MaxGPUs && free[t] > 0 && rate1(s, st, n+1, t) > rate1(s, st, n, t) {
-			n++
-			free[t]--
-		}
-		a.GPUs = n
-	}
-	return run
 }

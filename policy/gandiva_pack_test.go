@@ -108,7 +108,7 @@ func TestGandivaPacksOnlyWhatOversubscriptionNeeds(t *testing.T) {
 	}{{"gandiva:pack=true", 2, 4}, {"gandiva:preset=gavel:pack=true", 4, 4}} {
 		jobs := []*job.Job{pairJob("a", "A", 100), pairJob("b", "B", 100), pairJob("c", "C", 100), pairJob("d", "D", 100)}
 		s := benchSnap(enginetest.Cluster("3x1:v100"), g, jobs)
-		plan := mustParse(t, c.spec, Context{}).Schedule(s)
+		plan := specs.Parse(t, c.spec, Context{}).Schedule(s)
 		packed := 0
 		for _, a := range plan.Run {
 			if a.PackWith != "" {

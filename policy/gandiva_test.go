@@ -9,6 +9,8 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // started marks a held job's current stint as begun at t.
@@ -21,42 +23,42 @@ func started(s *engine.Snapshot, id string, t float64) {
 }
 
 func TestGandivaTimeSlicing(t *testing.T) {
-	p := mustParse(t, "gandiva:quantum=60", Context{})
+	p := specs.Parse(t, "gandiva:quantum=60", Context{})
 	// 2 GPUs, 3 one-GPU jobs, at t=1000. a has run 100 s of its stint (past
 	// the 60 s quantum), b 30 s (inside it); c waits. b keeps its GPU, c
 	// takes a's, a is suspended.
-	s := snap(t, 1000, enginetest.Cluster("1x2:t4"), hold("a", 0, 1, 5000), hold("b", 1, 1, 5000), wait("c", 2, 1, 5000))
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x2:t4"), policytest.Hold("a", 0, 1, 5000), policytest.Hold("b", 1, 1, 5000), policytest.Wait("c", 2, 1, 5000))
 	started(s, "a", 900)
 	started(s, "b", 970)
-	if got, want := runs(p.Schedule(s)), []string{"b:1", "c:1"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"b:1", "c:1"}; !slices.Equal(got, want) {
 		t.Errorf("oversubscribed: plan %v, want %v", got, want)
 	}
 	// Two suspended jobs: the one suspended longest goes first.
-	d, e := wait("d", 0, 1, 100), wait("e", 0, 1, 100)
-	d.starts, d.lastStop = 1, 500
-	e.starts, e.lastStop = 1, 400
-	s = snap(t, 1000, enginetest.Cluster("1x1:t4"), d, e)
-	if got, want := runs(p.Schedule(s)), []string{"e:1"}; !slices.Equal(got, want) {
+	d, e := policytest.Wait("d", 0, 1, 100), policytest.Wait("e", 0, 1, 100)
+	d.Starts, d.LastStop = 1, 500
+	e.Starts, e.LastStop = 1, 400
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x1:t4"), d, e)
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"e:1"}; !slices.Equal(got, want) {
 		t.Errorf("suspended queue: plan %v, want %v", got, want)
 	}
 	// Everything fits: nobody is suspended, however long it has run (the
 	// waiting job is merely listed first).
-	s = snap(t, 1000, enginetest.Cluster("1x4:t4"), hold("a", 0, 2, 5000), wait("c", 2, 2, 5000))
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), policytest.Hold("a", 0, 2, 5000), policytest.Wait("c", 2, 2, 5000))
 	started(s, "a", 0)
-	if got, want := runs(p.Schedule(s)), []string{"c:2", "a:2"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"c:2", "a:2"}; !slices.Equal(got, want) {
 		t.Errorf("fits: plan %v, want %v", got, want)
 	}
 }
 
 func TestGandivaRotate(t *testing.T) {
-	p := mustParse(t, "gandiva:preset=gavel", Context{})
+	p := specs.Parse(t, "gandiva:preset=gavel", Context{})
 	// One v100 and one k80; the duration model runs as fast on both, so the
 	// types keep the cluster's order (k80, v100). a has already had 100 s
 	// on the k80, b none: the k80 goes to b, the v100 to a (b, waiting, is
 	// listed first).
-	s := snap(t, 1000, enginetest.Cluster("1x1:k80,1x1:v100"), hold("a", 0, 1, 5000), wait("b", 1, 1, 5000))
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x1:k80,1x1:v100"), policytest.Hold("a", 0, 1, 5000), policytest.Wait("b", 1, 1, 5000))
 	s.Jobs[0].TypeExecuted = map[string]float64{"k80": 100}
-	if got, want := runs(p.Schedule(s)), []string{"b:1:k80", "a:1:v100"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"b:1:k80", "a:1:v100"}; !slices.Equal(got, want) {
 		t.Errorf("plan %v, want %v", got, want)
 	}
 }
@@ -73,19 +75,19 @@ func (m slowK80) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64) {
 }
 
 func TestTypesBySpeed(t *testing.T) {
-	s := snap(t, 0, enginetest.Cluster("1x1:k80,1x1:v100"), wait("a", 0, 1, 100))
+	s := policytest.Snap(t, 0, enginetest.Cluster("1x1:k80,1x1:v100"), policytest.Wait("a", 0, 1, 100))
 	s.Model = slowK80{}
-	if got, want := typesBySpeed(s, s.Jobs), []string{"v100", "k80"}; !slices.Equal(got, want) {
+	if got, want := alloc.TypesBySpeed(s, s.Jobs), []string{"v100", "k80"}; !slices.Equal(got, want) {
 		t.Errorf("typesBySpeed = %v, want %v", got, want)
 	}
 }
 
 func TestGandivaMigrate(t *testing.T) {
-	p := mustParse(t, "gandiva", Context{})
+	p := specs.Parse(t, "gandiva", Context{})
 	// Two nodes of 2 GPUs; a holds GPU 1 (node 0) and GPU 2 (node 1): it
 	// spans two nodes though 2 GPUs fit on one. Nodes 0 and 1 each have one
 	// free GPU plus one of a's: tie on a's share and on free room, so node 0.
-	s := snap(t, 1000, enginetest.Cluster("2x2:t4"), hold("a", 0, 2, 5000))
+	s := policytest.Snap(t, 1000, enginetest.Cluster("2x2:t4"), policytest.Hold("a", 0, 2, 5000))
 	a := s.Jobs[0]
 	a.GPUs = []cluster.GPUID{1, 2}
 	a.Alloc = perf.Alloc{GPUType: "t4", PerNode: []int{1, 1}}
@@ -95,19 +97,19 @@ func TestGandivaMigrate(t *testing.T) {
 	}
 	// With b holding GPU 0, node 0 has no room: a goes to node 1; b keeps
 	// its place and comes after the migrating job.
-	s = snap(t, 1000, enginetest.Cluster("2x2:t4"), hold("b", 0, 1, 5000), hold("a", 1, 2, 5000))
+	s = policytest.Snap(t, 1000, enginetest.Cluster("2x2:t4"), policytest.Hold("b", 0, 1, 5000), policytest.Hold("a", 1, 2, 5000))
 	s.Jobs[1].GPUs = []cluster.GPUID{1, 2}
 	s.Jobs[1].Alloc = perf.Alloc{GPUType: "t4", PerNode: []int{1, 1}}
 	s.Jobs[0].GPUs = []cluster.GPUID{0}
 	plan = p.Schedule(s)
-	if got, want := runs(plan), []string{"a:2:t4", "b:1"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(plan), []string{"a:2:t4", "b:1"}; !slices.Equal(got, want) {
 		t.Fatalf("plan %v, want %v", got, want)
 	}
 	if !slices.Equal(plan.Run[0].Nodes, []engine.NodeGPUs{{Node: 1, GPUs: 2}}) {
 		t.Errorf("a moved to %v, want node 1", plan.Run[0].Nodes)
 	}
 	// migrate=false leaves it where it is.
-	if plan := mustParse(t, "gandiva:migrate=false", Context{}).Schedule(s); len(plan.Run[1].Nodes) != 0 {
+	if plan := specs.Parse(t, "gandiva:migrate=false", Context{}).Schedule(s); len(plan.Run[1].Nodes) != 0 {
 		t.Errorf("migrate=false moved a: %+v", plan.Run)
 	}
 }
@@ -118,7 +120,7 @@ func TestGandivaKnobs(t *testing.T) {
 			t.Errorf("Parse(%q) succeeded, want an error", spec)
 		}
 	}
-	g := mustParse(t, "gandiva:preset=gavel", Context{}).(*Gandiva)
+	g := specs.Parse(t, "gandiva:preset=gavel", Context{}).(*Gandiva)
 	if g.Quantum != 360 || !g.Rotate || g.Migrate || g.Name() != "gandiva:preset=gavel" {
 		t.Errorf("preset=gavel: %+v", g)
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
@@ -19,7 +21,7 @@ func gandivaFairPolicies(register func(Info)) {
 		Knobs: "tickets=T@W/..: tenant tickets (default 1; tenant \"\" is -); trade=true: trade fast-GPU share for " +
 			"slow-GPU share between tenants at the mean of their speedups; quantum=60: seconds a running job keeps " +
 			"its GPUs before its tenant's turn is re-evaluated",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			w, err := o.Weights("tickets", 1)
 			if err != nil {
 				return nil, err
@@ -71,8 +73,8 @@ func (g *GandivaFair) Name() string { return "gandiva-fair" }
 // Entitlements returns each tenant's entitled GPUs of each type, after
 // trading when Trade is set, and the types fastest first.
 func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]float64, []string) {
-	tenants, groups := byTenant(s.Jobs)
-	types := typesBySpeed(s, s.Jobs)
+	tenants, groups := alloc.ByTenant(s.Jobs)
+	types := alloc.TypesBySpeed(s, s.Jobs)
 	total := 0.0
 	for _, u := range tenants {
 		total += g.Tickets(u)
@@ -91,7 +93,7 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 		for _, slow := range types[i+1:] {
 			ratio := map[string]float64{}
 			for _, u := range tenants {
-				ratio[u] = speedup(s, groups[u], fast, slow)
+				ratio[u] = alloc.Speedup(s, groups[u], fast, slow)
 			}
 			order := slices.Clone(tenants)
 			slices.SortStableFunc(order, func(a, b string) int { return -cmp.Compare(ratio[a], ratio[b]) })
@@ -117,27 +119,10 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 	return ent, types
 }
 
-// speedup is the mean over jobs of rate on fast / rate on slow, leaving out
-// jobs that cannot run on one of them; 1 when none is left.
-func speedup(s *engine.Snapshot, jobs []*engine.Status, fast, slow string) float64 {
-	sum, n := 0.0, 0
-	for _, st := range jobs {
-		rf, rs := rate1(s, st, st.Job.GPUs, fast), rate1(s, st, st.Job.GPUs, slow)
-		if rf > 0 && rs > 0 {
-			sum += rf / rs
-			n++
-		}
-	}
-	if n == 0 {
-		return 1
-	}
-	return sum / float64(n)
-}
-
 // Schedule implements engine.Policy.
 func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	ent, types := g.Entitlements(s)
-	tenants, groups := byTenant(s.Jobs)
+	tenants, groups := alloc.ByTenant(s.Jobs)
 	// A tenant's entitlement accrues from its earliest active job's
 	// submission, so a newcomer is not owed the time before it came.
 	span := map[string]float64{}
@@ -191,7 +176,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			for cursor[u] < len(js) {
 				st := js[cursor[u]]
 				if !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
-					rate1(s, st, st.Job.GPUs, t) > 0 {
+					alloc.Rate(s, st, st.Job.GPUs, t) > 0 {
 					return st
 				}
 				cursor[u]++

@@ -9,6 +9,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // k80Slowdown is the duration model with jobs of model "fast" running 4x
@@ -25,12 +26,12 @@ func (m k80Slowdown) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64
 
 // fairJobs: tenant a has four 1-GPU jobs of model "fast", tenant b four of
 // model "flat", all waiting since 0.
-func fairJobs() []js {
-	var out []js
+func fairJobs() []policytest.JobState {
+	var out []policytest.JobState
 	for _, u := range []string{"a", "b"} {
 		for i := 1; i <= 4; i++ {
-			x := wait(fmt.Sprintf("%s%d", u, i), 0, 1, 1000)
-			x.j.Tenant, x.j.Model = u, map[string]string{"a": "fast", "b": "flat"}[u]
+			x := policytest.Wait(fmt.Sprintf("%s%d", u, i), 0, 1, 1000)
+			x.Job.Tenant, x.Job.Model = u, map[string]string{"a": "fast", "b": "flat"}[u]
 			out = append(out, x)
 		}
 	}
@@ -38,11 +39,11 @@ func fairJobs() []js {
 }
 
 func TestGandivaFairEntitlements(t *testing.T) {
-	s := snap(t, 1000, enginetest.Cluster("1x4:v100,1x4:k80"), fairJobs()...)
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:v100,1x4:k80"), fairJobs()...)
 	s.Model = k80Slowdown{}
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
 	// Tickets 3:1, no trading: a gets 3 of each type, b 1.
-	g := mustParse(t, "gandiva-fair:tickets=a@3:trade=false", Context{}).(*GandivaFair)
+	g := specs.Parse(t, "gandiva-fair:tickets=a@3:trade=false", Context{}).(*GandivaFair)
 	ent, types := g.Entitlements(s)
 	if !slices.Equal(types, []string{"v100", "k80"}) {
 		t.Fatalf("types %v, want v100 first (a's jobs are 4x faster there, b's alike)", types)
@@ -54,7 +55,7 @@ func TestGandivaFairEntitlements(t *testing.T) {
 	// v100, b 1x. Price (4+1)/2 = 2.5 k80 per v100; a can pay with its 2
 	// k80s for 0.8 v100: a {v100 2.8, k80 0}, b {v100 1.2, k80 4}. a's
 	// throughput (k80 units) goes 2x4+2 = 10 -> 11.2, b's 4 -> 5.2.
-	g = mustParse(t, "gandiva-fair", Context{}).(*GandivaFair)
+	g = specs.Parse(t, "gandiva-fair", Context{}).(*GandivaFair)
 	ent, _ = g.Entitlements(s)
 	if !near(ent["a"]["v100"], 2.8) || !near(ent["a"]["k80"], 0) || !near(ent["b"]["v100"], 1.2) || !near(ent["b"]["k80"], 4) {
 		t.Errorf("trading: %v", ent)
@@ -62,13 +63,13 @@ func TestGandivaFairEntitlements(t *testing.T) {
 }
 
 func TestGandivaFair(t *testing.T) {
-	s := snap(t, 1000, enginetest.Cluster("1x4:v100,1x4:k80"), fairJobs()...)
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:v100,1x4:k80"), fairJobs()...)
 	s.Model = k80Slowdown{}
 	// v100s (a entitled 2.8, b 1.2; received/entitled, 60 s a GPU
 	// planned): a1 (tie at 0, a by name), b1 (b at 0), a2 (a 60/2.8 <
 	// b 60/1.2), a3 (120/2.8 < 60/1.2). k80s: a is entitled to none, so
 	// b2, b3, b4 go first and a4 takes the last one nobody else wants.
-	got := runs(mustParse(t, "gandiva-fair", Context{}).Schedule(s))
+	got := policytest.Runs(specs.Parse(t, "gandiva-fair", Context{}).Schedule(s))
 	want := []string{"a1:1:v100", "b1:1:v100", "a2:1:v100", "a3:1:v100", "b2:1:k80", "b3:1:k80", "b4:1:k80", "a4:1:k80"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan %v, want %v", got, want)
@@ -80,7 +81,7 @@ func TestGandivaFair(t *testing.T) {
 			st.TypeExecuted = map[string]float64{"v100": 1000}
 		}
 	}
-	got = runs(mustParse(t, "gandiva-fair:trade=false", Context{}).Schedule(s))
+	got = policytest.Runs(specs.Parse(t, "gandiva-fair:trade=false", Context{}).Schedule(s))
 	if want := []string{"a1:1:v100", "a2:1:v100", "a3:1:v100", "a4:1:v100"}; !slices.Equal(got[:4], want) {
 		t.Errorf("history: v100s go to %v, want %v", got[:4], want)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/solver"
 )
@@ -140,7 +142,7 @@ const gavelKnobs = "round=360: seconds between re-plans (the plan is kept in bet
 	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
 
 // newGavel reads the common knobs.
-func newGavel(name string, a gavelAllocator, o Options, needsSolver bool) (*Gavel, error) {
+func newGavel(name string, a gavelAllocator, o contract.Options, needsSolver bool) (*Gavel, error) {
 	if needsSolver {
 		if err := solver.Available(); err != nil {
 			return nil, fmt.Errorf("policy %s solves an LP: %w", name, err)
@@ -315,7 +317,7 @@ func (g *Gavel) account(s *engine.Snapshot) {
 		// A job packed now has been so since the last round (pairs change
 		// only at rounds, or end when a member finishes): its time goes to
 		// the pair, counted once for the type.
-		ps := g.pairState[pairKey(st.Job.ID, st.PackedWith)]
+		ps := g.pairState[alloc.PairKey(st.Job.ID, st.PackedWith)]
 		for k, t := range g.types {
 			exec := st.TypeExecuted[t]
 			if d := exec - gj.seen[k]; d > 0 {

@@ -60,7 +60,7 @@ func TestGavelAgreement(t *testing.T) {
 			jobs, m := gavelTrace(t, ref.trace)
 			avg := func(spec string) float64 {
 				r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
-					Policy: mustParse(t, spec, Context{}), Placer: pl, Round: 360}, jobs)
+					Policy: specs.Parse(t, spec, Context{}), Placer: pl, Round: 360}, jobs)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -17,7 +18,7 @@ func gavelLPPolicies(register func(Info)) {
 			Summary:     summary,
 			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
 			NeedsSolver: true,
-			build: func(_ Context, o Options) (engine.Policy, error) {
+			Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 				return newGavel(name, a, o, true)
 			},
 		})

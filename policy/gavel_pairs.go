@@ -6,6 +6,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 )
 
 // Space sharing in Gavel (its *_packing policies; knob space_sharing=true):
@@ -44,14 +45,6 @@ type gavelPair struct {
 // pairsPerJob caps the partners a job is offered in the LP.
 const pairsPerJob = 16
 
-// pairKey names a pair of job IDs, in order.
-func pairKey(a, b string) string {
-	if b < a {
-		a, b = b, a
-	}
-	return a + "\x00" + b
-}
-
 // pairs lists the pairs that may share GPUs in p (see above); nil when the
 // executor or the model cannot pack.
 func (g *Gavel) pairs(s *engine.Snapshot, p *gavelProblem) []gavelPair {
@@ -67,7 +60,7 @@ func (g *Gavel) pairs(s *engine.Snapshot, p *gavelProblem) []gavelPair {
 			if ja.GPUs != jb.GPUs {
 				continue
 			}
-			pr := gavelPair{a: a, b: b, tput: make([][2]float64, len(p.types)), key: pairKey(ja.ID, jb.ID)}
+			pr := gavelPair{a: a, b: b, tput: make([][2]float64, len(p.types)), key: alloc.PairKey(ja.ID, jb.ID)}
 			best := 0.0
 			for k, t := range p.types {
 				if p.tput[a][k] <= 0 || p.tput[b][k] <= 0 {

@@ -7,13 +7,14 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // withPair adds to p the pair of its jobs 0 and 1 packed at r0 and r1 on
 // every type.
 func withPair(p *gavelProblem, r0, r1 float64) *gavelProblem {
-	pr := gavelPair{a: 0, b: 1, key: pairKey(p.jobs[0].Job.ID, p.jobs[1].Job.ID)}
+	pr := gavelPair{a: 0, b: 1, key: alloc.PairKey(p.jobs[0].Job.ID, p.jobs[1].Job.ID)}
 	for range p.types {
 		pr.tput = append(pr.tput, [2]float64{r0, r1})
 	}

@@ -205,7 +205,7 @@ func runGavel(t *testing.T, spec string, c string, m perf.Model, jobs ...*job.Jo
 // returns the job records by ID.
 func runRecords(t *testing.T, spec, c string, m perf.Model, round float64, onEvents bool, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: mustParse(t, spec, Context{}),
+	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: specs.Parse(t, spec, Context{}),
 		Placer: place.Pack{}, Round: round, OnEvents: onEvents}, jobs)
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +400,7 @@ func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
 		enginetest.Job("b").At(100).Seconds(100).Obj(),
 	}
 	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x1:v100"), Model: perf.Duration{},
-		Policy: mustParse(t, "fifo-perf:reset=0", Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
+		Policy: specs.Parse(t, "fifo-perf:reset=0", Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,10 @@ package policy
 
 import (
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -19,16 +19,12 @@ func TestKnobsDocumented(t *testing.T) {
 		if i.NeedsSolver && solver.Available() != nil {
 			continue
 		}
-		opts := Options{policy: i.Name, kv: map[string]string{}, used: map[string]bool{}}
-		if _, err := i.build(ctx, opts); err != nil {
+		opts := contract.NewOptions(i.Name, map[string]string{})
+		if _, err := i.Build(ctx, opts); err != nil {
 			t.Errorf("%s with its defaults: %v", i.Name, err)
 			continue
 		}
-		var read []string
-		for k := range opts.used {
-			read = append(read, k)
-		}
-		sort.Strings(read)
+		read := opts.Read()
 		var doc []string
 		for _, k := range i.KnobList() {
 			doc = append(doc, k.Key)
@@ -43,15 +39,5 @@ func TestKnobsDocumented(t *testing.T) {
 				t.Errorf("%s declares knob %s, which it does not read with its defaults", i.Name, k)
 			}
 		}
-	}
-}
-
-// TestKnobList parses declarations as `tide policies` shows them.
-func TestKnobList(t *testing.T) {
-	i := Info{Knobs: "a=1: first; continued; b=x (note); a=1: again; c="}
-	got := i.KnobList()
-	want := []Knob{{"a", "1", "first; continued; again"}, {"b", "x", "(note)"}, {"c", "", ""}}
-	if !slices.Equal(got, want) {
-		t.Errorf("KnobList = %q, want %q", got, want)
 	}
 }

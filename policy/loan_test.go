@@ -166,7 +166,7 @@ func TestDeepBootPlans(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustParse(t, tc.spec, Context{})
+			p := specs.Parse(t, tc.spec, Context{})
 			works := make([]float64, tc.jobs)
 			for i := range works {
 				works[i] = 1000
@@ -184,7 +184,7 @@ func TestDeepBootPlans(t *testing.T) {
 // 30 s (first release, no reuse) and lent from 130 on; taken back while
 // protected, it is protected 45 s the next time (one reuse).
 func TestDeepBootProtect(t *testing.T) {
-	p := mustParse(t, "deepboot", Context{}).(*DeepBoot)
+	p := specs.Parse(t, "deepboot", Context{}).(*DeepBoot)
 	lent := func(now float64, down int) int {
 		s := loanSnap(t, now, down, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
 		n := 0
@@ -251,7 +251,7 @@ func TestArylPlans(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustParse(t, tc.spec, Context{})
+			p := specs.Parse(t, tc.spec, Context{})
 			got := sitePlan(p.Schedule(loanSnap(t, 600, tc.down, tc.works...)))
 			slices.Sort(got)
 			if !slices.Equal(got, tc.want) {
@@ -327,7 +327,7 @@ func TestLoanProperties(t *testing.T) {
 // and that some round ran a job on inference GPUs.
 func runLoaning(t *testing.T, spec string, seed uint64, ctx Context, changes []capacitypkg.Change, jobs []*job.Job) *report.Run {
 	t.Helper()
-	c := &checkedPolicy{Policy: mustParse(t, spec, ctx), t: t}
+	c := &checkedPolicy{Policy: specs.Parse(t, spec, ctx), t: t}
 	pack, err := place.Lookup("pack")
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestDeepBootGoodput(t *testing.T) {
 		t.Logf("j%d goodput speedup on 1..4 GPUs: %.2f %.2f %.2f %.2f", i, f.Speedup(1, 1), f.Speedup(1, 2), f.Speedup(1, 3), f.Speedup(1, 4))
 	}
 	got := map[string]int{}
-	for _, a := range mustParse(t, "deepboot", Context{}).Schedule(s).Run {
+	for _, a := range specs.Parse(t, "deepboot", Context{}).Schedule(s).Run {
 		got[a.Job] = a.GPUs
 	}
 	if got["j1"] <= got["j0"] || got["j0"] < 1 {

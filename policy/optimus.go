@@ -5,18 +5,20 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // optimusPolicies registers the policies this file defines; registry.go lists it.
 func optimusPolicies(register func(Info)) {
 	register(Info{
-		Name: "optimus",
+		Name:    "optimus",
+		Presets: []string{"optimus:oracle=true"},
 		Summary: "Optimus (EuroSys'18) as the Pollux artifact re-implements it: one GPU per job in arrival " +
 			"order, then each further GPU to the job whose remaining time it shortens most; jobs keep their own batch size",
 		Knobs:   elasticOracleKnob,
 		Elastic: true,
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			oracle, err := o.Bool("oracle", false)
 			return &Optimus{Oracle: oracle}, err
 		},

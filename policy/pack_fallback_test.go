@@ -24,7 +24,7 @@ func TestPackingFallsBackWithoutSharing(t *testing.T) {
 		for _, sharing := range []bool{false, true} {
 			s := benchSnap(enginetest.Cluster("1x1:v100"), g, []*job.Job{pairJob("a", "A", 1000), pairJob("b", "B", 400)})
 			s.Sharing = sharing
-			plan := mustParse(t, spec, Context{}).Schedule(s)
+			plan := specs.Parse(t, spec, Context{}).Schedule(s)
 			pairs := 0
 			for _, a := range plan.Run {
 				if a.PackWith != "" {

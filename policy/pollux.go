@@ -12,13 +12,15 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // polluxPolicies registers the policies this file defines; registry.go lists it.
 func polluxPolicies(register func(Info)) {
 	register(Info{
-		Name: "pollux",
+		Name:    "pollux",
+		Presets: []string{"pollux:restart_cost=job"},
 		Summary: "Pollux (OSDI'21): elastic jobs on node shapes chosen to maximise the power mean (p=-1) of each " +
 			"job's goodput speedup over its fair share, a changed allocation penalised by the restart factor",
 		Knobs: "search=fast (fast: knapsack over GPU counts, packing, best responses and a large-neighbourhood " +
@@ -36,7 +38,7 @@ func polluxPolicies(register func(Info)) {
 			"pop=100: GA population; generations=100: GA generations",
 		Elastic:    true,
 		AdaptBatch: true,
-		build:      newPollux,
+		Build:      newPollux,
 	})
 }
 
@@ -103,7 +105,7 @@ type Pollux struct {
 	name        string
 }
 
-func newPollux(_ Context, o Options) (engine.Policy, error) {
+func newPollux(_ Context, o contract.Options) (engine.Policy, error) {
 	p := &Pollux{Search: o.String("search", "fast")}
 	if p.Search != "fast" && p.Search != "ga" {
 		return nil, fmt.Errorf("policy pollux: search=%q: want fast or ga", p.Search)
@@ -159,7 +161,8 @@ func newPollux(_ Context, o Options) (engine.Policy, error) {
 	p.name = "pollux"
 	for _, k := range []string{"search", "restart_penalty", "restart_cost", "interference", "max_nodes", "p", "seed", "pop", "generations"} {
 		if differs[k] {
-			p.name += ":" + k + "=" + o.kv[k]
+			v, _ := o.Lookup(k)
+			p.name += ":" + k + "=" + v
 		}
 	}
 	return p, nil

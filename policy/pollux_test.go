@@ -17,6 +17,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // pxSpec is one job of a hand-made Pollux snapshot.
@@ -269,7 +270,7 @@ func TestPolluxPlansObeyTheRules(t *testing.T) {
 		for _, spec := range []string{"pollux", "pollux:search=ga:generations=30", "pollux:interference=false"} {
 			t.Run(name+"/"+spec, func(t *testing.T) {
 				s := cases[name]
-				p := mustParse(t, spec, Context{}).Schedule(s)
+				p := specs.Parse(t, spec, Context{}).Schedule(s)
 				checkPxPlan(t, s, p, spec != "pollux:interference=false")
 			})
 		}
@@ -327,12 +328,12 @@ func TestPolluxInterference(t *testing.T) {
 	c := enginetest.Cluster("3x2:t4")
 	s := pxSnap(c, 3600, pxSpec{id: "a", hints: pxIdeal(2)}, pxSpec{id: "b", hints: pxIdeal(2)})
 	for _, search := range []string{"fast", "ga"} {
-		free := mustParse(t, "pollux:interference=false:search="+search, Context{}).Schedule(s)
+		free := specs.Parse(t, "pollux:interference=false:search="+search, Context{}).Schedule(s)
 		checkPxPlan(t, s, free, false)
 		if g := pxGPUs(free); g["a"] != 3 || g["b"] != 3 {
 			t.Errorf("%s, interference=false: got %v, want 3 each", search, g)
 		}
-		p := mustParse(t, "pollux:search="+search, Context{}).Schedule(s)
+		p := specs.Parse(t, "pollux:search="+search, Context{}).Schedule(s)
 		checkPxPlan(t, s, p, true)
 		if g := pxGPUs(p); g["a"]+g["b"] != 6 || g["a"] == 3 {
 			t.Errorf("%s: got %v, want 6 GPUs split 4/2", search, g)
@@ -352,7 +353,7 @@ func TestPolluxRestartPenalty(t *testing.T) {
 		if !reflect.DeepEqual(p.Run, want) {
 			t.Errorf("%s: plan %+v, want a kept on its 2 GPUs", search, p.Run)
 		}
-		free := mustParse(t, "pollux:restart_penalty=0:search="+search, Context{}).Schedule(s)
+		free := specs.Parse(t, "pollux:restart_penalty=0:search="+search, Context{}).Schedule(s)
 		if g := pxGPUs(free)["a"]; g != 4 {
 			t.Errorf("%s, restart_penalty=0: a gets %d GPUs, want 4", search, g)
 		}
@@ -393,13 +394,13 @@ func TestPolluxRestartPenaltyFromCosts(t *testing.T) {
 			if search == "ga" && tc.want == 0 {
 				continue
 			}
-			p := mustParse(t, "pollux:restart_penalty=cost:search="+search, Context{})
+			p := specs.Parse(t, "pollux:restart_penalty=cost:search="+search, Context{})
 			if got := pxGPUs(p.Schedule(s))[tc.spec.id]; got != tc.want {
 				t.Errorf("%s, %s: %s gets %d GPUs, want %d", tc.name, search, tc.spec.id, got, tc.want)
 			}
 		}
 	}
-	if got := mustParse(t, "pollux:restart_penalty=cost", Context{}).Name(); got != "pollux:restart_penalty=cost" {
+	if got := specs.Parse(t, "pollux:restart_penalty=cost", Context{}).Name(); got != "pollux:restart_penalty=cost" {
 		t.Errorf("Name() = %q", got)
 	}
 }
@@ -433,14 +434,14 @@ func TestPolluxRestartCostGPUs(t *testing.T) {
 			pxSpec{id: "new", submit: 2990})
 		s.Jobs[0].LastStart, s.Jobs[1].LastStart = tc.bigSince, 50
 		for _, search := range []string{"fast", "ga"} {
-			got := pxGPUs(mustParse(t, tc.spec+":search="+search, Context{}).Schedule(s))
+			got := pxGPUs(specs.Parse(t, tc.spec+":search="+search, Context{}).Schedule(s))
 			if got["big"] != tc.big || got["mid"] != tc.mid || got["new"] != 1 {
 				t.Errorf("%s, %s, big on its GPUs since %v s: %v, want big %d, mid %d, new 1",
 					tc.spec, search, tc.bigSince, got, tc.big, tc.mid)
 			}
 		}
 	}
-	if got := mustParse(t, "pollux:restart_cost=job", Context{}).Name(); got != "pollux:restart_cost=job" {
+	if got := specs.Parse(t, "pollux:restart_cost=job", Context{}).Name(); got != "pollux:restart_cost=job" {
 		t.Errorf("Name() = %q", got)
 	}
 	if _, err := Parse("pollux:restart_cost=idle", Context{}); err == nil {
@@ -452,7 +453,7 @@ func TestPolluxStableThroughEngine(t *testing.T) {
 	// 12 one-GPU jobs on 16 GPUs. At 180 s eight of them report hints that
 	// let them take 2 GPUs: the 4 idle GPUs go to four of them. After that
 	// nothing changes: no job is restarted or resized without a gain.
-	clk := &clock{}
+	clk := &policytest.Clock{}
 	e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("4x4:t4"), Model: perf.Duration{},
 		Policy: NewPollux("fast"), Placer: place.Pack{}, Clock: clk})
 	if err != nil {
@@ -465,7 +466,7 @@ func TestPolluxStableThroughEngine(t *testing.T) {
 		}
 	}
 	for round := range 6 {
-		clk.now = 60 * float64(round+1)
+		clk.T = 60 * float64(round+1)
 		if round == 2 {
 			for _, st := range e.Active()[:8] {
 				if err := e.Hint(st.Job.ID, pxIdeal(1)); err != nil {
@@ -567,16 +568,16 @@ func pxWarmGA(s *engine.Snapshot, rounds int) float64 {
 func TestPolluxDeterministic(t *testing.T) {
 	s := pxRandomSnap(3, 8, 4, 30)
 	for _, spec := range []string{"pollux", "pollux:search=ga:generations=20"} {
-		first := mustParse(t, spec, Context{}).Schedule(s)
+		first := specs.Parse(t, spec, Context{}).Schedule(s)
 		for range 2 {
-			if again := mustParse(t, spec, Context{}).Schedule(s); !reflect.DeepEqual(first, again) {
+			if again := specs.Parse(t, spec, Context{}).Schedule(s); !reflect.DeepEqual(first, again) {
 				t.Errorf("%s: plans differ on the same snapshot:\n%+v\n%+v", spec, first.Run, again.Run)
 			}
 		}
 	}
 	// The GA's seed matters.
-	a := mustParse(t, "pollux:search=ga:generations=20:seed=1", Context{}).Schedule(s)
-	b := mustParse(t, "pollux:search=ga:generations=20:seed=2", Context{}).Schedule(s)
+	a := specs.Parse(t, "pollux:search=ga:generations=20:seed=1", Context{}).Schedule(s)
+	b := specs.Parse(t, "pollux:search=ga:generations=20:seed=2", Context{}).Schedule(s)
 	if reflect.DeepEqual(a, b) {
 		t.Logf("seeds 1 and 2 gave the same plan (possible, but unlikely)")
 	}
@@ -606,13 +607,13 @@ func TestPolluxSpeedupBaseline(t *testing.T) {
 }
 
 func TestPolluxKnobs(t *testing.T) {
-	p := mustParse(t, "pollux:search=ga:restart_penalty=10:interference=false:max_nodes=4:p=-2:seed=7:pop=20:generations=5", Context{}).(*Pollux)
+	p := specs.Parse(t, "pollux:search=ga:restart_penalty=10:interference=false:max_nodes=4:p=-2:seed=7:pop=20:generations=5", Context{}).(*Pollux)
 	if p.Search != "ga" || p.RestartDelay != 10 || p.Interference || p.MaxNodes != 4 || p.P != -2 || p.Seed != 7 || p.Pop != 20 || p.Gens != 5 {
 		t.Errorf("knobs not applied: %+v", p)
 	}
 	for spec, name := range map[string]string{"pollux": "pollux", "pollux:search=fast:p=-1": "pollux",
 		"pollux:seed=3:search=ga": "pollux:search=ga:seed=3"} {
-		if got := mustParse(t, spec, Context{}).Name(); got != name {
+		if got := specs.Parse(t, spec, Context{}).Name(); got != name {
 			t.Errorf("%s: Name() = %q, want %q", spec, got, name)
 		}
 	}
@@ -624,7 +625,7 @@ func TestPolluxKnobs(t *testing.T) {
 	// Other exponents still give valid plans.
 	s := pxRandomSnap(5, 4, 4, 12)
 	for _, spec := range []string{"pollux:p=0", "pollux:p=1", "pollux:p=-3:max_nodes=2"} {
-		checkPxPlan(t, s, mustParse(t, spec, Context{}).Schedule(s), true)
+		checkPxPlan(t, s, specs.Parse(t, spec, Context{}).Schedule(s), true)
 	}
 }
 

@@ -98,12 +98,12 @@ func TestQuotaForwardsDeclines(t *testing.T) {
 			}
 			return strings.Join(out, ",")
 		}
-		alone := declined(mustParse(t, "elasticflow", Context{}))
+		alone := declined(specs.Parse(t, "elasticflow", Context{}))
 		if alone == "" {
 			t.Fatalf("seed %d: elasticflow declines nothing; the load does not test forwarding", seed)
 		}
 		for _, borrow := range []bool{false, true} {
-			q := &Quota{Inner: mustParse(t, "elasticflow", Context{}), Limits: map[string]int{"a": 100, "b": 100}, Borrow: borrow}
+			q := &Quota{Inner: specs.Parse(t, "elasticflow", Context{}), Limits: map[string]int{"a": 100, "b": 100}, Borrow: borrow}
 			if got := declined(q); got != alone {
 				t.Errorf("seed %d borrow=%v: under the quota declined %s, alone %s", seed, borrow, got, alone)
 			}

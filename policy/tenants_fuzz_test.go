@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/tide-sched/tide/policy/contract"
 )
 
 // FuzzWeights checks that a tenant-weight knob either parses into weights
@@ -14,7 +16,7 @@ func FuzzWeights(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		o := Options{policy: "drf", kv: map[string]string{"weights": v}, used: map[string]bool{}}
+		o := contract.NewOptions("drf", map[string]string{"weights": v})
 		w, err := o.Weights("weights", 1)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "policy drf: weights=") {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -20,7 +21,7 @@ func themisPolicies(register func(Info)) {
 		Knobs: "f=0.8: fairness knob: the auction is offered to the ceil((1-f) x N) contending jobs with the " +
 			"worst rho (f=0: all of them; f near 1: only the worst); lease=600: seconds a job keeps GPUs it won " +
 			"before they go back to auction",
-		build: func(_ Context, o Options) (engine.Policy, error) {
+		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
 			f, err := o.Float("f", 0.8)
 			if err != nil {
 				return nil, err

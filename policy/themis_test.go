@@ -7,6 +7,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // themisJobs: on 4 GPUs at t=1000, a (4 GPUs, 1000 s, submitted at 0) and
@@ -16,13 +17,13 @@ import (
 //
 //	a: rho(0) = (1000+600+1000)/3000 = 0.8667, rho(4) = 2000/3000 = 0.6667
 //	b: rho(0) = (100+600+1000)/1500 = 1.1333, rho(2) = 1100/1500 = 0.7333
-func themisJobs() []js {
-	return []js{wait("a", 0, 4, 1000), wait("b", 900, 2, 1000), wait("c", 900, 2, 1000)}
+func themisJobs() []policytest.JobState {
+	return []policytest.JobState{policytest.Wait("a", 0, 4, 1000), policytest.Wait("b", 900, 2, 1000), policytest.Wait("c", 900, 2, 1000)}
 }
 
 func TestThemisRho(t *testing.T) {
 	th := &Themis{F: 0, Lease: 600}
-	s := snap(t, 1000, enginetest.Cluster("1x4:t4"), themisJobs()...)
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), themisJobs()...)
 	for _, tc := range []struct {
 		job  int
 		k    int
@@ -39,20 +40,20 @@ func TestThemis(t *testing.T) {
 	// log(1700/1100) = 0.435 each. b + c (0.871) beat a alone. Partial
 	// allocation: without b the best is c alone (0.435), the same as c's
 	// gain beside b, so c_b = 1: both keep their GPUs.
-	s := snap(t, 1000, enginetest.Cluster("1x4:t4"), themisJobs()...)
-	if got, want := runs(mustParse(t, "themis:f=0", Context{}).Schedule(s)), []string{"b:2", "c:2"}; !slices.Equal(got, want) {
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), themisJobs()...)
+	if got, want := policytest.Runs(specs.Parse(t, "themis:f=0", Context{}).Schedule(s)), []string{"b:2", "c:2"}; !slices.Equal(got, want) {
 		t.Errorf("f=0: plan %v, want %v", got, want)
 	}
 	// f=0.8: ceil(0.2 x 3) = 1 bidder, the worst rho: b (tied with c,
 	// earlier in the snapshot). b wins 2 GPUs; the other 2 go to the
 	// rest, worst rho first: c fits, a does not.
-	if got, want := runs(mustParse(t, "themis", Context{}).Schedule(s)), []string{"b:2", "c:2"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(specs.Parse(t, "themis", Context{}).Schedule(s)), []string{"b:2", "c:2"}; !slices.Equal(got, want) {
 		t.Errorf("f=0.8: plan %v, want %v", got, want)
 	}
 	// a runs inside its lease (started 100 s ago): it keeps all 4 GPUs.
-	s = snap(t, 1000, enginetest.Cluster("1x4:t4"), hold("a", 0, 4, 1000), wait("b", 900, 2, 1000))
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), policytest.Hold("a", 0, 4, 1000), policytest.Wait("b", 900, 2, 1000))
 	started(s, "a", 900)
-	if got, want := runs(mustParse(t, "themis", Context{}).Schedule(s)), []string{"a:4"}; !slices.Equal(got, want) {
+	if got, want := policytest.Runs(specs.Parse(t, "themis", Context{}).Schedule(s)), []string{"a:4"}; !slices.Equal(got, want) {
 		t.Errorf("lease: plan %v, want %v", got, want)
 	}
 }

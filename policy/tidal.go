@@ -12,13 +12,15 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // tidalPolicies registers the policies this file defines; registry.go lists it.
 func tidalPolicies(register func(Info)) {
 	register(Info{
-		Name: "tidal",
+		Name:    "tidal",
+		Presets: []string{"tidal:deadlines=false"},
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up until they finish, and admitted on servers the " +
@@ -40,7 +42,7 @@ func tidalPolicies(register func(Info)) {
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: false,
 		Elastic:        true,
-		build:          newTidal,
+		Build:          newTidal,
 	})
 }
 
@@ -108,7 +110,7 @@ type tideView struct {
 	prefix []float64 // prefix[k]: least planned capacity over bins 1..k (prefix[0] = cur)
 }
 
-func newTidal(ctx Context, o Options) (engine.Policy, error) {
+func newTidal(ctx Context, o contract.Options) (engine.Policy, error) {
 	t := &Tidal{views: map[string]*tideView{}, future: ctx.Future, name: "tidal"}
 	var err error
 	if t.Quantile, err = o.Float("quantile", 0.02); err != nil {
@@ -166,7 +168,7 @@ func newTidal(ctx Context, o Options) (engine.Policy, error) {
 	}
 	var knobs []string
 	for _, k := range []string{"quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty"} {
-		if v, ok := o.kv[k]; ok {
+		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
 	}

@@ -94,7 +94,7 @@ func TestTidalKnobs(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s", tc.spec, err, tc.want)
 		}
 	}
-	p := mustParse(t, "tidal:quantile=0.2:wrong=shift", Context{})
+	p := specs.Parse(t, "tidal:quantile=0.2:wrong=shift", Context{})
 	if p.Name() != "tidal:quantile=0.2:wrong=shift" {
 		t.Errorf("name %q", p.Name())
 	}

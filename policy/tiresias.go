@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
@@ -23,15 +24,17 @@ func tiresiasPolicies(register func(Info)) {
 		"knob=K: starvation knob, a job waiting K x its executed time since it last ran is promoted to Q0 (0 = off)"
 	register(Info{
 		Name:    "tiresias",
+		Presets: []string{"tiresias:preset=pollux"},
 		Summary: "Tiresias discretised 2D-LAS: multi-level queues by attained GPU-seconds, FIFO inside a queue, preemptive",
 		Knobs:   knobs,
-		build:   func(ctx Context, o Options) (engine.Policy, error) { return newTiresias(ctx, o, false) },
+		Build:   func(ctx Context, o contract.Options) (engine.Policy, error) { return newTiresias(ctx, o, false) },
 	})
 	register(Info{
 		Name:    "tiresias-gittins",
+		Presets: []string{"tiresias-gittins:preset=pollux"},
 		Summary: "Tiresias 2D-Gittins: the same queues, ordered inside by the Gittins index of a GPU-time distribution",
 		Knobs:   knobs + "; dist=FILE: GPU-time samples (one column, header 'duration', e.g. tiresias/yarn-gput1000.csv; default: the trace's own jobs); quantum=3250: service quantum D of the last queue",
-		build:   func(ctx Context, o Options) (engine.Policy, error) { return newTiresias(ctx, o, true) },
+		Build:   func(ctx Context, o contract.Options) (engine.Policy, error) { return newTiresias(ctx, o, true) },
 	})
 }
 
@@ -76,7 +79,7 @@ const (
 	memoBaseExec = 3 // executed seconds at the last promotion
 )
 
-func newTiresias(ctx Context, o Options, gittins bool) (engine.Policy, error) {
+func newTiresias(ctx Context, o contract.Options, gittins bool) (engine.Policy, error) {
 	t := &Tiresias{name: "tiresias"}
 	if gittins {
 		t.name = "tiresias-gittins"

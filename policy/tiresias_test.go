@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
 // long is a rigid job that never finishes within a scenario.
@@ -30,7 +31,7 @@ func TestTiresiasQueueOf(t *testing.T) {
 		{"tiresias:preset=pollux", []float64{0, 57599, 57600, 1e9}, []int{0, 0, 1, 1}},
 		{"tiresias:limits=100", []float64{0, 99, 100, 101}, []int{0, 0, 1, 1}},
 	} {
-		p := mustParse(t, tc.spec, Context{}).(*Tiresias)
+		p := specs.Parse(t, tc.spec, Context{}).(*Tiresias)
 		for i, s := range tc.service {
 			if got := p.queueOf(s); got != tc.queue[i] {
 				t.Errorf("%s: queueOf(%v) = %d, want %d", tc.spec, s, got, tc.queue[i])
@@ -43,38 +44,38 @@ func TestTiresiasQueueOf(t *testing.T) {
 // (three queues). a (2 GPUs) arrives at 0, b and c (1 GPU each) at 10; none
 // finishes. Attained service is GPUs x seconds held.
 func TestTiresiasLASEngine(t *testing.T) {
-	play(t, "tiresias:limits=100/300", "1x2:t4", []step{
-		{at: 0, submit: []*job.Job{long("a", 0, 2)}, running: []string{"a"}},
+	specs.Play(t, "tiresias:limits=100/300", "1x2:t4", []policytest.Step{
+		{At: 0, Submit: []*job.Job{long("a", 0, 2)}, Running: []string{"a"}},
 		// a has 20 GPU-s, still Q0 and first in it (entered at 0): the
 		// newcomers of the same queue do not preempt it.
-		{at: 10, submit: []*job.Job{long("b", 10, 1), long("c", 10, 1)}, running: []string{"a"}},
-		{at: 49, running: []string{"a"}}, // 98 GPU-s: still Q0
+		{At: 10, Submit: []*job.Job{long("b", 10, 1), long("c", 10, 1)}, Running: []string{"a"}},
+		{At: 49, Running: []string{"a"}}, // 98 GPU-s: still Q0
 		// 100 GPU-s: a drops to Q1; b and c, in Q0, preempt it.
-		{at: 50, running: []string{"b", "c"}},
-		{at: 149, running: []string{"b", "c"}}, // 99 GPU-s each
+		{At: 50, Running: []string{"b", "c"}},
+		{At: 149, Running: []string{"b", "c"}}, // 99 GPU-s each
 		// b and c reach 100 and enter Q1 at 150, after a (entered at 50):
 		// a runs, b and c wait.
-		{at: 150, running: []string{"a"}},
+		{At: 150, Running: []string{"a"}},
 		// a: 100 + 2 x 100 = 300 GPU-s at 250, Q2; b and c (Q1) run.
-		{at: 250, running: []string{"b", "c"}},
-		{at: 349, running: []string{"b", "c"}}, // 199 GPU-s each: Q1
+		{At: 250, Running: []string{"b", "c"}},
+		{At: 349, Running: []string{"b", "c"}}, // 199 GPU-s each: Q1
 		// b and c reach 300 at 450 and enter Q2 after a (entered at 250).
-		{at: 450, running: []string{"a"}},
+		{At: 450, Running: []string{"a"}},
 	})
 }
 
 // TestTiresiasQueueEntryOrder: inside a queue jobs go by the time they
 // entered it, not by submission. 3 GPUs, one limit of 100 GPU-s.
 func TestTiresiasQueueEntryOrder(t *testing.T) {
-	play(t, "tiresias:limits=100", "1x3:t4", []step{
-		{at: 0, submit: []*job.Job{long("a", 0, 1)}, running: []string{"a"}},
-		{at: 10, submit: []*job.Job{long("b", 10, 2)}, running: []string{"a", "b"}},
+	specs.Play(t, "tiresias:limits=100", "1x3:t4", []policytest.Step{
+		{At: 0, Submit: []*job.Job{long("a", 0, 1)}, Running: []string{"a"}},
+		{At: 10, Submit: []*job.Job{long("b", 10, 2)}, Running: []string{"a", "b"}},
 		// b (2 GPUs) reaches 100 GPU-s at 60 and enters Q1; both still fit.
-		{at: 60, running: []string{"a", "b"}},
+		{At: 60, Running: []string{"a", "b"}},
 		// a reaches 100 at 100 and enters Q1 after b. d (Q0) takes one
 		// GPU; of Q1, b (entered at 60) takes the other two and a, though
 		// submitted first, waits.
-		{at: 100, submit: []*job.Job{long("d", 100, 1)}, running: []string{"b", "d"}},
+		{At: 100, Submit: []*job.Job{long("d", 100, 1)}, Running: []string{"b", "d"}},
 	})
 }
 
@@ -82,27 +83,27 @@ func TestTiresiasQueueEntryOrder(t *testing.T) {
 func TestTiresiasPresetsEngine(t *testing.T) {
 	t.Run("paper", func(t *testing.T) {
 		// One GPU; a at 0, b at 10, both 1 GPU. Limits 3250/7200/18000.
-		play(t, "tiresias", "1x1:t4", []step{
-			{at: 0, submit: []*job.Job{long("a", 0, 1)}, running: []string{"a"}},
-			{at: 10, submit: []*job.Job{long("b", 10, 1)}, running: []string{"a"}},
-			{at: 3249, running: []string{"a"}},
-			{at: 3250, running: []string{"b"}}, // a: 3250 GPU-s, Q1 (entered 3250)
-			{at: 6499, running: []string{"b"}},
-			{at: 6500, running: []string{"a"}},  // b: 3250, Q1 (entered 6500) after a
-			{at: 10450, running: []string{"b"}}, // a: 3250 + 3950 = 7200, Q2
-			{at: 14400, running: []string{"a"}}, // b: 3250 + 3950 = 7200, Q2 after a
-			{at: 25200, running: []string{"b"}}, // a: 7200 + 10800 = 18000, Q3
+		specs.Play(t, "tiresias", "1x1:t4", []policytest.Step{
+			{At: 0, Submit: []*job.Job{long("a", 0, 1)}, Running: []string{"a"}},
+			{At: 10, Submit: []*job.Job{long("b", 10, 1)}, Running: []string{"a"}},
+			{At: 3249, Running: []string{"a"}},
+			{At: 3250, Running: []string{"b"}}, // a: 3250 GPU-s, Q1 (entered 3250)
+			{At: 6499, Running: []string{"b"}},
+			{At: 6500, Running: []string{"a"}},  // b: 3250, Q1 (entered 6500) after a
+			{At: 10450, Running: []string{"b"}}, // a: 3250 + 3950 = 7200, Q2
+			{At: 14400, Running: []string{"a"}}, // b: 3250 + 3950 = 7200, Q2 after a
+			{At: 25200, Running: []string{"b"}}, // a: 7200 + 10800 = 18000, Q3
 		})
 	})
 	t.Run("pollux", func(t *testing.T) {
 		// Four GPUs; a (4 GPUs) at 0 reaches the one limit, 57600 GPU-s,
 		// at 14400 s; b (1 GPU, Q0) then preempts it, and a waits although
 		// 3 GPUs stay idle (Tiresias runs jobs on their requested count).
-		play(t, "tiresias:preset=pollux", "1x4:t4", []step{
-			{at: 0, submit: []*job.Job{long("a", 0, 4)}, running: []string{"a"}},
-			{at: 10, submit: []*job.Job{long("b", 10, 1)}, running: []string{"a"}},
-			{at: 14399, running: []string{"a"}},
-			{at: 14400, running: []string{"b"}},
+		specs.Play(t, "tiresias:preset=pollux", "1x4:t4", []policytest.Step{
+			{At: 0, Submit: []*job.Job{long("a", 0, 4)}, Running: []string{"a"}},
+			{At: 10, Submit: []*job.Job{long("b", 10, 1)}, Running: []string{"a"}},
+			{At: 14399, Running: []string{"a"}},
+			{At: 14400, Running: []string{"b"}},
 		})
 	})
 }
@@ -120,24 +121,24 @@ func TestTiresiasPresetsEngine(t *testing.T) {
 // With knob=0, l stays in Q1: s3 runs from 260 to 340 before it.
 func TestTiresiasStarvationEngine(t *testing.T) {
 	short := func(id string, at float64) *job.Job { return enginetest.Job(id).At(at).Seconds(80).Obj() }
-	start := func() []step {
-		return []step{
-			{at: 0, submit: []*job.Job{long("l", 0, 1)}, running: []string{"l"}},
-			{at: 100, submit: []*job.Job{short("s1", 100)}, running: []string{"s1"}},
-			{at: 180, submit: []*job.Job{short("s2", 180)}, running: []string{"s2"}},
-			{at: 200, running: []string{"s2"}},
-			{at: 250, submit: []*job.Job{short("s3", 250)}, running: []string{"s2"}},
+	start := func() []policytest.Step {
+		return []policytest.Step{
+			{At: 0, Submit: []*job.Job{long("l", 0, 1)}, Running: []string{"l"}},
+			{At: 100, Submit: []*job.Job{short("s1", 100)}, Running: []string{"s1"}},
+			{At: 180, Submit: []*job.Job{short("s2", 180)}, Running: []string{"s2"}},
+			{At: 200, Running: []string{"s2"}},
+			{At: 250, Submit: []*job.Job{short("s3", 250)}, Running: []string{"s2"}},
 		}
 	}
-	play(t, "tiresias:limits=100:knob=1", "1x1:t4", append(start(),
-		step{at: 260, running: []string{"l"}},
-		step{at: 359, running: []string{"l"}},
-		step{at: 360, running: []string{"s3"}},
-		step{at: 440, running: []string{"l"}},
+	specs.Play(t, "tiresias:limits=100:knob=1", "1x1:t4", append(start(),
+		policytest.Step{At: 260, Running: []string{"l"}},
+		policytest.Step{At: 359, Running: []string{"l"}},
+		policytest.Step{At: 360, Running: []string{"s3"}},
+		policytest.Step{At: 440, Running: []string{"l"}},
 	))
-	play(t, "tiresias:limits=100", "1x1:t4", append(start(),
-		step{at: 260, running: []string{"s3"}},
-		step{at: 340, running: []string{"l"}},
+	specs.Play(t, "tiresias:limits=100", "1x1:t4", append(start(),
+		policytest.Step{At: 260, Running: []string{"s3"}},
+		policytest.Step{At: 340, Running: []string{"l"}},
 	))
 }
 
@@ -148,15 +149,15 @@ func TestTiresiasStarvationEngine(t *testing.T) {
 // promoted, it goes to Q0 and preempts r.
 func TestTiresiasStarvationRule(t *testing.T) {
 	c := enginetest.Cluster("1x1:t4")
-	r := js{j: long("r", 0, 1), held: 1, attained: 150, executed: 150, starts: 1, memo: engine.Memo{2, 50, 0, 0}}
-	l := js{j: long("l", 1, 1), attained: 100, executed: 100, lastStop: 100, starts: 1, memo: engine.Memo{2, 100, 0, 0}}
+	r := policytest.JobState{Job: long("r", 0, 1), Held: 1, Attained: 150, Executed: 150, Starts: 1, Memo: engine.Memo{2, 50, 0, 0}}
+	l := policytest.JobState{Job: long("l", 1, 1), Attained: 100, Executed: 100, LastStop: 100, Starts: 1, Memo: engine.Memo{2, 100, 0, 0}}
 	// Promoted once before: service 250 - 100 = 150 (Q1), executed 150 -
 	// 100 = 50 s since the promotion, preempted at 300.
-	again := js{j: long("l", 1, 1), attained: 250, executed: 150, lastStop: 300, starts: 2, memo: engine.Memo{2, 300, 100, 100}}
+	again := policytest.JobState{Job: long("l", 1, 1), Attained: 250, Executed: 150, LastStop: 300, Starts: 2, Memo: engine.Memo{2, 300, 100, 100}}
 	for _, tc := range []struct {
 		spec string
 		now  float64
-		l    js
+		l    policytest.JobState
 		want string      // the job that runs
 		memo engine.Memo // l's memo after the round
 	}{
@@ -174,10 +175,10 @@ func TestTiresiasStarvationRule(t *testing.T) {
 		{"tiresias-gittins:limits=100:knob=2", 400, again, "l", engine.Memo{1, 400, 250, 150}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			p := mustParse(t, tc.spec, Context{Jobs: []*job.Job{enginetest.Job("x").Seconds(500).Obj()}})
-			s := snap(t, tc.now, c, r, tc.l)
+			p := specs.Parse(t, tc.spec, Context{Jobs: []*job.Job{enginetest.Job("x").Seconds(500).Obj()}})
+			s := policytest.Snap(t, tc.now, c, r, tc.l)
 			plan := p.Schedule(s)
-			if got := runs(plan); !slices.Equal(got, []string{tc.want + ":1"}) {
+			if got := policytest.Runs(plan); !slices.Equal(got, []string{tc.want + ":1"}) {
 				t.Errorf("at %v: plan %v, want %s", tc.now, got, tc.want)
 			}
 			if got := memoAfter(plan, s, "l"); got != tc.memo {
@@ -190,10 +191,10 @@ func TestTiresiasStarvationRule(t *testing.T) {
 	}
 	// A job that never ran, or one in Q0, is never promoted: nothing to
 	// reset. A Q0 job waiting long keeps its entry time.
-	p := mustParse(t, "tiresias:limits=100:knob=1", Context{})
-	fresh := js{j: long("f", 5, 1)}
-	q0 := js{j: long("q", 6, 1), attained: 40, executed: 40, lastStop: 50, starts: 1, memo: engine.Memo{1, 6, 0, 0}}
-	s := snap(t, 1e6, c, js{j: long("r", 0, 1), held: 1, attained: 10, executed: 10, starts: 1, memo: engine.Memo{1, 0, 0, 0}}, fresh, q0)
+	p := specs.Parse(t, "tiresias:limits=100:knob=1", Context{})
+	fresh := policytest.JobState{Job: long("f", 5, 1)}
+	q0 := policytest.JobState{Job: long("q", 6, 1), Attained: 40, Executed: 40, LastStop: 50, Starts: 1, Memo: engine.Memo{1, 6, 0, 0}}
+	s := policytest.Snap(t, 1e6, c, policytest.JobState{Job: long("r", 0, 1), Held: 1, Attained: 10, Executed: 10, Starts: 1, Memo: engine.Memo{1, 0, 0, 0}}, fresh, q0)
 	plan := p.Schedule(s)
 	if got := memoAfter(plan, s, "f"); got != (engine.Memo{1, 5, 0, 0}) {
 		t.Errorf("never-run job: memo %v, want {1 5 0 0}", got)
@@ -206,53 +207,53 @@ func TestTiresiasStarvationRule(t *testing.T) {
 // TestTiresiasOrder checks whole plans on hand-built snapshots.
 func TestTiresiasOrder(t *testing.T) {
 	// Attained service and memos as the previous rounds left them.
-	q2 := js{j: long("q2", 0, 1), attained: 500, executed: 500, lastStop: 600, starts: 1, memo: engine.Memo{3, 400, 0, 0}}
-	q1 := js{j: long("q1", 1, 1), attained: 150, executed: 150, lastStop: 500, starts: 1, memo: engine.Memo{2, 300, 0, 0}}
-	q0 := js{j: long("q0", 2, 1), attained: 50, executed: 50, lastStop: 60, starts: 1, memo: engine.Memo{1, 2, 0, 0}}
-	fresh := js{j: long("new", 3, 1)}
+	q2 := policytest.JobState{Job: long("q2", 0, 1), Attained: 500, Executed: 500, LastStop: 600, Starts: 1, Memo: engine.Memo{3, 400, 0, 0}}
+	q1 := policytest.JobState{Job: long("q1", 1, 1), Attained: 150, Executed: 150, LastStop: 500, Starts: 1, Memo: engine.Memo{2, 300, 0, 0}}
+	q0 := policytest.JobState{Job: long("q0", 2, 1), Attained: 50, Executed: 50, LastStop: 60, Starts: 1, Memo: engine.Memo{1, 2, 0, 0}}
+	fresh := policytest.JobState{Job: long("new", 3, 1)}
 	for _, tc := range []struct {
 		name    string
 		cluster string
-		jobs    []js
+		jobs    []policytest.JobState
 		want    []string
 	}{
 		// Q0 first, then Q1, then Q2, whatever the submission order.
-		{"higher queue first", "1x8:t4", []js{q2, q1, q0, fresh}, []string{"q0:1", "new:1", "q1:1", "q2:1"}},
-		{"higher queue first on one GPU", "1x1:t4", []js{q2, q1, q0, fresh}, []string{"q0:1"}},
+		{"higher queue first", "1x8:t4", []policytest.JobState{q2, q1, q0, fresh}, []string{"q0:1", "new:1", "q1:1", "q2:1"}},
+		{"higher queue first on one GPU", "1x1:t4", []policytest.JobState{q2, q1, q0, fresh}, []string{"q0:1"}},
 		// A running Q2 job is preempted by a waiting Q1 job.
-		{"preempts a lower queue", "1x1:t4", []js{{j: q2.j, held: 1, attained: 500, executed: 500, starts: 1, memo: q2.memo}, q1}, []string{"q1:1"}},
+		{"preempts a lower queue", "1x1:t4", []policytest.JobState{{Job: q2.Job, Held: 1, Attained: 500, Executed: 500, Starts: 1, Memo: q2.Memo}, q1}, []string{"q1:1"}},
 		// Both in Q1: b entered at 200, before a (300), though submitted later.
-		{"entry order inside a queue", "1x2:t4", []js{
-			{j: long("a", 0, 1), attained: 200, executed: 200, lastStop: 300, starts: 1, memo: engine.Memo{2, 300, 0, 0}},
-			{j: long("b", 5, 1), attained: 100, executed: 100, lastStop: 250, starts: 1, memo: engine.Memo{2, 200, 0, 0}},
+		{"entry order inside a queue", "1x2:t4", []policytest.JobState{
+			{Job: long("a", 0, 1), Attained: 200, Executed: 200, LastStop: 300, Starts: 1, Memo: engine.Memo{2, 300, 0, 0}},
+			{Job: long("b", 5, 1), Attained: 100, Executed: 100, LastStop: 250, Starts: 1, Memo: engine.Memo{2, 200, 0, 0}},
 		}, []string{"b:1", "a:1"}},
 		// a and b both reach 100 GPU-s by this round and enter Q1 together
 		// (at 1000): the earlier submission goes first, then the ID.
-		{"same entry time by submission", "1x1:t4", []js{
-			{j: long("b", 5, 1), attained: 100, executed: 100, lastStop: 900, starts: 1, memo: engine.Memo{1, 5, 0, 0}},
-			{j: long("a", 7, 1), attained: 120, executed: 120, lastStop: 950, starts: 1, memo: engine.Memo{1, 7, 0, 0}},
+		{"same entry time by submission", "1x1:t4", []policytest.JobState{
+			{Job: long("b", 5, 1), Attained: 100, Executed: 100, LastStop: 900, Starts: 1, Memo: engine.Memo{1, 5, 0, 0}},
+			{Job: long("a", 7, 1), Attained: 120, Executed: 120, LastStop: 950, Starts: 1, Memo: engine.Memo{1, 7, 0, 0}},
 		}, []string{"b:1"}},
-		{"same entry and submission by ID", "1x1:t4", []js{{j: long("n2", 9, 1)}, {j: long("n1", 9, 1)}}, []string{"n1:1"}},
+		{"same entry and submission by ID", "1x1:t4", []policytest.JobState{{Job: long("n2", 9, 1)}, {Job: long("n1", 9, 1)}}, []string{"n1:1"}},
 		// Entry order holds against running jobs too: big entered Q1 at
 		// 50, small (running) at 80, so big takes the 4 GPUs and small is
 		// preempted. (Tiresias' own simulator moves waiting jobs behind
 		// running ones of the same queue each round and would keep small;
 		// the Pollux artifact's version orders by entry, as here.)
-		{"entry order preempts inside a queue", "1x4:t4", []js{
-			{j: long("big", 0, 4), attained: 200, executed: 50, lastStop: 60, starts: 1, memo: engine.Memo{2, 50, 0, 0}},
-			{j: long("small", 1, 1), held: 1, attained: 150, executed: 150, starts: 1, memo: engine.Memo{2, 80, 0, 0}},
+		{"entry order preempts inside a queue", "1x4:t4", []policytest.JobState{
+			{Job: long("big", 0, 4), Attained: 200, Executed: 50, LastStop: 60, Starts: 1, Memo: engine.Memo{2, 50, 0, 0}},
+			{Job: long("small", 1, 1), Held: 1, Attained: 150, Executed: 150, Starts: 1, Memo: engine.Memo{2, 80, 0, 0}},
 		}, []string{"big:4"}},
 		// big (Q0, 4 GPUs) does not fit next to a; small, in Q1, starts on
 		// an idle GPU instead of waiting behind it.
-		{"smaller jobs pass a misfit", "1x4:t4", []js{
-			{j: long("a", 0, 2), held: 2, attained: 20, executed: 10, starts: 1, memo: engine.Memo{1, 0, 0, 0}},
-			{j: long("big", 1, 4)},
-			{j: long("small", 2, 1), attained: 150, executed: 150, lastStop: 150, starts: 1, memo: engine.Memo{2, 150, 0, 0}},
+		{"smaller jobs pass a misfit", "1x4:t4", []policytest.JobState{
+			{Job: long("a", 0, 2), Held: 2, Attained: 20, Executed: 10, Starts: 1, Memo: engine.Memo{1, 0, 0, 0}},
+			{Job: long("big", 1, 4)},
+			{Job: long("small", 2, 1), Attained: 150, Executed: 150, LastStop: 150, Starts: 1, Memo: engine.Memo{2, 150, 0, 0}},
 		}, []string{"a:2", "small:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustParse(t, "tiresias:limits=100/300", Context{})
-			if got := runs(p.Schedule(snap(t, 1000, enginetest.Cluster(tc.cluster), tc.jobs...))); !slices.Equal(got, tc.want) {
+			p := specs.Parse(t, "tiresias:limits=100/300", Context{})
+			if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster(tc.cluster), tc.jobs...))); !slices.Equal(got, tc.want) {
 				t.Errorf("plan %v, want %v", got, tc.want)
 			}
 		})
@@ -278,12 +279,12 @@ func memoAfter(p engine.Plan, s *engine.Snapshot, id string) engine.Memo {
 // started enters Q0 at its submission; a job that crosses a limit enters the
 // new queue now.
 func TestTiresiasMemo(t *testing.T) {
-	p := mustParse(t, "tiresias:limits=100/300", Context{})
-	s := snap(t, 1000, enginetest.Cluster("1x4:t4"),
-		js{j: long("new", 7, 1)},
-		js{j: long("stay", 1, 1), held: 1, attained: 50, executed: 50, starts: 1, memo: engine.Memo{1, 1, 0, 0}},
-		js{j: long("down", 2, 1), held: 1, attained: 100, executed: 100, starts: 1, memo: engine.Memo{1, 2, 0, 0}},
-		js{j: long("down2", 3, 1), held: 1, attained: 350, executed: 350, starts: 1, memo: engine.Memo{2, 500, 0, 0}},
+	p := specs.Parse(t, "tiresias:limits=100/300", Context{})
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"),
+		policytest.JobState{Job: long("new", 7, 1)},
+		policytest.JobState{Job: long("stay", 1, 1), Held: 1, Attained: 50, Executed: 50, Starts: 1, Memo: engine.Memo{1, 1, 0, 0}},
+		policytest.JobState{Job: long("down", 2, 1), Held: 1, Attained: 100, Executed: 100, Starts: 1, Memo: engine.Memo{1, 2, 0, 0}},
+		policytest.JobState{Job: long("down2", 3, 1), Held: 1, Attained: 350, Executed: 350, Starts: 1, Memo: engine.Memo{2, 500, 0, 0}},
 	)
 	plan := p.Schedule(s)
 	for id, want := range map[string]engine.Memo{
@@ -363,12 +364,12 @@ var gittinsCtx = Context{Jobs: []*job.Job{
 // The index favours jobs close to a likely completion; v stays last because
 // it is in a lower queue.
 func TestGittinsOrder(t *testing.T) {
-	jobs := []js{
-		{j: long("x", 0, 1)},
-		{j: long("y", 10, 1), attained: 150, executed: 150, lastStop: 500, starts: 1, memo: engine.Memo{1, 10, 0, 0}},
-		{j: long("z", 20, 1), attained: 300, executed: 300, lastStop: 600, starts: 1, memo: engine.Memo{1, 20, 0, 0}},
-		{j: long("w", 30, 1), attained: 500, executed: 500, lastStop: 700, starts: 1, memo: engine.Memo{1, 30, 0, 0}},
-		{j: long("v", 40, 1), attained: 1200, executed: 1200, lastStop: 800, starts: 1, memo: engine.Memo{2, 700, 0, 0}},
+	jobs := []policytest.JobState{
+		{Job: long("x", 0, 1)},
+		{Job: long("y", 10, 1), Attained: 150, Executed: 150, LastStop: 500, Starts: 1, Memo: engine.Memo{1, 10, 0, 0}},
+		{Job: long("z", 20, 1), Attained: 300, Executed: 300, LastStop: 600, Starts: 1, Memo: engine.Memo{1, 20, 0, 0}},
+		{Job: long("w", 30, 1), Attained: 500, Executed: 500, LastStop: 700, Starts: 1, Memo: engine.Memo{1, 30, 0, 0}},
+		{Job: long("v", 40, 1), Attained: 1200, Executed: 1200, LastStop: 800, Starts: 1, Memo: engine.Memo{2, 700, 0, 0}},
 	}
 	for _, tc := range []struct {
 		spec, cluster string
@@ -379,8 +380,8 @@ func TestGittinsOrder(t *testing.T) {
 		{"tiresias:limits=1000", "1x8:t4", []string{"x:1", "y:1", "z:1", "w:1", "v:1"}},
 		{"tiresias:limits=1000", "1x1:t4", []string{"x:1"}},
 	} {
-		p := mustParse(t, tc.spec, gittinsCtx)
-		if got := runs(p.Schedule(snap(t, 1000, enginetest.Cluster(tc.cluster), jobs...))); !slices.Equal(got, tc.want) {
+		p := specs.Parse(t, tc.spec, gittinsCtx)
+		if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster(tc.cluster), jobs...))); !slices.Equal(got, tc.want) {
 			t.Errorf("%s on %s: plan %v, want %v", tc.spec, tc.cluster, got, tc.want)
 		}
 	}
@@ -394,22 +395,22 @@ func TestGittinsQuantum(t *testing.T) {
 	// (120, 150], so G = 0. x (a=0) has D = 150: P = 1/3, E = (100+150+150)/3,
 	// G = 1/400. x goes first. (With D = 3250 for both, y would lead:
 	// 1/180 against 3/700.)
-	q0 := []js{
-		{j: long("y", 0, 1), attained: 120, executed: 120, lastStop: 120, starts: 1, memo: engine.Memo{1, 0, 0, 0}},
-		{j: long("x", 10, 1)},
+	q0 := []policytest.JobState{
+		{Job: long("y", 0, 1), Attained: 120, Executed: 120, LastStop: 120, Starts: 1, Memo: engine.Memo{1, 0, 0, 0}},
+		{Job: long("x", 10, 1)},
 	}
 	// In Q1 D is the quantum. p (a=160), q (a=250):
 	//   quantum 100: p: P = 1/2 (200), E = (40+100)/2 = 70, G = 1/140;
 	//                q: alive {400}, none ends by 350, G = 0.      p first.
 	//   quantum 200: p: P = 1/2, E = (40+200)/2 = 120, G = 1/240;
 	//                q: P = 1, E = 150, G = 1/150.                 q first.
-	q1 := []js{
-		{j: long("p", 0, 1), attained: 160, executed: 160, lastStop: 160, starts: 1, memo: engine.Memo{2, 150, 0, 0}},
-		{j: long("q", 10, 1), attained: 250, executed: 250, lastStop: 260, starts: 1, memo: engine.Memo{2, 160, 0, 0}},
+	q1 := []policytest.JobState{
+		{Job: long("p", 0, 1), Attained: 160, Executed: 160, LastStop: 160, Starts: 1, Memo: engine.Memo{2, 150, 0, 0}},
+		{Job: long("q", 10, 1), Attained: 250, Executed: 250, LastStop: 260, Starts: 1, Memo: engine.Memo{2, 160, 0, 0}},
 	}
 	for _, tc := range []struct {
 		spec string
-		jobs []js
+		jobs []policytest.JobState
 		want []string
 	}{
 		{"tiresias-gittins:limits=150", q0, []string{"x:1", "y:1"}},
@@ -417,8 +418,8 @@ func TestGittinsQuantum(t *testing.T) {
 		{"tiresias-gittins:limits=150:quantum=100", q1, []string{"p:1", "q:1"}},
 		{"tiresias-gittins:limits=150:quantum=200", q1, []string{"q:1", "p:1"}},
 	} {
-		p := mustParse(t, tc.spec, gittinsCtx)
-		if got := runs(p.Schedule(snap(t, 1000, enginetest.Cluster("1x4:t4"), tc.jobs...))); !slices.Equal(got, tc.want) {
+		p := specs.Parse(t, tc.spec, gittinsCtx)
+		if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), tc.jobs...))); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: plan %v, want %v", tc.spec, got, tc.want)
 		}
 	}
@@ -444,7 +445,7 @@ func TestGittinsSamplesFromContext(t *testing.T) {
 			return map[string]float64{"a": math.Inf(1), "b": 400, "c": -1}[j.ID]
 		}, 1.0 / 400},
 	} {
-		p := mustParse(t, "tiresias-gittins", Context{Jobs: jobs, Service: tc.service}).(*Tiresias)
+		p := specs.Parse(t, "tiresias-gittins", Context{Jobs: jobs, Service: tc.service}).(*Tiresias)
 		if got := p.Gittins.Index(0, 1000); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: Index(0, 1000) = %v, want %v", tc.name, got, tc.want)
 		}
@@ -486,7 +487,7 @@ func TestReadServiceSamples(t *testing.T) {
 				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
 			}
 			// dist=FILE hands the same samples to the policy.
-			p := mustParse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
+			p := specs.Parse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
 			if !slices.Equal(p.Gittins.sorted, slices.Sorted(slices.Values(tc.want))) {
 				t.Errorf("dist=%s: samples %v, want %v", path, p.Gittins.sorted, tc.want)
 			}
@@ -538,7 +539,7 @@ func TestGittinsYarnDistribution(t *testing.T) {
 	if len(samples) != 1001 || sum != 150989997 || slices.Min(samples) != 121 || slices.Max(samples) != 53294624 {
 		t.Fatalf("read %d samples, sum %v, min %v, max %v", len(samples), sum, slices.Min(samples), slices.Max(samples))
 	}
-	p := mustParse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
+	p := specs.Parse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
 	g := p.Gittins
 	if g.Quantum != 3250 {
 		t.Errorf("quantum %v, want the default 3250", g.Quantum)

@@ -1,20 +1,17 @@
-package policy
+package contract
 
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/tide-sched/tide/engine"
 )
 
 // Weights reads a per-tenant weight knob, "tenant@w/tenant@w" (for example
 // tickets=team-a@3/team-b@1). Tenants not listed weigh def; the tenant ""
 // (jobs with no tenant) is written "-". Weights must be finite and > 0.
 func (o Options) Weights(key string, def float64) (func(string) float64, error) {
-	v, ok := o.raw(key)
+	v, ok := o.Lookup(key)
 	w := map[string]float64{}
 	if ok && v != "" {
 		for _, part := range strings.Split(v, "/") {
@@ -38,19 +35,4 @@ func (o Options) Weights(key string, def float64) (func(string) float64, error) 
 		}
 		return def
 	}, nil
-}
-
-// byTenant groups jobs by tenant, keeping the snapshot's (submission) order
-// inside each group, and returns the tenants sorted by name.
-func byTenant(jobs []*engine.Status) (tenants []string, groups map[string][]*engine.Status) {
-	groups = map[string][]*engine.Status{}
-	for _, st := range jobs {
-		t := st.Job.Tenant
-		if _, ok := groups[t]; !ok {
-			tenants = append(tenants, t)
-		}
-		groups[t] = append(groups[t], st)
-	}
-	sort.Strings(tenants)
-	return tenants, groups
 }

@@ -1,0 +1,312 @@
+// Package policytest builds what the policy families' tests share:
+// hand-built snapshots (Snap), plans written as text (Runs), policies
+// built from specs (Builder, Family), table tests of plans
+// (Builder.CheckPlans) and scenarios run through a real engine
+// (Builder.Play) or the simulator (Builder.Starts).
+package policytest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
+)
+
+// JobState is one job's state in a hand-built snapshot (Snap).
+type JobState struct {
+	Job      *job.Job
+	Held     int     // GPUs held now; 0 = waiting
+	Attained float64 // GPU-seconds held so far
+	Executed float64 // seconds holding GPUs so far
+	Progress float64 // work done, model units (seconds for perf.Duration)
+	LastStop float64 // last preemption; ignored (= submission) when starts == 0
+	Starts   int     // launches so far; a held job counts at least one
+	Memo     engine.Memo
+}
+
+// Snap builds the snapshot a policy would see at now on cluster c, with the
+// duration model and the jobs ordered like the engine orders them (submit,
+// then ID).
+func Snap(t *testing.T, now float64, c *cluster.Cluster, jobs ...JobState) *engine.Snapshot {
+	t.Helper()
+	s := &engine.Snapshot{Now: now, Cluster: c, Model: perf.Duration{}, GPUsPerNode: map[string]int{}}
+	for _, n := range c.Nodes {
+		s.GPUsPerNode[n.GPUType] = max(s.GPUsPerNode[n.GPUType], n.GPUs)
+	}
+	next := 0
+	for _, x := range jobs {
+		if err := x.Job.Validate(); err != nil {
+			t.Fatalf("bad test job: %v", err)
+		}
+		st := &engine.Status{Job: x.Job, State: job.Pending, Work: x.Job.Work, Progress: x.Progress,
+			Attained: x.Attained, Executed: x.Executed, FirstStart: -1, LastStart: -1,
+			LastStop: x.Job.Submit, Finish: -1, Starts: x.Starts, Memo: x.Memo}
+		if x.Starts > 0 {
+			st.State, st.LastStop = job.Preempted, x.LastStop
+		}
+		if x.Held > 0 {
+			st.State = job.Running
+			st.Starts = max(st.Starts, 1)
+			for range x.Held {
+				st.GPUs = append(st.GPUs, cluster.GPUID(next))
+				next++
+			}
+			typ := c.NodeOf(st.GPUs[0]).GPUType
+			st.Alloc = perf.Packed(typ, x.Held, s.GPUsPerNode[typ])
+		}
+		s.Jobs = append(s.Jobs, st)
+	}
+	if next > c.TotalGPUs() {
+		t.Fatalf("bad test: jobs hold %d GPUs, the cluster has %d", next, c.TotalGPUs())
+	}
+	sort.SliceStable(s.Jobs, func(a, b int) bool {
+		ja, jb := s.Jobs[a].Job, s.Jobs[b].Job
+		if ja.Submit != jb.Submit {
+			return ja.Submit < jb.Submit
+		}
+		return ja.ID < jb.ID
+	})
+	return s
+}
+
+// Runs writes a plan's assignments as "id:gpus" (":type" added when typed),
+// in plan order (most important first).
+func Runs(p engine.Plan) []string {
+	out := []string{}
+	for _, a := range p.Run {
+		s := fmt.Sprintf("%s:%d", a.Job, a.GPUs)
+		if a.GPUType != "" {
+			s += ":" + a.GPUType
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Builder builds a policy from its spec: the registry's policy.Parse, or
+// one family's policies (Family).
+type Builder func(spec string, ctx contract.Context) (engine.Policy, error)
+
+// Family builds the policies a family registers (contract.Info values
+// passed to register) from their specs, refusing unknown knobs as the
+// registry does.
+func Family(policies func(register func(contract.Info))) Builder {
+	return func(spec string, ctx contract.Context) (engine.Policy, error) {
+		name, kv, err := contract.Split(spec)
+		if err != nil {
+			return nil, err
+		}
+		var info *contract.Info
+		policies(func(i contract.Info) {
+			if i.Name == name && info == nil {
+				info = &i
+			}
+		})
+		if info == nil {
+			return nil, fmt.Errorf("the family registers no policy %q", name)
+		}
+		return info.New(ctx, kv)
+	}
+}
+
+// Parse builds spec or fails the test.
+func (f Builder) Parse(t testing.TB, spec string, ctx contract.Context) engine.Policy {
+	t.Helper()
+	p, err := f(spec, ctx)
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", spec, err)
+	}
+	return p
+}
+
+// Clock is a settable engine.Clock: Now returns T.
+type Clock struct{ T float64 }
+
+// Now implements engine.Clock.
+func (c *Clock) Now() float64 { return c.T }
+
+// FirstFree is a minimal placer for the engine-driven tests: a job whose
+// count did not change keeps its GPUs; others take the lowest free GPUs of
+// their type, in plan order. It keeps these tests independent of package place.
+type FirstFree struct{}
+
+// Name implements engine.Placer.
+func (FirstFree) Name() string { return "first-free" }
+
+// Place implements engine.Placer.
+func (FirstFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
+	used := make([]bool, c.TotalGPUs())
+	out := map[string][]cluster.GPUID{}
+	for _, a := range run {
+		if h := held[a.Job]; len(h) == a.GPUs {
+			out[a.Job] = h
+			for _, g := range h {
+				used[g] = true
+			}
+		}
+	}
+	for _, a := range run {
+		if _, ok := out[a.Job]; ok {
+			continue
+		}
+		var got []cluster.GPUID
+		for g := range used {
+			if len(got) < a.GPUs && !used[g] && (a.GPUType == "" || c.NodeOf(cluster.GPUID(g)).GPUType == a.GPUType) {
+				got = append(got, cluster.GPUID(g))
+			}
+		}
+		if len(got) == a.GPUs {
+			for _, g := range got {
+				used[g] = true
+			}
+			out[a.Job] = got
+		}
+	}
+	return out
+}
+
+// Step is one event time of an engine-driven scenario: at time at, jobs whose
+// work is done finish, the jobs in submit arrive (their Submit must be at),
+// one round runs, and running lists the jobs holding GPUs afterwards.
+type Step struct {
+	At      float64
+	Submit  []*job.Job
+	Running []string
+}
+
+// Play runs a scenario through a real engine with the duration model. It
+// acts as a tiny executor: between steps each running job progresses at the
+// model's rate, and a job whose work is done finishes at the next step.
+func (f Builder) Play(t *testing.T, spec, shorthand string, steps []Step) {
+	t.Helper()
+	var all []*job.Job
+	for _, s := range steps {
+		all = append(all, s.Submit...)
+	}
+	model := perf.Duration{}
+	clk := &Clock{}
+	e, err := engine.New(engine.Config{Cluster: enginetest.Cluster(shorthand), Model: model,
+		Policy: f.Parse(t, spec, contract.Context{Jobs: all}), Placer: FirstFree{}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := 0.0
+	for _, s := range steps {
+		clk.T = s.At
+		var done []string
+		for _, st := range e.Active() {
+			if len(st.GPUs) == 0 {
+				continue
+			}
+			rate, _ := model.Rate(st.Job, st.Alloc, st.Progress)
+			p := math.Min(st.Progress+(s.At-last)*rate, st.Work)
+			if err := e.Report(st.Job.ID, p); err != nil {
+				t.Fatal(err)
+			}
+			if p >= st.Work-1e-9 {
+				done = append(done, st.Job.ID)
+			}
+		}
+		for _, id := range done {
+			if err := e.Finish(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, j := range s.Submit {
+			if j.Submit != s.At {
+				t.Fatalf("bad test: job %s submitted at %v in the step at %v", j.ID, j.Submit, s.At)
+			}
+			if _, err := e.Submit(j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.Schedule(); err != nil {
+			t.Fatalf("t=%v: %v", s.At, err)
+		}
+		got := []string{}
+		for _, st := range e.Active() {
+			if len(st.GPUs) > 0 {
+				got = append(got, st.Job.ID)
+			}
+		}
+		sort.Strings(got)
+		want := append([]string{}, s.Running...)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s at t=%v: running %v, want %v", spec, s.At, got, want)
+		}
+		last = s.At
+	}
+}
+
+// Wait is a waiting rigid job of gpus GPUs and seconds of work.
+func Wait(id string, submit float64, gpus int, seconds float64) JobState {
+	return JobState{Job: enginetest.Job(id).At(submit).GPUs(gpus).Seconds(seconds).Obj()}
+}
+
+// Hold is a rigid job holding gpus GPUs.
+func Hold(id string, submit float64, gpus int, seconds float64) JobState {
+	return JobState{Job: enginetest.Job(id).At(submit).GPUs(gpus).Seconds(seconds).Obj(), Held: gpus}
+}
+
+// WithDeadline sets a job's absolute deadline.
+func WithDeadline(x JobState, d float64) JobState { x.Job.Deadline = d; return x }
+
+// WithProgress sets the seconds of work already done.
+func WithProgress(x JobState, p float64) JobState { x.Progress = p; return x }
+
+// PlanCase is one case of CheckPlans: the jobs, on the cluster
+// enginetest.Cluster builds from its shorthand, and the plan wanted.
+type PlanCase struct {
+	Name    string
+	Cluster string
+	Jobs    []JobState
+	Want    []string // plan.Run as "id:gpus", most important first
+}
+
+// CheckPlans builds spec once and checks each case's plan at t=1000, and
+// that the same snapshot gives the same plan again.
+func (f Builder) CheckPlans(t *testing.T, spec string, cases []PlanCase) {
+	t.Helper()
+	p := f.Parse(t, spec, contract.Context{})
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			s := Snap(t, 1000, enginetest.Cluster(tc.Cluster), tc.Jobs...)
+			got := Runs(p.Schedule(s))
+			if !slices.Equal(got, tc.Want) {
+				t.Errorf("%s: plan %v, want %v", spec, got, tc.Want)
+			}
+			// Deterministic: the same snapshot gives the same plan.
+			if again := Runs(p.Schedule(s)); !slices.Equal(again, got) {
+				t.Errorf("%s: second plan %v differs from first %v", spec, again, got)
+			}
+		})
+	}
+}
+
+// Starts runs jobs under the family's spec in the simulator on 4 T4 GPUs
+// with the duration model and returns each job's record by ID.
+func (f Builder) Starts(t *testing.T, spec string, jobs []*job.Job) map[string]report.JobRecord {
+	t.Helper()
+	p := f.Parse(t, spec, contract.Context{Jobs: jobs})
+	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x4:t4"), Model: perf.Duration{}, Policy: p, Placer: place.Pack{}, OnEvents: true}, jobs)
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	out := map[string]report.JobRecord{}
+	for _, j := range r.Jobs {
+		out[j.ID] = j
+	}
+	return out
+}
