@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/tide-sched/tide/policy/chronus"
+
 // families is the one list of the policy families tide knows: a policy
 // exists when the function that registers it is listed here, and only
 // then. Each function passes its Info values to register; the order here
@@ -10,7 +12,7 @@ var families = []func(register func(Info)){
 	alloxPolicies,
 	arylPolicies,
 	basicPolicies,
-	chronusPolicies,
+	chronus.Policies,
 	deepBootPolicies,
 	drfPolicies,
 	edgeFlowPolicies,

@@ -6,10 +6,12 @@
 package policytest
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -309,4 +311,56 @@ func (f Builder) Starts(t *testing.T, spec string, jobs []*job.Job) map[string]r
 		out[j.ID] = j
 	}
 	return out
+}
+
+// FallbackCase is a policy whose fallback Fallbacks checks: Force makes its
+// solver fail; Want is what the fallback's reason must say.
+type FallbackCase struct {
+	Spec  string
+	Force func(engine.Policy)
+	Want  string
+}
+
+// Fallbacks checks each case: the policy, its solver forced to fail, still
+// runs twelve deadline jobs on 4 T4 GPUs, and the run's report counts the
+// fallback with its reason (JSON summary and the text table); without the
+// failure it counts none.
+func (f Builder) Fallbacks(t *testing.T, cases []FallbackCase) {
+	t.Helper()
+	var jobs []*job.Job
+	for i := 0; i < 12; i++ {
+		at := float64(i * 40)
+		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).GPUs(1+i%3).Seconds(300+float64(i%4)*200).Deadline(at+2000).Obj())
+	}
+	c := enginetest.Cluster("1x4:t4")
+	for _, tc := range cases {
+		for _, force := range []bool{false, true} {
+			p := f.Parse(t, tc.Spec, contract.Context{})
+			if force {
+				tc.Force(p)
+			}
+			r, err := sim.Run(sim.Config{Cluster: c, Model: perf.Duration{}, Policy: p, Placer: place.Pack{}}, jobs)
+			if err != nil {
+				t.Fatalf("%s force=%v: %v", tc.Spec, force, err)
+			}
+			sum := report.Summarize(r)
+			var table bytes.Buffer
+			if err := report.WriteTable(&table, []report.Summary{sum}); err != nil {
+				t.Fatal(err)
+			}
+			if !force {
+				if sum.Fallbacks != 0 || strings.Contains(table.String(), "fallback") {
+					t.Errorf("%s without a forced failure reports %d fallbacks: %+v", tc.Spec, sum.Fallbacks, sum.Warnings)
+				}
+				continue
+			}
+			if sum.Fallbacks == 0 || len(sum.Warnings) != 1 || !strings.Contains(sum.Warnings[0].Reason, tc.Want) ||
+				!strings.Contains(sum.Warnings[0].Reason, "forced failure") || sum.Warnings[0].Kind != engine.WarnFallback {
+				t.Errorf("%s forced: fallbacks %d, warnings %+v; want one fallback saying %q", tc.Spec, sum.Fallbacks, sum.Warnings, tc.Want)
+			}
+			if !strings.Contains(table.String(), "policy fallbacks (rounds)") || !strings.Contains(table.String(), tc.Want) {
+				t.Errorf("%s forced: the table does not show the fallback:\n%s", tc.Spec, table.String())
+			}
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package policy
+package chronus
 
 import (
 	"cmp"
@@ -14,8 +14,8 @@ import (
 )
 
 // chronusPolicies registers the policies this file defines; registry.go lists it.
-func chronusPolicies(register func(Info)) {
-	register(Info{
+func chronusPolicies(register func(contract.Info)) {
+	register(contract.Info{
 		Name: "chronus",
 		Summary: "Chronus (SoCC'21): SLO jobs admitted only if every admitted job still packs before its deadline; " +
 			"each lease a MILP (GLPK) picks which admitted jobs hold the lease and which deadline option each meets; " +
@@ -90,7 +90,7 @@ const (
 	chronusLost       = 4 // SLO job that can no longer meet any deadline
 )
 
-func newChronus(_ Context, o contract.Options) (engine.Policy, error) {
+func newChronus(_ contract.Context, o contract.Options) (engine.Policy, error) {
 	c := &Chronus{name: "chronus"}
 	var err error
 	floats := []struct {

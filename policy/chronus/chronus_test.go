@@ -1,6 +1,7 @@
-package policy
+package chronus
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,10 +11,14 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
+
+// fam builds this family's policies in its tests.
+var fam = policytest.Family(Policies)
 
 func opts(bv ...int) []leaseOption {
 	var out []leaseOption
@@ -261,7 +266,7 @@ func TestChronusPlans(t *testing.T) {
 			Want: []string{"be:2"},
 		},
 	}
-	specs.CheckPlans(t, spec, cases)
+	fam.CheckPlans(t, spec, cases)
 }
 
 // TestChronusMinimizeLeavesSpot: with objective=minimize an SLO job with
@@ -269,7 +274,7 @@ func TestChronusPlans(t *testing.T) {
 // deadline by the plan (blocks as late as possible).
 func TestChronusMinimizeLeavesSpot(t *testing.T) {
 	solvertest.Require(t)
-	p := specs.Parse(t, "chronus:margin=1:overhead=0:objective=minimize", Context{})
+	p := fam.Parse(t, "chronus:margin=1:overhead=0:objective=minimize", contract.Context{})
 	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), slo("a", 0, 4, 60, 1200), policytest.Wait("be", 2, 4, 500))
 	plan := p.Schedule(s)
 	if got := policytest.Runs(plan); !slices.Equal(got, []string{"be:4"}) {
@@ -294,7 +299,7 @@ func withMemo(x policytest.JobState, m engine.Memo) policytest.JobState { x.Memo
 // is not admitted (yet not lost: 1000 + 70 <= 1075).
 func TestChronusSoftDeadline(t *testing.T) {
 	solvertest.Require(t)
-	p := specs.Parse(t, "chronus:margin=1:overhead=0", Context{})
+	p := fam.Parse(t, "chronus:margin=1:overhead=0", contract.Context{})
 	soft := slo("s", 0, 4, 70, 1075)
 	soft.Job.Utility = &job.Utility{Deadlines: []float64{1075, 1500}, Values: []float64{10, 5}}
 	plan := p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), soft))
@@ -310,7 +315,7 @@ func TestChronusSoftDeadline(t *testing.T) {
 
 func TestChronusKnobs(t *testing.T) {
 	for _, spec := range []string{"chronus:lease=0", "chronus:tolerate=0.5", "chronus:objective=most", "chronus:horizon=0", "chronus:maxjobs=1.5", "chronus:bogus=1"} {
-		if _, err := Parse(spec, Context{}); err == nil {
+		if _, err := fam(spec, contract.Context{}); err == nil {
 			t.Errorf("%s: no error", spec)
 		}
 	}
@@ -348,7 +353,7 @@ func TestChronusAdmittedMeetDeadlines(t *testing.T) {
 			jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(submit).GPUs([]int{1, 2, 4}[r.IntN(3)]).
 				Seconds(dur).Deadline(submit+dur*(1.2+2*r.Float64())).Obj())
 		}
-		rec := &memoRecorder{Policy: specs.Parse(t, "chronus:margin=1:overhead=0", Context{}), memos: map[string]engine.Memo{}}
+		rec := &memoRecorder{Policy: fam.Parse(t, "chronus:margin=1:overhead=0", contract.Context{}), memos: map[string]engine.Memo{}}
 		run, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x8:t4"), Model: perf.Duration{}, Policy: rec,
 			Placer: policytest.FirstFree{}, Round: 60, OnEvents: true}, jobs)
 		if err != nil {
@@ -385,7 +390,7 @@ func TestChronusDecline(t *testing.T) {
 		spec string
 		want []string
 	}{{"chronus:margin=1:overhead=0:decline=true", []string{"c"}}, {"chronus:margin=1:overhead=0", nil}} {
-		plan := specs.Parse(t, tc.spec, Context{}).Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), jobs...))
+		plan := fam.Parse(t, tc.spec, contract.Context{}).Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), jobs...))
 		if !slices.Equal(plan.Decline, tc.want) {
 			t.Errorf("%s: declined %v, want %v", tc.spec, plan.Decline, tc.want)
 		}
@@ -395,4 +400,17 @@ func TestChronusDecline(t *testing.T) {
 			}
 		}
 	}
+}
+
+func failingMILP([]leaseJob, []int, leaseNowWeight, float64) (*leasePlan, error) {
+	return nil, errors.New("forced failure")
+}
+
+// TestChronusFallbackReported: with its MILP forced to fail Chronus packs
+// admitted jobs greedily, and the run's report says so.
+func TestChronusFallbackReported(t *testing.T) {
+	solvertest.Require(t)
+	fam.Fallbacks(t, []policytest.FallbackCase{
+		{Spec: "chronus", Force: func(p engine.Policy) { p.(*Chronus).milp = failingMILP }, Want: "lease MILP failed, admitted jobs packed greedily"},
+	})
 }
