@@ -10,14 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver/solvertest"
-	"github.com/tide-sched/tide/trace"
 )
 
 // BenchmarkGavelRound measures Gavel's decision time: one round that
@@ -73,37 +72,18 @@ func BenchmarkGavelRound(b *testing.B) {
 
 func gavelSnap100(b *testing.B) *engine.Snapshot {
 	jobs, m := gavelSeed0(b)
-	return benchSnap(enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), m, jobs[:100])
+	return policytest.JobsSnap(enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), m, jobs[:100])
 }
 
 // gavelSeed0 reads Gavel's generated_seed0_lam3600.trace and simulation
 // throughputs from ../shared/data/gavel, skipping tb without them.
 func gavelSeed0(tb testing.TB) ([]*job.Job, *table.Gavel) {
-	return gavelTrace(tb, 0)
-}
-
-// gavelTrace reads generated_seed<seed>_lam3600.trace and Gavel's
-// throughputs, skipping without ../shared/data.
-func gavelTrace(tb testing.TB, seed int) ([]*job.Job, *table.Gavel) {
-	tb.Helper()
-	const dir = "../../shared/data/gavel/"
-	if _, err := os.Stat(dir); err != nil {
-		tb.Skipf("Gavel data not here (%v)", err)
-	}
-	tr, err := trace.ReadFile(fmt.Sprintf("%sgenerated_seed%d_lam3600.trace", dir, seed), "", trace.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := table.LoadGavel(dir + "simulation_throughputs.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return tr.Jobs, m
+	return policytest.GavelTrace(tb, 0)
 }
 
 // paiSnap2000 builds the PAI cluster from the machine list and 2,000 jobs.
 func paiSnap2000(b *testing.B) *engine.Snapshot {
-	const path = "../../shared/data/alibaba-pai-2020/pai_machine_spec.csv"
+	path := policytest.SharedData(b) + "/alibaba-pai-2020/pai_machine_spec.csv"
 	f, err := os.Open(path)
 	if err != nil {
 		b.Skipf("PAI machine list not here (%v)", err)
@@ -142,7 +122,7 @@ func paiSnap2000(b *testing.B) *engine.Snapshot {
 		jobs[i] = enginetest.Job(fmt.Sprintf("j%04d", i)).At(float64(i)).GPUs(n).Seconds(600 + rng.Float64()*36000).Obj()
 		jobs[i].Model = strconv.Itoa(i) // keys the jitter
 	}
-	return benchSnap(c, m, jobs)
+	return policytest.JobsSnap(c, m, jobs)
 }
 
 // jitterModel varies SpeedFactors by job: up to +-30% per (job, type).
@@ -155,16 +135,4 @@ func (j jitterModel) Rate(jb *job.Job, a perf.Alloc, p float64) (float64, float6
 		h = h*31 + int(c)
 	}
 	return r * (0.7 + 0.6*float64(uint32(h)%1000)/1000), until
-}
-
-func benchSnap(c *cluster.Cluster, m perf.Model, jobs []*job.Job) *engine.Snapshot {
-	_, sharing := m.(perf.Sharer)
-	s := &engine.Snapshot{Now: 1000, Cluster: c, Model: m, GPUsPerNode: map[string]int{}, Sharing: sharing}
-	for _, n := range c.Nodes {
-		s.GPUsPerNode[n.GPUType] = max(s.GPUsPerNode[n.GPUType], n.GPUs)
-	}
-	for _, j := range jobs {
-		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: m.Work(j), FirstStart: -1, LastStart: -1, Finish: -1})
-	}
-	return s
 }

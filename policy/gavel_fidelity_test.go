@@ -7,6 +7,7 @@ import (
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 )
@@ -57,7 +58,7 @@ func TestGavelAgreement(t *testing.T) {
 	for _, ref := range gavelReference {
 		t.Run(fmt.Sprintf("trace%d", ref.trace), func(t *testing.T) {
 			t.Parallel()
-			jobs, m := gavelTrace(t, ref.trace)
+			jobs, m := policytest.GavelTrace(t, ref.trace)
 			avg := func(spec string) float64 {
 				r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
 					Policy: specs.Parse(t, spec, Context{}), Placer: pl, Round: 360}, jobs)

@@ -4,10 +4,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
@@ -80,23 +80,6 @@ func TestGavelPackingAllocations(t *testing.T) {
 	})
 }
 
-// gavelPairTable: on one V100, A runs at 10 it/s alone and B at 5; sharing a
-// GPU, A gets 6 and B 3 (6/10 + 3/5 = 1.2: packing helps). C and A packed
-// get 4 and 2, C alone 8 (4/10 + 2/8 = 0.65: packing hurts).
-const gavelPairTable = `{"v100": {
- "('A', 1)": {"null": 10.0, "('B', 1)": [6.0, 3.0], "('C', 1)": [4.0, 2.0]},
- "('B', 1)": {"null": 5.0},
- "('C', 1)": {"null": 8.0}
-}}`
-
-func pairJob(id, model string, iters float64) *job.Job {
-	return &job.Job{ID: id, Model: model, GPUs: 1, MinGPUs: 1, MaxGPUs: 1, Work: iters, Unit: job.Iterations}
-}
-
-// notSharer hides a model's pair throughputs: the simulator then runs one
-// job per GPU, as tide serve and tide kube do.
-type notSharer struct{ perf.Model }
-
 // TestGavelSpaceSharingRuns, worked by hand: A (1,000 it) and B (400 it)
 // on one V100, Gavel's first round at 360 s. The LP packs them (each gets
 // 1.2 of its equal share), so B finishes at 360 + 400/3 = 493.3 s; A has
@@ -106,11 +89,11 @@ type notSharer struct{ perf.Model }
 // finishes only at 360 + 100 + 80 = 540 s or later.
 func TestGavelSpaceSharingRuns(t *testing.T) {
 	solvertest.Require(t)
-	g, err := table.ParseGavel("pairs.json", []byte(gavelPairTable))
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := pairJob("a", "A", 1000), pairJob("b", "B", 400)
+	a, b := policytest.PairJob("a", "A", 1000), policytest.PairJob("b", "B", 400)
 	got := runGavel(t, "gavel-las:space_sharing=true", "1x1:v100", g, a, b)
 	if math.Abs(got["b"].Finish-(360+400.0/3)) > 1e-6 || math.Abs(got["a"].Finish-(360+400.0/3+20)) > 1e-6 {
 		t.Errorf("packed: a ends at %v, b at %v; want %v and %v", got["a"].Finish, got["b"].Finish, 360+400.0/3+20, 360+400.0/3)
@@ -121,7 +104,7 @@ func TestGavelSpaceSharingRuns(t *testing.T) {
 	for _, c := range []struct {
 		spec string
 		m    perf.Model
-	}{{"gavel-las", g}, {"gavel-las:space_sharing=true", notSharer{g}}} {
+	}{{"gavel-las", g}, {"gavel-las:space_sharing=true", policytest.NotSharer{Model: g}}} {
 		got := runGavel(t, c.spec, "1x1:v100", c.m, a, b)
 		if last := max(got["a"].Finish, got["b"].Finish); last < 540-1e-6 {
 			t.Errorf("%s on %s: last job ends at %v, want >= 540 (no packing)", c.spec, c.m.Name(), last)
@@ -129,7 +112,7 @@ func TestGavelSpaceSharingRuns(t *testing.T) {
 	}
 	// A and C lose by packing: the LP never pairs them, so they never
 	// share even with space sharing on.
-	cJob := pairJob("c", "C", 400)
+	cJob := policytest.PairJob("c", "C", 400)
 	got = runGavel(t, "gavel-las:space_sharing=true", "1x1:v100", g, a, cJob)
 	if total := got["a"].GPUSeconds + got["c"].GPUSeconds; math.Abs(total-(100+50)) > 1e-6 {
 		t.Errorf("A and C: %v GPU-s held, want 150 (each alone: 100 + 50 s)", total)

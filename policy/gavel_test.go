@@ -197,24 +197,7 @@ func TestFIFOAllocations(t *testing.T) {
 // events) and returns the records by job ID.
 func runGavel(t *testing.T, spec string, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	return runRecords(t, spec, c, m, 360, false, jobs...)
-}
-
-// runRecords replays jobs under spec on shorthand cluster c with rounds of
-// round seconds (and at every arrival and completion when onEvents) and
-// returns the job records by ID.
-func runRecords(t *testing.T, spec, c string, m perf.Model, round float64, onEvents bool, jobs ...*job.Job) map[string]report.JobRecord {
-	t.Helper()
-	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: specs.Parse(t, spec, Context{}),
-		Placer: place.Pack{}, Round: round, OnEvents: onEvents}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]report.JobRecord{}
-	for _, rec := range r.Jobs {
-		out[rec.ID] = rec
-	}
-	return out
+	return specs.Records(t, spec, c, m, 360, false, jobs...)
 }
 
 func TestGavelRounds(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/classic"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
@@ -83,17 +84,17 @@ func TestParseBuildsNamedPolicy(t *testing.T) {
 
 func TestParseKnobValues(t *testing.T) {
 	ctx := Context{Jobs: []*job.Job{enginetest.Job("a").Seconds(100).Obj()}}
-	if f := specs.Parse(t, "fifo", ctx).(*FIFO); f.Backfill {
+	if f := specs.Parse(t, "fifo", ctx).(*classic.FIFO); f.Backfill {
 		t.Errorf("fifo: backfill on by default")
 	}
-	if f := specs.Parse(t, "fifo:backfill=true", ctx).(*FIFO); !f.Backfill {
+	if f := specs.Parse(t, "fifo:backfill=true", ctx).(*classic.FIFO); !f.Backfill {
 		t.Errorf("fifo:backfill=true: backfill off")
 	}
 	for _, tc := range []struct {
 		spec    string
 		limits  []float64
 		knob    float64
-		quantum float64 // 0: not a Gittins policy
+		quantum float64 // 0: not a classic.Gittins policy
 	}{
 		// Tiresias' simulator: 3 limits (4 queues) of 3250, 7200, 18000 GPU-s.
 		{"tiresias", []float64{3250, 7200, 18000}, 0, 0},
@@ -108,15 +109,15 @@ func TestParseKnobValues(t *testing.T) {
 		{"tiresias-gittins:quantum=100:knob=4", []float64{3250, 7200, 18000}, 4, 100},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			p := specs.Parse(t, tc.spec, ctx).(*Tiresias)
+			p := specs.Parse(t, tc.spec, ctx).(*classic.Tiresias)
 			if !slices.Equal(p.Limits, tc.limits) || p.Knob != tc.knob {
 				t.Errorf("limits %v knob %v, want %v and %v", p.Limits, p.Knob, tc.limits, tc.knob)
 			}
 			switch {
 			case tc.quantum == 0 && p.Gittins != nil:
-				t.Errorf("2D-LAS built a Gittins index")
+				t.Errorf("2D-LAS built a classic.Gittins index")
 			case tc.quantum != 0 && (p.Gittins == nil || p.Gittins.Quantum != tc.quantum):
-				t.Errorf("Gittins %+v, want quantum %v", p.Gittins, tc.quantum)
+				t.Errorf("classic.Gittins %+v, want quantum %v", p.Gittins, tc.quantum)
 			}
 		})
 	}
@@ -139,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 		{spec: "fifo:backfil=true", want: []string{"policy fifo: unknown option(s) backfil", "backfill=false"}},
 		{spec: "srtf:z=1:a=2", want: []string{"policy srtf: unknown option(s) a, z"}},
 		{spec: "edf:deadline=1", want: []string{"policy edf: unknown option(s) deadline"}},
-		// quantum and dist belong to 2D-Gittins only.
+		// quantum and dist belong to 2D-classic.Gittins only.
 		{spec: "tiresias:quantum=5", want: []string{"policy tiresias: unknown option(s) quantum"}},
 		{spec: "tiresias:dist=x.csv", want: []string{"policy tiresias: unknown option(s) dist"}},
 		// Bad values name the policy, the key and the value.

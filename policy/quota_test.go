@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -26,7 +27,7 @@ func TestQuota(t *testing.T) {
 	}
 	a1, a2 := mk("a1", "a", 4, 0), mk("a2", "a", 4, 1)
 	snap := &engine.Snapshot{Cluster: c, Jobs: []*engine.Status{a1, a2}}
-	q := &Quota{Inner: &FIFO{}, Limits: map[string]int{"a": 4, "b": 4}, Borrow: true}
+	q := &Quota{Inner: &classic.FIFO{}, Limits: map[string]int{"a": 4, "b": 4}, Borrow: true}
 	if got := ids(q.Schedule(snap)); got != "a1,a2" {
 		t.Errorf("idle cluster: plan %s, want a1,a2 (a borrows b's idle 4)", got)
 	}

@@ -1,6 +1,9 @@
 package policy
 
-import "github.com/tide-sched/tide/policy/chronus"
+import (
+	"github.com/tide-sched/tide/policy/chronus"
+	"github.com/tide-sched/tide/policy/classic"
+)
 
 // families is the one list of the policy families tide knows: a policy
 // exists when the function that registers it is listed here, and only
@@ -11,21 +14,19 @@ var families = []func(register func(Info)){
 	afsPolicies,
 	alloxPolicies,
 	arylPolicies,
-	basicPolicies,
+	classic.Policies,
 	chronus.Policies,
 	deepBootPolicies,
 	drfPolicies,
 	edgeFlowPolicies,
 	elasticFlowPolicies,
 	fifoPerfPolicies,
-	gandivaPolicies,
 	gandivaFairPolicies,
 	gavelLPPolicies,
 	optimusPolicies,
 	polluxPolicies,
 	themisPolicies,
 	tidalPolicies,
-	tiresiasPolicies,
 }
 
 // registry holds every registered policy, filled from families once

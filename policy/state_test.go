@@ -11,23 +11,24 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // TestPackingStateHandover is sim's TestStateHandover for the packing
-// policies, which pack only where the model measured pairs (gavelPairTable
+// policies, which pack only where the model measured pairs (policytest.PairTable
 // here): Gandiva's pairs, bad pairs and random source, and Gavel's pairs'
 // shares must survive a handover to a fresh instance every 3 rounds.
 func TestPackingStateHandover(t *testing.T) {
 	solvertest.Require(t)
-	g, err := table.ParseGavel("pairs.json", []byte(gavelPairTable))
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var jobs = make([]*job.Job, 0, 12)
 	for i := range 12 {
-		j := pairJob(fmt.Sprintf("j%02d", i), string("ABC"[i%3]), float64(300+97*i))
+		j := policytest.PairJob(fmt.Sprintf("j%02d", i), string("ABC"[i%3]), float64(300+97*i))
 		j.Submit = float64(40 * i)
 		jobs = append(jobs, j)
 	}

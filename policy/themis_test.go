@@ -52,7 +52,7 @@ func TestThemis(t *testing.T) {
 	}
 	// a runs inside its lease (started 100 s ago): it keeps all 4 GPUs.
 	s = policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), policytest.Hold("a", 0, 4, 1000), policytest.Wait("b", 900, 2, 1000))
-	started(s, "a", 900)
+	policytest.Started(s, "a", 900)
 	if got, want := policytest.Runs(specs.Parse(t, "themis", Context{}).Schedule(s)), []string{"a:4"}; !slices.Equal(got, want) {
 		t.Errorf("lease: plan %v, want %v", got, want)
 	}

@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,10 +21,12 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
+	"github.com/tide-sched/tide/trace"
 )
 
 // JobState is one job's state in a hand-built snapshot (Snap).
@@ -361,6 +365,108 @@ func (f Builder) Fallbacks(t *testing.T, cases []FallbackCase) {
 			if !strings.Contains(table.String(), "policy fallbacks (rounds)") || !strings.Contains(table.String(), tc.Want) {
 				t.Errorf("%s forced: the table does not show the fallback:\n%s", tc.Spec, table.String())
 			}
+		}
+	}
+}
+
+// PairTable is a Gavel throughput table of measured pairs: on one V100, A runs at 10 it/s alone and B at 5; sharing a
+// GPU, A gets 6 and B 3 (6/10 + 3/5 = 1.2: packing helps). C and A packed
+// get 4 and 2, C alone 8 (4/10 + 2/8 = 0.65: packing hurts).
+const PairTable = `{"v100": {
+ "('A', 1)": {"null": 10.0, "('B', 1)": [6.0, 3.0], "('C', 1)": [4.0, 2.0]},
+ "('B', 1)": {"null": 5.0},
+ "('C', 1)": {"null": 8.0}
+}}`
+
+// PairJob is a one-GPU job of iters iterations of model (PairTable's A, B, C).
+func PairJob(id, model string, iters float64) *job.Job {
+	return &job.Job{ID: id, Model: model, GPUs: 1, MinGPUs: 1, MaxGPUs: 1, Work: iters, Unit: job.Iterations}
+}
+
+// NotSharer hides a model's pair throughputs: the simulator then runs one
+// job per GPU, as tide serve and tide kube do.
+type NotSharer struct{ perf.Model }
+
+// JobsSnap is the snapshot at t=1000 of jobs all waiting on c under m
+// (Sharing set when m measures pairs).
+func JobsSnap(c *cluster.Cluster, m perf.Model, jobs []*job.Job) *engine.Snapshot {
+	_, sharing := m.(perf.Sharer)
+	s := &engine.Snapshot{Now: 1000, Cluster: c, Model: m, GPUsPerNode: map[string]int{}, Sharing: sharing}
+	for _, n := range c.Nodes {
+		s.GPUsPerNode[n.GPUType] = max(s.GPUsPerNode[n.GPUType], n.GPUs)
+	}
+	for _, j := range jobs {
+		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: m.Work(j), FirstStart: -1, LastStart: -1, Finish: -1})
+	}
+	return s
+}
+
+// Records replays jobs under spec on shorthand cluster c with rounds of
+// round seconds (and at every arrival and completion when onEvents) and
+// returns the job records by ID.
+func (f Builder) Records(t *testing.T, spec, c string, m perf.Model, round float64, onEvents bool, jobs ...*job.Job) map[string]report.JobRecord {
+	t.Helper()
+	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster(c), Model: m, Policy: f.Parse(t, spec, contract.Context{}),
+		Placer: place.Pack{}, Round: round, OnEvents: onEvents}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]report.JobRecord{}
+	for _, rec := range r.Jobs {
+		out[rec.ID] = rec
+	}
+	return out
+}
+
+// GavelTrace reads generated_seed<seed>_lam3600.trace and Gavel's
+// throughputs, skipping without ../shared/data (SharedData).
+func GavelTrace(tb testing.TB, seed int) ([]*job.Job, *table.Gavel) {
+	tb.Helper()
+	dir := SharedData(tb) + "/gavel/"
+	if _, err := os.Stat(dir); err != nil {
+		tb.Skipf("Gavel data not here (%v)", err)
+	}
+	tr, err := trace.ReadFile(fmt.Sprintf("%sgenerated_seed%d_lam3600.trace", dir, seed), "", trace.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := table.LoadGavel(dir + "simulation_throughputs.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr.Jobs, m
+}
+
+// SharedData is the shared data folder, ../shared/data relative to the
+// repository root; tb is skipped when it is absent.
+func SharedData(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Skip("repository root (go.mod) not found")
+		}
+		dir = parent
+	}
+	data := filepath.Join(dir, "..", "shared", "data")
+	if _, err := os.Stat(data); err != nil {
+		tb.Skipf("shared data not found at %s (../shared/data relative to the repository root); skipping", data)
+	}
+	return data
+}
+
+// Started marks a held job's current stint as begun at t.
+func Started(s *engine.Snapshot, id string, t float64) {
+	for _, st := range s.Jobs {
+		if st.Job.ID == id {
+			st.LastStart = t
 		}
 	}
 }

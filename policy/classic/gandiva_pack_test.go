@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"math"
@@ -8,6 +8,8 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 )
 
@@ -15,19 +17,19 @@ import (
 // arrival and completion.
 func runEvents(t *testing.T, spec, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	return runRecords(t, spec, c, m, 60, true, jobs...)
+	return fam.Records(t, spec, c, m, 60, true, jobs...)
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 
-// Worked by hand, on one V100 with gavelPairTable (A 10 it/s alone, B 5,
+// Worked by hand, on one V100 with policytest.PairTable (A 10 it/s alone, B 5,
 // C 8; A+B packed 6 + 3, A+C packed 4 + 2).
 func TestGandivaPacking(t *testing.T) {
-	g, err := table.ParseGavel("pairs.json", []byte(gavelPairTable))
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b, c := pairJob("a", "A", 1000), pairJob("b", "B", 400), pairJob("c", "C", 400)
+	a, b, c := policytest.PairJob("a", "A", 1000), policytest.PairJob("b", "B", 400), policytest.PairJob("c", "C", 400)
 
 	// Two jobs ask for two GPUs on one: oversubscribed, so A and B are
 	// paired from t=0 and packing helps (6/10 + 3/5 = 1.2): B ends at
@@ -52,7 +54,7 @@ func TestGandivaPacking(t *testing.T) {
 	for _, x := range []struct {
 		spec string
 		m    perf.Model
-	}{{"gandiva", g}, {"gandiva:pack=true", notSharer{g}}} {
+	}{{"gandiva", g}, {"gandiva:pack=true", policytest.NotSharer{Model: g}}} {
 		got := runEvents(t, x.spec, "1x1:v100", x.m, a, b)
 		if last := max(got["a"].Finish, got["b"].Finish); !near(last, 180) {
 			t.Errorf("%s on %s: last job ends at %v, want 180 (no packing)", x.spec, x.m.Name(), last)
@@ -106,9 +108,9 @@ func TestGandivaPacksOnlyWhatOversubscriptionNeeds(t *testing.T) {
 		spec             string
 		packed, assigned int
 	}{{"gandiva:pack=true", 2, 4}, {"gandiva:preset=gavel:pack=true", 4, 4}} {
-		jobs := []*job.Job{pairJob("a", "A", 100), pairJob("b", "B", 100), pairJob("c", "C", 100), pairJob("d", "D", 100)}
-		s := benchSnap(enginetest.Cluster("3x1:v100"), g, jobs)
-		plan := specs.Parse(t, c.spec, Context{}).Schedule(s)
+		jobs := []*job.Job{policytest.PairJob("a", "A", 100), policytest.PairJob("b", "B", 100), policytest.PairJob("c", "C", 100), policytest.PairJob("d", "D", 100)}
+		s := policytest.JobsSnap(enginetest.Cluster("3x1:v100"), g, jobs)
+		plan := fam.Parse(t, c.spec, contract.Context{}).Schedule(s)
 		packed := 0
 		for _, a := range plan.Run {
 			if a.PackWith != "" {

@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"math/rand/v2"

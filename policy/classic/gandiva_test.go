@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"slices"
@@ -9,27 +9,19 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
-// started marks a held job's current stint as begun at t.
-func started(s *engine.Snapshot, id string, t float64) {
-	for _, st := range s.Jobs {
-		if st.Job.ID == id {
-			st.LastStart = t
-		}
-	}
-}
-
 func TestGandivaTimeSlicing(t *testing.T) {
-	p := specs.Parse(t, "gandiva:quantum=60", Context{})
+	p := fam.Parse(t, "gandiva:quantum=60", contract.Context{})
 	// 2 GPUs, 3 one-GPU jobs, at t=1000. a has run 100 s of its stint (past
 	// the 60 s quantum), b 30 s (inside it); c waits. b keeps its GPU, c
 	// takes a's, a is suspended.
 	s := policytest.Snap(t, 1000, enginetest.Cluster("1x2:t4"), policytest.Hold("a", 0, 1, 5000), policytest.Hold("b", 1, 1, 5000), policytest.Wait("c", 2, 1, 5000))
-	started(s, "a", 900)
-	started(s, "b", 970)
+	policytest.Started(s, "a", 900)
+	policytest.Started(s, "b", 970)
 	if got, want := policytest.Runs(p.Schedule(s)), []string{"b:1", "c:1"}; !slices.Equal(got, want) {
 		t.Errorf("oversubscribed: plan %v, want %v", got, want)
 	}
@@ -44,14 +36,14 @@ func TestGandivaTimeSlicing(t *testing.T) {
 	// Everything fits: nobody is suspended, however long it has run (the
 	// waiting job is merely listed first).
 	s = policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), policytest.Hold("a", 0, 2, 5000), policytest.Wait("c", 2, 2, 5000))
-	started(s, "a", 0)
+	policytest.Started(s, "a", 0)
 	if got, want := policytest.Runs(p.Schedule(s)), []string{"c:2", "a:2"}; !slices.Equal(got, want) {
 		t.Errorf("fits: plan %v, want %v", got, want)
 	}
 }
 
 func TestGandivaRotate(t *testing.T) {
-	p := specs.Parse(t, "gandiva:preset=gavel", Context{})
+	p := fam.Parse(t, "gandiva:preset=gavel", contract.Context{})
 	// One v100 and one k80; the duration model runs as fast on both, so the
 	// types keep the cluster's order (k80, v100). a has already had 100 s
 	// on the k80, b none: the k80 goes to b, the v100 to a (b, waiting, is
@@ -83,7 +75,7 @@ func TestTypesBySpeed(t *testing.T) {
 }
 
 func TestGandivaMigrate(t *testing.T) {
-	p := specs.Parse(t, "gandiva", Context{})
+	p := fam.Parse(t, "gandiva", contract.Context{})
 	// Two nodes of 2 GPUs; a holds GPU 1 (node 0) and GPU 2 (node 1): it
 	// spans two nodes though 2 GPUs fit on one. Nodes 0 and 1 each have one
 	// free GPU plus one of a's: tie on a's share and on free room, so node 0.
@@ -109,18 +101,18 @@ func TestGandivaMigrate(t *testing.T) {
 		t.Errorf("a moved to %v, want node 1", plan.Run[0].Nodes)
 	}
 	// migrate=false leaves it where it is.
-	if plan := specs.Parse(t, "gandiva:migrate=false", Context{}).Schedule(s); len(plan.Run[1].Nodes) != 0 {
+	if plan := fam.Parse(t, "gandiva:migrate=false", contract.Context{}).Schedule(s); len(plan.Run[1].Nodes) != 0 {
 		t.Errorf("migrate=false moved a: %+v", plan.Run)
 	}
 }
 
 func TestGandivaKnobs(t *testing.T) {
 	for _, spec := range []string{"gandiva:quantum=0", "gandiva:preset=x", "gandiva:rotate=maybe"} {
-		if _, err := Parse(spec, Context{}); err == nil {
-			t.Errorf("Parse(%q) succeeded, want an error", spec)
+		if _, err := fam(spec, contract.Context{}); err == nil {
+			t.Errorf("fam(%q) succeeded, want an error", spec)
 		}
 	}
-	g := specs.Parse(t, "gandiva:preset=gavel", Context{}).(*Gandiva)
+	g := fam.Parse(t, "gandiva:preset=gavel", contract.Context{}).(*Gandiva)
 	if g.Quantum != 360 || !g.Rotate || g.Migrate || g.Name() != "gandiva:preset=gavel" {
 		t.Errorf("preset=gavel: %+v", g)
 	}

@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"cmp"
@@ -13,30 +13,30 @@ import (
 )
 
 // basicPolicies registers the policies this file defines; registry.go lists it.
-func basicPolicies(register func(Info)) {
-	register(Info{
+func basicPolicies(register func(contract.Info)) {
+	register(contract.Info{
 		Name:    "fifo",
 		Presets: []string{"fifo:backfill=true"},
 		Summary: "first come, first served; a running job is never preempted",
 		Knobs:   "backfill=false: let smaller jobs start past a head job that does not fit",
-		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
+		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
 			b, err := o.Bool("backfill", false)
 			return &FIFO{Backfill: b}, err
 		},
 	})
-	register(Info{
+	register(contract.Info{
 		Name: "srtf",
 		Summary: "shortest remaining time first, preemptive, with oracle knowledge of " +
 			"each job's remaining time (an upper reference, not deployable)",
 		Knobs: "",
-		Build: func(Context, contract.Options) (engine.Policy, error) { return SRTF{}, nil },
+		Build: func(contract.Context, contract.Options) (engine.Policy, error) { return SRTF{}, nil },
 	})
-	register(Info{
+	register(contract.Info{
 		Name:           "edf",
 		Summary:        "earliest deadline first, preemptive; jobs without a deadline go last",
 		Knobs:          "",
 		NeedsDeadlines: true,
-		Build:          func(Context, contract.Options) (engine.Policy, error) { return EDF{}, nil },
+		Build:          func(contract.Context, contract.Options) (engine.Policy, error) { return EDF{}, nil },
 	})
 }
 

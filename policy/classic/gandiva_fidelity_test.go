@@ -1,13 +1,14 @@
-package policy
+package classic
 
 import (
 	"math"
-	"os"
 	"testing"
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/trace"
@@ -24,10 +25,7 @@ import (
 // simulation_throughputs.json. tide must come within 10%. It reads
 // ../shared/data/gavel and skips without it.
 func TestGandivaGavelAgreement(t *testing.T) {
-	const dir = "../../shared/data/gavel/"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("Gavel data not here (%v)", err)
-	}
+	dir := policytest.SharedData(t) + "/gavel/"
 	tr, err := trace.ReadFile(dir+"generated_seed0_lam3600.trace", "", trace.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +35,7 @@ func TestGandivaGavelAgreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
-		Policy: specs.Parse(t, "gandiva:preset=gavel", Context{}), Placer: place.Pack{}, Round: 360}, tr.Jobs)
+		Policy: fam.Parse(t, "gandiva:preset=gavel", contract.Context{}), Placer: place.Pack{}, Round: 360}, tr.Jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"cmp"
@@ -12,8 +12,8 @@ import (
 )
 
 // gandivaPolicies registers the policies this file defines; registry.go lists it.
-func gandivaPolicies(register func(Info)) {
-	register(Info{
+func gandivaPolicies(register func(contract.Info)) {
+	register(contract.Info{
 		Name:    "gandiva",
 		Presets: []string{"gandiva:preset=gavel", "gandiva:pack=true"},
 		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
@@ -63,7 +63,7 @@ type Gandiva struct {
 	pk      *gandivaPacking
 }
 
-func newGandiva(_ Context, o contract.Options) (engine.Policy, error) {
+func newGandiva(_ contract.Context, o contract.Options) (engine.Policy, error) {
 	g := &Gandiva{name: "gandiva"}
 	preset := o.String("preset", "paper")
 	switch p := preset; p {

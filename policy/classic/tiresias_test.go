@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"math"
@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
@@ -31,7 +32,7 @@ func TestTiresiasQueueOf(t *testing.T) {
 		{"tiresias:preset=pollux", []float64{0, 57599, 57600, 1e9}, []int{0, 0, 1, 1}},
 		{"tiresias:limits=100", []float64{0, 99, 100, 101}, []int{0, 0, 1, 1}},
 	} {
-		p := specs.Parse(t, tc.spec, Context{}).(*Tiresias)
+		p := fam.Parse(t, tc.spec, contract.Context{}).(*Tiresias)
 		for i, s := range tc.service {
 			if got := p.queueOf(s); got != tc.queue[i] {
 				t.Errorf("%s: queueOf(%v) = %d, want %d", tc.spec, s, got, tc.queue[i])
@@ -44,7 +45,7 @@ func TestTiresiasQueueOf(t *testing.T) {
 // (three queues). a (2 GPUs) arrives at 0, b and c (1 GPU each) at 10; none
 // finishes. Attained service is GPUs x seconds held.
 func TestTiresiasLASEngine(t *testing.T) {
-	specs.Play(t, "tiresias:limits=100/300", "1x2:t4", []policytest.Step{
+	fam.Play(t, "tiresias:limits=100/300", "1x2:t4", []policytest.Step{
 		{At: 0, Submit: []*job.Job{long("a", 0, 2)}, Running: []string{"a"}},
 		// a has 20 GPU-s, still Q0 and first in it (entered at 0): the
 		// newcomers of the same queue do not preempt it.
@@ -67,7 +68,7 @@ func TestTiresiasLASEngine(t *testing.T) {
 // TestTiresiasQueueEntryOrder: inside a queue jobs go by the time they
 // entered it, not by submission. 3 GPUs, one limit of 100 GPU-s.
 func TestTiresiasQueueEntryOrder(t *testing.T) {
-	specs.Play(t, "tiresias:limits=100", "1x3:t4", []policytest.Step{
+	fam.Play(t, "tiresias:limits=100", "1x3:t4", []policytest.Step{
 		{At: 0, Submit: []*job.Job{long("a", 0, 1)}, Running: []string{"a"}},
 		{At: 10, Submit: []*job.Job{long("b", 10, 2)}, Running: []string{"a", "b"}},
 		// b (2 GPUs) reaches 100 GPU-s at 60 and enters Q1; both still fit.
@@ -83,7 +84,7 @@ func TestTiresiasQueueEntryOrder(t *testing.T) {
 func TestTiresiasPresetsEngine(t *testing.T) {
 	t.Run("paper", func(t *testing.T) {
 		// One GPU; a at 0, b at 10, both 1 GPU. Limits 3250/7200/18000.
-		specs.Play(t, "tiresias", "1x1:t4", []policytest.Step{
+		fam.Play(t, "tiresias", "1x1:t4", []policytest.Step{
 			{At: 0, Submit: []*job.Job{long("a", 0, 1)}, Running: []string{"a"}},
 			{At: 10, Submit: []*job.Job{long("b", 10, 1)}, Running: []string{"a"}},
 			{At: 3249, Running: []string{"a"}},
@@ -99,7 +100,7 @@ func TestTiresiasPresetsEngine(t *testing.T) {
 		// Four GPUs; a (4 GPUs) at 0 reaches the one limit, 57600 GPU-s,
 		// at 14400 s; b (1 GPU, Q0) then preempts it, and a waits although
 		// 3 GPUs stay idle (Tiresias runs jobs on their requested count).
-		specs.Play(t, "tiresias:preset=pollux", "1x4:t4", []policytest.Step{
+		fam.Play(t, "tiresias:preset=pollux", "1x4:t4", []policytest.Step{
 			{At: 0, Submit: []*job.Job{long("a", 0, 4)}, Running: []string{"a"}},
 			{At: 10, Submit: []*job.Job{long("b", 10, 1)}, Running: []string{"a"}},
 			{At: 14399, Running: []string{"a"}},
@@ -130,13 +131,13 @@ func TestTiresiasStarvationEngine(t *testing.T) {
 			{At: 250, Submit: []*job.Job{short("s3", 250)}, Running: []string{"s2"}},
 		}
 	}
-	specs.Play(t, "tiresias:limits=100:knob=1", "1x1:t4", append(start(),
+	fam.Play(t, "tiresias:limits=100:knob=1", "1x1:t4", append(start(),
 		policytest.Step{At: 260, Running: []string{"l"}},
 		policytest.Step{At: 359, Running: []string{"l"}},
 		policytest.Step{At: 360, Running: []string{"s3"}},
 		policytest.Step{At: 440, Running: []string{"l"}},
 	))
-	specs.Play(t, "tiresias:limits=100", "1x1:t4", append(start(),
+	fam.Play(t, "tiresias:limits=100", "1x1:t4", append(start(),
 		policytest.Step{At: 260, Running: []string{"s3"}},
 		policytest.Step{At: 340, Running: []string{"l"}},
 	))
@@ -175,7 +176,7 @@ func TestTiresiasStarvationRule(t *testing.T) {
 		{"tiresias-gittins:limits=100:knob=2", 400, again, "l", engine.Memo{1, 400, 250, 150}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			p := specs.Parse(t, tc.spec, Context{Jobs: []*job.Job{enginetest.Job("x").Seconds(500).Obj()}})
+			p := fam.Parse(t, tc.spec, contract.Context{Jobs: []*job.Job{enginetest.Job("x").Seconds(500).Obj()}})
 			s := policytest.Snap(t, tc.now, c, r, tc.l)
 			plan := p.Schedule(s)
 			if got := policytest.Runs(plan); !slices.Equal(got, []string{tc.want + ":1"}) {
@@ -191,7 +192,7 @@ func TestTiresiasStarvationRule(t *testing.T) {
 	}
 	// A job that never ran, or one in Q0, is never promoted: nothing to
 	// reset. A Q0 job waiting long keeps its entry time.
-	p := specs.Parse(t, "tiresias:limits=100:knob=1", Context{})
+	p := fam.Parse(t, "tiresias:limits=100:knob=1", contract.Context{})
 	fresh := policytest.JobState{Job: long("f", 5, 1)}
 	q0 := policytest.JobState{Job: long("q", 6, 1), Attained: 40, Executed: 40, LastStop: 50, Starts: 1, Memo: engine.Memo{1, 6, 0, 0}}
 	s := policytest.Snap(t, 1e6, c, policytest.JobState{Job: long("r", 0, 1), Held: 1, Attained: 10, Executed: 10, Starts: 1, Memo: engine.Memo{1, 0, 0, 0}}, fresh, q0)
@@ -252,7 +253,7 @@ func TestTiresiasOrder(t *testing.T) {
 		}, []string{"a:2", "small:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := specs.Parse(t, "tiresias:limits=100/300", Context{})
+			p := fam.Parse(t, "tiresias:limits=100/300", contract.Context{})
 			if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster(tc.cluster), tc.jobs...))); !slices.Equal(got, tc.want) {
 				t.Errorf("plan %v, want %v", got, tc.want)
 			}
@@ -279,7 +280,7 @@ func memoAfter(p engine.Plan, s *engine.Snapshot, id string) engine.Memo {
 // started enters Q0 at its submission; a job that crosses a limit enters the
 // new queue now.
 func TestTiresiasMemo(t *testing.T) {
-	p := specs.Parse(t, "tiresias:limits=100/300", Context{})
+	p := fam.Parse(t, "tiresias:limits=100/300", contract.Context{})
 	s := policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"),
 		policytest.JobState{Job: long("new", 7, 1)},
 		policytest.JobState{Job: long("stay", 1, 1), Held: 1, Attained: 50, Executed: 50, Starts: 1, Memo: engine.Memo{1, 1, 0, 0}},
@@ -345,7 +346,7 @@ func TestGittinsIndex(t *testing.T) {
 
 // gittinsCtx gives Tiresias the distribution {100, 200, 400} GPU-s through
 // the trace's jobs (Duration x GPUs).
-var gittinsCtx = Context{Jobs: []*job.Job{
+var gittinsCtx = contract.Context{Jobs: []*job.Job{
 	enginetest.Job("s1").Seconds(100).Obj(),
 	enginetest.Job("s2").GPUs(2).Seconds(100).Obj(),
 	enginetest.Job("s3").GPUs(4).Seconds(100).Obj(),
@@ -380,7 +381,7 @@ func TestGittinsOrder(t *testing.T) {
 		{"tiresias:limits=1000", "1x8:t4", []string{"x:1", "y:1", "z:1", "w:1", "v:1"}},
 		{"tiresias:limits=1000", "1x1:t4", []string{"x:1"}},
 	} {
-		p := specs.Parse(t, tc.spec, gittinsCtx)
+		p := fam.Parse(t, tc.spec, gittinsCtx)
 		if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster(tc.cluster), jobs...))); !slices.Equal(got, tc.want) {
 			t.Errorf("%s on %s: plan %v, want %v", tc.spec, tc.cluster, got, tc.want)
 		}
@@ -418,7 +419,7 @@ func TestGittinsQuantum(t *testing.T) {
 		{"tiresias-gittins:limits=150:quantum=100", q1, []string{"p:1", "q:1"}},
 		{"tiresias-gittins:limits=150:quantum=200", q1, []string{"q:1", "p:1"}},
 	} {
-		p := specs.Parse(t, tc.spec, gittinsCtx)
+		p := fam.Parse(t, tc.spec, gittinsCtx)
 		if got := policytest.Runs(p.Schedule(policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), tc.jobs...))); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: plan %v, want %v", tc.spec, got, tc.want)
 		}
@@ -445,7 +446,7 @@ func TestGittinsSamplesFromContext(t *testing.T) {
 			return map[string]float64{"a": math.Inf(1), "b": 400, "c": -1}[j.ID]
 		}, 1.0 / 400},
 	} {
-		p := specs.Parse(t, "tiresias-gittins", Context{Jobs: jobs, Service: tc.service}).(*Tiresias)
+		p := fam.Parse(t, "tiresias-gittins", contract.Context{Jobs: jobs, Service: tc.service}).(*Tiresias)
 		if got := p.Gittins.Index(0, 1000); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: Index(0, 1000) = %v, want %v", tc.name, got, tc.want)
 		}
@@ -487,7 +488,7 @@ func TestReadServiceSamples(t *testing.T) {
 				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
 			}
 			// dist=FILE hands the same samples to the policy.
-			p := specs.Parse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
+			p := fam.Parse(t, "tiresias-gittins:dist="+path, contract.Context{}).(*Tiresias)
 			if !slices.Equal(p.Gittins.sorted, slices.Sorted(slices.Values(tc.want))) {
 				t.Errorf("dist=%s: samples %v, want %v", path, p.Gittins.sorted, tc.want)
 			}
@@ -524,10 +525,7 @@ func gittinsByDefinition(samples []float64, a, d float64) float64 {
 // (yarn-gput1000.csv: 1001 samples summing to 150,989,997 GPU-s, from 121
 // to 53,294,624) from the shared data folder.
 func TestGittinsYarnDistribution(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "data", "tiresias", "yarn-gput1000.csv")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the yarn-gput distribution test", err)
-	}
+	path := filepath.Join(policytest.SharedData(t), "tiresias", "yarn-gput1000.csv")
 	samples, err := ReadServiceSamples(path)
 	if err != nil {
 		t.Fatal(err)
@@ -539,7 +537,7 @@ func TestGittinsYarnDistribution(t *testing.T) {
 	if len(samples) != 1001 || sum != 150989997 || slices.Min(samples) != 121 || slices.Max(samples) != 53294624 {
 		t.Fatalf("read %d samples, sum %v, min %v, max %v", len(samples), sum, slices.Min(samples), slices.Max(samples))
 	}
-	p := specs.Parse(t, "tiresias-gittins:dist="+path, Context{}).(*Tiresias)
+	p := fam.Parse(t, "tiresias-gittins:dist="+path, contract.Context{}).(*Tiresias)
 	g := p.Gittins
 	if g.Quantum != 3250 {
 		t.Errorf("quantum %v, want the default 3250", g.Quantum)

@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"slices"
@@ -12,6 +12,9 @@ import (
 // ---------------------------------------------------------------------------
 // FIFO
 // ---------------------------------------------------------------------------
+
+// fam builds this family's policies in its tests.
+var fam = policytest.Family(Policies)
 
 func TestFIFO(t *testing.T) {
 	// Cases that behave the same with and without backfill.
@@ -61,8 +64,8 @@ func TestFIFO(t *testing.T) {
 			Jobs: []policytest.JobState{policytest.Hold("r", 0, 1, 600), policytest.Wait("big", 5, 4, 60), policytest.Wait("s1", 6, 1, 60), policytest.Wait("s2", 7, 2, 60), policytest.Wait("s3", 8, 1, 60)},
 			Want: []string{"r:1", "s1:1", "s2:2"}},
 	)
-	t.Run("backfill=false", func(t *testing.T) { specs.CheckPlans(t, "fifo", strict) })
-	t.Run("backfill=true", func(t *testing.T) { specs.CheckPlans(t, "fifo:backfill=true", backfill) })
+	t.Run("backfill=false", func(t *testing.T) { fam.CheckPlans(t, "fifo", strict) })
+	t.Run("backfill=true", func(t *testing.T) { fam.CheckPlans(t, "fifo:backfill=true", backfill) })
 }
 
 // TestFIFOEngine runs FIFO through the engine on 4 GPUs: a (2 GPUs, 100 s)
@@ -85,7 +88,7 @@ func TestFIFOEngine(t *testing.T) {
 			policytest.Step{At: 150, Running: []string{"c"}}, // b done at 100+50
 			policytest.Step{At: 180, Running: []string{}},    // c done at 150+30
 		)
-		specs.Play(t, "fifo", "1x4:t4", s)
+		fam.Play(t, "fifo", "1x4:t4", s)
 	})
 	t.Run("backfill=true", func(t *testing.T) {
 		s := arrivals()
@@ -97,7 +100,7 @@ func TestFIFOEngine(t *testing.T) {
 			policytest.Step{At: 100, Running: []string{"b"}}, // a done: b gets all 4
 			policytest.Step{At: 150, Running: []string{}},
 		)
-		specs.Play(t, "fifo:backfill=true", "1x4:t4", s)
+		fam.Play(t, "fifo:backfill=true", "1x4:t4", s)
 	})
 }
 
@@ -108,7 +111,7 @@ func TestFIFOEngine(t *testing.T) {
 func TestSRTF(t *testing.T) {
 	// Under the duration model a job on its requested GPUs has
 	// Work - Progress seconds left.
-	specs.CheckPlans(t, "srtf", []policytest.PlanCase{
+	fam.CheckPlans(t, "srtf", []policytest.PlanCase{
 		{
 			// Left: a 300-250 = 50, b 100, c 60.
 			Name: "least remaining first", Cluster: "1x4:t4",
@@ -173,7 +176,7 @@ func TestSRTF(t *testing.T) {
 // than c's 45, so b keeps running although its total (50) exceeds c's. b
 // finishes at 60, then c (45 < a's 90) runs to 105, then a to 195.
 func TestSRTFEngine(t *testing.T) {
-	specs.Play(t, "srtf", "1x1:t4", []policytest.Step{
+	fam.Play(t, "srtf", "1x1:t4", []policytest.Step{
 		{At: 0, Submit: []*job.Job{enginetest.Job("a").At(0).Seconds(100).Obj()}, Running: []string{"a"}},
 		{At: 10, Submit: []*job.Job{enginetest.Job("b").At(10).Seconds(50).Obj()}, Running: []string{"b"}},
 		{At: 20, Submit: []*job.Job{enginetest.Job("c").At(20).Seconds(45).Obj()}, Running: []string{"b"}},
@@ -188,7 +191,7 @@ func TestSRTFEngine(t *testing.T) {
 // ---------------------------------------------------------------------------
 
 func TestEDF(t *testing.T) {
-	specs.CheckPlans(t, "edf", []policytest.PlanCase{
+	fam.CheckPlans(t, "edf", []policytest.PlanCase{
 		{
 			Name: "earliest deadline first", Cluster: "1x4:t4",
 			Jobs: []policytest.JobState{policytest.WithDeadline(policytest.Wait("a", 0, 1, 60), 5000), policytest.WithDeadline(policytest.Wait("b", 1, 1, 60), 2000), policytest.WithDeadline(policytest.Wait("c", 2, 1, 60), 3000)},

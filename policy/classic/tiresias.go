@@ -1,4 +1,4 @@
-package policy
+package classic
 
 import (
 	"bufio"
@@ -18,23 +18,27 @@ import (
 )
 
 // tiresiasPolicies registers the policies this file defines; registry.go lists it.
-func tiresiasPolicies(register func(Info)) {
+func tiresiasPolicies(register func(contract.Info)) {
 	knobs := "preset=paper (paper: limits 3250/7200/18000 GPU-s, knob 0; pollux: the Pollux artifact's " +
 		"one limit of 57600 GPU-s, knob 0); limits=A/B/..: queue thresholds in GPU-seconds (n limits, n+1 queues); " +
 		"knob=K: starvation knob, a job waiting K x its executed time since it last ran is promoted to Q0 (0 = off)"
-	register(Info{
+	register(contract.Info{
 		Name:    "tiresias",
 		Presets: []string{"tiresias:preset=pollux"},
 		Summary: "Tiresias discretised 2D-LAS: multi-level queues by attained GPU-seconds, FIFO inside a queue, preemptive",
 		Knobs:   knobs,
-		Build:   func(ctx Context, o contract.Options) (engine.Policy, error) { return newTiresias(ctx, o, false) },
+		Build: func(ctx contract.Context, o contract.Options) (engine.Policy, error) {
+			return newTiresias(ctx, o, false)
+		},
 	})
-	register(Info{
+	register(contract.Info{
 		Name:    "tiresias-gittins",
 		Presets: []string{"tiresias-gittins:preset=pollux"},
 		Summary: "Tiresias 2D-Gittins: the same queues, ordered inside by the Gittins index of a GPU-time distribution",
 		Knobs:   knobs + "; dist=FILE: GPU-time samples (one column, header 'duration', e.g. tiresias/yarn-gput1000.csv; default: the trace's own jobs); quantum=3250: service quantum D of the last queue",
-		Build:   func(ctx Context, o contract.Options) (engine.Policy, error) { return newTiresias(ctx, o, true) },
+		Build: func(ctx contract.Context, o contract.Options) (engine.Policy, error) {
+			return newTiresias(ctx, o, true)
+		},
 	})
 }
 
@@ -79,7 +83,7 @@ const (
 	memoBaseExec = 3 // executed seconds at the last promotion
 )
 
-func newTiresias(ctx Context, o contract.Options, gittins bool) (engine.Policy, error) {
+func newTiresias(ctx contract.Context, o contract.Options, gittins bool) (engine.Policy, error) {
 	t := &Tiresias{name: "tiresias"}
 	if gittins {
 		t.name = "tiresias-gittins"
