@@ -3,6 +3,7 @@ package policy
 import (
 	"github.com/tide-sched/tide/policy/chronus"
 	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/gavel"
 )
 
 // families is the one list of the policy families tide knows: a policy
@@ -20,9 +21,8 @@ var families = []func(register func(Info)){
 	drfPolicies,
 	edgeFlowPolicies,
 	elasticFlowPolicies,
-	fifoPerfPolicies,
 	gandivaFairPolicies,
-	gavelLPPolicies,
+	gavel.Policies,
 	optimusPolicies,
 	polluxPolicies,
 	themisPolicies,

@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
@@ -61,7 +62,7 @@ func TestGavelAgreement(t *testing.T) {
 			jobs, m := policytest.GavelTrace(t, ref.trace)
 			avg := func(spec string) float64 {
 				r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("8x1:v100,8x1:p100,8x1:k80"), Model: m,
-					Policy: specs.Parse(t, spec, Context{}), Placer: pl, Round: 360}, jobs)
+					Policy: fam.Parse(t, spec, contract.Context{}), Placer: pl, Round: 360}, jobs)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func (failingAlloc) allocate(*gavelProblem) ([][]float64, error) {
 // counts none.
 func TestFallbacksReported(t *testing.T) {
 	solvertest.Require(t)
-	specs.Fallbacks(t, []policytest.FallbackCase{
+	fam.Fallbacks(t, []policytest.FallbackCase{
 		{Spec: "gavel-las", Force: func(p engine.Policy) { p.(*Gavel).Alloc = failingAlloc{} }, Want: "allocation LP failed, equal shares used"},
 		{Spec: "gavel-ftf", Force: func(p engine.Policy) { p.(*Gavel).Alloc = failingAlloc{} }, Want: "allocation LP failed, equal shares used"},
 	})

@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
@@ -53,7 +54,7 @@ func BenchmarkGavelRound(b *testing.B) {
 					s = c.snap(b)
 				}
 				for b.Loop() {
-					p, err := Parse(spec, Context{})
+					p, err := fam(spec, contract.Context{})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 // pyRandom is the random number generator of CPython's random module
 // (MT19937 seeded by init_by_array), enough of it to draw the same numbers

@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"fmt"
@@ -11,14 +11,14 @@ import (
 )
 
 // gavelLPPolicies registers the policies this file defines; registry.go lists it.
-func gavelLPPolicies(register func(Info)) {
+func gavelLPPolicies(register func(contract.Info)) {
 	reg := func(name, summary string, a gavelAllocator) {
-		register(Info{
+		register(contract.Info{
 			Name:        name,
 			Summary:     summary,
 			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
 			NeedsSolver: true,
-			Build: func(_ Context, o contract.Options) (engine.Policy, error) {
+			Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
 				return newGavel(name, a, o, true)
 			},
 		})

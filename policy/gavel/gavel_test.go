@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"math"
@@ -14,6 +14,8 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
@@ -21,6 +23,9 @@ import (
 
 // problem builds an allocation problem: one GPU of each type in caps (the
 // counts), throughputs tput[m][k], remaining work rem[m] and ages age[m].
+// fam builds this family's policies in its tests.
+var fam = policytest.Family(Policies)
+
 func problem(caps []float64, tput [][]float64, rem, age []float64) *gavelProblem {
 	p := &gavelProblem{cap: caps, tput: tput, rem: rem, age: age}
 	for k := range caps {
@@ -197,7 +202,7 @@ func TestFIFOAllocations(t *testing.T) {
 // events) and returns the records by job ID.
 func runGavel(t *testing.T, spec string, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
 	t.Helper()
-	return specs.Records(t, spec, c, m, 360, false, jobs...)
+	return fam.Records(t, spec, c, m, 360, false, jobs...)
 }
 
 func TestGavelRounds(t *testing.T) {
@@ -262,7 +267,7 @@ func TestGavelRounds(t *testing.T) {
 func TestGavelKnobs(t *testing.T) {
 	solvertest.Require(t)
 	for _, bad := range []string{"gavel-las:round=0", "gavel-las:reset=-1", "gavel-las:seed=1.5", "gavel-fifo:pick=first", "fifo-perf:agnostic=true", "gavel-las:bogus=1"} {
-		if _, err := Parse(bad, Context{}); err == nil {
+		if _, err := fam(bad, contract.Context{}); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -383,7 +388,7 @@ func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
 		enginetest.Job("b").At(100).Seconds(100).Obj(),
 	}
 	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x1:v100"), Model: perf.Duration{},
-		Policy: specs.Parse(t, "fifo-perf:reset=0", Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
+		Policy: fam.Parse(t, "fifo-perf:reset=0", contract.Context{}), Placer: pl, Round: 60, OnEvents: true}, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,13 +403,13 @@ func TestGavelKeepsPlanBetweenRounds(t *testing.T) {
 func TestGavelWithoutGLPK(t *testing.T) {
 	if os.Getenv("TIDE_POLICY_CHILD") == "1" {
 		for _, spec := range []string{"gavel-las", "gavel-makespan", "gavel-ftf", "gavel-throughput"} {
-			_, err := Parse(spec, Context{})
+			_, err := fam(spec, contract.Context{})
 			if err == nil || !strings.Contains(err.Error(), "apt-get install libglpk40") {
 				t.Errorf("%s without GLPK: %v", spec, err)
 			}
 		}
 		for _, spec := range []string{"fifo-perf", "gavel-fifo"} {
-			if _, err := Parse(spec, Context{}); err != nil {
+			if _, err := fam(spec, contract.Context{}); err != nil {
 				t.Errorf("%s without GLPK: %v", spec, err)
 			}
 		}

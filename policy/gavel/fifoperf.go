@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"cmp"
@@ -13,13 +13,13 @@ import (
 )
 
 // fifoPerfPolicies registers the policies this file defines; registry.go lists it.
-func fifoPerfPolicies(register func(Info)) {
-	register(Info{
+func fifoPerfPolicies(register func(contract.Info)) {
+	register(contract.Info{
 		Name: "fifo-perf",
 		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +
 			"(jobs move to faster types as they free up), realised in Gavel's rounds",
 		Knobs: gavelKnobs,
-		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
+		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
 			g, err := newGavel("fifo-perf", fifoPerf{}, o, false)
 			if g != nil {
 				g.ZeroPriorityWaits = true
@@ -30,7 +30,7 @@ func fifoPerfPolicies(register func(Info)) {
 			return g, err
 		},
 	})
-	register(Info{
+	register(contract.Info{
 		Name:    "gavel-fifo",
 		Presets: []string{"gavel-fifo:pick=gavel"},
 		Summary: "Gavel's heterogeneity-agnostic FIFO: in arrival order, each job gets a GPU type with room and keeps it " +
@@ -39,7 +39,7 @@ func fifoPerfPolicies(register func(Info)) {
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
 			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
 			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
-		Build: func(_ Context, o contract.Options) (engine.Policy, error) {
+		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
 			pick := o.String("pick", "random")
 			if pick != "random" && pick != "gavel" {
 				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", pick)

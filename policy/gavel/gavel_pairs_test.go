@@ -1,4 +1,4 @@
-package policy
+package gavel
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver/solvertest"
@@ -121,14 +122,14 @@ func TestGavelSpaceSharingRuns(t *testing.T) {
 
 func TestGavelSpaceSharingKnob(t *testing.T) {
 	solvertest.Require(t)
-	if _, err := Parse("gavel-las:space_sharing=true:agnostic=true", Context{}); err == nil {
+	if _, err := fam("gavel-las:space_sharing=true:agnostic=true", contract.Context{}); err == nil {
 		t.Error("space sharing with agnostic=true accepted")
 	}
-	if _, err := Parse("fifo-perf:space_sharing=true", Context{}); err == nil {
+	if _, err := fam("fifo-perf:space_sharing=true", contract.Context{}); err == nil {
 		t.Error("fifo-perf accepted space_sharing, which it does not do")
 	}
 	for _, spec := range []string{"gavel-las", "gavel-makespan", "gavel-ftf", "gavel-throughput"} {
-		p, err := Parse(spec+":space_sharing=true", Context{})
+		p, err := fam(spec+":space_sharing=true", contract.Context{})
 		if err != nil {
 			t.Fatal(err)
 		}
