@@ -12,6 +12,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/harvest"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -72,7 +73,7 @@ func TestParseQuotas(t *testing.T) {
 // cluster declines exactly the jobs it declines alone (the quota used to
 // drop the inner plan's declines, and declined jobs ran anyway).
 func TestQuotaForwardsDeclines(t *testing.T) {
-	c := flowCluster(t, 2, 0)
+	c := enginetest.MultiSite(2, 8, 0, 0)
 	for seed := 0; seed < 4; seed++ {
 		var jobs []*job.Job
 		at := 0.0
@@ -145,7 +146,7 @@ func TestQuotaForwardsPlan(t *testing.T) {
 	if _, ok := engine.As[engine.ReclaimCoster](q); ok {
 		t.Errorf("a quota over a policy without reclaim costs has them")
 	}
-	if _, ok := engine.As[engine.ReclaimCoster](&Quota{Inner: &DeepBoot{}}); !ok {
+	if _, ok := engine.As[engine.ReclaimCoster](&Quota{Inner: &harvest.DeepBoot{}}); !ok {
 		t.Errorf("a quota over DeepBoot hides its reclaim costs")
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/tide-sched/tide/solver"
 )
 
-// chronusPolicies registers the policies this file defines; registry.go lists it.
+// chronusPolicies registers the policies this file defines; Policies calls it.
 func chronusPolicies(register func(contract.Info)) {
 	register(contract.Info{
 		Name: "chronus",

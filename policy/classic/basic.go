@@ -12,7 +12,7 @@ import (
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-// basicPolicies registers the policies this file defines; registry.go lists it.
+// basicPolicies registers the policies this file defines; Policies calls it.
 func basicPolicies(register func(contract.Info)) {
 	register(contract.Info{
 		Name:    "fifo",

@@ -11,7 +11,7 @@ import (
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-// gandivaPolicies registers the policies this file defines; registry.go lists it.
+// gandivaPolicies registers the policies this file defines; Policies calls it.
 func gandivaPolicies(register func(contract.Info)) {
 	register(contract.Info{
 		Name:    "gandiva",

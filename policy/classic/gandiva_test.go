@@ -109,7 +109,7 @@ func TestGandivaMigrate(t *testing.T) {
 func TestGandivaKnobs(t *testing.T) {
 	for _, spec := range []string{"gandiva:quantum=0", "gandiva:preset=x", "gandiva:rotate=maybe"} {
 		if _, err := fam(spec, contract.Context{}); err == nil {
-			t.Errorf("fam(%q) succeeded, want an error", spec)
+			t.Errorf("Parse(%q) succeeded, want an error", spec)
 		}
 	}
 	g := fam.Parse(t, "gandiva:preset=gavel", contract.Context{}).(*Gandiva)

@@ -17,7 +17,7 @@ import (
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
-// tiresiasPolicies registers the policies this file defines; registry.go lists it.
+// tiresiasPolicies registers the policies this file defines; Policies calls it.
 func tiresiasPolicies(register func(contract.Info)) {
 	knobs := "preset=paper (paper: limits 3250/7200/18000 GPU-s, knob 0; pollux: the Pollux artifact's " +
 		"one limit of 57600 GPU-s, knob 0); limits=A/B/..: queue thresholds in GPU-seconds (n limits, n+1 queues); " +

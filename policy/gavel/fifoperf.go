@@ -12,7 +12,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 )
 
-// fifoPerfPolicies registers the policies this file defines; registry.go lists it.
+// fifoPerfPolicies registers the policies this file defines; Policies calls it.
 func fifoPerfPolicies(register func(contract.Info)) {
 	register(contract.Info{
 		Name: "fifo-perf",

@@ -10,7 +10,7 @@ import (
 	"github.com/tide-sched/tide/solver"
 )
 
-// gavelLPPolicies registers the policies this file defines; registry.go lists it.
+// gavelLPPolicies registers the policies this file defines; Policies calls it.
 func gavelLPPolicies(register func(contract.Info)) {
 	reg := func(name, summary string, a gavelAllocator) {
 		register(contract.Info{

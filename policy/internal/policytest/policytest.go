@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	capacitypkg "github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
@@ -469,4 +470,119 @@ func Started(s *engine.Snapshot, id string, t float64) {
 			st.LastStart = t
 		}
 	}
+}
+
+// SqrtModel is a performance model whose jobs speed up as sqrt(GPUs), so
+// speedups are concave and the knapsacks have something to choose.
+type SqrtModel struct{ Restart float64 }
+
+// Name implements perf.Model.
+func (SqrtModel) Name() string { return "sqrt" }
+
+// Check implements perf.Model.
+func (SqrtModel) Check(*job.Job) error { return nil }
+
+// Work implements perf.Model.
+func (SqrtModel) Work(j *job.Job) float64 { return j.Work }
+
+// Costs implements perf.Model.
+func (m SqrtModel) Costs(*job.Job) perf.Costs {
+	return perf.Costs{Start: m.Restart, Restart: m.Restart, Resize: m.Restart}
+}
+
+// Rate implements perf.Model.
+func (SqrtModel) Rate(j *job.Job, a perf.Alloc, _ float64) (float64, float64) {
+	if a.GPUs() < j.MinGPUs || a.GPUs() == 0 {
+		return 0, math.Inf(1)
+	}
+	return math.Sqrt(float64(a.GPUs())), math.Inf(1)
+}
+
+// LoanCluster is one training node and one inference node of 4 GPUs each.
+func LoanCluster(t testing.TB) *cluster.Cluster {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "train-0", Site: "train", GPUType: "a100", GPUs: 4},
+		{Name: "infer-0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "a100", GPUs: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkedPolicy wraps a policy and checks every round: no job holds a GPU
+// that is down (inference has it back), and no plan gives a site more GPUs
+// than it has up.
+type checkedPolicy struct {
+	engine.Policy
+	t      *testing.T
+	rounds int
+	lent   int // rounds in which some job ran on inference GPUs
+}
+
+func (c *checkedPolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	c.rounds++
+	onInfer := false
+	for _, st := range s.Jobs {
+		for _, g := range st.GPUs {
+			if !s.Up(g) {
+				c.t.Fatalf("t=%v: job %s holds GPU %d, which inference has taken back", s.Now, st.Job.ID, g)
+			}
+			if s.Cluster.NodeOf(g).SiteKind == cluster.SiteInference {
+				onInfer = true
+			}
+		}
+	}
+	if onInfer {
+		c.lent++
+	}
+	p := c.Policy.Schedule(s)
+	per := map[string]int{}
+	for _, a := range p.Run {
+		per[a.Site] += a.GPUs
+	}
+	for site, n := range per {
+		if up := s.Available(site, ""); n > up {
+			c.t.Fatalf("t=%v: plan gives site %s %d GPUs, %d are up", s.Now, site, n, up)
+		}
+	}
+	return p
+}
+
+// Loaning runs jobs under spec on LoanCluster, SqrtModel (restarts of 5 s), with the inference
+// changes, checking every plan (checkedPolicy), that every job finishes
+// and that some round ran a job on inference GPUs.
+func (f Builder) Loaning(t *testing.T, spec string, seed uint64, ctx contract.Context, changes []capacitypkg.Change, jobs []*job.Job) *report.Run {
+	t.Helper()
+	c := &checkedPolicy{Policy: f.Parse(t, spec, ctx), t: t}
+	pack, err := place.Lookup("pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := sim.Run(sim.Config{Cluster: LoanCluster(t), Model: SqrtModel{Restart: 5}, Policy: c,
+		Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+	if err != nil {
+		t.Fatalf("%s seed %d: %v", spec, seed, err)
+	}
+	for _, j := range run.Jobs {
+		if j.Finish < 0 {
+			t.Errorf("%s seed %d: job %s never finished", spec, seed, j.ID)
+		}
+	}
+	if c.lent == 0 {
+		t.Errorf("%s seed %d: no round ran a job on inference GPUs", spec, seed)
+	}
+	return run
+}
+
+// Lookup finds the Info of the policy name among a family's policies.
+func Lookup(policies func(register func(contract.Info)), name string) (contract.Info, bool) {
+	var out contract.Info
+	found := false
+	policies(func(i contract.Info) {
+		if i.Name == name && !found {
+			out, found = i, true
+		}
+	})
+	return out, found
 }
