@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/job"
@@ -40,4 +44,58 @@ func TestKnobsDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKnobDefaultsTyped: a policy whose knobs are a Go struct
+// (Info.Defaults) declares, in Knobs, the defaults that struct holds, so
+// `tide policies NAME` shows what the constructor gets without the knob.
+func TestKnobDefaultsTyped(t *testing.T) {
+	typed := 0
+	for _, i := range All() {
+		if i.Defaults == nil {
+			continue
+		}
+		typed++
+		declared := map[string]string{}
+		for _, k := range i.KnobList() {
+			declared[k.Key] = k.Default
+		}
+		v := reflect.ValueOf(i.Defaults)
+		if v.Kind() != reflect.Struct {
+			t.Errorf("%s: Defaults is a %T, want a struct", i.Name, i.Defaults)
+			continue
+		}
+		for f := range v.NumField() {
+			key := v.Type().Field(f).Tag.Get("knob")
+			if key == "" {
+				continue
+			}
+			d, ok := declared[key]
+			if !ok {
+				t.Errorf("%s: knob %s (field %s) is not declared", i.Name, key, v.Type().Field(f).Name)
+				continue
+			}
+			if got := specValue(v.Field(f).Interface()); got != d {
+				t.Errorf("%s: knob %s declares default %q, the Go default is %q", i.Name, key, d, got)
+			}
+		}
+	}
+	if typed == 0 {
+		t.Fatal("no policy declares typed knobs: the test checks nothing")
+	}
+}
+
+// specValue writes a knob's Go value as a spec writes it.
+func specValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []float64:
+		var parts []string
+		for _, f := range x {
+			parts = append(parts, strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		return strings.Join(parts, "/")
+	}
+	return fmt.Sprint(v)
 }

@@ -29,9 +29,30 @@ func chronusPolicies(register func(contract.Info)) {
 			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
 		NeedsDeadlines: true,
 		NeedsSolver:    true,
-		Build:          newChronus,
+		Defaults:       DefaultKnobs,
+		Build:          contract.Typed(DefaultKnobs, func(_ contract.Context, k Knobs) (*Chronus, error) { return New(k) }),
 	})
 }
+
+// Knobs are Chronus' knobs (`tide policies chronus` explains them).
+type Knobs struct {
+	Lease     float64 `knob:"lease"`     // s, > 0
+	Objective string  `knob:"objective"` // adaptive, maximize, minimize or none
+	Tolerate  float64 `knob:"tolerate"`  // >= 1
+	Margin    float64 `knob:"margin"`    // >= 1
+	Overhead  float64 `knob:"overhead"`  // s per lease per (1 + log2 GPUs)
+	Value     float64 `knob:"value"`     // value of meeting a strict deadline
+	Horizon   int     `knob:"horizon"`   // leases, >= 1
+	MaxJobs   int     `knob:"maxjobs"`   // >= 1
+	Gap       float64 `knob:"gap"`       // MILP relative gap
+	// Decline refuses (declines) an SLO job admission cannot fit, instead
+	// of running it on spot capacity (ElasticFlow's comparisons).
+	Decline bool `knob:"decline"`
+}
+
+// DefaultKnobs are Chronus' defaults: the artifact's, with a lease of 60 s.
+var DefaultKnobs = Knobs{Lease: 60, Objective: "adaptive", Tolerate: 1, Margin: 1.1, Overhead: 0.5, Value: 10,
+	Horizon: 30, MaxJobs: 1200, Gap: 0.01}
 
 // Chronus is the deadline-aware lease scheduler of Chronus (SoCC'21),
 // following ChronusArtifact's time_aware_with_lease scheduler:
@@ -55,19 +76,8 @@ func chronusPolicies(register func(contract.Info)) {
 // artifact reads it), padded by Margin and the per-lease checkpoint cost.
 // Jobs run on their requested GPU count.
 type Chronus struct {
-	Lease     float64 // s
-	Objective string  // adaptive, maximize, minimize or none
-	Tolerate  float64 // >= 1
-	Margin    float64 // >= 1
-	Overhead  float64 // s per lease per (1 + log2 GPUs)
-	Value     float64 // value of meeting a strict deadline
-	Horizon   int     // leases
-	MaxJobs   int
-	Gap       float64
-	// Decline refuses (declines) an SLO job admission cannot fit, instead
-	// of running it on spot capacity (ElasticFlow's comparisons).
-	Decline bool
-	name    string
+	Knobs
+	name string
 	// milp solves the lease problem (solveLeaseMILP when nil; tests force
 	// failures through it).
 	milp func(jobs []leaseJob, capacity []int, now leaseNowWeight, gap float64) (*leasePlan, error)
@@ -90,51 +100,34 @@ const (
 	chronusLost       = 4 // SLO job that can no longer meet any deadline
 )
 
-func newChronus(_ contract.Context, o contract.Options) (engine.Policy, error) {
-	c := &Chronus{name: "chronus"}
-	var err error
-	floats := []struct {
+// New builds Chronus with knobs k, refusing values out of range; it needs
+// GLPK (package solver).
+func New(k Knobs) (*Chronus, error) {
+	for _, f := range []struct {
 		key      string
-		dst      *float64
-		def, min float64
-	}{
-		{"lease", &c.Lease, 60, 0}, {"tolerate", &c.Tolerate, 1, 1}, {"margin", &c.Margin, 1.1, 1},
-		{"overhead", &c.Overhead, 0.5, 0}, {"value", &c.Value, 10, 0}, {"gap", &c.Gap, 0.01, 0},
-	}
-	for _, f := range floats {
-		if *f.dst, err = o.Float(f.key, f.def); err != nil {
-			return nil, err
-		}
-		if *f.dst < f.min || (f.key == "lease" && *f.dst == 0) {
-			return nil, fmt.Errorf("policy chronus: %s=%v: want a number >= %v%s", f.key, *f.dst, f.min, map[bool]string{true: " (and > 0)"}[f.key == "lease"])
+		v, least float64
+	}{{"lease", k.Lease, 0}, {"tolerate", k.Tolerate, 1}, {"margin", k.Margin, 1}, {"overhead", k.Overhead, 0}, {"value", k.Value, 0}, {"gap", k.Gap, 0}} {
+		if f.v < f.least || (f.key == "lease" && f.v == 0) {
+			return nil, fmt.Errorf("policy chronus: %s=%v: want a number >= %v%s", f.key, f.v, f.least, map[bool]string{true: " (and > 0)"}[f.key == "lease"])
 		}
 	}
 	for _, f := range []struct {
 		key string
-		dst *int
-		def int
-	}{{"horizon", &c.Horizon, 30}, {"maxjobs", &c.MaxJobs, 1200}} {
-		v, err := o.Float(f.key, float64(f.def))
-		if err != nil {
-			return nil, err
+		v   int
+	}{{"horizon", k.Horizon}, {"maxjobs", k.MaxJobs}} {
+		if f.v < 1 || f.v > 1e7 {
+			return nil, fmt.Errorf("policy chronus: %s=%v: want a whole number >= 1", f.key, f.v)
 		}
-		if v < 1 || v != math.Trunc(v) || v > 1e7 {
-			return nil, fmt.Errorf("policy chronus: %s=%v: want a whole number >= 1", f.key, v)
-		}
-		*f.dst = int(v)
 	}
-	if c.Decline, err = o.Bool("decline", false); err != nil {
-		return nil, err
-	}
-	switch c.Objective = o.String("objective", "adaptive"); c.Objective {
+	switch k.Objective {
 	case "adaptive", "maximize", "minimize", "none":
 	default:
-		return nil, fmt.Errorf("policy chronus: objective=%q: want adaptive, maximize, minimize or none", c.Objective)
+		return nil, fmt.Errorf("policy chronus: objective=%q: want adaptive, maximize, minimize or none", k.Objective)
 	}
 	if err := solver.Available(); err != nil {
 		return nil, fmt.Errorf("policy chronus: %w", err)
 	}
-	return c, nil
+	return &Chronus{Knobs: k, name: "chronus"}, nil
 }
 
 // Name implements engine.Policy.

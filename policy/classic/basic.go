@@ -15,14 +15,12 @@ import (
 // basicPolicies registers the policies this file defines; Policies calls it.
 func basicPolicies(register func(contract.Info)) {
 	register(contract.Info{
-		Name:    "fifo",
-		Presets: []string{"fifo:backfill=true"},
-		Summary: "first come, first served; a running job is never preempted",
-		Knobs:   "backfill=false: let smaller jobs start past a head job that does not fit",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			b, err := o.Bool("backfill", false)
-			return &FIFO{Backfill: b}, err
-		},
+		Name:     "fifo",
+		Presets:  []string{"fifo:backfill=true"},
+		Summary:  "first come, first served; a running job is never preempted",
+		Knobs:    "backfill=false: let smaller jobs start past a head job that does not fit",
+		Defaults: FIFO{},
+		Build:    contract.Typed(FIFO{}, func(_ contract.Context, k FIFO) (*FIFO, error) { return &k, nil }),
 	})
 	register(contract.Info{
 		Name: "srtf",
@@ -43,8 +41,10 @@ func basicPolicies(register func(contract.Info)) {
 // FIFO runs jobs in submission order on their requested GPUs. Running jobs
 // keep their GPUs; waiting jobs start in order while they fit. Without
 // Backfill the first waiting job that does not fit blocks those behind it.
+// Its tagged fields are its knobs (contract.Options.Decode); the zero
+// value is the default.
 type FIFO struct {
-	Backfill bool
+	Backfill bool `knob:"backfill"`
 	// ends caches the predicted end of each running job (predictStarts)
 	// while its allocation and launch stay the same; a cache only, it
 	// changes no decision.

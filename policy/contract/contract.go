@@ -62,6 +62,12 @@ type Info struct {
 	// --preset rewrites the policy to, and the baselines the docs compare
 	// with (sim's conformance and state tests run each one).
 	Presets []string
+	// Defaults, when set, are the policy's knobs as the Go struct its
+	// constructor takes (fields tagged `knob:"key"`, decoded by
+	// Options.Decode; Build is then Typed(Defaults, ...)), holding their
+	// defaults: TestKnobsDocumented holds the defaults Knobs declares to
+	// these values.
+	Defaults any
 	// Build builds the policy from its knobs, read through opts (each
 	// read is recorded: a knob given and not read is refused as unknown).
 	Build func(ctx Context, opts Options) (engine.Policy, error)
