@@ -8,7 +8,6 @@ import (
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
-	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/trace"
@@ -25,7 +24,7 @@ import (
 // simulation_throughputs.json. tide must come within 10%. It reads
 // ../shared/data/gavel and skips without it.
 func TestGandivaGavelAgreement(t *testing.T) {
-	dir := policytest.SharedData(t) + "/gavel/"
+	dir := enginetest.SharedData(t) + "/gavel/"
 	tr, err := trace.ReadFile(dir+"generated_seed0_lam3600.trace", "", trace.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -525,7 +525,7 @@ func gittinsByDefinition(samples []float64, a, d float64) float64 {
 // (yarn-gput1000.csv: 1001 samples summing to 150,989,997 GPU-s, from 121
 // to 53,294,624) from the shared data folder.
 func TestGittinsYarnDistribution(t *testing.T) {
-	path := filepath.Join(policytest.SharedData(t), "tiresias", "yarn-gput1000.csv")
+	path := filepath.Join(enginetest.SharedData(t), "tiresias", "yarn-gput1000.csv")
 	samples, err := ReadServiceSamples(path)
 	if err != nil {
 		t.Fatal(err)

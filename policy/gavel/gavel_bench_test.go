@@ -84,7 +84,7 @@ func gavelSeed0(tb testing.TB) ([]*job.Job, *table.Gavel) {
 
 // paiSnap2000 builds the PAI cluster from the machine list and 2,000 jobs.
 func paiSnap2000(b *testing.B) *engine.Snapshot {
-	path := policytest.SharedData(b) + "/alibaba-pai-2020/pai_machine_spec.csv"
+	path := enginetest.SharedData(b) + "/alibaba-pai-2020/pai_machine_spec.csv"
 	f, err := os.Open(path)
 	if err != nil {
 		b.Skipf("PAI machine list not here (%v)", err)

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -423,7 +422,7 @@ func (f Builder) Records(t *testing.T, spec, c string, m perf.Model, round float
 // throughputs, skipping without ../shared/data (SharedData).
 func GavelTrace(tb testing.TB, seed int) ([]*job.Job, *table.Gavel) {
 	tb.Helper()
-	dir := SharedData(tb) + "/gavel/"
+	dir := enginetest.SharedData(tb) + "/gavel/"
 	if _, err := os.Stat(dir); err != nil {
 		tb.Skipf("Gavel data not here (%v)", err)
 	}
@@ -436,31 +435,6 @@ func GavelTrace(tb testing.TB, seed int) ([]*job.Job, *table.Gavel) {
 		tb.Fatal(err)
 	}
 	return tr.Jobs, m
-}
-
-// SharedData is the shared data folder, ../shared/data relative to the
-// repository root; tb is skipped when it is absent.
-func SharedData(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data")
-	if _, err := os.Stat(data); err != nil {
-		tb.Skipf("shared data not found at %s (../shared/data relative to the repository root); skipping", data)
-	}
-	return data
 }
 
 // Started marks a held job's current stint as begun at t.
