@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
@@ -19,8 +20,9 @@ import (
 
 // flowJob is an elastic job of work seconds on one GPU (linear scaling
 // under the duration model) with an absolute deadline (0: none).
-// fam builds this family's policies in its tests.
-var fam = policytest.Family(Policies)
+// fam builds this family's policies in its tests, and EDF (classic) that
+// ElasticFlow is compared with.
+var fam = policytest.Family(Policies, classic.Policies)
 
 func flowJob(id string, at, work, deadline float64) *job.Job {
 	return enginetest.Job(id).At(at).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()

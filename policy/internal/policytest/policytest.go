@@ -104,23 +104,26 @@ func Runs(p engine.Plan) []string {
 // one family's policies (Family).
 type Builder func(spec string, ctx contract.Context) (engine.Policy, error)
 
-// Family builds the policies a family registers (contract.Info values
-// passed to register) from their specs, refusing unknown knobs as the
+// Family builds the policies the families register (contract.Info values
+// passed to register; a test that compares with another family's policy
+// names that family too) from their specs, refusing unknown knobs as the
 // registry does.
-func Family(policies func(register func(contract.Info))) Builder {
+func Family(families ...func(register func(contract.Info))) Builder {
 	return func(spec string, ctx contract.Context) (engine.Policy, error) {
 		name, kv, err := contract.Split(spec)
 		if err != nil {
 			return nil, err
 		}
 		var info *contract.Info
-		policies(func(i contract.Info) {
-			if i.Name == name && info == nil {
-				info = &i
-			}
-		})
+		for _, policies := range families {
+			policies(func(i contract.Info) {
+				if i.Name == name && info == nil {
+					info = &i
+				}
+			})
+		}
 		if info == nil {
-			return nil, fmt.Errorf("the family registers no policy %q", name)
+			return nil, fmt.Errorf("no family given registers a policy %q", name)
 		}
 		return info.New(ctx, kv)
 	}
