@@ -17,12 +17,10 @@ func afsPolicies(register func(contract.Info)) {
 		Name: "afs",
 		Summary: "AFS-L (CoDDL, NSDI'21): one GPU each, shortest remaining time first when GPUs are short; " +
 			"each further GPU by pairwise comparison of how much it shortens a shorter and a longer job",
-		Knobs:   elasticOracleKnob,
-		Elastic: true,
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			oracle, err := o.Bool("oracle", false)
-			return &AFS{Oracle: oracle}, err
-		},
+		Knobs:    elasticOracleKnob,
+		Elastic:  true,
+		Defaults: AFS{},
+		Build:    contract.Typed(AFS{}, func(_ contract.Context, k AFS) (*AFS, error) { return &k, nil }),
 	})
 }
 
@@ -53,7 +51,7 @@ func afsPolicies(register func(contract.Info)) {
 // cannot run there) leaves the comparisons. A job's maximum and the
 // remaining-time estimate are Optimus' (elasticMaxGPUs, estimator).
 type AFS struct {
-	Oracle bool // predict with the performance model, not the hints
+	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
 }
 
 // Name implements engine.Policy.

@@ -16,12 +16,10 @@ func optimusPolicies(register func(contract.Info)) {
 		Presets: []string{"optimus:oracle=true"},
 		Summary: "Optimus (EuroSys'18) as the Pollux artifact re-implements it: one GPU per job in arrival " +
 			"order, then each further GPU to the job whose remaining time it shortens most; jobs keep their own batch size",
-		Knobs:   elasticOracleKnob,
-		Elastic: true,
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			oracle, err := o.Bool("oracle", false)
-			return &Optimus{Oracle: oracle}, err
-		},
+		Knobs:    elasticOracleKnob,
+		Elastic:  true,
+		Defaults: Optimus{},
+		Build:    contract.Typed(Optimus{}, func(_ contract.Context, k Optimus) (*Optimus, error) { return &k, nil }),
 	})
 }
 
@@ -50,7 +48,7 @@ func optimusPolicies(register func(contract.Info)) {
 // pool. Optimus' own convergence-curve fitting is not modelled: the
 // remaining work is the job's own (Status.Work - Status.Progress).
 type Optimus struct {
-	Oracle bool // predict with the performance model, not the hints
+	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
 }
 
 // Name implements engine.Policy.

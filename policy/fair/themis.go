@@ -21,23 +21,8 @@ func themisPolicies(register func(contract.Info)) {
 		Knobs: "f=0.8: fairness knob: the auction is offered to the ceil((1-f) x N) contending jobs with the " +
 			"worst rho (f=0: all of them; f near 1: only the worst); lease=600: seconds a job keeps GPUs it won " +
 			"before they go back to auction",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			f, err := o.Float("f", 0.8)
-			if err != nil {
-				return nil, err
-			}
-			if f < 0 || f >= 1 {
-				return nil, fmt.Errorf("policy themis: f must be in [0, 1), got %v", f)
-			}
-			lease, err := o.Float("lease", 600)
-			if err != nil {
-				return nil, err
-			}
-			if !(lease > 0) {
-				return nil, fmt.Errorf("policy themis: lease must be > 0 seconds, got %v", lease)
-			}
-			return &Themis{F: f, Lease: lease}, nil
-		},
+		Defaults: DefaultThemis,
+		Build:    contract.Typed(DefaultThemis, func(_ contract.Context, k Themis) (*Themis, error) { return NewThemis(k) }),
 	})
 }
 
@@ -64,8 +49,23 @@ func themisPolicies(register func(contract.Info)) {
 // gang cannot run on a fraction]. What is withheld or unsold goes to the
 // remaining jobs, worst rho first (work conservation).
 type Themis struct {
-	F     float64
-	Lease float64 // seconds
+	F     float64 `knob:"f"`     // in [0, 1)
+	Lease float64 `knob:"lease"` // seconds, > 0
+}
+
+// DefaultThemis holds Themis' default knobs.
+var DefaultThemis = Themis{F: 0.8, Lease: 600}
+
+// NewThemis builds Themis with the knobs k holds, refusing values out of
+// range.
+func NewThemis(k Themis) (*Themis, error) {
+	if k.F < 0 || k.F >= 1 {
+		return nil, fmt.Errorf("policy themis: f must be in [0, 1), got %v", k.F)
+	}
+	if !(k.Lease > 0) {
+		return nil, fmt.Errorf("policy themis: lease must be > 0 seconds, got %v", k.Lease)
+	}
+	return &k, nil
 }
 
 // Name implements engine.Policy.

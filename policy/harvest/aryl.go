@@ -25,8 +25,9 @@ func arylPolicies(register func(contract.Info)) {
 			"whole=true: lend only servers inference leaves wholly idle (false: any idle GPU); " +
 			"elastic=true: extra workers by the knapsack (false: every job runs on the GPUs it asked for; with " +
 			"loan=false, the papers' baseline without capacity loaning or elastic scaling)",
-		Elastic: true,
-		Build:   newAryl,
+		Elastic:  true,
+		Defaults: DefaultAryl,
+		Build:    contract.Typed(DefaultAryl, func(_ contract.Context, k Aryl) (*Aryl, error) { return NewAryl(k), nil }),
 	})
 }
 
@@ -51,24 +52,18 @@ func arylPolicies(register func(contract.Info)) {
 //     ones first, then those whose jobs cost least to preempt (ReclaimCost:
 //     GPU-seconds of restart the job loses).
 type Aryl struct {
-	Loan    bool
-	Whole   bool
-	Elastic bool // false: jobs run rigid, on the GPUs they asked for
+	Loan    bool `knob:"loan"`
+	Whole   bool `knob:"whole"`
+	Elastic bool `knob:"elastic"` // false: jobs run rigid, on the GPUs they asked for
 	name    string
 }
 
-func newAryl(_ contract.Context, o contract.Options) (engine.Policy, error) {
-	a := &Aryl{name: "aryl"}
-	var err error
-	if a.Loan, err = o.Bool("loan", true); err != nil {
-		return nil, err
-	}
-	if a.Whole, err = o.Bool("whole", true); err != nil {
-		return nil, err
-	}
-	if a.Elastic, err = o.Bool("elastic", true); err != nil {
-		return nil, err
-	}
+// DefaultAryl holds Aryl's default knobs.
+var DefaultAryl = Aryl{Loan: true, Whole: true, Elastic: true}
+
+// NewAryl builds Aryl with the knobs k holds; its name lists those off.
+func NewAryl(k Aryl) *Aryl {
+	a := &Aryl{Loan: k.Loan, Whole: k.Whole, Elastic: k.Elastic, name: "aryl"}
 	if !a.Loan {
 		a.name += ":loan=false"
 	}
@@ -78,7 +73,7 @@ func newAryl(_ contract.Context, o contract.Options) (engine.Policy, error) {
 	if !a.Whole {
 		a.name += ":whole=false"
 	}
-	return a, nil
+	return a
 }
 
 // Name implements engine.Policy.
