@@ -23,23 +23,8 @@ func alloxPolicies(register func(contract.Info)) {
 			"attained GPU-seconds are matched first, the others get what is left (1: everyone together); " +
 			"window=256: at most this many waiting jobs, earliest submitted first, enter each matching (it costs " +
 			"about window^3)",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			a, err := o.Float("alpha", 1)
-			if err != nil {
-				return nil, err
-			}
-			if !(a > 0) || a > 1 {
-				return nil, fmt.Errorf("policy allox: alpha must be in (0, 1], got %v", a)
-			}
-			w, err := o.Float("window", 256)
-			if err != nil {
-				return nil, err
-			}
-			if w < 1 || w != math.Trunc(w) {
-				return nil, fmt.Errorf("policy allox: window must be a whole number >= 1, got %v", w)
-			}
-			return &AlloX{Alpha: a, Window: int(w)}, nil
-		},
+		Defaults: DefaultAlloX,
+		Build:    contract.Typed(DefaultAlloX, func(_ contract.Context, k AlloX) (*AlloX, error) { return NewAlloX(k) }),
 	})
 }
 
@@ -60,14 +45,29 @@ func alloxPolicies(register func(contract.Info)) {
 // first; the rest are matched on what remains. A matching takes at most
 // Window waiting jobs, the earliest submitted (our bound on its cost).
 type AlloX struct {
-	Alpha float64
+	Alpha float64 `knob:"alpha"` // in (0, 1]
 	// Window caps the waiting jobs in one matching (earliest submitted
 	// first); 0 means no cap. The others wait for a later round.
-	Window int
+	Window int `knob:"window"`
 	// cache holds the last matchings by their inputs (the waiting jobs and
 	// their progress): the matching only changes when they do, and most
 	// rounds see the same queue.
 	cache map[string]map[string]alloxSlot
+}
+
+// DefaultAlloX holds AlloX's default knobs.
+var DefaultAlloX = AlloX{Alpha: 1, Window: 256}
+
+// NewAlloX builds AlloX with the knobs k holds, refusing values out of
+// range (a spec's window is at least 1; 0, no cap, is for callers).
+func NewAlloX(k AlloX) (*AlloX, error) {
+	if !(k.Alpha > 0) || k.Alpha > 1 {
+		return nil, fmt.Errorf("policy allox: alpha must be in (0, 1], got %v", k.Alpha)
+	}
+	if k.Window < 1 {
+		return nil, fmt.Errorf("policy allox: window must be a whole number >= 1, got %v", k.Window)
+	}
+	return &AlloX{Alpha: k.Alpha, Window: k.Window}, nil
 }
 
 // Name implements engine.Policy.
