@@ -24,8 +24,9 @@ func deepBootPolicies(register func(contract.Info)) {
 			"restart_penalty=10: D of the restart factor max(age - D x restarts, 0)/(age + D) on a changed allocation; " +
 			"protect=30/15/120: an inference GPU freed after its r-th reuse stays protected min(A + B x r, C) seconds " +
 			"(use with --restart-cost measured-fast for DeepBoot's fast elastic rescale)",
-		Elastic: true,
-		Build:   newDeepBoot,
+		Elastic:  true,
+		Defaults: DefaultDeepBoot,
+		Build:    contract.Typed(DefaultDeepBoot, func(_ contract.Context, k DeepBootKnobs) (*DeepBoot, error) { return NewDeepBoot(k) }),
 	})
 }
 
@@ -61,22 +62,23 @@ type DeepBoot struct {
 	timers       *protectTimers
 }
 
-func newDeepBoot(_ contract.Context, o contract.Options) (engine.Policy, error) {
-	d := &DeepBoot{name: "deepboot", timers: &protectTimers{}}
-	var err error
-	if d.Loan, err = o.Bool("loan", true); err != nil {
-		return nil, err
-	}
-	if d.RestartDelay, err = o.Float("restart_penalty", 10); err != nil {
-		return nil, err
-	}
+// DeepBootKnobs are DeepBoot's knobs (`tide policies deepboot`).
+type DeepBootKnobs struct {
+	Loan           bool      `knob:"loan"`
+	RestartPenalty float64   `knob:"restart_penalty"` // D, seconds >= 0
+	Protect        []float64 `knob:"protect"`         // A/B/C seconds
+}
+
+// DefaultDeepBoot holds DeepBoot's default knobs.
+var DefaultDeepBoot = DeepBootKnobs{Loan: true, RestartPenalty: 10, Protect: []float64{30, 15, 120}}
+
+// NewDeepBoot builds DeepBoot with knobs k, refusing values out of range.
+func NewDeepBoot(k DeepBootKnobs) (*DeepBoot, error) {
+	d := &DeepBoot{Loan: k.Loan, RestartDelay: k.RestartPenalty, name: "deepboot", timers: &protectTimers{}}
 	if d.RestartDelay < 0 {
 		return nil, fmt.Errorf("policy deepboot: restart_penalty=%v: want seconds >= 0", d.RestartDelay)
 	}
-	p, err := o.Floats("protect", []float64{30, 15, 120})
-	if err != nil {
-		return nil, err
-	}
+	p := k.Protect
 	if len(p) != 3 || p[0] < 0 || p[1] < 0 || p[2] < p[0] {
 		return nil, fmt.Errorf("policy deepboot: protect=%v: want A/B/C seconds, 0 <= A <= C, B >= 0", p)
 	}
