@@ -27,7 +27,8 @@ func gandivaPolicies(register func(contract.Info)) {
 			"pack=false: when oversubscribed, pair jobs at random to share GPUs where the throughput tables measured the pair, " +
 			"keeping pairs whose measured throughput improves (simulator only; elsewhere jobs run alone); seed=0: the pairing's random seed; " +
 			"grow=false: when no job waits, grow elastic jobs into idle GPUs (they shrink back when jobs wait)",
-		Build: newGandiva,
+		Defaults: DefaultGandiva,
+		Build:    contract.Typed(DefaultGandiva, func(_ contract.Context, k GandivaKnobs) (*Gandiva, error) { return NewGandiva(k) }),
 	})
 }
 
@@ -63,47 +64,55 @@ type Gandiva struct {
 	pk      *gandivaPacking
 }
 
-func newGandiva(_ contract.Context, o contract.Options) (engine.Policy, error) {
+// GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
+// take their preset's value.
+type GandivaKnobs struct {
+	Preset  string   `knob:"preset"` // paper or gavel
+	Quantum *float64 `knob:"quantum"`
+	Rotate  *bool    `knob:"rotate"`
+	Migrate *bool    `knob:"migrate"`
+	Pack    bool     `knob:"pack"`
+	Grow    bool     `knob:"grow"`
+	Seed    int      `knob:"seed"`
+}
+
+// DefaultGandiva holds Gandiva's default knobs: the paper's preset.
+var DefaultGandiva = GandivaKnobs{Preset: "paper"}
+
+// NewGandiva builds Gandiva with knobs k, refusing values out of range.
+func NewGandiva(k GandivaKnobs) (*Gandiva, error) {
 	g := &Gandiva{name: "gandiva"}
-	preset := o.String("preset", "paper")
-	switch p := preset; p {
+	switch k.Preset {
 	case "paper":
 		g.Quantum, g.Migrate = 60, true
 	case "gavel":
 		g.Quantum, g.Rotate = 360, true
 		g.name += ":preset=gavel"
 	default:
-		return nil, fmt.Errorf("policy gandiva: preset=%q: want paper or gavel", p)
+		return nil, fmt.Errorf("policy gandiva: preset=%q: want paper or gavel", k.Preset)
 	}
-	var err error
-	if g.Quantum, err = o.Float("quantum", g.Quantum); err != nil {
-		return nil, err
+	if k.Quantum != nil {
+		g.Quantum = *k.Quantum
 	}
 	if !(g.Quantum > 0) {
 		return nil, fmt.Errorf("policy gandiva: quantum must be > 0 seconds, got %v", g.Quantum)
 	}
-	if g.Rotate, err = o.Bool("rotate", g.Rotate); err != nil {
-		return nil, err
+	if k.Rotate != nil {
+		g.Rotate = *k.Rotate
 	}
-	if g.Migrate, err = o.Bool("migrate", g.Migrate); err != nil {
-		return nil, err
+	if k.Migrate != nil {
+		g.Migrate = *k.Migrate
 	}
-	if g.Pack, err = o.Bool("pack", false); err != nil {
-		return nil, err
-	}
-	if g.Grow, err = o.Bool("grow", false); err != nil {
-		return nil, err
-	}
-	seed, err := o.Float("seed", 0)
-	if err != nil || seed < 0 || seed != float64(uint64(seed)) {
-		return nil, fmt.Errorf("policy gandiva: seed=%v: want an integer >= 0", seed)
+	g.Pack, g.Grow = k.Pack, k.Grow
+	if k.Seed < 0 {
+		return nil, fmt.Errorf("policy gandiva: seed=%v: want an integer >= 0", k.Seed)
 	}
 	if g.Pack {
 		g.name += ":pack=true"
-		if seed != 0 { // runs with different pairings get different names
-			g.name += fmt.Sprintf(":seed=%d", uint64(seed))
+		if k.Seed != 0 { // runs with different pairings get different names
+			g.name += fmt.Sprintf(":seed=%d", k.Seed)
 		}
-		g.pk = newGandivaPacking(uint64(seed), preset == "gavel")
+		g.pk = newGandivaPacking(uint64(k.Seed), k.Preset == "gavel")
 	}
 	if g.Grow {
 		g.name += ":grow=true"

@@ -11,7 +11,9 @@ import (
 // Decode fills the struct k points to from the spec's knobs: each field
 // tagged `knob:"key"` reads that knob, and keeps its value (the default)
 // when the spec does not give it. Field types: float64 (finite), int (a
-// whole number), bool, string, []float64 ("/"-separated). Errors name the
+// whole number), bool, string, []float64 ("/"-separated), and *float64,
+// *bool, *string for knobs whose default depends on others (left nil
+// unless given). Errors name the
 // policy, the knob, the value given and what the knob wants. A field of
 // another type is a programming error, reported as one.
 func (o Options) Decode(k any) error {
@@ -57,6 +59,27 @@ func (o Options) Decode(k any) error {
 				return err
 			}
 			f.Set(reflect.ValueOf(x))
+		case *float64, *bool, *string:
+			// A pointer is a knob whose default depends on others (a
+			// preset's): nil unless the spec gives it.
+			if _, given := o.kv[key]; !given {
+				o.used[key] = true
+				continue
+			}
+			p := reflect.New(f.Type().Elem())
+			var err error
+			switch x := p.Interface().(type) {
+			case *float64:
+				*x, err = o.Float(key, 0)
+			case *bool:
+				*x, err = o.Bool(key, false)
+			case *string:
+				*x = o.String(key, "")
+			}
+			if err != nil {
+				return err
+			}
+			f.Set(p)
 		default:
 			return fmt.Errorf("policy %s: knob %s is a %s field, which Decode cannot fill", o.policy, key, f.Type())
 		}

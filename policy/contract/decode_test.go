@@ -12,6 +12,8 @@ type testKnobs struct {
 	On      bool      `knob:"on"`
 	Mode    string    `knob:"mode"`
 	Limits  []float64 `knob:"limits"`
+	Quantum *float64  `knob:"quantum"`
+	Rotate  *bool     `knob:"rotate"`
 	private int       // no tag: never read
 }
 
@@ -20,7 +22,7 @@ type testKnobs struct {
 // values name the knob and what it wants.
 func TestDecode(t *testing.T) {
 	def := testKnobs{Rate: 1.5, Count: 3, Mode: "a", Limits: []float64{1, 2}, private: 7}
-	o := NewOptions("p", map[string]string{"count": "8", "on": "true", "limits": "5/6/7", "bogus": "1"})
+	o := NewOptions("p", map[string]string{"count": "8", "on": "true", "limits": "5/6/7", "rotate": "false", "bogus": "1"})
 	k := def
 	if err := o.Decode(&k); err != nil {
 		t.Fatal(err)
@@ -29,7 +31,10 @@ func TestDecode(t *testing.T) {
 	if k.Rate != want.Rate || k.Count != want.Count || k.On != want.On || k.Mode != want.Mode || !slices.Equal(k.Limits, want.Limits) || k.private != 7 {
 		t.Errorf("decoded %+v, want %+v", k, want)
 	}
-	if got := o.Read(); !slices.Equal(got, []string{"count", "limits", "mode", "on", "rate"}) {
+	if k.Quantum != nil || k.Rotate == nil || *k.Rotate {
+		t.Errorf("pointer knobs: quantum %v (want nil: not given), rotate %v (want false)", k.Quantum, k.Rotate)
+	}
+	if got := o.Read(); !slices.Equal(got, []string{"count", "limits", "mode", "on", "quantum", "rate", "rotate"}) {
 		t.Errorf("read %v, want every tagged knob", got)
 	}
 	if got := o.Unread(); !slices.Equal(got, []string{"bogus"}) {
@@ -42,6 +47,8 @@ func TestDecode(t *testing.T) {
 		{"count", "x", `policy p: count="x": want a number`},
 		{"on", "yes", `policy p: on="yes": want true or false`},
 		{"limits", "1/x", `policy p: limits="1/x": want numbers separated by /`},
+		{"quantum", "x", `policy p: quantum="x": want a number`},
+		{"rotate", "2", `policy p: rotate="2": want true or false`},
 	} {
 		k := def
 		err := NewOptions("p", map[string]string{tc.key: tc.val}).Decode(&k)
