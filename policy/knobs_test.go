@@ -65,23 +65,32 @@ func TestKnobDefaultsTyped(t *testing.T) {
 			t.Errorf("%s: Defaults is a %T, want a struct", i.Name, i.Defaults)
 			continue
 		}
-		for f := range v.NumField() {
-			key := v.Type().Field(f).Tag.Get("knob")
-			if key == "" {
-				continue
-			}
-			if fv := v.Field(f); fv.Kind() == reflect.Pointer && fv.IsNil() {
-				continue // a default that depends on other knobs (a preset's)
-			}
-			d, ok := declared[key]
-			if !ok {
-				t.Errorf("%s: knob %s (field %s) is not declared", i.Name, key, v.Type().Field(f).Name)
-				continue
-			}
-			if got := specValue(v.Field(f).Interface()); got != d {
-				t.Errorf("%s: knob %s declares default %q, the Go default is %q", i.Name, key, d, got)
+		var check func(v reflect.Value)
+		check = func(v reflect.Value) {
+			for f := range v.NumField() {
+				sf, fv := v.Type().Field(f), v.Field(f)
+				if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+					check(fv)
+					continue
+				}
+				key := sf.Tag.Get("knob")
+				if key == "" {
+					continue
+				}
+				if (fv.Kind() == reflect.Pointer || fv.Kind() == reflect.Slice) && fv.IsNil() {
+					continue // a default that depends on other knobs (a preset's)
+				}
+				d, ok := declared[key]
+				if !ok {
+					t.Errorf("%s: knob %s (field %s) is not declared", i.Name, key, sf.Name)
+					continue
+				}
+				if got := specValue(fv.Interface()); got != d {
+					t.Errorf("%s: knob %s declares default %q, the Go default is %q", i.Name, key, d, got)
+				}
 			}
 		}
+		check(v)
 	}
 	if typed == 0 {
 		t.Fatal("no policy declares typed knobs: the test checks nothing")

@@ -23,22 +23,20 @@ func tiresiasPolicies(register func(contract.Info)) {
 		"one limit of 57600 GPU-s, knob 0); limits=A/B/..: queue thresholds in GPU-seconds (n limits, n+1 queues); " +
 		"knob=K: starvation knob, a job waiting K x its executed time since it last ran is promoted to Q0 (0 = off)"
 	register(contract.Info{
-		Name:    "tiresias",
-		Presets: []string{"tiresias:preset=pollux"},
-		Summary: "Tiresias discretised 2D-LAS: multi-level queues by attained GPU-seconds, FIFO inside a queue, preemptive",
-		Knobs:   knobs,
-		Build: func(ctx contract.Context, o contract.Options) (engine.Policy, error) {
-			return newTiresias(ctx, o, false)
-		},
+		Name:     "tiresias",
+		Presets:  []string{"tiresias:preset=pollux"},
+		Summary:  "Tiresias discretised 2D-LAS: multi-level queues by attained GPU-seconds, FIFO inside a queue, preemptive",
+		Knobs:    knobs,
+		Defaults: DefaultTiresias,
+		Build:    contract.Typed(DefaultTiresias, NewTiresias),
 	})
 	register(contract.Info{
-		Name:    "tiresias-gittins",
-		Presets: []string{"tiresias-gittins:preset=pollux"},
-		Summary: "Tiresias 2D-Gittins: the same queues, ordered inside by the Gittins index of a GPU-time distribution",
-		Knobs:   knobs + "; dist=FILE: GPU-time samples (one column, header 'duration', e.g. tiresias/yarn-gput1000.csv; default: the trace's own jobs); quantum=3250: service quantum D of the last queue",
-		Build: func(ctx contract.Context, o contract.Options) (engine.Policy, error) {
-			return newTiresias(ctx, o, true)
-		},
+		Name:     "tiresias-gittins",
+		Presets:  []string{"tiresias-gittins:preset=pollux"},
+		Summary:  "Tiresias 2D-Gittins: the same queues, ordered inside by the Gittins index of a GPU-time distribution",
+		Knobs:    knobs + "; dist=FILE: GPU-time samples (one column, header 'duration', e.g. tiresias/yarn-gput1000.csv; default: the trace's own jobs); quantum=3250: service quantum D of the last queue",
+		Defaults: DefaultGittins,
+		Build:    contract.Typed(DefaultGittins, NewTiresiasGittins),
 	})
 }
 
@@ -83,12 +81,45 @@ const (
 	memoBaseExec = 3 // executed seconds at the last promotion
 )
 
-func newTiresias(ctx contract.Context, o contract.Options, gittins bool) (engine.Policy, error) {
+// TiresiasKnobs are Tiresias' knobs (`tide policies tiresias`); nil ones
+// take their preset's value.
+type TiresiasKnobs struct {
+	Preset string    `knob:"preset"` // paper or pollux
+	Limits []float64 `knob:"limits"` // GPU-seconds, ascending
+	Knob   *float64  `knob:"knob"`   // >= 0
+}
+
+// GittinsKnobs are 2D-Gittins' knobs: Tiresias' and its distribution's.
+type GittinsKnobs struct {
+	TiresiasKnobs
+	Dist    *string `knob:"dist"`    // GPU-time samples; nil: the trace's jobs
+	Quantum float64 `knob:"quantum"` // > 0
+}
+
+// DefaultTiresias and DefaultGittins hold the default knobs.
+var (
+	DefaultTiresias = TiresiasKnobs{Preset: "paper"}
+	DefaultGittins  = GittinsKnobs{TiresiasKnobs: DefaultTiresias, Quantum: 3250}
+)
+
+// NewTiresias builds Tiresias (2D-LAS) with knobs k; ctx gives the trace's
+// order for preset=pollux.
+func NewTiresias(ctx contract.Context, k TiresiasKnobs) (*Tiresias, error) {
+	return newTiresias(ctx, k, nil)
+}
+
+// NewTiresiasGittins builds 2D-Gittins with knobs k; ctx gives the
+// trace's order for preset=pollux and, without dist, its GPU-time samples.
+func NewTiresiasGittins(ctx contract.Context, k GittinsKnobs) (*Tiresias, error) {
+	return newTiresias(ctx, k.TiresiasKnobs, &k)
+}
+
+func newTiresias(ctx contract.Context, k TiresiasKnobs, gittins *GittinsKnobs) (*Tiresias, error) {
 	t := &Tiresias{name: "tiresias"}
-	if gittins {
+	if gittins != nil {
 		t.name = "tiresias-gittins"
 	}
-	preset := o.String("preset", "paper")
+	preset := k.Preset
 	switch preset {
 	case "paper":
 		t.Limits, t.Knob = []float64{3250, 7200, 18000}, 0
@@ -106,32 +137,29 @@ func newTiresias(ctx contract.Context, o contract.Options, gittins bool) (engine
 			t.TraceOrder[j.ID] = i
 		}
 	}
-	var err error
-	if t.Limits, err = o.Floats("limits", t.Limits); err != nil {
-		return nil, err
+	if k.Limits != nil {
+		t.Limits = k.Limits
 	}
 	for i, l := range t.Limits {
 		if !(l > 0) || (i > 0 && l <= t.Limits[i-1]) {
 			return nil, fmt.Errorf("policy %s: limits must be positive and ascending, got %v", t.name, t.Limits)
 		}
 	}
-	if t.Knob, err = o.Float("knob", t.Knob); err != nil {
-		return nil, err
+	if k.Knob != nil {
+		t.Knob = *k.Knob
 	}
 	if t.Knob < 0 {
 		return nil, fmt.Errorf("policy %s: knob must be >= 0, got %v", t.name, t.Knob)
 	}
-	if gittins {
-		quantum, err := o.Float("quantum", 3250)
-		if err != nil {
-			return nil, err
-		}
+	if gittins != nil {
+		quantum := gittins.Quantum
 		if quantum <= 0 {
 			return nil, fmt.Errorf("policy %s: quantum must be > 0, got %v", t.name, quantum)
 		}
 		var samples []float64
-		if path := o.String("dist", ""); path != "" {
-			if samples, err = ReadServiceSamples(path); err != nil {
+		if gittins.Dist != nil && *gittins.Dist != "" {
+			var err error
+			if samples, err = ReadServiceSamples(*gittins.Dist); err != nil {
 				return nil, err
 			}
 		} else {

@@ -13,7 +13,7 @@ import (
 // when the spec does not give it. Field types: float64 (finite), int (a
 // whole number), bool, string, []float64 ("/"-separated), and *float64,
 // *bool, *string for knobs whose default depends on others (left nil
-// unless given). Errors name the
+// unless given); an embedded struct's fields are knobs too. Errors name the
 // policy, the knob, the value given and what the knob wants. A field of
 // another type is a programming error, reported as one.
 func (o Options) Decode(k any) error {
@@ -21,8 +21,18 @@ func (o Options) Decode(k any) error {
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("policy %s: knobs decoded into %T, want a pointer to a struct", o.policy, k)
 	}
-	v = v.Elem()
+	return o.decode(v.Elem())
+}
+
+// decode fills the struct v (embedded structs too).
+func (o Options) decode(v reflect.Value) error {
 	for i := range v.NumField() {
+		if sf := v.Type().Field(i); sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			if err := o.decode(v.Field(i)); err != nil {
+				return err
+			}
+			continue
+		}
 		key := v.Type().Field(i).Tag.Get("knob")
 		if key == "" {
 			continue
