@@ -77,7 +77,7 @@ func TestKnobDefaultsTyped(t *testing.T) {
 				if key == "" {
 					continue
 				}
-				if (fv.Kind() == reflect.Pointer || fv.Kind() == reflect.Slice) && fv.IsNil() {
+				if (fv.Kind() == reflect.Pointer || fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.IsNil() {
 					continue // a default that depends on other knobs (a preset's)
 				}
 				d, ok := declared[key]

@@ -11,7 +11,7 @@ import (
 // Decode fills the struct k points to from the spec's knobs: each field
 // tagged `knob:"key"` reads that knob, and keeps its value (the default)
 // when the spec does not give it. Field types: float64 (finite), int (a
-// whole number), bool, string, []float64 ("/"-separated), and *float64,
+// whole number), bool, string, []float64 ("/"-separated), Weights, and *float64,
 // *bool, *string for knobs whose default depends on others (left nil
 // unless given); an embedded struct's fields are knobs too. Errors name the
 // policy, the knob, the value given and what the knob wants. A field of
@@ -65,6 +65,12 @@ func (o Options) decode(v reflect.Value) error {
 			f.SetString(o.String(key, f.String()))
 		case []float64:
 			x, err := o.Floats(key, f.Interface().([]float64))
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.ValueOf(x))
+		case Weights:
+			x, err := o.weights(key, f.Interface().(Weights))
 			if err != nil {
 				return err
 			}

@@ -14,8 +14,11 @@ func FuzzWeights(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		o := NewOptions("drf", map[string]string{"weights": v})
-		w, err := o.Weights("weights", 1)
+		var k struct {
+			W Weights `knob:"weights"`
+		}
+		err := NewOptions("drf", map[string]string{"weights": v}).Decode(&k)
+		w := k.W.Of
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "policy drf: weights=") {
 				t.Fatalf("error %q does not name the policy and knob", err)

@@ -22,14 +22,8 @@ func drfPolicies(register func(contract.Info)) {
 		Knobs: "preempt=false: recompute the allocation from zero every round, preempting what no longer fits " +
 			"(running jobs first inside a tenant), instead of only handing out free resources; " +
 			"weights=T@W/..: tenant weights (default 1; tenant \"\" is -)",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			p, err := o.Bool("preempt", false)
-			if err != nil {
-				return nil, err
-			}
-			w, err := o.Weights("weights", 1)
-			return &DRF{Preempt: p, Weight: w}, err
-		},
+		Defaults: DRF{},
+		Build:    contract.Typed(DRF{}, func(_ contract.Context, k DRF) (*DRF, error) { return &k, nil }),
 	})
 }
 
@@ -50,8 +44,8 @@ func drfPolicies(register func(contract.Info)) {
 //
 // CPU and memory are counted cluster-wide: the placer places GPUs only.
 type DRF struct {
-	Preempt bool
-	Weight  func(tenant string) float64
+	Preempt bool             `knob:"preempt"`
+	Weights contract.Weights `knob:"weights"`
 }
 
 // Name implements engine.Policy.
@@ -151,7 +145,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 			if len(queue[t]) == 0 {
 				continue
 			}
-			if sh := dominant(use[t], capa) / d.Weight(t); !found || sh < bestShare ||
+			if sh := dominant(use[t], capa) / d.Weights.Of(t); !found || sh < bestShare ||
 				(sh == bestShare && strings.Compare(t, best) < 0) {
 				best, bestShare, found = t, sh, true
 			}
@@ -159,7 +153,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 		if !found {
 			explain.Plan(s, &plan, nil, func(st *engine.Status) string {
 				t := st.Job.Tenant
-				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weight(t))
+				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weights.Of(t))
 			})
 			return plan
 		}

@@ -92,7 +92,7 @@ func TestWeightsKnob(t *testing.T) {
 		}
 	}
 	p := fam.Parse(t, "drf:weights=a@2/-@3", contract.Context{}).(*DRF)
-	if p.Weight("a") != 2 || p.Weight("") != 3 || p.Weight("zz") != 1 {
-		t.Errorf("weights: a %v, \"\" %v, zz %v", p.Weight("a"), p.Weight(""), p.Weight("zz"))
+	if p.Weights.Of("a") != 2 || p.Weights.Of("") != 3 || p.Weights.Of("zz") != 1 {
+		t.Errorf("weights: a %v, \"\" %v, zz %v", p.Weights.Of("a"), p.Weights.Of(""), p.Weights.Of("zz"))
 	}
 }

@@ -21,24 +21,8 @@ func gandivaFairPolicies(register func(contract.Info)) {
 		Knobs: "tickets=T@W/..: tenant tickets (default 1; tenant \"\" is -); trade=true: trade fast-GPU share for " +
 			"slow-GPU share between tenants at the mean of their speedups; quantum=60: seconds a running job keeps " +
 			"its GPUs before its tenant's turn is re-evaluated",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			w, err := o.Weights("tickets", 1)
-			if err != nil {
-				return nil, err
-			}
-			trade, err := o.Bool("trade", true)
-			if err != nil {
-				return nil, err
-			}
-			q, err := o.Float("quantum", 60)
-			if err != nil {
-				return nil, err
-			}
-			if !(q > 0) {
-				return nil, fmt.Errorf("policy gandiva-fair: quantum must be > 0 seconds, got %v", q)
-			}
-			return &GandivaFair{Tickets: w, Trade: trade, Quantum: q}, nil
-		},
+		Defaults: DefaultGandivaFair,
+		Build:    contract.Typed(DefaultGandivaFair, func(_ contract.Context, k GandivaFair) (*GandivaFair, error) { return NewGandivaFair(k) }),
 	})
 }
 
@@ -62,9 +46,21 @@ func gandivaFairPolicies(register func(contract.Info)) {
 // Running jobs inside their quantum keep their GPUs. A tenant entitled to
 // none of a type can still use it when nobody entitled wants it.
 type GandivaFair struct {
-	Tickets func(tenant string) float64
-	Trade   bool
-	Quantum float64 // seconds
+	Tickets contract.Weights `knob:"tickets"`
+	Trade   bool             `knob:"trade"`
+	Quantum float64          `knob:"quantum"` // seconds, > 0
+}
+
+// DefaultGandivaFair holds Gandiva_fair's default knobs.
+var DefaultGandivaFair = GandivaFair{Trade: true, Quantum: 60}
+
+// NewGandivaFair builds Gandiva_fair with the knobs k holds, refusing
+// values out of range.
+func NewGandivaFair(k GandivaFair) (*GandivaFair, error) {
+	if !(k.Quantum > 0) {
+		return nil, fmt.Errorf("policy gandiva-fair: quantum must be > 0 seconds, got %v", k.Quantum)
+	}
+	return &k, nil
 }
 
 // Name implements engine.Policy.
@@ -77,13 +73,13 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 	types := alloc.TypesBySpeed(s, s.Jobs)
 	total := 0.0
 	for _, u := range tenants {
-		total += g.Tickets(u)
+		total += g.Tickets.Of(u)
 	}
 	ent := map[string]map[string]float64{}
 	for _, u := range tenants {
 		ent[u] = map[string]float64{}
 		for _, t := range types {
-			ent[u][t] = float64(s.Available("", t)) * g.Tickets(u) / total
+			ent[u][t] = float64(s.Available("", t)) * g.Tickets.Of(u) / total
 		}
 	}
 	if !g.Trade {
