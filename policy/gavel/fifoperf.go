@@ -12,23 +12,35 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 )
 
+// FIFOKnobs are gavel-fifo's knobs: Gavel's and how a job's type is
+// picked.
+type FIFOKnobs struct {
+	Knobs
+	Pick string `knob:"pick"` // random or gavel
+}
+
+// DefaultFIFOKnobs holds gavel-fifo's defaults.
+var DefaultFIFOKnobs = FIFOKnobs{Knobs: DefaultKnobs, Pick: "random"}
+
 // fifoPerfPolicies registers the policies this file defines; Policies calls it.
 func fifoPerfPolicies(register func(contract.Info)) {
 	register(contract.Info{
 		Name: "fifo-perf",
 		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +
 			"(jobs move to faster types as they free up), realised in Gavel's rounds",
-		Knobs: gavelKnobs,
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			g, err := newGavel("fifo-perf", fifoPerf{}, o, false)
-			if g != nil {
-				g.ZeroPriorityWaits = true
-				if g.Agnostic {
-					return nil, fmt.Errorf("policy fifo-perf: agnostic=true is gavel-fifo")
-				}
+		Knobs:    gavelKnobs,
+		Defaults: DefaultKnobs,
+		Build: contract.Typed(DefaultKnobs, func(_ contract.Context, k Knobs) (*Gavel, error) {
+			if k.Agnostic {
+				return nil, fmt.Errorf("policy fifo-perf: agnostic=true is gavel-fifo")
 			}
-			return g, err
-		},
+			g, err := newGavel("fifo-perf", fifoPerf{}, k, false, false)
+			if err != nil {
+				return nil, err
+			}
+			g.ZeroPriorityWaits = true
+			return g, nil
+		}),
 	})
 	register(contract.Info{
 		Name:    "gavel-fifo",
@@ -39,22 +51,23 @@ func fifoPerfPolicies(register func(contract.Info)) {
 			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
 			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
 			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			pick := o.String("pick", "random")
-			if pick != "random" && pick != "gavel" {
-				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", pick)
+		Defaults: DefaultFIFOKnobs,
+		Build: contract.Typed(DefaultFIFOKnobs, func(_ contract.Context, k FIFOKnobs) (*Gavel, error) {
+			if k.Pick != "random" && k.Pick != "gavel" {
+				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", k.Pick)
 			}
 			f := &gavelFIFO{}
-			g, err := newGavel("gavel-fifo", f, o, false)
-			if g != nil {
-				g.ZeroPriorityWaits = true
-				*f = *newGavelFIFO(pick == "gavel", g.Seed)
-				if f.gavelPick {
-					g.name += ":pick=gavel"
-				}
+			g, err := newGavel("gavel-fifo", f, k.Knobs, false, false)
+			if err != nil {
+				return nil, err
 			}
-			return g, err
-		},
+			g.ZeroPriorityWaits = true
+			*f = *newGavelFIFO(k.Pick == "gavel", g.Seed)
+			if f.gavelPick {
+				g.name += ":pick=gavel"
+			}
+			return g, nil
+		}),
 	})
 }
 

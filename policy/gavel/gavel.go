@@ -11,7 +11,6 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/solver"
@@ -141,45 +140,53 @@ const gavelKnobs = "round=360: seconds between re-plans (the plan is kept in bet
 	"reset=1920: minimum seconds between two recomputations of the allocation (Gavel's simulator; 0 = at every arrival and completion); " +
 	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
 
-// newGavel reads the common knobs.
-func newGavel(name string, a gavelAllocator, o contract.Options, needsSolver bool) (*Gavel, error) {
+// Knobs are the knobs every Gavel policy takes (gavelKnobs documents
+// them).
+type Knobs struct {
+	Round    float64 `knob:"round"`    // seconds between re-plans, > 0
+	Reset    float64 `knob:"reset"`    // minimum seconds between recomputations, >= 0
+	Agnostic bool    `knob:"agnostic"` // every GPU type equally fast
+	Seed     int     `knob:"seed"`     // >= 0
+}
+
+// LPKnobs are the knobs of Gavel's LP policies.
+type LPKnobs struct {
+	Knobs
+	SpaceSharing bool `knob:"space_sharing"`
+}
+
+// DefaultKnobs and DefaultLPKnobs hold the defaults: Gavel's simulator's.
+var (
+	DefaultKnobs   = Knobs{Round: 360, Reset: 1920}
+	DefaultLPKnobs = LPKnobs{Knobs: DefaultKnobs}
+)
+
+// newGavel builds a Gavel policy with allocator a and knobs k; an LP
+// policy (needsSolver) may also share GPUs between measured pairs.
+func newGavel(name string, a gavelAllocator, k Knobs, needsSolver, spaceSharing bool) (*Gavel, error) {
 	if needsSolver {
 		if err := solver.Available(); err != nil {
 			return nil, fmt.Errorf("policy %s solves an LP: %w", name, err)
 		}
 	}
 	g := &Gavel{name: name, Alloc: a, jobs: map[string]*gavelJob{}, pairState: map[string]*gavelPairState{}}
-	var err error
-	if g.Round, err = o.Float("round", 360); err != nil {
-		return nil, err
-	}
-	if g.MinReset, err = o.Float("reset", 1920); err != nil {
-		return nil, err
-	}
+	g.Round, g.MinReset, g.Agnostic = k.Round, k.Reset, k.Agnostic
 	if !(g.Round > 0) || g.MinReset < 0 {
 		return nil, fmt.Errorf("policy %s: want round > 0 and reset >= 0 seconds, got %v and %v", name, g.Round, g.MinReset)
 	}
-	if g.Agnostic, err = o.Bool("agnostic", false); err != nil {
-		return nil, err
+	if k.Seed < 0 {
+		return nil, fmt.Errorf("policy %s: seed=%v: want an integer >= 0", name, k.Seed)
 	}
-	seed, err := o.Float("seed", 0)
-	if err != nil || seed < 0 || seed != math.Trunc(seed) {
-		return nil, fmt.Errorf("policy %s: seed=%v: want an integer >= 0", name, seed)
-	}
-	g.Seed = uint64(seed)
+	g.Seed = uint64(k.Seed)
 	if g.Agnostic {
 		g.name += ":agnostic=true"
 	}
-	if needsSolver {
-		if g.SpaceSharing, err = o.Bool("space_sharing", false); err != nil {
-			return nil, err
-		}
-		if g.SpaceSharing && g.Agnostic {
-			return nil, fmt.Errorf("policy %s: space_sharing needs the measured throughputs; agnostic=true ignores them", name)
-		}
-		if g.SpaceSharing {
-			g.name += ":space_sharing=true"
-		}
+	g.SpaceSharing = spaceSharing
+	if g.SpaceSharing && g.Agnostic {
+		return nil, fmt.Errorf("policy %s: space_sharing needs the measured throughputs; agnostic=true ignores them", name)
+	}
+	if g.SpaceSharing {
+		g.name += ":space_sharing=true"
 	}
 	g.pcg = rand.NewPCG(g.Seed, 0x9a7e1)
 	g.rng = rand.New(g.pcg)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/solver"
 )
@@ -18,9 +17,10 @@ func gavelLPPolicies(register func(contract.Info)) {
 			Summary:     summary,
 			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
 			NeedsSolver: true,
-			Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-				return newGavel(name, a, o, true)
-			},
+			Defaults:    DefaultLPKnobs,
+			Build: contract.Typed(DefaultLPKnobs, func(_ contract.Context, k LPKnobs) (*Gavel, error) {
+				return newGavel(name, a, k.Knobs, true, k.SpaceSharing)
+			}),
 		})
 	}
 	reg("gavel-las", "Gavel (OSDI'20) max-min fairness (LAS) of throughput normalised by each job's equal share, "+
