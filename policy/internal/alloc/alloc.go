@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -30,7 +31,11 @@ func Greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 // policy may reuse the memory of its last plan (each assignment takes a GPU
 // at least, so one allocation of the GPUs left suffices when run is short).
 func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
-	free := NewPool(s)
+	// Pools are recycled, so a round's greedy pass allocates nothing of
+	// its own.
+	free := pools.Get().(*Pool)
+	defer free.put()
+	free.init(s, free.counts)
 	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
 	for _, st := range order {
 		a, ok := free.Take(st, st.Job.GPUs)
@@ -61,12 +66,29 @@ type Pool struct {
 	// largest GPU memory, per type index.
 	room, mem []float64
 	snap      *engine.Snapshot
+	counts    []int // the memory of left and largest
 }
 
 func NewPool(s *engine.Snapshot) *Pool {
+	p := new(Pool)
+	p.init(s, nil)
+	return p
+}
+
+// pools recycles GreedyInto's pools.
+var pools = sync.Pool{New: func() any { return new(Pool) }}
+
+// put gives p back to pools, keeping only its memory.
+func (p *Pool) put() {
+	*p = Pool{counts: p.counts}
+	pools.Put(p)
+}
+
+// init fills p for s, its counts in buf's memory when it has room.
+func (p *Pool) init(s *engine.Snapshot, buf []int) {
 	types := s.Cluster.GPUTypes()
-	p := &Pool{types: types, left: make([]int, 2*len(types)), snap: s}
-	p.left, p.largest = p.left[:len(types)], p.left[len(types):]
+	buf = slices.Grow(buf[:0], 2*len(types))[:2*len(types)]
+	*p = Pool{types: types, left: buf[:len(types)], largest: buf[len(types):], snap: s, counts: buf}
 	multiSite := len(s.Cluster.Sites()) > 1
 	for k, t := range types {
 		p.left[k] = s.Available("", t)
@@ -75,7 +97,6 @@ func NewPool(s *engine.Snapshot) *Pool {
 			p.largest[k] = s.Largest(t)
 		}
 	}
-	return p
 }
 
 // Index is t's index in p.types, -1 when the cluster has no such type.
