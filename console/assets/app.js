@@ -55,7 +55,7 @@ var Pn,he,Gs,Da,jt,zs,Bs,qs,wo,$n,Xl,js,$o,bo,yo,Aa,Tn={},xn=[],La=/acit|ex(?:s|
     <h1>Queue</h1>
     <div class="controls">
       <label>Show <select value=${l} onChange=${$=>{s($.target.value),h(0)}}>
-        ${["active","waiting","running","ended","all"].map($=>C`<option>${$}</option>`)}</select></label>
+        ${["active","waiting","running","held","ended","all"].map($=>C`<option>${$}</option>`)}</select></label>
       <label>Find <input type="search" value=${r} placeholder="job, name or tenant" onInput=${$=>{a($.target.value),h(0)}} /></label>
     </div>
     ${f&&C`<p class="note" role="status">${f}</p>`}

@@ -355,7 +355,7 @@ function Queue({ me, tick, onErr }) {
     <h1>Queue</h1>
     <div class="controls">
       <label>Show <select value=${state} onChange=${e => { setState(e.target.value); setOffset(0); }}>
-        ${['active', 'waiting', 'running', 'ended', 'all'].map(x => html`<option>${x}</option>`)}</select></label>
+        ${['active', 'waiting', 'running', 'held', 'ended', 'all'].map(x => html`<option>${x}</option>`)}</select></label>
       <label>Find <input type="search" value=${text} placeholder="job, name or tenant" onInput=${e => { setText(e.target.value); setOffset(0); }} /></label>
     </div>
     ${msg && html`<p class="note" role="status">${msg}</p>`}
