@@ -185,9 +185,9 @@ func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail,
 	return d, nil
 }
 
-// engineMoments are the starts and preemptions of a job the engine
-// remembers (it keeps the first start, the last start and the last stop,
-// not each launch), for the job view's timeline.
+// engineMoments are the starts, resizes and preemptions of a job the
+// engine remembers (it keeps the first start, the last start or resize and
+// the last stop, not each one), for the job view's timeline.
 func engineMoments(st *engine.Status) []console.Event {
 	var out []console.Event
 	if st.FirstStart >= 0 {
@@ -200,8 +200,17 @@ func engineMoments(st *engine.Status) []console.Event {
 		}
 		out = append(out, console.Event{Time: console.Unix(st.LastStop), Kind: "preempted", Message: msg})
 	}
-	if st.Starts > 1 && st.LastStart > st.FirstStart {
-		out = append(out, console.Event{Time: console.Unix(st.LastStart), Kind: "restart", Message: fmt.Sprintf("start %d (the last)", st.Starts)})
+	if st.LastStart > st.FirstStart { // the last start or resize
+		e := console.Event{Time: console.Unix(st.LastStart), Kind: "restart"}
+		switch {
+		case st.Resizes == 0:
+			e.Message = fmt.Sprintf("start %d, the last", st.Starts)
+		case st.Starts <= 1:
+			e.Kind, e.Message = "resized", fmt.Sprintf("the last of %d resize(s)", st.Resizes)
+		default:
+			e.Message = fmt.Sprintf("the last start or resize (%d starts, %d resizes)", st.Starts, st.Resizes)
+		}
+		out = append(out, e)
 	}
 	return out
 }
