@@ -151,7 +151,16 @@ func TestFailover(t *testing.T) {
 	}
 	killed := time.Now()
 	<-old.done
+	seenAtKill := obs.count() // the old leader's binds, or fewer (the watch lags)
+	// A bind the leader sent just before SIGKILL can still land, and the
+	// watch lags the API server: let both settle before counting what the
+	// old leader bound. The standby cannot take the Lease before it
+	// expires (lease duration after the last renewal), so a short wait
+	// well inside it still counts only the old leader's binds; if the
+	// standby has the Lease already, the count is ambiguous and says so.
+	time.Sleep(2 * time.Second)
 	atKill := obs.count()
+	settledBeforeTakeover := holder() != standbyID
 	if atKill >= total {
 		t.Fatalf("the drain ended (%d pods) before the leader was killed: nothing tested", atKill)
 	}
@@ -181,11 +190,20 @@ func TestFailover(t *testing.T) {
 	if st.BindErrors != 0 {
 		t.Errorf("standby: %d failed binds (a pod bound already?)\n%s", st.BindErrors, standby.logTail())
 	}
-	// The standby's binds are exactly those seen after it took over (there
-	// is room for every pod, so nothing needs evicting).
-	if want := total - beforeTakeover; st.Bound != want || st.Evicted != 0 {
-		t.Errorf("standby bound %d pods and evicted %d; %d of %d were bound when it took over: want %d binds, no eviction",
-			st.Bound, st.Evicted, beforeTakeover, total, want)
+	// The standby's binds are exactly the pods the old leader left unbound
+	// (there is room for every pod, so nothing needs evicting). The count
+	// at takeover is only logged: the standby may bind a few pods between
+	// taking the Lease and this test seeing it.
+	if st.Evicted != 0 {
+		t.Errorf("standby evicted %d pods: want none", st.Evicted)
+	}
+	switch want := total - atKill; {
+	case settledBeforeTakeover && st.Bound != want:
+		t.Errorf("standby bound %d pods; the old leader had bound %d of %d: want %d binds", st.Bound, atKill, total, want)
+	case !settledBeforeTakeover && st.Bound > total-seenAtKill:
+		t.Errorf("standby bound %d pods, more than the %d left unbound when the leader died", st.Bound, total-seenAtKill)
+	case !settledBeforeTakeover:
+		t.Logf("the standby took the Lease within 2 s of the kill: its %d binds checked only against the %d seen unbound then", st.Bound, total-seenAtKill)
 	}
 	obs.check(t)
 	pods, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
