@@ -15,6 +15,20 @@ type testClock struct{ now float64 }
 
 func (c *testClock) Now() float64 { return c.now }
 
+// saveState takes the scheduler's policy state and its annotation value.
+func (h *harness) saveState() (*SavedPolicyState, string) {
+	h.t.Helper()
+	saved, err := h.s.savePolicyState()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	v, err := encodePolicyState(saved)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return saved, v
+}
+
 // TestPolicyStateRestoresTiresias: under Tiresias with one queue limit of
 // 100 GPU-seconds, pod a holds all 8 GPUs of a node for 20 s (160
 // GPU-seconds: the second queue). Its state, taken then, is given to a
@@ -35,14 +49,7 @@ func TestPolicyStateRestoresTiresias(t *testing.T) {
 	}
 	clock.now += 20
 	h.round()
-	saved, err := h.s.savePolicyState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := encodePolicyState(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved, v := h.saveState()
 	if len(saved.Jobs) != 1 || saved.Jobs[0].Attained != 160 || saved.Jobs[0].GPUs != 8 || saved.At != 2020 {
 		t.Fatalf("saved %+v at %v, want a with 160 GPU-seconds on 8 GPUs at 2020", saved.Jobs, saved.At)
 	}
@@ -102,14 +109,7 @@ func TestPolicyStateSize(t *testing.T) {
 		clock.now += 2.0137 + 0.1731*float64(wave%7)
 	}
 	h.round()
-	saved, err := h.s.savePolicyState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := encodePolicyState(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saved, v := h.saveState()
 	if len(saved.Jobs) != jobs {
 		t.Fatalf("saved the history of %d jobs, want %d", len(saved.Jobs), jobs)
 	}
@@ -129,7 +129,8 @@ func TestPolicyStateSize(t *testing.T) {
 		h.Attained, h.Executed, h.Waited = rng.Float64()*1e6, rng.Float64()*1e5, rng.Float64()*1e5
 		h.FirstStart, h.LastStart, h.LastStop = 1.7e9+rng.Float64()*1e6, 1.7e9+rng.Float64()*1e6, 1.7e9+rng.Float64()*1e6
 	}
-	if v, err = encodePolicyState(saved); err != nil {
+	v, err = encodePolicyState(saved)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("every job's times distinct: %d bytes, %.1f per job; the default limit holds about %d such jobs",
