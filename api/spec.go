@@ -79,6 +79,13 @@ type JobSpec struct {
 	MinGPUs int    `json:"min_gpus,omitempty" yaml:"min_gpus"`
 	MaxGPUs int    `json:"max_gpus,omitempty" yaml:"max_gpus"`
 	GPUType string `json:"gpu_type,omitempty" yaml:"gpu_type"`
+	// GPUShare, GPUMemGiB and MIG ask for part of each GPU instead of a
+	// whole one (docs/sharing.md): a share of its compute in (0, 1), its
+	// memory in GiB, or a MIG profile such as "1g.10gb". Jobs sharing a
+	// GPU see the same CUDA_VISIBLE_DEVICES. Such a job is rigid.
+	GPUShare  float64 `json:"gpu_share,omitempty" yaml:"gpu_share"`
+	GPUMemGiB float64 `json:"gpu_mem_gib,omitempty" yaml:"gpu_mem_gib"`
+	MIG       string  `json:"mig,omitempty" yaml:"mig"`
 
 	// Priority: larger is more important (policies that use priorities).
 	Priority int `json:"priority,omitempty" yaml:"priority"`
@@ -362,7 +369,8 @@ func (s *JobSpec) Job(id string, submit float64) (*job.Job, error) {
 	}
 	j := &job.Job{ID: id, Submit: submit, Priority: s.Priority, GPUs: s.GPUs, MinGPUs: s.MinGPUs,
 		MaxGPUs: s.MaxGPUs, GPUType: strings.ToLower(s.GPUType), BatchSize: s.BatchSize,
-		Work: est, Unit: job.Seconds, Duration: est, Tenant: s.Tenant}
+		Work: est, Unit: job.Seconds, Duration: est, Tenant: s.Tenant,
+		Share: s.GPUShare, GPUMemGiB: s.GPUMemGiB, MIG: s.MIG}
 	if s.Deadline != "" {
 		t, err := time.Parse(time.RFC3339, s.Deadline)
 		if err != nil {
@@ -388,6 +396,7 @@ func jobField(err error) FieldError {
 		{"min gpus", "min_gpus"}, {"max gpus", "max_gpus"}, {"gpus", "gpus"},
 		{"work unit", "estimate_s"}, {"work", "estimate_s"}, {"duration", "estimate_s"},
 		{"batch size", "batch_size"}, {"deadline", "deadline"}, {"id", "id"}, {"submit", "submit"},
+		{"gpu_share", "gpu_share"}, {"gpu_mem_gib", "gpu_mem_gib"}, {"mig", "mig"}, {"a job with part of each GPU", "max_gpus"},
 	} {
 		if strings.HasPrefix(msg, m.prefix) {
 			field = m.field

@@ -63,6 +63,11 @@ func TestValidateFields(t *testing.T) {
 		{JobSpec{Command: []string{"x"}, GPUs: 1, Tenant: "a b"}, "tenant"},
 		{JobSpec{Command: []string{"x"}, GPUs: 1, BatchSize: -1}, "batch_size"},
 		{JobSpec{Command: []string{"x"}, GPUs: 1, MaxRetries: &two, Workdir: "."}, "workdir"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, GPUShare: 1.5}, "gpu_share"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, GPUMemGiB: -2}, "gpu_mem_gib"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, MIG: "2g"}, "mig"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, MIG: "1g.5gb", GPUShare: 0.5}, "mig"},
+		{JobSpec{Command: []string{"x"}, MinGPUs: 1, MaxGPUs: 2, GPUShare: 0.5}, "max_gpus"},
 	} {
 		errs := tc.spec.Validate()
 		if len(errs) == 0 || errs[0].Field != tc.field {
@@ -96,6 +101,8 @@ func FuzzDecodeJobSpec(f *testing.F) {
 		`{"command": [], "gpus": -1}`,
 		`{"command": ["a"], "gpus": 1, "extra": true}`,
 		`[]`, `null`, `{"gpus": 1e309}`, "{\"command\": [\"\\u0000\"]}",
+		`{"command": ["a"], "gpus": 1, "gpu_share": 0.25}`, `{"command": ["a"], "gpus": 2, "mig": "3g.40gb"}`,
+		`{"command": ["a"], "gpus": 1, "gpu_mem_gib": 8, "gpu_share": 0.1}`,
 	} {
 		f.Add([]byte(seed))
 	}

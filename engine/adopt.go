@@ -34,6 +34,9 @@ func (e *Engine) Adopt(id string, gpus []cluster.GPUID) error {
 			return fmt.Errorf("adopt: job %s lists GPU %d twice", id, g)
 		}
 		seen[g] = true
+		if err := e.adoptable(g, st); err != nil {
+			return err
+		}
 		if o := e.owner[g]; o != nil {
 			return fmt.Errorf("adopt: job %s on GPU %d, which %s holds", id, g, o.Job.ID)
 		}

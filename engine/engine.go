@@ -10,10 +10,13 @@
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
 //     more GPUs of a type than exist, or packs jobs other than in mutual,
-//     alike pairs (space sharing, share.go);
+//     alike pairs (space sharing, share.go); fractional jobs count by their
+//     shares (fraction.go);
 //  5. place: the Placer maps the plan onto concrete GPUs, keeping jobs whose
 //     allocation did not change where they are (a packed pair is placed as
-//     one assignment and both members get its GPUs);
+//     one assignment and both members get its GPUs; jobs asking for part of
+//     a GPU are packed best fit around it, never over-committing a GPU,
+//     fraction.go);
 //  6. diff: compare with what jobs hold now and emit Changes (start,
 //     restart, resize, preempt) for the executor to apply, updating job states.
 //
@@ -76,6 +79,11 @@ type Status struct {
 	// Reason is the policy's explanation of its last decision about this
 	// job (Plan.Reasons), the zero Reason when it gave none.
 	Reason Reason
+
+	// Share is the part of each held GPU's compute a fractional job holds
+	// (job.Job.Demand on its GPUs, fraction.go); 0 for whole GPUs and while
+	// it holds none. HeldGPUs weighs its GPUs by it.
+	Share float64
 
 	// PackedWith is the job sharing this job's GPUs now (space sharing,
 	// Assignment.PackWith), "" when it runs alone or not at all.
@@ -309,6 +317,10 @@ type Engine struct {
 	// Scratch reused from round to round, so that a round in which
 	// nothing changes allocates nothing (rounds.go).
 	scratch scratch
+
+	// parts are, per GPU, its fractional holders (fraction.go); nil until
+	// one runs.
+	parts []gpuParts
 }
 
 // New makes an engine. All Config fields are required.
@@ -337,6 +349,9 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 		return nil, fmt.Errorf("job %s: id already submitted", j.ID)
 	}
 	if err := e.cfg.Model.Check(j); err != nil {
+		return nil, err
+	}
+	if err := e.partFits(j); err != nil {
 		return nil, err
 	}
 	if have := e.cfg.Cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
@@ -380,16 +395,17 @@ func (e *Engine) Active() []*Status {
 // Rounds is the number of scheduling rounds run.
 func (e *Engine) Rounds() int { return e.rounds }
 
-// Allocated is the number of GPUs held by jobs (a shared GPU counts once).
+// Allocated is the number of GPUs held by jobs (a shared GPU counts once,
+// whether a packed pair or fractional jobs share it).
 func (e *Engine) Allocated() int {
 	e.compact()
 	n := 0
 	for _, st := range e.active {
-		if st.PackedWith == "" || st.Job.ID < st.PackedWith {
+		if (st.PackedWith == "" || st.Job.ID < st.PackedWith) && st.Share == 0 {
 			n += len(st.GPUs)
 		}
 	}
-	return n
+	return n + e.partGPUs()
 }
 
 // Report records an executor's progress report for a running job, in model
@@ -474,7 +490,7 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	}
 	if len(st.GPUs) > 0 {
 		st.Executed += dt
-		st.Attained += dt * float64(len(st.GPUs))
+		st.Attained += dt * st.HeldGPUs()
 		if st.TypeExecuted == nil {
 			st.TypeExecuted = map[string]float64{}
 		}
@@ -566,7 +582,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed := e.placePairs(held, plan.Run)
+	placed := e.placeAll(held, plan.Run)
 	if err := e.checkPlacement(plan, placed); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
@@ -737,6 +753,7 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	perType := sc.perTypeCounts(e.cfg.Cluster)
 	total := 0
 	hint := 0
+	e.resetParts()
 	for _, a := range p.Run {
 		st := e.lookup(a.Job, &hint)
 		if st == nil || st.State.Terminal() {
@@ -760,6 +777,12 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		if t == "" {
 			t = st.Job.GPUType
 		}
+		if st.Job.Fractional() {
+			if err := e.planParts(a, st, t); err != nil {
+				return nil, err
+			}
+			continue // counted by partsTotal
+		}
 		if t != "" {
 			k := typeIndex(e.cfg.Cluster, t)
 			if k < 0 {
@@ -770,6 +793,7 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 		total += a.GPUs
 	}
 	sc.planned = planned
+	total += e.partsTotal(perType)
 	if err := e.checkPairs(p); err != nil {
 		return nil, err
 	}
@@ -811,6 +835,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 			if t := e.cfg.Cluster.NodeOf(g).GPUType; a.GPUType != "" && t != a.GPUType {
 				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
 			}
+			if e.scratch.anyParts && e.jobs[id].Job.Fractional() {
+				continue // checkParts counts fractions, once every whole GPU is given
+			}
 			if o := e.given[g]; o != 0 {
 				if other := p.Run[o-1]; other.PackWith == id && a.PackWith == other.Job {
 					continue // its partner's: checkPairs saw they are mutual
@@ -825,6 +852,9 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 	}
 	if planned != len(placed) {
 		return fmt.Errorf("placed %d jobs, only %d of them were planned", len(placed), planned)
+	}
+	if err := e.checkParts(p, placed); err != nil {
+		return err
 	}
 	return e.checkPairRates(p, placed)
 }

@@ -215,66 +215,58 @@ func (c chaos) Schedule(s *engine.Snapshot) engine.Plan {
 // describe exactly what moved.
 func TestInvariantsUnderChaos(t *testing.T) {
 	clusters := []string{"1x4:t4", "2x4:t4,2x2:v100", "4x8:a100", "3x1:t4,1x8:t4"}
-	for trial := range 40 {
-		rng := rand.New(rand.NewPCG(uint64(trial), 99))
-		shorthand := clusters[trial%len(clusters)]
-		placer := engine.Placer(place.Pack{})
-		if trial%2 == 1 {
-			placer = place.MostFree{}
+	chaosTrials(t, 40, 99, clusters, []string{"pack", "most-free"}, func(t *testing.T, shorthand string, placer engine.Placer, rng *rand.Rand) {
+		e, clk := newEngine(t, shorthand, chaos{rng}, placer)
+		c := enginetest.Cluster(shorthand)
+		biggest := 0
+		for _, typ := range c.GPUTypes() {
+			biggest = max(biggest, c.GPUsOfType(typ))
 		}
-		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
-			e, clk := newEngine(t, shorthand, chaos{rng}, placer)
-			c := enginetest.Cluster(shorthand)
-			biggest := 0
-			for _, typ := range c.GPUTypes() {
-				biggest = max(biggest, c.GPUsOfType(typ))
-			}
-			held := map[string][]cluster.GPUID{}
-			for step := range 60 {
-				chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
-					lo := 1 + rng.IntN(min(4, biggest))
-					hi := lo + rng.IntN(biggest-lo+1)
-					return enginetest.Job(id).At(clk.t).Elastic(lo, lo, hi).Obj()
-				}, step)
-				owner := map[cluster.GPUID]string{}
-				total := 0
-				for _, st := range e.Active() {
-					if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
-						t.Fatalf("job %s holds %v, the changes said %v", st.Job.ID, st.GPUs, held[st.Job.ID])
-					}
-					if len(st.GPUs) == 0 {
-						if st.State == job.Running {
-							t.Fatalf("job %s running without GPUs", st.Job.ID)
-						}
-						continue
-					}
-					if st.State != job.Running {
-						t.Fatalf("job %s holds GPUs in state %s", st.Job.ID, st.State)
-					}
-					if n := len(st.GPUs); n < st.Job.MinGPUs || n > st.Job.MaxGPUs {
-						t.Fatalf("job %s holds %d GPUs, outside [%d, %d]", st.Job.ID, n, st.Job.MinGPUs, st.Job.MaxGPUs)
-					}
-					typ := c.NodeOf(st.GPUs[0]).GPUType
-					for _, g := range st.GPUs {
-						if o, dup := owner[g]; dup {
-							t.Fatalf("GPU %d held by %s and %s", g, o, st.Job.ID)
-						}
-						owner[g] = st.Job.ID
-						if c.NodeOf(g).GPUType != typ {
-							t.Fatalf("job %s spans GPU types", st.Job.ID)
-						}
-					}
-					if st.Alloc.GPUs() != len(st.GPUs) || st.Alloc.GPUType != typ {
-						t.Fatalf("job %s: shape %+v does not describe %v", st.Job.ID, st.Alloc, st.GPUs)
-					}
-					total += len(st.GPUs)
+		held := map[string][]cluster.GPUID{}
+		for step := range 60 {
+			chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
+				lo := 1 + rng.IntN(min(4, biggest))
+				hi := lo + rng.IntN(biggest-lo+1)
+				return enginetest.Job(id).At(clk.t).Elastic(lo, lo, hi).Obj()
+			}, step)
+			owner := map[cluster.GPUID]string{}
+			total := 0
+			for _, st := range e.Active() {
+				if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
+					t.Fatalf("job %s holds %v, the changes said %v", st.Job.ID, st.GPUs, held[st.Job.ID])
 				}
-				if total > c.TotalGPUs() || total != e.Allocated() {
-					t.Fatalf("%d GPUs held, Allocated says %d, cluster has %d", total, e.Allocated(), c.TotalGPUs())
+				if len(st.GPUs) == 0 {
+					if st.State == job.Running {
+						t.Fatalf("job %s running without GPUs", st.Job.ID)
+					}
+					continue
 				}
+				if st.State != job.Running {
+					t.Fatalf("job %s holds GPUs in state %s", st.Job.ID, st.State)
+				}
+				if n := len(st.GPUs); n < st.Job.MinGPUs || n > st.Job.MaxGPUs {
+					t.Fatalf("job %s holds %d GPUs, outside [%d, %d]", st.Job.ID, n, st.Job.MinGPUs, st.Job.MaxGPUs)
+				}
+				typ := c.NodeOf(st.GPUs[0]).GPUType
+				for _, g := range st.GPUs {
+					if o, dup := owner[g]; dup {
+						t.Fatalf("GPU %d held by %s and %s", g, o, st.Job.ID)
+					}
+					owner[g] = st.Job.ID
+					if c.NodeOf(g).GPUType != typ {
+						t.Fatalf("job %s spans GPU types", st.Job.ID)
+					}
+				}
+				if st.Alloc.GPUs() != len(st.GPUs) || st.Alloc.GPUType != typ {
+					t.Fatalf("job %s: shape %+v does not describe %v", st.Job.ID, st.Alloc, st.GPUs)
+				}
+				total += len(st.GPUs)
 			}
-		})
-	}
+			if total > c.TotalGPUs() || total != e.Allocated() {
+				t.Fatalf("%d GPUs held, Allocated says %d, cluster has %d", total, e.Allocated(), c.TotalGPUs())
+			}
+		}
+	})
 }
 
 // chaosRound moves the clock, submits up to two new jobs, finishes a random

@@ -21,6 +21,11 @@ type scratch struct {
 	held    map[string][]cluster.GPUID
 	// reasoned are the jobs whose Reason was set (non-zero) by a plan.
 	reasoned []*Status
+	// partShare sums the shares of the plan's fractional jobs per GPU type
+	// index, the last entry for jobs of any type; anyParts says the plan
+	// has one (fraction.go).
+	partShare []float64
+	anyParts  bool
 }
 
 // perTypeCounts returns a zeroed count per GPU type of c.

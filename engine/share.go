@@ -15,6 +15,10 @@ import (
 
 // hold records st as a holder of GPU g (the second, when g is shared).
 func (e *Engine) hold(g cluster.GPUID, st *Status) {
+	if st.Job.Fractional() {
+		e.holdPart(g, st)
+		return
+	}
 	if e.owner[g] == nil {
 		e.owner[g] = st
 		return
@@ -27,6 +31,10 @@ func (e *Engine) hold(g cluster.GPUID, st *Status) {
 
 // unhold removes st from the holders of GPU g.
 func (e *Engine) unhold(g cluster.GPUID, st *Status) {
+	if st.Job.Fractional() {
+		e.unholdPart(g, st)
+		return
+	}
 	var second *Status
 	if e.co != nil {
 		second = e.co[g]

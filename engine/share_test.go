@@ -216,58 +216,50 @@ func (c packChaos) Schedule(s *engine.Snapshot) engine.Plan {
 // reach placers as one assignment).
 func TestPairsUnderChaos(t *testing.T) {
 	clusters := []string{"1x4:t4", "2x4:t4,2x2:v100", "3x1:t4,1x8:t4", "2x2:t4"}
-	for trial := range 36 {
-		rng := rand.New(rand.NewPCG(uint64(trial), 7))
-		shorthand := clusters[trial%len(clusters)]
-		placer, err := place.Lookup([]string{"pack", "most-free", "hived"}[trial%3])
-		if err != nil {
-			t.Fatal(err)
+	chaosTrials(t, 36, 7, clusters, []string{"pack", "most-free", "hived"}, func(t *testing.T, shorthand string, placer engine.Placer, rng *rand.Rand) {
+		e, clk := newSharing(t, shorthand, packChaos{rng}, placer, pairModel{}, true)
+		c := enginetest.Cluster(shorthand)
+		held := map[string][]cluster.GPUID{}
+		pairs := 0
+		for step := range 60 {
+			chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
+				lo := 1 + rng.IntN(2)
+				return enginetest.Job(id).At(clk.t).Elastic(lo, lo, lo+rng.IntN(2)).Obj()
+			}, step)
+			holders := map[cluster.GPUID][]*engine.Status{}
+			for _, st := range e.Active() {
+				if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
+					t.Fatalf("job %s holds %v, the changes said %v", st.Job.ID, st.GPUs, held[st.Job.ID])
+				}
+				if st.PackedWith != "" {
+					p := e.Job(st.PackedWith)
+					if p.PackedWith != st.Job.ID || !slices.Equal(p.GPUs, st.GPUs) || len(st.GPUs) == 0 {
+						t.Fatalf("job %s packed with %s, which is packed with %q on %v (it holds %v)", st.Job.ID, p.Job.ID, p.PackedWith, p.GPUs, st.GPUs)
+					}
+					pairs++
+				}
+				for _, g := range st.GPUs {
+					holders[g] = append(holders[g], st)
+				}
+			}
+			for g, hs := range holders {
+				switch {
+				case len(hs) > 2:
+					t.Fatalf("GPU %d holds %d jobs", g, len(hs))
+				case len(hs) == 2 && (hs[0].PackedWith != hs[1].Job.ID || hs[1].PackedWith != hs[0].Job.ID):
+					t.Fatalf("GPU %d holds %s and %s, which are not partners", g, hs[0].Job.ID, hs[1].Job.ID)
+				}
+				f, s := e.Holders(g)
+				if f != hs[0] && f != hs[len(hs)-1] || (len(hs) == 2) != (s != nil) {
+					t.Fatalf("Holders(%d) = %v, %v; jobs say %d holders", g, f, s, len(hs))
+				}
+			}
+			if len(holders) > c.TotalGPUs() || len(holders) != e.Allocated() {
+				t.Fatalf("%d GPUs held, Allocated says %d, cluster has %d", len(holders), e.Allocated(), c.TotalGPUs())
+			}
 		}
-		t.Run(fmt.Sprintf("%d-%s-%s", trial, shorthand, placer.Name()), func(t *testing.T) {
-			e, clk := newSharing(t, shorthand, packChaos{rng}, placer, pairModel{}, true)
-			c := enginetest.Cluster(shorthand)
-			held := map[string][]cluster.GPUID{}
-			pairs := 0
-			for step := range 60 {
-				chaosRound(t, e, clk, rng, held, func(id string) *job.Job {
-					lo := 1 + rng.IntN(2)
-					return enginetest.Job(id).At(clk.t).Elastic(lo, lo, lo+rng.IntN(2)).Obj()
-				}, step)
-				holders := map[cluster.GPUID][]*engine.Status{}
-				for _, st := range e.Active() {
-					if fmt.Sprint(st.GPUs) != fmt.Sprint(held[st.Job.ID]) {
-						t.Fatalf("job %s holds %v, the changes said %v", st.Job.ID, st.GPUs, held[st.Job.ID])
-					}
-					if st.PackedWith != "" {
-						p := e.Job(st.PackedWith)
-						if p.PackedWith != st.Job.ID || !slices.Equal(p.GPUs, st.GPUs) || len(st.GPUs) == 0 {
-							t.Fatalf("job %s packed with %s, which is packed with %q on %v (it holds %v)", st.Job.ID, p.Job.ID, p.PackedWith, p.GPUs, st.GPUs)
-						}
-						pairs++
-					}
-					for _, g := range st.GPUs {
-						holders[g] = append(holders[g], st)
-					}
-				}
-				for g, hs := range holders {
-					switch {
-					case len(hs) > 2:
-						t.Fatalf("GPU %d holds %d jobs", g, len(hs))
-					case len(hs) == 2 && (hs[0].PackedWith != hs[1].Job.ID || hs[1].PackedWith != hs[0].Job.ID):
-						t.Fatalf("GPU %d holds %s and %s, which are not partners", g, hs[0].Job.ID, hs[1].Job.ID)
-					}
-					f, s := e.Holders(g)
-					if f != hs[0] && f != hs[len(hs)-1] || (len(hs) == 2) != (s != nil) {
-						t.Fatalf("Holders(%d) = %v, %v; jobs say %d holders", g, f, s, len(hs))
-					}
-				}
-				if len(holders) > c.TotalGPUs() || len(holders) != e.Allocated() {
-					t.Fatalf("%d GPUs held, Allocated says %d, cluster has %d", len(holders), e.Allocated(), c.TotalGPUs())
-				}
-			}
-			if pairs == 0 {
-				t.Fatal("no pair ever ran: the test exercised nothing")
-			}
-		})
-	}
+		if pairs == 0 {
+			t.Fatal("no pair ever ran: the test exercised nothing")
+		}
+	})
 }

@@ -66,8 +66,15 @@ func (e *Engine) SetDown(gpus []cluster.GPUID, down bool) ([]Change, error) {
 // IsDown reports whether GPU g is unavailable to training.
 func (e *Engine) IsDown(g cluster.GPUID) bool { return e.down != nil && e.down[g] }
 
-// Holder returns the job holding GPU g, or nil.
-func (e *Engine) Holder(g cluster.GPUID) *Status { return e.owner[g] }
+// Holder returns the job holding GPU g, or nil: its whole-GPU holder (the
+// first of a packed pair), else the first of its fractional jobs
+// (Sharers lists them all).
+func (e *Engine) Holder(g cluster.GPUID) *Status {
+	if o := e.owner[g]; o != nil || e.parts == nil || len(e.parts[g].holders) == 0 {
+		return o
+	}
+	return e.parts[g].holders[0]
+}
 
 // downView is the Down slice snapshots share: nil when every GPU is up.
 func (e *Engine) downView() []bool {

@@ -37,6 +37,14 @@ type Job struct {
 	MaxGPUs int
 	GPUType string // "" = any type
 
+	// Part of each GPU, for a job that does not need whole ones (GPU
+	// sharing, fraction.go); all zero for whole GPUs. Share is the part of
+	// each GPU's compute, in (0, 1); GPUMemGiB the GPU memory it needs on
+	// each, GiB; MIG a MIG profile such as "1g.10gb", which fixes both.
+	Share     float64
+	GPUMemGiB float64
+	MIG       string
+
 	// CPUs and MemGiB are the host CPU cores and memory the whole job needs
 	// beside its GPUs (not per GPU); 0 = not given. Multi-resource policies
 	// (DRF) then charge it the cluster's CPUs and memory per GPU times its
@@ -131,6 +139,9 @@ func (j *Job) Validate() error {
 	}
 	if j.MemGiB < 0 || math.IsNaN(j.MemGiB) || math.IsInf(j.MemGiB, 0) {
 		return fmt.Errorf("job %s: mem_gib: want a finite number >= 0, got %v", j.ID, j.MemGiB)
+	}
+	if err := j.validateFraction(); err != nil {
+		return err
 	}
 	if j.Duration < 0 || math.IsNaN(j.Duration) || math.IsInf(j.Duration, 0) {
 		return fmt.Errorf("job %s: duration: want a finite number >= 0, got %v", j.ID, j.Duration)

@@ -274,26 +274,30 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 
 // fit picks GPUs for the workers a job lacks, or nil when they do not all
 // fit. With no type given it tries each of the cluster's types in turn, so
-// a job's workers share a type.
+// a job's workers share a type; on a cluster of several sites it tries
+// the sites the job may use in turn (siteNodes), so they share a site.
 func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
 		types = c.GPUTypes()
 	}
-	for _, t := range types {
-		if add := p.fitType(c, free, placed, used, a, t, have, g, room); add != nil {
-			return add
+	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
+		for _, t := range types {
+			if add := p.fitType(c, free, placed, used, a, t, have, g, room, in); add != nil {
+				return add
+			}
 		}
 	}
 	return nil
 }
 
-// fitType places the workers a job lacks on nodes of type t. placed is
-// scratch of one int per node, all zero, and left so: it counts the new
-// workers per node while the job is placed (a node's free GPUs are then
-// free less g per new worker), which spares a copy of free per job, the
-// bulk of a drain's allocations when thousands of jobs wait.
-func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
+// fitType places the workers a job lacks on nodes of type t that in
+// accepts (nil: any). placed is scratch of one int per node, all zero, and
+// left so: it counts the new workers per node while the job is placed (a
+// node's free GPUs are then free less g per new worker), which spares a
+// copy of free per job, the bulk of a drain's allocations when thousands
+// of jobs wait.
+func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool) []cluster.GPUID {
 	need := (a.GPUs - len(have)) / g
 	var mine map[int]bool // nil when the job holds nothing
 	if len(have) > 0 {
@@ -320,7 +324,7 @@ func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []boo
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
 			gpus := free[i] - g*placed[i]
-			if gpus < g || n.GPUType != t || (exact != nil && exact[i] == 0) {
+			if gpus < g || n.GPUType != t || (exact != nil && exact[i] == 0) || (in != nil && !in(i)) {
 				continue
 			}
 			if best >= 0 && !better(mine[i], gpus, mine[best], bestFree) {

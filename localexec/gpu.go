@@ -20,6 +20,7 @@ type GPU struct {
 	Name   string  // as the driver names it, e.g. "Tesla T4"
 	Type   string  // tide's GPU type, e.g. "t4"
 	MemGiB float64 // memory, GiB
+	Fake   bool    // a pretend GPU (fake:N): nothing runs on it
 }
 
 // ErrNoGPUs is returned by Discover when the machine shows no NVIDIA GPU.
@@ -64,7 +65,7 @@ func fake(spec string) ([]GPU, error) {
 	}
 	gpus := make([]GPU, n)
 	for i := range gpus {
-		gpus[i] = GPU{Index: i, Name: "fake " + typ, Type: typ, MemGiB: mem}
+		gpus[i] = GPU{Index: i, Name: "fake " + typ, Type: typ, MemGiB: mem, Fake: true}
 	}
 	return gpus, nil
 }

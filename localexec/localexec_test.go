@@ -22,7 +22,7 @@ func TestParseNvidiaSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []GPU{{0, "Tesla T4", "t4", 15}, {1, "NVIDIA A100-SXM4-80GB", "a100-80", 80}, {2, "NVIDIA H100 80GB HBM3", "h100", 81559.0 / 1024}, {3, "NVIDIA GeForce RTX 3090", "rtx3090", 24}}
+	want := []GPU{{0, "Tesla T4", "t4", 15, false}, {1, "NVIDIA A100-SXM4-80GB", "a100-80", 80, false}, {2, "NVIDIA H100 80GB HBM3", "h100", 81559.0 / 1024, false}, {3, "NVIDIA GeForce RTX 3090", "rtx3090", 24, false}}
 	if len(gpus) != len(want) {
 		t.Fatalf("got %d GPUs", len(gpus))
 	}
@@ -91,7 +91,7 @@ func TestDiscoverNvidiaSMI(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Discover(%q): %v", spec, err)
 		}
-		want := []GPU{{0, "Tesla T4", "t4", 15}, {1, "Tesla T4", "t4", 15}, {2, "NVIDIA A100-SXM4-80GB", "a100-80", 80}}
+		want := []GPU{{0, "Tesla T4", "t4", 15, false}, {1, "Tesla T4", "t4", 15, false}, {2, "NVIDIA A100-SXM4-80GB", "a100-80", 80, false}}
 		if fmt.Sprint(gpus) != fmt.Sprint(want) {
 			t.Errorf("Discover(%q) = %+v, want %+v", spec, gpus, want)
 		}
@@ -119,7 +119,7 @@ func TestDiscoverNvidiaSMI(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
-	gpus := []GPU{{0, "a", "t4", 16}, {1, "b", "v100", 32}, {2, "a", "t4", 16}}
+	gpus := []GPU{{0, "a", "t4", 16, false}, {1, "b", "v100", 32, false}, {2, "a", "t4", 16, false}}
 	c, devs, err := Cluster(gpus)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestCluster(t *testing.T) {
 			t.Errorf("cluster GPU %d is %s, device %d is %s", g, c.NodeOf(cluster.GPUID(g)).GPUType, d, gpus[d].Type)
 		}
 	}
-	if _, _, err := Cluster([]GPU{{0, "a", "t4", 16}, {0, "a", "t4", 16}}); err == nil {
+	if _, _, err := Cluster([]GPU{{0, "a", "t4", 16, false}, {0, "a", "t4", 16, false}}); err == nil {
 		t.Error("duplicate index accepted")
 	}
 }

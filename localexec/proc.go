@@ -84,6 +84,12 @@ type Launch struct {
 	// (TIDE_BATCH_SIZE, TIDE_LOCAL_BSZ, TIDE_ACCUM_STEPS); left out when
 	// its global batch is 0.
 	Batch Batch
+	// Share and GPUMemGiB, for a job holding part of each GPU (mps.go),
+	// are its part of each GPU's compute, in (0, 1], and its GPU memory
+	// on each, GiB; 0 for whole GPUs. MPSPipeDir is the pipe directory of
+	// the MPS daemon serving its GPU (MPS.Acquire), "" without one.
+	Share, GPUMemGiB float64
+	MPSPipeDir       string
 }
 
 // Batch is a data-parallel batch configuration: LocalBsz samples per GPU
@@ -94,7 +100,7 @@ type Batch struct {
 }
 
 // Environ is the environment the job's command gets: the server's own
-// without TIDE_* and CUDA_VISIBLE_DEVICES (with a User, only its PATH,
+// without TIDE_*, CUDA_MPS_* and CUDA_VISIBLE_DEVICES (with a User, only its PATH,
 // locale and TZ, and the user's HOME, USER and LOGNAME), then the job's
 // Env, then tide's variables.
 func (l *Launch) Environ() []string {
@@ -117,7 +123,7 @@ func (l *Launch) Environ() []string {
 	}
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "TIDE_") || k == "CUDA_VISIBLE_DEVICES" {
+		if strings.HasPrefix(k, "TIDE_") || k == "CUDA_VISIBLE_DEVICES" || strings.HasPrefix(k, "CUDA_MPS_") {
 			continue
 		}
 		if _, own := l.Env[k]; own {
@@ -145,6 +151,7 @@ func (l *Launch) Environ() []string {
 		"TIDE_GPUS="+strconv.Itoa(len(l.Devices)),
 		"TIDE_CHECKPOINT_DIR="+l.CheckpointDir,
 	)
+	env = append(env, l.shareEnv()...)
 	if b := l.Batch; b.Global > 0 {
 		env = append(env, "TIDE_BATCH_SIZE="+strconv.Itoa(b.Global), "TIDE_LOCAL_BSZ="+strconv.Itoa(b.LocalBsz),
 			"TIDE_ACCUM_STEPS="+strconv.Itoa(b.AccumSteps))

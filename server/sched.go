@@ -192,10 +192,7 @@ func (s *Server) newAttempt(lj *liveJob, gpus []cluster.GPUID, delay time.Durati
 	for i, g := range gpus {
 		a.devs = append(a.devs, s.devices[g])
 		ids[i] = int(g)
-		if prev := s.busy[g]; prev != nil && !contains(a.waitFor, prev) {
-			a.waitFor = append(a.waitFor, prev)
-		}
-		s.busy[g] = a
+		s.claim(a, g)
 	}
 	// Never two processes of one job: wait for the previous attempt too,
 	// wherever it runs (a job preempted, then restarted on other GPUs
@@ -272,6 +269,9 @@ func (s *Server) run(a *attempt) {
 	s.mu.Unlock()
 	// Launch outside mu: fork and exec take a while.
 	var proc *localexec.Proc
+	if err == nil {
+		l.MPSPipeDir, err = s.acquireMPS(a)
+	}
 	if err == nil {
 		proc, err = localexec.Start(l)
 	}
@@ -364,6 +364,7 @@ func (s *Server) launchSpec(a *attempt) (*localexec.Launch, error) {
 		Devices: a.devs, CheckpointDir: s.checkpointDir(r.ID), LogFile: s.logFile(r.ID),
 		PIDFile: s.pidFile(r.ID, a.n), ExitFile: s.exitFile(r.ID, a.n),
 		ReportToken: tok, ReportFile: s.reportFile(r.ID), Batch: s.batchFor(a.lj, len(a.devs))}
+	l.Share, l.GPUMemGiB = s.shareLimits(a)
 	ra := &r.Attempts[a.n-1]
 	ra.BatchSize, ra.LocalBsz, ra.AccumSteps = l.Batch.Global, l.Batch.LocalBsz, l.Batch.AccumSteps
 	if s.report != "" {
@@ -388,10 +389,9 @@ func (s *Server) appendLog(id, line string) {
 // (msg). Under mu.
 func (s *Server) ended(a *attempt, code int, known bool, msg string) {
 	for _, g := range a.gpus {
-		if s.busy[g] == a {
-			s.busy[g] = nil
-		}
+		s.unclaim(a, g)
 	}
+	s.releaseMPS(a)
 	lj := a.lj
 	r := lj.rec
 	ra := &r.Attempts[a.n-1]

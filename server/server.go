@@ -104,6 +104,10 @@ type Config struct {
 	// tenant's user, and a server not run as root refuses a second tenant
 	// (its jobs could read everything the server can).
 	SingleUser bool
+	// MPS is the CUDA MPS control program run for GPUs that jobs share
+	// (docs/sharing.md): "" finds nvidia-cuda-mps-control in PATH on real
+	// GPUs (none with fake ones), "off" runs none, a path runs that one.
+	MPS string
 	// ReportURL is the base URL jobs report to (default: the listener's
 	// address, 127.0.0.1 for a wildcard one).
 	ReportURL string
@@ -166,6 +170,11 @@ type Server struct {
 	loops   sync.WaitGroup
 	running sync.WaitGroup // attempt goroutines
 	http    *http.Server
+
+	// sharing are, per GPU, the fractional attempts whose processes may
+	// run on it together (share.go); mps runs their GPUs' MPS daemons.
+	sharing map[cluster.GPUID][]*attempt
+	mps     *localexec.MPS
 }
 
 // liveJob is a job in memory. rec is the durable record (changed under mu
@@ -194,6 +203,7 @@ type attempt struct {
 	proc    *localexec.Proc
 	stop    string // why tide is stopping it; "" while it should run
 	noRetry string // why its failure must not be retried (noRetry), if so
+	mpsHeld bool   // it holds its GPU's MPS daemon (share.go)
 }
 
 // New opens the data directory, recovers every job recorded there
@@ -239,6 +249,7 @@ func New(cfg Config) (*Server, error) {
 		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
+	s.mps = localexec.NewMPS(cfg.MPS, filepath.Join(dataDir, "mps"), cfg.GPUs)
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		if cfg.TLSCert == "" || cfg.TLSKey == "" {
 			return nil, errors.New("server: --tls-cert and --tls-key go together")
@@ -459,7 +470,11 @@ func (s *Server) recover(r *store.Job) {
 			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc}
 			lj.att, lj.last = att, att
 			for _, g := range gpus {
-				s.busy[g] = att
+				s.claim(att, g)
+			}
+			if att.fractional() && len(att.devs) == 1 && s.mps.Available() {
+				s.mps.Adopt(att.devs[0]) // its daemon still runs for it
+				att.mpsHeld = true
 			}
 			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
 			s.touch(lj)

@@ -241,7 +241,8 @@ func chronusUtility(r *row, submit float64, list string) *job.Utility {
 
 // tideColumns are the columns (CSV) and keys (JSON) of tide's own format.
 var tideColumns = []string{"id", "submit", "tenant", "priority", "gpus", "min_gpus", "max_gpus",
-	"gpu_type", "model", "batch_size", "work", "unit", "deadline", "duration", "cpus", "mem_gib"}
+	"gpu_type", "model", "batch_size", "work", "unit", "deadline", "duration", "cpus", "mem_gib",
+	"gpu_share", "gpu_mem_gib", "mig"}
 
 // tide-csv: see docs/trace-formats.md.
 var tideCSVFormat = csvFormat{
@@ -275,6 +276,9 @@ var tideCSVFormat = csvFormat{
 		j.Duration = r.optNum("duration")
 		j.CPUs = r.optNum("cpus")
 		j.MemGiB = r.optNum("mem_gib")
+		j.Share = readShareText(r)
+		j.GPUMemGiB = r.optNum("gpu_mem_gib")
+		j.MIG = r.optText("mig")
 		if r.err != nil {
 			return
 		}
@@ -315,5 +319,5 @@ func tideCheck(j *job.Job, hasWork bool, unit string) (field, msg string) {
 	case j.Deadline != 0 && j.Deadline <= j.Submit:
 		return "deadline", fmt.Sprintf("deadline %v is not after the submit time %v", j.Deadline, j.Submit)
 	}
-	return "", ""
+	return fractionCheck(j)
 }

@@ -39,11 +39,13 @@ var fuzzSeeds = map[string][]string{
 	TideCSV: {
 		tideHead + "a,0,team-a,2,4,2,8,v100,cifar10,512,100,epochs,7200,3600\nb,5,,-1,1,,,,,,,,,90\n",
 		"unit,work,gpus,submit,id\niterations,10,1,0,x\n\"y,1\",1,1,1,\"y\"\n",
+		"id,submit,gpus,duration,gpu_share,gpu_mem_gib,mig\nq,0,1,60,25%,,\nm,0,2,60,,8,\ng,0,1,60,,,1g.10gb\nx,0,1,9,0.5,,3g.40gb\n",
 	},
 	TideJSONL: {
 		`{"id":"a","submit":0,"tenant":"t","priority":2,"gpus":4,"min_gpus":2,"max_gpus":8,"gpu_type":"v100","model":"m","batch_size":512,"work":100,"unit":"epochs","deadline":7200,"duration":3600}` + "\n" +
 			`{"id":"b","submit":5,"gpus":1,"duration":90}`,
 		`{"id":"b","submit":0,"gpus":1.5}` + "\n[1]\n{}\nnull\n",
+		`{"id":"q","submit":0,"gpus":1,"duration":60,"gpu_share":0.25}` + "\n" + `{"id":"g","submit":1,"gpus":2,"duration":60,"mig":"7g.80gb","max_gpus":3}`,
 	},
 }
 

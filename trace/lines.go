@@ -176,6 +176,9 @@ type jsonJob struct {
 	Duration  float64  `json:"duration"`
 	CPUs      float64  `json:"cpus"`
 	MemGiB    float64  `json:"mem_gib"`
+	Share     float64  `json:"gpu_share"`
+	GPUMemGiB float64  `json:"gpu_mem_gib"`
+	MIG       string   `json:"mig"`
 }
 
 // jsonWant says in words what a JSON value must be to decode into kind k.
@@ -257,6 +260,7 @@ func (p *parser) readJSONL(r io.Reader) error {
 			GPUs: *v.GPUs, MinGPUs: v.MinGPUs, MaxGPUs: v.MaxGPUs, GPUType: p.str(v.GPUType),
 			Model: p.str(v.Model), BatchSize: v.BatchSize,
 			Deadline: v.Deadline, Duration: v.Duration, CPUs: v.CPUs, MemGiB: v.MemGiB,
+			Share: v.Share, GPUMemGiB: v.GPUMemGiB, MIG: p.str(v.MIG),
 		}
 		if v.Work != nil {
 			j.Work = *v.Work

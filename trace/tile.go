@@ -128,6 +128,9 @@ func WriteCSV(w io.Writer, jobs []*job.Job) error {
 		num(j.Duration)
 		num(j.CPUs)
 		num(j.MemGiB)
+		num(j.Share)
+		num(j.GPUMemGiB)
+		text(j.MIG)
 		line = append(line, '\n')
 		if _, err := bw.Write(line); err != nil {
 			return fmt.Errorf("write csv: %w", err)

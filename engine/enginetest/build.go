@@ -51,6 +51,15 @@ func (b *JobBuilder) Type(t string) *JobBuilder { b.j.GPUType = t; return b }
 // Tenant sets the owner.
 func (b *JobBuilder) Tenant(t string) *JobBuilder { b.j.Tenant = t; return b }
 
+// Share asks for share of each GPU's compute (a fractional job).
+func (b *JobBuilder) Share(s float64) *JobBuilder { b.j.Share = s; return b }
+
+// GPUMem asks for gib GiB of each GPU's memory (a fractional job).
+func (b *JobBuilder) GPUMem(gib float64) *JobBuilder { b.j.GPUMemGiB = gib; return b }
+
+// MIG asks for a MIG profile such as "1g.10gb" on each GPU.
+func (b *JobBuilder) MIG(profile string) *JobBuilder { b.j.MIG = profile; return b }
+
 // Obj returns the job.
 func (b *JobBuilder) Obj() *job.Job { j := b.j; return &j }
 

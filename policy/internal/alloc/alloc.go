@@ -55,11 +55,16 @@ type Pool struct {
 	// cluster a job never spans sites, so a type counts only where one
 	// site (or one edge server) can hold the job.
 	largest []int
+	// room and mem serve fractional jobs (fraction.go), nil until one
+	// comes: the GPUs' worth of room left on GPUs parts opened, and the
+	// largest GPU memory, per type index.
+	room, mem []float64
+	snap      *engine.Snapshot
 }
 
 func NewPool(s *engine.Snapshot) *Pool {
 	types := s.Cluster.GPUTypes()
-	p := &Pool{types: types, left: make([]int, 2*len(types))}
+	p := &Pool{types: types, left: make([]int, 2*len(types)), snap: s}
 	p.left, p.largest = p.left[:len(types)], p.left[len(types):]
 	multiSite := len(s.Cluster.Sites()) > 1
 	for k, t := range types {
@@ -134,17 +139,28 @@ func (p *Pool) Fit(st *engine.Status, n int) int {
 // Take gives st n GPUs of the type fit picks, when one has room. On a
 // one-type cluster the assignment keeps the job's own (possibly empty)
 // type: there is nothing to choose, so the plan says what the job asked.
+//
+// A fractional job takes its part from room parts left before it opens
+// whole GPUs (fraction.go).
 func (p *Pool) Take(st *engine.Status, n int) (engine.Assignment, bool) {
+	if st.Job.Fractional() {
+		return p.takePart(st, n)
+	}
 	k := p.Fit(st, n)
 	if k < 0 {
 		return engine.Assignment{}, false
 	}
 	p.left[k] -= n
+	return p.assign(st, k, n), true
+}
+
+// assign is st's assignment of n GPUs of type index k.
+func (p *Pool) assign(st *engine.Status, k, n int) engine.Assignment {
 	t := p.types[k]
 	if len(p.types) == 1 {
 		t = st.Job.GPUType
 	}
-	return engine.Assignment{Job: st.Job.ID, GPUs: n, GPUType: t}, true
+	return engine.Assignment{Job: st.Job.ID, GPUs: n, GPUType: t}
 }
 
 // SortJobs orders a copy of jobs by less, falling back to (submit, ID).

@@ -1,0 +1,61 @@
+package alloc
+
+import (
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+)
+
+// Fractional jobs (job.Job.Fractional) ask for part of each GPU. The pool
+// counts them as the engine's check does: a part takes room left on GPUs
+// earlier parts opened, and opens whole GPUs only when none is left, so a
+// greedy policy runs four quarter-GPU jobs on one GPU's worth of the pool.
+// The engine places the parts exactly (by memory as well as share, MIG
+// apart); a part the pool counted but the engine cannot place waits.
+
+// takePart is Take for a fractional job.
+func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
+	if p.room == nil {
+		p.room = make([]float64, len(p.types))
+		p.mem = make([]float64, len(p.types))
+		for _, nd := range p.snap.Cluster.Nodes {
+			if k := p.Index(nd.GPUType); k >= 0 {
+				mem := nd.GPUMem
+				if mem == 0 {
+					mem = cluster.DefaultGPUMemGiB[nd.GPUType]
+				}
+				p.mem[k] = max(p.mem[k], mem)
+			}
+		}
+	}
+	share := func(k int) float64 {
+		if p.mem[k] == 0 {
+			return 1
+		}
+		sh, _ := st.Job.Demand(p.mem[k])
+		return sh
+	}
+	// On GPUs parts opened already: the type with the least room that
+	// holds it (best fit), its own type when it names one.
+	best := -1
+	if n == 1 {
+		for k := range p.types {
+			if t := st.Job.GPUType; t != "" && p.types[k] != t {
+				continue
+			}
+			if sh := share(k); sh <= p.room[k]+1e-9 && (best < 0 || p.room[k] < p.room[best]) {
+				best = k
+			}
+		}
+	}
+	if best >= 0 {
+		p.room[best] -= share(best)
+		return p.assign(st, best, n), true
+	}
+	k := p.Fit(st, n)
+	if k < 0 {
+		return engine.Assignment{}, false
+	}
+	p.left[k] -= n
+	p.room[k] += float64(n) * (1 - share(k))
+	return p.assign(st, k, n), true
+}

@@ -1,0 +1,94 @@
+package alloc_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+)
+
+type clock struct{ t float64 }
+
+func (c *clock) Now() float64 { return c.t }
+
+// greedy is Greedy as a policy, in submission order, not strict.
+type greedy struct{}
+
+func (greedy) Name() string                            { return "greedy" }
+func (greedy) Schedule(s *engine.Snapshot) engine.Plan { return alloc.Greedy(s, s.Jobs, false) }
+
+// TestGreedyPacksParts: on two T4s greedy counts parts as the engine
+// places them. A whole job and seven quarter-GPU jobs: the whole job takes
+// one GPU and four quarters the other (5 run). Eight quarters fill both
+// GPUs. Five 8 GiB parts: two fit on each 16 GiB GPU (4 run). The next
+// round changes nothing.
+func TestGreedyPacksParts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		jobs func() []*enginetestJob
+		want int // jobs running after one round
+	}{
+		{"whole and seven quarters", func() []*enginetestJob {
+			js := []*enginetestJob{{"w", 0, 0}}
+			for i := range 7 {
+				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0})
+			}
+			return js
+		}, 5},
+		{"eight quarters", func() []*enginetestJob {
+			var js []*enginetestJob
+			for i := range 8 {
+				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0})
+			}
+			return js
+		}, 8},
+		{"halves by memory", func() []*enginetestJob {
+			var js []*enginetestJob
+			for i := range 5 {
+				js = append(js, &enginetestJob{fmt.Sprintf("m%d", i), 0, 8})
+			}
+			return js
+		}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("1x2:t4"), Model: perf.Duration{},
+				Policy: greedy{}, Placer: place.Pack{}, Clock: &clock{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, j := range tc.jobs() {
+				b := enginetest.Job(j.id).At(float64(i))
+				if j.share > 0 {
+					b.Share(j.share)
+				}
+				if j.mem > 0 {
+					b.GPUMem(j.mem)
+				}
+				if _, err := e.Submit(b.Obj()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			changes, err := e.Schedule()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changes) != tc.want {
+				t.Errorf("%d jobs started, want %d", len(changes), tc.want)
+			}
+			// Nothing moves in the next round: the pool counts the parts
+			// that run as they are placed.
+			if changes, err := e.Schedule(); err != nil || len(changes) != 0 {
+				t.Errorf("second round: %d changes, %v; want none", len(changes), err)
+			}
+		})
+	}
+}
+
+type enginetestJob struct {
+	id         string
+	share, mem float64
+}
