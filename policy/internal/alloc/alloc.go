@@ -203,5 +203,34 @@ func SortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engi
 	return out
 }
 
+// SortByKey orders a copy of jobs by key, ascending (cmp.Compare's order),
+// falling back to (submit, ID): SortJobs comparing keys, with each job's
+// key computed once instead of at every comparison.
+func SortByKey(jobs []*engine.Status, key func(st *engine.Status) float64) []*engine.Status {
+	type keyed struct {
+		k  float64
+		st *engine.Status
+	}
+	ks := make([]keyed, len(jobs))
+	for i, st := range jobs {
+		ks[i] = keyed{key(st), st}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := cmp.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		ja, jb := a.st.Job, b.st.Job
+		if ja.Submit != jb.Submit {
+			return cmp.Compare(ja.Submit, jb.Submit)
+		}
+		return strings.Compare(ja.ID, jb.ID)
+	})
+	out := make([]*engine.Status, len(ks))
+	for i, k := range ks {
+		out[i] = k.st
+	}
+	return out
+}
+
 // Types are the cluster's GPU types, in the order Index counts them.
 func (p *Pool) Types() []string { return p.types }
