@@ -220,6 +220,9 @@ func TestConsoleServe(t *testing.T) {
 	} else if !j.Held {
 		t.Errorf("job %s is not held after the console's Hold (state %s)", queued.ID, j.State)
 	}
+	// No job waits now: the queue says so, not that FIFO gives no order
+	// (it once did).
+	browsertest.WaitText(t, b, "p.order", "No job waits")
 	browsertest.Shot(t, b, "serve-queue-held")
 	browsertest.Click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
 	browsertest.WaitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
@@ -227,6 +230,12 @@ func TestConsoleServe(t *testing.T) {
 		t.Fatal(err)
 	} else if j.Held || j.State != api.StatePending {
 		t.Errorf("job %s after the console's Release: held %v, state %s; want pending", queued.ID, j.Held, j.State)
+	}
+	// Released, it is back in FIFO's order, first, and the queue says
+	// whose order it is.
+	browsertest.WaitText(t, b, "#row-"+queued.ID+" td:nth-child(1)", "1")
+	if o := browsertest.Text(t, b, "p.order"); !strings.Contains(o, "the policy's order") {
+		t.Errorf("under FIFO with a job waiting the queue says %q, want the policy's order", o)
 	}
 	// A running job offers no Hold (the server would refuse it).
 	if n := browsertest.Eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('button[aria-label="Hold %s"]').length`, run1.ID)); n != 0 {

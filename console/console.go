@@ -67,6 +67,11 @@ type Console struct {
 	fcDigest    uint64    // the digest of the view it began from
 	forecasting bool
 	fcCost      time.Duration // how long the last forecast took
+	// ordered are the policies (by name) that gave waiting jobs positions
+	// in a snapshot so far; under mu. A snapshot whose waiting jobs have
+	// none (they all arrived, or were released, since the last round)
+	// still shows such a policy's order.
+	ordered map[string]bool
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -92,7 +97,7 @@ func New(src Source, opts Options) *Console {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{src: src, opts: opts, subs: map[chan []byte]bool{}, done: make(chan struct{})}
+	c := &Console{src: src, opts: opts, subs: map[chan []byte]bool{}, done: make(chan struct{}), ordered: map[string]bool{}}
 	if opts.Samples != nil {
 		if err := c.load(); err != nil {
 			opts.Logger.Error("console: the utilisation history before this start is lost", "err", err)
@@ -117,8 +122,9 @@ type view struct {
 	byID    map[string]int
 	digest  uint64
 	summary Summary
-	// positionBy: "policy" when the policy ordered the waiting jobs,
-	// "submission" when the console numbered them in submission order.
+	// positionBy: "policy" when the policy orders the waiting jobs,
+	// "submission" when the console numbered them in submission order (the
+	// policy gives no order), "none" when no job waits.
 	positionBy string
 }
 
@@ -177,38 +183,61 @@ func (c *Console) build() (*view, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	fc := c.fc
+	fc, ordered := c.fc, c.ordered[s.Policy]
 	c.mu.Unlock()
-	v := prepare(s, c.opts.Now(), fc)
+	v := prepare(s, c.opts.Now(), fc, ordered)
+	if v.positionBy == "policy" && !ordered {
+		c.mu.Lock()
+		c.ordered[s.Policy] = true
+		c.mu.Unlock()
+	}
 	c.maybeForecast(v)
 	return v, nil
 }
 
-// prepare orders a snapshot's jobs, fills positions when the policy gave
+// prepare orders a snapshot's jobs, fills positions when the policy gives
 // none (submission order), predicted starts the policy did not give (from
 // the forecast, when there is one), predicted finishes and risks, and
-// computes its summary and digest.
-func prepare(s *Snapshot, built time.Time, fc *forecast) *view {
-	v := &view{snap: s, built: built, byID: make(map[string]int, len(s.Jobs)), positionBy: "submission"}
+// computes its summary and digest. ordered says the running policy gave
+// positions in an earlier snapshot: it orders the queue even when none of
+// the jobs waiting now has a position yet (they arrived, or were released,
+// since its last round); those come last, unnumbered, and say why.
+func prepare(s *Snapshot, built time.Time, fc *forecast, ordered bool) *view {
+	v := &view{snap: s, built: built, byID: make(map[string]int, len(s.Jobs))}
+	waiting, positioned := 0, 0
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		v.byID[j.ID] = i
-		if j.Waiting() && j.Position > 0 {
-			v.positionBy = "policy"
+		if j.Waiting() {
+			waiting++
+			if j.Position > 0 {
+				positioned++
+			}
 		}
+	}
+	switch {
+	case waiting == 0:
+		v.positionBy = "none"
+	case positioned > 0 || ordered:
+		v.positionBy = "policy"
+	default:
+		v.positionBy = "submission"
 	}
 	v.order = make([]int, len(s.Jobs))
 	for i := range v.order {
 		v.order[i] = i
 	}
 	sort.SliceStable(v.order, func(a, b int) bool { return lessJob(&s.Jobs[v.order[a]], &s.Jobs[v.order[b]]) })
-	if v.positionBy == "submission" {
-		pos := 0
-		for _, i := range v.order {
-			if j := &s.Jobs[i]; j.Waiting() {
-				pos++
-				j.Position = pos
-			}
+	pos := 0
+	for _, i := range v.order {
+		j := &s.Jobs[i]
+		switch {
+		case !j.Waiting():
+		case v.positionBy == "submission":
+			pos++
+			j.Position = pos
+		case j.Position == 0 && j.Reason == "":
+			j.Reason = notOrdered
 		}
 	}
 	for i := range s.Jobs {
@@ -225,6 +254,10 @@ func prepare(s *Snapshot, built time.Time, fc *forecast) *view {
 	v.digest = digest(s)
 	return v
 }
+
+// notOrdered is the reason of a waiting job the policy has not seen yet
+// when it orders the others.
+const notOrdered = "not in the policy's order yet: it arrived, or was released, after the last round"
 
 // rank orders job states: running, waiting, held, over.
 func rank(j *Job) int {

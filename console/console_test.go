@@ -437,3 +437,86 @@ func TestStream(t *testing.T) {
 	for range events { // the stream ends at Close
 	}
 }
+
+// TestQueueOrder: the queue says whose order it shows. Under FIFO (which
+// numbers the waiting jobs) it is the policy's, also when none of the jobs
+// waiting now has a position yet (submitted or released since the last
+// round; the held job of the browser test once made the console claim
+// FIFO gives no order); with no job waiting it says so; under a policy
+// that numbers none (DRF) the console numbers them in submission order.
+func TestQueueOrder(t *testing.T) {
+	queue := func(h http.Handler) QueuePage {
+		t.Helper()
+		var q QueuePage
+		if code := get(t, h, "admin-token", "GET", "/ui/api/queue", "", &q); code != 200 {
+			t.Fatalf("queue: %d", code)
+		}
+		return q
+	}
+	positions := func(q QueuePage) map[string]int {
+		out := map[string]int{}
+		for _, j := range q.Jobs {
+			if j.State == StatePending {
+				out[j.ID] = j.Position
+			}
+		}
+		return out
+	}
+	src := newEngineSource(t, "1x4:t4", "fifo")
+	c := New(src, Options{MaxAge: time.Nanosecond})
+	h := c.Handler()
+	src.submit(t, "big", "alice", 4, 600, 0)
+	src.round(t)
+	if q := queue(h); q.PositionBy != "none" {
+		t.Errorf("no job waits: position_by %q, want none", q.PositionBy)
+	}
+	src.submit(t, "b", "alice", 2, 600, 0)
+	src.submit(t, "c", "bob", 2, 600, 0)
+	src.round(t)
+	q := queue(h)
+	if p := positions(q); q.PositionBy != "policy" || p["b"] != 1 || p["c"] != 2 {
+		t.Errorf("two wait under FIFO: position_by %q, positions %v; want policy, b 1 and c 2", q.PositionBy, p)
+	}
+	// b and c leave; d arrives and no round has run since.
+	for _, id := range []string{"b", "c"} {
+		if err := src.eng.Fail(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.submit(t, "d", "bob", 1, 600, 0)
+	q = queue(h)
+	if q.PositionBy != "policy" {
+		t.Errorf("d arrived after FIFO's round: position_by %q, want policy", q.PositionBy)
+	}
+	for _, j := range q.Jobs {
+		if j.ID == "d" && (j.Position != 0 || !strings.Contains(j.Reason, "not in the policy's order yet")) {
+			t.Errorf("d before a round: position %d, reason %q; want none, and why", j.Position, j.Reason)
+		}
+	}
+	src.round(t)
+	if p := positions(queue(h)); p["d"] != 1 {
+		t.Errorf("after the round d has position %d, want 1", p["d"])
+	}
+
+	// DRF gives no positions: the console numbers in submission order.
+	drf := newEngineSource(t, "1x4:t4", "drf")
+	drf.submit(t, "x", "alice", 4, 600, 0)
+	drf.submit(t, "y", "bob", 4, 600, 0)
+	drf.submit(t, "z", "alice", 4, 600, 0)
+	drf.round(t)
+	q = queue(New(drf, Options{}).Handler())
+	p := positions(q)
+	if q.PositionBy != "submission" || len(p) != 2 {
+		t.Fatalf("DRF: position_by %q, waiting %v; want submission and two waiting", q.PositionBy, p)
+	}
+	var want []string // the waiting two, in submission order
+	for _, id := range []string{"x", "y", "z"} {
+		if _, ok := p[id]; ok {
+			want = append(want, id)
+		}
+	}
+	first, second := want[0], want[1]
+	if p[first] != 1 || p[second] != 2 {
+		t.Errorf("DRF positions %v: want %s 1, %s 2 (submission order)", p, first, second)
+	}
+}

@@ -256,8 +256,9 @@ type QueuePage struct {
 	Offset int   `json:"offset"`
 	Jobs   []Job `json:"jobs"`
 	// PositionBy says where positions come from: "policy" (the policy's
-	// order) or "submission" (the policy gave none; the console numbers
-	// the waiting jobs in submission order).
+	// order; waiting jobs it has not ordered yet come last, unnumbered),
+	// "submission" (the policy gives none; the console numbers the
+	// waiting jobs in submission order) or "none" (no job waits).
 	PositionBy string    `json:"position_by"`
 	Time       time.Time `json:"time"`
 }

@@ -28,6 +28,10 @@ type Replay struct {
 	// Age is each job's time since its submission, s: its predicted JCT is
 	// its age plus its finish in the replay.
 	Age map[string]float64
+	// Quota, when not nil, is the tenants' quotas the executor applies
+	// over its policy (its Inner is ignored): the replay applies them over
+	// each policy it replays.
+	Quota *policy.Quota
 }
 
 // MaxWhatIfJobs bounds the queue a what-if replays; MaxForecastJobs the
@@ -130,6 +134,11 @@ func replay(r *Replay, spec string) ([]report.JobRecord, error) {
 	pol, err := policy.Parse(spec, policy.Context{Jobs: jobs})
 	if err != nil {
 		return nil, err
+	}
+	if r.Quota != nil {
+		q := *r.Quota
+		q.Inner = pol
+		pol = &q
 	}
 	pl, err := place.Lookup(r.Placer)
 	if err != nil {

@@ -20,9 +20,10 @@ import (
 
 // ServeConsole serves the web console (package console) on ln until ctx
 // ends: the engine's decisions and the pods the informers list, read-only
-// (tide kube does not cancel, hold or release). tokens authenticates.
-func (s *Scheduler) ServeConsole(ctx context.Context, ln net.Listener, tokens *console.Tokens) error {
-	c := console.New(consoleSource{s: s, tokens: tokens}, console.Options{})
+// (tide kube does not cancel, hold or release). tokens authenticates;
+// samples, when not nil, keeps the utilisation history across restarts.
+func (s *Scheduler) ServeConsole(ctx context.Context, ln net.Listener, tokens *console.Tokens, samples console.SampleStore) error {
+	c := console.New(consoleSource{s: s, tokens: tokens}, console.Options{Samples: samples, Logger: s.log})
 	go c.Run(ctx)
 	ui := c.Handler()
 	mux := http.NewServeMux()
@@ -192,18 +193,27 @@ func (cs consoleSource) Replay() (*console.Replay, error) {
 	}
 	// The replay places with "pack": the worker placer tide kube uses is
 	// its own (whole workers per node).
-	return console.EngineReplay(s.eng, s.eng.Snapshot().Cluster, s.cfg.Policy, "pack", s.cfg.Round.Seconds(), console.Unix(s.cfg.Clock.Now())), nil
+	r := console.EngineReplay(s.eng, s.eng.Snapshot().Cluster, s.cfg.Policy, "pack", s.cfg.Round.Seconds(), console.Unix(s.cfg.Clock.Now()))
+	// The quotas in force apply over the policy, as in the rounds.
+	s.quota.mu.Lock()
+	if q := s.quota.q; q != nil {
+		c := *q
+		r.Quota = &c
+	}
+	s.quota.mu.Unlock()
+	return r, nil
 }
 
 // UIFlags are tide kube's web console flags (docs/console.md).
 type UIFlags struct {
-	Listen, Tokens string
+	Listen, Tokens, History string
 }
 
 // Register adds --ui-listen and --ui-tokens to fs.
 func (u *UIFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&u.Listen, "ui-listen", "", "`ADDR` (host:port) to serve the web console on, a port of its own (default: no console; docs/console.md)")
 	fs.StringVar(&u.Tokens, "ui-tokens", "", "`FILE` of console tokens, one 'TENANT TOKEN' a line; tenant 'admin' sees everything (required with --ui-listen)")
+	fs.StringVar(&u.History, "ui-history", "", "`FILE` keeping the console's utilisation history (24 h) across restarts, on a volume that outlives the pod (default: the history starts with the process)")
 }
 
 // Start serves the console in the background until ctx ends, when
@@ -211,8 +221,8 @@ func (u *UIFlags) Register(fs *flag.FlagSet) {
 // unreadable token file and a port in use are errors.
 func (u *UIFlags) Start(ctx context.Context, s *Scheduler) (string, error) {
 	if u.Listen == "" {
-		if u.Tokens != "" {
-			return "", errors.New("--ui-tokens without --ui-listen: give the console's address too")
+		if u.Tokens != "" || u.History != "" {
+			return "", errors.New("--ui-tokens or --ui-history without --ui-listen: give the console's address too")
 		}
 		return "", nil
 	}
@@ -223,12 +233,20 @@ func (u *UIFlags) Start(ctx context.Context, s *Scheduler) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("--ui-tokens: %w", err)
 	}
+	var samples console.SampleStore
+	if u.History != "" {
+		f, err := console.OpenSampleFile(u.History)
+		if err != nil {
+			return "", fmt.Errorf("--ui-history: %w", err)
+		}
+		samples = f
+	}
 	ln, err := net.Listen("tcp", u.Listen)
 	if err != nil {
 		return "", fmt.Errorf("--ui-listen: %w", err)
 	}
 	go func() {
-		if err := s.ServeConsole(ctx, ln, toks); err != nil {
+		if err := s.ServeConsole(ctx, ln, toks, samples); err != nil {
 			s.log.Error("web console", "err", err)
 		}
 	}()

@@ -126,4 +126,6 @@ func (s *Scheduler) writeMetrics(w http.ResponseWriter) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", m.name, m.help, m.name, m.typ, m.name, m.v)
 	}
+	writeTidalMetrics(w, st)
+	writeDeadlineMetrics(w, st)
 }

@@ -271,21 +271,25 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 
 // fit picks GPUs for the workers a job lacks, or nil when they do not all
 // fit. With no type given it tries each of the cluster's types in turn, so
-// a job's workers share a type.
+// a job's workers share a type; on a cluster of several sites it tries
+// the sites the job may use in turn (siteNodes), so they share a site.
 func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
 		types = c.GPUTypes()
 	}
-	for _, t := range types {
-		if add := p.fitType(c, free, used, a, t, have, g, room); add != nil {
-			return add
+	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
+		for _, t := range types {
+			if add := p.fitType(c, free, used, a, t, have, g, room, in); add != nil {
+				return add
+			}
 		}
 	}
 	return nil
 }
 
-func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
+// fitType places the workers on nodes of type t that in accepts (nil: any).
+func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool) []cluster.GPUID {
 	need := (a.GPUs - len(have)) / g
 	mine := map[int]bool{}
 	for _, x := range have {
@@ -302,7 +306,7 @@ func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a eng
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			if n.GPUType != t || gpus[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) {
+			if n.GPUType != t || gpus[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) || (in != nil && !in(i)) {
 				continue
 			}
 			if best >= 0 && !better(mine[i], gpus[i], mine[best], gpus[best]) {

@@ -73,6 +73,9 @@ type Config struct {
 	// "nvidia.com/gpu.product", as NVIDIA's GPU feature discovery sets
 	// it); pods pick a type with a nodeSelector on it.
 	GPUTypeLabel string
+	// Sites names the node labels giving each node its site and site kind
+	// (sites.go); empty fields take the defaults.
+	Sites SiteLabels
 	// Round is the time between periodic rounds (default 2 s); rounds also
 	// run on every change, at most one per MinRoundGap (default 20 ms).
 	Round, MinRoundGap time.Duration
@@ -115,10 +118,20 @@ type Stats struct {
 	Evicted, EvictErrors  int
 	Lost                  int // evictions of workers whose node became unusable (in Evicted too)
 	Created, CreateErrors int
-	RoundSeconds          float64 // total time in rounds (decide + API calls)
-	DecideSeconds         float64 // total time in engine rounds alone
-	MaxDecideSeconds      float64
-	LastRound             time.Time
+	// Tidal capacity (tidal.go): jobs preempted because their GPUs'
+	// owners took them back, other schedulers' pods bound after tide gave
+	// GPUs back for them and their waits, GPU-hours held on lent sites.
+	Reclaims             int
+	InferenceWaits       int
+	InferenceWaitSeconds float64
+	Harvest              []SiteHarvest
+	// TideJobs that met or missed their deadlines, or were declined
+	// (deadline.go).
+	DeadlinesMet, DeadlinesMissed, Declined int
+	RoundSeconds                            float64 // total time in rounds (decide + API calls)
+	DecideSeconds                           float64 // total time in engine rounds alone
+	MaxDecideSeconds                        float64
+	LastRound                               time.Time
 }
 
 // Scheduler is tide on Kubernetes.
@@ -161,12 +174,14 @@ type Scheduler struct {
 	quota    *liveQuota               // the quotas in force (quota.go)
 	queues   queues                   // TideQueues (quota.go)
 
-	cur     *view              // this round's view (the placer reads its nodes)
-	unsched map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
-	retries map[string]*retry  // TideJob key -> backoff after refused or rejected workers
-	rejects map[types.UID]bool // rejected worker pods already counted
-	fb      *feedback          // events and pod conditions
-	reclaim reclaim            // evictions a disruption budget refused (reclaim.go)
+	cur       *view              // this round's view (the placer reads its nodes)
+	unsched   map[string]string  // workload key -> why the engine does not hold it (impossible, refused)
+	retries   map[string]*retry  // TideJob key -> backoff after refused or rejected workers
+	rejects   map[types.UID]bool // rejected worker pods already counted
+	fb        *feedback          // events and pod conditions
+	reclaim   reclaim            // evictions a disruption budget refused (reclaim.go)
+	tidal     tidal              // capacity lent by edge and inference sites (tidal.go)
+	deadlines deadlines          // deadline outcomes counted (deadline.go)
 }
 
 // New makes a scheduler; Run starts it.
@@ -183,6 +198,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.GPUTypeLabel == "" {
 		cfg.GPUTypeLabel = "nvidia.com/gpu.product"
 	}
+	cfg.Sites.fill()
 	if cfg.Round <= 0 {
 		cfg.Round = 2 * time.Second
 	}
@@ -360,6 +376,7 @@ type view struct {
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
+	asking  []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
@@ -405,6 +422,9 @@ func (s *Scheduler) Round(ctx context.Context) error {
 		}
 	} else {
 		s.update(v)
+	}
+	if err := s.tide(v); err != nil {
+		return err
 	}
 	s.progress()
 	queues := s.applyQueues(c.TotalGPUs())
@@ -565,6 +585,9 @@ func (s *Scheduler) look() (*view, error) {
 	for _, p := range pods {
 		node := s.nodeOf(p)
 		st := v.states[node]
+		if node == "" && p.Spec.SchedulerName != s.cfg.SchedulerName && p.DeletionTimestamp == nil && !podTerminal(p) && podGPUs(p) > 0 {
+			v.asking = append(v.asking, p)
+		}
 		if node == "" || podTerminal(p) || st == nil {
 			continue
 		}
@@ -656,8 +679,16 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	sort.Strings(names)
 	var nodes []cluster.Node
 	var sig strings.Builder
+	sites := s.nodeSites(v, names)
 	for _, name := range names {
-		g := v.alloc[name] - v.foreign[name]
+		site, ok := sites[name]
+		if !ok {
+			continue
+		}
+		g := v.alloc[name]
+		if site[1] == cluster.SiteCloud {
+			g -= v.foreign[name] // elsewhere they are down, not gone (tidal.go)
+		}
 		if v.states[name].lost {
 			g = 0
 		} else if !v.states[name].open {
@@ -670,15 +701,17 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		if typ == "" {
 			typ = "gpu"
 		}
-		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g,
+		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g, Site: site[0], SiteKind: site[1],
 			Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
-		fmt.Fprintf(&sig, "%s=%d:%s;", name, g, typ)
+		fmt.Fprintf(&sig, "%s=%d:%s@%s/%s;", name, g, typ, site[0], site[1])
 	}
 	if len(nodes) == 0 {
 		return nil, "", nil
 	}
 	for i := range nodes {
-		if nodes[i].Rack == "" {
+		if nodes[i].Rack == "" && nodes[i].Site != "default" {
+			nodes[i].Rack = nodes[i].Site + "/rack-0" // as the simulator names it
+		} else if nodes[i].Rack == "" {
 			nodes[i].Rack = "default"
 		}
 	}
@@ -852,7 +885,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
 			n := &c.Nodes[i]
 			room := n.GPUs - usedOn[i]
 			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) &&
-				fit.fits(a.id, n.Name, 1) {
+				sameSite(c, gpus[0], i) && fit.fits(a.id, n.Name, 1) {
 				best = i
 			}
 		}
@@ -1158,6 +1191,9 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 		}
 	}
 	msg := "Preempted by tide (policy " + s.pol.Name() + ")"
+	if why := s.reclaimWhy(id); why != "" {
+		return msg + ": " + why
+	}
 	if len(who) > 0 {
 		msg += " to run " + strings.Join(who, ", ") + " on " + s.nodeOf(p)
 	} else {

@@ -48,7 +48,7 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 	}
 	for _, w := range v.work {
 		if w.tj != nil {
-			put(w.tj, s.statusOf(w, s.eng.Job(s.ids[w.key]), snap))
+			put(w.tj, s.withDeadline(w, s.statusOf(w, s.eng.Job(s.ids[w.key]), snap)))
 		}
 	}
 	for key, tj := range v.invalid {
@@ -58,6 +58,8 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 		put(tj, out)
 	}
 	calls.wait()
+	s.forgetDeadlines(v)
+	s.stats.DeadlinesMet, s.stats.DeadlinesMissed, s.stats.Declined = s.deadlines.met, s.deadlines.missed, s.deadlines.decline
 }
 
 func setCond(out *TideJobStatus, tj *TideJob, typ string, ok bool, reason, msg string) {
@@ -109,7 +111,7 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 	}
 	if st != nil && st.State == job.Declined {
 		why := reasonText(st.Reason, "the policy refused it at admission")
-		out.Phase, out.Message = PhaseFailed, "declined: "+why
+		out.Phase, out.Message = PhaseDeclined, "declined: "+why
 		setCond(&out, tj, CondAdmitted, false, "Declined", why)
 		setCond(&out, tj, CondFailed, true, "Declined", why)
 		setCond(&out, tj, CondRunning, false, "Declined", out.Message)

@@ -69,6 +69,10 @@ const (
 	// PhaseInvalid: tide refuses the spec; condition Valid says which
 	// field and what it expects. Fixing the spec makes the job Pending.
 	PhaseInvalid = "Invalid"
+	// PhaseDeclined: the policy refused the job at admission (a deadline
+	// policy that cannot meet its deadline); Message says why. It stays
+	// declined until made anew or its deadline changes.
+	PhaseDeclined = "Declined"
 )
 
 // Condition types of a TideJob's status.
@@ -102,6 +106,9 @@ type TideJobStatus struct {
 	// PredictedStart is when the policy expects a waiting job to start,
 	// when it can tell.
 	PredictedStart *metav1.Time `json:"predictedStart,omitempty"`
+	// DeadlineOutcome is DeadlineMet or DeadlineMissed for a job with a
+	// deadline once that is known (deadline.go); empty before.
+	DeadlineOutcome string `json:"deadlineOutcome,omitempty"`
 	// Message says why the job is where it is.
 	Message string `json:"message,omitempty"`
 	// Conditions: Valid, Admitted, Running, Failed.

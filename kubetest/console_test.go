@@ -227,6 +227,55 @@ func TestKubeConsole(t *testing.T) {
 	})
 
 	t.Run("browser", func(t *testing.T) { kubeConsoleBrowser(t, strings.TrimSuffix(url, "/"), admin, teamA) })
+
+	// --ui-history: the utilisation history survives a restart of the
+	// console (its first sample is taken as it starts), the time between
+	// marked as a gap.
+	t.Run("history", func(t *testing.T) {
+		hist := filepath.Join(dir, "history")
+		start := func() (string, context.CancelFunc) {
+			t.Helper()
+			hctx, stop := context.WithCancel(ctx)
+			u, err := (&kube.UIFlags{Listen: "127.0.0.1:0", Tokens: toks, History: hist}).Start(hctx, sch)
+			if err != nil {
+				stop()
+				t.Fatal(err)
+			}
+			return strings.TrimSuffix(u, "/"), stop
+		}
+		_, stop := start()
+		eventually(t, 30*time.Second, func() (bool, string) {
+			data, err := os.ReadFile(hist)
+			return err == nil && strings.Count(string(data), "\n") >= 1, fmt.Sprintf("history file: %q %v", data, err)
+		})
+		stop()
+		u2, stop2 := start()
+		defer stop2()
+		var us struct {
+			Samples []struct {
+				Allocated int
+				Gap       bool
+			}
+		}
+		url = u2
+		if code := get(admin, "/ui/api/usage?hours=1", &us); code != 200 {
+			t.Fatalf("usage after the restart: %d", code)
+		}
+		gaps, before := 0, 0
+		for k, smp := range us.Samples {
+			switch {
+			case smp.Gap:
+				gaps++
+			case gaps == 0 && smp.Allocated == 7:
+				before++
+			case gaps == 0:
+				t.Errorf("sample %d before the restart: %d GPUs allocated, want 7", k, smp.Allocated)
+			}
+		}
+		if before < 1 || gaps != 1 {
+			t.Errorf("usage after a restart: %d samples from before it and %d gaps, want 1 or more and 1: %+v", before, gaps, us.Samples)
+		}
+	})
 }
 
 // kubeConsoleBrowser loads every view of tide kube's console in a real

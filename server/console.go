@@ -244,5 +244,34 @@ func (cs consoleSource) Replay() (*console.Replay, error) {
 	if s.closed {
 		return nil, console.ErrClosed
 	}
-	return console.EngineReplay(s.eng, s.cluster, s.cfg.Policy, s.placerName, s.cfg.Round.Seconds(), console.Unix(s.clk.Now())), nil
+	r := console.EngineReplay(s.eng, s.cluster, s.cfg.Policy, s.placerName, s.cfg.Round.Seconds(), console.Unix(s.clk.Now()))
+	// As in the rounds: the jobs that may not start yet (held, or waiting
+	// for others) are left out (nothing in the replay would let them
+	// start), and the tenants' quotas apply over the policy.
+	if s.gated() {
+		keep := r.Jobs[:0]
+		for _, j := range r.Jobs {
+			if s.blocked(j.ID) == "" {
+				keep = append(keep, j)
+			} else {
+				delete(r.Age, j.ID)
+			}
+		}
+		r.Jobs = keep
+	}
+	if q := s.quotas; q != nil && q.on {
+		limits := make(map[string]int, len(q.quota.Limits))
+		for t, n := range q.quota.Limits {
+			limits[t] = n
+		}
+		for _, j := range r.Jobs {
+			if _, ok := limits[j.Tenant]; !ok { // arrived since the last round
+				limits[j.Tenant] = s.cluster.TotalGPUs()
+			}
+		}
+		quota := q.quota
+		quota.Limits = limits
+		r.Quota = &quota
+	}
+	return r, nil
 }

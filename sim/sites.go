@@ -437,28 +437,12 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 }
 
 // jobCosts is the cost of reclaiming a running job's GPUs: the policy's, or
-// the GPU-seconds its checkpoint takes.
+// the GPU-seconds its checkpoint takes (engine.ReclaimCosts, which tide
+// kube uses too).
 func (s *simulator) jobCosts() map[*engine.Status]float64 {
-	out := map[*engine.Status]float64{}
-	rc, ok := engine.As[engine.ReclaimCoster](s.cfg.Policy)
-	var byID map[string]*engine.Status
-	var snap *engine.Snapshot
-	if ok {
-		snap = s.eng.Snapshot()
-		byID = make(map[string]*engine.Status, len(snap.Jobs))
-		for _, c := range snap.Jobs {
-			byID[c.Job.ID] = c
-		}
-	}
-	for _, r := range s.live {
-		st := s.eng.Job(r.st.Job.ID)
-		if ok {
-			out[st] = rc.ReclaimCost(snap, byID[st.Job.ID])
-			continue
-		}
-		out[st] = float64(len(st.GPUs)) * s.st.cfg.Migration.Checkpoint(st.Job)
-	}
-	return out
+	return s.eng.ReclaimCosts(s.cfg.Policy, func(st *engine.Status) float64 {
+		return float64(len(st.GPUs)) * s.st.cfg.Migration.Checkpoint(st.Job)
+	})
 }
 
 // gpuCosts prices taking each GPU: 0 when idle, else its holder's cost

@@ -95,6 +95,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	ops := addKubeOpsFlags(fs)
 	var ui kube.UIFlags
 	ui.Register(fs)
+	var sites kube.SiteLabels
+	sites.Register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kubeHelp+kubeOpsHelp+"\nFlags:\n")
 		fs.PrintDefaults()
@@ -126,7 +128,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
-		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Round: *round, Grace: grace,
+		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Sites: sites, Round: *round, Grace: grace,
 		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef()})
 	if err != nil {
 		return usageError{err}

@@ -79,7 +79,13 @@ function fmtDur(s) {
   if (s < 86400) return (s / 3600).toFixed(1) + ' h';
   return (s / 86400).toFixed(1) + ' d';
 }
-const fmtIn = t => t ? fmtDur((new Date(t) - Date.now()) / 1000) : '—';
+// fmtIn says how far ahead t is: 'in 5 min', or 'now' when it is due or
+// past (a running job over its estimate, a server clock ahead of this one).
+function fmtIn(t) {
+  if (!t) return '—';
+  const s = (new Date(t) - Date.now()) / 1000;
+  return s < 1 ? 'now' : 'in ' + fmtDur(s);
+}
 const pct = x => Math.round(100 * x) + '%';
 const num = (x, d = 1) => x == null ? '—' : Number(x).toFixed(x !== 0 && Math.abs(x) < 1 ? Math.max(d, 3) : d);
 
@@ -133,12 +139,33 @@ function App() {
   }, []);
   useEffect(() => {
     if (!me) return;
-    let timer = null;
-    const stop = stream(() => {
-      if (timer) return;
-      timer = setTimeout(() => { timer = null; setTick(t => t + 1); }, 250);
-    }, setLive);
-    return () => { stop(); clearTimeout(timer); };
+    let timer = null, stop = null;
+    const start = () => {
+      if (stop) return;
+      stop = stream(() => {
+        if (timer) return;
+        timer = setTimeout(() => { timer = null; setTick(t => t + 1); }, 250);
+      }, setLive);
+    };
+    const halt = () => { if (stop) { stop(); stop = null; setLive('paused'); } };
+    // A hidden tab, or a page left for another (kept in the back/forward
+    // cache), gives its stream's connection back: over HTTP/1.1 a browser
+    // opens six at most to a server, and each open stream holds one, so
+    // a few forgotten tabs would stall every request of the next. Back
+    // in view, it reconnects and fetches what changed meanwhile.
+    const back = () => { if (!stop) { start(); setTick(t => t + 1); } };
+    const vis = () => (document.hidden ? halt() : back());
+    const show = e => { if (e.persisted) back(); };
+    start();
+    addEventListener('visibilitychange', vis);
+    addEventListener('pagehide', halt);
+    addEventListener('pageshow', show);
+    return () => {
+      halt(); clearTimeout(timer);
+      removeEventListener('visibilitychange', vis);
+      removeEventListener('pagehide', halt);
+      removeEventListener('pageshow', show);
+    };
   }, [me]);
   useEffect(() => {
     if (me) api('summary').then(setSummary).catch(onErr);
@@ -213,10 +240,21 @@ function Login({ onDone }) {
     </form></main>`;
 }
 
+// FIRST_VIEW is the performance mark set once the first view's data is on
+// screen (the frame after it rendered has begun): the render-time
+// benchmark (BenchmarkConsoleBrowser) reads it.
+const FIRST_VIEW = 'tide:first-view';
+let firstViewMarked = false;
+
 // useData fetches path again whenever deps change (and on every live update).
 function useData(path, deps, onErr) {
   const [data, setData] = useState(null);
   const [err, setErr] = useState('');
+  useEffect(() => {
+    if (!data || firstViewMarked) return;
+    firstViewMarked = true;
+    requestAnimationFrame(() => requestAnimationFrame(() => performance.mark(FIRST_VIEW)));
+  }, [data]);
   useEffect(() => {
     if (!path) return;
     let live = true;
@@ -274,9 +312,13 @@ function Cluster({ tick, onErr }) {
       ${[...names].sort().slice(0, 24).map(n => html`<li><span class="cell" style=${'background:' + (n === '(other tenant)' ? '' : colour(n))} data-other=${n === '(other tenant)'}></span> ${n}</li>`)}
     </ul>
     <div class="nodes">
-      ${d.nodes.map(n => html`<section class="node" aria-label=${'node ' + n.name}>
-        <h2 title=${n.name}>${n.name}</h2>
-        <p class="muted">${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}</p>
+      ${d.nodes.map(n => {
+        // A long name (site/rack/node) would be cut to the part nodes
+        // share: the heading is its last part, the rest goes below.
+        const cut = n.name.lastIndexOf('/');
+        return html`<section class="node" aria-label=${'node ' + n.name}>
+        <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
+        <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
         <div class="gpus">${n.gpus.map(g => {
           const who = by === 'job' && g.job ? g.job : g.tenant;
           const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
@@ -286,12 +328,20 @@ function Cluster({ tick, onErr }) {
           if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
           return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
         })}</div>
-      </section>`)}
+      </section>`;
+      })}
     </div>
     <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" />`;
 }
 
 // ---- queue -----------------------------------------------------------
+
+// ORDER says where the queue's positions come from (QueuePage.position_by).
+const ORDER = {
+  policy: "Order: the policy's order this round (jobs it has not ordered yet come last).",
+  submission: 'Order: submission (the policy gives no order).',
+  none: 'No job waits.',
+};
 
 function Queue({ me, tick, onErr }) {
   const [state, setState] = useState('active');
@@ -311,7 +361,7 @@ function Queue({ me, tick, onErr }) {
     ${msg && html`<p class="note" role="status">${msg}</p>`}
     ${err && html`<p class="error" role="alert">${err}</p>`}
     ${d && html`
-      <p class="muted">Order: ${d.position_by === 'policy' ? "the policy's order this round" : 'submission (the policy gives no order)'}. Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
+      <p class="muted order">${ORDER[d.position_by] || ''} Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
       <div class="table-wrap"><table class="queue">
         <thead><tr><th scope="col">#</th><th scope="col">Job</th><th scope="col">Tenant</th><th scope="col">State</th><th scope="col">GPUs</th>
         <th scope="col">Reason</th><th scope="col">Start</th><th scope="col">Finish</th><th scope="col">Deadline</th><th scope="col">Risk</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
@@ -322,8 +372,8 @@ function Queue({ me, tick, onErr }) {
           <td><${State} s=${j.state} /></td>
           <td>${j.held ? j.held + '/' : ''}${j.gpus}${j.gpu_type ? ' ' + j.gpu_type : ''}</td>
           <td class="reason">${j.reason || ''}</td>
-          <td>${j.state === 'running' ? fmtTime(j.started) : j.predicted_start ? html`in ${fmtIn(j.predicted_start)}${j.forecast ? html`<abbr title="forecast: the simulator's replay of the queue under the running policy">*</abbr>` : ''}` : '—'}</td>
-          <td>${j.ended ? fmtTime(j.ended) : j.predicted_finish ? 'in ' + fmtIn(j.predicted_finish) : '—'}</td>
+          <td>${j.state === 'running' ? fmtTime(j.started) : j.predicted_start ? html`${fmtIn(j.predicted_start)}${j.forecast ? html`<abbr title="forecast: the simulator's replay of the queue under the running policy">*</abbr>` : ''}` : '—'}</td>
+          <td>${j.ended ? fmtTime(j.ended) : j.predicted_finish ? fmtIn(j.predicted_finish) : '—'}</td>
           <td>${j.deadline ? fmtTime(j.deadline) : '—'}</td>
           <td><${Risk} r=${j.risk} /></td>
           <td><${Actions} me=${me} job=${j} onDone=${setMsg} onErr=${onErr} /></td>

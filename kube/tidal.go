@@ -1,0 +1,377 @@
+package kube
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+)
+
+// Tidal capacity (docs/kubernetes.md, "Tidal capacity"). On edge and
+// inference sites tide lends training the GPUs their owners leave idle,
+// and gives them back when the owners want them, as the simulator does
+// with a scenario's capacity timeline:
+//
+//   - GPUs held by pods tide does not schedule (an inference Deployment's
+//     replicas, an edge owner's work) are down to training: the node
+//     stays in the engine's cluster with those GPUs unavailable
+//     (engine.SetDown), so capacity that comes and goes changes no
+//     engine state but the down set, and policies see it as in the
+//     simulator (Snapshot.Available, Largest).
+//   - A pod tide does not schedule that is pending for GPUs a node of
+//     such a site could give it (its selector, affinity, taints and
+//     allocatable allow it) gets them: tide takes down GPUs of the node
+//     where that costs least (idle ones first, then those of the jobs the
+//     policy's ReclaimCost names cheapest: engine.ReclaimCosts, the
+//     simulator's order). Jobs holding them are preempted and their
+//     workers evicted with the grace period (--grace: the checkpoint's
+//     time); the other scheduler binds the pod once they are gone. The
+//     time from the pod's creation to its binding is its inference wait,
+//     counted when tide had to take GPUs from training for it.
+//   - An edge owner takes a server back with the label or taint
+//     SiteLabels.TakenBack (a NoSchedule taint: NoExecute would kill the
+//     workers without their grace, a fault rather than a reclaim): all its
+//     GPUs go down and its workers move off with a checkpoint, as above.
+//     Removing the label gives the server back to training.
+//
+// Metrics: tide_reclaims_total (jobs preempted because capacity was taken
+// back), tide_inference_waits_total and tide_inference_wait_seconds_total,
+// and tide_harvested_gpu_hours_total per edge or inference site (GPU-hours
+// tide's jobs held there, in the engine's clock).
+
+// DefaultTakenBackKey is the node label or taint key by which an owner
+// takes a server back from training.
+const DefaultTakenBackKey = Group + "/taken-back"
+
+// SiteHarvest is the GPU time tide's jobs held on one edge or inference
+// site.
+type SiteHarvest struct {
+	Site, Kind string
+	GPUHours   float64
+}
+
+// tidal is the scheduler's state for tidal capacity.
+type tidal struct {
+	reserve map[types.UID]*reservation // pending pods of other schedulers tide makes room for
+	why     map[string]string          // engine job ID -> why its GPUs were taken back (until it runs again)
+	acctAt  float64                    // engine time harvest was last counted to
+	harvest map[string]*SiteHarvest    // by site
+}
+
+// reservation is room tide keeps for another scheduler's pending pod.
+type reservation struct {
+	pod       *corev1.Pod
+	node      string
+	gpus      int
+	reclaimed bool // training gave GPUs up for it: its wait counts
+}
+
+// takenBack says why an owner took node n back from training ("" when
+// not): the label or a taint with the key.
+func (l SiteLabels) takenBack(n *corev1.Node) string {
+	if v, ok := n.Labels[l.TakenBack]; ok && v != "false" {
+		return fmt.Sprintf("its owner took %s back (label %s=%s)", n.Name, l.TakenBack, v)
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == l.TakenBack {
+			return fmt.Sprintf("its owner took %s back (taint %s:%s)", n.Name, t.Key, t.Effect)
+		}
+	}
+	return ""
+}
+
+// lent: node n's GPUs are lent to training (an edge or inference site),
+// so other schedulers' pods take them back rather than leaving them.
+func lent(n *cluster.Node) bool { return n.SiteKind != cluster.SiteCloud }
+
+// tide brings the engine's down set up to date with the owners' demand
+// (v's pods of other schedulers, running and pending, and taken-back
+// servers) and counts harvest and inference waits. It runs each round
+// after the engine is up to date and before it plans.
+func (s *Scheduler) tide(v *view) error {
+	t := &s.tidal
+	if t.reserve == nil {
+		t.reserve, t.why, t.harvest = map[types.UID]*reservation{}, map[string]string{}, map[string]*SiteHarvest{}
+	}
+	snap := s.eng.Snapshot()
+	c := snap.Cluster
+	s.countHarvest(snap)
+	s.settleReservations(v)
+	// What each node's owner holds or wants: running pods of other
+	// schedulers, the reservations, or the whole node taken back.
+	want := make([]int, len(c.Nodes))
+	why := make([]string, len(c.Nodes))
+	byName := make(map[string]int, len(c.Nodes))
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		byName[n.Name] = i
+		if kn := v.nodes[n.Name]; kn != nil {
+			if w := s.cfg.Sites.takenBack(kn); w != "" {
+				want[i], why[i] = n.GPUs, w
+				continue
+			}
+		}
+		if lent(n) {
+			want[i] = min(n.GPUs, v.foreign[n.Name])
+		}
+	}
+	for _, r := range t.reserve {
+		if i, ok := byName[r.node]; ok && why[i] == "" {
+			want[i] = min(c.Nodes[i].GPUs, want[i]+r.gpus)
+		}
+	}
+	s.reserveFor(v, c, want, why, byName)
+	return s.applyDown(c, want, why)
+}
+
+// settleReservations ends the reservations of pods that were bound (their
+// wait is counted) or are gone or no longer pending.
+func (s *Scheduler) settleReservations(v *view) {
+	t := &s.tidal
+	asking := make(map[types.UID]bool, len(v.asking))
+	for _, p := range v.asking {
+		asking[p.UID] = true
+	}
+	for uid, r := range t.reserve {
+		if asking[uid] {
+			continue
+		}
+		delete(t.reserve, uid)
+		p, err := s.pods.Pods(r.pod.Namespace).Get(r.pod.Name)
+		if err != nil || p.UID != uid || p.Spec.NodeName == "" || !r.reclaimed {
+			continue
+		}
+		wait := s.now().Sub(p.CreationTimestamp.Time).Seconds()
+		s.stats.InferenceWaits++
+		s.stats.InferenceWaitSeconds += max(0, wait)
+		s.log.Info("inference pod bound after tide gave back GPUs", "pod", p.Namespace+"/"+p.Name, "node", p.Spec.NodeName, "waited", time.Duration(wait*float64(time.Second)).Round(time.Millisecond))
+	}
+}
+
+// reserveFor gives each pending pod of another scheduler without a
+// reservation the room it asks for on the lent node where taking it costs
+// least: idle GPUs are free, a job's GPUs cost 1 + its reclaim cost (the
+// simulator's order). Pods no lent node could take are not tide's
+// business.
+func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []string, byName map[string]int) {
+	t := &s.tidal
+	var costs map[*engine.Status]float64
+	for _, p := range v.asking {
+		if t.reserve[p.UID] != nil {
+			continue
+		}
+		r := int(podGPUs(p))
+		sh := newShape(p, r, "")
+		best, bestCost := -1, 0.0
+		for i := range c.Nodes {
+			n := &c.Nodes[i]
+			st := v.states[n.Name]
+			if !lent(n) || why[i] != "" || st == nil || !st.open || n.GPUs-want[i] < r {
+				continue
+			}
+			if w, _ := sh.static(st, s.cfg.GPUTypeLabel); w != "" {
+				continue
+			}
+			if costs == nil {
+				costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
+			}
+			cost := 0.0
+			for _, x := range s.cheapest(n, want[i], r, costs) {
+				cost += x
+			}
+			if best < 0 || cost < bestCost {
+				best, bestCost = i, cost
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		want[best] += r
+		t.reserve[p.UID] = &reservation{pod: p, node: c.Nodes[best].Name, gpus: r, reclaimed: bestCost > 0}
+		s.log.Info("making room for another scheduler's pod", "pod", p.Namespace+"/"+p.Name, "node", c.Nodes[best].Name, "gpus", r, "from training", bestCost > 0)
+	}
+}
+
+// checkpointCost is a job's reclaim cost when its policy names none: the
+// GPU-seconds of its grace period, the time its workers have to
+// checkpoint.
+func (s *Scheduler) checkpointCost(st *engine.Status) float64 {
+	return float64(len(st.GPUs)) * max(1, s.cfg.Grace.Seconds())
+}
+
+// cheapest returns the costs of the k cheapest GPUs of node n that are up
+// beyond the down ones already wanted there (down GPUs first, so wantDown
+// of them are spoken for): 0 for an idle GPU, 1 + its holder's cost.
+func (s *Scheduler) cheapest(n *cluster.Node, wantDown, k int, costs map[*engine.Status]float64) []float64 {
+	var out []float64
+	for _, g := range s.downOrder(n, costs) {
+		out = append(out, s.gpuCost(g, costs))
+	}
+	if len(out) < wantDown+k {
+		return nil
+	}
+	return out[wantDown : wantDown+k]
+}
+
+func (s *Scheduler) gpuCost(g cluster.GPUID, costs map[*engine.Status]float64) float64 {
+	if h := s.eng.Holder(g); h != nil {
+		return 1 + costs[h]
+	}
+	return 0
+}
+
+// downOrder lists node n's GPUs in the order they go down: those down
+// now, then the cheapest to take (ties by GPU id).
+func (s *Scheduler) downOrder(n *cluster.Node, costs map[*engine.Status]float64) []cluster.GPUID {
+	gs := make([]cluster.GPUID, n.GPUs)
+	for i := range gs {
+		gs[i] = n.First + cluster.GPUID(i)
+	}
+	sort.SliceStable(gs, func(a, b int) bool {
+		da, db := s.eng.IsDown(gs[a]), s.eng.IsDown(gs[b])
+		if da != db {
+			return da
+		}
+		if da {
+			return false
+		}
+		return s.gpuCost(gs[a], costs) < s.gpuCost(gs[b], costs)
+	})
+	return gs
+}
+
+// applyDown makes want[i] of node i's GPUs down, taking the cheapest
+// (downOrder); the jobs that lose GPUs are preempted and their workers
+// evicted by the reconcile, with why as the reason.
+func (s *Scheduler) applyDown(c *cluster.Cluster, want []int, why []string) error {
+	var up, down []cluster.GPUID
+	var costs map[*engine.Status]float64
+	reason := map[cluster.GPUID]string{}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		cur := 0
+		for g := n.First; g < n.First+cluster.GPUID(n.GPUs); g++ {
+			if s.eng.IsDown(g) {
+				cur++
+			}
+		}
+		if cur == want[i] {
+			continue
+		}
+		if costs == nil {
+			costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
+		}
+		order := s.downOrder(n, costs)
+		if want[i] < cur {
+			up = append(up, order[want[i]:cur]...)
+			continue
+		}
+		msg := why[i]
+		if msg == "" {
+			msg = "pods of another scheduler on " + n.Name + " need them back"
+		}
+		for _, g := range order[cur:want[i]] {
+			down = append(down, g)
+			reason[g] = msg
+		}
+	}
+	if _, err := s.eng.SetDown(up, false); err != nil {
+		return fmt.Errorf("kube: capacity back: %w", err)
+	}
+	changes, err := s.eng.SetDown(down, true)
+	if err != nil {
+		return fmt.Errorf("kube: capacity taken: %w", err)
+	}
+	for _, ch := range changes {
+		id := ch.Status.Job.ID
+		var msgs []string
+		for _, g := range ch.From {
+			if m := reason[g]; m != "" && !contains(msgs, m) {
+				msgs = append(msgs, m)
+			}
+		}
+		s.tidal.why[id] = "its GPUs were taken back for their owner: " + strings.Join(msgs, "; ")
+		s.stats.Reclaims++
+		s.log.Info("GPUs taken back from training", "job", id, "why", s.tidal.why[id])
+	}
+	for id := range s.tidal.why {
+		if st := s.eng.Job(id); st == nil || len(st.GPUs) > 0 || st.State.Terminal() {
+			delete(s.tidal.why, id) // running again, or gone
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// countHarvest adds the GPU time tide's jobs held on lent sites since
+// the last count, at the allocation the engine has had since then.
+func (s *Scheduler) countHarvest(snap *engine.Snapshot) {
+	t := &s.tidal
+	now := s.cfg.Clock.Now()
+	dt := now - t.acctAt
+	t.acctAt = now
+	if dt <= 0 || dt > 3600 {
+		return
+	}
+	changed := false
+	for _, st := range snap.Jobs {
+		for _, g := range st.GPUs {
+			n := snap.Cluster.NodeOf(g)
+			if !lent(n) {
+				continue
+			}
+			h := t.harvest[n.Site]
+			if h == nil {
+				h = &SiteHarvest{Site: n.Site, Kind: n.SiteKind}
+				t.harvest[n.Site] = h
+			}
+			h.GPUHours += dt / 3600
+			changed = true
+		}
+	}
+	if changed {
+		out := make([]SiteHarvest, 0, len(t.harvest))
+		for _, h := range t.harvest {
+			out = append(out, *h)
+		}
+		sort.Slice(out, func(a, b int) bool { return out[a].Site < out[b].Site })
+		s.stats.Harvest = out // a new slice: copies of Stats share it read-only
+	}
+}
+
+// reclaimWhy is why job id lost its GPUs to their owner, "" when it did
+// not (preemption says it on the evicted pods).
+func (s *Scheduler) reclaimWhy(id string) string { return s.tidal.why[id] }
+
+// writeTidalMetrics writes the metrics of tidal capacity.
+func writeTidalMetrics(w io.Writer, st Stats) {
+	for _, m := range []struct {
+		name, help string
+		v          float64
+	}{
+		{"tide_reclaims_total", "Jobs preempted because their GPUs' owners took them back (inference pods, edge servers).", float64(st.Reclaims)},
+		{"tide_inference_waits_total", "Pods of other schedulers bound after tide took GPUs back from training for them.", float64(st.InferenceWaits)},
+		{"tide_inference_wait_seconds_total", "Time those pods waited, from creation to binding.", st.InferenceWaitSeconds},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %g\n", m.name, m.help, m.name, m.name, m.v)
+	}
+	fmt.Fprintf(w, "# HELP tide_harvested_gpu_hours_total GPU-hours tide's jobs held on edge and inference sites.\n# TYPE tide_harvested_gpu_hours_total counter\n")
+	for _, h := range st.Harvest {
+		fmt.Fprintf(w, "tide_harvested_gpu_hours_total{site=%q,kind=%q} %g\n", h.Site, h.Kind, h.GPUHours)
+	}
+}
