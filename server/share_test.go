@@ -21,18 +21,7 @@ import (
 // once.
 func TestSharedGPUsLive(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig(t, filepath.Join(dir, "data"))
-	gpus, err := localexec.Discover("fake:2:t4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.GPUs = gpus
-	control, calls := filepath.Join(dir, "mps-control"), filepath.Join(dir, "mps-calls")
-	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
-	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg.MPS = control
+	cfg, calls := mpsConfig(t, dir, "fake:2:t4")
 	ts := startServer(t, cfg)
 	out, gate := filepath.Join(dir, "env"), filepath.Join(dir, "go")
 	if err := os.Mkdir(out, 0o755); err != nil {
@@ -101,6 +90,26 @@ func TestSharedGPUsLive(t *testing.T) {
 	waitMPSStopped(t, calls, q[0])
 }
 
+// mpsConfig is a test server's configuration on GPUs (a fake: spec), its
+// data under dir, with a stand-in MPS control program that logs each call
+// as "<GPU> start" (-d) or "<GPU> quit" (quit on its input) to calls.
+func mpsConfig(t *testing.T, dir, spec string) (cfg Config, calls string) {
+	t.Helper()
+	cfg = testConfig(t, filepath.Join(dir, "data"))
+	gpus, err := localexec.Discover(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GPUs = gpus
+	control, calls := filepath.Join(dir, "mps-control"), filepath.Join(dir, "mps-calls")
+	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
+	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MPS = control
+	return cfg, calls
+}
+
 // waitMPSStopped waits until the control calls logged in calls (one
 // "<GPU> start|quit" line each) leave every daemon stopped, each GPU's
 // calls alternating from a start, the GPUs devs among those started.
@@ -141,18 +150,8 @@ func waitMPSStopped(t *testing.T, calls string, devs ...string) {
 // first server, is stopped by the second once the jobs have ended.
 func TestSharedGPUsRecovered(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig(t, filepath.Join(dir, "data"))
-	gpus, err := localexec.Discover("fake:1:t4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.GPUs, cfg.StopJobsOnExit = gpus, false
-	control, calls := filepath.Join(dir, "mps-control"), filepath.Join(dir, "mps-calls")
-	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
-	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg.MPS = control
+	cfg, calls := mpsConfig(t, dir, "fake:1:t4")
+	cfg.StopJobsOnExit = false
 	gate := filepath.Join(dir, "go")
 	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + gate + ` ]; do sleep 0.05; done`}
 	s1 := startServer(t, cfg)
