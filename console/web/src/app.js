@@ -273,9 +273,15 @@ function Cards({ s }) {
   return html`<dl class="cards">${items.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v}</dd></div>`)}</dl>`;
 }
 
-function Pager({ total, offset, limit, onPage, what }) {
-  if (total <= limit) return html`<p class="muted">${total} ${what}</p>`;
-  return html`<div class="pager">
+// Pager pages a list; it stands above the list too (top), so that a
+// keyboard reaches it without going through the page's hundreds of links.
+// A page left empty (the list shrank under it) gives way to the last one.
+function Pager({ total, offset, limit, onPage, what, top }) {
+  useEffect(() => {
+    if (offset > 0 && offset >= total) onPage(Math.max(0, Math.floor((total - 1) / limit) * limit));
+  }, [total, offset]);
+  if (total <= limit) return top ? null : html`<p class="muted">${total} ${what}</p>`;
+  return html`<div class="pager" role="navigation" aria-label=${'Pages of ' + what + (top ? ' (top)' : '')}>
     <button disabled=${offset === 0} onClick=${() => onPage(Math.max(0, offset - limit))}>← Previous</button>
     <span>${offset + 1}–${Math.min(total, offset + limit)} of ${total} ${what}</span>
     <button disabled=${offset + limit >= total} onClick=${() => onPage(offset + limit)}>Next →</button>
@@ -311,6 +317,7 @@ function Cluster({ tick, onErr }) {
       <li><span class="cell taken">↩</span> taken back (held outside tide's scheduling)</li>
       ${[...names].sort().slice(0, 24).map(n => html`<li><span class="cell" style=${'background:' + (n === '(other tenant)' ? '' : colour(n))} data-other=${n === '(other tenant)'}></span> ${n}</li>`)}
     </ul>
+    <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" top />
     <div class="nodes">
       ${d.nodes.map(n => {
         // A long name (site/rack/node) would be cut to the part nodes
@@ -362,6 +369,7 @@ function Queue({ me, tick, onErr }) {
     ${err && html`<p class="error" role="alert">${err}</p>`}
     ${d && html`
       <p class="muted order">${ORDER[d.position_by] || ''} Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
+      <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="jobs" top />
       <div class="table-wrap"><table class="queue">
         <thead><tr><th scope="col">#</th><th scope="col">Job</th><th scope="col">Tenant</th><th scope="col">State</th><th scope="col">GPUs</th>
         <th scope="col">Reason</th><th scope="col">Start</th><th scope="col">Finish</th><th scope="col">Deadline</th><th scope="col">Risk</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
