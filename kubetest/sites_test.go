@@ -28,6 +28,7 @@ func TestKubeSites(t *testing.T) {
 	t.Run("Reclaim", func(t *testing.T) { testReclaim(t, e) })
 	t.Run("TakeBack", func(t *testing.T) { testTakeBack(t, e) })
 	t.Run("Deadlines", func(t *testing.T) { testDeadlines(t, e) })
+	t.Run("LiveSmall", func(t *testing.T) { testLiveSmall(t, e) })
 }
 
 // siteNode registers a node of gpus A100 GPUs in a site of a kind, by the
