@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,10 +42,12 @@ import (
 //     model's start, restart or resize cost (and the cross-site migration
 //     cost, as the simulator charges it); its workers succeed when its work
 //     is done;
-//   - the sites' owners: inference demand becomes serving pods of another
-//     scheduler (one GPU each, created and deleted along the capacity
-//     timeline, bound by the driver where a node has room), edge
-//     availability becomes the taken-back label on servers;
+//   - the sites' owners: inference demand is the replica count of an
+//     inference Deployment per site (one GPU a replica, pods of another
+//     scheduler, "serving"), scaled along the capacity timeline (the
+//     deployment and replica set controllers run) and bound by the driver
+//     where a node has room; edge availability becomes the taken-back
+//     label on servers;
 //   - the clock: tide's engine runs on a compressed clock, speed simulated
 //     seconds per wall second.
 //
@@ -76,23 +79,24 @@ type liveJob struct {
 
 // liveRun is one live run's state.
 type liveRun struct {
-	t      *testing.T
-	s      *scenario
-	ns     string
-	clk    *liveClock
-	model  perf.Model
-	c      *cluster.Cluster
-	node   map[string]int // kube node name -> cluster node index
-	kname  []string       // cluster node index -> kube node name
-	jobs   []*liveJob
-	byName map[string]*liveJob
-	events []capacity.Change
-	next   int
-	mig    func(j *job.Job) float64 // cross-site move cost, s
-	up     []float64                // per site: GPU-seconds available to training
-	alloc  []float64                // per site: GPU-seconds held by training
-	siteIx map[string]int
-	looked time.Time // when declined TideJobs were last looked up
+	t        *testing.T
+	s        *scenario
+	ns       string
+	clk      *liveClock
+	model    perf.Model
+	c        *cluster.Cluster
+	node     map[string]int // kube node name -> cluster node index
+	kname    []string       // cluster node index -> kube node name
+	jobs     []*liveJob
+	byName   map[string]*liveJob
+	events   []capacity.Change
+	next     int
+	mig      func(j *job.Job) float64 // cross-site move cost, s
+	up       []float64                // per site: GPU-seconds available to training
+	alloc    []float64                // per site: GPU-seconds held by training
+	siteIx   map[string]int
+	looked   time.Time      // when declined TideJobs were last looked up
+	replicas map[string]int // site -> its inference Deployment's replicas, as last set
 
 	mu sync.Mutex // guards progress, read by tide's rounds
 }
@@ -208,8 +212,10 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 		t.Fatalf("site %s: node faults are not run live (the scenario's faults would be a kubelet dying)", f.Site)
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &liveClock{speed: speed}, model: r.Config.Model, c: ins.Cluster,
-		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}}
+		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, replicas: map[string]int{}}
 	lr.s = e.scenario(t, "tide-live", lr.ns)
+	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
+	e.startKCM(t, "deployment-controller,replicaset-controller")
 	m, err := ins.Sites.Migration.Filled()
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +328,6 @@ func (lr *liveRun) drive(sch *kube.Scheduler) {
 	serving := map[string]int{} // site -> serving pods wanted
 	taken := map[string]int{}   // site -> servers taken back wanted
 	last := 0.0
-	seq := 0
 	ctx := context.Background()
 	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		now := lr.clk.Now()
@@ -350,7 +355,7 @@ func (lr *liveRun) drive(sch *kube.Scheduler) {
 		if err != nil {
 			continue
 		}
-		lr.owners(ctx, pods.Items, serving, taken, &seq)
+		lr.owners(ctx, pods.Items, serving, taken)
 		lr.countUp(serving, taken, dt)
 		lr.kubelet(ctx, pods.Items)
 		if lr.train(ctx, pods.Items, now, dt) {
@@ -363,7 +368,7 @@ func (lr *liveRun) drive(sch *kube.Scheduler) {
 // owners makes the serving pods and taken-back servers follow the
 // capacity timeline, and binds pending serving pods where a node of their
 // site has a GPU free.
-func (lr *liveRun) owners(ctx context.Context, pods []corev1.Pod, serving, taken map[string]int, seq *int) {
+func (lr *liveRun) owners(ctx context.Context, pods []corev1.Pod, serving, taken map[string]int) {
 	used := map[string]int{}
 	have := map[string][]*corev1.Pod{}
 	for i := range pods {
@@ -380,29 +385,8 @@ func (lr *liveRun) owners(ctx context.Context, pods []corev1.Pod, serving, taken
 		}
 	}
 	for site, want := range serving {
-		ps := have[site]
-		sort.Slice(ps, func(a, b int) bool { // pending ones go first, then the newest
-			if (ps[a].Spec.NodeName == "") != (ps[b].Spec.NodeName == "") {
-				return ps[a].Spec.NodeName == ""
-			}
-			return ps[a].Name > ps[b].Name
-		})
-		for i := want; i < len(ps); i++ {
-			zero := int64(0)
-			_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, ps[i].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-			if ps[i].Spec.NodeName != "" {
-				used[ps[i].Spec.NodeName]--
-			}
-		}
-		for i := len(ps); i < want; i++ {
-			*seq++
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: fmt.Sprintf("serve-%s-%d", kubeName(site), *seq)},
-				Spec: corev1.PodSpec{SchedulerName: "serving", NodeSelector: map[string]string{kube.DefaultSiteLabel: site},
-					Containers: []corev1.Container{{Name: "serve", Image: "server",
-						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(1, resource.DecimalSI)}}}}}}
-			_, _ = lr.s.cs.CoreV1().Pods(lr.ns).Create(ctx, p, metav1.CreateOptions{})
-		}
-		for _, p := range ps[:min(want, len(ps))] {
+		lr.scale(ctx, site, want)
+		for _, p := range have[site] {
 			if p.Spec.NodeName != "" {
 				continue
 			}
@@ -424,6 +408,36 @@ func (lr *liveRun) owners(ctx context.Context, pods []corev1.Pod, serving, taken
 	}
 	for site, want := range taken {
 		lr.takeBack(ctx, site, want, used)
+	}
+}
+
+// scale sets the replicas of site's inference Deployment (one GPU a
+// replica, scheduled by "serving", on the site's nodes), creating it.
+func (lr *liveRun) scale(ctx context.Context, site string, want int) {
+	if r, ok := lr.replicas[site]; ok && r == want {
+		return
+	}
+	deps := lr.s.cs.AppsV1().Deployments(lr.ns)
+	name := "serve-" + kubeName(site)
+	d, err := deps.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		labels := map[string]string{"app": name}
+		n := int32(want)
+		d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: name},
+			Spec: appsv1.DeploymentSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{SchedulerName: "serving", NodeSelector: map[string]string{kube.DefaultSiteLabel: site},
+						Containers: []corev1.Container{{Name: "serve", Image: "server",
+							Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(1, resource.DecimalSI)}}}}}}}}
+		if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err == nil {
+			lr.replicas[site] = want
+		}
+		return
+	}
+	n := int32(want)
+	d.Spec.Replicas = &n
+	if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err == nil { // a conflict is retried next tick
+		lr.replicas[site] = want
 	}
 }
 
