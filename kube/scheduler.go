@@ -428,7 +428,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	} else {
 		s.update(v)
 	}
-	if err := s.tide(v); err != nil {
+	if err := s.tide(v, c); err != nil {
 		return err
 	}
 	s.progress()
