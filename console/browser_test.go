@@ -224,6 +224,19 @@ func TestConsoleServe(t *testing.T) {
 	// (it once did).
 	browsertest.WaitText(t, b, "p.order", "No job waits")
 	browsertest.Shot(t, b, "serve-queue-held")
+	// Shown held jobs only, the queue lists it alone.
+	showState := func(state string) {
+		t.Helper()
+		browsertest.Eval[bool](t, b, fmt.Sprintf(`(s => { s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true})); return true })(document.querySelector('.controls select'))`, state))
+	}
+	showState("held")
+	if err := chromedp.Run(b, chromedp.Poll(`document.querySelectorAll('table.queue tbody tr').length === 1`, nil, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		t.Errorf("the held jobs are not listed alone: %v\n%s", err, browsertest.Text(t, b, "table.queue"))
+	} else if q := browsertest.Text(t, b, "table.queue tbody"); !strings.Contains(q, queued.ID) {
+		t.Errorf("the held jobs: %q, want %s", q, queued.ID)
+	}
+	showState("active")
+	browsertest.WaitText(t, b, "table.queue", run1.ID)
 	browsertest.Click(t, b, fmt.Sprintf(`button[aria-label="Release %s"]`, queued.ID))
 	browsertest.WaitText(t, b, "#row-"+queued.ID+" td:nth-child(4)", "pending")
 	if j, err := admin.Job(ctx, queued.ID); err != nil {

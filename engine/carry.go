@@ -1,9 +1,12 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // Carry copies a job's history from prev, the status the same job had in an
-// earlier engine: service attained, time executed and waited, first and last
+// earlier engine: service attained, time executed (per GPU type too) and waited, first and last
 // start, last stop, launch, preemption and resize counts, progress, the
 // policy's memo and the job's hints. State and GPUs are left alone (Adopt
 // sets those). Executors whose cluster changes under them (Kubernetes nodes
@@ -24,6 +27,7 @@ func (e *Engine) Carry(id string, prev *Status) error {
 	}
 	e.accountJob(st, e.cfg.Clock.Now())
 	st.Attained, st.Executed, st.Waited = prev.Attained, prev.Executed, prev.Waited
+	st.TypeExecuted = maps.Clone(prev.TypeExecuted)
 	st.FirstStart, st.LastStop = prev.FirstStart, prev.LastStop
 	if prev.LastStart >= 0 {
 		st.LastStart = prev.LastStart

@@ -53,4 +53,7 @@ func TestCarry(t *testing.T) {
 		t.Errorf("carried: attained %v waited %v starts %d first %v last %v, want 80, 10, 1, 10, 10",
 			got.Attained, got.Waited, got.Starts, got.FirstStart, got.LastStart)
 	}
+	if got.TypeExecuted["t4"] != 40 { // 30 s before, 10 s since, all on t4
+		t.Errorf("carried: seconds per GPU type %v, want t4: 40", got.TypeExecuted)
+	}
 }

@@ -45,8 +45,10 @@ type Clock interface{ Now() float64 }
 // each snapshot; its meaning belongs to the policy that wrote it.
 type Memo [4]float64
 
-// Status is the engine's record of one job. Snapshots hold copies; the GPUs
-// slice is shared and must not be modified by readers.
+// Status is the engine's record of one job. Engine.Snapshot holds copies;
+// the snapshot a policy gets in a round points at the engine's own records,
+// which it must only read. The GPUs slice is shared and must not be
+// modified by readers.
 type Status struct {
 	Job   *job.Job
 	State job.State
@@ -103,7 +105,8 @@ type Status struct {
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
 // it or anything it points to, nor keep it after Policy.Schedule returns
-// (the engine reuses its memory for the next round).
+// (the engine reuses its memory for the next round, and its jobs are the
+// engine's own records, which change as the engine goes on).
 type Snapshot struct {
 	Now     float64
 	Round   int // rounds run before this one
@@ -262,6 +265,19 @@ type Placer interface {
 	Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID
 }
 
+// Adder is an optional Placer interface for the commonest round that
+// changes something: every running job keeps its GPUs and some jobs that
+// hold none start. PlaceAdded places add, in order, on the GPUs busy does
+// not mark (busy[g]: GPU g is held; the engine's, read-only), and must give
+// each job the GPUs Place would give it in that round, when every running
+// job is planned unchanged and kept where it is. The engine calls it only
+// when no GPU is down and no jobs share GPUs (in pairs or fractions), so
+// its cost can follow the jobs placed rather than the jobs running.
+type Adder interface {
+	Placer
+	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment) map[string][]cluster.GPUID
+}
+
 // ChangeKind says what an executor must do to a job.
 type ChangeKind string
 
@@ -302,6 +318,7 @@ type Engine struct {
 	given   []int     // scratch for checkPlacement, one per GPU
 	active  []*Status // waiting or running, by (Submit, ID)
 	owner   []*Status // GPU -> holder
+	busy    []bool    // GPU -> held by a job (owner[g] != nil), for Adder
 	co      []*Status // GPU -> second holder when two jobs share it; nil until then
 	rounds  int
 	perNode map[string]int
@@ -331,7 +348,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Cluster.TotalGPUs() == 0 {
 		return nil, fmt.Errorf("engine: the cluster has no GPUs")
 	}
-	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
+	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), busy: make([]bool, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
@@ -502,36 +519,33 @@ func (e *Engine) accountJob(st *Status, now float64) {
 }
 
 // Snapshot returns a read-only view of the engine now. It is the caller's to
-// keep.
+// keep: its jobs are copies, which later rounds do not change.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{}
-	e.snapshot(s, nil, nil)
-	for _, st := range s.Jobs {
-		st.TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+	jobs := e.snapshot(s, nil)
+	copies := make([]Status, len(jobs))
+	for i, st := range jobs {
+		copies[i] = *st
+		copies[i].TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+		jobs[i] = &copies[i]
 	}
 	return s
 }
 
-// snapshot fills s using the given buffers (grown as needed) and returns
-// them.
-func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, copies []Status) ([]*Status, []Status) {
+// snapshot accounts every active job up to now and fills s, its Jobs in
+// ptrs (grown as needed), which it returns. The jobs are the engine's own
+// statuses, not copies: a round's policy only reads them, and nothing
+// changes them while it runs, so copying each active job every round (what
+// the round cost most for large traces) buys nothing. The pointer slice is
+// the snapshot's own, so a policy that reorders Jobs leaves the engine's
+// order alone.
+func (e *Engine) snapshot(s *Snapshot, ptrs []*Status) []*Status {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	n := len(e.active)
-	if cap(ptrs) < n {
-		ptrs = make([]*Status, n, n+n/4)
-	}
-	if cap(copies) < n {
-		copies = make([]Status, n, n+n/4)
-	}
-	ptrs, copies = ptrs[:n], copies[:n]
-	for i, st := range e.active {
-		copies[i] = *st
-		ptrs[i] = &copies[i]
-	}
+	ptrs = append(ptrs[:0], e.active...)
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
 		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}
-	return ptrs, copies
+	return ptrs
 }
 
 // Schedule runs one round and returns the changes for the executor, in a
@@ -542,7 +556,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// must not keep a snapshot).
 	sc := &e.scratch
 	snap := &sc.snap
-	sc.ptrs, sc.copies = e.snapshot(snap, sc.ptrs, sc.copies)
+	sc.ptrs = e.snapshot(snap, sc.ptrs)
 	now := snap.Now
 	e.rounds++
 	// 3. Decide.
@@ -566,12 +580,34 @@ func (e *Engine) Schedule() ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
-	if len(declined) == 0 && e.keepsAll(plan, planned) {
+	kept, adds := e.keeps(plan, planned)
+	if len(declined) == 0 && kept && adds == 0 {
 		// The placer must leave every job on what it holds: nothing changes.
 		// Most rounds end here, which keeps large simulations fast.
 		return nil, nil
 	}
 	// 5. Place.
+	var placed map[string][]cluster.GPUID
+	if adder, ok := e.cfg.Placer.(Adder); ok && kept && len(declined) == 0 && e.nDown == 0 && e.co == nil && !packs(plan.Run) &&
+		!e.scratch.anyParts && e.partGPUs() == 0 {
+		// Every running job keeps its GPUs and others start: the placer
+		// need only place those, around the GPUs held (the commonest round
+		// that changes something; its cost no longer grows with the jobs
+		// that keep running).
+		run := sc.adds[:0]
+		for i, a := range plan.Run {
+			if len(planned[i].GPUs) == 0 {
+				run = append(run, a)
+			}
+		}
+		sc.adds = run
+		placed = adder.PlaceAdded(e.cfg.Cluster, e.busy, run)
+		if err := e.checkPlacement(Plan{Run: run}, placed, true); err != nil {
+			return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
+		}
+		clear(run) // the assignments' strings belong to the plan
+		return e.apply(plan, planned, placed, nil, now), nil
+	}
 	if sc.held == nil {
 		sc.held = make(map[string][]cluster.GPUID, len(e.active))
 	}
@@ -582,8 +618,8 @@ func (e *Engine) Schedule() ([]Change, error) {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	placed := e.placeAll(held, plan.Run)
-	if err := e.checkPlacement(plan, placed); err != nil {
+	placed = e.placeAll(held, plan.Run)
+	if err := e.checkPlacement(plan, placed, false); err != nil {
 		return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 	}
 	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
@@ -593,7 +629,10 @@ func (e *Engine) Schedule() ([]Change, error) {
 		if len(st.GPUs) == 0 {
 			continue
 		}
-		to := placed[st.Job.ID]
+		var to []cluster.GPUID
+		if st.checked == e.rounds { // planned: check marked it
+			to = placed[st.Job.ID]
+		}
 		switch {
 		case to == nil:
 			changes = append(changes, Change{Kind: Preempt, Status: st, From: st.GPUs})
@@ -604,11 +643,25 @@ func (e *Engine) Schedule() ([]Change, error) {
 			st.resized = e.rounds
 		}
 	}
-	for _, a := range plan.Run {
-		st, to := e.jobs[a.Job], placed[a.Job]
+	changes = e.apply(plan, planned, placed, changes, now)
+	e.pair(plan, placed)
+	return changes, nil
+}
+
+// apply appends to changes the starts, restarts and resizes of the jobs
+// the plan placed (planned are their statuses, by assignment) on GPUs they
+// do not hold, in plan order, and gives them their GPUs.
+func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster.GPUID, changes []Change, now float64) []Change {
+	first := len(changes)
+	for i, a := range plan.Run {
+		st := planned[i]
 		resized := st.resized == e.rounds
-		if to == nil || (len(st.GPUs) > 0 && !resized) {
-			continue // not placed, or unchanged
+		if len(st.GPUs) > 0 && !resized {
+			continue // unchanged
+		}
+		to := placed[a.Job]
+		if to == nil {
+			continue // not placed
 		}
 		ch := Change{Status: st, From: st.GPUs, To: to}
 		switch {
@@ -623,10 +676,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		}
 		changes = append(changes, ch)
 	}
-	for _, ch := range changes {
-		if ch.Kind == Preempt || ch.Kind == Decline {
-			continue
-		}
+	for _, ch := range changes[first:] {
 		st := ch.Status
 		for _, g := range ch.To {
 			e.hold(g, st)
@@ -639,8 +689,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 		st.Starts++
 		st.State = job.Running
 	}
-	e.pair(plan, placed)
-	return changes, nil
+	return changes
 }
 
 // explain records the plan's reasons on every active job and its warnings.
@@ -723,26 +772,29 @@ func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
 	return a
 }
 
-// keepsAll reports whether plan runs exactly the jobs running now, each on
-// the count and type it holds.
-func (e *Engine) keepsAll(p Plan, planned []*Status) bool {
+// keeps reports whether every running job is planned on the count, type,
+// shape, site and partner it holds (so a placer must leave it where it
+// is), and counts the planned jobs that hold no GPUs.
+func (e *Engine) keeps(p Plan, planned []*Status) (kept bool, adds int) {
 	running := 0
 	for _, st := range e.active {
 		if len(st.GPUs) > 0 {
 			running++
 		}
 	}
-	if running != len(p.Run) {
-		return false
-	}
 	for i, a := range p.Run {
 		st := planned[i]
+		if len(st.GPUs) == 0 {
+			adds++
+			continue
+		}
 		if len(st.GPUs) != a.GPUs || (a.GPUType != "" && st.Alloc.GPUType != a.GPUType) || !a.Fits(e.cfg.Cluster, st.GPUs) || a.PackWith != st.PackedWith ||
 			(a.Site != "" && e.cfg.Cluster.NodeOf(st.GPUs[0]).Site != a.Site) {
-			return false
+			return false, adds
 		}
+		running--
 	}
-	return true
+	return running == 0, adds
 }
 
 // check validates a plan and returns the status of each job it runs, in
@@ -811,12 +863,21 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 
 // checkPlacement enforces the invariants no placer may break: every GPU
 // exists and is given at most once, and a job gets the count it was planned.
-func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error {
+// With added, p holds only jobs that hold no GPUs and every GPU given must
+// be free (no job holds it).
+func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID, added bool) error {
 	// e.given[g] holds 1 + the index in p.Run of the job given GPU g in this
 	// round: a reused slice, since a map here dominated large simulations.
-	for i := range e.given {
-		e.given[i] = 0
-	}
+	// It is all zero between rounds: only the GPUs marked are cleared.
+	defer func() {
+		for _, gpus := range placed {
+			for _, g := range gpus {
+				if g >= 0 && int(g) < len(e.given) {
+					e.given[g] = 0
+				}
+			}
+		}
+	}()
 	planned := 0
 	for i, a := range p.Run {
 		gpus, ok := placed[a.Job]
@@ -832,8 +893,13 @@ func (e *Engine) checkPlacement(p Plan, placed map[string][]cluster.GPUID) error
 			if g < 0 || int(g) >= len(e.owner) {
 				return fmt.Errorf("job %s placed on GPU %d, which does not exist", id, g)
 			}
-			if t := e.cfg.Cluster.NodeOf(g).GPUType; a.GPUType != "" && t != a.GPUType {
-				return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
+			if a.GPUType != "" {
+				if t := e.cfg.Cluster.NodeOf(g).GPUType; t != a.GPUType {
+					return fmt.Errorf("job %s planned on %s GPUs, placed on GPU %d of type %s", id, a.GPUType, g, t)
+				}
+			}
+			if h := e.owner[g]; added && h != nil {
+				return fmt.Errorf("job %s placed on GPU %d, which job %s holds", id, g, h.Job.ID)
 			}
 			if e.scratch.anyParts && e.jobs[id].Job.Fractional() {
 				continue // checkParts counts fractions, once every whole GPU is given

@@ -4,8 +4,9 @@ import (
 	"github.com/tide-sched/tide/cluster"
 )
 
-// A scheduling round touches every active job once (accounting and the
-// snapshot copy) but allocates nothing once the engine has seen its largest
+// A scheduling round touches every active job once (accounting; the
+// snapshot holds pointers to the engine's records, not copies) but
+// allocates nothing once the engine has seen its largest
 // round: the buffers below are reused, jobs named by a plan are found
 // through the previous plan's order before falling back to the ID map, and
 // jobs that end leave the active list lazily.
@@ -13,12 +14,12 @@ import (
 // scratch is the memory a round reuses.
 type scratch struct {
 	snap    Snapshot
-	ptrs    []*Status
-	copies  []Status
+	ptrs    []*Status // the snapshot's Jobs
 	planned []*Status // this round's plan, by assignment
 	last    []*Status // the last plan checked, by assignment (lookup hints)
 	perType []int     // GPUs a plan asks per cluster type index
 	held    map[string][]cluster.GPUID
+	adds    []Assignment // the assignments a round only adds (Adder)
 	// reasoned are the jobs whose Reason was set (non-zero) by a plan.
 	reasoned []*Status
 	// partShare sums the shares of the plan's fractional jobs per GPU type

@@ -21,6 +21,7 @@ func (e *Engine) hold(g cluster.GPUID, st *Status) {
 	}
 	if e.owner[g] == nil {
 		e.owner[g] = st
+		e.busy[g] = true
 		return
 	}
 	if e.co == nil {
@@ -46,6 +47,17 @@ func (e *Engine) unhold(g cluster.GPUID, st *Status) {
 	case second != st && e.co != nil:
 		e.co[g] = second
 	}
+	e.busy[g] = e.owner[g] != nil
+}
+
+// packs reports whether run packs any pair.
+func packs(run []Assignment) bool {
+	for _, a := range run {
+		if a.PackWith != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Holders returns the jobs holding GPU g: none, one (second is nil) or the
@@ -120,11 +132,7 @@ func (e *Engine) checkPairs(p Plan) error {
 // share are kept by the first of them in the plan only, so the placer never
 // sees a GPU held twice.
 func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID {
-	packs := false
-	for _, a := range run {
-		packs = packs || a.PackWith != ""
-	}
-	if !packs && e.co == nil {
+	if !packs(run) && e.co == nil {
 		return e.place(held, run)
 	}
 	claimed := map[cluster.GPUID]bool{}
@@ -178,8 +186,11 @@ func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) m
 // checkPairRates refuses a pair the model cannot rate on the GPUs placed.
 func (e *Engine) checkPairRates(p Plan, placed map[string][]cluster.GPUID) error {
 	for _, a := range p.Run {
+		if a.PackWith == "" {
+			continue
+		}
 		gs, ok := placed[a.Job]
-		if a.PackWith == "" || !ok {
+		if !ok {
 			continue
 		}
 		if !slices.Equal(gs, placed[a.PackWith]) {
@@ -199,7 +210,10 @@ func (e *Engine) checkPairRates(p Plan, placed map[string][]cluster.GPUID) error
 // releases, which ended the pairs that changed).
 func (e *Engine) pair(p Plan, placed map[string][]cluster.GPUID) {
 	for _, a := range p.Run {
-		if _, ok := placed[a.Job]; ok && a.PackWith != "" {
+		if a.PackWith == "" {
+			continue
+		}
+		if _, ok := placed[a.Job]; ok {
 			e.jobs[a.Job].PackedWith = a.PackWith
 		}
 	}

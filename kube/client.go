@@ -1,11 +1,16 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 )
 
 // Clients makes the clients a Scheduler uses from cfg, with client-side
@@ -30,4 +35,55 @@ func Clients(cfg *rest.Config, qps float32, burst int, tideJobs bool) (cs kubern
 		}
 	}
 	return cs, dyn, nil
+}
+
+// restClient is the REST client under a typed client, nil when there is
+// none (a fake clientset in unit tests).
+func restClient(rc rest.Interface) *rest.RESTClient {
+	c, _ := rc.(*rest.RESTClient)
+	return c
+}
+
+// bind posts b, as the typed client's Pods(ns).Bind does, but without
+// converting empty CreateOptions to query parameters: that conversion is
+// by reflection, for every pod, and cost about a tenth of tide's CPU in a
+// drain of 8,000 pods (BenchmarkDrain's profile). The request is the same.
+func bind(ctx context.Context, cs kubernetes.Interface, b *corev1.Binding) error {
+	if rc := restClient(cs.CoreV1().RESTClient()); rc != nil {
+		return rc.Post().Namespace(b.Namespace).Resource("pods").Name(b.Name).SubResource("binding").
+			Body(b).Do(ctx).Error()
+	}
+	return cs.CoreV1().Pods(b.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+}
+
+// eventSink writes Events as client-go's events.EventSinkImpl does; it
+// creates them without the typed client's conversion of empty options to
+// query parameters (see bind), the same request.
+type eventSink struct {
+	rc    *rest.RESTClient
+	typed events.EventSinkImpl
+}
+
+func newEventSink(cs kubernetes.Interface) events.EventSink {
+	return &eventSink{rc: restClient(cs.EventsV1().RESTClient()), typed: events.EventSinkImpl{Interface: cs.EventsV1()}}
+}
+
+// Create implements events.EventSink.
+func (s *eventSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	if s.rc == nil || ev.Namespace == "" {
+		return s.typed.Create(ctx, ev)
+	}
+	res := &eventsv1.Event{}
+	err := s.rc.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(ctx).Into(res)
+	return res, err
+}
+
+// Update implements events.EventSink (a repeated Event's series).
+func (s *eventSink) Update(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	return s.typed.Update(ctx, ev)
+}
+
+// Patch implements events.EventSink.
+func (s *eventSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	return s.typed.Patch(ctx, ev, data)
 }

@@ -179,9 +179,63 @@ func (cs consoleSource) Detail(p console.Principal, id string) (*console.Detail,
 		}
 		d.Events = append(d.Events, console.Event{Time: pod.CreationTimestamp.Time, Kind: "pod " + string(pod.Status.Phase), Message: msg})
 	}
-	sort.Slice(d.Events, func(a, b int) bool { return d.Events[a].Time.Before(d.Events[b].Time) })
+	d.Events, d.Attempts = append(d.Events, engineMoments(st)...), engineAttempt(st)
+	sort.SliceStable(d.Events, func(a, b int) bool { return d.Events[a].Time.Before(d.Events[b].Time) })
 	d.LogTail = "(tide kube does not read pod logs: kubectl logs -n " + w.ns + " POD)"
 	return d, nil
+}
+
+// engineMoments are the starts, resizes and preemptions of a job the
+// engine remembers (it keeps the first start, the last start or resize and
+// the last stop, not each one), for the job view's timeline.
+func engineMoments(st *engine.Status) []console.Event {
+	var out []console.Event
+	if st.FirstStart >= 0 {
+		out = append(out, console.Event{Time: console.Unix(st.FirstStart), Kind: "start", Message: "first start"})
+	}
+	if st.Preemptions > 0 && st.LastStop > st.FirstStart {
+		msg := fmt.Sprintf("the last of %d preemption(s)", st.Preemptions)
+		if st.State.Waiting() && st.Reason.Text != "" {
+			msg += ": " + st.Reason.Text
+		}
+		out = append(out, console.Event{Time: console.Unix(st.LastStop), Kind: "preempted", Message: msg})
+	}
+	if st.LastStart > st.FirstStart { // the last start or resize
+		e := console.Event{Time: console.Unix(st.LastStart), Kind: "restart"}
+		switch {
+		case st.Resizes == 0:
+			e.Message = fmt.Sprintf("start %d, the last", st.Starts)
+		case st.Starts <= 1:
+			e.Kind, e.Message = "resized", fmt.Sprintf("the last of %d resize(s)", st.Resizes)
+		default:
+			e.Message = fmt.Sprintf("the last start or resize (%d starts, %d resizes)", st.Starts, st.Resizes)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// engineAttempt is a job's last launch (the engine keeps no earlier ones):
+// from its last start to its end, to its preemption, or on while it runs;
+// nil when it never started.
+func engineAttempt(st *engine.Status) []console.Attempt {
+	if st.LastStart < 0 {
+		return nil
+	}
+	t := console.Unix(st.LastStart)
+	a := console.Attempt{N: st.Starts, GPUs: []int{}, Started: &t, Outcome: "running"}
+	end := -1.0
+	switch {
+	case st.Finish >= 0:
+		end, a.Outcome = st.Finish, string(st.State)
+	case st.State.Waiting() && st.LastStop >= st.LastStart:
+		end, a.Outcome = st.LastStop, "preempted"
+	}
+	if end >= 0 {
+		e := console.Unix(end)
+		a.Ended = &e
+	}
+	return []console.Attempt{a}
 }
 
 func (cs consoleSource) Replay() (*console.Replay, error) {

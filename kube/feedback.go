@@ -56,7 +56,7 @@ type said struct {
 // newFeedback starts recording events as reporter until ctx ends, at most
 // qps a second (0: eventQPS; negative: no limit).
 func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, qps float64) *feedback {
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	b := events.NewBroadcaster(newEventSink(cs))
 	b.StartRecordingToSink(ctx.Done())
 	go func() {
 		<-ctx.Done()
@@ -77,6 +77,15 @@ func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, 
 // unless over the rate limit.
 func (f *feedback) event(obj runtime.Object, typ, reason, action, note string) {
 	if f == nil || !f.limit.TryAccept() {
+		return
+	}
+	f.rec.Eventf(obj, nil, typ, reason, action, "%s", note)
+}
+
+// always records an event about obj whatever the rate limit: for rare
+// events about tide itself that must not be lost among a drain's binds.
+func (f *feedback) always(obj runtime.Object, typ, reason, action, note string) {
+	if f == nil {
 		return
 	}
 	f.rec.Eventf(obj, nil, typ, reason, action, "%s", note)

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"slices"
+
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
@@ -211,6 +213,7 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		free[c.NodeOf(g).ID]--
 	}
 	out := make(map[string][]cluster.GPUID, len(run))
+	placed := make([]int, len(c.Nodes)) // fitType's scratch, all zero between calls
 	var room nodeFit = fitsAll{}
 	if p.room != nil {
 		room = p.room()
@@ -246,7 +249,7 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		if typ == "" && len(have) > 0 {
 			typ = c.NodeOf(have[0]).GPUType
 		}
-		add := p.fit(c, free, used, a, typ, have, g, room)
+		add := p.fit(c, free, placed, used, a, typ, have, g, room)
 		if add == nil {
 			for _, x := range have { // the job waits: what it kept is free again
 				used[x] = false
@@ -273,14 +276,14 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 // fit. With no type given it tries each of the cluster's types in turn, so
 // a job's workers share a type; on a cluster of several sites it tries
 // the sites the job may use in turn (siteNodes), so they share a site.
-func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
+func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
 		types = c.GPUTypes()
 	}
 	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
 		for _, t := range types {
-			if add := p.fitType(c, free, used, a, t, have, g, room, in); add != nil {
+			if add := p.fitType(c, free, placed, used, a, t, have, g, room, in); add != nil {
 				return add
 			}
 		}
@@ -288,50 +291,64 @@ func (p workerPlacer) fit(c *cluster.Cluster, free []int, used []bool, a engine.
 	return nil
 }
 
-// fitType places the workers on nodes of type t that in accepts (nil: any).
-func (p workerPlacer) fitType(c *cluster.Cluster, free []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool) []cluster.GPUID {
+// fitType places the workers a job lacks on nodes of type t that in
+// accepts (nil: any). placed is scratch of one int per node, all zero, and
+// left so: it counts the new workers per node while the job is placed (a
+// node's free GPUs are then free less g per new worker), which spares a
+// copy of free per job, the bulk of a drain's allocations when thousands
+// of jobs wait.
+func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool) []cluster.GPUID {
 	need := (a.GPUs - len(have)) / g
-	mine := map[int]bool{}
-	for _, x := range have {
-		mine[c.NodeOf(x).ID] = true
+	var mine map[int]bool // nil when the job holds nothing
+	if len(have) > 0 {
+		mine = map[int]bool{}
+		for _, x := range have {
+			mine[c.NodeOf(x).ID] = true
+		}
 	}
-	exact := map[int]int{} // node -> workers the plan's shape wants there
-	for _, ng := range a.Nodes {
-		exact[ng.Node] += ng.GPUs / g
+	var exact map[int]int // node -> workers the plan's shape wants there
+	if len(a.Nodes) > 0 {
+		exact = map[int]int{}
+		for _, ng := range a.Nodes {
+			exact[ng.Node] += ng.GPUs / g
+		}
 	}
-	gpus := append([]int(nil), free...)
-	placed := make([]int, len(c.Nodes)) // new workers per node
 	var nodes []int
+	defer func() {
+		for _, i := range nodes {
+			placed[i] = 0
+		}
+	}()
 	for ; need > 0; need-- {
-		best := -1
+		best, bestFree := -1, 0
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			if n.GPUType != t || gpus[i] < g || (len(a.Nodes) > 0 && exact[i] == 0) || (in != nil && !in(i)) {
+			gpus := free[i] - g*placed[i]
+			if gpus < g || n.GPUType != t || (exact != nil && exact[i] == 0) || (in != nil && !in(i)) {
 				continue
 			}
-			if best >= 0 && !better(mine[i], gpus[i], mine[best], gpus[best]) {
+			if best >= 0 && !better(mine[i], gpus, mine[best], bestFree) {
 				continue
 			}
 			if room.fits(a.Job, n.Name, placed[i]+1) {
-				best = i
+				best, bestFree = i, gpus
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		gpus[best] -= g
 		placed[best]++
-		exact[best]--
+		if exact != nil {
+			exact[best]--
+		}
 		nodes = append(nodes, best)
 	}
-	var add []cluster.GPUID
-	taken := map[cluster.GPUID]bool{}
+	add := make([]cluster.GPUID, 0, len(nodes)*g)
 	for _, i := range nodes {
 		n := &c.Nodes[i]
 		k := 0
 		for x := n.First; x < n.First+cluster.GPUID(n.GPUs) && k < g; x++ {
-			if !used[x] && !taken[x] {
-				taken[x] = true
+			if !used[x] && !slices.Contains(add, x) {
 				add = append(add, x)
 				k++
 			}

@@ -100,6 +100,11 @@ type Config struct {
 	// Live, when set, is a driver standing in for the training processes
 	// (live.go).
 	Live *Live
+	// PolicyStateLimit is the most bytes of policy state kept on the
+	// Lease under leader election (default DefaultPolicyStateLimit;
+	// policystate.go); a larger state is not saved and a Warning Event
+	// says so.
+	PolicyStateLimit int
 	// Observe, when set, is called at the end of every round that reached
 	// the engine (metrics and benchmarks read it); it must not block.
 	Observe func(RoundInfo)
@@ -1247,7 +1252,7 @@ func (s *Scheduler) evict(ctx context.Context, p *corev1.Pod) error {
 func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node string) {
 	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
 		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
-	err := s.cfg.Client.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	err := bind(ctx, s.cfg.Client, b)
 	c.then(func() {
 		if err != nil {
 			s.stats.BindErrors++
@@ -1287,25 +1292,49 @@ func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, no
 // the scheduler's state: what they learn is handed to then, and wait
 // applies it on the round's goroutine (which holds s.mu) once every call
 // has returned, so the round's reads and the calls' results never race.
+//
+// The calls run on at most n workers that live until wait, not on a
+// goroutine each: a goroutine's stack grows to what an API call needs
+// (client-go and HTTP/2 run deep) by copying, and with a fresh goroutine
+// per pod that copying was a tenth of tide's CPU in a drain.
 type calls struct {
 	ctx   context.Context
-	sem   chan struct{}
+	n     int
+	work  chan func(context.Context) // nil until the first call after a wait
+	live  int                        // workers started on work
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	after []func()
 }
 
 func newCalls(ctx context.Context, n int) *calls {
-	return &calls{ctx: ctx, sem: make(chan struct{}, n)}
+	return &calls{ctx: ctx, n: max(n, 1)}
 }
 
+// do runs f on a worker, waiting while n calls are in flight. Only the
+// round's goroutine calls it.
 func (c *calls) do(f func(ctx context.Context)) {
-	c.sem <- struct{}{}
 	c.wg.Add(1)
-	go func() {
-		defer func() { <-c.sem; c.wg.Done() }()
+	if c.work == nil {
+		c.work = make(chan func(context.Context))
+	}
+	if c.live < c.n {
+		select {
+		case c.work <- f: // an idle worker took it
+			return
+		default:
+		}
+		c.live++
+		go c.worker(c.work)
+	}
+	c.work <- f
+}
+
+func (c *calls) worker(work chan func(context.Context)) {
+	for f := range work {
 		f(c.ctx)
-	}()
+		c.wg.Done()
+	}
 }
 
 // then queues f to run on the round's goroutine when wait returns; calls
@@ -1316,10 +1345,14 @@ func (c *calls) then(f func()) {
 	c.after = append(c.after, f)
 }
 
-// wait waits for every call, then applies their results in the order they
-// were queued.
+// wait waits for every call and ends the workers, then applies the calls'
+// results in the order they were queued.
 func (c *calls) wait() {
 	c.wg.Wait()
+	if c.work != nil {
+		close(c.work)
+		c.work, c.live = nil, 0
+	}
 	c.mu.Lock()
 	after := c.after
 	c.after = nil

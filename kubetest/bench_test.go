@@ -426,6 +426,8 @@ type schedSpec struct {
 	Out        string     // file the process writes its schedResult to when it stops
 	CPUProfile string     // file for a CPU profile ("" = none)
 	Elect      *electSpec // tide: run under leader election (failover_test.go)
+	// PolicyStateLimit is tide's kube.Config.PolicyStateLimit (0: the default).
+	PolicyStateLimit int
 }
 
 // schedResult is what a scheduler process reports when it stops.
@@ -614,6 +616,7 @@ func runTide(ctx context.Context, spec schedSpec, res *schedResult) error {
 	// An Event for every bind, as kube-scheduler writes them (tide kube's
 	// default is at most 20 a second).
 	s, err := kube.New(kube.Config{Client: cs, SchedulerName: spec.Name, Policy: spec.Policy, EventQPS: -1,
+		PolicyStateLimit: spec.PolicyStateLimit,
 		Observe: func(r kube.RoundInfo) {
 			res.Decide = append(res.Decide, r.Decide.Seconds())
 			res.Binds = append(res.Binds, r.Binds)

@@ -336,6 +336,13 @@ func kubeConsoleBrowser(t *testing.T, url, admin, teamA string) {
 	if ev := browsertest.WaitText(t, b, "details", "pod Running"); !strings.Contains(ev, "a-0 on console-") {
 		t.Errorf("job events lack the pod and its node:\n%s", ev)
 	}
+	// Its timeline: the launch the engine knows, running, and its start.
+	if bars := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.timeline .bar')].map(e => e.getAttribute('aria-label'))`); len(bars) != 1 || !strings.Contains(bars[0], "running") {
+		t.Errorf("the running job's timeline shows launches %q, want one, running", bars)
+	}
+	if m := browsertest.WaitText(t, b, ".moments", "started"); !strings.Contains(m, "first start") {
+		t.Errorf("the timeline's list lacks the first start:\n%s", m)
+	}
 	browsertest.Shot(t, b, "kube-job")
 
 	// Tenants, utilisation, what-if.

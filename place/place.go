@@ -54,14 +54,7 @@ func (f *freeMap) typeIdx(t string) int {
 // start marks every GPU free except those kept by jobs whose assignment is
 // unchanged, and returns the kept placements.
 func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) (*freeMap, map[string][]cluster.GPUID) {
-	f := freeMaps.Get().(*freeMap)
-	if f.c != c {
-		f.c = c
-		f.nodeType = f.nodeType[:0]
-		for i := range c.Nodes {
-			f.nodeType = append(f.nodeType, f.typeIdx(c.Nodes[i].GPUType))
-		}
-	}
+	f := newFreeMap(c)
 	f.busy = grow(f.busy, c.TotalGPUs())
 	busy := f.busy
 	out := make(map[string][]cluster.GPUID, len(run))
@@ -81,6 +74,26 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 			busy[g] = true
 		}
 	}
+	f.fill(busy)
+	return f, out
+}
+
+// newFreeMap returns a freeMap for c from the pool.
+func newFreeMap(c *cluster.Cluster) *freeMap {
+	f := freeMaps.Get().(*freeMap)
+	if f.c != c {
+		f.c = c
+		f.nodeType = f.nodeType[:0]
+		for i := range c.Nodes {
+			f.nodeType = append(f.nodeType, f.typeIdx(c.Nodes[i].GPUType))
+		}
+	}
+	return f
+}
+
+// fill makes every GPU that busy does not mark free.
+func (f *freeMap) fill(busy []bool) {
+	c := f.c
 	// One backing array for every node's free list.
 	f.free = grow(f.free, len(c.Nodes))
 	f.count = grow(f.count, len(c.GPUTypes()))
@@ -96,7 +109,6 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 		f.count[f.nodeType[i]] += len(all) - from
 	}
 	f.all = all
-	return f, out
 }
 
 // done gives f's memory back for the next placement.
@@ -149,19 +161,27 @@ func (MostFree) Name() string { return "most-free" }
 
 // Place implements engine.Placer.
 func (MostFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
-	return placeEach(c, held, run, func(f *freeMap, t string, k int) []cluster.GPUID {
-		var gpus []cluster.GPUID
-		for len(gpus) < k {
-			best := -1
-			for _, nd := range c.Nodes {
-				if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (best < 0 || len(f.free[nd.ID]) > len(f.free[best])) {
-					best = nd.ID
-				}
+	return placeEach(c, held, run, (*freeMap).mostFree)
+}
+
+// PlaceAdded implements engine.Adder.
+func (MostFree) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment) map[string][]cluster.GPUID {
+	return addEach(c, busy, add, (*freeMap).mostFree)
+}
+
+// mostFree takes k GPUs of type t from the nodes with the most free GPUs.
+func (f *freeMap) mostFree(t string, k int) []cluster.GPUID {
+	var gpus []cluster.GPUID
+	for len(gpus) < k {
+		best := -1
+		for _, nd := range f.c.Nodes {
+			if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (best < 0 || len(f.free[nd.ID]) > len(f.free[best])) {
+				best = nd.ID
 			}
-			gpus = append(gpus, f.take(best, min(len(f.free[best]), k-len(gpus)))...)
 		}
-		return gpus
-	})
+		gpus = append(gpus, f.take(best, min(len(f.free[best]), k-len(gpus)))...)
+	}
+	return gpus
 }
 
 // Pack is the default, topology-aware consolidating placer. For each job, in
@@ -182,6 +202,11 @@ func (Pack) Name() string { return "pack" }
 // Place implements engine.Placer.
 func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
 	return placeEach(c, held, run, (*freeMap).pack)
+}
+
+// PlaceAdded implements engine.Adder.
+func (Pack) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment) map[string][]cluster.GPUID {
+	return addEach(c, busy, add, (*freeMap).pack)
 }
 
 // exact takes the GPUs a.Nodes names, or nothing when any of those nodes
@@ -210,25 +235,43 @@ func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine
 		if _, kept := out[a.Job]; kept {
 			continue
 		}
-		if len(a.Nodes) > 0 {
-			if gs := f.exact(a); gs != nil {
-				out[a.Job] = gs
-			}
-			continue
+		if gs := f.place(a, pick); gs != nil {
+			out[a.Job] = gs
 		}
-		if len(c.Sites()) > 1 {
-			if gs := f.inSite(a, pick); gs != nil {
-				out[a.Job] = gs
-			}
-			continue
-		}
-		t, n := f.available(a.GPUType)
-		if n < a.GPUs {
-			continue
-		}
-		out[a.Job] = pick(f, t, a.GPUs)
 	}
 	return out
+}
+
+// addEach is placeEach for engine.Adder: every GPU busy marks is kept by
+// its holder and each job of add is placed, in order, around them.
+func addEach(c *cluster.Cluster, busy []bool, add []engine.Assignment,
+	pick func(f *freeMap, t string, k int) []cluster.GPUID) map[string][]cluster.GPUID {
+	f := newFreeMap(c)
+	defer f.done()
+	f.fill(busy)
+	out := make(map[string][]cluster.GPUID, len(add))
+	for _, a := range add {
+		if gs := f.place(a, pick); gs != nil {
+			out[a.Job] = gs
+		}
+	}
+	return out
+}
+
+// place gives a the GPUs pick chooses (or a.Nodes names), nil when they
+// are not free.
+func (f *freeMap) place(a engine.Assignment, pick func(f *freeMap, t string, k int) []cluster.GPUID) []cluster.GPUID {
+	if len(a.Nodes) > 0 {
+		return f.exact(a)
+	}
+	if len(f.c.Sites()) > 1 {
+		return f.inSite(a, pick)
+	}
+	t, n := f.available(a.GPUType)
+	if n < a.GPUs {
+		return nil
+	}
+	return pick(f, t, a.GPUs)
 }
 
 func (f *freeMap) pack(t string, k int) []cluster.GPUID {

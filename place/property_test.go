@@ -311,6 +311,8 @@ type ruleFunc func(m *model, t string, k int, got []cluster.GPUID) (string, erro
 type stats struct {
 	placed, refused, kept int
 	branch                map[string]int
+	// added counts the rounds compared with engine.Adder's PlaceAdded.
+	added int
 }
 
 // simulate drives placer p through random clusters and random sequences of
@@ -370,6 +372,13 @@ func simulate(p engine.Placer, rule ruleFunc, seed uint64, clusters, rounds int)
 			if err := checkPlace(c, held, plan, got, countRule); err != nil {
 				return st, fmt.Errorf("cluster %d %q round %d\nheld %v\nplan %v\ngot %v\n%w", ci, sh, round, held, plan, got, err)
 			}
+			if ad, ok := p.(engine.Adder); ok {
+				n, err := checkAdded(c, ad, held, plan, got)
+				if err != nil {
+					return st, fmt.Errorf("cluster %d %q round %d\nheld %v\nplan %v\ngot %v\n%w", ci, sh, round, held, plan, got, err)
+				}
+				st.added += n
+			}
 			for _, a := range plan {
 				if g, ok := got[a.Job]; !ok {
 					st.refused++
@@ -383,6 +392,44 @@ func simulate(p engine.Placer, rule ruleFunc, seed uint64, clusters, rounds int)
 		}
 	}
 	return st, nil
+}
+
+// checkAdded compares, in a round where Place kept every job that held
+// GPUs where it was, the GPUs Place gave the other jobs with what
+// PlaceAdded gives them around the held GPUs; it returns 1 when it
+// compared, 0 when the round was not one PlaceAdded is for.
+func checkAdded(c *cluster.Cluster, ad engine.Adder, held map[string][]cluster.GPUID, plan []engine.Assignment, got map[string][]cluster.GPUID) (int, error) {
+	busy := make([]bool, c.TotalGPUs())
+	var add []engine.Assignment
+	want := map[string][]cluster.GPUID{}
+	for _, a := range plan {
+		h, holds := held[a.Job]
+		if !holds {
+			add = append(add, a)
+			if g, ok := got[a.Job]; ok {
+				want[a.Job] = g
+			}
+			continue
+		}
+		if !slices.Equal(got[a.Job], h) {
+			return 0, nil // moved: not a round that only adds
+		}
+		for _, g := range h {
+			busy[g] = true
+		}
+	}
+	if len(held) != len(plan)-len(add) {
+		return 0, nil // a job that held GPUs left the plan: its GPUs are freed
+	}
+	busyCopy := slices.Clone(busy)
+	out := ad.PlaceAdded(c, busy, add)
+	if !slices.Equal(busy, busyCopy) {
+		return 1, fmt.Errorf("PlaceAdded changed busy")
+	}
+	if !maps.EqualFunc(out, want, slices.Equal) {
+		return 1, fmt.Errorf("PlaceAdded gave %v, Place gave the same jobs %v", out, want)
+	}
+	return 1, nil
 }
 
 // TestPlacerProperties runs simulate for each placer with a fixed seed and
@@ -405,6 +452,9 @@ func TestPlacerProperties(t *testing.T) {
 			t.Logf("%+v", st)
 			if st.placed == 0 || st.refused == 0 || st.kept == 0 {
 				t.Errorf("placed %d, refused %d, kept %d: the generator misses a case", st.placed, st.refused, st.kept)
+			}
+			if _, ok := tc.placer.(engine.Adder); ok && st.added == 0 {
+				t.Errorf("no round compared Place with PlaceAdded: the generator misses a case")
 			}
 			for _, b := range tc.branches {
 				if st.branch[b] == 0 {

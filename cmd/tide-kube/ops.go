@@ -32,7 +32,10 @@ High availability: with --leader-elect (the default) replicas share a
 coordination.k8s.io Lease; one schedules, the others keep their caches
 synced and take over when it stops renewing (--leader-elect-lease-duration
 after its last renewal). A replica that loses the Lease exits (status 1)
-to start over as a standby.
+to start over as a standby. The leader keeps the policy's state (Tiresias'
+queues and each job's attained service, Gavel's priorities...) on the
+Lease NAME-policy-state, which the next leader loads; a state over 200 KiB
+is not saved, with a Warning Event on that Lease (docs/kubernetes.md).
 
 Probes and metrics (--http-addr): /healthz fails while one round has run
 longer than --stuck-round; /readyz succeeds once the caches have synced,

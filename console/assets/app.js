@@ -55,7 +55,7 @@ var Pn,he,Gs,Da,jt,zs,Bs,qs,wo,$n,Xl,js,$o,bo,yo,Aa,Tn={},xn=[],La=/acit|ex(?:s|
     <h1>Queue</h1>
     <div class="controls">
       <label>Show <select value=${l} onChange=${$=>{s($.target.value),h(0)}}>
-        ${["active","waiting","running","ended","all"].map($=>C`<option>${$}</option>`)}</select></label>
+        ${["active","waiting","running","held","ended","all"].map($=>C`<option>${$}</option>`)}</select></label>
       <label>Find <input type="search" value=${r} placeholder="job, name or tenant" onInput=${$=>{a($.target.value),h(0)}} /></label>
     </div>
     ${f&&C`<p class="note" role="status">${f}</p>`}
@@ -85,7 +85,7 @@ var Pn,he,Gs,Da,jt,zs,Bs,qs,wo,$n,Xl,js,$o,bo,yo,Aa,Tn={},xn=[],La=/acit|ex(?:s|
     ${a("cancel")&&C`<button class="danger" onClick=${()=>u("cancel")} aria-label=${"Cancel "+t.id}>Cancel</button>`}
   </span>`}var Bc={running:"#0072B2",finished:"#009E73",failed:"#D55E00",lost:"#D55E00",preempted:"#E69F00",resized:"#56B4E9",cancelled:"#999",interrupted:"#CC79A7",waiting:"#ccc",stopping:"#CC79A7"},rs={start:"\u25B6",restart:"\u25B6",adopted:"\u25B6",preempted:"\u2016",resized:"\u21C4"},qc={start:"started",restart:"restarted",adopted:"adopted after a restart",preempted:"preempted",resized:"resized"};function jc({d:e}){let t=e.job,n=e.events.filter(u=>rs[u.kind]),l=new Date(t.submitted).getTime(),s=t.ended?new Date(t.ended).getTime():Date.now(),r=Math.max(1,s-l),a=u=>100*(new Date(u).getTime()-l)/r;return C`<figure class="timeline" aria-label="Timeline">
     <div class="track" role="list">
-      ${(e.attempts||[]).filter(u=>u.started).map(u=>{let h=a(u.started),f=u.ended?a(u.ended):100,v=`attempt ${u.n} on GPUs ${u.gpus.join(",")}: ${u.outcome}, ${Re(u.started)} \u2013 ${u.ended?Re(u.ended):"now"}`;return C`<span role="listitem" class="bar" style=${`left:${h}%;width:${Math.max(.5,f-h)}%;background:${Bc[u.outcome]||"#0072B2"}`} title=${v} aria-label=${v}>${u.outcome==="preempted"?"\u2016":u.outcome==="failed"?"\u2716":""}</span>`})}
+      ${(e.attempts||[]).filter(u=>u.started).map(u=>{let h=a(u.started),f=u.ended?a(u.ended):100,v=`attempt ${u.n}${u.gpus&&u.gpus.length?" on GPUs "+u.gpus.join(","):""}: ${u.outcome}, ${Re(u.started)} \u2013 ${u.ended?Re(u.ended):"now"}`;return C`<span role="listitem" class="bar" style=${`left:${h}%;width:${Math.max(.5,f-h)}%;background:${Bc[u.outcome]||"#0072B2"}`} title=${v} aria-label=${v}>${u.outcome==="preempted"?"\u2016":u.outcome==="failed"?"\u2716":""}</span>`})}
       ${e.events.map(u=>C`<span class="tick" style=${`left:${a(u.time)}%`} title=${`${Re(u.time)} ${u.kind}: ${u.message||""}`}></span>`)}
       ${n.map(u=>C`<span class="moment" aria-hidden="true" style=${`left:${a(u.time)}%`} title=${`${Re(u.time)} ${u.kind}: ${u.message||""}`}>${rs[u.kind]}</span>`)}
     </div>

@@ -355,7 +355,7 @@ function Queue({ me, tick, onErr }) {
     <h1>Queue</h1>
     <div class="controls">
       <label>Show <select value=${state} onChange=${e => { setState(e.target.value); setOffset(0); }}>
-        ${['active', 'waiting', 'running', 'ended', 'all'].map(x => html`<option>${x}</option>`)}</select></label>
+        ${['active', 'waiting', 'running', 'held', 'ended', 'all'].map(x => html`<option>${x}</option>`)}</select></label>
       <label>Find <input type="search" value=${text} placeholder="job, name or tenant" onInput=${e => { setText(e.target.value); setOffset(0); }} /></label>
     </div>
     ${msg && html`<p class="note" role="status">${msg}</p>`}
@@ -418,7 +418,7 @@ function Timeline({ d }) {
     <div class="track" role="list">
       ${(d.attempts || []).filter(a => a.started).map(a => {
         const s = x(a.started), e = a.ended ? x(a.ended) : 100;
-        const label = `attempt ${a.n} on GPUs ${a.gpus.join(',')}: ${a.outcome}, ${fmtTime(a.started)} – ${a.ended ? fmtTime(a.ended) : 'now'}`;
+        const label = `attempt ${a.n}${a.gpus && a.gpus.length ? ' on GPUs ' + a.gpus.join(',') : ''}: ${a.outcome}, ${fmtTime(a.started)} – ${a.ended ? fmtTime(a.ended) : 'now'}`;
         return html`<span role="listitem" class="bar" style=${`left:${s}%;width:${Math.max(0.5, e - s)}%;background:${OUTCOME[a.outcome] || '#0072B2'}`} title=${label} aria-label=${label}>${a.outcome === 'preempted' ? '‖' : a.outcome === 'failed' ? '✖' : ''}</span>`;
       })}
       ${d.events.map(e => html`<span class="tick" style=${`left:${x(e.time)}%`} title=${`${fmtTime(e.time)} ${e.kind}: ${e.message || ''}`}></span>`)}

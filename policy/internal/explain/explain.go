@@ -31,6 +31,9 @@ func Plan(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms f
 // allocating when its reason has not changed since the last round (the
 // snapshot's Status.Reason), which is most rounds for most jobs.
 func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
+	if runsAll(s, plan, order) {
+		return // nothing waits, is preempted, shrunk or declined
+	}
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
 	for _, a := range plan.Run {
@@ -123,6 +126,25 @@ func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, t
 	}
 }
 
+// runsAll reports, without building anything, whether plan runs every job
+// of the snapshot on at least the GPUs it holds and declines none: then no
+// job needs a reason. It recognises the plan a greedy pass over order makes
+// when everything fits (the plan's assignments in order's order, every
+// active job in order), the commonest plan on a cluster with room; for any
+// other plan it says false and the reasons are worked out in full.
+func runsAll(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status) bool {
+	if len(plan.Decline) > 0 || len(plan.Run) != len(s.Jobs) || len(order) != len(plan.Run) {
+		return false
+	}
+	for i, a := range plan.Run {
+		st := order[i]
+		if a.Job != st.Job.ID || len(st.GPUs) > a.GPUs {
+			return false
+		}
+	}
+	return true
+}
+
 // predictAhead is how many waiting jobs predictStarts times.
 const predictAhead = 16
 
@@ -140,8 +162,8 @@ const predictAhead = 16
 // endOf(st, a) is when st would end on assignment a if it ran from now
 // (+Inf unknown); nil computes it from the model each time.
 func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
-	if s.Model == nil {
-		return // nothing to time jobs with
+	if s.Model == nil || runsAll(s, plan, order) {
+		return // nothing to time jobs with, or no job waits
 	}
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package cputime
+
+func process() float64 { return -1 }
