@@ -250,6 +250,7 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 	if round <= 0 {
 		round = 100 * time.Millisecond
 	}
+	lr.clk.t0 = time.Now() // before tide's first round: its clock never runs backwards
 	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Round: round, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
@@ -267,7 +268,6 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 			defer lr.mu.Unlock()
 			return lj.progress, true
 		}}})
-	lr.clk.t0 = time.Now()
 	lr.drive(sch)
 	stats := sch.Stats()
 	stop()
@@ -521,12 +521,14 @@ func (lr *liveRun) train(ctx context.Context, pods []corev1.Pod, now, dt float64
 		}
 		sort.Strings(names)
 		key := strings.Join(names, ",")
+		started := false
 		if key != lj.workers {
-			lr.launch(lj, names)
+			started = lj.gpus == 0
+			lr.launch(lj, names, now)
 			lj.workers = key
 		}
-		if len(ps) == 0 || dt <= 0 {
-			continue
+		if len(ps) == 0 || dt <= 0 || started {
+			continue // workers seen starting now run from now on
 		}
 		site := lr.c.Nodes[lr.node[names[0]]].Site
 		onSite[lr.siteIx[site]] += len(ps)
@@ -619,7 +621,7 @@ func (lr *liveRun) countUp(serving, taken map[string]int, dt float64) {
 // simulator does: the start cost at first, the restart cost after it held
 // nothing, the resize cost when its GPU count changed while running, plus
 // a cross-site move's migration.
-func (lr *liveRun) launch(lj *liveJob, nodes []string) {
+func (lr *liveRun) launch(lj *liveJob, nodes []string, now float64) {
 	if len(nodes) == 0 {
 		if lj.gpus > 0 {
 			lj.rec.Preemptions++
@@ -631,7 +633,7 @@ func (lr *liveRun) launch(lj *liveJob, nodes []string) {
 	site := lr.c.Nodes[lr.node[nodes[0]]].Site
 	switch {
 	case lj.rec.Start < 0:
-		lj.rec.Start = lr.clk.Now()
+		lj.rec.Start = now
 		lj.delay = costs.Start
 	case lj.gpus == 0:
 		lj.rec.Restarts++
