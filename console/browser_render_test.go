@@ -212,6 +212,10 @@ func TestConsolePaging(t *testing.T) {
 	}
 	browsertest.WaitText(t, b, ".nodes", "t4")
 	page(0)
+	// Job a holds a GPU on each of two nodes: two links, one tab stop.
+	if cells := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.gpus a.cell')].map(c => c.getAttribute('tabindex') || 'tab')`); len(cells) != 2 || (cells[0] == "tab") == (cells[1] == "tab") {
+		t.Errorf("job a's GPU cells %q: want two, one of them a tab stop", cells)
+	}
 	// The first pager is the one above the nodes.
 	if first := browsertest.Eval[string](t, b, `document.querySelector('.pager').nextElementSibling.className`); first != "nodes" {
 		t.Errorf("the first pager stands before %q, want the nodes", first)

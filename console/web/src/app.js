@@ -319,24 +319,33 @@ function Cluster({ tick, onErr }) {
     </ul>
     <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" top />
     <div class="nodes">
-      ${d.nodes.map(n => {
-        // A long name (site/rack/node) would be cut to the part nodes
-        // share: the heading is its last part, the rest goes below.
-        const cut = n.name.lastIndexOf('/');
-        return html`<section class="node" aria-label=${'node ' + n.name}>
-        <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
-        <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
-        <div class="gpus">${n.gpus.map(g => {
-          const who = by === 'job' && g.job ? g.job : g.tenant;
-          const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
-          if (g.down) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
-          if (g.reclaimed) return html`<span class="cell taken" role="img" aria-label=${label} title=${label}>↩</span>`;
-          if (g.job) return html`<a class="cell" href=${'#/job/' + encodeURIComponent(g.job)} style=${'background:' + colour(who)} aria-label=${label} title=${label}></a>`;
-          if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
-          return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
-        })}</div>
-      </section>`;
-      })}
+      ${(() => {
+        // One tab stop per job (its first GPU here), not one per GPU: a
+        // page holds up to 800 cells. The others are links for the mouse.
+        const stop = new Set();
+        return d.nodes.map(n => {
+          // A long name (site/rack/node) would be cut to the part nodes
+          // share: the heading is its last part, the rest goes below.
+          const cut = n.name.lastIndexOf('/');
+          return html`<section class="node" aria-label=${'node ' + n.name}>
+          <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
+          <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
+          <div class="gpus">${n.gpus.map(g => {
+            const who = by === 'job' && g.job ? g.job : g.tenant;
+            const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
+            if (g.down) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
+            if (g.reclaimed) return html`<span class="cell taken" role="img" aria-label=${label} title=${label}>↩</span>`;
+            if (g.job) {
+              const first = !stop.has(g.job);
+              stop.add(g.job);
+              return html`<a class="cell" href=${'#/job/' + encodeURIComponent(g.job)} tabindex=${first ? null : -1} style=${'background:' + colour(who)} aria-label=${label} title=${label}></a>`;
+            }
+            if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
+            return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
+          })}</div>
+        </section>`;
+        });
+      })()}
     </div>
     <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" />`;
 }
