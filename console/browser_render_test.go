@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"sort"
 	"strings"
@@ -146,10 +147,11 @@ func browseEngine(t *testing.T, cluster string) (*Console, string, context.Conte
 	src := newEngineSource(t, cluster, "fifo")
 	src.submit(t, "a", "alice", 2, 600, 0)
 	src.round(t)
-	c := New(src, Options{})
+	c := New(src, Options{Tick: 100 * time.Millisecond})
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
 	t.Cleanup(c.Close)
+	go c.Run(context.Background()) // ends at Close
 	b := browsertest.New(t, exe, 1280, 900)
 	browsertest.Login(t, b, srv.URL, "admin-token")
 	return c, srv.URL, b
@@ -176,6 +178,76 @@ func TestConsoleNodeNames(t *testing.T) {
 		if parts[0] != own || !strings.Contains(parts[1], dir) || parts[2] != "node "+n.Name {
 			t.Errorf("node %s shown as heading %q, line %q, label %q; want %q, a line with %q, and its name", n.Name, parts[0], parts[1], parts[2], own, dir)
 		}
+	}
+}
+
+// TestConsolePaging: the cluster view pages 250 nodes by 100 with the
+// pager above the nodes (a keyboard reaches it first) and below them:
+// Next shows the next hundred, in the source's order, and the last page
+// the rest; Previous goes back.
+func TestConsolePaging(t *testing.T) {
+	c, _, b := browseEngine(t, "250x1:t4")
+	v, err := c.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func() []string {
+		t.Helper()
+		return browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.node')].map(n => n.getAttribute('aria-label').slice(5))`)
+	}
+	page := func(want int) {
+		t.Helper()
+		first := v.snap.Nodes[want*100].Name
+		if err := chromedp.Run(b, chromedp.Poll(fmt.Sprintf(`(document.querySelector('.node') || {getAttribute: () => ''}).getAttribute('aria-label') === %q`, "node "+first), nil, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+			t.Fatalf("page %d does not begin with %s: %v", want+1, first, err)
+		}
+		got := names()
+		end := min(len(v.snap.Nodes), (want+1)*100)
+		if len(got) != end-want*100 || got[len(got)-1] != v.snap.Nodes[end-1].Name {
+			t.Errorf("page %d shows %d nodes ending %q, want %d ending %q", want+1, len(got), got[len(got)-1], end-want*100, v.snap.Nodes[end-1].Name)
+		}
+		if p := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.pager span')].map(s => s.innerText)`); len(p) != 2 || !strings.Contains(p[0], fmt.Sprintf("%d–%d of 250", want*100+1, end)) {
+			t.Errorf("page %d: pagers say %q, want two, %d–%d of 250", want+1, p, want*100+1, end)
+		}
+	}
+	browsertest.WaitText(t, b, ".nodes", "t4")
+	page(0)
+	// Job a holds a GPU on each of two nodes: two links, one tab stop.
+	if cells := browsertest.Eval[[]string](t, b, `[...document.querySelectorAll('.gpus a.cell')].map(c => c.getAttribute('tabindex') || 'tab')`); len(cells) != 2 || (cells[0] == "tab") == (cells[1] == "tab") {
+		t.Errorf("job a's GPU cells %q: want two, one of them a tab stop", cells)
+	}
+	// The first pager is the one above the nodes.
+	if first := browsertest.Eval[string](t, b, `document.querySelector('.pager').nextElementSibling.className`); first != "nodes" {
+		t.Errorf("the first pager stands before %q, want the nodes", first)
+	}
+	browsertest.Click(t, b, `.pager button:last-child`) // the top one's Next
+	page(1)
+	browsertest.Click(t, b, `.nodes ~ .pager button:last-child`) // the bottom one's
+	page(2)
+	browsertest.Click(t, b, `.pager button:first-child`)
+	page(1)
+
+	// The queue, on its second page, shrinks under it: the page gives way
+	// to the last one left.
+	src := c.src.(*engineSource)
+	src.mu.Lock()
+	for i := 0; i < 150; i++ {
+		src.submit(t, fmt.Sprintf("q%03d", i), "bob", 1, 600, 0)
+	}
+	src.mu.Unlock()
+	browsertest.Click(t, b, `nav a[href="#/queue"]`)
+	browsertest.WaitText(t, b, ".pager span", "1–100 of 151")
+	browsertest.Click(t, b, `.pager button:last-child`)
+	browsertest.WaitText(t, b, ".pager span", "101–151 of 151")
+	src.mu.Lock()
+	for i := 0; i < 120; i++ {
+		if err := src.eng.Fail(fmt.Sprintf("q%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.mu.Unlock()
+	if err := chromedp.Run(b, chromedp.Poll(`document.querySelectorAll('table.queue tbody tr').length === 31`, nil, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		t.Errorf("after the queue shrank to 31 jobs the page does not show them: %v; it shows:\n%s", err, browsertest.Text(t, b, "main"))
 	}
 }
 

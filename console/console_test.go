@@ -310,6 +310,17 @@ func TestUsageAndTenants(t *testing.T) {
 			t.Errorf("tenant %s: %+v, want %+v", r.Name, r, want[r.Name])
 		}
 	}
+	// On tide serve a quota (max_gpus) caps its tenant only: a tenant
+	// without one borrows nothing, and nobody lends.
+	serve := &Snapshot{Quotas: map[string]int{"a": 6}, Unquoted: true, Jobs: []Job{
+		{ID: "1", Tenant: "a", State: StateRunning, Held: 2},
+		{ID: "2", Tenant: "c", State: StateRunning, Held: 5},
+	}}
+	for _, r := range tenants(serve, nil, at(3)) {
+		if r.Borrowed != 0 || r.Lent != 0 {
+			t.Errorf("tide serve, tenant %s: borrowed %d, lent %d; want none", r.Name, r.Borrowed, r.Lent)
+		}
+	}
 }
 
 // TestWhatIf replays a queue where SRTF must beat FIFO on mean JCT: a long

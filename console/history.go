@@ -245,7 +245,7 @@ func tenants(s *Snapshot, samples []Sample, to time.Time) []TenantRow {
 		if r.Quota > 0 {
 			r.Borrowed = max(0, r.InUse-r.Quota)
 			idle += max(0, r.Quota-r.InUse)
-		} else if len(s.Quotas) > 0 {
+		} else if len(s.Quotas) > 0 && !s.Unquoted {
 			r.Borrowed = r.InUse
 		}
 		borrowed += r.Borrowed

@@ -66,6 +66,10 @@ type Snapshot struct {
 	Jobs []Job `json:"-"`
 	// Quotas are the tenants' guaranteed GPUs (none when empty).
 	Quotas map[string]int `json:"-"`
+	// Unquoted says what a tenant without a quota may use: false, none of
+	// its own (what it holds is borrowed: tide kube's quotas); true, every
+	// GPU (tide serve's max_gpus limits only the tenants that have one).
+	Unquoted bool `json:"-"`
 	// Tenants are every tenant known, with or without jobs.
 	Tenants []string `json:"-"`
 }

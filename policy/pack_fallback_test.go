@@ -6,6 +6,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
@@ -16,15 +17,15 @@ import (
 // packed, so the check can fail.
 func TestPackingFallsBackWithoutSharing(t *testing.T) {
 	solvertest.Require(t)
-	g, err := table.ParseGavel("pairs.json", []byte(gavelPairTable))
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, spec := range []string{"gavel-las:space_sharing=true", "gavel-throughput:space_sharing=true", "gandiva:pack=true"} {
 		for _, sharing := range []bool{false, true} {
-			s := benchSnap(enginetest.Cluster("1x1:v100"), g, []*job.Job{pairJob("a", "A", 1000), pairJob("b", "B", 400)})
+			s := policytest.JobsSnap(enginetest.Cluster("1x1:v100"), g, []*job.Job{policytest.PairJob("a", "A", 1000), policytest.PairJob("b", "B", 400)})
 			s.Sharing = sharing
-			plan := mustParse(t, spec, Context{}).Schedule(s)
+			plan := specs.Parse(t, spec, Context{}).Schedule(s)
 			pairs := 0
 			for _, a := range plan.Run {
 				if a.PackWith != "" {

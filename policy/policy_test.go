@@ -1,222 +1,21 @@
 package policy
 
 import (
-	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/classic"
 	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
-// ---------------------------------------------------------------------------
-// Helpers shared by the policy tests.
-// ---------------------------------------------------------------------------
-
-// js is one job's state in a hand-built snapshot.
-type js struct {
-	j        *job.Job
-	held     int     // GPUs held now; 0 = waiting
-	attained float64 // GPU-seconds held so far
-	executed float64 // seconds holding GPUs so far
-	progress float64 // work done, model units (seconds for perf.Duration)
-	lastStop float64 // last preemption; ignored (= submission) when starts == 0
-	starts   int     // launches so far; a held job counts at least one
-	memo     engine.Memo
-}
-
-// snap builds the snapshot a policy would see at now on cluster c, with the
-// duration model and the jobs ordered like the engine orders them (submit,
-// then ID).
-func snap(t *testing.T, now float64, c *cluster.Cluster, jobs ...js) *engine.Snapshot {
-	t.Helper()
-	s := &engine.Snapshot{Now: now, Cluster: c, Model: perf.Duration{}, GPUsPerNode: map[string]int{}}
-	for _, n := range c.Nodes {
-		s.GPUsPerNode[n.GPUType] = max(s.GPUsPerNode[n.GPUType], n.GPUs)
-	}
-	next := 0
-	for _, x := range jobs {
-		if err := x.j.Validate(); err != nil {
-			t.Fatalf("bad test job: %v", err)
-		}
-		st := &engine.Status{Job: x.j, State: job.Pending, Work: x.j.Work, Progress: x.progress,
-			Attained: x.attained, Executed: x.executed, FirstStart: -1, LastStart: -1,
-			LastStop: x.j.Submit, Finish: -1, Starts: x.starts, Memo: x.memo}
-		if x.starts > 0 {
-			st.State, st.LastStop = job.Preempted, x.lastStop
-		}
-		if x.held > 0 {
-			st.State = job.Running
-			st.Starts = max(st.Starts, 1)
-			for range x.held {
-				st.GPUs = append(st.GPUs, cluster.GPUID(next))
-				next++
-			}
-			typ := c.NodeOf(st.GPUs[0]).GPUType
-			st.Alloc = perf.Packed(typ, x.held, s.GPUsPerNode[typ])
-		}
-		s.Jobs = append(s.Jobs, st)
-	}
-	if next > c.TotalGPUs() {
-		t.Fatalf("bad test: jobs hold %d GPUs, the cluster has %d", next, c.TotalGPUs())
-	}
-	sort.SliceStable(s.Jobs, func(a, b int) bool {
-		ja, jb := s.Jobs[a].Job, s.Jobs[b].Job
-		if ja.Submit != jb.Submit {
-			return ja.Submit < jb.Submit
-		}
-		return ja.ID < jb.ID
-	})
-	return s
-}
-
-// runs writes a plan's assignments as "id:gpus" (":type" added when typed),
-// in plan order (most important first).
-func runs(p engine.Plan) []string {
-	out := []string{}
-	for _, a := range p.Run {
-		s := fmt.Sprintf("%s:%d", a.Job, a.GPUs)
-		if a.GPUType != "" {
-			s += ":" + a.GPUType
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// mustParse builds a policy from spec or fails the test.
-func mustParse(t *testing.T, spec string, ctx Context) engine.Policy {
-	t.Helper()
-	p, err := Parse(spec, ctx)
-	if err != nil {
-		t.Fatalf("Parse(%q): %v", spec, err)
-	}
-	return p
-}
-
-// clock is a settable engine.Clock.
-type clock struct{ now float64 }
-
-func (c *clock) Now() float64 { return c.now }
-
-// firstFree is a minimal placer for the engine-driven tests: a job whose
-// count did not change keeps its GPUs; others take the lowest free GPUs of
-// their type, in plan order. It keeps these tests independent of package place.
-type firstFree struct{}
-
-func (firstFree) Name() string { return "first-free" }
-
-func (firstFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
-	used := make([]bool, c.TotalGPUs())
-	out := map[string][]cluster.GPUID{}
-	for _, a := range run {
-		if h := held[a.Job]; len(h) == a.GPUs {
-			out[a.Job] = h
-			for _, g := range h {
-				used[g] = true
-			}
-		}
-	}
-	for _, a := range run {
-		if _, ok := out[a.Job]; ok {
-			continue
-		}
-		var got []cluster.GPUID
-		for g := range used {
-			if len(got) < a.GPUs && !used[g] && (a.GPUType == "" || c.NodeOf(cluster.GPUID(g)).GPUType == a.GPUType) {
-				got = append(got, cluster.GPUID(g))
-			}
-		}
-		if len(got) == a.GPUs {
-			for _, g := range got {
-				used[g] = true
-			}
-			out[a.Job] = got
-		}
-	}
-	return out
-}
-
-// step is one event time of an engine-driven scenario: at time at, jobs whose
-// work is done finish, the jobs in submit arrive (their Submit must be at),
-// one round runs, and running lists the jobs holding GPUs afterwards.
-type step struct {
-	at      float64
-	submit  []*job.Job
-	running []string
-}
-
-// play runs a scenario through a real engine with the duration model. It
-// acts as a tiny executor: between steps each running job progresses at the
-// model's rate, and a job whose work is done finishes at the next step.
-func play(t *testing.T, spec, shorthand string, steps []step) {
-	t.Helper()
-	var all []*job.Job
-	for _, s := range steps {
-		all = append(all, s.submit...)
-	}
-	model := perf.Duration{}
-	clk := &clock{}
-	e, err := engine.New(engine.Config{Cluster: enginetest.Cluster(shorthand), Model: model,
-		Policy: mustParse(t, spec, Context{Jobs: all}), Placer: firstFree{}, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := 0.0
-	for _, s := range steps {
-		clk.now = s.at
-		var done []string
-		for _, st := range e.Active() {
-			if len(st.GPUs) == 0 {
-				continue
-			}
-			rate, _ := model.Rate(st.Job, st.Alloc, st.Progress)
-			p := math.Min(st.Progress+(s.at-last)*rate, st.Work)
-			if err := e.Report(st.Job.ID, p); err != nil {
-				t.Fatal(err)
-			}
-			if p >= st.Work-1e-9 {
-				done = append(done, st.Job.ID)
-			}
-		}
-		for _, id := range done {
-			if err := e.Finish(id); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, j := range s.submit {
-			if j.Submit != s.at {
-				t.Fatalf("bad test: job %s submitted at %v in the step at %v", j.ID, j.Submit, s.at)
-			}
-			if _, err := e.Submit(j); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := e.Schedule(); err != nil {
-			t.Fatalf("t=%v: %v", s.at, err)
-		}
-		got := []string{}
-		for _, st := range e.Active() {
-			if len(st.GPUs) > 0 {
-				got = append(got, st.Job.ID)
-			}
-		}
-		sort.Strings(got)
-		want := append([]string{}, s.running...)
-		sort.Strings(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s at t=%v: running %v, want %v", spec, s.at, got, want)
-		}
-		last = s.at
-	}
-}
+// specs builds the registry's policies from their specs in tests.
+var specs = policytest.Builder(Parse)
 
 // ---------------------------------------------------------------------------
 // Registry and spec parsing.
@@ -230,7 +29,7 @@ func TestAllListsEveryPolicySorted(t *testing.T) {
 		if i.Summary == "" {
 			t.Errorf("policy %s has no summary", i.Name)
 		}
-		if i.build == nil {
+		if i.Build == nil {
 			t.Errorf("policy %s has no builder", i.Name)
 		}
 	}
@@ -276,7 +75,7 @@ func TestParseBuildsNamedPolicy(t *testing.T) {
 		{"tiresias-gittins:preset=pollux:quantum=100", "tiresias-gittins:preset=pollux"},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			if got := mustParse(t, tc.spec, ctx).Name(); got != tc.name {
+			if got := specs.Parse(t, tc.spec, ctx).Name(); got != tc.name {
 				t.Errorf("Name() = %q, want %q", got, tc.name)
 			}
 		})
@@ -285,17 +84,17 @@ func TestParseBuildsNamedPolicy(t *testing.T) {
 
 func TestParseKnobValues(t *testing.T) {
 	ctx := Context{Jobs: []*job.Job{enginetest.Job("a").Seconds(100).Obj()}}
-	if f := mustParse(t, "fifo", ctx).(*FIFO); f.Backfill {
+	if f := specs.Parse(t, "fifo", ctx).(*classic.FIFO); f.Backfill {
 		t.Errorf("fifo: backfill on by default")
 	}
-	if f := mustParse(t, "fifo:backfill=true", ctx).(*FIFO); !f.Backfill {
+	if f := specs.Parse(t, "fifo:backfill=true", ctx).(*classic.FIFO); !f.Backfill {
 		t.Errorf("fifo:backfill=true: backfill off")
 	}
 	for _, tc := range []struct {
 		spec    string
 		limits  []float64
 		knob    float64
-		quantum float64 // 0: not a Gittins policy
+		quantum float64 // 0: not a classic.Gittins policy
 	}{
 		// Tiresias' simulator: 3 limits (4 queues) of 3250, 7200, 18000 GPU-s.
 		{"tiresias", []float64{3250, 7200, 18000}, 0, 0},
@@ -310,15 +109,15 @@ func TestParseKnobValues(t *testing.T) {
 		{"tiresias-gittins:quantum=100:knob=4", []float64{3250, 7200, 18000}, 4, 100},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			p := mustParse(t, tc.spec, ctx).(*Tiresias)
+			p := specs.Parse(t, tc.spec, ctx).(*classic.Tiresias)
 			if !slices.Equal(p.Limits, tc.limits) || p.Knob != tc.knob {
 				t.Errorf("limits %v knob %v, want %v and %v", p.Limits, p.Knob, tc.limits, tc.knob)
 			}
 			switch {
 			case tc.quantum == 0 && p.Gittins != nil:
-				t.Errorf("2D-LAS built a Gittins index")
+				t.Errorf("2D-LAS built a classic.Gittins index")
 			case tc.quantum != 0 && (p.Gittins == nil || p.Gittins.Quantum != tc.quantum):
-				t.Errorf("Gittins %+v, want quantum %v", p.Gittins, tc.quantum)
+				t.Errorf("classic.Gittins %+v, want quantum %v", p.Gittins, tc.quantum)
 			}
 		})
 	}
@@ -341,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 		{spec: "fifo:backfil=true", want: []string{"policy fifo: unknown option(s) backfil", "backfill=false"}},
 		{spec: "srtf:z=1:a=2", want: []string{"policy srtf: unknown option(s) a, z"}},
 		{spec: "edf:deadline=1", want: []string{"policy edf: unknown option(s) deadline"}},
-		// quantum and dist belong to 2D-Gittins only.
+		// quantum and dist belong to 2D-classic.Gittins only.
 		{spec: "tiresias:quantum=5", want: []string{"policy tiresias: unknown option(s) quantum"}},
 		{spec: "tiresias:dist=x.csv", want: []string{"policy tiresias: unknown option(s) dist"}},
 		// Bad values name the policy, the key and the value.
@@ -432,11 +231,11 @@ func TestGreedy(t *testing.T) {
 		{"missing type", "1x4:t4", []*job.Job{v, b}, false, []string{"b:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var sts []js
+			var sts []policytest.JobState
 			for _, j := range tc.order {
-				sts = append(sts, js{j: j})
+				sts = append(sts, policytest.JobState{Job: j})
 			}
-			s := snap(t, 10, enginetest.Cluster(tc.cluster), sts...)
+			s := policytest.Snap(t, 10, enginetest.Cluster(tc.cluster), sts...)
 			// greedy takes the order as given: rebuild it from the test's order.
 			order := make([]*engine.Status, len(tc.order))
 			for i, j := range tc.order {
@@ -446,7 +245,7 @@ func TestGreedy(t *testing.T) {
 					}
 				}
 			}
-			if got := runs(alloc.Greedy(s, order, tc.strict)); !slices.Equal(got, tc.want) {
+			if got := policytest.Runs(alloc.Greedy(s, order, tc.strict)); !slices.Equal(got, tc.want) {
 				t.Errorf("greedy = %v, want %v", got, tc.want)
 			}
 		})

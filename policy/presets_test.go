@@ -12,13 +12,9 @@ import (
 // builds.
 func TestPresetsParse(t *testing.T) {
 	ctx := Context{Jobs: []*job.Job{{ID: "a", GPUs: 1, Duration: 100, Work: 100, Unit: job.Seconds}}}
-	for name, specs := range presets {
-		info, ok := Lookup(name)
-		if !ok || info.Name != name {
-			t.Errorf("presets of %q: no such policy", name)
-			continue
-		}
-		for _, spec := range specs {
+	for _, info := range All() {
+		name := info.Name
+		for _, spec := range info.Presets {
 			if !strings.HasPrefix(spec, name+":") {
 				t.Errorf("preset %q is not a spec of %s", spec, name)
 			}

@@ -7,10 +7,6 @@ import (
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/report"
-	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -26,27 +22,13 @@ func priorityLoad() []*job.Job {
 	return append(jobs, h)
 }
 
-func starts(t *testing.T, spec string, jobs []*job.Job) map[string]report.JobRecord {
-	t.Helper()
-	p := mustParse(t, spec, Context{Jobs: jobs})
-	r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("1x4:t4"), Model: perf.Duration{}, Policy: p, Placer: place.Pack{}, OnEvents: true}, jobs)
-	if err != nil {
-		t.Fatalf("%s: %v", spec, err)
-	}
-	out := map[string]report.JobRecord{}
-	for _, j := range r.Jobs {
-		out[j.ID] = j
-	}
-	return out
-}
-
 // TestPriorityClasses: under every policy, priority=strict runs the
 // priority-100 job as soon as the running priority-0 job leaves its GPUs,
 // before the waiting priority-0 jobs; priority=preempt runs it before the
 // running job finishes. Without the knob FIFO runs it last.
 func TestPriorityClasses(t *testing.T) {
 	jobs := priorityLoad()
-	if r := starts(t, "fifo", jobs); r["h"].Start < r["c"].Start {
+	if r := specs.Starts(t, "fifo", jobs); r["h"].Start < r["c"].Start {
 		t.Fatalf("plain fifo started h at %v before c at %v: the load does not test classes", r["h"].Start, r["c"].Start)
 	}
 	for _, info := range All() {
@@ -54,14 +36,14 @@ func TestPriorityClasses(t *testing.T) {
 			continue
 		}
 		t.Run(info.Name, func(t *testing.T) {
-			r := starts(t, info.Name+":priority=strict", jobs)
+			r := specs.Starts(t, info.Name+":priority=strict", jobs)
 			h := r["h"]
 			for _, id := range []string{"a", "b", "c"} {
 				if j := r[id]; j.Start > h.Submit && j.Start < h.Start {
 					t.Errorf("strict: priority-0 job %s started at %v, before the priority-100 job (submitted %v, started %v)", id, j.Start, h.Submit, h.Start)
 				}
 			}
-			r = starts(t, info.Name+":priority=preempt", jobs)
+			r = specs.Starts(t, info.Name+":priority=preempt", jobs)
 			first := r["a"]
 			if h := r["h"]; h.Start < 0 || h.Start >= first.Finish {
 				t.Errorf("preempt: the priority-100 job started at %v, after the running job's finish at %v", h.Start, first.Finish)
@@ -73,7 +55,7 @@ func TestPriorityClasses(t *testing.T) {
 // TestPriorityKnob: the knob's name is in the policy's name and bad values
 // are refused.
 func TestPriorityKnob(t *testing.T) {
-	if p := mustParse(t, "tiresias:priority=preempt", Context{}); !strings.Contains(p.Name(), "priority=preempt") {
+	if p := specs.Parse(t, "tiresias:priority=preempt", Context{}); !strings.Contains(p.Name(), "priority=preempt") {
 		t.Errorf("name %q", p.Name())
 	}
 	for spec, want := range map[string]string{"fifo:priority=high": "want strict, preempt or off", "fifo:prio=1": "priority=off|strict|preempt"} {

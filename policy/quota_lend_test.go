@@ -7,6 +7,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/classic"
 )
 
 // TestQuotaLending: on 8 idle GPUs with nobody guaranteed any, borrowing
@@ -33,7 +34,7 @@ func TestQuotaLending(t *testing.T) {
 		{"weights and a cap", map[string]int{"b": 1}, map[string]int{"b": 5}, map[string]int{"a": 4, "b": 1, "c": 3}},
 		{"no borrowing at all", map[string]int{"a": 0, "b": 0, "c": 0}, nil, map[string]int{}},
 	} {
-		q := &Quota{Inner: &FIFO{}, Limits: map[string]int{}, Borrow: true, BorrowLimits: c.limits, Weights: c.weights}
+		q := &Quota{Inner: &classic.FIFO{}, Limits: map[string]int{}, Borrow: true, BorrowLimits: c.limits, Weights: c.weights}
 		got := map[string]int{}
 		for _, a := range q.Schedule(snap).Run {
 			got[a.Job[:1]] += a.GPUs

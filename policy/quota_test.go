@@ -11,6 +11,8 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/harvest"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -26,7 +28,7 @@ func TestQuota(t *testing.T) {
 	}
 	a1, a2 := mk("a1", "a", 4, 0), mk("a2", "a", 4, 1)
 	snap := &engine.Snapshot{Cluster: c, Jobs: []*engine.Status{a1, a2}}
-	q := &Quota{Inner: &FIFO{}, Limits: map[string]int{"a": 4, "b": 4}, Borrow: true}
+	q := &Quota{Inner: &classic.FIFO{}, Limits: map[string]int{"a": 4, "b": 4}, Borrow: true}
 	if got := ids(q.Schedule(snap)); got != "a1,a2" {
 		t.Errorf("idle cluster: plan %s, want a1,a2 (a borrows b's idle 4)", got)
 	}
@@ -71,7 +73,7 @@ func TestParseQuotas(t *testing.T) {
 // cluster declines exactly the jobs it declines alone (the quota used to
 // drop the inner plan's declines, and declined jobs ran anyway).
 func TestQuotaForwardsDeclines(t *testing.T) {
-	c := flowCluster(t, 2, 0)
+	c := enginetest.MultiSite(2, 8, 0, 0)
 	for seed := 0; seed < 4; seed++ {
 		var jobs []*job.Job
 		at := 0.0
@@ -98,12 +100,12 @@ func TestQuotaForwardsDeclines(t *testing.T) {
 			}
 			return strings.Join(out, ",")
 		}
-		alone := declined(mustParse(t, "elasticflow", Context{}))
+		alone := declined(specs.Parse(t, "elasticflow", Context{}))
 		if alone == "" {
 			t.Fatalf("seed %d: elasticflow declines nothing; the load does not test forwarding", seed)
 		}
 		for _, borrow := range []bool{false, true} {
-			q := &Quota{Inner: mustParse(t, "elasticflow", Context{}), Limits: map[string]int{"a": 100, "b": 100}, Borrow: borrow}
+			q := &Quota{Inner: specs.Parse(t, "elasticflow", Context{}), Limits: map[string]int{"a": 100, "b": 100}, Borrow: borrow}
 			if got := declined(q); got != alone {
 				t.Errorf("seed %d borrow=%v: under the quota declined %s, alone %s", seed, borrow, got, alone)
 			}
@@ -144,7 +146,7 @@ func TestQuotaForwardsPlan(t *testing.T) {
 	if _, ok := engine.As[engine.ReclaimCoster](q); ok {
 		t.Errorf("a quota over a policy without reclaim costs has them")
 	}
-	if _, ok := engine.As[engine.ReclaimCoster](&Quota{Inner: &DeepBoot{}}); !ok {
+	if _, ok := engine.As[engine.ReclaimCoster](&Quota{Inner: &harvest.DeepBoot{}}); !ok {
 		t.Errorf("a quota over DeepBoot hides its reclaim costs")
 	}
 }

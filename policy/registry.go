@@ -1,29 +1,29 @@
 package policy
 
-// families is the one list of the policy families tide knows: a policy
-// exists when the function that registers it is listed here, and only
-// then. Each function passes its Info values to register; the order here
+import (
+	"github.com/tide-sched/tide/policy/chronus"
+	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/elastic"
+	"github.com/tide-sched/tide/policy/fair"
+	"github.com/tide-sched/tide/policy/flow"
+	"github.com/tide-sched/tide/policy/gavel"
+	"github.com/tide-sched/tide/policy/harvest"
+)
+
+// families is the one list of the policy families tide knows, one
+// subpackage each: a policy exists when its family's Policies is listed
+// here and registers it, and only then. Each passes its Info values to
+// register; the order here
 // is the order Lookup searches (names are unique, so it only matters to
 // readers), and All sorts by name.
 var families = []func(register func(Info)){
-	afsPolicies,
-	alloxPolicies,
-	arylPolicies,
-	basicPolicies,
-	chronusPolicies,
-	deepBootPolicies,
-	drfPolicies,
-	edgeFlowPolicies,
-	elasticFlowPolicies,
-	fifoPerfPolicies,
-	gandivaPolicies,
-	gandivaFairPolicies,
-	gavelLPPolicies,
-	optimusPolicies,
-	polluxPolicies,
-	themisPolicies,
-	tidalPolicies,
-	tiresiasPolicies,
+	chronus.Policies,
+	classic.Policies,
+	elastic.Policies,
+	fair.Policies,
+	flow.Policies,
+	gavel.Policies,
+	harvest.Policies,
 }
 
 // registry holds every registered policy, filled from families once

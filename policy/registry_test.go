@@ -10,7 +10,7 @@ func TestRegistryNamesUnique(t *testing.T) {
 		count := 0
 		f(func(i Info) {
 			count++
-			if i.Name == "" || i.build == nil {
+			if i.Name == "" || i.Build == nil {
 				t.Errorf("family %d registers %+v: want a name and a builder", n, i.Name)
 			}
 			seen[i.Name]++

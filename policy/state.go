@@ -4,200 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/sorted"
 )
-
-// gavelState is what Gavel keeps between rounds (engine.Stateful): the
-// plan it keeps between its own rounds, each job's allocation, deficits
-// and received time, the pairs', the time on each type, when it last
-// recomputed, and its random order of types.
-type gavelState struct {
-	RNG       []byte
-	Last      []engine.Assignment
-	LastPlan  float64
-	Planned   bool
-	Jobs      map[string]gavelJobState
-	Pairs     map[string]gavelPairSaved
-	Types     []string
-	TypeTime  []float64
-	LastReset float64
-	Stale     bool
-	Solves    int
-	Failures  int
-	Alloc     []byte // the allocator's own state, when it keeps one
-}
-
-type gavelJobState struct {
-	X, Deficit, Received, Seen []float64
-	Present                    bool
-}
-
-type gavelPairSaved struct{ X, Deficit, Received []float64 }
-
-// SaveState implements engine.Stateful.
-func (g *Gavel) SaveState() ([]byte, error) {
-	rng, err := g.pcg.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	st := gavelState{RNG: rng, Last: g.last.Run, LastPlan: g.lastPlan, Planned: g.planned, Types: g.types, TypeTime: g.typeTime,
-		LastReset: g.lastReset, Stale: g.stale, Solves: g.Solves, Failures: g.Failures,
-		Jobs: make(map[string]gavelJobState, len(g.jobs)), Pairs: make(map[string]gavelPairSaved, len(g.pairState))}
-	for id, j := range g.jobs {
-		st.Jobs[id] = gavelJobState{X: j.x, Deficit: j.deficit, Received: j.received, Seen: j.seen, Present: j.present}
-	}
-	for k, p := range g.pairState {
-		st.Pairs[k] = gavelPairSaved{X: p.x, Deficit: p.deficit, Received: p.received}
-	}
-	if a, ok := g.Alloc.(engine.Stateful); ok {
-		if st.Alloc, err = a.SaveState(); err != nil {
-			return nil, err
-		}
-	}
-	return engine.EncodeState(st)
-}
-
-// LoadState implements engine.Stateful.
-func (g *Gavel) LoadState(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	var st gavelState
-	if err := engine.DecodeState(b, &st); err != nil {
-		return err
-	}
-	if err := g.pcg.UnmarshalBinary(st.RNG); err != nil {
-		return err
-	}
-	g.last = engine.Plan{Run: st.Last}
-	g.lastPlan, g.planned, g.types, g.typeTime = st.LastPlan, st.Planned, st.Types, st.TypeTime
-	g.lastReset, g.stale, g.Solves, g.Failures = st.LastReset, st.Stale, st.Solves, st.Failures
-	g.jobs = make(map[string]*gavelJob, len(st.Jobs))
-	for id, j := range st.Jobs {
-		g.jobs[id] = &gavelJob{x: j.X, deficit: j.Deficit, received: j.Received, seen: j.Seen, present: j.Present}
-	}
-	g.pairState = make(map[string]*gavelPairState, len(st.Pairs))
-	for k, p := range st.Pairs {
-		g.pairState[k] = &gavelPairState{x: p.X, deficit: p.Deficit, received: p.Received}
-	}
-	if a, ok := g.Alloc.(engine.Stateful); ok {
-		return a.LoadState(st.Alloc)
-	}
-	return nil
-}
-
-// fifoState is FIFO's cache of predicted ends (engine.Stateful): it
-// changes no decision, but the predicted starts it explains with depend
-// on when each end was computed.
-type fifoState struct{ Ends map[string]fifoEndState }
-
-type fifoEndState struct {
-	GPUs, Starts int
-	Running      bool
-	Progress, At float64
-}
-
-// SaveState implements engine.Stateful.
-func (f *FIFO) SaveState() ([]byte, error) {
-	st := fifoState{Ends: make(map[string]fifoEndState, len(f.ends))}
-	for id, e := range f.ends {
-		st.Ends[id] = fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at}
-	}
-	return engine.EncodeState(st)
-}
-
-// LoadState implements engine.Stateful.
-func (f *FIFO) LoadState(b []byte) error {
-	f.ends = nil
-	if len(b) == 0 {
-		return nil
-	}
-	var st fifoState
-	if err := engine.DecodeState(b, &st); err != nil {
-		return err
-	}
-	f.ends = make(map[string]fifoEnd, len(st.Ends))
-	for id, e := range st.Ends {
-		f.ends[id] = fifoEnd{gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At}
-	}
-	return nil
-}
-
-// deepBootState is DeepBoot's protect timers (engine.Stateful): for each
-// GPU, whether inference held it at the last round, until when it is
-// protected and how often inference came back to it while protected.
-type deepBootState struct {
-	Seen  bool
-	Now   float64
-	Down  []bool
-	Until []float64
-	Reuse []int
-}
-
-// SaveState implements engine.Stateful.
-func (d *DeepBoot) SaveState() ([]byte, error) {
-	p := d.timers
-	return engine.EncodeState(deepBootState{Seen: p.seen, Now: p.now, Down: p.down, Until: p.until, Reuse: p.reuse})
-}
-
-// LoadState implements engine.Stateful.
-func (d *DeepBoot) LoadState(b []byte) error {
-	d.timers = &protectTimers{}
-	if len(b) == 0 {
-		return nil
-	}
-	var st deepBootState
-	if err := engine.DecodeState(b, &st); err != nil {
-		return err
-	}
-	*d.timers = protectTimers{seen: st.Seen, now: st.Now, down: st.Down, until: st.Until, reuse: st.Reuse}
-	return nil
-}
-
-// gandivaState is Gandiva's packing state (engine.Stateful; only with
-// pack=true): the pairs packed now, the pairs measured not to help, and
-// the random source that picks pairs to try.
-type gandivaState struct {
-	Partner map[string]string
-	Bad     map[string]bool
-	RNG     []byte
-}
-
-// SaveState implements engine.Stateful.
-func (g *Gandiva) SaveState() ([]byte, error) {
-	if g.pk == nil {
-		return nil, nil
-	}
-	rng, err := g.pk.pcg.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return engine.EncodeState(gandivaState{Partner: g.pk.partner, Bad: g.pk.bad, RNG: rng})
-}
-
-// LoadState implements engine.Stateful.
-func (g *Gandiva) LoadState(b []byte) error {
-	if len(b) == 0 || g.pk == nil {
-		if len(b) > 0 {
-			return fmt.Errorf("policy %s keeps no packing state, got %d bytes", g.name, len(b))
-		}
-		return nil
-	}
-	var st gandivaState
-	if err := engine.DecodeState(b, &st); err != nil {
-		return err
-	}
-	if err := g.pk.pcg.UnmarshalBinary(st.RNG); err != nil {
-		return err
-	}
-	g.pk.partner, g.pk.bad = st.Partner, st.Bad
-	if g.pk.partner == nil {
-		g.pk.partner = map[string]string{}
-	}
-	if g.pk.bad == nil {
-		g.pk.bad = map[string]bool{}
-	}
-	return nil
-}
 
 // SaveState implements engine.Stateful: the inner policy's state (a quota
 // keeps none of its own).
@@ -211,18 +19,18 @@ func (q *Quota) LoadState(b []byte) error { return engine.LoadState(q.Inner, b) 
 type priorityState struct {
 	First   int
 	HasAny  bool
-	Classes map[int][]byte
+	Classes []sorted.Pair[int, []byte]
 }
 
 // SaveState implements engine.Stateful.
 func (p *Priority) SaveState() ([]byte, error) {
-	st := priorityState{Classes: map[int][]byte{}}
-	for c, pol := range p.byClass {
+	var st priorityState
+	for c, pol := range sorted.All(p.byClass) {
 		b, err := engine.SaveState(pol)
 		if err != nil {
 			return nil, err
 		}
-		st.Classes[c] = b
+		st.Classes = append(st.Classes, sorted.Pair[int, []byte]{Key: c, Val: b})
 		if pol == p.first {
 			st.First, st.HasAny = c, true
 		}
@@ -244,7 +52,8 @@ func (p *Priority) LoadState(b []byte) error {
 	if st.HasAny {
 		p.byClass[st.First] = p.first
 	}
-	for c := range st.Classes {
+	for _, e := range st.Classes {
+		c := e.Key
 		if _, ok := p.byClass[c]; ok {
 			continue
 		}
@@ -254,55 +63,10 @@ func (p *Priority) LoadState(b []byte) error {
 		}
 		p.byClass[c] = pol
 	}
-	for c, b := range st.Classes {
-		if err := engine.LoadState(p.byClass[c], b); err != nil {
-			return fmt.Errorf("priority class %d: %w", c, err)
+	for _, e := range st.Classes {
+		if err := engine.LoadState(p.byClass[e.Key], e.Val); err != nil {
+			return fmt.Errorf("priority class %d: %w", e.Key, err)
 		}
 	}
 	return nil
-}
-
-// gavelFIFOState is Gavel's FIFO allocator's state: the type each job was
-// given, which it keeps until it finishes, its random sources, and under
-// pick=gavel each job's place in arrival order.
-type gavelFIFOState struct {
-	Types map[string]int
-	RNG   []byte
-	PyMT  []uint32
-	PyIdx int
-	Seq   map[string]int
-	NextQ int
-}
-
-// SaveState implements engine.Stateful.
-func (f *gavelFIFO) SaveState() ([]byte, error) {
-	rng, err := f.pcg.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return engine.EncodeState(gavelFIFOState{Types: f.types, RNG: rng, PyMT: f.py.mt[:], PyIdx: f.py.idx, Seq: f.seq, NextQ: f.nextQ})
-}
-
-// LoadState implements engine.Stateful.
-func (f *gavelFIFO) LoadState(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	var st gavelFIFOState
-	if err := engine.DecodeState(b, &st); err != nil {
-		return err
-	}
-	if len(st.PyMT) != len(f.py.mt) {
-		return fmt.Errorf("gavel-fifo state: %d words of generator state, want %d", len(st.PyMT), len(f.py.mt))
-	}
-	f.types, f.seq, f.nextQ = st.Types, st.Seq, st.NextQ
-	if f.types == nil {
-		f.types = map[string]int{}
-	}
-	if f.seq == nil {
-		f.seq = map[string]int{}
-	}
-	copy(f.py.mt[:], st.PyMT)
-	f.py.idx = st.PyIdx
-	return f.pcg.UnmarshalBinary(st.RNG)
 }

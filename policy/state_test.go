@@ -11,32 +11,39 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf/table"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // TestPackingStateHandover is sim's TestStateHandover for the packing
-// policies, which pack only where the model measured pairs (gavelPairTable
+// policies, which pack only where the model measured pairs (policytest.PairTable
 // here): Gandiva's pairs, bad pairs and random source, and Gavel's pairs'
 // shares must survive a handover to a fresh instance every 3 rounds.
 func TestPackingStateHandover(t *testing.T) {
 	solvertest.Require(t)
-	g, err := table.ParseGavel("pairs.json", []byte(gavelPairTable))
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var jobs = make([]*job.Job, 0, 12)
 	for i := range 12 {
-		j := pairJob(fmt.Sprintf("j%02d", i), string("ABC"[i%3]), float64(300+97*i))
+		j := policytest.PairJob(fmt.Sprintf("j%02d", i), string("ABC"[i%3]), float64(300+97*i))
 		j.Submit = float64(40 * i)
 		jobs = append(jobs, j)
 	}
 	for _, spec := range []string{"gandiva:pack=true", "gandiva:preset=gavel:pack=true", "gavel-las:space_sharing=true"} {
 		t.Run(spec, func(t *testing.T) {
-			packed := false
-			fresh := func() (engine.Policy, error) {
+			packed, saves := false, 0
+			build := func() (engine.Policy, error) {
 				p, err := Parse(spec, Context{})
 				return &packSeen{Policy: p, seen: &packed}, err
+			}
+			// Every save is checked to be the same bytes again and from a
+			// fresh instance that loaded it.
+			fresh := func() (engine.Policy, error) {
+				p, err := build()
+				return &enginetest.StableState{Policy: p, T: t, Fresh: build, Saves: &saves}, err
 			}
 			once := func(every int) []byte {
 				p, err := fresh()
@@ -62,6 +69,9 @@ func TestPackingStateHandover(t *testing.T) {
 				if !bytes.Equal(once(every), straight) {
 					t.Errorf("handed over every %d rounds: the run differs from one without", every)
 				}
+			}
+			if saves == 0 {
+				t.Error("no handover saved any state: the bytes were not checked")
 			}
 		})
 	}

@@ -93,7 +93,7 @@ func (cs consoleSource) Snapshot() (*console.Snapshot, error) {
 		return nil, console.ErrClosed
 	}
 	out := &console.Snapshot{Time: console.Unix(s.clk.Now()), Kind: "tide serve", Policy: s.policyName, Placer: s.placerName,
-		Rounds: s.eng.Rounds(), Tenants: names, Quotas: quotas}
+		Rounds: s.eng.Rounds(), Tenants: names, Quotas: quotas, Unquoted: true}
 	out.Nodes = console.EngineNodes(s.cluster, s.eng, func(g cluster.GPUID) string { return "GPU " + strconv.Itoa(s.devices[g]) })
 	out.Jobs = make([]console.Job, len(s.order))
 	for i, lj := range s.order {

@@ -14,6 +14,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/policy/classic"
 	"github.com/tide-sched/tide/report"
 )
 
@@ -296,7 +297,7 @@ func TestSitesErrors(t *testing.T) {
 		{Sites{Faults: []capacity.Faults{{Site: "edge"}}}, `mtbf`},
 		{Sites{Migration: Migration{RemoteGiBps: -1}}, `remote_gibps`},
 	} {
-		_, err := Run(Config{Cluster: c, Model: perf.Duration{}, Policy: &policy.FIFO{}, Placer: place.Pack{}, Sites: &tc.sites}, jobs)
+		_, err := Run(Config{Cluster: c, Model: perf.Duration{}, Policy: &classic.FIFO{}, Placer: place.Pack{}, Sites: &tc.sites}, jobs)
 		if err == nil || !contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want it to contain %q", err, tc.want)
 		}
@@ -319,8 +320,8 @@ func TestSitesDiurnalDeterministic(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%d", i)).At(float64(i*200)).GPUs(1).Seconds(3000).Obj())
 	}
-	a := run(t, c, &policy.FIFO{Backfill: true}, &Sites{Diurnal: []capacity.Diurnal{d}}, jobs)
-	b := run(t, c, &policy.FIFO{Backfill: true}, &Sites{Diurnal: []capacity.Diurnal{d}}, jobs)
+	a := run(t, c, &classic.FIFO{Backfill: true}, &Sites{Diurnal: []capacity.Diurnal{d}}, jobs)
+	b := run(t, c, &classic.FIFO{Backfill: true}, &Sites{Diurnal: []capacity.Diurnal{d}}, jobs)
 	if fmt.Sprint(a.Jobs) != fmt.Sprint(b.Jobs) || fmt.Sprint(a.Sites) != fmt.Sprint(b.Sites) {
 		t.Fatal("two runs with the same seed differ")
 	}

@@ -82,17 +82,24 @@ func TestStateHandover(t *testing.T) {
 // fresh instance every 3 rounds, every 7 and once halfway.
 func checkHandover(t *testing.T, in *assemble.Inputs, spec string) {
 	t.Helper()
-	fresh := func() (engine.Policy, error) {
+	build := func() (engine.Policy, error) {
 		r, err := in.Build(spec)
 		if err != nil {
 			return nil, err
 		}
 		return r.Config.Policy, nil
 	}
+	fresh := func() (engine.Policy, error) {
+		p, err := build()
+		return &enginetest.StableState{Policy: p, T: t, Fresh: build}, err
+	}
 	once := func(handover int) ([]byte, int, error) {
 		r, err := in.Build(spec)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if handover > 0 {
+			r.Config.Policy = &enginetest.StableState{Policy: r.Config.Policy, T: t, Fresh: build}
 		}
 		r.Config.Handover, r.Config.Fresh = handover, fresh
 		run, err := r.Simulate()

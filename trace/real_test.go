@@ -10,33 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 )
 
 // dataDir is the shared folder of real traces, ../shared/data relative to
 // the repository root; the test is skipped when it is absent.
-func dataDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("real traces: repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	data := filepath.Join(dir, "..", "shared", "data")
-	if _, err := os.Stat(data); err != nil {
-		t.Skipf("real traces not found at %s (../shared/data relative to the repository root); skipping", data)
-	}
-	return data
-}
+func dataDir(t testing.TB) string { return enginetest.SharedData(t) }
 
 // table is a trace file as the test reads it, independently of the package:
 // split on the separator, no quoting (the shipped files have none).

@@ -273,9 +273,15 @@ function Cards({ s }) {
   return html`<dl class="cards">${items.map(([k, v]) => html`<div><dt>${k}</dt><dd>${v}</dd></div>`)}</dl>`;
 }
 
-function Pager({ total, offset, limit, onPage, what }) {
-  if (total <= limit) return html`<p class="muted">${total} ${what}</p>`;
-  return html`<div class="pager">
+// Pager pages a list; it stands above the list too (top), so that a
+// keyboard reaches it without going through the page's hundreds of links.
+// A page left empty (the list shrank under it) gives way to the last one.
+function Pager({ total, offset, limit, onPage, what, top }) {
+  useEffect(() => {
+    if (offset > 0 && offset >= total) onPage(Math.max(0, Math.floor((total - 1) / limit) * limit));
+  }, [total, offset]);
+  if (total <= limit) return top ? null : html`<p class="muted">${total} ${what}</p>`;
+  return html`<div class="pager" role="navigation" aria-label=${'Pages of ' + what + (top ? ' (top)' : '')}>
     <button disabled=${offset === 0} onClick=${() => onPage(Math.max(0, offset - limit))}>← Previous</button>
     <span>${offset + 1}–${Math.min(total, offset + limit)} of ${total} ${what}</span>
     <button disabled=${offset + limit >= total} onClick=${() => onPage(offset + limit)}>Next →</button>
@@ -311,25 +317,35 @@ function Cluster({ tick, onErr }) {
       <li><span class="cell taken">↩</span> taken back (held outside tide's scheduling)</li>
       ${[...names].sort().slice(0, 24).map(n => html`<li><span class="cell" style=${'background:' + (n === '(other tenant)' ? '' : colour(n))} data-other=${n === '(other tenant)'}></span> ${n}</li>`)}
     </ul>
+    <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" top />
     <div class="nodes">
-      ${d.nodes.map(n => {
-        // A long name (site/rack/node) would be cut to the part nodes
-        // share: the heading is its last part, the rest goes below.
-        const cut = n.name.lastIndexOf('/');
-        return html`<section class="node" aria-label=${'node ' + n.name}>
-        <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
-        <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
-        <div class="gpus">${n.gpus.map(g => {
-          const who = by === 'job' && g.job ? g.job : g.tenant;
-          const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
-          if (g.down) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
-          if (g.reclaimed) return html`<span class="cell taken" role="img" aria-label=${label} title=${label}>↩</span>`;
-          if (g.job) return html`<a class="cell" href=${'#/job/' + encodeURIComponent(g.job)} style=${'background:' + colour(who)} aria-label=${label} title=${label}></a>`;
-          if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
-          return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
-        })}</div>
-      </section>`;
-      })}
+      ${(() => {
+        // One tab stop per job (its first GPU here), not one per GPU: a
+        // page holds up to 800 cells. The others are links for the mouse.
+        const stop = new Set();
+        return d.nodes.map(n => {
+          // A long name (site/rack/node) would be cut to the part nodes
+          // share: the heading is its last part, the rest goes below.
+          const cut = n.name.lastIndexOf('/');
+          return html`<section class="node" aria-label=${'node ' + n.name}>
+          <h2 title=${n.name}>${n.name.slice(cut + 1)}</h2>
+          <p class="muted" title=${n.name}>${n.gpu_type} · ${n.site}${n.site_kind !== 'cloud' ? ' (' + n.site_kind + ')' : ''}${cut > 0 ? ' · ' + n.name.slice(0, cut) : ''}</p>
+          <div class="gpus">${n.gpus.map(g => {
+            const who = by === 'job' && g.job ? g.job : g.tenant;
+            const label = `${n.name} ${g.label}: ${g.down || g.reclaimed ? (g.down ? 'down' : 'taken back') + (g.why ? ' (' + g.why + ')' : '') : g.job ? 'job ' + g.job + ' (' + g.tenant + ')' : g.tenant ? g.tenant : 'free'}`;
+            if (g.down) return html`<span class="cell down" role="img" aria-label=${label} title=${label}>✕</span>`;
+            if (g.reclaimed) return html`<span class="cell taken" role="img" aria-label=${label} title=${label}>↩</span>`;
+            if (g.job) {
+              const first = !stop.has(g.job);
+              stop.add(g.job);
+              return html`<a class="cell" href=${'#/job/' + encodeURIComponent(g.job)} tabindex=${first ? null : -1} style=${'background:' + colour(who)} aria-label=${label} title=${label}></a>`;
+            }
+            if (g.tenant) return html`<span class="cell" data-other="true" role="img" aria-label=${label} title=${label}></span>`;
+            return html`<span class="cell free" role="img" aria-label=${label} title=${label}></span>`;
+          })}</div>
+        </section>`;
+        });
+      })()}
     </div>
     <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="nodes" />`;
 }
@@ -362,6 +378,7 @@ function Queue({ me, tick, onErr }) {
     ${err && html`<p class="error" role="alert">${err}</p>`}
     ${d && html`
       <p class="muted order">${ORDER[d.position_by] || ''} Starts are the policy's predictions, or marked * when forecast by replaying the queue in the simulator; finishes add the estimated run time left.</p>
+      <${Pager} total=${d.total} offset=${offset} limit=${limit} onPage=${setOffset} what="jobs" top />
       <div class="table-wrap"><table class="queue">
         <thead><tr><th scope="col">#</th><th scope="col">Job</th><th scope="col">Tenant</th><th scope="col">State</th><th scope="col">GPUs</th>
         <th scope="col">Reason</th><th scope="col">Start</th><th scope="col">Finish</th><th scope="col">Deadline</th><th scope="col">Risk</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>

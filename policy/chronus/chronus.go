@@ -1,0 +1,483 @@
+package chronus
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/solver"
+)
+
+// chronusPolicies registers the policies this file defines; Policies calls it.
+func chronusPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name: "chronus",
+		Summary: "Chronus (SoCC'21): SLO jobs admitted only if every admitted job still packs before its deadline; " +
+			"each lease a MILP (GLPK) picks which admitted jobs hold the lease and which deadline option each meets; " +
+			"leftover GPUs go to best-effort and unadmitted jobs, least remaining GPU-time first",
+		Knobs: "lease=60: lease length, s (ElasticFlow's runs use 240); objective=adaptive: what the MILP does with the " +
+			"current lease besides meeting deadlines (maximize: run SLO work early; minimize: leave it to best-effort jobs; " +
+			"adaptive: minimize while unadmitted SLO jobs wait, else maximize; none); tolerate=1: admit a job that only fits " +
+			"by tolerate x its last deadline (relative to submit); margin=1.1: safety factor on remaining time; " +
+			"overhead=0.5: checkpoint+resume seconds per lease per (1 + log2 GPUs); value=10: a strict deadline's value " +
+			"(soft jobs carry their own); horizon=30: leases the MILP looks ahead (jobs whose first deadline is further wait); " +
+			"maxjobs=1200: admitted jobs in the MILP, the most urgent; the rest are packed greedily into what it leaves (the artifact's MAX_SEARCH_JOB); gap=0.01: MILP relative gap; decline=false: decline SLO jobs admission cannot fit instead of running them on spare GPUs",
+		NeedsDeadlines: true,
+		NeedsSolver:    true,
+		Defaults:       DefaultKnobs,
+		Build:          contract.Typed(DefaultKnobs, func(_ contract.Context, k Knobs) (*Chronus, error) { return New(k) }),
+	})
+}
+
+// Knobs are Chronus' knobs (`tide policies chronus` explains them).
+type Knobs struct {
+	Lease     float64 `knob:"lease"`     // s, > 0
+	Objective string  `knob:"objective"` // adaptive, maximize, minimize or none
+	Tolerate  float64 `knob:"tolerate"`  // >= 1
+	Margin    float64 `knob:"margin"`    // >= 1
+	Overhead  float64 `knob:"overhead"`  // s per lease per (1 + log2 GPUs)
+	Value     float64 `knob:"value"`     // value of meeting a strict deadline
+	Horizon   int     `knob:"horizon"`   // leases, >= 1
+	MaxJobs   int     `knob:"maxjobs"`   // >= 1
+	Gap       float64 `knob:"gap"`       // MILP relative gap
+	// Decline refuses (declines) an SLO job admission cannot fit, instead
+	// of running it on spot capacity (ElasticFlow's comparisons).
+	Decline bool `knob:"decline"`
+}
+
+// DefaultKnobs are Chronus' defaults: the artifact's, with a lease of 60 s.
+var DefaultKnobs = Knobs{Lease: 60, Objective: "adaptive", Tolerate: 1, Margin: 1.1, Overhead: 0.5, Value: 10,
+	Horizon: 30, MaxJobs: 1200, Gap: 0.01}
+
+// Chronus is the deadline-aware lease scheduler of Chronus (SoCC'21),
+// following ChronusArtifact's time_aware_with_lease scheduler:
+//
+//   - A job with a deadline (an SLO job) is admitted when it arrives if all
+//     admitted jobs, it included, still pack into lease blocks before one
+//     of their deadlines (the artifact's greedy packing); otherwise it runs
+//     only on spare GPUs, like a best-effort job, and is not guaranteed.
+//   - At the first round of each lease, a MILP over the admitted jobs
+//     (solveLeaseMILP) picks for each one a deadline option (strict jobs
+//     have one, soft jobs several of falling value) and the lease blocks it
+//     runs in, maximising the options' total value under the GPUs per
+//     block; the jobs given the current block hold their GPUs for the lease.
+//   - The rest of the GPUs are spot capacity: best-effort and unadmitted
+//     jobs first, least remaining GPU-time first; then admitted jobs not
+//     holding this lease, least slack x GPUs first; then jobs that can no
+//     longer meet any deadline. Between lease boundaries running spot jobs
+//     keep their GPUs; new arrivals take only free ones.
+//
+// Remaining time is the performance model's (the trace's duration, as the
+// artifact reads it), padded by Margin and the per-lease checkpoint cost.
+// Jobs run on their requested GPU count.
+type Chronus struct {
+	Knobs
+	name string
+	// milp solves the lease problem (solveLeaseMILP when nil; tests force
+	// failures through it).
+	milp func(jobs []leaseJob, capacity []int, now leaseNowWeight, gap float64) (*leasePlan, error)
+}
+
+// Chronus' memo slots.
+const (
+	chronusClass  = 0 // one of the chronus* classes below
+	chronusHeld   = 1 // lease index + 1 of the lease the job holds a guaranteed block in
+	chronusSolved = 2 // lease index + 1 of the last lease MILP that saw the job
+	chronusOption = 3 // option + 1 the last lease problem chose (0 none)
+)
+
+// Chronus' job classes (memo slot chronusClass).
+const (
+	chronusNew        = 0
+	chronusAdmitted   = 1
+	chronusUnadmitted = 2 // SLO job refused a guarantee: runs on spot capacity
+	chronusBestEffort = 3
+	chronusLost       = 4 // SLO job that can no longer meet any deadline
+)
+
+// New builds Chronus with knobs k, refusing values out of range; it needs
+// GLPK (package solver).
+func New(k Knobs) (*Chronus, error) {
+	for _, f := range []struct {
+		key      string
+		v, least float64
+	}{{"lease", k.Lease, 0}, {"tolerate", k.Tolerate, 1}, {"margin", k.Margin, 1}, {"overhead", k.Overhead, 0}, {"value", k.Value, 0}, {"gap", k.Gap, 0}} {
+		if f.v < f.least || (f.key == "lease" && f.v == 0) {
+			return nil, fmt.Errorf("policy chronus: %s=%v: want a number >= %v%s", f.key, f.v, f.least, map[bool]string{true: " (and > 0)"}[f.key == "lease"])
+		}
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"horizon", k.Horizon}, {"maxjobs", k.MaxJobs}} {
+		if f.v < 1 || f.v > 1e7 {
+			return nil, fmt.Errorf("policy chronus: %s=%v: want a whole number >= 1", f.key, f.v)
+		}
+	}
+	switch k.Objective {
+	case "adaptive", "maximize", "minimize", "none":
+	default:
+		return nil, fmt.Errorf("policy chronus: objective=%q: want adaptive, maximize, minimize or none", k.Objective)
+	}
+	if err := solver.Available(); err != nil {
+		return nil, fmt.Errorf("policy chronus: %w", err)
+	}
+	return &Chronus{Knobs: k, name: "chronus"}, nil
+}
+
+// Name implements engine.Policy.
+func (c *Chronus) Name() string { return c.name }
+
+// chronusJob is one job during a round.
+type chronusJob struct {
+	st   *engine.Status
+	memo engine.Memo
+	rem  float64 // remaining seconds on its GPUs, unpadded
+	// startCost is the seconds a (re)start would cost it now: 0 while it
+	// runs.
+	startCost float64
+}
+
+// options are the job's deadline options as lease blocks from lease k.
+func (c *Chronus) options(j *chronusJob, k int) []leaseOption {
+	jb := j.st.Job
+	if u := jb.Utility; u != nil {
+		out := make([]leaseOption, len(u.Deadlines))
+		for i, d := range u.Deadlines {
+			out[i] = leaseOption{Blocks: leaseBlocks(d, c.Lease, k), Value: u.Values[i]}
+		}
+		return out
+	}
+	return []leaseOption{{Blocks: leaseBlocks(jb.Deadline, c.Lease, k), Value: c.Value}}
+}
+
+// lastDeadline is the job's latest deadline, s.
+func lastDeadline(j *chronusJob) float64 {
+	if u := j.st.Job.Utility; u != nil {
+		return u.Deadlines[len(u.Deadlines)-1]
+	}
+	return j.st.Job.Deadline
+}
+
+// need is the lease blocks the job still needs: remaining time padded by
+// the margin and the checkpoint/resume cost each lease may add
+// (ChronusArtifact: estimate = duration x 1.1 x (1 + (1 + log2 n) x
+// 0.5 / lease)).
+// A job not running now also pays its (re)start cost (the model's).
+// ahead is the seconds before the first block starts (admission between
+// boundaries), during which a running job keeps running: they count as done.
+func (c *Chronus) need(j *chronusJob, ahead float64) int {
+	n := float64(j.st.Job.GPUs)
+	rem := j.rem
+	if len(j.st.GPUs) > 0 {
+		rem = max(0, rem-ahead)
+	}
+	est := rem*c.Margin*(1+(1+math.Log2(n))*c.Overhead/c.Lease) + j.startCost
+	return int(math.Ceil(est/c.Lease - 1e-9))
+}
+
+// leaseJobOf is the job as the lease problem sees it from lease k, with
+// horizon h: options past the horizon are cut to it (conservative).
+func (c *Chronus) leaseJobOf(j *chronusJob, k, h int, ahead float64) leaseJob {
+	lj := leaseJob{Gpus: j.st.Job.GPUs, Need: c.need(j, ahead)}
+	for _, o := range c.options(j, k) {
+		o.Blocks = max(min(o.Blocks, h), 0)
+		lj.Options = append(lj.Options, o) // kept when too tight, so indexes match the job's options
+	}
+	return lj
+}
+
+// feasible reports whether any option leaves room for the blocks needed.
+func (l *leaseJob) feasible() bool {
+	for _, o := range l.Options {
+		if o.Blocks >= l.Need {
+			return true
+		}
+	}
+	return false
+}
+
+// Schedule implements engine.Policy.
+func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
+	k := int(math.Floor(s.Now/c.Lease + 1e-9))
+	capTotal := s.Cluster.TotalGPUs()
+	jobs := make([]*chronusJob, len(s.Jobs))
+	var admitted []*chronusJob
+	for i, st := range s.Jobs {
+		j := &chronusJob{st: st, memo: st.Memo, rem: s.Remaining(st, st.Job.GPUs, "")}
+		if len(st.GPUs) == 0 {
+			cost := s.Model.Costs(st.Job)
+			j.startCost = cost.Start
+			if st.Starts > 0 {
+				j.startCost = cost.Restart
+			}
+		}
+		jobs[i] = j
+		if int(j.memo[chronusClass]) == chronusAdmitted {
+			admitted = append(admitted, j)
+		}
+	}
+	// Admission, in submission order. Admission looks as far as the job's
+	// own deadlines (no horizon): it is the promise made to the user. It
+	// counts whole leases from the next boundary (the current one when Now
+	// is on it), as the artifact does: the rest of a lease already under way
+	// is promised to no one.
+	next := int(math.Ceil(s.Now/c.Lease - 1e-9))
+	var declined []string
+	for _, j := range jobs {
+		if int(j.memo[chronusClass]) != chronusNew {
+			continue
+		}
+		if j.st.Job.Deadline == 0 {
+			j.memo[chronusClass] = chronusBestEffort
+			continue
+		}
+		if now, ok := c.admit(admitted, j, next, capTotal, float64(next)*c.Lease-s.Now); ok {
+			j.memo[chronusClass] = chronusAdmitted
+			if now && next == k {
+				// Admitted on a boundary and its packing needs this lease.
+				j.memo[chronusHeld] = float64(k + 1)
+			}
+			admitted = append(admitted, j)
+		} else {
+			j.memo[chronusClass] = chronusUnadmitted
+			if c.Decline {
+				declined = append(declined, j.st.Job.ID)
+			}
+		}
+	}
+	// A job that can no longer meet its last deadline even running from now
+	// on ranks last (the artifact's LOWEST queue).
+	unadmitted := false
+	for _, j := range jobs {
+		cl := int(j.memo[chronusClass])
+		if (cl == chronusAdmitted || cl == chronusUnadmitted) && s.Now+j.rem > lastDeadline(j) {
+			j.memo[chronusClass] = chronusLost
+		}
+		unadmitted = unadmitted || int(j.memo[chronusClass]) == chronusUnadmitted
+	}
+	admitted = slices.DeleteFunc(admitted, func(j *chronusJob) bool { return int(j.memo[chronusClass]) != chronusAdmitted })
+	// The lease problem, once per lease: when no admitted job has been seen
+	// by a solve in lease k yet.
+	boundary := len(admitted) > 0
+	for _, j := range admitted {
+		if int(j.memo[chronusSolved]) == k+1 {
+			boundary = false
+			break
+		}
+	}
+	var warn []engine.Warning
+	if boundary {
+		if err := c.solve(admitted, k, capTotal, unadmitted); err != nil {
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
+				Reason: fmt.Sprintf("%s: lease MILP failed, admitted jobs packed greedily for the lease: %v", c.name, err)})
+		}
+	}
+	// Order: guaranteed jobs, then (between boundaries) the spot jobs running
+	// now, then the rest by spot priority.
+	rank := func(j *chronusJob) int {
+		switch int(j.memo[chronusClass]) {
+		case chronusBestEffort, chronusUnadmitted:
+			return 0
+		case chronusAdmitted:
+			return 1
+		}
+		return 2
+	}
+	key := func(j *chronusJob) float64 {
+		if rank(j) == 1 {
+			return (j.st.Job.Deadline - s.Now - j.rem*c.Margin) * float64(j.st.Job.GPUs)
+		}
+		return j.rem * float64(j.st.Job.GPUs)
+	}
+	group := func(j *chronusJob) int {
+		switch {
+		case int(j.memo[chronusClass]) == chronusAdmitted && int(j.memo[chronusHeld]) == k+1:
+			return 0
+		case !boundary && len(j.st.GPUs) > 0:
+			return 1
+		}
+		return 2
+	}
+	order := slices.DeleteFunc(slices.Clone(jobs), func(j *chronusJob) bool { return slices.Contains(declined, j.st.Job.ID) })
+	slices.SortStableFunc(order, func(a, b *chronusJob) int {
+		if ga, gb := group(a), group(b); ga != gb {
+			return cmp.Compare(ga, gb)
+		}
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return cmp.Compare(ra, rb)
+		}
+		return cmp.Compare(key(a), key(b)) // stable: submission order on ties
+	})
+	sts := make([]*engine.Status, len(order))
+	for i, j := range order {
+		sts[i] = j.st
+	}
+	plan := alloc.Greedy(s, sts, false)
+	plan.Decline = declined
+	plan.Warnings = warn
+	class := make(map[*engine.Status]int, len(jobs))
+	for _, j := range jobs {
+		class[j.st] = int(j.memo[chronusClass])
+	}
+	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
+		switch class[st] {
+		case chronusAdmitted:
+			return fmt.Sprintf("admitted (deadline t=%.0f s) but holds no block of this lease; runs on spot GPUs left", st.Job.Deadline)
+		case chronusUnadmitted:
+			if slices.Contains(declined, st.Job.ID) {
+				return fmt.Sprintf("deadline t=%.0f s does not pack into the leases with the admitted jobs", st.Job.Deadline)
+			}
+			return fmt.Sprintf("not admitted (deadline t=%.0f s does not pack with the admitted jobs); spot GPUs, least GPU-time first", st.Job.Deadline)
+		case chronusLost:
+			return "can no longer meet its deadline; ranks last"
+		}
+		return "best effort on spot GPUs, least remaining GPU-time first"
+	})
+	for _, j := range jobs {
+		if j.memo != j.st.Memo {
+			if plan.Memo == nil {
+				plan.Memo = map[string]engine.Memo{}
+			}
+			plan.Memo[j.st.Job.ID] = j.memo
+		}
+	}
+	return plan
+}
+
+// admit reports whether j packs with the admitted jobs: first with its own
+// deadlines, then, with Tolerate > 1, with its last deadline stretched up
+// to Tolerate x its relative value; now reports whether its packing uses the
+// current lease.
+func (c *Chronus) admit(admitted []*chronusJob, j *chronusJob, k, capTotal int, ahead float64) (now, ok bool) {
+	lj := make([]leaseJob, 0, len(admitted)+1)
+	horizon := 1
+	for _, a := range append(admitted, j) {
+		l := c.leaseJobOf(a, k, math.MaxInt32, ahead)
+		if !l.feasible() {
+			if a == j {
+				return false, false
+			}
+			// An admitted job already behind its plan still takes its
+			// blocks, as early as it can.
+			l.Options = []leaseOption{{Blocks: l.Need, Value: c.Value}}
+		}
+		for _, o := range l.Options {
+			horizon = max(horizon, o.Blocks)
+		}
+		lj = append(lj, l)
+	}
+	capacity := make([]int, horizon)
+	for t := range capacity {
+		capacity[t] = capTotal
+	}
+	self := len(lj) - 1
+	if p, ok := packLeases(lj, capacity); ok {
+		return p.runsNow(self), true
+	}
+	if c.Tolerate <= 1 {
+		return false, false
+	}
+	last := lastDeadline(j)
+	stretched := leaseBlocks(j.st.Job.Submit+(last-j.st.Job.Submit)*c.Tolerate, c.Lease, k)
+	lj[self].Options = []leaseOption{{Blocks: stretched, Value: c.Value}}
+	for len(capacity) < stretched {
+		capacity = append(capacity, capTotal)
+	}
+	p, ok := packLeases(lj, capacity)
+	return ok && p.runsNow(self), ok
+}
+
+// solve runs the lease problem for lease k and records in the memos which
+// admitted jobs hold the current lease and which option each was given. An
+// error says the MILP failed and the jobs were packed greedily instead (the
+// artifact's fallback).
+func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool) error {
+	var lj []leaseJob
+	var idx []*chronusJob
+	for _, j := range admitted {
+		j.memo[chronusSolved] = float64(k + 1)
+		j.memo[chronusOption] = 0
+		if int(j.memo[chronusHeld]) == k+1 {
+			j.memo[chronusHeld] = 0 // the MILP decides who holds this lease
+		}
+		l := c.leaseJobOf(j, k, c.Horizon, 0)
+		if !l.feasible() || l.Need == 0 {
+			continue // first deadline past the horizon, or nothing left to run
+		}
+		lj = append(lj, l)
+		idx = append(idx, j)
+	}
+	if len(lj) == 0 {
+		return nil
+	}
+	capacity := make([]int, c.Horizon)
+	for t := range capacity {
+		capacity[t] = capTotal
+	}
+	var now leaseNowWeight
+	switch c.Objective {
+	case "maximize":
+		now = 1
+	case "minimize":
+		now = -1
+	case "adaptive":
+		now = 1
+		if unadmitted {
+			now = -1
+		}
+	}
+	// Past MaxJobs, the most urgent jobs (least slack) go to the MILP and
+	// the rest are packed greedily into what it leaves (the artifact's
+	// MAX_SEARCH_JOB, where jobs past the limit keep their cached plans).
+	order := make([]int, len(lj))
+	for i := range order {
+		order[i] = i
+	}
+	slack := func(i int) int { return lj[i].Options[0].Blocks - lj[i].Need }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(slack(a), slack(b)) })
+	nm := min(len(order), c.MaxJobs)
+	head := make([]leaseJob, nm)
+	for i := range head {
+		head[i] = lj[order[i]]
+	}
+	p := &leasePlan{Option: make([]int, len(lj)), Blocks: make([][]bool, len(lj))}
+	milp := c.milp
+	if milp == nil {
+		milp = solveLeaseMILP
+	}
+	hp, err := milp(head, capacity, now, c.Gap)
+	if err != nil {
+		hp, _ = packLeases(head, capacity) // GLPK failed: the artifact's fallback
+	}
+	for i := range head {
+		p.Option[order[i]], p.Blocks[order[i]] = hp.Option[i], hp.Blocks[i]
+		for t, b := range hp.Blocks[i] {
+			if b {
+				capacity[t] -= head[i].Gpus
+			}
+		}
+	}
+	if nm < len(order) {
+		tail := make([]leaseJob, len(order)-nm)
+		for i := range tail {
+			tail[i] = lj[order[nm+i]]
+		}
+		tp, _ := packLeases(tail, capacity)
+		for i := range tail {
+			p.Option[order[nm+i]], p.Blocks[order[nm+i]] = tp.Option[i], tp.Blocks[i]
+		}
+	}
+	for i, j := range idx {
+		j.memo[chronusOption] = float64(p.Option[i] + 1)
+		if p.runsNow(i) {
+			j.memo[chronusHeld] = float64(k + 1)
+		}
+	}
+	return err
+}

@@ -1,0 +1,175 @@
+package classic
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// basicPolicies registers the policies this file defines; Policies calls it.
+func basicPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name:     "fifo",
+		Presets:  []string{"fifo:backfill=true"},
+		Summary:  "first come, first served; a running job is never preempted",
+		Knobs:    "backfill=false: let smaller jobs start past a head job that does not fit",
+		Defaults: FIFO{},
+		Build:    contract.Typed(FIFO{}, func(_ contract.Context, k FIFO) (*FIFO, error) { return &k, nil }),
+	})
+	register(contract.Info{
+		Name: "srtf",
+		Summary: "shortest remaining time first, preemptive, with oracle knowledge of " +
+			"each job's remaining time (an upper reference, not deployable)",
+		Knobs: "",
+		Build: func(contract.Context, contract.Options) (engine.Policy, error) { return SRTF{}, nil },
+	})
+	register(contract.Info{
+		Name:           "edf",
+		Summary:        "earliest deadline first, preemptive; jobs without a deadline go last",
+		Knobs:          "",
+		NeedsDeadlines: true,
+		Build:          func(contract.Context, contract.Options) (engine.Policy, error) { return EDF{}, nil },
+	})
+}
+
+// FIFO runs jobs in submission order on their requested GPUs. Running jobs
+// keep their GPUs; waiting jobs start in order while they fit. Without
+// Backfill the first waiting job that does not fit blocks those behind it.
+// Its tagged fields are its knobs (contract.Options.Decode); the zero
+// value is the default.
+type FIFO struct {
+	Backfill bool `knob:"backfill"`
+	// ends caches the predicted end of each running job (predictStarts)
+	// while its allocation and launch stay the same; a cache only, it
+	// changes no decision.
+	ends map[string]fifoEnd
+}
+
+type fifoEnd struct {
+	gpus, starts int
+	running      bool
+	progress     float64
+	at           float64 // the end when running, else the time to run
+}
+
+// Name implements engine.Policy.
+func (f *FIFO) Name() string { return "fifo" }
+
+// Schedule implements engine.Policy.
+func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
+	// Running jobs first (never preempted), then the queue in submit order.
+	order := make([]*engine.Status, 0, len(s.Jobs))
+	for _, st := range s.Jobs {
+		if len(st.GPUs) > 0 {
+			order = append(order, st)
+		}
+	}
+	for _, st := range s.Jobs {
+		if len(st.GPUs) == 0 {
+			order = append(order, st)
+		}
+	}
+	plan := alloc.Greedy(s, order, !f.Backfill)
+	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
+		// FIFO's only term is the submission order, which the position
+		// and the jobs ahead already give; a submission time would read
+		// as seconds since 1970 live.
+		return append(b, "first come, first served"...)
+	})
+	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
+		explain.PredictStarts(s, &plan, order, true, f.endOf(s))
+	}
+	return plan
+}
+
+// endOf returns the cached end of a running job, computing it once per
+// launch and allocation; jobs that left are dropped.
+func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment) float64 {
+	if len(f.ends) > 2*len(s.Jobs)+16 {
+		live := make(map[string]fifoEnd, len(s.Jobs))
+		for _, st := range s.Jobs {
+			if e, ok := f.ends[st.Job.ID]; ok {
+				live[st.Job.ID] = e
+			}
+		}
+		f.ends = live
+	}
+	if f.ends == nil {
+		f.ends = map[string]fifoEnd{}
+	}
+	return func(st *engine.Status, a engine.Assignment) float64 {
+		// A running job's end holds while it keeps its allocation; a
+		// waiting job's time to run holds while its progress does.
+		running := len(st.GPUs) > 0
+		if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == st.Progress) {
+			if running {
+				return e.at
+			}
+			return s.Now + e.at
+		}
+		at := explain.ModelEnd(s, st, a)
+		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: st.Progress, at: at}
+		if !running {
+			e.at = at - s.Now
+		}
+		if !running || len(st.GPUs) == a.GPUs {
+			f.ends[st.Job.ID] = e
+		}
+		return at
+	}
+}
+
+// SRTF runs the jobs with the least remaining time first, on their requested
+// GPUs, preempting longer ones. Remaining time comes from the performance
+// model, which in a simulation is the ground truth: an oracle.
+type SRTF struct{}
+
+// Name implements engine.Policy.
+func (SRTF) Name() string { return "srtf" }
+
+// Schedule implements engine.Policy.
+func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
+	rem := make(map[*engine.Status]float64, len(s.Jobs))
+	for _, st := range s.Jobs {
+		rem[st] = s.Remaining(st, st.Job.GPUs, "")
+	}
+	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
+	plan := alloc.Greedy(s, order, false)
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
+		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem[st], st.Job.GPUs)
+	})
+	return plan
+}
+
+// EDF runs the jobs with the earliest deadlines first, preempting later ones.
+type EDF struct{}
+
+// Name implements engine.Policy.
+func (EDF) Name() string { return "edf" }
+
+// Schedule implements engine.Policy.
+func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
+	dl := func(st *engine.Status) float64 {
+		if st.Job.Deadline > 0 {
+			return st.Job.Deadline
+		}
+		return math.Inf(1)
+	}
+	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
+	plan := alloc.Greedy(s, order, false)
+	explain.Plan(s, &plan, order, deadlineTerms)
+	return plan
+}
+
+// deadlineTerms states a job's deadline.
+func deadlineTerms(st *engine.Status) string {
+	if st.Job.Deadline > 0 {
+		return fmt.Sprintf("deadline t=%.0f s", st.Job.Deadline)
+	}
+	return "no deadline"
+}

@@ -1,0 +1,274 @@
+package classic
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// gandivaPolicies registers the policies this file defines; Policies calls it.
+func gandivaPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name:    "gandiva",
+		Presets: []string{"gandiva:preset=gavel", "gandiva:pack=true"},
+		Summary: "Gandiva (OSDI'18): heterogeneity-agnostic; when oversubscribed, suspend/resume time-slicing " +
+			"in round-robin quanta; migration to consolidate fragmented jobs",
+		Knobs: "preset=paper (paper: quantum 60 s, migrate=true, rotate=false; gavel: Gavel's model of Gandiva, " +
+			"quantum 360 s, rotate=true, migrate=false — run it with --preset gavel: 360 s rounds, none at events); " +
+			"quantum=S: seconds a running job keeps its GPUs while others wait before it is suspended; " +
+			"rotate=B: give every job an equal share of time on each GPU type (fastest type first to the job " +
+			"that has had least of it) instead of leaving it where it runs; " +
+			"migrate=B: move a running job that spans more nodes than it needs onto one node when one has room; " +
+			"pack=false: when oversubscribed, pair jobs at random to share GPUs where the throughput tables measured the pair, " +
+			"keeping pairs whose measured throughput improves (simulator only; elsewhere jobs run alone); seed=0: the pairing's random seed; " +
+			"grow=false: when no job waits, grow elastic jobs into idle GPUs (they shrink back when jobs wait)",
+		Defaults: DefaultGandiva,
+		Build:    contract.Typed(DefaultGandiva, func(_ contract.Context, k GandivaKnobs) (*Gandiva, error) { return NewGandiva(k) }),
+	})
+}
+
+// Gandiva is the time-slicing scheduler of Gandiva (Xiao et al., OSDI'18),
+// as far as an engine without GPU sharing can run it:
+//
+//   - Jobs run on their requested GPU count and are never resized.
+//
+//   - While every active job fits, all run. When the cluster is
+//     oversubscribed, jobs take turns (Gandiva's suspend/resume at minibatch
+//     boundaries): a running job keeps its GPUs for Quantum seconds of its
+//     current stint; after that, suspended jobs go first, longest-suspended
+//     first, and the job that used up its quantum joins the back of the
+//     queue.
+//
+//   - Migrate: a running job spread over more nodes than its size needs is
+//     moved onto one node with room (Gandiva's migration for consolidation).
+//
+//   - Rotate: Gandiva ignores GPU types. Gavel's evaluation models that as an
+//     equal share of time on each type: with Rotate, the job that has held a
+//     type least gets it first, fastest type first, so a job's speed averages
+//     over the types instead of staying where it first landed.
+//
+//   - Pack and Grow: Gandiva's packing of two jobs on one GPU and its
+//     grow-shrink of elastic jobs (gandiva_pack.go); both off by default.
+type Gandiva struct {
+	Quantum float64 // seconds
+	Rotate  bool
+	Migrate bool
+	Pack    bool
+	Grow    bool
+	name    string
+	pk      *gandivaPacking
+}
+
+// GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
+// take their preset's value.
+type GandivaKnobs struct {
+	Preset  string   `knob:"preset"` // paper or gavel
+	Quantum *float64 `knob:"quantum"`
+	Rotate  *bool    `knob:"rotate"`
+	Migrate *bool    `knob:"migrate"`
+	Pack    bool     `knob:"pack"`
+	Grow    bool     `knob:"grow"`
+	Seed    int      `knob:"seed"`
+}
+
+// DefaultGandiva holds Gandiva's default knobs: the paper's preset.
+var DefaultGandiva = GandivaKnobs{Preset: "paper"}
+
+// NewGandiva builds Gandiva with knobs k, refusing values out of range.
+func NewGandiva(k GandivaKnobs) (*Gandiva, error) {
+	g := &Gandiva{name: "gandiva"}
+	switch k.Preset {
+	case "paper":
+		g.Quantum, g.Migrate = 60, true
+	case "gavel":
+		g.Quantum, g.Rotate = 360, true
+		g.name += ":preset=gavel"
+	default:
+		return nil, fmt.Errorf("policy gandiva: preset=%q: want paper or gavel", k.Preset)
+	}
+	if k.Quantum != nil {
+		g.Quantum = *k.Quantum
+	}
+	if !(g.Quantum > 0) {
+		return nil, fmt.Errorf("policy gandiva: quantum must be > 0 seconds, got %v", g.Quantum)
+	}
+	if k.Rotate != nil {
+		g.Rotate = *k.Rotate
+	}
+	if k.Migrate != nil {
+		g.Migrate = *k.Migrate
+	}
+	g.Pack, g.Grow = k.Pack, k.Grow
+	if k.Seed < 0 {
+		return nil, fmt.Errorf("policy gandiva: seed=%v: want an integer >= 0", k.Seed)
+	}
+	if g.Pack {
+		g.name += ":pack=true"
+		if k.Seed != 0 { // runs with different pairings get different names
+			g.name += fmt.Sprintf(":seed=%d", k.Seed)
+		}
+		g.pk = newGandivaPacking(uint64(k.Seed), k.Preset == "gavel")
+	}
+	if g.Grow {
+		g.name += ":grow=true"
+	}
+	return g, nil
+}
+
+// Name implements engine.Policy.
+func (g *Gandiva) Name() string { return g.name }
+
+// Schedule implements engine.Policy.
+func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
+	order := g.turns(s)
+	if g.Pack {
+		order = g.pk.update(s, order)
+	}
+	var plan engine.Plan
+	if g.Rotate {
+		plan = rotateTypes(s, order)
+	} else {
+		plan = alloc.Greedy(s, order, false)
+		if g.Migrate {
+			plan.Run = consolidate(s, plan.Run)
+		}
+	}
+	if g.Pack {
+		plan.Run = g.pk.expand(s, plan.Run)
+	}
+	if g.Grow {
+		plan.Run = alloc.Grow(s, plan.Run)
+	}
+	explain.Plan(s, &plan, order, func(st *engine.Status) string {
+		if len(st.GPUs) > 0 {
+			return fmt.Sprintf("time slice of %.0f s used up", g.Quantum)
+		}
+		return fmt.Sprintf("suspended since t=%.0f s; the longest suspended run first", st.LastStop)
+	})
+	return plan
+}
+
+// turns orders the jobs for time-slicing: running jobs inside their quantum
+// (longest running last... first started first), then waiting jobs longest
+// suspended first, then running jobs whose quantum is spent, earliest
+// started first. When all jobs fit, the order does not matter: all run.
+func (g *Gandiva) turns(s *engine.Snapshot) []*engine.Status {
+	class := func(st *engine.Status) (int, float64) {
+		switch {
+		case len(st.GPUs) > 0 && s.Now-st.LastStart < g.Quantum:
+			return 0, st.LastStart
+		case len(st.GPUs) == 0:
+			return 1, st.LastStop
+		default:
+			return 2, st.LastStart
+		}
+	}
+	return alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int {
+		ca, ta := class(a)
+		cb, tb := class(b)
+		if ca != cb {
+			return cmp.Compare(ca, cb)
+		}
+		return cmp.Compare(ta, tb)
+	})
+}
+
+// rotateTypes runs jobs in the given order while their GPU counts fit the
+// cluster, then hands out the types: fastest type first, each to the
+// selected jobs that have held it least (ties in the given order). A job
+// that fits no type's remaining GPUs waits.
+func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
+	left := s.Available("", "")
+	var chosen []*engine.Status
+	for _, st := range order {
+		if st.Job.GPUs <= left {
+			chosen = append(chosen, st)
+			left -= st.Job.GPUs
+		}
+	}
+	types := alloc.TypesBySpeed(s, chosen)
+	given := make(map[*engine.Status]string, len(chosen))
+	for _, t := range types {
+		free := s.Available("", t)
+		byTime := slices.Clone(chosen)
+		slices.SortStableFunc(byTime, func(a, b *engine.Status) int {
+			return cmp.Compare(a.TypeExecuted[t], b.TypeExecuted[t])
+		})
+		for _, st := range byTime {
+			if given[st] != "" || st.Job.GPUs > free || (st.Job.GPUType != "" && st.Job.GPUType != t) ||
+				alloc.Rate(s, st, st.Job.GPUs, t) <= 0 {
+				continue
+			}
+			given[st] = t
+			free -= st.Job.GPUs
+		}
+	}
+	var plan engine.Plan
+	for _, st := range chosen {
+		if t := given[st]; t != "" {
+			plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: t})
+		}
+	}
+	return plan
+}
+
+// consolidate is Gandiva's migration: a running job that keeps its GPU
+// count but spans more nodes than its size needs is given an exact
+// one-node shape on a node of its type with room (GPUs not held by the
+// other jobs that stay), preferring the node where it already has most
+// GPUs, then the fullest. Migrating jobs move to the front of the plan so
+// the placer gives them the room before new jobs take it.
+func consolidate(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
+	c := s.Cluster
+	byID := make(map[string]*engine.Status, len(s.Jobs))
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	free := make([]int, len(c.Nodes))
+	for _, n := range c.Nodes {
+		free[n.ID] = n.GPUs
+	}
+	for _, a := range run {
+		for _, g := range byID[a.Job].GPUs {
+			free[c.NodeOf(g).ID]--
+		}
+	}
+	var moved, rest []engine.Assignment
+	for _, a := range run {
+		st := byID[a.Job]
+		if len(st.GPUs) != a.GPUs || len(st.Alloc.PerNode) <= 1 || a.GPUs > s.GPUsPerNode[st.Alloc.GPUType] {
+			rest = append(rest, a)
+			continue
+		}
+		mine := map[int]int{}
+		for _, g := range st.GPUs {
+			mine[c.NodeOf(g).ID]++
+		}
+		best := -1
+		for _, n := range c.Nodes {
+			if n.GPUType != st.Alloc.GPUType || free[n.ID]+mine[n.ID] < a.GPUs {
+				continue
+			}
+			if best < 0 || mine[n.ID] > mine[best] || (mine[n.ID] == mine[best] && free[n.ID] < free[best]) {
+				best = n.ID
+			}
+		}
+		if best < 0 {
+			rest = append(rest, a)
+			continue
+		}
+		for id, k := range mine {
+			free[id] += k
+		}
+		free[best] -= a.GPUs
+		a.GPUType = st.Alloc.GPUType
+		a.Nodes = []engine.NodeGPUs{{Node: best, GPUs: a.GPUs}}
+		moved = append(moved, a)
+	}
+	return append(moved, rest...)
+}

@@ -1,0 +1,124 @@
+package classic
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/perf/table"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
+	"github.com/tide-sched/tide/report"
+)
+
+// runEvents replays jobs under spec with 60 s rounds and a round at every
+// arrival and completion.
+func runEvents(t *testing.T, spec, c string, m perf.Model, jobs ...*job.Job) map[string]report.JobRecord {
+	t.Helper()
+	return fam.Records(t, spec, c, m, 60, true, jobs...)
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// Worked by hand, on one V100 with policytest.PairTable (A 10 it/s alone, B 5,
+// C 8; A+B packed 6 + 3, A+C packed 4 + 2).
+func TestGandivaPacking(t *testing.T) {
+	g, err := table.ParseGavel("pairs.json", []byte(policytest.PairTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := policytest.PairJob("a", "A", 1000), policytest.PairJob("b", "B", 400), policytest.PairJob("c", "C", 400)
+
+	// Two jobs ask for two GPUs on one: oversubscribed, so A and B are
+	// paired from t=0 and packing helps (6/10 + 3/5 = 1.2): B ends at
+	// 400/3 = 133.3 s, A, rerated alone, 200 it later at 10 it/s.
+	got := runEvents(t, "gandiva:pack=true", "1x1:v100", g, a, b)
+	if !near(got["b"].Finish, 400.0/3) || !near(got["a"].Finish, 400.0/3+20) {
+		t.Errorf("A+B packed: a ends at %v, b at %v; want %v and %v", got["a"].Finish, got["b"].Finish, 400.0/3+20, 400.0/3)
+	}
+
+	// A and C are paired too, run packed 0-60 s (A 240 it, C 120), and
+	// the round at 60 s measures 4/10 + 2/8 = 0.65: split for good. Both
+	// used their quantum; A (first submitted... same time, ID order) keeps
+	// the GPU to 120 (840 it), C runs 120-155 (280 it at 8), A ends its
+	// last 160 it at 171 s.
+	got = runEvents(t, "gandiva:pack=true", "1x1:v100", g, a, c)
+	if !near(got["c"].Finish, 155) || !near(got["a"].Finish, 171) {
+		t.Errorf("A+C tried then split: a ends at %v, c at %v; want 171 and 155", got["a"].Finish, got["c"].Finish)
+	}
+
+	// Without pack (the default) and on an executor that cannot pack, A and
+	// B only take turns: 1,000/10 + 400/5 = 180 s of work end to end.
+	for _, x := range []struct {
+		spec string
+		m    perf.Model
+	}{{"gandiva", g}, {"gandiva:pack=true", policytest.NotSharer{Model: g}}} {
+		got := runEvents(t, x.spec, "1x1:v100", x.m, a, b)
+		if last := max(got["a"].Finish, got["b"].Finish); !near(last, 180) {
+			t.Errorf("%s on %s: last job ends at %v, want 180 (no packing)", x.spec, x.m.Name(), last)
+		}
+	}
+
+	// Not oversubscribed (two GPUs): no packing even with pack=true.
+	got = runEvents(t, "gandiva:pack=true", "2x1:v100", g, a, b)
+	if !near(got["a"].Finish, 100) || !near(got["b"].Finish, 80) {
+		t.Errorf("two GPUs: a ends at %v, b at %v; want 100 and 80 (alone)", got["a"].Finish, got["b"].Finish)
+	}
+}
+
+// Grow-shrink, worked by hand with the duration model (linear scaling) on
+// four GPUs: a (elastic 1-4, 400 s on one GPU) grows to all four at t=0;
+// b (two GPUs, 100 s) arrives at 50, when a has done 200 s of work: a
+// shrinks to the two GPUs b leaves (a resize) and both end at 150. Without
+// grow a runs on one GPU to 400 s.
+func TestGandivaGrowShrink(t *testing.T) {
+	a := enginetest.Job("a").Elastic(1, 1, 4).Seconds(400).Obj()
+	b := enginetest.Job("b").At(50).GPUs(2).Seconds(100).Obj()
+	got := runEvents(t, "gandiva:grow=true", "1x4:t4", perf.Duration{}, a, b)
+	if !near(got["a"].Finish, 150) || !near(got["b"].Finish, 150) || got["a"].Resizes != 1 {
+		t.Errorf("grow: a ends at %v after %d resizes, b at %v; want 150 after 1, 150", got["a"].Finish, got["a"].Resizes, got["b"].Finish)
+	}
+	got = runEvents(t, "gandiva", "1x4:t4", perf.Duration{}, a, b)
+	if !near(got["a"].Finish, 400) || got["a"].Resizes != 0 {
+		t.Errorf("no grow: a ends at %v after %d resizes; want 400 after 0", got["a"].Finish, got["a"].Resizes)
+	}
+}
+
+// fourPairTable: four models at 10 it/s alone on a V100, every pair packed
+// at 6 + 6 (normalised 1.2: packing helps).
+const fourPairTable = `{"v100": {
+ "('A', 1)": {"null": 10.0, "('B', 1)": [6.0, 6.0], "('C', 1)": [6.0, 6.0], "('D', 1)": [6.0, 6.0]},
+ "('B', 1)": {"null": 10.0, "('C', 1)": [6.0, 6.0], "('D', 1)": [6.0, 6.0]},
+ "('C', 1)": {"null": 10.0, "('D', 1)": [6.0, 6.0]},
+ "('D', 1)": {"null": 10.0}
+}}`
+
+// Four jobs on three GPUs, every pair helping: both presets pair all four
+// (two pairs). Gavel's model runs both pairs packed, on two GPUs, the third
+// idle; the paper's packing absorbs the one GPU of oversubscription with
+// one pair, the other two jobs alone: three GPUs busy.
+func TestGandivaPacksOnlyWhatOversubscriptionNeeds(t *testing.T) {
+	g, err := table.ParseGavel("four.json", []byte(fourPairTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec             string
+		packed, assigned int
+	}{{"gandiva:pack=true", 2, 4}, {"gandiva:preset=gavel:pack=true", 4, 4}} {
+		jobs := []*job.Job{policytest.PairJob("a", "A", 100), policytest.PairJob("b", "B", 100), policytest.PairJob("c", "C", 100), policytest.PairJob("d", "D", 100)}
+		s := policytest.JobsSnap(enginetest.Cluster("3x1:v100"), g, jobs)
+		plan := fam.Parse(t, c.spec, contract.Context{}).Schedule(s)
+		packed := 0
+		for _, a := range plan.Run {
+			if a.PackWith != "" {
+				packed++
+			}
+		}
+		if packed != c.packed || len(plan.Run) != c.assigned {
+			t.Errorf("%s: %d assignments, %d packed; want %d, %d packed (plan %+v)", c.spec, len(plan.Run), packed, c.assigned, c.packed, plan.Run)
+		}
+	}
+}

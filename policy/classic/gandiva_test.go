@@ -1,0 +1,119 @@
+package classic
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/policytest"
+)
+
+func TestGandivaTimeSlicing(t *testing.T) {
+	p := fam.Parse(t, "gandiva:quantum=60", contract.Context{})
+	// 2 GPUs, 3 one-GPU jobs, at t=1000. a has run 100 s of its stint (past
+	// the 60 s quantum), b 30 s (inside it); c waits. b keeps its GPU, c
+	// takes a's, a is suspended.
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x2:t4"), policytest.Hold("a", 0, 1, 5000), policytest.Hold("b", 1, 1, 5000), policytest.Wait("c", 2, 1, 5000))
+	policytest.Started(s, "a", 900)
+	policytest.Started(s, "b", 970)
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"b:1", "c:1"}; !slices.Equal(got, want) {
+		t.Errorf("oversubscribed: plan %v, want %v", got, want)
+	}
+	// Two suspended jobs: the one suspended longest goes first.
+	d, e := policytest.Wait("d", 0, 1, 100), policytest.Wait("e", 0, 1, 100)
+	d.Starts, d.LastStop = 1, 500
+	e.Starts, e.LastStop = 1, 400
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x1:t4"), d, e)
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"e:1"}; !slices.Equal(got, want) {
+		t.Errorf("suspended queue: plan %v, want %v", got, want)
+	}
+	// Everything fits: nobody is suspended, however long it has run (the
+	// waiting job is merely listed first).
+	s = policytest.Snap(t, 1000, enginetest.Cluster("1x4:t4"), policytest.Hold("a", 0, 2, 5000), policytest.Wait("c", 2, 2, 5000))
+	policytest.Started(s, "a", 0)
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"c:2", "a:2"}; !slices.Equal(got, want) {
+		t.Errorf("fits: plan %v, want %v", got, want)
+	}
+}
+
+func TestGandivaRotate(t *testing.T) {
+	p := fam.Parse(t, "gandiva:preset=gavel", contract.Context{})
+	// One v100 and one k80; the duration model runs as fast on both, so the
+	// types keep the cluster's order (k80, v100). a has already had 100 s
+	// on the k80, b none: the k80 goes to b, the v100 to a (b, waiting, is
+	// listed first).
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x1:k80,1x1:v100"), policytest.Hold("a", 0, 1, 5000), policytest.Wait("b", 1, 1, 5000))
+	s.Jobs[0].TypeExecuted = map[string]float64{"k80": 100}
+	if got, want := policytest.Runs(p.Schedule(s)), []string{"b:1:k80", "a:1:v100"}; !slices.Equal(got, want) {
+		t.Errorf("plan %v, want %v", got, want)
+	}
+}
+
+// slowK80 is a duration model that runs jobs half as fast on k80s.
+type slowK80 struct{ perf.Duration }
+
+func (m slowK80) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64) {
+	r, u := m.Duration.Rate(j, a, p)
+	if a.GPUType == "k80" {
+		r /= 2
+	}
+	return r, u
+}
+
+func TestTypesBySpeed(t *testing.T) {
+	s := policytest.Snap(t, 0, enginetest.Cluster("1x1:k80,1x1:v100"), policytest.Wait("a", 0, 1, 100))
+	s.Model = slowK80{}
+	if got, want := alloc.TypesBySpeed(s, s.Jobs), []string{"v100", "k80"}; !slices.Equal(got, want) {
+		t.Errorf("typesBySpeed = %v, want %v", got, want)
+	}
+}
+
+func TestGandivaMigrate(t *testing.T) {
+	p := fam.Parse(t, "gandiva", contract.Context{})
+	// Two nodes of 2 GPUs; a holds GPU 1 (node 0) and GPU 2 (node 1): it
+	// spans two nodes though 2 GPUs fit on one. Nodes 0 and 1 each have one
+	// free GPU plus one of a's: tie on a's share and on free room, so node 0.
+	s := policytest.Snap(t, 1000, enginetest.Cluster("2x2:t4"), policytest.Hold("a", 0, 2, 5000))
+	a := s.Jobs[0]
+	a.GPUs = []cluster.GPUID{1, 2}
+	a.Alloc = perf.Alloc{GPUType: "t4", PerNode: []int{1, 1}}
+	plan := p.Schedule(s)
+	if len(plan.Run) != 1 || !slices.Equal(plan.Run[0].Nodes, []engine.NodeGPUs{{Node: 0, GPUs: 2}}) {
+		t.Fatalf("plan %+v, want a moved onto node 0", plan.Run)
+	}
+	// With b holding GPU 0, node 0 has no room: a goes to node 1; b keeps
+	// its place and comes after the migrating job.
+	s = policytest.Snap(t, 1000, enginetest.Cluster("2x2:t4"), policytest.Hold("b", 0, 1, 5000), policytest.Hold("a", 1, 2, 5000))
+	s.Jobs[1].GPUs = []cluster.GPUID{1, 2}
+	s.Jobs[1].Alloc = perf.Alloc{GPUType: "t4", PerNode: []int{1, 1}}
+	s.Jobs[0].GPUs = []cluster.GPUID{0}
+	plan = p.Schedule(s)
+	if got, want := policytest.Runs(plan), []string{"a:2:t4", "b:1"}; !slices.Equal(got, want) {
+		t.Fatalf("plan %v, want %v", got, want)
+	}
+	if !slices.Equal(plan.Run[0].Nodes, []engine.NodeGPUs{{Node: 1, GPUs: 2}}) {
+		t.Errorf("a moved to %v, want node 1", plan.Run[0].Nodes)
+	}
+	// migrate=false leaves it where it is.
+	if plan := fam.Parse(t, "gandiva:migrate=false", contract.Context{}).Schedule(s); len(plan.Run[1].Nodes) != 0 {
+		t.Errorf("migrate=false moved a: %+v", plan.Run)
+	}
+}
+
+func TestGandivaKnobs(t *testing.T) {
+	for _, spec := range []string{"gandiva:quantum=0", "gandiva:preset=x", "gandiva:rotate=maybe"} {
+		if _, err := fam(spec, contract.Context{}); err == nil {
+			t.Errorf("Parse(%q) succeeded, want an error", spec)
+		}
+	}
+	g := fam.Parse(t, "gandiva:preset=gavel", contract.Context{}).(*Gandiva)
+	if g.Quantum != 360 || !g.Rotate || g.Migrate || g.Name() != "gandiva:preset=gavel" {
+		t.Errorf("preset=gavel: %+v", g)
+	}
+}

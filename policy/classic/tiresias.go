@@ -1,0 +1,356 @@
+package classic
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// tiresiasPolicies registers the policies this file defines; Policies calls it.
+func tiresiasPolicies(register func(contract.Info)) {
+	knobs := "preset=paper (paper: limits 3250/7200/18000 GPU-s, knob 0; pollux: the Pollux artifact's " +
+		"one limit of 57600 GPU-s, knob 0); limits=A/B/..: queue thresholds in GPU-seconds (n limits, n+1 queues); " +
+		"knob=K: starvation knob, a job waiting K x its executed time since it last ran is promoted to Q0 (0 = off)"
+	register(contract.Info{
+		Name:     "tiresias",
+		Presets:  []string{"tiresias:preset=pollux"},
+		Summary:  "Tiresias discretised 2D-LAS: multi-level queues by attained GPU-seconds, FIFO inside a queue, preemptive",
+		Knobs:    knobs,
+		Defaults: DefaultTiresias,
+		Build:    contract.Typed(DefaultTiresias, NewTiresias),
+	})
+	register(contract.Info{
+		Name:     "tiresias-gittins",
+		Presets:  []string{"tiresias-gittins:preset=pollux"},
+		Summary:  "Tiresias 2D-Gittins: the same queues, ordered inside by the Gittins index of a GPU-time distribution",
+		Knobs:    knobs + "; dist=FILE: GPU-time samples (one column, header 'duration', e.g. tiresias/yarn-gput1000.csv; default: the trace's own jobs); quantum=3250: service quantum D of the last queue",
+		Defaults: DefaultGittins,
+		Build:    contract.Typed(DefaultGittins, NewTiresiasGittins),
+	})
+}
+
+// Tiresias is the discretised two-dimensional least-attained-service
+// scheduler of Tiresias (NSDI'19). A job's attained service is the
+// GPU-seconds it has held since it entered the system or was last promoted.
+// Queue i holds jobs whose service lies in [Limits[i-1], Limits[i]); queues
+// are served from Q0 down; inside a queue jobs are served in the order they
+// entered it (2D-LAS) or by descending Gittins index (2D-Gittins). Jobs run
+// on their requested GPU count; those that do not fit wait (smaller jobs
+// behind them may start) and running jobs that fall out are preempted.
+type Tiresias struct {
+	Limits  []float64 // ascending queue thresholds, GPU-seconds
+	Knob    float64   // starvation knob; 0 disables promotion
+	Gittins *Gittins  // nil for 2D-LAS
+	// TraceOrder, when set, breaks ties between jobs submitted at the same
+	// instant by their position in the trace (ID -> index) instead of by
+	// ID, as the Pollux artifact's Tiresias does: it queues new jobs in
+	// the workload file's row order (preset=pollux sets it).
+	TraceOrder map[string]int
+	name       string
+
+	// Scratch reused from round to round (a round allocates only its plan).
+	entries []tiresiasEntry
+	order   []*engine.Status
+	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
+}
+
+// tiresiasEntry is one job's place in the queues this round.
+type tiresiasEntry struct {
+	st      *engine.Status
+	queue   int
+	entered float64
+	index   float64 // Gittins index, higher first
+}
+
+// Memo slots used by Tiresias.
+const (
+	memoQueue    = 0 // queue index + 1 (0 = not yet queued)
+	memoEntered  = 1 // time the job entered its current queue
+	memoBaseServ = 2 // attained GPU-seconds at the last promotion
+	memoBaseExec = 3 // executed seconds at the last promotion
+)
+
+// TiresiasKnobs are Tiresias' knobs (`tide policies tiresias`); nil ones
+// take their preset's value.
+type TiresiasKnobs struct {
+	Preset string    `knob:"preset"` // paper or pollux
+	Limits []float64 `knob:"limits"` // GPU-seconds, ascending
+	Knob   *float64  `knob:"knob"`   // >= 0
+}
+
+// GittinsKnobs are 2D-Gittins' knobs: Tiresias' and its distribution's.
+type GittinsKnobs struct {
+	TiresiasKnobs
+	Dist    *string `knob:"dist"`    // GPU-time samples; nil: the trace's jobs
+	Quantum float64 `knob:"quantum"` // > 0
+}
+
+// DefaultTiresias and DefaultGittins hold the default knobs.
+var (
+	DefaultTiresias = TiresiasKnobs{Preset: "paper"}
+	DefaultGittins  = GittinsKnobs{TiresiasKnobs: DefaultTiresias, Quantum: 3250}
+)
+
+// NewTiresias builds Tiresias (2D-LAS) with knobs k; ctx gives the trace's
+// order for preset=pollux.
+func NewTiresias(ctx contract.Context, k TiresiasKnobs) (*Tiresias, error) {
+	return newTiresias(ctx, k, nil)
+}
+
+// NewTiresiasGittins builds 2D-Gittins with knobs k; ctx gives the
+// trace's order for preset=pollux and, without dist, its GPU-time samples.
+func NewTiresiasGittins(ctx contract.Context, k GittinsKnobs) (*Tiresias, error) {
+	return newTiresias(ctx, k.TiresiasKnobs, &k)
+}
+
+func newTiresias(ctx contract.Context, k TiresiasKnobs, gittins *GittinsKnobs) (*Tiresias, error) {
+	t := &Tiresias{name: "tiresias"}
+	if gittins != nil {
+		t.name = "tiresias-gittins"
+	}
+	preset := k.Preset
+	switch preset {
+	case "paper":
+		t.Limits, t.Knob = []float64{3250, 7200, 18000}, 0
+	case "pollux":
+		t.Limits, t.Knob = []float64{57600}, 0
+	default:
+		return nil, fmt.Errorf("policy %s: preset=%q: want paper or pollux", t.name, preset)
+	}
+	if preset != "paper" {
+		t.name += ":preset=" + preset
+	}
+	if preset == "pollux" {
+		t.TraceOrder = make(map[string]int, len(ctx.Jobs))
+		for i, j := range ctx.Jobs {
+			t.TraceOrder[j.ID] = i
+		}
+	}
+	if k.Limits != nil {
+		t.Limits = k.Limits
+	}
+	for i, l := range t.Limits {
+		if !(l > 0) || (i > 0 && l <= t.Limits[i-1]) {
+			return nil, fmt.Errorf("policy %s: limits must be positive and ascending, got %v", t.name, t.Limits)
+		}
+	}
+	if k.Knob != nil {
+		t.Knob = *k.Knob
+	}
+	if t.Knob < 0 {
+		return nil, fmt.Errorf("policy %s: knob must be >= 0, got %v", t.name, t.Knob)
+	}
+	if gittins != nil {
+		quantum := gittins.Quantum
+		if quantum <= 0 {
+			return nil, fmt.Errorf("policy %s: quantum must be > 0, got %v", t.name, quantum)
+		}
+		var samples []float64
+		if gittins.Dist != nil && *gittins.Dist != "" {
+			var err error
+			if samples, err = ReadServiceSamples(*gittins.Dist); err != nil {
+				return nil, err
+			}
+		} else {
+			for _, j := range ctx.Jobs {
+				s := j.Duration * float64(j.GPUs)
+				if ctx.Service != nil {
+					s = ctx.Service(j)
+				}
+				if s > 0 && !math.IsInf(s, 0) {
+					samples = append(samples, s)
+				}
+			}
+		}
+		if len(samples) == 0 {
+			return nil, fmt.Errorf("policy %s: no GPU-time samples for the Gittins index: pass dist=FILE", t.name)
+		}
+		t.Gittins = NewGittins(samples, quantum)
+	}
+	return t, nil
+}
+
+// Name implements engine.Policy.
+func (t *Tiresias) Name() string { return t.name }
+
+func (t *Tiresias) queueOf(service float64) int {
+	q := 0
+	for q < len(t.Limits) && service >= t.Limits[q] {
+		q++
+	}
+	return q
+}
+
+// Schedule implements engine.Policy.
+func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
+	var memo map[string]engine.Memo // only the memos that change
+	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
+	for i, st := range s.Jobs {
+		m := st.Memo
+		// Starvation: a job that ran before and has waited knob x its
+		// executed time (since its last promotion) goes back to Q0.
+		exec := st.Executed - m[memoBaseExec]
+		if t.Knob > 0 && len(st.GPUs) == 0 && st.Job.Submit != st.LastStop && exec > 0 &&
+			s.Now-st.LastStop >= t.Knob*exec && int(m[memoQueue]) > 1 {
+			m[memoBaseServ], m[memoBaseExec] = st.Attained, st.Executed
+			m[memoQueue] = 0
+		}
+		service := st.Attained - m[memoBaseServ]
+		q := t.queueOf(service)
+		if int(m[memoQueue]) != q+1 {
+			m[memoQueue], m[memoEntered] = float64(q+1), s.Now
+			if st.Starts == 0 && q == 0 {
+				m[memoEntered] = st.Job.Submit
+			}
+		}
+		if m != st.Memo {
+			if memo == nil {
+				memo = map[string]engine.Memo{}
+			}
+			memo[st.Job.ID] = m
+		}
+		e := tiresiasEntry{st: st, queue: q, entered: m[memoEntered]}
+		if t.Gittins != nil {
+			d := t.Gittins.Quantum
+			if q < len(t.Limits) {
+				d = t.Limits[q] - service
+			}
+			e.index = t.Gittins.Index(service, d)
+		}
+		entries[i] = e
+	}
+	// The order is total (IDs are unique), so an unstable sort gives the
+	// same order a stable one would.
+	slices.SortFunc(entries, func(ea, eb tiresiasEntry) int {
+		if ea.queue != eb.queue {
+			return cmp.Compare(ea.queue, eb.queue)
+		}
+		if t.Gittins != nil && ea.index != eb.index {
+			return -cmp.Compare(ea.index, eb.index)
+		}
+		if ea.entered != eb.entered {
+			return cmp.Compare(ea.entered, eb.entered)
+		}
+		ja, jb := ea.st.Job, eb.st.Job
+		if ja.Submit != jb.Submit {
+			return cmp.Compare(ja.Submit, jb.Submit)
+		}
+		if t.TraceOrder != nil {
+			ia, oka := t.TraceOrder[ja.ID]
+			ib, okb := t.TraceOrder[jb.ID]
+			if oka && okb && ia != ib {
+				return cmp.Compare(ia, ib)
+			}
+		}
+		return strings.Compare(ja.ID, jb.ID)
+	})
+	order := slices.Grow(t.order[:0], len(entries))
+	for _, e := range entries {
+		order = append(order, e.st)
+	}
+	plan := alloc.GreedyInto(s, order, false, t.run)
+	t.run = plan.Run
+	plan.Memo = memo
+	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
+		m := st.Memo
+		if u, ok := memo[st.Job.ID]; ok {
+			m = u
+		}
+		q := t.queueOf(st.Attained - m[memoBaseServ]) // as computed above
+		// "queue %d of %d, attained %.2f GPU-h"
+		b = append(b, "queue "...)
+		b = strconv.AppendInt(b, int64(q+1), 10)
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(len(t.Limits)+1), 10)
+		b = append(b, ", attained "...)
+		b = strconv.AppendFloat(b, st.Attained/3600, 'f', 2, 64)
+		return append(b, " GPU-h"...)
+	})
+	// Keep the buffers, not the snapshot's jobs they point to.
+	clear(entries)
+	clear(order)
+	t.entries, t.order = entries[:0], order[:0]
+	return plan
+}
+
+// Gittins computes Gittins indexes of an empirical service distribution.
+type Gittins struct {
+	Quantum float64
+	sorted  []float64 // ascending samples
+	prefix  []float64 // prefix[i] = sum(sorted[:i])
+}
+
+// NewGittins builds the index over GPU-time samples (GPU-seconds).
+func NewGittins(samples []float64, quantum float64) *Gittins {
+	g := &Gittins{Quantum: quantum, sorted: append([]float64(nil), samples...)}
+	sort.Float64s(g.sorted)
+	g.prefix = make([]float64, len(g.sorted)+1)
+	for i, v := range g.sorted {
+		g.prefix[i+1] = g.prefix[i] + v
+	}
+	return g
+}
+
+// Index is G(a, D) = P(S - a <= D | S > a) / E[min(S - a, D) | S > a] for a
+// job that has attained a GPU-seconds, with service quantum D. A job that has
+// outlived every sample gets 0 (lowest priority).
+func (g *Gittins) Index(a, d float64) float64 {
+	if d <= 0 {
+		d = g.Quantum
+	}
+	n := len(g.sorted)
+	lo := sort.Search(n, func(i int) bool { return g.sorted[i] > a })   // first S > a
+	hi := sort.Search(n, func(i int) bool { return g.sorted[i] > a+d }) // first S > a+d
+	alive := n - lo
+	if alive == 0 {
+		return 0
+	}
+	done := hi - lo
+	// E[min(S-a, D)]: samples finishing within D contribute S-a, the rest D.
+	expect := (g.prefix[hi] - g.prefix[lo] - float64(done)*a + float64(n-hi)*d) / float64(alive)
+	if expect <= 0 {
+		return math.Inf(1)
+	}
+	return float64(done) / float64(alive) / expect
+}
+
+// ReadServiceSamples reads a one-column CSV of GPU-time samples (seconds)
+// with a header line, such as Tiresias' yarn-gput*.csv.
+func ReadServiceSamples(path string) ([]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gittins distribution: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var out []float64
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if line == 1 || text == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Split(text, ",")[0], 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("gittins distribution %s line %d field duration: %q is not a non-negative number", path, line, text)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("gittins distribution %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("gittins distribution %s: no samples", path)
+	}
+	return out, nil
+}

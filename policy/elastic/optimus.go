@@ -1,0 +1,104 @@
+package elastic
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// optimusPolicies registers the policies this file defines; Policies calls it.
+func optimusPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name:    "optimus",
+		Presets: []string{"optimus:oracle=true"},
+		Summary: "Optimus (EuroSys'18) as the Pollux artifact re-implements it: one GPU per job in arrival " +
+			"order, then each further GPU to the job whose remaining time it shortens most; jobs keep their own batch size",
+		Knobs:    elasticOracleKnob,
+		Elastic:  true,
+		Defaults: Optimus{},
+		Build:    contract.Typed(Optimus{}, func(_ contract.Context, k Optimus) (*Optimus, error) { return &k, nil }),
+	})
+}
+
+// Optimus is the elastic scheduler of Optimus (EuroSys'18) in the form the
+// Pollux (OSDI'21) artifact re-implements it (simulator/optimus.py,
+// OptimusPolicy.optimize), which is what Pollux compares against:
+//
+//  1. every job gets its minimum GPU count (1 for the elastic jobs the
+//     simulator replays), smallest minimum first, in arrival order among
+//     equals, while GPUs last; a job that does not fit gets none and later
+//     ones may still fit;
+//  2. each remaining GPU goes, one at a time, to the running job with the
+//     largest marginal gain r(n) - r(n+1), where r(n) is its predicted
+//     remaining seconds on n GPUs (the artifact: remaining iterations x the
+//     drop in step time), until no job gains (gain <= 0) or every job is at
+//     its maximum. Ties go to the earlier submission, then the smaller ID
+//     (the artifact: the first in its job table, which is arrival order).
+//
+// A job's maximum is its MaxGPUs, capped at batch size / smallest per-GPU
+// batch when its limits are known (the artifact's max_replicas); a job's
+// batch size never changes. Remaining times come from the jobs' hints or the
+// performance model (see estimator); the artifact reads the applications'
+// measured step times, which Oracle approximates (it compares remaining
+// times, so a larger batch's statistical efficiency counts; the artifact
+// compares step times at the job's batch). Each GPU type is a separate
+// pool. Optimus' own convergence-curve fitting is not modelled: the
+// remaining work is the job's own (Status.Work - Status.Progress).
+type Optimus struct {
+	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
+}
+
+// Name implements engine.Policy.
+func (o *Optimus) Name() string {
+	if o.Oracle {
+		return "optimus:oracle=true"
+	}
+	return "optimus"
+}
+
+// Schedule implements engine.Policy.
+func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {
+	types, pools, capacity := elasticPools(s, o.Oracle)
+	for _, t := range types {
+		optimusAllocate(pools[t], capacity[t])
+	}
+	plan := elasticPlan(types, pools)
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
+		return fmt.Sprintf("jobs start on their minimum (%d GPUs) fewest first, then each free GPU goes where it saves the most remaining time", st.Job.MinGPUs)
+	})
+	return plan
+}
+
+// optimusAllocate hands out free GPUs of one pool (jobs in arrival order).
+func optimusAllocate(jobs []*elasticJob, free int) {
+	order := slices.Clone(jobs)
+	slices.SortStableFunc(order, func(a, b *elasticJob) int { return a.min - b.min })
+	for _, e := range order {
+		if e.min <= free {
+			e.n = e.min
+			free -= e.min
+		}
+	}
+	for free > 0 {
+		var best *elasticJob
+		bestGain := 0.0
+		for _, e := range jobs {
+			if e.n == 0 || e.n >= e.max {
+				continue
+			}
+			// NaN (both infinite) never wins; +Inf (a job that cannot run
+			// on n GPUs but can on n+1) always does.
+			if g := e.remaining(e.n) - e.remaining(e.n+1); g > bestGain {
+				best, bestGain = e, g
+			}
+		}
+		if best == nil {
+			return
+		}
+		best.n++
+		free--
+	}
+}

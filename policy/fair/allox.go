@@ -1,0 +1,307 @@
+package fair
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// alloxPolicies registers the policies this file defines; Policies calls it.
+func alloxPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name: "allox",
+		Summary: "AlloX (EuroSys'20): waiting jobs matched to GPU types and queue positions by min-cost " +
+			"bipartite matching on estimated completion times; non-preemptive",
+		Knobs: "alpha=1: fairness knob: the waiting jobs of the ceil(alpha x tenants) tenants with the least " +
+			"attained GPU-seconds are matched first, the others get what is left (1: everyone together); " +
+			"window=256: at most this many waiting jobs, earliest submitted first, enter each matching (it costs " +
+			"about window^3)",
+		Defaults: DefaultAlloX,
+		Build:    contract.Typed(DefaultAlloX, func(_ contract.Context, k AlloX) (*AlloX, error) { return NewAlloX(k) }),
+	})
+}
+
+// AlloX is AlloX (Le et al., EuroSys'20) with GPU types as its device
+// types. Minimising the sum of completion times on unrelated machines is a
+// matching (Bruno, Coffman and Sethi): a job j placed k-th from the end of
+// a machine m's queue adds k x p(j, m) to the total, p its processing time
+// there. Here a type t of N_t GPUs offers N_t machines at each position k;
+// p(j, t) is j's remaining time on its GPU count of type t (times its GPU
+// count, so a gang weighs as the machines it blocks); the min-cost matching
+// of waiting jobs to (type, position) slots is found exactly by successive
+// shortest paths. Each round, running jobs keep their GPUs (AlloX does not
+// preempt); on each type the matched jobs start from the last position
+// back (the largest k runs first) while the type has room.
+//
+// Fairness: the waiting jobs of the ceil(Alpha x tenants) tenants with the
+// least attained GPU-seconds (their active jobs') are matched and started
+// first; the rest are matched on what remains. A matching takes at most
+// Window waiting jobs, the earliest submitted (our bound on its cost).
+type AlloX struct {
+	Alpha float64 `knob:"alpha"` // in (0, 1]
+	// Window caps the waiting jobs in one matching (earliest submitted
+	// first); 0 means no cap. The others wait for a later round.
+	Window int `knob:"window"`
+	// cache holds the last matchings by their inputs (the waiting jobs and
+	// their progress): the matching only changes when they do, and most
+	// rounds see the same queue.
+	cache map[string]map[string]alloxSlot
+}
+
+// DefaultAlloX holds AlloX's default knobs.
+var DefaultAlloX = AlloX{Alpha: 1, Window: 256}
+
+// NewAlloX builds AlloX with the knobs k holds, refusing values out of
+// range (a spec's window is at least 1; 0, no cap, is for callers).
+func NewAlloX(k AlloX) (*AlloX, error) {
+	if !(k.Alpha > 0) || k.Alpha > 1 {
+		return nil, fmt.Errorf("policy allox: alpha must be in (0, 1], got %v", k.Alpha)
+	}
+	if k.Window < 1 {
+		return nil, fmt.Errorf("policy allox: window must be a whole number >= 1, got %v", k.Window)
+	}
+	return &AlloX{Alpha: k.Alpha, Window: k.Window}, nil
+}
+
+// Name implements engine.Policy.
+func (x *AlloX) Name() string { return "allox" }
+
+// Schedule implements engine.Policy.
+func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
+	free := alloc.NewPool(s)
+	var plan engine.Plan
+	tenants, groups := alloc.ByTenant(s.Jobs)
+	attained := map[string]float64{}
+	for _, u := range tenants {
+		for _, st := range groups[u] {
+			attained[u] += st.Attained
+			if len(st.GPUs) > 0 {
+				if a, ok := free.Take(st, len(st.GPUs)); ok {
+					plan.Run = append(plan.Run, a)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(tenants, func(a, b string) int { return cmp.Compare(attained[a], attained[b]) })
+	first := int(math.Ceil(x.Alpha * float64(len(tenants))))
+	for _, part := range [][]string{tenants[:first], tenants[first:]} {
+		if free.Room() == 0 {
+			break // nothing to start: skip the matching
+		}
+		var waiting []*engine.Status
+		for _, u := range part {
+			for _, st := range groups[u] {
+				if len(st.GPUs) == 0 {
+					waiting = append(waiting, st)
+				}
+			}
+		}
+		if x.Window > 0 && len(waiting) > x.Window {
+			waiting = alloc.SortJobs(waiting, func(a, b *engine.Status) int { return 0 })[:x.Window]
+		}
+		slot := x.cached(s, waiting)
+		// Per type, the largest position first; ties by shorter time.
+		slices.SortStableFunc(waiting, func(a, b *engine.Status) int {
+			if c := -cmp.Compare(slot[a].k, slot[b].k); c != 0 {
+				return c
+			}
+			return cmp.Compare(slot[a].p, slot[b].p)
+		})
+		for _, st := range waiting {
+			sl, ok := slot[st]
+			if !ok || free.Free(sl.t) < st.Job.GPUs {
+				continue
+			}
+			free.Use(sl.t, st.Job.GPUs)
+			a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: sl.t}
+			if len(free.Types()) == 1 {
+				a.GPUType = st.Job.GPUType
+			}
+			plan.Run = append(plan.Run, a)
+		}
+	}
+	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
+		u := st.Job.Tenant
+		part := "the rest"
+		if i := slices.Index(tenants, u); i < first {
+			part = "the least served"
+		}
+		return fmt.Sprintf("tenant %q attained %.2f GPU-h, matched with %s; the matching minimises mean completion time", u, attained[u]/3600, part)
+	})
+	return plan
+}
+
+// cached is Match through the cache, keyed by job ID.
+func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Status]alloxSlot {
+	// The key holds everything Match reads: the GPUs available of each
+	// type (capacity varies on multi-site clusters) and the jobs'
+	// progress. The cache must never change a plan, only save time: a
+	// fresh instance after a restart plans the same (engine.Stateful).
+	var key strings.Builder
+	for _, t := range s.Cluster.GPUTypes() {
+		fmt.Fprintf(&key, "%s=%d,", t, s.Available("", t))
+	}
+	for _, st := range jobs {
+		fmt.Fprintf(&key, "%s@%g,", st.Job.ID, st.Progress)
+	}
+	byID, ok := x.cache[key.String()]
+	if !ok {
+		byID = map[string]alloxSlot{}
+		for st, sl := range x.Match(s, jobs) {
+			byID[st.Job.ID] = sl
+		}
+		if x.cache == nil || len(x.cache) > 64 {
+			x.cache = map[string]map[string]alloxSlot{}
+		}
+		x.cache[key.String()] = byID
+	}
+	out := make(map[*engine.Status]alloxSlot, len(jobs))
+	for _, st := range jobs {
+		if sl, ok := byID[st.Job.ID]; ok {
+			out[st] = sl
+		}
+	}
+	return out
+}
+
+// alloxSlot is where the matching put a job: type t, k-th from the end,
+// with processing time p there.
+type alloxSlot struct {
+	t string
+	k int
+	p float64
+}
+
+// Match returns the min-cost matching of jobs to (type, position) slots.
+// Jobs that can run on no type are left out.
+func (x *AlloX) Match(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Status]alloxSlot {
+	types := s.Cluster.GPUTypes()
+	n := len(jobs)
+	out := map[*engine.Status]alloxSlot{}
+	if n == 0 {
+		return out
+	}
+	// Nodes: 0 source, 1 sink, 2.. jobs, then one node per (type, k).
+	g := newFlow(2 + n)
+	type slotNode struct {
+		t string
+		k int
+	}
+	var slots []slotNode
+	proc := make([][]float64, n)
+	for i, st := range jobs {
+		g.edge(0, 2+i, 1, 0)
+		proc[i] = make([]float64, len(types))
+		for ti, t := range types {
+			p := math.Inf(1)
+			if (st.Job.GPUType == "" || st.Job.GPUType == t) && st.Job.GPUs <= s.Available("", t) {
+				p = s.Remaining(st, st.Job.GPUs, t) * float64(st.Job.GPUs)
+			}
+			proc[i][ti] = p
+		}
+	}
+	for ti, t := range types {
+		machines := s.Available("", t)
+		if machines == 0 {
+			continue
+		}
+		for k := 1; k <= (n+machines-1)/machines; k++ {
+			v := g.node()
+			slots = append(slots, slotNode{t, k})
+			g.edge(v, 1, machines, 0)
+			for i := range jobs {
+				if p := proc[i][ti]; !math.IsInf(p, 0) && !math.IsNaN(p) {
+					g.edge(2+i, v, 1, float64(k)*p)
+				}
+			}
+		}
+	}
+	g.minCost(0, 1, n)
+	for i, st := range jobs {
+		for _, e := range g.adj[2+i] {
+			if e.to >= 2+n && e.cap == 0 && e.cost >= 0 {
+				sl := slots[e.to-2-n]
+				ti := slices.Index(types, sl.t)
+				out[st] = alloxSlot{t: sl.t, k: sl.k, p: proc[i][ti]}
+			}
+		}
+	}
+	return out
+}
+
+// flow is a small min-cost flow graph (successive shortest paths found by
+// Bellman-Ford, which the residual graph's negative costs need).
+type flow struct{ adj [][]flowEdge }
+
+type flowEdge struct {
+	to, rev, cap int
+	cost         float64
+}
+
+func newFlow(n int) *flow { return &flow{adj: make([][]flowEdge, n)} }
+
+func (g *flow) node() int { g.adj = append(g.adj, nil); return len(g.adj) - 1 }
+
+func (g *flow) edge(u, v, c int, cost float64) {
+	g.adj[u] = append(g.adj[u], flowEdge{to: v, rev: len(g.adj[v]), cap: c, cost: cost})
+	g.adj[v] = append(g.adj[v], flowEdge{to: u, rev: len(g.adj[u]) - 1, cap: 0, cost: -cost})
+}
+
+// minCost sends up to want units from s to t at least cost, one shortest
+// augmenting path at a time, and returns the units sent.
+func (g *flow) minCost(s, t, want int) int {
+	n := len(g.adj)
+	dist := make([]float64, n)
+	prevNode, prevEdge := make([]int, n), make([]int, n)
+	sent := 0
+	for sent < want {
+		for i := range dist {
+			dist[i] = math.Inf(1)
+		}
+		dist[s] = 0
+		// At most n-1 passes; a relaxation must gain more than rounding
+		// noise, so a float near-cycle cannot keep it going.
+		for pass := 0; pass < n; pass++ {
+			changed := false
+			for u := range g.adj {
+				if math.IsInf(dist[u], 1) {
+					continue
+				}
+				for ei, e := range g.adj[u] {
+					if e.cap <= 0 {
+						continue
+					}
+					if d := dist[u] + e.cost; d < dist[e.to]-1e-9*math.Max(1, math.Abs(d)) {
+						dist[e.to], prevNode[e.to], prevEdge[e.to] = d, u, ei
+						changed = true
+					}
+				}
+			}
+			if !changed {
+				break
+			}
+		}
+		if math.IsInf(dist[t], 1) {
+			return sent
+		}
+		for v, steps := t, 0; v != s; v, steps = prevNode[v], steps+1 {
+			if steps > n {
+				return sent // a cycle in the path: stop rather than loop
+			}
+		}
+		for v := t; v != s; v = prevNode[v] {
+			e := &g.adj[prevNode[v]][prevEdge[v]]
+			e.cap--
+			g.adj[v][e.rev].cap++
+		}
+		sent++
+	}
+	return sent
+}

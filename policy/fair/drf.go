@@ -1,0 +1,175 @@
+package fair
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// drfPolicies registers the policies this file defines; Policies calls it.
+func drfPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name: "drf",
+		Summary: "Dominant Resource Fairness (NSDI'11) across tenants over GPUs, CPU cores and host memory: " +
+			"the tenant with the lowest weighted dominant share starts its next job that fits",
+		Knobs: "preempt=false: recompute the allocation from zero every round, preempting what no longer fits " +
+			"(running jobs first inside a tenant), instead of only handing out free resources; " +
+			"weights=T@W/..: tenant weights (default 1; tenant \"\" is -)",
+		Defaults: DRF{},
+		Build:    contract.Typed(DRF{}, func(_ contract.Context, k DRF) (*DRF, error) { return &k, nil }),
+	})
+}
+
+// DRF is Dominant Resource Fairness (Ghodsi et al., NSDI'11) with tenants
+// as users and jobs as tasks. The resources are GPUs, CPU cores and host
+// memory, with the cluster's totals as capacities; CPU or memory drops out
+// when no node gives it (cluster.Node.CPUs, MemGiB = 0). A job's demand is
+// its GPU count, job.CPUs and job.MemGiB, or the cluster's CPUs and memory
+// per GPU times its GPU count where the job gives none.
+//
+// A tenant's dominant share is the largest, over resources, of its jobs'
+// demand divided by capacity, divided by its weight. Progressive filling:
+// while some tenant has a job that fits what is left, the tenant with the
+// lowest dominant share (ties by name) starts its earliest such job.
+// Without Preempt, running jobs keep what they hold and only what is free is
+// filled; with Preempt, the filling starts from an empty cluster every
+// round, each tenant offering its running jobs before its waiting ones.
+//
+// CPU and memory are counted cluster-wide: the placer places GPUs only.
+type DRF struct {
+	Preempt bool             `knob:"preempt"`
+	Weights contract.Weights `knob:"weights"`
+}
+
+// Name implements engine.Policy.
+func (d *DRF) Name() string {
+	if d.Preempt {
+		return "drf:preempt=true"
+	}
+	return "drf"
+}
+
+// resources are the dimensions DRF shares: GPUs, CPU cores, memory GiB.
+type resources [3]float64
+
+// capacity is the cluster's total of each resource.
+func capacity(c *cluster.Cluster) resources {
+	var r resources
+	for _, n := range c.Nodes {
+		r[0] += float64(n.GPUs)
+		r[1] += float64(n.CPUs)
+		r[2] += n.MemGiB
+	}
+	return r
+}
+
+// demand is what j takes of each resource on n GPUs.
+func demand(j *job.Job, n int, capa resources) resources {
+	r := resources{float64(n), j.CPUs, j.MemGiB}
+	for i := 1; i < len(r); i++ {
+		if r[i] == 0 && capa[0] > 0 {
+			r[i] = capa[i] / capa[0] * float64(n)
+		}
+	}
+	return r
+}
+
+// dominant is use's largest share of capa, over the resources capa has.
+func dominant(use, capa resources) float64 {
+	s := 0.0
+	for i := range use {
+		if capa[i] > 0 {
+			s = math.Max(s, use[i]/capa[i])
+		}
+	}
+	return s
+}
+
+// Schedule implements engine.Policy.
+func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
+	capa := capacity(s.Cluster)
+	free := alloc.NewPool(s)
+	left := capa
+	use := map[string]resources{}
+	var plan engine.Plan
+	give := func(st *engine.Status) bool {
+		dem := demand(st.Job, st.Job.GPUs, capa)
+		for i := 1; i < len(dem); i++ {
+			if capa[i] > 0 && dem[i] > left[i]+1e-9 {
+				return false
+			}
+		}
+		a, ok := free.Take(st, st.Job.GPUs)
+		if !ok {
+			return false
+		}
+		plan.Run = append(plan.Run, a)
+		u := use[st.Job.Tenant]
+		for i := range dem {
+			left[i] -= dem[i]
+			u[i] += dem[i]
+		}
+		use[st.Job.Tenant] = u
+		return true
+	}
+	tenants, groups := alloc.ByTenant(s.Jobs)
+	// Each tenant's candidates: with Preempt its running jobs, then its
+	// waiting ones, each in submission order; without, running jobs keep
+	// their resources first and only waiting jobs queue.
+	queue := map[string][]*engine.Status{}
+	for _, t := range tenants {
+		var running, waiting []*engine.Status
+		for _, st := range groups[t] {
+			switch {
+			case len(st.GPUs) == 0:
+				waiting = append(waiting, st)
+			case d.Preempt:
+				running = append(running, st)
+			default:
+				give(st)
+			}
+		}
+		queue[t] = append(running, waiting...)
+	}
+	for {
+		best, bestShare := "", math.Inf(1)
+		found := false
+		for _, t := range tenants {
+			if len(queue[t]) == 0 {
+				continue
+			}
+			if sh := dominant(use[t], capa) / d.Weights.Of(t); !found || sh < bestShare ||
+				(sh == bestShare && strings.Compare(t, best) < 0) {
+				best, bestShare, found = t, sh, true
+			}
+		}
+		if !found {
+			explain.Plan(s, &plan, nil, func(st *engine.Status) string {
+				t := st.Job.Tenant
+				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weights.Of(t))
+			})
+			return plan
+		}
+		// The tenant's earliest job that fits starts; jobs that fit
+		// nothing now are dropped from this round's queue.
+		q := queue[best]
+		started := false
+		for i, st := range q {
+			if give(st) {
+				queue[best] = append(q[:i:i], q[i+1:]...)
+				started = true
+				break
+			}
+		}
+		if !started {
+			queue[best] = nil
+		}
+	}
+}

@@ -1,0 +1,743 @@
+package flow
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/explain"
+)
+
+// elasticFlowPolicies registers the policies this file defines; Policies calls it.
+func elasticFlowPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name: "elasticflow",
+		Summary: "ElasticFlow (ASPLOS'23): admits a job only if every admitted job still meets its deadline at its " +
+			"minimum satisfactory share (EDF order), gives spare GPUs by marginal return, buddy placement",
+		Knobs:          efKnobs,
+		NeedsDeadlines: true,
+		Elastic:        true,
+		Defaults:       DefaultFlow,
+		Build:          contract.Typed(DefaultFlow, func(_ contract.Context, k FlowKnobs) (*Flow, error) { return NewElasticFlow(k) }),
+	})
+}
+
+const efKnobs = "slot=60: seconds a reservation is rounded to (ElasticFlow's scheduling_slot); " +
+	"spare=time: spare GPUs go to the most completion time saved per extra GPU (paper, EdgeFlow), or gputime: " +
+	"the least GPU-time added per extra GPU; admit=true: decline jobs that cannot meet their deadline; " +
+	"site=: the cloud site (default: the first cloud site); reserve=early: reserve each share from now, or late: as late as the deadline allows " +
+	"(ElasticFlow's code fills back from the deadline; here it meets fewer deadlines)"
+
+// Flow is ElasticFlow and, with Edge set, EdgeFlow: one deadline-aware
+// elastic scheduler over a cloud site, optionally offloading jobs to edge
+// servers.
+//
+// Each round (the simulator runs one at every arrival, completion and
+// change of capacity):
+//
+//  1. Minimum satisfactory share. Jobs with deadlines, by priority then
+//     earliest deadline, each take the smallest power-of-two GPU count
+//     (among the counts whose measured throughput still grows) that
+//     finishes its remaining work by its deadline on a timeline of the cloud
+//     GPUs left after the earlier jobs' reservations; it may run on fewer
+//     GPUs where the timeline has fewer free, and reserves what it uses
+//     until its predicted end, rounded up to Slot seconds.
+//  2. Admission. A new job is admitted only if it meets its deadline in that
+//     pass and no admitted job that met its own stops meeting it; otherwise
+//     it is declined (plan.Decline). Jobs without a deadline are never
+//     declined: they take spare GPUs.
+//  3. Spare GPUs go one step (the next power of two) at a time to the job
+//     with the best marginal return (Spare).
+//  4. Buddy placement: jobs biggest first, a job of up to one node's GPUs on
+//     the best-fitting node, a bigger one on whole nodes; a job that does
+//     not fit is shrunk to the next power of two.
+//
+// EdgeFlow adds offloading between 1 and 3 (edgeflow.go).
+type Flow struct {
+	Slot      float64
+	Spare     string // "time" or "gputime"
+	Admit     bool
+	Site      string // cloud site; "" = the first cloud site
+	Reserve   string // "late": a job's share is reserved as late as its deadline allows; "early": from now
+	Edge      bool   // EdgeFlow
+	Offload   string // EdgeFlow: "all" or "missing"
+	RemoteBps float64
+	name      string
+	// edgeCap, when set (tidal), is how many servers of an edge site may
+	// hold jobs until time until (+Inf: as far as it plans ahead): an
+	// offload or edge admission that would hold more is not made, and jobs
+	// beyond it leave the edge.
+	edgeCap func(s *engine.Snapshot, site string, until float64) int
+	// edgeLater, when set (tidal), says whether j, which no edge server
+	// up now finishes in time, meets its deadline on an edge server that
+	// the forecast brings up later.
+	edgeLater func(s *engine.Snapshot, j *fjob) bool
+}
+
+// FlowKnobs are ElasticFlow's knobs (efKnobs documents them).
+type FlowKnobs struct {
+	Slot    float64 `knob:"slot"`    // seconds, > 0
+	Spare   string  `knob:"spare"`   // time or gputime
+	Admit   bool    `knob:"admit"`   // decline jobs that cannot meet their deadline
+	Site    string  `knob:"site"`    // the cloud site; "" = the first cloud site
+	Reserve string  `knob:"reserve"` // early or late
+}
+
+// EdgeKnobs are EdgeFlow's knobs: ElasticFlow's and its edge's
+// (edgeKnobs documents them).
+type EdgeKnobs struct {
+	FlowKnobs
+	Offload     string  `knob:"offload"`      // all, short or missing
+	RemoteGiBps float64 `knob:"remote_gibps"` // > 0
+}
+
+// DefaultFlow and DefaultEdge hold the default knobs.
+var (
+	DefaultFlow = FlowKnobs{Slot: 60, Spare: "time", Admit: true, Reserve: "early"}
+	DefaultEdge = EdgeKnobs{FlowKnobs: DefaultFlow, Offload: "all", RemoteGiBps: 0.125}
+)
+
+// NewElasticFlow builds ElasticFlow with knobs k.
+func NewElasticFlow(k FlowKnobs) (*Flow, error) {
+	return newFlow(EdgeKnobs{FlowKnobs: k}, false, "elasticflow")
+}
+
+// NewEdgeFlow builds EdgeFlow with knobs k.
+func NewEdgeFlow(k EdgeKnobs) (*Flow, error) { return newFlow(k, true, "edgeflow") }
+
+// newFlow builds ElasticFlow, or EdgeFlow with edge (which reads k's edge
+// knobs), refusing values out of range with errors that name policy (the
+// policy whose knobs they are: tidal's planner is EdgeFlow).
+func newFlow(k EdgeKnobs, edge bool, policy string) (*Flow, error) {
+	f := &Flow{Edge: edge, name: "elasticflow"}
+	if edge {
+		f.name = "edgeflow"
+	}
+	f.Slot, f.Spare, f.Admit, f.Site, f.Reserve = k.Slot, k.Spare, k.Admit, k.Site, k.Reserve
+	if !(f.Slot > 0) {
+		return nil, fmt.Errorf("policy %s: slot=%v: want seconds > 0", policy, f.Slot)
+	}
+	if f.Spare != "time" && f.Spare != "gputime" {
+		return nil, fmt.Errorf("policy %s: spare=%q: want time or gputime", policy, f.Spare)
+	}
+	if f.Reserve != "late" && f.Reserve != "early" {
+		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", policy, f.Reserve)
+	}
+	if edge {
+		f.Offload, f.RemoteBps = k.Offload, k.RemoteGiBps
+		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
+			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", policy, f.Offload)
+		}
+		if !(f.RemoteBps > 0) {
+			return nil, fmt.Errorf("policy %s: remote_gibps=%v: want a bandwidth > 0", policy, f.RemoteBps)
+		}
+	}
+	return f, nil
+}
+
+// Name implements engine.Policy.
+func (f *Flow) Name() string { return f.name }
+
+// Memo slots.
+const (
+	efAdmitted = 0 // 1 once admitted
+)
+
+// fjob is one job as the flow scheduler sees it.
+type fjob struct {
+	st       *engine.Status
+	rem      float64 // work left, model units
+	deadline float64 // absolute; +Inf without one
+	levels   []int   // cloud GPU counts worth giving, ascending
+	rates    []float64
+	delay    float64 // seconds without progress if it runs in the cloud from now
+	cur      int     // cloud GPUs it runs on now (0: none)
+	margin   float64 // seconds kept before the deadline for a later resize (reserve=late)
+	admitted bool
+	fresh    bool // arrived since the last round: up for admission
+
+	// Outcome of a pass.
+	share    int     // minimum satisfactory share (0: none meets the deadline)
+	now      int     // cloud GPUs it runs on now
+	end      float64 // predicted end
+	meets    bool
+	edge     int // edge node it runs on (EdgeFlow), -1 for none
+	edgeGPUs int
+	pin      int // EdgeFlow: the idle edge server admission gave it this round, -1 for none
+}
+
+// cloud describes the cloud site of a snapshot.
+type cloud struct {
+	site    string
+	gpuType string
+	perNode int
+	nodes   []int
+	cap     int
+}
+
+func (f *Flow) cloudOf(s *engine.Snapshot) (cloud, bool) {
+	for _, site := range s.Cluster.Sites() {
+		if (f.Site == "" && site.Kind == cluster.SiteCloud) || site.Name == f.Site {
+			c := cloud{site: site.Name, nodes: site.Nodes}
+			for _, id := range site.Nodes {
+				n := &s.Cluster.Nodes[id]
+				if c.gpuType == "" {
+					c.gpuType = n.GPUType
+				}
+				if n.GPUType == c.gpuType {
+					c.perNode = max(c.perNode, n.GPUs)
+					c.cap += s.UpGPUs(n)
+				}
+			}
+			return c, c.gpuType != ""
+		}
+	}
+	return cloud{}, false
+}
+
+// rate is j's progress per second on g packed GPUs of type t.
+func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int) float64 {
+	r, _ := s.Model.Rate(st.Job, perf.Packed(t, g, perNode), st.Progress)
+	return r
+}
+
+func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
+	var out []*fjob
+	for _, st := range s.Jobs {
+		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
+			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && st.Starts == 0}
+		if st.Job.Deadline > 0 {
+			j.deadline = st.Job.Deadline
+		}
+		best := 0.0
+		for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+			if g < st.Job.MinGPUs {
+				continue
+			}
+			r := rate(s, st, c.gpuType, g, c.perNode)
+			if r > best*(1+1e-9) {
+				j.levels = append(j.levels, g)
+				j.rates = append(j.rates, r)
+				best = r
+			}
+		}
+		costs := s.Model.Costs(st.Job)
+		j.margin = costs.Resize
+		switch {
+		case len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == c.site:
+			j.cur = len(st.GPUs)
+		case st.Starts == 0:
+			j.delay = costs.Start
+		default:
+			j.delay = costs.Restart
+		}
+		if len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site != c.site {
+			j.delay += f.moveCost(st)
+		}
+		out = append(out, j)
+	}
+	// Priority classes first, then earliest deadline, then submission.
+	sort.SliceStable(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.st.Job.Priority != y.st.Job.Priority {
+			return x.st.Job.Priority > y.st.Job.Priority
+		}
+		if c := cmp.Compare(x.deadline, y.deadline); c != 0 {
+			return c < 0
+		}
+		return false
+	})
+	return out
+}
+
+// moveCost is EdgeFlow's estimate of a move through remote storage.
+func (f *Flow) moveCost(st *engine.Status) float64 {
+	if f.RemoteBps <= 0 {
+		return 0
+	}
+	return 2 * perf.CheckpointGiB(st.Job.Model) / f.RemoteBps
+}
+
+// level is the largest of j's levels <= n (0 when none).
+func (j *fjob) level(n int) (int, float64) {
+	g, r := 0, 0.0
+	for i, l := range j.levels {
+		if l <= n {
+			g, r = l, j.rates[i]
+		}
+	}
+	return g, r
+}
+
+// timeline is the cloud's free GPUs over time: free[k] from t[k] to t[k+1]
+// (the last segment never ends).
+type timeline struct {
+	t    []float64
+	free []int
+}
+
+func newTimeline(now float64, capacity int) *timeline {
+	return &timeline{t: []float64{now}, free: []int{capacity}}
+}
+
+// fill runs j from now with at most g GPUs, as many as each segment has
+// (rounded down to a level), and returns its end; ok is false when it does
+// not end slack seconds before its deadline (or ever).
+func (tl *timeline) fill(j *fjob, g int, slack float64) (end float64, ok bool) {
+	start := tl.t[0] + j.delay
+	done := 0.0
+	for k := range tl.t {
+		a := math.Max(tl.t[k], start)
+		b := math.Inf(1)
+		if k+1 < len(tl.t) {
+			b = tl.t[k+1]
+		}
+		if a >= j.deadline {
+			return 0, false
+		}
+		if b <= a {
+			continue
+		}
+		_, r := j.level(min(g, tl.free[k]))
+		if r <= 0 {
+			continue
+		}
+		if need := (j.rem - done) / r; a+need <= b {
+			end = a + need
+			return end, end+slack <= j.deadline
+		}
+		done += (b - a) * r
+	}
+	return 0, false
+}
+
+// reserve takes from the timeline what fill(j, g) used, until end rounded
+// up to slot seconds from now.
+func (tl *timeline) reserve(j *fjob, g int, end, slot float64) {
+	now := tl.t[0]
+	until := now + math.Ceil((end-now)/slot-1e-9)*slot
+	tl.split(until)
+	for k := range tl.t {
+		if tl.t[k] >= until {
+			break
+		}
+		l, _ := j.level(min(g, tl.free[k]))
+		tl.free[k] -= l
+	}
+}
+
+// fillLate runs j back from its deadline with at most g GPUs, as many as
+// each segment has (rounded down to a level), and returns when it must
+// begin; ok is false when that is before it can start (now plus its delay).
+func (tl *timeline) fillLate(j *fjob, g int) (begin float64, ok bool) {
+	start := tl.t[0] + j.delay
+	need := j.rem
+	for k := len(tl.t) - 1; k >= 0; k-- {
+		a := math.Max(tl.t[k], start)
+		b := j.deadline - j.margin
+		if k+1 < len(tl.t) {
+			b = math.Min(b, tl.t[k+1])
+		}
+		if b <= a {
+			continue
+		}
+		_, r := j.level(min(g, tl.free[k]))
+		if r <= 0 {
+			continue
+		}
+		if need <= (b-a)*r {
+			return b - need/r, true
+		}
+		need -= (b - a) * r
+	}
+	return 0, need <= 0
+}
+
+// reserveLate takes what fillLate(j, g) used, from begin to the deadline,
+// and returns the GPUs j holds now (0 when its reservation starts later).
+func (tl *timeline) reserveLate(j *fjob, g int, begin float64) int {
+	begin = math.Max(begin, tl.t[0])
+	end := j.deadline - j.margin
+	tl.split(begin)
+	tl.split(end)
+	now := 0
+	for k := range tl.t {
+		if tl.t[k] < begin {
+			continue
+		}
+		if tl.t[k] >= end {
+			break
+		}
+		l, _ := j.level(min(g, tl.free[k]))
+		tl.free[k] -= l
+		if k == 0 {
+			now = l
+		}
+	}
+	return now
+}
+
+// split makes t a segment boundary.
+func (tl *timeline) split(t float64) {
+	if t <= tl.t[0] {
+		return
+	}
+	k := sort.SearchFloat64s(tl.t, t)
+	if k < len(tl.t) && tl.t[k] == t {
+		return
+	}
+	tl.t = append(tl.t, 0)
+	tl.free = append(tl.free, 0)
+	copy(tl.t[k+1:], tl.t[k:])
+	copy(tl.free[k+1:], tl.free[k:])
+	tl.t[k] = t
+	tl.free[k] = tl.free[k-1]
+}
+
+// pass computes minimum satisfactory shares for the deadline jobs among js
+// (in order) that are not on the edge, on a fresh timeline of capacity GPUs,
+// and sets each job's share, current GPUs, end and meets.
+func (f *Flow) pass(now float64, capacity int, js []*fjob) {
+	tl := newTimeline(now, capacity)
+	for _, j := range js {
+		j.share, j.now, j.meets, j.end = 0, 0, false, math.Inf(1)
+		if j.edge >= 0 {
+			continue
+		}
+		if math.IsInf(j.deadline, 1) || len(j.levels) == 0 {
+			continue
+		}
+		base := j.delay
+		f.share(tl, j, base, j.margin)
+		if !j.meets && f.Reserve == "early" && j.margin > 0 {
+			// No share keeps a resize of slack (a job near its end or its
+			// deadline): the first that still ends by the deadline.
+			// Without it the job counted as missing, was shrunk to
+			// leftovers, and that resize made it miss.
+			f.share(tl, j, base, 0)
+		}
+	}
+}
+
+// share gives j (not on the edge, with a deadline) the smallest level that
+// meets its deadline with slack seconds to spare, on the timeline from now
+// after base seconds without progress, and reserves it.
+func (f *Flow) share(tl *timeline, j *fjob, base, slack float64) {
+	defer func() { j.delay = base }()
+	for _, g := range j.levels {
+		// A running job given another count pays a resize: without
+		// it the plan shrank jobs to a share that just met the
+		// deadline, grew them again with spare GPUs, and the resizes
+		// it never counted made them miss.
+		j.delay = base
+		if j.cur > 0 && g != j.cur {
+			j.delay += j.margin
+		}
+		if f.Reserve == "late" {
+			begin, ok := tl.fillLate(j, g)
+			if !ok {
+				continue
+			}
+			// Allocations change only at rounds: begin at the slot
+			// boundary before, which leaves time to spare.
+			begin = math.Floor(begin/f.Slot) * f.Slot
+			j.share, j.end, j.meets = g, j.deadline, true
+			j.now = tl.reserveLate(j, g, begin)
+			return
+		}
+		end, ok := tl.fill(j, g, slack)
+		if !ok {
+			continue
+		}
+		j.share, j.end, j.meets = g, end, true
+		j.now, _ = j.level(min(g, tl.free[0]))
+		tl.reserve(j, g, end, f.Slot)
+		return
+	}
+}
+
+// admission runs the admission test on the fresh jobs, in order: each is
+// kept only if it meets its deadline without making an admitted job miss
+// its own. It returns the jobs taking part and the declined ones.
+//
+// test plans a set for the admission test and place plans the final set:
+// ElasticFlow's cloud pass for both; EdgeFlow tests on the cloud with the
+// jobs already on edge servers left out, plus a direct check for an idle
+// edge server, and places with its offloading (edgeflow.go).
+//
+// edge, when set (EdgeFlow), is tried on a newcomer the cloud would decline
+// (trial holds it, missing is the admitted jobs' misses without it): true
+// when it admits the job with the help of the edge (edgeAdmit).
+func (f *Flow) admission(js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool) (kept, declined []*fjob) {
+	var base []*fjob
+	for _, j := range js {
+		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
+			base = append(base, j)
+		}
+	}
+	for _, j := range js {
+		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
+			continue
+		}
+		// Priority classes: a newcomer may make admitted jobs of a lower
+		// class miss, never those of its own class or above.
+		test(base)
+		missing := countMissing(base, j.st.Job.Priority)
+		trial := insertOrdered(base, j, js)
+		test(trial)
+		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
+			base = trial
+			continue
+		}
+		if edge != nil && edge(trial, j, missing) {
+			base = trial
+			continue
+		}
+		declined = append(declined, j)
+	}
+	place(base)
+	return base, declined
+}
+
+// countMissing counts deadline jobs of priority >= prio that do not meet
+// their deadline.
+func countMissing(js []*fjob, prio int) int {
+	n := 0
+	for _, j := range js {
+		if !math.IsInf(j.deadline, 1) && !j.meets && j.st.Job.Priority >= prio {
+			n++
+		}
+	}
+	return n
+}
+
+// insertOrdered returns base plus j, in the order of all.
+func insertOrdered(base []*fjob, j *fjob, all []*fjob) []*fjob {
+	in := map[*fjob]bool{j: true}
+	for _, b := range base {
+		in[b] = true
+	}
+	out := make([]*fjob, 0, len(base)+1)
+	for _, a := range all {
+		if in[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// spare hands the cloud GPUs left now to jobs one level step at a time and
+// returns how many are left.
+func (f *Flow) spare(free int, js []*fjob) int {
+	for free > 0 {
+		var best *fjob
+		bestGain, bestNext := math.Inf(-1), 0
+		for _, j := range js {
+			if j.edge >= 0 || len(j.levels) == 0 {
+				continue
+			}
+			next, rNext := 0, 0.0
+			for i, l := range j.levels {
+				if l > j.now {
+					next, rNext = l, j.rates[i]
+					break
+				}
+			}
+			if next == 0 || next-j.now > free {
+				continue
+			}
+			_, rNow := j.level(j.now)
+			extra := float64(next - j.now)
+			var gain float64
+			switch {
+			case j.now == 0:
+				// Starting a waiting job comes first; earlier deadlines first.
+				gain = math.MaxFloat64 / 4
+				if !math.IsInf(j.deadline, 1) {
+					gain *= 2
+				}
+			case f.Spare == "gputime":
+				gain = -(float64(next)*j.rem/rNext - float64(j.now)*j.rem/rNow) / extra
+			default:
+				gain = (j.rem/rNow - j.rem/rNext) / extra
+			}
+			if gain > bestGain {
+				best, bestGain, bestNext = j, gain, next
+			}
+		}
+		if best == nil {
+			return free
+		}
+		free -= bestNext - best.now
+		best.now = bestNext
+	}
+	return free
+}
+
+// Schedule implements engine.Policy.
+func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
+	c, ok := f.cloudOf(s)
+	if !ok {
+		return engine.Plan{}
+	}
+	js := f.jobs(s, c)
+	var e *edges
+	if f.Edge {
+		e = f.edgesOf(s)
+	}
+	place := func(set []*fjob) { f.pass(s.Now, c.cap, set) }
+	test := place
+	var edge func([]*fjob, *fjob, int) bool
+	if e != nil {
+		place = func(set []*fjob) { f.offload(s, c, e, set) }
+		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
+		edge = func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(s, c, e, set, j, missing) }
+	}
+	kept, declined := f.admission(js, test, place, edge)
+	used := 0
+	for _, j := range kept {
+		if j.edge < 0 {
+			used += j.now
+		}
+	}
+	if left := f.spare(c.cap-used, kept); left > 0 && e != nil {
+		f.pullBack(s, left, kept)
+	}
+	plan := engine.Plan{Memo: map[string]engine.Memo{}}
+	for _, j := range declined {
+		plan.Decline = append(plan.Decline, j.st.Job.ID)
+	}
+	for _, j := range kept {
+		if j.st.Memo[efAdmitted] != 1 {
+			m := j.st.Memo
+			m[efAdmitted] = 1
+			plan.Memo[j.st.Job.ID] = m
+		}
+	}
+	plan.Run = f.buddy(s, c, kept)
+	if e != nil {
+		plan.Run = append(plan.Run, e.assign(kept)...)
+	}
+	f.explain(s, &plan, js, c.cap-used)
+	return plan
+}
+
+// explain states, for each job left out, the share it needs against what
+// the admitted jobs leave free before its deadline.
+func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free int) {
+	byStatus := make(map[*engine.Status]*fjob, len(js))
+	order := make([]*engine.Status, len(js))
+	for i, j := range js {
+		byStatus[j.st], order[i] = j, j.st
+	}
+	explain.Plan(s, plan, order, func(st *engine.Status) string {
+		j := byStatus[st]
+		if j == nil {
+			return ""
+		}
+		if math.IsInf(j.deadline, 1) {
+			return fmt.Sprintf("no deadline: best effort on what deadline jobs leave (%d cloud GPUs)", max(free, 0))
+		}
+		if j.share == 0 {
+			return fmt.Sprintf("deadline t=%.0f s: no share of the GPUs free before it meets it (predicted end t=%.0f s)", j.deadline, j.end)
+		}
+		return fmt.Sprintf("deadline t=%.0f s: needs a share of %d GPUs, %d left free before it by the admitted jobs", j.deadline, j.share, max(free, 0))
+	})
+}
+
+// buddy places the cloud jobs: biggest first, a job of at most one node's
+// GPUs on the best-fitting node (its own node when it already runs there),
+// a bigger one on the emptiest nodes; a job that does not fit shrinks to the
+// next lower level.
+func (f *Flow) buddy(s *engine.Snapshot, c cloud, js []*fjob) []engine.Assignment {
+	free := map[int]int{}
+	for _, id := range c.nodes {
+		if n := &s.Cluster.Nodes[id]; n.GPUType == c.gpuType {
+			free[id] = s.UpGPUs(n)
+		}
+	}
+	order := make([]*fjob, 0, len(js))
+	for _, j := range js {
+		if j.edge < 0 && j.now > 0 {
+			order = append(order, j)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return order[a].now > order[b].now })
+	var out []engine.Assignment
+	for _, j := range order {
+		for g := j.now; g > 0; {
+			if nodes := f.fit(s, c, free, j.st, g); nodes != nil {
+				out = append(out, engine.Assignment{Job: j.st.Job.ID, GPUs: g, GPUType: c.gpuType, Site: c.site, Nodes: nodes})
+				break
+			}
+			lower, _ := j.level(g - 1)
+			g = lower
+		}
+	}
+	return out
+}
+
+// fit finds g GPUs for st on the cloud nodes' free counts, taking them.
+func (f *Flow) fit(s *engine.Snapshot, c cloud, free map[int]int, st *engine.Status, g int) []engine.NodeGPUs {
+	// Where it runs now, if that still fits.
+	if len(st.GPUs) == g {
+		cur := map[int]int{}
+		var ids []int
+		for _, gpu := range st.GPUs {
+			n := s.Cluster.NodeOf(gpu).ID
+			if cur[n] == 0 {
+				ids = append(ids, n)
+			}
+			cur[n]++
+		}
+		fits := true
+		for _, n := range ids {
+			fits = fits && free[n] >= cur[n]
+		}
+		if fits {
+			var nodes []engine.NodeGPUs
+			for _, n := range ids {
+				free[n] -= cur[n]
+				nodes = append(nodes, engine.NodeGPUs{Node: n, GPUs: cur[n]})
+			}
+			return nodes
+		}
+	}
+	if g <= c.perNode {
+		best := -1
+		for _, id := range c.nodes {
+			if fr, ok := free[id]; ok && fr >= g && (best < 0 || fr < free[best]) {
+				best = id
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		free[best] -= g
+		return []engine.NodeGPUs{{Node: best, GPUs: g}}
+	}
+	ids := append([]int(nil), c.nodes...)
+	sort.SliceStable(ids, func(a, b int) bool { return free[ids[a]] > free[ids[b]] })
+	var nodes []engine.NodeGPUs
+	left := g
+	for _, id := range ids {
+		if left == 0 || free[id] == 0 {
+			break
+		}
+		k := min(free[id], left)
+		nodes = append(nodes, engine.NodeGPUs{Node: id, GPUs: k})
+		left -= k
+	}
+	if left > 0 {
+		return nil
+	}
+	for _, n := range nodes {
+		free[n.Node] -= n.GPUs
+	}
+	return nodes
+}

@@ -1,0 +1,254 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
+	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
+)
+
+// flowJob is an elastic job of work seconds on one GPU (linear scaling
+// under the duration model) with an absolute deadline (0: none).
+// fam builds this family's policies in its tests, and EDF (classic) that
+// ElasticFlow is compared with.
+var fam = policytest.Family(Policies, classic.Policies)
+
+func flowJob(id string, at, work, deadline float64) *job.Job {
+	return enginetest.Job(id).At(at).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+}
+
+func flowCluster(_ *testing.T, cloudNodes, edge int) *cluster.Cluster {
+	return enginetest.MultiSite(cloudNodes, 8, edge, 0)
+}
+
+func flowRun(t *testing.T, spec string, c *cluster.Cluster, m perf.Model, jobs []*job.Job) *report.Run {
+	t.Helper()
+	p := fam.Parse(t, spec, contract.Context{})
+	r, err := sim.Run(sim.Config{Cluster: c, Model: m, Policy: p, Placer: place.Pack{}, OnEvents: true, Sites: &sim.Sites{}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func states(r *report.Run) string {
+	s := ""
+	for _, j := range r.Jobs {
+		met := "miss"
+		if j.Finish >= 0 && (j.Deadline == 0 || j.Finish <= j.Deadline) {
+			met = "met"
+		}
+		if j.State == string(job.Declined) {
+			met = "declined"
+		}
+		s += fmt.Sprintf("%s:%s ", j.ID, met)
+	}
+	return s
+}
+
+func TestElasticFlowAdmission(t *testing.T) {
+	free := perf.Duration{}
+	tests := []struct {
+		name string
+		spec string
+		jobs []*job.Job
+		want string
+	}{
+		{
+			// 8 GPUs. a and b each need 4 GPUs for 300 s; c, arriving at the
+			// same time with the same deadline, cannot fit: declined.
+			name: "third job declined",
+			jobs: []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 1200, 300)},
+			want: "a:met b:met c:declined ",
+		},
+		{
+			name: "impossible deadline declined, best effort kept",
+			jobs: []*job.Job{flowJob("a", 0, 100000, 100), flowJob("b", 0, 500, 0)},
+			want: "a:declined b:met ",
+		},
+		{
+			// a needs all 8 GPUs until 100 (reserved to the 120 s slot); b
+			// fits after it: 800 s of work on 8 GPUs from 120 ends at 220.
+			name: "later deadline planned after the earlier job",
+			jobs: []*job.Job{flowJob("a", 0, 800, 100), flowJob("b", 0, 800, 300)},
+			want: "a:met b:met ",
+		},
+		{
+			// a and b hold all 8 GPUs until 400 s (slot 420); c, arriving
+			// later with a later deadline, would end at 545 s after them.
+			name: "a newcomer that cannot fit after admitted jobs",
+			jobs: []*job.Job{flowJob("a", 0, 1600, 400), flowJob("b", 0, 1600, 400), flowJob("c", 10, 1000, 500)},
+			want: "a:met b:met c:declined ",
+		},
+		{
+			// Without admission control c runs and misses.
+			name: "admit=false", spec: "elasticflow:admit=false",
+			jobs: []*job.Job{flowJob("a", 0, 1600, 400), flowJob("b", 0, 1600, 400), flowJob("c", 10, 1000, 500)},
+			want: "a:met b:met c:miss ",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if spec == "" {
+				spec = "elasticflow"
+			}
+			r := flowRun(t, spec, flowCluster(t, 1, 0), free, tc.jobs)
+			if got := states(r); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestElasticFlowBeatsEDF: on an overloaded cluster, admission control and
+// elastic shares meet more deadlines than EDF on the requested counts.
+func TestElasticFlowBeatsEDF(t *testing.T) {
+	var jobs []*job.Job
+	for i := 0; i < 40; i++ {
+		at := float64(i * 50)
+		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, 2, 16).Seconds(600+float64(i%5)*300).Deadline(at+900+float64(i%3)*600).Obj())
+	}
+	c := flowCluster(t, 1, 0)
+	met := func(r *report.Run) float64 { return *report.Summarize(r).DeadlineMetFrac }
+	ef := flowRun(t, "elasticflow", c, perf.Duration{}, jobs)
+	edf := flowRun(t, "edf", c, perf.Duration{}, jobs)
+	if met(ef) <= met(edf) {
+		t.Errorf("elasticflow met %.2f, edf %.2f", met(ef), met(edf))
+	}
+}
+
+// slowEdge runs v100 at half the a100 speed.
+func slowEdge() perf.Model {
+	return perf.Scaled{Model: perf.Duration{}, Type: "v100", Ref: "a100", Lambda: 0.5}
+}
+
+func TestEdgeFlowOffloads(t *testing.T) {
+	// One cloud node of 8 GPUs busy with a and b until 300 s; c (100 s of
+	// work) would end at 312.5 s in the cloud after them, past its 310 s
+	// deadline, but meets it on an edge server at half speed (200 s).
+	jobs := []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 100, 310)}
+	c := flowCluster(t, 1, 2)
+	ef := flowRun(t, "elasticflow", c, slowEdge(), jobs)
+	edge := flowRun(t, "edgeflow", c, slowEdge(), jobs)
+	if got := states(ef); got != "a:met b:met c:declined " {
+		t.Errorf("elasticflow: %s", got)
+	}
+	if got := states(edge); got != "a:met b:met c:met " {
+		t.Errorf("edgeflow: %s", got)
+	}
+	if edge.Jobs[2].EdgeGPUSeconds <= 0 {
+		t.Errorf("c never ran on the edge")
+	}
+	if ef.Jobs[0].EdgeGPUSeconds+ef.Jobs[1].EdgeGPUSeconds > 0 {
+		t.Errorf("elasticflow used the edge")
+	}
+}
+
+// TestEdgeFlowAdmitsOnEdge: a newcomer the cloud could take only by making
+// an admitted job miss goes to an idle edge server instead of being declined.
+func TestEdgeFlowAdmitsOnEdge(t *testing.T) {
+	// a needs all 8 cloud GPUs until 300 s for its 310 s deadline. c arrives
+	// at 10 s with an earlier deadline (250 s): in the cloud it would come
+	// first and push a past its deadline; on an edge server at half speed
+	// its 100 s of work end at 210 s.
+	jobs := []*job.Job{flowJob("a", 0, 2400, 310), flowJob("c", 10, 100, 250)}
+	c := flowCluster(t, 1, 1)
+	if got := states(flowRun(t, "elasticflow", c, slowEdge(), jobs)); got != "a:met c:declined " {
+		t.Errorf("elasticflow: %s", got)
+	}
+	r := flowRun(t, "edgeflow", c, slowEdge(), jobs)
+	if got := states(r); got != "a:met c:met " {
+		t.Errorf("edgeflow: %s", got)
+	}
+	if r.Jobs[1].EdgeGPUSeconds <= 0 || r.Jobs[0].EdgeGPUSeconds > 0 {
+		t.Errorf("edge GPU-seconds a %v c %v: want only c on the edge", r.Jobs[0].EdgeGPUSeconds, r.Jobs[1].EdgeGPUSeconds)
+	}
+}
+
+// TestFlowProperties: random loads under both policies never break the
+// engine's rules (the run fails if they do), every job ends, jobs ElasticFlow
+// declines never ran, and EdgeFlow meets at least as many deadlines as
+// ElasticFlow once edge servers exist.
+func TestFlowProperties(t *testing.T) {
+	worse := 0
+	for seed := 0; seed < 8; seed++ {
+		var jobs []*job.Job
+		at := 0.0
+		for i := 0; i < 30; i++ {
+			at += float64((seed*7+i*13)%97) * 3
+			work := 200 + float64((seed*31+i*17)%23)*150
+			jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, 1+(i%4), 32).Seconds(work).
+				Deadline(at+work/float64(1+i%3)+float64((i*11+seed)%9)*100).Obj())
+		}
+		c := flowCluster(t, 2, 4)
+		var fr [2]float64
+		for k, spec := range []string{"elasticflow", "edgeflow"} {
+			r := flowRun(t, spec, c, slowEdge(), jobs)
+			for _, j := range r.Jobs {
+				if j.State == string(job.Declined) && (j.Start >= 0 || j.GPUSeconds > 0) {
+					t.Errorf("seed %d %s: declined job %s ran", seed, spec, j.ID)
+				}
+				if j.State != string(job.Declined) && j.State != string(job.Finished) {
+					t.Errorf("seed %d %s: job %s ended %s", seed, spec, j.ID, j.State)
+				}
+			}
+			fr[k] = *report.Summarize(r).DeadlineMetFrac
+		}
+		if fr[1] < fr[0]-1e-9 {
+			worse++
+			t.Logf("seed %d: edgeflow %.3f < elasticflow %.3f", seed, fr[1], fr[0])
+		}
+	}
+	if worse > 1 {
+		t.Errorf("edgeflow met fewer deadlines than elasticflow on %d of 8 loads", worse)
+	}
+}
+
+var _ = math.Inf
+var _ engine.Policy = (*Flow)(nil)
+
+// TestFlowCountsResizes: a share's predicted end keeps one resize of slack
+// before the deadline, and a running job given another count pays the
+// resize. Without them the plan shrank jobs to shares that met their
+// deadline by seconds, and the resizes made them miss (docs/deadlines.md).
+func TestFlowCountsResizes(t *testing.T) {
+	f := &Flow{Slot: 60, Reserve: "early"}
+	mk := func(rem, deadline float64, cur int) *fjob {
+		return &fjob{st: &engine.Status{Job: &job.Job{}}, rem: rem, deadline: deadline, edge: -1, pin: -1,
+			levels: []int{1, 2, 4, 8}, rates: []float64{1, 2, 4, 8}, cur: cur, margin: 10}
+	}
+	tests := []struct {
+		name      string
+		j         *fjob
+		wantShare int
+	}{
+		// 4 GPUs end it at 480 s, but the resize from 8 ends it at 490 s
+		// and the slack asks for 500 s <= 485: it keeps 8.
+		{"running job keeps its count", mk(1920, 485, 8), 8},
+		{"running job, room for the resize", mk(1920, 500, 8), 4},
+		// 400 s on one GPU, with 10 s of slack asked for: 2 GPUs.
+		{"waiting job keeps a resize of slack", mk(400, 405, 0), 2},
+		{"waiting job with slack", mk(400, 410, 0), 1},
+		// 10 s left on 4 GPUs, 15 s to its deadline: no count keeps 10 s
+		// of slack, and any other count pays the resize: it keeps 4.
+		{"running job near its deadline keeps its count", mk(40, 15, 4), 4},
+	}
+	for _, tc := range tests {
+		f.pass(0, 8, []*fjob{tc.j})
+		if tc.j.share != tc.wantShare || !tc.j.meets {
+			t.Errorf("%s: share %d meets %v, want %d", tc.name, tc.j.share, tc.j.meets, tc.wantShare)
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package flow
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/harvest"
+	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/loan"
+)
+
+// tidalPolicies registers the policies this file defines; Policies calls it.
+func tidalPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name:    "tidal",
+		Presets: []string{"tidal:deadlines=false"},
+		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
+			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
+			"offloaded only to edge servers the forecast keeps up until they finish, and admitted on servers the " +
+			"forecast brings up later. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
+			"goodput speedup per remaining hour (shortest first)",
+		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
+			"lead=60: seconds ahead a predicted drop makes GPUs go back (the round); " +
+			"forecast=online: online, off (reactive: capacity stays as it is now), or oracle (the realised future, " +
+			"simulator only: the upper bound); " +
+			"wrong=: make the forecast wrong on purpose: shift (by shift_h hours), collapse (capacity 0 in day 2 " +
+			"of the run), noise (its errors tripled); shift_h=6; " +
+			"deadlines=true: plan deadline jobs by EdgeFlow's admission and shares (false: ignore deadlines, as the " +
+			"harvest scenarios' DeepBoot and Aryl do); " +
+			"edge_vacate=false: also move running jobs off an edge site in the round before a predicted drop (owners " +
+			"wait far less; on edgeflow-diurnal it met 1 point fewer deadlines); " +
+			"later=true: admit deadline jobs on edge servers the forecast brings up later; " +
+			"restart_penalty=120: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
+			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
+		NeedsDeadlines: false,
+		Elastic:        true,
+		Build:          newTidal,
+	})
+}
+
+// Tidal is tide's own policy (issue 18). Each round it records what the
+// snapshot shows of every edge and inference site (GPUs available to
+// training; whole servers on an edge site) into an online forecaster per
+// site, and plans on the Quantile of the forecast:
+//
+//   - Deadline jobs go through EdgeFlow (Flow with Edge): admission,
+//     minimum satisfactory shares, spare GPUs, offloading. Tidal changes
+//     two things: a job goes to an edge server only when the forecast
+//     keeps enough servers of that site up until the job's predicted end
+//     (the simulator reclaims idle servers first, so k servers up keep k
+//     jobs); and a newcomer that neither the cloud nor an edge server up
+//     now can finish in time is admitted when an edge server the forecast
+//     brings up later can (it waits until offloading moves it there).
+//   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
+//     job has a deadline; training sites first) are sized by a
+//     multiple-choice knapsack (DeepBoot's, with its restart factor)
+//     whose value is a job's speedup per hour of remaining work, so short
+//     jobs come first; an inference site lends only the GPUs the forecast
+//     keeps idle until Lead seconds from now, so when inference is
+//     predicted to come back within the next round the jobs on those
+//     GPUs are checkpointed now instead of being reclaimed.
+//
+// Forecast "off" plans on the present only (reactive); "oracle" on the
+// realised future (Context.Future, the simulator's), the upper bound of
+// what a forecast can give.
+type Tidal struct {
+	Quantile  float64
+	Lead      float64
+	Source    string // online, off, oracle
+	Wrong     string // "", shift, collapse, noise
+	ShiftH    float64
+	Later     bool
+	Deadlines bool
+	// EdgeVacate moves jobs off an edge site in the round before the
+	// forecast says its servers drop (off: only new offloads look ahead).
+	EdgeVacate bool
+	restart    harvest.DeepBoot // for its restart factor
+	flow       *Flow
+	future     map[string]forecast.Series
+	views      map[string]*tideView
+	promised   map[string]int // edge servers promised later this round, by site
+	name       string
+}
+
+// tideBins is how far ahead a path is forecast: two days of 600 s bins.
+const tideBins = 288
+
+// tideView is one varying site as tidal sees it.
+type tideView struct {
+	name   string
+	kind   string
+	gpus   int
+	perSrv float64 // mean GPUs per server
+	f      *forecast.Forecaster
+	seen   bool
+	varies bool    // its capacity has changed at least once
+	cur    float64 // GPUs available now
+	path   []float64
+	pathAt float64 // Now of the cached path, NaN when none
+	start  float64 // start of the path's bin 0
+	bin    float64
+	prefix []float64 // prefix[k]: least planned capacity over bins 1..k (prefix[0] = cur)
+}
+
+func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
+	t := &Tidal{views: map[string]*tideView{}, future: ctx.Future, name: "tidal"}
+	var err error
+	if t.Quantile, err = o.Float("quantile", 0.02); err != nil {
+		return nil, err
+	}
+	if !(t.Quantile > 0 && t.Quantile < 1) {
+		return nil, fmt.Errorf("policy tidal: quantile=%v: want a number in (0, 1)", t.Quantile)
+	}
+	if t.Lead, err = o.Float("lead", 60); err != nil {
+		return nil, err
+	}
+	if t.Lead < 0 {
+		return nil, fmt.Errorf("policy tidal: lead=%v: want seconds >= 0", t.Lead)
+	}
+	t.Source = o.String("forecast", "online")
+	switch t.Source {
+	case "online", "off":
+	case "oracle":
+		if ctx.Future == nil {
+			return nil, fmt.Errorf("policy tidal: forecast=oracle needs the realised capacity, which only tide sim --scenario gives")
+		}
+	default:
+		return nil, fmt.Errorf("policy tidal: forecast=%q: want online, off or oracle", t.Source)
+	}
+	t.Wrong = o.String("wrong", "")
+	switch t.Wrong {
+	case "", "shift", "collapse", "noise":
+	default:
+		return nil, fmt.Errorf("policy tidal: wrong=%q: want shift, collapse or noise", t.Wrong)
+	}
+	if t.ShiftH, err = o.Float("shift_h", 6); err != nil {
+		return nil, err
+	}
+	if t.Later, err = o.Bool("later", true); err != nil {
+		return nil, err
+	}
+	if t.Deadlines, err = o.Bool("deadlines", true); err != nil {
+		return nil, err
+	}
+	if t.EdgeVacate, err = o.Bool("edge_vacate", false); err != nil {
+		return nil, err
+	}
+	if t.restart.RestartDelay, err = o.Float("restart_penalty", 120); err != nil {
+		return nil, err
+	}
+	if t.restart.RestartDelay < 0 {
+		return nil, fmt.Errorf("policy tidal: restart_penalty=%v: want seconds >= 0", t.restart.RestartDelay)
+	}
+	// The deadline planner: EdgeFlow with the knobs given to tidal.
+	ek := DefaultEdge
+	if err := o.Decode(&ek); err != nil {
+		return nil, err
+	}
+	if t.flow, err = newFlow(ek, true, "tidal"); err != nil {
+		return nil, err
+	}
+	t.flow.edgeCap = t.edgeCap
+	if t.Later {
+		t.flow.edgeLater = t.edgeLater
+	}
+	var knobs []string
+	for _, k := range []string{"quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty"} {
+		if v, ok := o.Lookup(k); ok {
+			knobs = append(knobs, k+"="+v)
+		}
+	}
+	slices.Sort(knobs)
+	if len(knobs) > 0 {
+		t.name += ":" + strings.Join(knobs, ":")
+	}
+	return t, nil
+}
+
+// Name implements engine.Policy.
+func (t *Tidal) Name() string { return t.name }
+
+// observe records each edge and inference site's capacity now.
+func (t *Tidal) observe(s *engine.Snapshot) {
+	for _, site := range s.Cluster.Sites() {
+		if site.Kind != cluster.SiteEdge && site.Kind != cluster.SiteInference {
+			continue
+		}
+		v := t.views[site.Name]
+		if v == nil {
+			f, err := forecast.New(forecast.Config{Max: float64(site.GPUs)})
+			if err != nil {
+				continue // the default configuration is valid
+			}
+			v = &tideView{name: site.Name, kind: site.Kind, gpus: site.GPUs, f: f, pathAt: math.NaN(),
+				perSrv: float64(site.GPUs) / float64(max(len(site.Nodes), 1)), bin: f.Config().Bin}
+			t.views[site.Name] = v
+		}
+		now := float64(usable(s, &site))
+		v.varies = v.varies || (v.seen && now != v.cur)
+		v.seen, v.cur = true, now
+		_ = v.f.Observe(s.Now, now) // rounds never go back in time
+	}
+}
+
+// usable is the GPUs of site available to training now: on an edge site,
+// those of servers wholly up (a job takes a whole server).
+func usable(s *engine.Snapshot, site *cluster.Site) int {
+	k := 0
+	for _, id := range site.Nodes {
+		n := &s.Cluster.Nodes[id]
+		up := s.UpGPUs(n)
+		if site.Kind == cluster.SiteEdge && up < n.GPUs {
+			continue
+		}
+		k += up
+	}
+	return k
+}
+
+// plan computes, once per round, the site's planned capacity per bin
+// ahead and its running minimum.
+func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
+	if v.pathAt == s.Now {
+		return
+	}
+	v.pathAt = s.Now
+	var path []float64
+	switch {
+	case t.Source == "oracle":
+		fut, ok := t.future[v.name]
+		start := math.Floor(s.Now/v.bin) * v.bin
+		v.start = start
+		path = make([]float64, tideBins)
+		for k := range path {
+			path[k] = v.cur
+			if ok {
+				path[k] = fut.Min(start+float64(k)*v.bin, start+float64(k+1)*v.bin)
+			}
+		}
+	case t.Source == "off" || !v.varies:
+		v.start = s.Now
+		path = nil
+	default:
+		extra := 0
+		if t.Wrong == "shift" {
+			extra = int(math.Round(t.ShiftH * 3600 / v.bin))
+		}
+		start, p := v.f.Path(tideBins+max(extra, 0), t.Quantile)
+		v.start = start
+		path = p
+		switch t.Wrong {
+		case "shift":
+			path = p[extra:]
+		case "collapse":
+			for k := range path {
+				if b := start + float64(k)*v.bin; b >= 86400 && b < 2*86400 {
+					path[k] = 0
+				}
+			}
+		case "noise":
+			_, med := v.f.Path(tideBins, 0.5)
+			z := math.Abs(normQuantile(t.Quantile))
+			h := fnv.New64a()
+			h.Write([]byte(v.name))
+			for k := range path {
+				sigma := math.Abs(med[k]-path[k]) / math.Max(z, 0.1)
+				r := rand.New(rand.NewPCG(h.Sum64(), uint64(math.Round((start+float64(k)*v.bin)/v.bin))))
+				path[k] = math.Min(math.Max(path[k]+3*sigma*r.NormFloat64(), 0), float64(v.gpus))
+			}
+		}
+	}
+	v.path = path
+	v.prefix = v.prefix[:0]
+	m := v.cur
+	v.prefix = append(v.prefix, m)
+	for k := 1; k < len(path); k++ {
+		m = math.Min(m, path[k])
+		v.prefix = append(v.prefix, m)
+	}
+}
+
+// planned is the least planned capacity of v over bins k .. the bin
+// holding until.
+func (t *Tidal) planned(v *tideView, k int, until float64) float64 {
+	last := min(int(math.Floor((until-v.start)/v.bin)), len(v.path)-1)
+	m := math.Inf(1)
+	for i := k; i <= last; i++ {
+		m = math.Min(m, v.path[i])
+	}
+	if math.IsInf(m, 1) {
+		return v.cur
+	}
+	return m
+}
+
+// normQuantile is the standard normal's q-quantile.
+func normQuantile(q float64) float64 {
+	return math.Sqrt2 * math.Erfinv(2*q-1)
+}
+
+// safe is the GPUs of site the plan keeps available from now until until:
+// the capacity now and the planned capacity of every later bin that
+// begins at or before until.
+func (t *Tidal) safe(s *engine.Snapshot, site string, until float64) float64 {
+	v := t.views[site]
+	if v == nil {
+		return math.Inf(1)
+	}
+	t.plan(s, v)
+	if until <= s.Now || len(v.prefix) <= 1 {
+		return v.cur
+	}
+	// Bins that begin at or before until: a drop at until itself counts
+	// (capacity changes before the round at the same instant).
+	k := int(math.Floor((until - v.start) / v.bin))
+	k = min(max(k, 0), len(v.prefix)-1)
+	return v.prefix[k]
+}
+
+// edgeCap is Flow's hook: the servers of an edge site the plan keeps up
+// through the next Lead seconds, so no job is offloaded onto a server
+// about to be taken; asked about the jobs running there (until +Inf), it
+// moves them off before the drop only with EdgeVacate.
+func (t *Tidal) edgeCap(s *engine.Snapshot, site string, until float64) int {
+	v := t.views[site]
+	if v == nil {
+		return math.MaxInt / 2
+	}
+	if math.IsInf(until, 1) && !t.EdgeVacate {
+		until = s.Now // the jobs running there stay until reclaimed
+	}
+	return int(math.Floor(t.safe(s, site, math.Min(until, s.Now+t.Lead))/v.perSrv + 1e-9))
+}
+
+// edgeLater is Flow's hook: whether j meets its deadline on an edge server
+// that the plan brings up later and keeps up until j ends. The servers in
+// use now and the jobs promised one this round count against it.
+func (t *Tidal) edgeLater(s *engine.Snapshot, j *fjob) bool {
+	if math.IsInf(j.deadline, 1) {
+		return false
+	}
+	for _, site := range s.Cluster.Sites() {
+		v := t.views[site.Name]
+		if site.Kind != cluster.SiteEdge || v == nil || t.Source == "off" {
+			continue
+		}
+		t.plan(s, v)
+		if len(v.prefix) <= 1 {
+			continue
+		}
+		n := &s.Cluster.Nodes[site.Nodes[0]]
+		end, _, ok := t.flow.edgeEnd(s, j, n)
+		if !ok {
+			continue
+		}
+		dur := end - s.Now
+		busy := 0
+		for _, st := range s.Jobs {
+			if len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == site.Name {
+				busy++
+			}
+		}
+		need := float64(busy+t.promised[site.Name]+1) * v.perSrv
+		for k := 1; k < len(v.prefix); k++ {
+			b := v.start + float64(k)*v.bin
+			if b+dur > j.deadline {
+				break
+			}
+			if t.planned(v, k, b+dur) >= need {
+				t.promised[site.Name]++
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Schedule implements engine.Policy.
+func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
+	t.observe(s)
+	t.promised = map[string]int{}
+	deadlines := false
+	for _, st := range s.Jobs {
+		if !t.Deadlines {
+			break
+		}
+		deadlines = deadlines || st.Job.Deadline > 0
+	}
+	var plan engine.Plan
+	if _, ok := t.flow.cloudOf(s); ok && deadlines {
+		plan = t.flow.Schedule(s)
+	}
+	if plan.Reasons == nil {
+		plan.Reasons = map[string]engine.Reason{}
+	}
+	placed := map[string]bool{}
+	for _, a := range plan.Run {
+		placed[a.Job] = true
+	}
+	declined := map[string]bool{}
+	for _, id := range plan.Decline {
+		declined[id] = true
+		r := plan.Reasons[id]
+		r.Text = joinReason("declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later", r.Text)
+		plan.Reasons[id] = r
+	}
+	var left []*engine.Status
+	for _, st := range s.Jobs {
+		if !placed[st.Job.ID] && !declined[st.Job.ID] {
+			left = append(left, st)
+		}
+	}
+	run, why := t.loan(s, left, len(plan.Run) > 0 || deadlines)
+	plan.Run = append(plan.Run, run...)
+	for id, r := range why {
+		if old, ok := plan.Reasons[id]; ok && r.Position > 0 {
+			// Still waiting: the deadline planner's terms come first.
+			old.Text = joinReason(old.Text, r.Text)
+			plan.Reasons[id] = old
+			continue
+		}
+		plan.Reasons[id] = r
+	}
+	for _, a := range plan.Run {
+		if _, ok := plan.Reasons[a.Job]; ok {
+			continue
+		}
+		site := a.Site
+		if site == "" && len(a.Nodes) > 0 {
+			site = s.Cluster.Nodes[a.Nodes[0].Node].Site
+		}
+		text := fmt.Sprintf("%d GPUs: EdgeFlow's share for its deadline", a.GPUs)
+		if v := t.views[site]; v != nil && v.kind == cluster.SiteEdge {
+			text = fmt.Sprintf("edge server on %s: the forecast (q=%s) keeps enough servers up until it ends", site, strconv.FormatFloat(t.Quantile, 'g', -1, 64))
+		}
+		plan.Reasons[a.Job] = engine.Reason{Text: text}
+	}
+	explain.Plan(s, &plan, nil, nil) // the jobs it preempts or shrinks
+	return plan
+}
+
+// joinReason joins two reason texts with "; ", skipping an empty one.
+func joinReason(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// loan sizes the jobs in left by the knapsack over the pools: the training
+// sites (unless the deadline planner already used them) and then each
+// inference site, lending the GPUs its forecast keeps idle until Lead from
+// now.
+func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining bool) ([]engine.Assignment, map[string]engine.Reason) {
+	why := map[string]engine.Reason{}
+	var pools []loan.Pool
+	lent := map[string]int{}
+	for _, p := range loan.Pools(s, true, func(site *cluster.Site) int {
+		n := int(math.Floor(math.Min(t.safe(s, site.Name, s.Now+t.Lead), float64(usable(s, site))) + 1e-9))
+		lent[site.Name] = n
+		return n
+	}) {
+		kind := s.Cluster.SiteOf(p.Site).Kind
+		if kind == cluster.SiteEdge || (flowUsedTraining && !p.Infer) {
+			continue
+		}
+		pools = append(pools, p)
+	}
+	perHour := func(st *engine.Status, p loan.Pool) float64 {
+		lo := max(st.Job.MinGPUs, 1)
+		base := s.Remaining(st, lo, p.Type) * float64(lo)
+		if base > 0 && !math.IsInf(base, 0) {
+			return 3600 / math.Max(base, 1)
+		}
+		return 1
+	}
+	out, left := loan.SpeedupKnapsacks(s, pools, left, perHour, func(st *engine.Status) float64 { return t.restart.RestartFactor(s, st) })
+	infer := map[string]bool{}
+	for _, p := range pools {
+		infer[p.Site] = p.Infer
+	}
+	for _, a := range out {
+		text := fmt.Sprintf("%d GPUs of %s: knapsack of speedup per remaining hour", a.GPUs, a.Site)
+		if infer[a.Site] {
+			text = fmt.Sprintf("%d loaned GPUs of %s: the forecast keeps %d idle through the next %gs", a.GPUs, a.Site, lent[a.Site], t.Lead)
+		}
+		why[a.Job] = engine.Reason{Text: text}
+	}
+	for i, st := range left {
+		why[st.Job.ID] = engine.Reason{Text: "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle", Position: i + 1}
+	}
+	return out, why
+}

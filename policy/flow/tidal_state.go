@@ -1,0 +1,62 @@
+package flow
+
+import (
+	"math"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/policy/internal/sorted"
+)
+
+// tidalState is what tidal keeps between rounds (engine.Stateful): for
+// each varying site, what its forecaster has learned and what tidal last
+// saw of it. The planned path is recomputed at the next round.
+type tidalState struct {
+	Views []sorted.Pair[string, tideViewState]
+}
+
+type tideViewState struct {
+	Kind             string
+	GPUs             int
+	PerSrv, Cur, Bin float64
+	Seen, Varies     bool
+	Forecaster       []byte
+}
+
+// SaveState implements engine.Stateful.
+func (t *Tidal) SaveState() ([]byte, error) {
+	var st tidalState
+	for name, v := range sorted.All(t.views) {
+		f, err := v.f.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f}})
+	}
+	return engine.EncodeState(st)
+}
+
+// LoadState implements engine.Stateful.
+func (t *Tidal) LoadState(b []byte) error {
+	t.views = map[string]*tideView{}
+	if len(b) == 0 {
+		return nil
+	}
+	var st tidalState
+	if err := engine.DecodeState(b, &st); err != nil {
+		return err
+	}
+	for _, e := range st.Views {
+		name, s := e.Key, e.Val
+		f, err := forecast.New(forecast.Config{Max: float64(s.GPUs)})
+		if err != nil {
+			return err
+		}
+		if err := f.UnmarshalBinary(s.Forecaster); err != nil {
+			return err
+		}
+		t.views[name] = &tideView{name: name, kind: s.Kind, gpus: s.GPUs, perSrv: s.PerSrv, f: f, seen: s.Seen, varies: s.Varies,
+			cur: s.Cur, bin: s.Bin, pathAt: math.NaN()}
+	}
+	return nil
+}

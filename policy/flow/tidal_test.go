@@ -1,0 +1,102 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/report"
+)
+
+// tidalWorld is policytest.LoanCluster with inference demand repeating the same day
+// (0 GPUs at midnight, 4 at noon, steps every 600 s) for days days, and
+// elastic jobs arriving all along. It returns the capacity changes, the
+// realised capacity series of the inference site (GPUs left to training)
+// and the jobs.
+func tidalWorld(seed uint64, days int) ([]capacitypkg.Change, forecast.Series, []*job.Job) {
+	r := rand.New(rand.NewPCG(seed, 5))
+	var changes []capacitypkg.Change
+	var fut forecast.Series
+	for k := 0; k < days*144; k++ {
+		t := float64(k * 600)
+		d := int(math.Round(2 - 2*math.Cos(2*math.Pi*float64(k)/144)))
+		changes = append(changes, capacitypkg.Change{T: t, Site: "infer", Available: -1, Inference: d})
+		fut = append(fut, forecast.Point{T: t, V: float64(4 - d)})
+	}
+	var jobs []*job.Job
+	for i := range 120 * days {
+		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%03d", i)).At(float64(r.IntN(days*86400-20000))).
+			Elastic(1, 1, 1+r.IntN(4)).Seconds(float64(600+r.IntN(6000))).Obj())
+	}
+	return changes, fut, jobs
+}
+
+func runTidal(t *testing.T, spec string, seed uint64) *report.Run {
+	t.Helper()
+	changes, fut, jobs := tidalWorld(seed, 3)
+	return fam.Loaning(t, spec, seed, contract.Context{Future: map[string]forecast.Series{"infer": fut}}, changes, jobs)
+}
+
+// TestTidalGivesBackBeforeReclaim: with the realised future as its
+// forecast, tidal checkpoints jobs off loaned GPUs in the round before
+// inference takes them, so inference never waits for a reclaim; planning
+// on the present alone (forecast=off), it does wait. The plans never
+// exceed what is up (checkedPolicy) and every job finishes.
+func TestTidalGivesBackBeforeReclaim(t *testing.T) {
+	for seed := range uint64(3) {
+		oracle := runTidal(t, "tidal:forecast=oracle", seed)
+		off := runTidal(t, "tidal:forecast=off", seed)
+		if oracle.InferenceWaits != 0 {
+			t.Errorf("seed %d: with the realised future, inference waited %d times", seed, oracle.InferenceWaits)
+		}
+		if off.InferenceWaits == 0 {
+			t.Errorf("seed %d: reactive tidal never made inference wait: the test shows nothing", seed)
+		}
+	}
+}
+
+// TestTidalOnlineLearns: the online forecaster, which learns the repeating
+// day from the first one, makes inference wait less than planning on the
+// present does.
+func TestTidalOnlineLearns(t *testing.T) {
+	online, off := 0, 0
+	for seed := range uint64(3) {
+		online += runTidal(t, "tidal", seed).InferenceWaits
+		off += runTidal(t, "tidal:forecast=off", seed).InferenceWaits
+	}
+	if !(online < off) {
+		t.Errorf("online forecast: %d inference waits, reactive %d: want fewer", online, off)
+	}
+}
+
+func TestTidalKnobs(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		ctx  contract.Context
+		want string
+	}{
+		{"tidal:quantile=1", contract.Context{}, "quantile"},
+		{"tidal:lead=-1", contract.Context{}, "lead"},
+		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
+		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
+		{"tidal:wrong=always", contract.Context{}, "wrong"},
+		{"tidal:restart_penalty=-2", contract.Context{}, "restart_penalty"},
+		{"tidal:offload=never", contract.Context{}, "offload"},
+		{"tidal:nosuch=1", contract.Context{}, "nosuch"},
+	} {
+		if _, err := fam(tc.spec, tc.ctx); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.spec, err, tc.want)
+		}
+	}
+	p := fam.Parse(t, "tidal:quantile=0.2:wrong=shift", contract.Context{})
+	if p.Name() != "tidal:quantile=0.2:wrong=shift" {
+		t.Errorf("name %q", p.Name())
+	}
+}

@@ -1,0 +1,295 @@
+package gavel
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+)
+
+// FIFOKnobs are gavel-fifo's knobs: Gavel's and how a job's type is
+// picked.
+type FIFOKnobs struct {
+	Knobs
+	Pick string `knob:"pick"` // random or gavel
+}
+
+// DefaultFIFOKnobs holds gavel-fifo's defaults.
+var DefaultFIFOKnobs = FIFOKnobs{Knobs: DefaultKnobs, Pick: "random"}
+
+// fifoPerfPolicies registers the policies this file defines; Policies calls it.
+func fifoPerfPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name: "fifo-perf",
+		Summary: "Gavel's heterogeneity-aware FIFO: in arrival order, each job gets the fastest GPU type with room " +
+			"(jobs move to faster types as they free up), realised in Gavel's rounds",
+		Knobs:    gavelKnobs,
+		Defaults: DefaultKnobs,
+		Build: contract.Typed(DefaultKnobs, func(_ contract.Context, k Knobs) (*Gavel, error) {
+			if k.Agnostic {
+				return nil, fmt.Errorf("policy fifo-perf: agnostic=true is gavel-fifo")
+			}
+			g, err := newGavel("fifo-perf", fifoPerf{}, k, false, false)
+			if err != nil {
+				return nil, err
+			}
+			g.ZeroPriorityWaits = true
+			return g, nil
+		}),
+	})
+	register(contract.Info{
+		Name:    "gavel-fifo",
+		Presets: []string{"gavel-fifo:pick=gavel"},
+		Summary: "Gavel's heterogeneity-agnostic FIFO: in arrival order, each job gets a GPU type with room and keeps it " +
+			"until it finishes, realised in Gavel's rounds",
+		Knobs: gavelKnobs + "; pick=random: the type a job gets, random among those with room " +
+			"(Gavel's intent), or pick=gavel: what Gavel's simulator does (its FIFO falls back on the last type in name " +
+			"order still listed as free, v100 before p100 before k80, and may over-commit it, docs/heterogeneity.md); " +
+			"seed=0: the random draws (under pick=gavel Gavel's own generator: seed=N is Gavel's --seed N)",
+		Defaults: DefaultFIFOKnobs,
+		Build: contract.Typed(DefaultFIFOKnobs, func(_ contract.Context, k FIFOKnobs) (*Gavel, error) {
+			if k.Pick != "random" && k.Pick != "gavel" {
+				return nil, fmt.Errorf("policy gavel-fifo: pick=%q: want random or gavel", k.Pick)
+			}
+			f := &gavelFIFO{}
+			g, err := newGavel("gavel-fifo", f, k.Knobs, false, false)
+			if err != nil {
+				return nil, err
+			}
+			g.ZeroPriorityWaits = true
+			*f = *newGavelFIFO(k.Pick == "gavel", g.Seed)
+			if f.gavelPick {
+				g.name += ":pick=gavel"
+			}
+			return g, nil
+		}),
+	})
+}
+
+// fifoPerf is Gavel's FIFOPolicyWithPerf allocation, recomputed from scratch
+// each time: jobs in arrival order each take the type with the highest
+// throughput among those with enough free GPUs (the first in name order on a
+// tie); the first job for which no type has room ends the pass.
+type fifoPerf struct{}
+
+func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
+	x := make([][]float64, len(p.jobs))
+	free := slices.Clone(p.cap)
+	for m := range p.jobs {
+		x[m] = make([]float64, len(p.types))
+	}
+	for m := range p.jobs {
+		best, fits := -1, false
+		for k := range p.types {
+			if free[k] < p.gpus[m] {
+				continue
+			}
+			fits = true
+			if best < 0 || p.tput[m][k] > p.tput[m][best] {
+				best = k
+			}
+		}
+		if !fits {
+			break
+		}
+		if p.tput[m][best] > 0 {
+			x[m][best] = 1
+			free[best] -= p.gpus[m]
+		}
+	}
+	return x, nil
+}
+
+// gavelFIFO is Gavel's FIFOPolicy (mode base): a job keeps the type it was
+// given until it finishes; the GPUs a finished job frees go to the first
+// waiting job if it fits there; then waiting jobs, in arrival order, get a
+// type with room. The pass stops at the first job no type has room for.
+type gavelFIFO struct {
+	types     map[string]int // job ID -> type index it holds in the allocation
+	rng       *rand.Rand
+	pcg       *rand.PCG // rng's source, saved with the state (state.go)
+	gavelPick bool
+	// Under pick=gavel: Gavel's own generator (random.Random(seed)) and each
+	// job's place in arrival order (Gavel's job ID), kept while the job is
+	// present or holds a type.
+	py    *pyRandom
+	seq   map[string]int
+	nextQ int
+}
+
+// newGavelFIFO is gavel-fifo's allocator; seed is the policy's seed= knob
+// (Gavel's --seed).
+func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
+	pcg := rand.NewPCG(seed, 0xf1f0)
+	return &gavelFIFO{types: map[string]int{}, gavelPick: gavelPick, rng: rand.New(pcg), pcg: pcg,
+		py: newPyRandom(seed), seq: map[string]int{}}
+}
+
+// allocate walks Gavel's FIFOPolicy.get_allocation (mode base,
+// scheduler/policies/fifo.py):
+//
+//   - The queue is the jobs without a type, in arrival order.
+//   - The jobs holding a type are walked in order; a job still present
+//     takes its GPUs off the free count, a job that left hands its type to
+//     the head of the queue if the head fits in the free count as it stands
+//     at that point of the walk.
+//   - Types with free GPUs are listed in name order; each queued job in turn
+//     gets a listed type with room, and a type whose free count reaches
+//     exactly 0 leaves the list. The pass stops at the first job no listed
+//     type has room for.
+//
+// The two picks differ in the order and in which type a job gets:
+//
+//   - pick=random (what the code evidently means): snapshot order, departed
+//     jobs walked first; a job gets the type drawn among those with room.
+//   - pick=gavel (what the code does): Gavel's order, by job ID (arrival,
+//     numbered as the trace's lines); Gavel draws an index among the listed
+//     types with room (random.Random(seed).randrange) but assigns the type
+//     its loop over the listed types ended on, the last one, room or not,
+//     and unlists the drawn one when that type fills. So V100s (last in name
+//     order) fill first and can be over-committed. The draws decide which
+//     type leaves the list and so where later jobs go, hence Gavel's
+//     generator (pyRandom) and its seed.
+func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
+	order := make([]int, len(p.jobs)) // snapshot indices in queue order
+	for m := range order {
+		order[m] = m
+	}
+	present := map[string]int{}
+	for m, st := range p.jobs {
+		present[st.Job.ID] = m
+	}
+	walk := func(a, b string) int { return compareIDs(p, present, a, b) }
+	if f.gavelPick {
+		slices.SortStableFunc(order, func(a, b int) int { return compareArrival(p.jobs[a], p.jobs[b]) })
+		for _, m := range order {
+			if id := p.jobs[m].Job.ID; !hasKey(f.seq, id) {
+				f.seq[id] = f.nextQ
+				f.nextQ++
+			}
+		}
+		walk = func(a, b string) int { return f.seq[a] - f.seq[b] }
+	}
+	var queue []int
+	for _, m := range order {
+		if !hasKey(f.types, p.jobs[m].Job.ID) {
+			queue = append(queue, m)
+		}
+	}
+	held := make([]string, 0, len(f.types))
+	for id := range f.types {
+		held = append(held, id)
+	}
+	slices.SortFunc(held, walk)
+	free := slices.Clone(p.cap)
+	for _, id := range held {
+		k := f.types[id]
+		if m, ok := present[id]; ok {
+			free[k] -= p.gpus[m]
+			continue
+		}
+		delete(f.types, id)
+		if len(queue) > 0 {
+			m := queue[0]
+			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 {
+				queue = queue[1:]
+				f.types[p.jobs[m].Job.ID] = k
+				free[k] -= p.gpus[m]
+			}
+		}
+	}
+	for id := range f.seq {
+		if !hasKey(present, id) && !hasKey(f.types, id) {
+			delete(f.seq, id)
+		}
+	}
+	var listed []int // type indices in name order (p.types is sorted)
+	for k := range p.types {
+		if free[k] > 0 {
+			listed = append(listed, k)
+		}
+	}
+	for len(queue) > 0 && len(listed) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		var fit []int // positions in listed with room for the job
+		for i, k := range listed {
+			if free[k] >= p.gpus[m] {
+				fit = append(fit, i)
+			}
+		}
+		if len(fit) == 0 {
+			break
+		}
+		var drawn, k int
+		if f.gavelPick {
+			drawn, k = fit[f.py.randrange(len(fit))], listed[len(listed)-1]
+		} else {
+			drawn = fit[f.rng.IntN(len(fit))]
+			k = listed[drawn]
+		}
+		if p.tput[m][k] <= 0 {
+			continue
+		}
+		f.types[p.jobs[m].Job.ID] = k
+		free[k] -= p.gpus[m]
+		if free[k] == 0 {
+			listed = slices.Delete(listed, drawn, drawn+1)
+		}
+	}
+	x := make([][]float64, len(p.jobs))
+	for m, st := range p.jobs {
+		x[m] = make([]float64, len(p.types))
+		if k, ok := f.types[st.Job.ID]; ok {
+			x[m][k] = 1
+		}
+	}
+	return x, nil
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// compareArrival orders jobs as Gavel numbers them: by submission time, then
+// by ID, numerically where both IDs are whole numbers (a trace's line
+// numbers), so job 10 comes after job 9.
+func compareArrival(a, b *engine.Status) int {
+	if c := cmp.Compare(a.Job.Submit, b.Job.Submit); c != 0 {
+		return c
+	}
+	x, errX := strconv.ParseUint(a.Job.ID, 10, 64)
+	y, errY := strconv.ParseUint(b.Job.ID, 10, 64)
+	if errX == nil && errY == nil {
+		return cmp.Compare(x, y)
+	}
+	return strings.Compare(a.Job.ID, b.Job.ID)
+}
+
+// compareIDs orders job IDs by arrival: present jobs by their index in the
+// snapshot, departed ones (unknown order) by ID, before the present ones.
+func compareIDs(p *gavelProblem, present map[string]int, a, b string) int {
+	ma, okA := present[a]
+	mb, okB := present[b]
+	switch {
+	case okA && okB:
+		return ma - mb
+	case okA:
+		return 1
+	case okB:
+		return -1
+	}
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}

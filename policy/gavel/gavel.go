@@ -1,0 +1,544 @@
+package gavel
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/solver"
+)
+
+// Gavel (Narayanan et al., OSDI'20; stanford-futuredata/gavel) splits a
+// scheduling policy in two:
+//
+//   - an allocation: X[m][k], the fraction of time job m should spend on GPU
+//     type k, with X >= 0, sum_k X[m][k] <= 1 and sum_m GPUs_m X[m][k] <=
+//     GPUs of type k, chosen by the policy (an LP for the fairness,
+//     makespan and throughput objectives; FIFO's rule for FIFO);
+//   - a round-based mechanism that realises it: each round (360 s in Gavel)
+//     a job's priority on type k is X[m][k] divided by the share of type k's
+//     time it has received since the allocation was last recomputed, and
+//     the GPUs of each type, fastest type first, go greedily to the jobs of
+//     highest priority that still fit (a job runs on one type per round).
+//
+// This file holds the mechanism; gavel_lp.go and fifoperf.go the allocators.
+// The mechanism follows Gavel's simulator (scheduler/scheduler.py at
+// c4fa4009):
+//
+//   - The allocation is recomputed when jobs arrived or left since the last
+//     computation, but no sooner than MinReset seconds (Gavel's
+//     minimum_time_between_allocation_resets, 1920 s) after the previous
+//     one; until then new jobs have no allocation. When no job is running
+//     the allocation is recomputed at once (Gavel does so only once its
+//     trace has no arrivals left, and otherwise skips to the next arrival).
+//   - At each recomputation every job's time on each type restarts from a
+//     credit of half a round (Gavel's time_per_iteration / 2), and each
+//     job's deficit (time it should have received minus time it received)
+//     accumulates; priority ties go to the larger deficit, then the larger
+//     allocation, then the earlier job.
+//   - A job's share of type k is its time on k over the time all jobs spent
+//     on k since the recomputation (credits included).
+//   - Jobs with no allocation on a type may still run on it when GPUs of
+//     that type would otherwise idle, except under FIFO (ZeroPriorityWaits).
+//
+// Rounds: the policy re-plans at most every Round seconds (360 s by
+// default); when the engine asks in between (an arrival, a completion, a
+// shorter engine round) it keeps its last plan minus the jobs that left, so
+// new jobs wait for the next round and freed GPUs idle until then, as in
+// Gavel — except that an idle cluster is planned at once. --preset gavel
+// (--round 360 --on-events=false) makes the engine's rounds Gavel's. Time
+// received is measured from engine.Status.TypeExecuted.
+//
+// The policy keeps per-job state between rounds (time received at the last
+// recomputation, allocation, deficits): it is a deterministic function of
+// the sequence of snapshots, as a simulation needs, but a restarted server
+// starts it afresh.
+type Gavel struct {
+	name string
+	// Alloc computes the allocation.
+	Alloc gavelAllocator
+	// Round is the round length, s, used for the half-round time credit.
+	Round float64
+	// MinReset is the shortest time between two recomputations, s.
+	MinReset float64
+	// ZeroPriorityWaits keeps a job off a type where its priority is 0
+	// (Gavel applies it to its FIFO policies).
+	ZeroPriorityWaits bool
+	// Agnostic replaces every throughput by 1 where the job can run:
+	// Gavel's heterogeneity-agnostic baselines. The mechanism then takes GPU
+	// types in a random order each round, as Gavel does for them.
+	Agnostic bool
+	// Seed seeds that random order.
+	Seed uint64
+	// SpaceSharing lets the LP pack pairs of jobs on the same GPUs where
+	// the model measured them (gavel_pairs.go). It takes effect only where
+	// the executor runs pairs (engine.Snapshot.Sharing); elsewhere the policy
+	// plans without packing.
+	SpaceSharing bool
+
+	rng       *rand.Rand
+	pcg       *rand.PCG   // rng's source, saved with the state
+	last      engine.Plan // the plan of the last round
+	lastPlan  float64     // when it was made
+	planned   bool
+	jobs      map[string]*gavelJob
+	pairState map[string]*gavelPairState // by pairKey
+	types     []string                   // cluster GPU types, sorted
+	typeTime  []float64
+	lastReset float64
+	stale     bool // jobs arrived or left since the allocation was computed
+	// Solves counts allocation computations; Failures those whose solver
+	// failed (the policy then falls back to equal shares).
+	Solves, Failures int
+	LastErr          error
+}
+
+// gavelJob is the mechanism's state for one job.
+type gavelJob struct {
+	x        []float64 // allocation by type index; nil until computed
+	deficit  []float64
+	received []float64 // seconds on each type since the recomputation, credit included
+	seen     []float64 // TypeExecuted at the last look, by type index
+	present  bool
+}
+
+// gavelProblem is what an allocator sees: the active jobs and their
+// throughputs on each GPU type.
+type gavelProblem struct {
+	now   float64
+	jobs  []*engine.Status
+	types []string
+	cap   []float64   // GPUs of each type
+	tput  [][]float64 // progress/s of job m alone on type k (0: cannot run)
+	gpus  []float64   // GPUs each job needs (its scale factor)
+	rem   []float64   // work left, model units
+	age   []float64   // seconds since submission
+	prev  [][]float64 // previous allocation (nil rows for new jobs)
+	pairs []gavelPair // pairs that may share GPUs (space sharing); nil without
+}
+
+// gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
+// row per pair of p.pairs (LP allocators only; rows missing = 0). An error
+// makes the mechanism fall back to equal shares.
+type gavelAllocator interface {
+	allocate(p *gavelProblem) ([][]float64, error)
+}
+
+// Name implements engine.Policy.
+func (g *Gavel) Name() string { return g.name }
+
+// gavelKnobs are the knobs every Gavel policy takes.
+const gavelKnobs = "round=360: seconds between re-plans (the plan is kept in between; --preset gavel aligns the engine's rounds); " +
+	"reset=1920: minimum seconds between two recomputations of the allocation (Gavel's simulator; 0 = at every arrival and completion); " +
+	"agnostic=false: treat every GPU type as equally fast (Gavel's heterogeneity-agnostic baseline); seed=0: order of types when agnostic"
+
+// Knobs are the knobs every Gavel policy takes (gavelKnobs documents
+// them).
+type Knobs struct {
+	Round    float64 `knob:"round"`    // seconds between re-plans, > 0
+	Reset    float64 `knob:"reset"`    // minimum seconds between recomputations, >= 0
+	Agnostic bool    `knob:"agnostic"` // every GPU type equally fast
+	Seed     int     `knob:"seed"`     // >= 0
+}
+
+// LPKnobs are the knobs of Gavel's LP policies.
+type LPKnobs struct {
+	Knobs
+	SpaceSharing bool `knob:"space_sharing"`
+}
+
+// DefaultKnobs and DefaultLPKnobs hold the defaults: Gavel's simulator's.
+var (
+	DefaultKnobs   = Knobs{Round: 360, Reset: 1920}
+	DefaultLPKnobs = LPKnobs{Knobs: DefaultKnobs}
+)
+
+// newGavel builds a Gavel policy with allocator a and knobs k; an LP
+// policy (needsSolver) may also share GPUs between measured pairs.
+func newGavel(name string, a gavelAllocator, k Knobs, needsSolver, spaceSharing bool) (*Gavel, error) {
+	if needsSolver {
+		if err := solver.Available(); err != nil {
+			return nil, fmt.Errorf("policy %s solves an LP: %w", name, err)
+		}
+	}
+	g := &Gavel{name: name, Alloc: a, jobs: map[string]*gavelJob{}, pairState: map[string]*gavelPairState{}}
+	g.Round, g.MinReset, g.Agnostic = k.Round, k.Reset, k.Agnostic
+	if !(g.Round > 0) || g.MinReset < 0 {
+		return nil, fmt.Errorf("policy %s: want round > 0 and reset >= 0 seconds, got %v and %v", name, g.Round, g.MinReset)
+	}
+	if k.Seed < 0 {
+		return nil, fmt.Errorf("policy %s: seed=%v: want an integer >= 0", name, k.Seed)
+	}
+	g.Seed = uint64(k.Seed)
+	if g.Agnostic {
+		g.name += ":agnostic=true"
+	}
+	g.SpaceSharing = spaceSharing
+	if g.SpaceSharing && g.Agnostic {
+		return nil, fmt.Errorf("policy %s: space_sharing needs the measured throughputs; agnostic=true ignores them", name)
+	}
+	if g.SpaceSharing {
+		g.name += ":space_sharing=true"
+	}
+	g.pcg = rand.NewPCG(g.Seed, 0x9a7e1)
+	g.rng = rand.New(g.pcg)
+	return g, nil
+}
+
+// Schedule implements engine.Policy.
+func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
+	if g.types == nil {
+		g.types = s.Cluster.GPUTypes()
+		sort.Strings(g.types)
+		g.typeTime = make([]float64, len(g.types))
+	}
+	idle := true
+	for _, st := range s.Jobs {
+		idle = idle && len(st.GPUs) == 0
+	}
+	if g.planned && !idle && s.Now < g.lastPlan+g.Round-1e-6 {
+		out := g.keep(s)
+		g.explain(s, &out, "between rounds the last round's plan stands")
+		return out
+	}
+	p := g.problem(s)
+	g.account(s)
+	var warn []engine.Warning
+	if g.stale && (s.Now-g.lastReset >= g.MinReset || g.lastReset == 0 || idle) {
+		if err := g.reset(s, p); err != nil {
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
+				Reason: fmt.Sprintf("%s: allocation LP failed, equal shares used until the next solve: %v", g.name, err)})
+		}
+	}
+	g.last = g.plan(s, p)
+	g.planned, g.lastPlan = true, s.Now
+	out := g.last
+	out.Warnings = warn
+	g.explain(s, &out, "")
+	return out
+}
+
+// explain gives each job left out its allocation: the share of time on each
+// type the LP (or rule) gave it, against what it received.
+func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
+	explain.Plan(s, plan, nil, func(st *engine.Status) string {
+		gj := g.jobs[st.Job.ID]
+		if gj == nil || gj.x == nil {
+			return "not yet in the allocation (it is recomputed at most every " + fmt.Sprintf("%.0f s)", g.MinReset)
+		}
+		var parts []string
+		for k, t := range g.types {
+			if gj.x[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%.2f of %s", gj.x[k], t))
+			}
+		}
+		text := "allocation 0"
+		if len(parts) > 0 {
+			text = "allocation " + strings.Join(parts, ", ")
+		}
+		text += "; jobs furthest below their allocation run first"
+		if note != "" {
+			text += "; " + note
+		}
+		return text
+	})
+}
+
+// keep returns the last round's plan without the jobs that have left: between
+// rounds nothing moves, and GPUs freed by finished jobs wait for the next
+// round, as in Gavel.
+func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
+	active := make(map[string]bool, len(s.Jobs))
+	for _, st := range s.Jobs {
+		active[st.Job.ID] = true
+	}
+	var out engine.Plan
+	for _, a := range g.last.Run {
+		if active[a.Job] {
+			if !active[a.PackWith] {
+				a.PackWith = "" // its partner finished: it runs on alone
+			}
+			out.Run = append(out.Run, a)
+		}
+	}
+	return out
+}
+
+// problem gathers the jobs' throughputs on each type.
+func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
+	n, K := len(s.Jobs), len(g.types)
+	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types, cap: make([]float64, K),
+		tput: make([][]float64, n), gpus: make([]float64, n), rem: make([]float64, n), age: make([]float64, n), prev: make([][]float64, n)}
+	for k, t := range g.types {
+		p.cap[k] = float64(s.Cluster.GPUsOfType(t))
+	}
+	for m, st := range s.Jobs {
+		j := st.Job
+		p.gpus[m] = float64(j.GPUs)
+		p.rem[m] = math.Max(st.Work-st.Progress, 0)
+		p.age[m] = math.Max(s.Now-j.Submit, 0)
+		p.tput[m] = make([]float64, K)
+		for k, t := range g.types {
+			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > p.cap[k] {
+				continue
+			}
+			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), st.Progress)
+			if r > 0 && g.Agnostic {
+				r = 1
+			}
+			p.tput[m][k] = r
+		}
+		if gj := g.jobs[j.ID]; gj != nil {
+			p.prev[m] = gj.x
+		}
+	}
+	p.pairs = g.pairs(s, p)
+	return p
+}
+
+// account adds the time each job received since the last look, and notes
+// arrivals and departures.
+func (g *Gavel) account(s *engine.Snapshot) {
+	for _, gj := range g.jobs {
+		gj.present = false
+	}
+	for _, st := range s.Jobs {
+		gj := g.jobs[st.Job.ID]
+		if gj == nil {
+			gj = &gavelJob{received: make([]float64, len(g.types)), seen: make([]float64, len(g.types)), deficit: make([]float64, len(g.types))}
+			for k := range gj.received {
+				gj.received[k] = g.Round / 2
+			}
+			g.jobs[st.Job.ID] = gj
+			g.stale = true
+		}
+		gj.present = true
+		// A job packed now has been so since the last round (pairs change
+		// only at rounds, or end when a member finishes): its time goes to
+		// the pair, counted once for the type.
+		ps := g.pairState[alloc.PairKey(st.Job.ID, st.PackedWith)]
+		for k, t := range g.types {
+			exec := st.TypeExecuted[t]
+			if d := exec - gj.seen[k]; d > 0 {
+				switch {
+				case st.PackedWith == "" || ps == nil:
+					gj.received[k] += d
+					g.typeTime[k] += d
+				case st.Job.ID < st.PackedWith:
+					ps.received[k] += d
+					g.typeTime[k] += d
+				}
+			}
+			gj.seen[k] = exec
+		}
+	}
+	for id, gj := range g.jobs {
+		if !gj.present {
+			delete(g.jobs, id)
+			g.stale = true
+		}
+	}
+}
+
+// reset recomputes the allocation and restarts the time shares. An error
+// says the solver failed and equal shares stand in (equalShares).
+func (g *Gavel) reset(s *engine.Snapshot, p *gavelProblem) error {
+	elapsed := s.Now - g.lastReset
+	for k := range g.typeTime {
+		g.typeTime[k] = 0
+	}
+	for _, st := range s.Jobs {
+		gj := g.jobs[st.Job.ID]
+		g.restart(gj.x, gj.deficit, gj.received, elapsed)
+	}
+	g.resetPairs(p, elapsed)
+	x, err := g.allocate(p)
+	for m, st := range s.Jobs {
+		g.jobs[st.Job.ID].x = x[m]
+	}
+	for q, pr := range p.pairs {
+		if len(x) > len(s.Jobs)+q {
+			g.pairState[pr.key].x = x[len(s.Jobs)+q]
+		}
+	}
+	g.LastErr = err
+	g.lastReset = s.Now
+	g.stale = false
+	return err
+}
+
+// restart adds to deficit, per type, the time an entry (a job or a pair)
+// should have received under allocation x over elapsed seconds minus what
+// it received, and restarts its time received at the half-round credit.
+func (g *Gavel) restart(x, deficit, received []float64, elapsed float64) {
+	for k := range g.types {
+		should := 0.0
+		if x != nil {
+			should = x[k] * elapsed
+		}
+		deficit[k] += should - (received[k] - g.Round/2)
+		received[k] = g.Round / 2
+		g.typeTime[k] += g.Round / 2
+	}
+}
+
+func (g *Gavel) allocate(p *gavelProblem) ([][]float64, error) {
+	g.Solves++
+	if len(p.jobs) == 0 {
+		return nil, nil
+	}
+	x, err := g.Alloc.allocate(p)
+	if err != nil {
+		g.Failures++
+		return equalShares(p), err
+	}
+	for m := range x {
+		for k := range x[m] {
+			x[m][k] = min(max(x[m][k], 0), 1) // solver round-off
+		}
+	}
+	return x, nil
+}
+
+// equalShares is each job's "1/n of the cluster": n active jobs get
+// total/n GPUs' worth of time each, so a job on g GPUs runs a fraction
+// min(1, total/(n g)) of the time, spread over the types it can use in
+// proportion to their size. It stands for Gavel's isolated allocation (the
+// heterogeneity-agnostic max-min LP), normalises throughputs, and is the
+// fallback when a solve fails.
+func equalShares(p *gavelProblem) [][]float64 {
+	x := make([][]float64, len(p.jobs))
+	share := 0.0
+	for _, c := range p.cap {
+		share += c
+	}
+	share /= float64(max(len(p.jobs), 1))
+	for m := range x {
+		x[m] = make([]float64, len(p.types))
+		usable := 0.0
+		for k := range p.types {
+			if p.tput[m][k] > 0 {
+				usable += p.cap[k]
+			}
+		}
+		if usable == 0 {
+			continue
+		}
+		f := min(1, share/p.gpus[m])
+		for k := range p.types {
+			if p.tput[m][k] > 0 {
+				x[m][k] = f * p.cap[k] / usable
+			}
+		}
+	}
+	return x
+}
+
+type gavelEntry struct {
+	m                    int
+	prio, deficit, alloc float64
+	k                    int
+	pair                 int // index in gavelProblem.pairs, -1 for a job alone
+}
+
+// plan runs one round of Gavel's mechanism.
+func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
+	order := g.typeOrder(p)
+	var queue []gavelEntry
+	for _, k := range order {
+		start := len(queue)
+		for m, st := range s.Jobs {
+			gj := g.jobs[st.Job.ID]
+			e := gavelEntry{m: m, k: k, deficit: gj.deficit[k], pair: -1}
+			if gj.x != nil && p.tput[m][k] > 0 {
+				e.alloc, e.prio = g.priority(gj.x[k], gj.received[k], k)
+			}
+			queue = append(queue, e)
+		}
+		queue = g.pairEntries(queue, p, k)
+		part := queue[start:]
+		slices.SortStableFunc(part, func(a, b gavelEntry) int {
+			if c := cmp.Compare(b.prio, a.prio); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.deficit, a.deficit); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.alloc, a.alloc)
+		})
+	}
+	left := slices.Clone(p.cap)
+	done := make([]bool, len(s.Jobs))
+	var plan engine.Plan
+	for _, e := range queue {
+		if e.pair >= 0 {
+			plan.Run = g.placePair(plan.Run, e, p, left, done)
+			continue
+		}
+		if left[e.k] == 0 || done[e.m] || p.tput[e.m][e.k] <= 0 {
+			continue
+		}
+		if g.ZeroPriorityWaits && e.prio <= 0 {
+			continue
+		}
+		if p.gpus[e.m] > left[e.k] {
+			continue
+		}
+		left[e.k] -= p.gpus[e.m]
+		done[e.m] = true
+		st := s.Jobs[e.m]
+		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: g.types[e.k]})
+	}
+	return plan
+}
+
+// priority is an entry's allocation on type k and its priority: the
+// allocation over the share of k's time received since the recomputation.
+func (g *Gavel) priority(alloc, received float64, k int) (float64, float64) {
+	share := 0.0
+	if g.typeTime[k] > 0 {
+		share = received / g.typeTime[k]
+	}
+	switch {
+	case alloc == 0:
+		return 0, 0
+	case share > 0:
+		return alloc, alloc / share
+	default:
+		return alloc, alloc * 1e9
+	}
+}
+
+// typeOrder is the order in which types are filled: fastest first (by the
+// active jobs' mean throughput there relative to their best type; Gavel's
+// fixed v100, p100, k80), or a random order each round when agnostic.
+func (g *Gavel) typeOrder(p *gavelProblem) []int {
+	order := make([]int, len(p.types))
+	for k := range order {
+		order[k] = k
+	}
+	if g.Agnostic {
+		g.rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		return order
+	}
+	speed := make([]float64, len(p.types))
+	for m := range p.jobs {
+		best := slices.Max(p.tput[m])
+		if best <= 0 {
+			continue
+		}
+		for k := range p.types {
+			speed[k] += p.tput[m][k] / best
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(speed[b], speed[a]) })
+	return order
+}

@@ -1,0 +1,202 @@
+package harvest
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/loan"
+)
+
+// arylPolicies registers the policies this file defines; Policies calls it.
+func arylPolicies(register func(contract.Info)) {
+	register(contract.Info{
+		Name:    "aryl",
+		Presets: []string{"aryl:loan=false"},
+		Summary: "Aryl / Lyra (EuroSys'23): idle inference servers lent to training; base (minimum) workers shortest job " +
+			"first, extra workers by a multiple-choice knapsack on JCT reduction; reclaims take the servers whose jobs " +
+			"lose least",
+		Knobs: "loan=true: lend idle inference servers (false: the training cluster alone, the paper's baseline); " +
+			"whole=true: lend only servers inference leaves wholly idle (false: any idle GPU); " +
+			"elastic=true: extra workers by the knapsack (false: every job runs on the GPUs it asked for; with " +
+			"loan=false, the papers' baseline without capacity loaning or elastic scaling)",
+		Elastic:  true,
+		Defaults: DefaultAryl,
+		Build:    contract.Typed(DefaultAryl, func(_ contract.Context, k Aryl) (*Aryl, error) { return NewAryl(k), nil }),
+	})
+}
+
+// Aryl is the capacity-loaning scheduler of Aryl (arXiv'22), published as
+// Lyra (EuroSys'23). The papers' code is not public; this follows their
+// description, with the gaps filled as the shared policy notes mark
+// [recon] (../shared/docs/POLICIES.md, beside the repository, not in it):
+//
+//   - Loaning: inference servers inference leaves wholly idle are lent to
+//     training (Whole); a job runs either on the training cluster or wholly
+//     on loaned servers (a job never spans sites here, where Lyra keeps
+//     base workers on the training cluster and puts flexible ones on loaned
+//     servers).
+//   - Base allocation: jobs by shortest remaining time at their minimum
+//     worker count (Lyra orders its queue SJF); each takes its minimum on the
+//     training cluster if it fits (a job running on loaned servers stays
+//     there while they remain), else on loaned servers, else waits.
+//   - Extra workers: in each pool, a multiple-choice knapsack over the jobs
+//     placed there, worth the JCT reduction rem(min) - rem(n) of running on
+//     n workers instead of the minimum, within the pool's spare GPUs.
+//   - Reclaim: when inference needs servers back, the simulator takes idle
+//     ones first, then those whose jobs cost least to preempt (ReclaimCost:
+//     GPU-seconds of restart the job loses).
+type Aryl struct {
+	Loan    bool `knob:"loan"`
+	Whole   bool `knob:"whole"`
+	Elastic bool `knob:"elastic"` // false: jobs run rigid, on the GPUs they asked for
+	name    string
+}
+
+// DefaultAryl holds Aryl's default knobs.
+var DefaultAryl = Aryl{Loan: true, Whole: true, Elastic: true}
+
+// NewAryl builds Aryl with the knobs k holds; its name lists those off.
+func NewAryl(k Aryl) *Aryl {
+	a := &Aryl{Loan: k.Loan, Whole: k.Whole, Elastic: k.Elastic, name: "aryl"}
+	if !a.Loan {
+		a.name += ":loan=false"
+	}
+	if !a.Elastic {
+		a.name += ":elastic=false"
+	}
+	if !a.Whole {
+		a.name += ":whole=false"
+	}
+	return a
+}
+
+// Name implements engine.Policy.
+func (a *Aryl) Name() string { return a.name }
+
+// idleServerGPUs counts the GPUs of the site's servers that inference
+// leaves wholly idle (all GPUs up).
+func idleServerGPUs(s *engine.Snapshot, site *cluster.Site) int {
+	k := 0
+	for _, id := range site.Nodes {
+		nd := &s.Cluster.Nodes[id]
+		if s.UpGPUs(nd) == nd.GPUs {
+			k += nd.GPUs
+		}
+	}
+	return k
+}
+
+// Schedule implements engine.Policy.
+func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
+	var lend func(*cluster.Site) int
+	if a.Whole {
+		lend = func(site *cluster.Site) int { return idleServerGPUs(s, site) }
+	}
+	pools := loan.Pools(s, a.Loan, lend)
+	type entry struct {
+		st   *engine.Status
+		pool int
+		need int     // base workers: its minimum, or what it asked for when not elastic
+		rem  float64 // on need GPUs of the training type
+	}
+	order := make([]entry, len(s.Jobs))
+	for i, st := range s.Jobs {
+		t := ""
+		if len(pools) > 0 {
+			t = pools[0].Type
+		}
+		need := st.Job.MinGPUs
+		if !a.Elastic {
+			need = max(st.Job.GPUs, st.Job.MinGPUs)
+		}
+		order[i] = entry{st: st, pool: -1, need: need, rem: s.Remaining(st, need, t)}
+	}
+	slices.SortStableFunc(order, func(x, y entry) int { return cmp.Compare(x.rem, y.rem) })
+	free := make([]int, len(pools))
+	for i, p := range pools {
+		free[i] = p.Free
+	}
+	// Base workers. A job on loaned servers stays in their pool while it fits.
+	for i := range order {
+		e := &order[i]
+		need := e.need
+		cur := loan.SiteOf(s, e.st)
+		try := make([]int, 0, len(pools))
+		for k, p := range pools {
+			if p.Infer && p.Site == cur {
+				try = append(try, k)
+			}
+		}
+		for k := range pools {
+			try = append(try, k)
+		}
+		for _, k := range try {
+			if free[k] >= need {
+				free[k] -= need
+				e.pool = k
+				break
+			}
+		}
+	}
+	// Extra workers, per pool.
+	var plan engine.Plan
+	for k, p := range pools {
+		var in []entry
+		var items [][]loan.Choice
+		for _, e := range order {
+			if e.pool != k {
+				continue
+			}
+			in = append(in, e)
+			if !a.Elastic {
+				items = append(items, nil)
+				continue
+			}
+			lo, hi := loan.Range(s, e.st, free[k]+e.st.Job.MinGPUs)
+			base := s.Remaining(e.st, lo, p.Type)
+			var ch []loan.Choice
+			for n := lo + 1; n <= hi; n++ {
+				r := s.Remaining(e.st, n, p.Type)
+				if gain := base - r; gain > 0 && !math.IsInf(gain, 0) {
+					ch = append(ch, loan.Choice{GPUs: n - lo, Value: gain})
+				}
+			}
+			items = append(items, ch)
+		}
+		pick := loan.MCKnapsack(items, free[k])
+		var run []engine.Assignment
+		for i, e := range in {
+			n := e.need
+			if pick[i] >= 0 {
+				n += items[i][pick[i]].GPUs
+			}
+			run = append(run, engine.Assignment{Job: e.st.Job.ID, GPUs: n, GPUType: p.Type, Site: p.Site})
+		}
+		plan.Run = append(plan.Run, loan.LargestFirst(run)...)
+	}
+	sts := make([]*engine.Status, len(order))
+	rem := make(map[*engine.Status]float64, len(order))
+	for i, e := range order {
+		sts[i], rem[e.st] = e.st, e.rem
+	}
+	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
+		return fmt.Sprintf("remaining %.0f s on its base workers; shortest first", rem[st])
+	})
+	return plan
+}
+
+// ReclaimCost implements engine.ReclaimCoster: the GPU-seconds of restart a
+// preempted job loses (its GPUs x its model's restart cost), so servers
+// whose jobs are cheapest to stop go back first.
+func (a *Aryl) ReclaimCost(s *engine.Snapshot, st *engine.Status) float64 {
+	if st == nil || len(st.GPUs) == 0 {
+		return 0
+	}
+	return float64(len(st.GPUs)) * math.Max(s.Model.Costs(st.Job).Restart, 1)
+}

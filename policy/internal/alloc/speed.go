@@ -1,0 +1,55 @@
+package alloc
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
+)
+
+// Rate is st's progress rate on n packed GPUs of type t (0: cannot run there).
+func Rate(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
+	r, _ := s.Model.Rate(st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), st.Progress)
+	return r
+}
+
+// TypesBySpeed orders the cluster's GPU types fastest first: by the mean,
+// over the jobs, of each job's rate there relative to its best type. Ties
+// keep the cluster's (alphabetical) order.
+func TypesBySpeed(s *engine.Snapshot, jobs []*engine.Status) []string {
+	types := slices.Clone(s.Cluster.GPUTypes())
+	score := make(map[string]float64, len(types))
+	for _, st := range jobs {
+		best := 0.0
+		rates := make([]float64, len(types))
+		for i, t := range types {
+			rates[i] = Rate(s, st, st.Job.GPUs, t)
+			best = max(best, rates[i])
+		}
+		if best > 0 {
+			for i, t := range types {
+				score[t] += rates[i] / best
+			}
+		}
+	}
+	slices.SortStableFunc(types, func(a, b string) int { return -cmp.Compare(score[a], score[b]) })
+	return types
+}
+
+// Speedup is the mean over jobs of rate on fast / rate on slow, leaving out
+// jobs that cannot run on one of them; 1 when none is left.
+func Speedup(s *engine.Snapshot, jobs []*engine.Status, fast, slow string) float64 {
+	sum, n := 0.0, 0
+	for _, st := range jobs {
+		rf, rs := Rate(s, st, st.Job.GPUs, fast), Rate(s, st, st.Job.GPUs, slow)
+		if rf > 0 && rs > 0 {
+			sum += rf / rs
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return sum / float64(n)
+}
