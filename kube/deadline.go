@@ -34,16 +34,20 @@ func (s *Scheduler) withDeadline(w *workload, out TideJobStatus) TideJobStatus {
 	if d.said == nil {
 		d.said = map[string]string{}
 	}
+	deadline := w.deadline
+	if st := s.eng.Job(s.ids[w.key]); st != nil {
+		deadline = st.Job.Deadline // in the engine's clock (a live driver's may differ)
+	}
 	outcome := ""
 	switch {
 	case out.Phase == PhaseDeclined:
 		outcome = PhaseDeclined
-	case w.deadline <= 0:
+	case deadline <= 0:
 	case out.Phase == PhaseSucceeded && w.tj.Status.DeadlineOutcome != "":
 		outcome = w.tj.Status.DeadlineOutcome
-	case out.Phase == PhaseSucceeded && s.cfg.Clock.Now() <= w.deadline:
+	case out.Phase == PhaseSucceeded && s.cfg.Clock.Now() <= deadline:
 		outcome = DeadlineMet
-	case s.cfg.Clock.Now() > w.deadline && out.Phase != PhaseFailed && out.Phase != PhaseInvalid:
+	case s.cfg.Clock.Now() > deadline && out.Phase != PhaseFailed && out.Phase != PhaseInvalid:
 		outcome = DeadlineMissed
 	}
 	if outcome != PhaseDeclined {

@@ -43,7 +43,6 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy"
 )
 
@@ -98,6 +97,9 @@ type Config struct {
 	// (cmd/tide-kube reads POD_NAME and POD_NAMESPACE); nil records them
 	// in the log only.
 	Self *corev1.ObjectReference
+	// Live, when set, is a driver standing in for the training processes
+	// (live.go).
+	Live *Live
 	// PolicyStateLimit is the most bytes of policy state kept on the
 	// Lease under leader election (default DefaultPolicyStateLimit;
 	// policystate.go); a larger state is not saved and a Warning Event
@@ -226,8 +228,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	pol, err := policy.Parse(cfg.Policy, policy.Context{})
-	if err != nil {
+	var pol engine.Policy
+	var err error
+	if cfg.Live != nil && cfg.Live.Policy != nil {
+		pol = cfg.Live.Policy
+	} else if pol, err = policy.Parse(cfg.Policy, policy.Context{}); err != nil {
 		return nil, fmt.Errorf("kube: policy: %w", err)
 	}
 	quota := &liveQuota{inner: pol, fill: cfg.FillIdle}
@@ -428,7 +433,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	} else {
 		s.update(v)
 	}
-	if err := s.tide(v); err != nil {
+	if err := s.tide(v, c); err != nil {
 		return err
 	}
 	s.progress()
@@ -737,7 +742,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 			prev[st.Job.ID] = st
 		}
 	}
-	eng, err := engine.New(engine.Config{Cluster: c, Model: perf.Duration{}, Policy: s.pol,
+	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
 		Placer: s.placer(), Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
@@ -819,7 +824,7 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 			return false
 		}
 	}
-	if _, err := s.eng.Submit(w.job(id)); err != nil {
+	if _, err := s.eng.Submit(s.jobOf(w, id)); err != nil {
 		s.unsched[w.key] = err.Error()
 		s.warnOnce(w.key, w.key, err.Error())
 		return false
@@ -935,7 +940,7 @@ func (s *Scheduler) update(v *view) {
 		if st != nil && !st.State.Terminal() && s.holdBack(w) {
 			continue // withdrawn while its workers back off
 		}
-		if st != nil && st.State == job.Declined && st.Job.Submit == w.created && st.Job.Deadline == w.deadline {
+		if st != nil && st.State == job.Declined && sameAdmission(st.Job, s.jobOf(w, id)) {
 			// The policy refused it at admission: it stays refused (not
 			// resubmitted every round) until it is made anew or its
 			// deadline changes.
@@ -992,7 +997,7 @@ func (s *Scheduler) progress() {
 	now := s.cfg.Clock.Now()
 	dt := now - s.lastRep
 	s.lastRep = now
-	if dt <= 0 || dt > 3600 {
+	if s.liveProgress() || dt <= 0 || dt > 3600 { // live.go
 		return
 	}
 	for _, st := range s.eng.Active() {

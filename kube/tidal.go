@@ -60,6 +60,7 @@ type SiteHarvest struct {
 // tidal is the scheduler's state for tidal capacity.
 type tidal struct {
 	reserve map[types.UID]*reservation // pending pods of other schedulers tide makes room for
+	down    int                        // GPUs down after the last round
 	why     map[string]string          // engine job ID -> why its GPUs were taken back (until it runs again)
 	acctAt  float64                    // engine time harvest was last counted to
 	harvest map[string]*SiteHarvest    // by site
@@ -94,15 +95,23 @@ func lent(n *cluster.Node) bool { return n.SiteKind != cluster.SiteCloud }
 // tide brings the engine's down set up to date with the owners' demand
 // (v's pods of other schedulers, running and pending, and taken-back
 // servers) and counts harvest and inference waits. It runs each round
-// after the engine is up to date and before it plans.
-func (s *Scheduler) tide(v *view) error {
+// after the engine is up to date and before it plans, with the round's
+// cluster c (the engine's, or one of the same nodes). A cluster with no
+// edge or inference site, no server taken back and nothing down costs a
+// walk over its nodes.
+func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 	t := &s.tidal
 	if t.reserve == nil {
 		t.reserve, t.why, t.harvest = map[types.UID]*reservation{}, map[string]string{}, map[string]*SiteHarvest{}
 	}
-	snap := s.eng.Snapshot()
-	c := snap.Cluster
-	s.countHarvest(snap)
+	busy := t.down > 0 || len(t.reserve) > 0
+	for i := 0; i < len(c.Nodes) && !busy; i++ {
+		busy = lent(&c.Nodes[i]) || (v.nodes[c.Nodes[i].Name] != nil && s.cfg.Sites.takenBack(v.nodes[c.Nodes[i].Name]) != "")
+	}
+	if !busy {
+		return nil
+	}
+	s.countHarvest(c)
 	s.settleReservations(v)
 	// What each node's owner holds or wants: running pods of other
 	// schedulers, the reservations, or the whole node taken back.
@@ -282,6 +291,10 @@ func (s *Scheduler) applyDown(c *cluster.Cluster, want []int, why []string) erro
 			reason[g] = msg
 		}
 	}
+	s.tidal.down = 0
+	for _, k := range want {
+		s.tidal.down += k
+	}
 	if _, err := s.eng.SetDown(up, false); err != nil {
 		return fmt.Errorf("kube: capacity back: %w", err)
 	}
@@ -318,9 +331,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// countHarvest adds the GPU time tide's jobs held on lent sites since
-// the last count, at the allocation the engine has had since then.
-func (s *Scheduler) countHarvest(snap *engine.Snapshot) {
+// countHarvest adds the GPU time tide's jobs held on lent sites of c
+// since the last count, at the allocation the engine has had since then.
+func (s *Scheduler) countHarvest(c *cluster.Cluster) {
 	t := &s.tidal
 	now := s.cfg.Clock.Now()
 	dt := now - t.acctAt
@@ -329,9 +342,9 @@ func (s *Scheduler) countHarvest(snap *engine.Snapshot) {
 		return
 	}
 	changed := false
-	for _, st := range snap.Jobs {
+	for _, st := range s.eng.Active() {
 		for _, g := range st.GPUs {
-			n := snap.Cluster.NodeOf(g)
+			n := c.NodeOf(g)
 			if !lent(n) {
 				continue
 			}

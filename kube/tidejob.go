@@ -43,6 +43,10 @@ type TideJobSpec struct {
 	MaxWorkers int `json:"maxWorkers,omitempty"`
 	// GPUsPerWorker is each worker's GPU count, all on one node. Default 1.
 	GPUsPerWorker int `json:"gpusPerWorker,omitempty"`
+	// GPUFraction ("0.25", "25%") and GPUMemory (a quantity, "8Gi") ask
+	// for part of one GPU per worker instead (share.go, docs/sharing.md).
+	GPUFraction string `json:"gpuFraction,omitempty"`
+	GPUMemory   string `json:"gpuMemory,omitempty"`
 	// GPUType restricts the job to nodes whose GPU type label has this
 	// value (lower-cased); empty means any type.
 	GPUType string `json:"gpuType,omitempty"`

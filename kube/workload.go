@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -196,6 +197,9 @@ func (w *workload) add(p *corev1.Pod) {
 
 func (g grouping) fromPod(p *corev1.Pod) (*workload, error) {
 	gpus := podGPUs(p)
+	if pt, err := podPart(p, gpus); err != nil || pt.notYet() != nil {
+		return nil, cmp.Or(err, pt.notYet())
+	}
 	if gpus <= 0 {
 		return nil, fmt.Errorf("resources.limits[%s]: tide schedules pods that ask for GPUs, this one asks for none", GPUResource)
 	}
@@ -262,6 +266,9 @@ func (g grouping) fromTideJob(tj *TideJob) (*workload, error) {
 		return nil, fmt.Errorf("spec.gpusPerWorker: want 1 to 1024, got %d", s.GPUsPerWorker)
 	case len(s.Template.Spec.Containers) == 0:
 		return nil, fmt.Errorf("spec.template.spec.containers: want at least one container")
+	}
+	if pt, err := tideJobPart(s); err != nil || pt.notYet() != nil {
+		return nil, cmp.Or(err, pt.notYet())
 	}
 	if s.Queue != "" {
 		w.tenant = s.Queue

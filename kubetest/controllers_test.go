@@ -24,20 +24,27 @@ func (e *env) startControllers(t *testing.T) { e.startControllersGrace(t, time.H
 func (e *env) startControllersGrace(t *testing.T, grace time.Duration) {
 	t.Helper()
 	t.Log("starting kube-controller-manager (garbage collector, node lifecycle, taint eviction, pod GC)")
+	e.startKCM(t, "garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller",
+		"--node-monitor-period=1s",
+		"--node-monitor-grace-period="+grace.String(),
+		"--node-startup-grace-period=1h",
+		"--concurrent-gc-syncs=5")
+}
+
+// startKCM runs kube-controller-manager with the controllers named (a
+// comma-separated list) and more flags, for the rest of t.
+func (e *env) startKCM(t *testing.T, controllers string, flags ...string) {
+	t.Helper()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := writeKubeconfig(e.cfg, kc); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kcmtesting.StartTestServer(t, context.Background(), []string{
+	srv, err := kcmtesting.StartTestServer(t, context.Background(), append([]string{
 		"--kubeconfig=" + kc,
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--controllers=garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,pod-garbage-collector-controller",
-		"--node-monitor-period=1s",
-		"--node-monitor-grace-period=" + grace.String(),
-		"--node-startup-grace-period=1h",
-		"--concurrent-gc-syncs=5",
-	})
+		"--controllers=" + controllers,
+	}, flags...))
 	if err != nil {
 		t.Fatalf("kube-controller-manager: %v", err)
 	}

@@ -42,6 +42,11 @@ type JobRecord struct {
 	InferenceGPUSeconds float64 `json:"inference_gpu_seconds,omitempty"` // GPU-seconds held on inference pools
 	Priority            int     `json:"priority,omitempty"`
 
+	// SharedGPUSeconds is the GPU-seconds the job did not hold because it
+	// shared its GPUs: half of a packed pair's, the rest of each GPU a
+	// fractional job held part of (docs/sharing.md).
+	SharedGPUSeconds float64 `json:"shared_gpu_seconds,omitempty"`
+
 	// The policy's explanation the last time it left the job waiting,
 	// preempted, shrank or declined it (engine.Reason); empty when it never
 	// did, or gave none.

@@ -64,6 +64,7 @@ type Summary struct {
 	Makespan          float64 `json:"makespan_s"`         // last finish - first submit (whole run)
 	Utilization       float64 `json:"utilization"`        // allocated GPU-seconds / (GPUs × span), 0..1
 	UsefulUtilization float64 `json:"useful_utilization"` // useful GPU-seconds / (GPUs × span), 0..1
+	GPUHours          float64 `json:"gpu_hours"`          // GPU-hours charged to the run's jobs (a shared GPU's parts, docs/sharing.md)
 
 	PreemptionsPerJob    float64 `json:"preemptions_per_job"`
 	RestartsPerJob       float64 `json:"restarts_per_job"`
@@ -92,6 +93,9 @@ type Summary struct {
 	// Fairness holds finish-time fairness, Jain's index, per-tenant
 	// shares and fragmentation (fairness.go).
 	Fairness *FairnessSummary `json:"fairness,omitempty"`
+	// Sharing holds what GPU sharing saved (sharing.go); absent when no
+	// job shared its GPUs.
+	Sharing *SharingSummary `json:"sharing,omitempty"`
 }
 
 // window returns the half-open range of job indices that count in r.
@@ -235,6 +239,7 @@ func Summarize(r *Run) Summary {
 	if !math.IsInf(lastFinish, 0) && !math.IsInf(first, 0) {
 		s.Makespan = finite(lastFinish - first)
 	}
+	s.GPUHours = gpuSec / 3600
 	start, end := runSpan(r)
 	capacity := float64(r.TotalGPUs) * (end - start)
 	if r.TotalGPUs > 0 && end > start {
@@ -244,6 +249,7 @@ func Summarize(r *Run) Summary {
 	s.Sites = summarizeSites(r)
 	s.Priorities = summarizePriorities(r)
 	s.Fairness = summarizeFairness(r)
+	s.Sharing = summarizeSharing(r)
 	return s
 }
 

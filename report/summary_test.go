@@ -61,7 +61,8 @@ func TestSummarize(t *testing.T) {
 			//     sorted [0 0 20 100], p99: h = 3*0.99 = 2.97 -> 20 + 0.97*80 = 97.6
 			//   makespan: 210 - 0 = 210
 			//   span: first submit 0 to max(last finish 210, last sample 250) = 250
-			//   utilisation: (100+300+50+80+0) / (4*250) = 530/1000 = 0.53
+			//   utilisation: (100+300+50+80+0) / (4*250) = 530/1000 = 0.53;
+			//     GPU-hours charged 530/3600
 			//   useful:      (90+280+50+80+0)  / 1000    = 0.5
 			//   per job (5): preemptions 2/5, restarts 3/5, resizes 2/5, restart s 30/5 = 6
 			//   deadlines: j1, j2, j3; met only j2 -> 1/3
@@ -75,7 +76,7 @@ func TestSummarize(t *testing.T) {
 				Unfinished: 2, NeverStarted: 1, Declined: 1,
 				AvgQueue: 30, P99Queue: 97.6, AvgWait: 46,
 				LowerBoundAvgJCT: fptr(280.0 / 3), JCTOverLowerBound: fptr(1.25),
-				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
+				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5, GPUHours: 530.0 / 3600,
 				PreemptionsPerJob: 0.4, RestartsPerJob: 0.6, ResizesPerJob: 0.4, RestartSecondsPerJob: 6,
 				JobsWithDeadline: 3, DeadlineMetFrac: fptr(1.0 / 3),
 				Events: 17, Rounds: 5,
@@ -102,7 +103,7 @@ func TestSummarize(t *testing.T) {
 				Unfinished: 1, NeverStarted: 0, Declined: 0,
 				AvgQueue: 40, P99Queue: 98.4, AvgWait: 220.0 / 3,
 				LowerBoundAvgJCT: fptr(100), JCTOverLowerBound: fptr(1.25),
-				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
+				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5, GPUHours: 530.0 / 3600,
 				PreemptionsPerJob: 2.0 / 3, RestartsPerJob: 1, ResizesPerJob: 2.0 / 3, RestartSecondsPerJob: 20.0 / 3,
 				JobsWithDeadline: 3, DeadlineMetFrac: fptr(1.0 / 3),
 				Events: 17, Rounds: 5, Window: []int{1, 4},
@@ -123,7 +124,7 @@ func TestSummarize(t *testing.T) {
 				Name: "hand", Jobs: 2, Finished: 0,
 				Unfinished: 2, NeverStarted: 1, Declined: 1,
 				AvgQueue: 100, P99Queue: 100, AvgWait: 90,
-				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5,
+				Makespan: 210, Utilization: 0.53, UsefulUtilization: 0.5, GPUHours: 530.0 / 3600,
 				PreemptionsPerJob: 0.5, RestartsPerJob: 1,
 				JobsWithDeadline: 1, DeadlineMetFrac: fptr(0),
 				Events: 17, Rounds: 5, Window: []int{3, 5},
@@ -145,7 +146,7 @@ func TestSummarize(t *testing.T) {
 				Name: "p", Jobs: 2, Finished: 2,
 				AvgJCT: 25, MedianJCT: 25, P95JCT: 38.5, P99JCT: 39.7,
 				AvgQueue: 5, P99Queue: 9.9,
-				Makespan: 40, Utilization: 0.625, UsefulUtilization: 35.0 / 80,
+				Makespan: 40, Utilization: 0.625, UsefulUtilization: 35.0 / 80, GPUHours: 50.0 / 3600,
 			},
 		},
 		{
@@ -159,7 +160,7 @@ func TestSummarize(t *testing.T) {
 			run: &Run{Policy: "z", Jobs: []JobRecord{
 				{ID: "a", Submit: 0, Start: 0, Finish: 10, GPUSeconds: 10},
 			}},
-			want: Summary{Name: "z", Jobs: 1, Finished: 1, AvgJCT: 10, MedianJCT: 10, P95JCT: 10, P99JCT: 10, Makespan: 10},
+			want: Summary{Name: "z", Jobs: 1, Finished: 1, AvgJCT: 10, MedianJCT: 10, P95JCT: 10, P99JCT: 10, Makespan: 10, GPUHours: 10.0 / 3600},
 		},
 	}
 	for _, tc := range tests {

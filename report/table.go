@@ -89,7 +89,7 @@ func tableCells(sums []Summary) [][]string {
 		head = append(head, sums[i].Name)
 	}
 	rows = append(rows, head)
-	for _, m := range slices.Concat(metricRows, warningRows(sums), siteRows(sums), priorityRows(sums), fairnessRows(sums)) {
+	for _, m := range slices.Concat(metricRows, warningRows(sums), siteRows(sums), priorityRows(sums), fairnessRows(sums), sharingRows(sums)) {
 		row := []string{m.label}
 		for i := range sums {
 			row = append(row, m.cell(&sums[i]))

@@ -13,7 +13,6 @@ import (
 	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
-	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/table"
@@ -327,9 +326,9 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 		return nil, err
 	}
 	res := make([]Result, len(pts))
-	futures := make([]map[string]forecast.Series, len(pts))
+	inputs := make([]*assemble.Inputs, len(pts))
 	for i, pt := range pts {
-		if futures[i], err = sc.future(pt); err != nil {
+		if inputs[i], err = sc.inputs(in, pt); err != nil {
 			return nil, err
 		}
 	}
@@ -338,8 +337,7 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 	var wg sync.WaitGroup
 	for i, pt := range pts {
 		res[i] = Result{Param: pt.param, Value: pt.value, Cluster: pt.c.String(), Jobs: len(pt.jobs), Runs: make([]*report.Run, len(sc.Policies))}
-		ins := assemble.Inputs{Trace: in.name, Jobs: pt.jobs, Cluster: pt.c, Model: pt.model, Round: sc.Round,
-			OnEvents: sc.OnEvents == nil || *sc.OnEvents, Seed: sc.Seed, Sites: pt.sites, Future: futures[i], CapToSite: true}
+		ins := inputs[i]
 		for k, spec := range sc.Policies {
 			r, err := ins.Build(spec)
 			if err != nil {

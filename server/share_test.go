@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,18 +21,7 @@ import (
 // once.
 func TestSharedGPUsLive(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig(t, filepath.Join(dir, "data"))
-	gpus, err := localexec.Discover("fake:2:t4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.GPUs = gpus
-	control, calls := filepath.Join(dir, "mps-control"), filepath.Join(dir, "mps-calls")
-	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
-	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg.MPS = control
+	cfg, calls := mpsConfig(t, dir, "fake:2:t4")
 	ts := startServer(t, cfg)
 	out, gate := filepath.Join(dir, "env"), filepath.Join(dir, "go")
 	if err := os.Mkdir(out, 0o755); err != nil {
@@ -97,32 +85,107 @@ func TestSharedGPUsLive(t *testing.T) {
 		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
 	}
 	// Every daemon started is stopped (the last stop runs just after the
-	// last job ends), per GPU in turn (the fifth quarter may have run on
-	// the GPU the whole job left, with a daemon of its own).
+	// last job ends), GPU q[0]'s among them (the fifth quarter may have run
+	// on the GPU the whole job left, with a daemon of its own).
+	waitMPSStopped(t, calls, q[0])
+}
+
+// mpsConfig is a test server's configuration on GPUs (a fake: spec), its
+// data under dir, with a stand-in MPS control program that logs each call
+// as "<GPU> start" (-d) or "<GPU> quit" (quit on its input) to calls.
+func mpsConfig(t *testing.T, dir, spec string) (cfg Config, calls string) {
+	t.Helper()
+	cfg = testConfig(t, filepath.Join(dir, "data"))
+	gpus, err := localexec.Discover(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GPUs = gpus
+	control, calls := filepath.Join(dir, "mps-control"), filepath.Join(dir, "mps-calls")
+	script := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
+	if err := os.WriteFile(control, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MPS = control
+	return cfg, calls
+}
+
+// waitMPSStopped waits until the control calls logged in calls (one
+// "<GPU> start|quit" line each) leave every daemon stopped, each GPU's
+// calls alternating from a start, the GPUs devs among those started.
+func waitMPSStopped(t *testing.T, calls string, devs ...string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, _ := os.ReadFile(calls)
-		state, bad := map[string]string{}, ""
+		state := map[string]string{}
 		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			dev, what, _ := strings.Cut(l, " ")
 			if (what == "start") == (state[dev] == "start") {
-				bad = fmt.Sprintf("%q after %q on GPU %s", what, state[dev], dev)
+				t.Fatalf("MPS control calls out of turn: %q after %q on GPU %s:\n%s", what, state[dev], dev, b)
 			}
 			state[dev] = what
 		}
-		if bad != "" {
-			t.Fatalf("MPS control calls out of turn: %s:\n%s", bad, b)
-		}
-		running := false
+		stopped := len(state) > 0
 		for _, s := range state {
-			running = running || s == "start"
+			stopped = stopped && s == "quit"
 		}
-		if !running && state[q[0]] == "quit" {
-			break
+		for _, d := range devs {
+			stopped = stopped && state[d] == "quit"
+		}
+		if stopped {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("MPS control calls: want every daemon stopped, GPU %s's among them, got:\n%s", q[0], b)
+			t.Fatalf("MPS control calls: want every daemon stopped, GPUs %v among them, got:\n%s", devs, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestSharedGPUsRecovered: two half-GPU jobs run on one fake GPU; the
+// server stops, leaving them running, and a new one re-adopts both on the
+// same GPU (no restart), so a third half-GPU job waits: nothing is
+// over-committed across the restart. The GPU's MPS daemon, started by the
+// first server, is stopped by the second once the jobs have ended.
+func TestSharedGPUsRecovered(t *testing.T) {
+	dir := t.TempDir()
+	cfg, calls := mpsConfig(t, dir, "fake:1:t4")
+	cfg.StopJobsOnExit = false
+	gate := filepath.Join(dir, "go")
+	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + gate + ` ]; do sleep 0.05; done`}
+	s1 := startServer(t, cfg)
+	var ids []string
+	for range 2 {
+		ids = append(ids, submit(t, s1.admin, &api.JobSpec{Command: cmd, GPUs: 1, GPUShare: 0.5}).ID)
+	}
+	for _, id := range ids {
+		waitJob(t, s1.admin, id, 20*time.Second, "launched", func(j *api.Job) bool {
+			_, err := os.Stat(filepath.Join(dir, id+".ran"))
+			return j.State == api.StateRunning && err == nil
+		})
+	}
+	s1.close(t)
+
+	s2 := startServer(t, cfg)
+	third := submit(t, s2.admin, &api.JobSpec{Command: cmd, GPUs: 1, GPUShare: 0.5})
+	time.Sleep(3 * cfg.Round)
+	for _, id := range ids {
+		j := waitJob(t, s2.admin, id, 5*time.Second, "running", inState(api.StateRunning))
+		if len(j.Attempts) != 1 || j.Restarts != 0 {
+			t.Errorf("job %s after the restart: %d attempts, %d restarts; want it re-adopted", id, len(j.Attempts), j.Restarts)
+		}
+	}
+	if j := waitJob(t, s2.admin, third.ID, time.Second, "known", inState(api.StatePending, api.StateRunning)); j.State != api.StatePending {
+		t.Errorf("a third half-GPU job is %s beside two re-adopted halves, want pending", j.State)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range append(ids, third.ID) {
+		waitJob(t, s2.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
+	}
+	// One daemon or two in turn: the third may launch before the last
+	// adopted job's release, keeping the daemon running.
+	waitMPSStopped(t, calls, "0")
 }

@@ -70,6 +70,9 @@ func halves(r *running) int {
 // start delay (a shared GPU with one member still in its delay counts half),
 // with every GPU counted once.
 func (s *simulator) occupancy() (alloc, useful int) {
+	if s.nParts > 0 {
+		return s.occupancyParts()
+	}
 	if s.nShared == 0 {
 		return s.alloc, s.useful
 	}

@@ -87,6 +87,7 @@ type running struct {
 	from     float64    // progress at this (re)start
 	site     int        // site index (multi-site runs), else -1
 	partner  string     // the job sharing its GPUs, as rated now (share.go)
+	part     float64    // the part of each GPU a fractional job holds, 0 for whole GPUs (fraction.go)
 }
 
 type event struct {
@@ -145,6 +146,8 @@ type simulator struct {
 	active   int // jobs submitted and not terminal
 	nrun     int // jobs holding GPUs
 	nShared  int // jobs holding GPUs they share with a partner
+	nParts   int // fractional jobs running (fraction.go)
+	gpuMarks []uint8
 	done     int
 	nEvents  int
 	st       *sites // multi-site state; nil without Config.Sites
@@ -429,6 +432,9 @@ func (s *simulator) schedule(t float64) error {
 		if s.st != nil {
 			r.site = s.st.siteOf[s.cfg.Cluster.NodeOf(ch.To[0]).ID]
 		}
+		if r.part = ch.Status.Share; r.part > 0 {
+			s.nParts++
+		}
 		s.runs[idx] = r
 		s.live = append(s.live, r)
 		s.alloc += len(ch.To)
@@ -492,6 +498,9 @@ func (s *simulator) stop(r *running) {
 		s.useful -= gpus
 	}
 	s.nrun--
+	if r.part > 0 {
+		s.nParts--
+	}
 	if r.partner != "" {
 		r.partner = ""
 		s.nShared--
@@ -504,13 +513,11 @@ func (s *simulator) advance(r *running, t float64) {
 	if dt <= 0 {
 		return
 	}
-	gpus := float64(r.gpus)
-	if r.partner != "" {
-		gpus /= 2 // each member of a pair is charged half of each GPU
-	}
+	gpus := charged(r)
 	rec := &s.recs[r.idx]
 	s.held[r.idx] += dt
 	rec.GPUSeconds += dt * gpus
+	rec.SharedGPUSeconds += dt * (float64(r.gpus) - gpus)
 	s.countSite(r, dt*gpus)
 	if r.delay > 0 {
 		d := math.Min(r.delay, dt)

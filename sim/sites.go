@@ -67,6 +67,13 @@ func (m *Migration) fill() error {
 	return nil
 }
 
+// Filled returns m with its defaults set, or an error naming a bad
+// bandwidth (a live run charges moves as the simulator does).
+func (m Migration) Filled() (Migration, error) {
+	err := m.fill()
+	return m, err
+}
+
 func (m *Migration) size(j *job.Job) float64 {
 	if m.Size != nil {
 		return m.Size(j)

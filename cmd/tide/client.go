@@ -184,6 +184,13 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	intFlag("min-gpus", "fewest GPUs an elastic job runs on", func(s *api.JobSpec, v int) { s.MinGPUs = v })
 	intFlag("max-gpus", "most GPUs an elastic job runs on", func(s *api.JobSpec, v int) { s.MaxGPUs = v })
 	stringFlag("gpu-type", "GPU type (default any)", func(s *api.JobSpec, v string) { s.GPUType = v })
+	floatFlag := func(name, usage string, set func(*api.JobSpec, float64)) {
+		v := fs.Float64(name, 0, usage)
+		override[name] = func(s *api.JobSpec) { set(s, *v) }
+	}
+	floatFlag("gpu-share", "part of each GPU's compute, in (0, 1): jobs share GPUs (docs/sharing.md)", func(s *api.JobSpec, v float64) { s.GPUShare = v })
+	floatFlag("gpu-mem", "GPU memory the job needs on each GPU, GiB (GPU sharing)", func(s *api.JobSpec, v float64) { s.GPUMemGiB = v })
+	stringFlag("mig", "MIG profile such as 1g.10gb (GPU sharing)", func(s *api.JobSpec, v string) { s.MIG = v })
 	shell := fs.String("cmd", "", "command line, run with sh -c")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	var env envFlags

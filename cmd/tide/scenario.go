@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -37,7 +36,7 @@ func runScenario(path string, policies []string, asJSON bool, reportDir string, 
 		}
 	}
 	if asJSON {
-		return writeScenarioJSON(stdout, sc, res)
+		return scenario.WriteJSON(stdout, sc, res)
 	}
 	fmt.Fprintf(stdout, "scenario %s", sc.Name)
 	if sc.Description != "" {
@@ -86,29 +85,6 @@ func writeSweepTable(w io.Writer, sc *scenario.Scenario, res []scenario.Result) 
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(cells, "\t"))
 	}
 	tw.Flush()
-}
-
-type scenarioPoint struct {
-	Param    string           `json:"param,omitempty"`
-	Value    float64          `json:"value,omitempty"`
-	Cluster  string           `json:"cluster"`
-	Jobs     int              `json:"jobs"`
-	Policies []report.Summary `json:"policies"`
-}
-
-func writeScenarioJSON(w io.Writer, sc *scenario.Scenario, res []scenario.Result) error {
-	out := struct {
-		Scenario string          `json:"scenario"`
-		File     string          `json:"file"`
-		Seed     int64           `json:"seed"`
-		Points   []scenarioPoint `json:"points"`
-	}{Scenario: sc.Name, File: sc.File, Seed: sc.Seed}
-	for _, r := range res {
-		out.Points = append(out.Points, scenarioPoint{Param: r.Param, Value: r.Value, Cluster: r.Cluster, Jobs: r.Jobs, Policies: report.SummarizeAll(r.Runs)})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }
 
 // writeScenarioDir writes each point's report (a sub-directory per sweep

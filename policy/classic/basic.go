@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -77,9 +76,10 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	plan := alloc.Greedy(s, order, !f.Backfill)
 	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
-		b = append(b, "submitted at t="...)
-		b = strconv.AppendFloat(b, st.Job.Submit, 'f', 0, 64)
-		return append(b, " s"...)
+		// FIFO's only term is the submission order, which the position
+		// and the jobs ahead already give; a submission time would read
+		// as seconds since 1970 live.
+		return append(b, "first come, first served"...)
 	})
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
 		explain.PredictStarts(s, &plan, order, true, f.endOf(s))

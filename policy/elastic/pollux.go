@@ -38,7 +38,8 @@ func polluxPolicies(register func(contract.Info)) {
 			"pop=100: GA population; generations=100: GA generations",
 		Elastic:    true,
 		AdaptBatch: true,
-		Build:      newPollux,
+		Defaults:   DefaultPollux,
+		Build:      contract.Typed(DefaultPollux, func(_ contract.Context, k PolluxKnobs) (*Pollux, error) { return NewPolluxWith(k) }),
 	})
 }
 
@@ -105,64 +106,79 @@ type Pollux struct {
 	name        string
 }
 
-func newPollux(_ contract.Context, o contract.Options) (engine.Policy, error) {
-	p := &Pollux{Search: o.String("search", "fast")}
+// PolluxKnobs are Pollux's knobs (`tide policies pollux`).
+type PolluxKnobs struct {
+	Search         string  `knob:"search"`          // fast or ga
+	RestartPenalty string  `knob:"restart_penalty"` // seconds >= 0, or cost
+	RestartCost    string  `knob:"restart_cost"`    // gpus or job
+	Interference   bool    `knob:"interference"`
+	MaxNodes       int     `knob:"max_nodes"`   // [1, 2^20]
+	P              float64 `knob:"p"`           // power-mean exponent
+	Seed           int     `knob:"seed"`        // >= 0
+	Pop            int     `knob:"pop"`         // [2, 100000]
+	Generations    int     `knob:"generations"` // [1, 100000]
+}
+
+// DefaultPollux holds Pollux's default knobs.
+var DefaultPollux = PolluxKnobs{Search: "fast", RestartPenalty: "30", RestartCost: "gpus", Interference: true,
+	MaxNodes: 16, P: -1, Pop: 100, Generations: 100}
+
+// NewPolluxWith builds Pollux with knobs k, refusing values out of range;
+// its name lists the knobs that differ from the defaults.
+func NewPolluxWith(k PolluxKnobs) (*Pollux, error) {
+	p := &Pollux{Search: k.Search}
 	if p.Search != "fast" && p.Search != "ga" {
 		return nil, fmt.Errorf("policy pollux: search=%q: want fast or ga", p.Search)
 	}
 	var err error
-	if v := o.String("restart_penalty", "30"); v == "cost" {
+	if v := k.RestartPenalty; v == "cost" {
 		p.RestartDelay, p.CostPenalty = 30, true
 	} else if p.RestartDelay, err = strconv.ParseFloat(v, 64); err != nil || !(p.RestartDelay >= 0) || math.IsInf(p.RestartDelay, 1) {
 		return nil, fmt.Errorf("policy pollux: restart_penalty=%q: want seconds >= 0 or cost", v)
 	}
-	switch v := o.String("restart_cost", "gpus"); v {
+	switch v := k.RestartCost; v {
 	case "job":
 	case "gpus":
 		p.RestartGPUs = true
 	default:
 		return nil, fmt.Errorf("policy pollux: restart_cost=%q: want job or gpus", v)
 	}
-	if p.Interference, err = o.Bool("interference", true); err != nil {
-		return nil, err
-	}
-	if p.P, err = o.Float("p", -1); err != nil {
-		return nil, err
-	}
-	ints := []struct {
+	p.Interference, p.P = k.Interference, k.P
+	for _, r := range []struct {
 		key    string
-		def    int
+		v      int
 		lo, hi int
 		dst    *int
-	}{{"max_nodes", 16, 1, 1 << 20, &p.MaxNodes}, {"pop", 100, 2, 100000, &p.Pop}, {"generations", 100, 1, 100000, &p.Gens}}
-	for _, k := range ints {
-		f, err := o.Float(k.key, float64(k.def))
-		if err != nil {
-			return nil, err
+	}{{"max_nodes", k.MaxNodes, 1, 1 << 20, &p.MaxNodes}, {"pop", k.Pop, 2, 100000, &p.Pop}, {"generations", k.Generations, 1, 100000, &p.Gens}} {
+		if r.v < r.lo || r.v > r.hi {
+			return nil, fmt.Errorf("policy pollux: %s=%v: want a whole number in [%d, %d]", r.key, r.v, r.lo, r.hi)
 		}
-		if f != math.Trunc(f) || f < float64(k.lo) || f > float64(k.hi) {
-			return nil, fmt.Errorf("policy pollux: %s=%v: want a whole number in [%d, %d]", k.key, f, k.lo, k.hi)
-		}
-		*k.dst = int(f)
+		*r.dst = r.v
 	}
-	seed, err := o.Float("seed", 0)
-	if err != nil {
-		return nil, err
+	if k.Seed < 0 {
+		return nil, fmt.Errorf("policy pollux: seed=%v: want a whole number >= 0", k.Seed)
 	}
-	if seed < 0 || seed != math.Trunc(seed) || seed > 1<<53 {
-		return nil, fmt.Errorf("policy pollux: seed=%v: want a whole number >= 0", seed)
-	}
-	p.Seed = uint64(seed)
+	p.Seed = uint64(k.Seed)
 	// The name lists the knobs that differ from the defaults.
 	def := NewPollux("fast")
-	differs := map[string]bool{"search": p.Search != def.Search, "restart_penalty": p.RestartDelay != def.RestartDelay || p.CostPenalty,
-		"restart_cost": p.RestartGPUs != def.RestartGPUs, "interference": p.Interference != def.Interference, "max_nodes": p.MaxNodes != def.MaxNodes, "p": p.P != def.P,
-		"seed": p.Seed != def.Seed, "pop": p.Pop != def.Pop, "generations": p.Gens != def.Gens}
 	p.name = "pollux"
-	for _, k := range []string{"search", "restart_penalty", "restart_cost", "interference", "max_nodes", "p", "seed", "pop", "generations"} {
-		if differs[k] {
-			v, _ := o.Lookup(k)
-			p.name += ":" + k + "=" + v
+	for _, d := range []struct {
+		key     string
+		differs bool
+		v       any
+	}{
+		{"search", p.Search != def.Search, k.Search},
+		{"restart_penalty", p.RestartDelay != def.RestartDelay || p.CostPenalty, k.RestartPenalty},
+		{"restart_cost", p.RestartGPUs != def.RestartGPUs, k.RestartCost},
+		{"interference", p.Interference != def.Interference, k.Interference},
+		{"max_nodes", p.MaxNodes != def.MaxNodes, k.MaxNodes},
+		{"p", p.P != def.P, strconv.FormatFloat(k.P, 'g', -1, 64)},
+		{"seed", p.Seed != def.Seed, k.Seed},
+		{"pop", p.Pop != def.Pop, k.Pop},
+		{"generations", p.Gens != def.Gens, k.Generations},
+	} {
+		if d.differs {
+			p.name += fmt.Sprintf(":%s=%v", d.key, d.v)
 		}
 	}
 	return p, nil

@@ -29,10 +29,8 @@ func edgeFlowPolicies(register func(contract.Info)) {
 		Knobs:          efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: true,
 		Elastic:        true,
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			f, err := buildFlow(o, true)
-			return f, err
-		},
+		Defaults:       DefaultEdge,
+		Build:          contract.Typed(DefaultEdge, func(_ contract.Context, k EdgeKnobs) (*Flow, error) { return NewEdgeFlow(k) }),
 	})
 }
 

@@ -22,10 +22,8 @@ func elasticFlowPolicies(register func(contract.Info)) {
 		Knobs:          efKnobs,
 		NeedsDeadlines: true,
 		Elastic:        true,
-		Build: func(_ contract.Context, o contract.Options) (engine.Policy, error) {
-			f, err := buildFlow(o, false)
-			return f, err
-		},
+		Defaults:       DefaultFlow,
+		Build:          contract.Typed(DefaultFlow, func(_ contract.Context, k FlowKnobs) (*Flow, error) { return NewElasticFlow(k) }),
 	})
 }
 
@@ -81,38 +79,62 @@ type Flow struct {
 	edgeLater func(s *engine.Snapshot, j *fjob) bool
 }
 
-func buildFlow(o contract.Options, edge bool) (*Flow, error) {
+// FlowKnobs are ElasticFlow's knobs (efKnobs documents them).
+type FlowKnobs struct {
+	Slot    float64 `knob:"slot"`    // seconds, > 0
+	Spare   string  `knob:"spare"`   // time or gputime
+	Admit   bool    `knob:"admit"`   // decline jobs that cannot meet their deadline
+	Site    string  `knob:"site"`    // the cloud site; "" = the first cloud site
+	Reserve string  `knob:"reserve"` // early or late
+}
+
+// EdgeKnobs are EdgeFlow's knobs: ElasticFlow's and its edge's
+// (edgeKnobs documents them).
+type EdgeKnobs struct {
+	FlowKnobs
+	Offload     string  `knob:"offload"`      // all, short or missing
+	RemoteGiBps float64 `knob:"remote_gibps"` // > 0
+}
+
+// DefaultFlow and DefaultEdge hold the default knobs.
+var (
+	DefaultFlow = FlowKnobs{Slot: 60, Spare: "time", Admit: true, Reserve: "early"}
+	DefaultEdge = EdgeKnobs{FlowKnobs: DefaultFlow, Offload: "all", RemoteGiBps: 0.125}
+)
+
+// NewElasticFlow builds ElasticFlow with knobs k.
+func NewElasticFlow(k FlowKnobs) (*Flow, error) {
+	return newFlow(EdgeKnobs{FlowKnobs: k}, false, "elasticflow")
+}
+
+// NewEdgeFlow builds EdgeFlow with knobs k.
+func NewEdgeFlow(k EdgeKnobs) (*Flow, error) { return newFlow(k, true, "edgeflow") }
+
+// newFlow builds ElasticFlow, or EdgeFlow with edge (which reads k's edge
+// knobs), refusing values out of range with errors that name policy (the
+// policy whose knobs they are: tidal's planner is EdgeFlow).
+func newFlow(k EdgeKnobs, edge bool, policy string) (*Flow, error) {
 	f := &Flow{Edge: edge, name: "elasticflow"}
-	var err error
-	if f.Slot, err = o.Float("slot", 60); err != nil {
-		return nil, err
-	}
-	if !(f.Slot > 0) {
-		return nil, fmt.Errorf("policy %s: slot=%v: want seconds > 0", o.Policy(), f.Slot)
-	}
-	f.Spare = o.String("spare", "time")
-	if f.Spare != "time" && f.Spare != "gputime" {
-		return nil, fmt.Errorf("policy %s: spare=%q: want time or gputime", o.Policy(), f.Spare)
-	}
-	if f.Admit, err = o.Bool("admit", true); err != nil {
-		return nil, err
-	}
-	f.Site = o.String("site", "")
-	f.Reserve = o.String("reserve", "early")
-	if f.Reserve != "late" && f.Reserve != "early" {
-		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", o.Policy(), f.Reserve)
-	}
 	if edge {
 		f.name = "edgeflow"
-		f.Offload = o.String("offload", "all")
+	}
+	f.Slot, f.Spare, f.Admit, f.Site, f.Reserve = k.Slot, k.Spare, k.Admit, k.Site, k.Reserve
+	if !(f.Slot > 0) {
+		return nil, fmt.Errorf("policy %s: slot=%v: want seconds > 0", policy, f.Slot)
+	}
+	if f.Spare != "time" && f.Spare != "gputime" {
+		return nil, fmt.Errorf("policy %s: spare=%q: want time or gputime", policy, f.Spare)
+	}
+	if f.Reserve != "late" && f.Reserve != "early" {
+		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", policy, f.Reserve)
+	}
+	if edge {
+		f.Offload, f.RemoteBps = k.Offload, k.RemoteGiBps
 		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
-			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", o.Policy(), f.Offload)
-		}
-		if f.RemoteBps, err = o.Float("remote_gibps", 0.125); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("policy %s: offload=%q: want all, short or missing", policy, f.Offload)
 		}
 		if !(f.RemoteBps > 0) {
-			return nil, fmt.Errorf("policy %s: remote_gibps=%v: want a bandwidth > 0", o.Policy(), f.RemoteBps)
+			return nil, fmt.Errorf("policy %s: remote_gibps=%v: want a bandwidth > 0", policy, f.RemoteBps)
 		}
 	}
 	return f, nil

@@ -187,7 +187,12 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.restart.RestartDelay < 0 {
 		return nil, fmt.Errorf("policy tidal: restart_penalty=%v: want seconds >= 0", t.restart.RestartDelay)
 	}
-	if t.flow, err = buildFlow(o, true); err != nil {
+	// The deadline planner: EdgeFlow with the knobs given to tidal.
+	ek := DefaultEdge
+	if err := o.Decode(&ek); err != nil {
+		return nil, err
+	}
+	if t.flow, err = newFlow(ek, true, "tidal"); err != nil {
 		return nil, err
 	}
 	t.flow.edgeCap = t.edgeCap

@@ -1,0 +1,72 @@
+package kube
+
+import (
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+)
+
+// Live is what a driver standing in for the training processes gives tide
+// kube: the live scenario runner (kubetest's TestLiveScenario,
+// scripts/live-scenario.sh) runs a scenario's trace as TideJobs and
+// advances each worker's progress at the rate the scenario's performance
+// model gives its allocation. With it the engine plans with the policy and
+// model the simulator uses for the same file, and each TideJob is the
+// trace's job. Config.Clock is then the driver's (compressed) clock, and
+// the times Job sets are in it.
+type Live struct {
+	// Policy is used instead of parsing Config.Policy (built as the
+	// simulator builds it: assemble.Inputs.Build).
+	Policy engine.Policy
+	// Model is the engine's performance model (default perf.Duration).
+	Model perf.Model
+	// Job edits the job tide made of a workload (key "tidejob/NS/NAME")
+	// before the engine gets it: the trace's model, work, GPU range,
+	// submission and deadline. Called again for the same workload, it
+	// must make the same job.
+	Job func(key string, j *job.Job)
+	// Progress is the progress of a workload's job in its model's unit;
+	// false leaves the engine's own estimate.
+	Progress func(key string) (float64, bool)
+}
+
+// model is the engine's performance model.
+func (s *Scheduler) model() perf.Model {
+	if l := s.cfg.Live; l != nil && l.Model != nil {
+		return l.Model
+	}
+	return perf.Duration{}
+}
+
+// jobOf is the engine's job for workload w as job id.
+func (s *Scheduler) jobOf(w *workload, id string) *job.Job {
+	j := w.job(id)
+	if l := s.cfg.Live; l != nil && l.Job != nil {
+		l.Job(w.key, j)
+		j.ID = id
+	}
+	return j
+}
+
+// liveProgress reports the driver's progress of every job it knows; it
+// returns false when there is no driver.
+func (s *Scheduler) liveProgress() bool {
+	l := s.cfg.Live
+	if l == nil || l.Progress == nil {
+		return false
+	}
+	for _, st := range s.eng.Active() {
+		w := s.work[st.Job.ID]
+		if w == nil {
+			continue
+		}
+		if p, ok := l.Progress(w.key); ok {
+			_ = s.eng.Report(st.Job.ID, p)
+		}
+	}
+	return true
+}
+
+// sameAdmission: a declined job b is the one a was made from anew (same
+// submission and deadline), so it stays declined.
+func sameAdmission(a, b *job.Job) bool { return a.Submit == b.Submit && a.Deadline == b.Deadline }

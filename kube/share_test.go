@@ -1,0 +1,104 @@
+package kube
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestPodPart reads a plain pod's part of a GPU from its annotations or
+// its MIG resource, and refuses bad values naming the annotation or
+// resource; every pod that asks for a part is reported as not run yet,
+// naming what it asked.
+func TestPodPart(t *testing.T) {
+	mig := func(name string, profile string, n int64) *corev1.Pod {
+		p := pod(name, 0)
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceName(migPrefix + profile): *resource.NewQuantity(n, resource.DecimalSI)}
+		return p
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want part
+		err  string
+	}{
+		{pod("whole", 1), part{}, ""},
+		{pod("quarter", 0, AnnotGPUFraction, "0.25"), part{share: 0.25}, ""},
+		{pod("pct", 0, AnnotGPUFraction, "50%", AnnotGPUMemory, "8Gi"), part{share: 0.5, memGiB: 8}, ""},
+		{pod("mem", 0, AnnotGPUMemory, "512Mi"), part{memGiB: 0.5}, ""},
+		{mig("mig", "1g.10gb", 1), part{mig: "1g.10gb"}, ""},
+		{pod("one", 0, AnnotGPUFraction, "1"), part{}, "annotation " + AnnotGPUFraction + ": GPU share"},
+		{pod("mem-bad", 0, AnnotGPUMemory, "lots"), part{}, "annotation " + AnnotGPUMemory + ": want a positive quantity"},
+		{pod("mem-zero", 0, AnnotGPUMemory, "0"), part{}, "want a positive quantity"},
+		{pod("both", 1, AnnotGPUFraction, "0.5"), part{}, "asks for no whole GPU; got 1"},
+		{mig("mig-bad", "9g.1gb", 1), part{}, "resources[nvidia.com/mig-9g.1gb]: MIG profile"},
+		{mig("mig-two", "1g.10gb", 2), part{}, "want one MIG slice, got 2"},
+	} {
+		got, err := podPart(tc.pod, podGPUs(tc.pod))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %+v, %v; want an error with %q", tc.pod.Name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || math.Abs(got.share-tc.want.share) > 1e-12 || got.memGiB != tc.want.memGiB || got.mig != tc.want.mig {
+			t.Errorf("%s: %+v, %v; want %+v", tc.pod.Name, got, err, tc.want)
+		}
+		if (got.notYet() != nil) != tc.want.fractional() {
+			t.Errorf("%s: notYet %v for %+v", tc.pod.Name, got.notYet(), got)
+		}
+	}
+	ws, probs := grouping{}.group([]*corev1.Pod{pod("quarter", 0, AnnotGPUFraction, "0.25"), mig("mig", "2g.20gb", 1), pod("whole", 1)}, nil)
+	if len(ws) != 1 || ws["pods/ns/whole"] == nil || len(probs) != 2 ||
+		!strings.Contains(probs[0].Error()+probs[1].Error(), "does not run GPU sharing yet") || !strings.Contains(probs[0].Error()+probs[1].Error(), "MIG slice 2g.20gb") {
+		t.Errorf("grouping: workloads %v, problems %v; want the whole pod and two pods refused for now", ws, probs)
+	}
+}
+
+// TestTideJobPart reads a TideJob's part of a GPU per worker.
+func TestTideJobPart(t *testing.T) {
+	for _, tc := range []struct {
+		spec TideJobSpec
+		want part
+		err  string
+	}{
+		{TideJobSpec{GPUFraction: "0.1"}, part{share: 0.1}, ""},
+		{TideJobSpec{GPUMemory: "4Gi", GPUsPerWorker: 1}, part{memGiB: 4}, ""},
+		{TideJobSpec{GPUFraction: "x"}, part{}, "spec.gpuFraction: GPU share"},
+		{TideJobSpec{GPUMemory: "-1Gi"}, part{}, "spec.gpuMemory: want a positive quantity"},
+		{TideJobSpec{GPUFraction: "0.5", GPUsPerWorker: 2}, part{}, "spec.gpusPerWorker: a worker with part of a GPU"},
+	} {
+		got, err := tideJobPart(&tc.spec)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: %v; want an error with %q", tc.spec, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%+v: %+v, %v; want %+v", tc.spec, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzParsePart: any annotation values either parse to a part inside its
+// bounds (share in (0, 1), memory > 0) or give an error naming the field.
+func FuzzParsePart(f *testing.F) {
+	for _, s := range [][2]string{{"0.25", ""}, {"25%", "8Gi"}, {"", "512Mi"}, {"1", "0"}, {"0x1p-2", "1e3"}, {"NaN", "-1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, share, mem string) {
+		p, err := parsePart(share, mem, "S", "M")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "S: ") && !strings.HasPrefix(err.Error(), "M: ") {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		if share != "" && !(p.share > 0 && p.share < 1) || mem != "" && !(p.memGiB > 0) || math.IsInf(p.memGiB, 0) {
+			t.Fatalf("parsePart(%q, %q) = %+v", share, mem, p)
+		}
+	})
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# scripts/live-scenario.sh FILE [POLICY] runs a scenario file live: a real
+# kube-apiserver and etcd (kubetest/, as scripts/test-kube.sh starts them),
+# a node per node of the scenario's cluster labelled with its site, tide
+# kube scheduling the trace's jobs as TideJobs with the policy and model
+# `tide sim --scenario FILE` uses, serving pods and taken-back edge servers
+# following the capacity timeline, and each job's progress advanced at its
+# model's rate on a clock compressed SPEED times (docs/kubernetes.md,
+# "Live scenarios"). It prints the live run's JSON (as `tide sim
+# --scenario FILE --json` prints it), the simulator's, and a line
+# comparing deadlines met, average JCT, harvested GPU-hours and inference
+# wait.
+#
+# Environment: TIDE_LIVE_SPEED (simulated seconds per wall second, default
+# 600), TIDE_LIVE_TIMEOUT (wall-time limit of the run, default 20m),
+# TIDE_LIVE_OUT (write the output to this file instead of stdout).
+set -eu
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	echo "usage: scripts/live-scenario.sh scenarios/FILE.yaml [POLICY]" >&2
+	exit 2
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+case $1 in
+/*) file=$1 ;;
+*) file=$(pwd)/$1 ;;
+esac
+if [ ! -f "$file" ]; then
+	echo "live-scenario: $1: no such file" >&2
+	exit 2
+fi
+out=${TIDE_LIVE_OUT:-}
+tmp=
+if [ -z "$out" ]; then
+	tmp=$(mktemp)
+	out=$tmp
+fi
+start=$(date +%s)
+cd "$root/kubetest"
+TIDE_LIVE_SCENARIO=$file TIDE_LIVE_POLICY=${2:-} TIDE_LIVE_OUT=$out \
+	go test -vet=off -count=1 -timeout 0 -run '^TestLiveScenario$' . >&2
+echo "live-scenario: $(($(date +%s) - start)) s wall" >&2
+if [ -n "$tmp" ]; then
+	cat "$tmp"
+	rm -f "$tmp"
+fi
