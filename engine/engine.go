@@ -4,8 +4,8 @@
 // One scheduling round reads top to bottom:
 //
 //  1. account: bring every active job's attained service up to now;
-//  2. snapshot: copy the cluster, the active jobs and their history into a
-//     read-only Snapshot;
+//  2. snapshot: hand the policy a read-only Snapshot of the cluster and the
+//     active jobs with their history (the engine's own records, not copies);
 //  3. decide: hand the snapshot to the Policy, which returns a Plan (which
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
@@ -199,7 +199,9 @@ func (a *Assignment) Fits(c *cluster.Cluster, gs []cluster.GPUID) bool {
 }
 
 // Plan is a policy's decision. Jobs not listed in Run hold no GPUs after the
-// round: running ones are preempted.
+// round: running ones are preempted. The engine keeps none of a plan's
+// slices or maps after the round (it copies what it records), so a policy
+// may reuse their memory for its next plan.
 type Plan struct {
 	Run  []Assignment    // most important first; the placer honours this order
 	Memo map[string]Memo // updated policy memos by job ID

@@ -113,7 +113,8 @@ func WriteCSV(w io.Writer, jobs []*job.Job) error {
 			return fmt.Errorf("write csv: job %s has soft-deadline options, which tide-csv cannot carry (use the trace it came from)", j.ID)
 		}
 		line = appendField(line[:0], j.ID)
-		num(j.Submit)
+		line = append(line, ',') // submit is required, 0 included
+		line = strconv.AppendFloat(line, j.Submit, 'g', -1, 64)
 		text(j.Tenant)
 		count(j.Priority)
 		count(j.GPUs)

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,4 +118,94 @@ func TestWriteCSVRoundTrip(t *testing.T) {
 			t.Errorf("job %d: read back %+v, wrote %+v", i, *j, *jobs[i])
 		}
 	}
+}
+
+// FuzzTile tiles whatever tide-csv trace the fuzzer reads, with the copies,
+// overlap and seed it picks, and checks Tile's contract: an error for no
+// jobs or a count below 1, else copies x jobs valid jobs with unique IDs,
+// in submit order, each copy shifted by one whole number of seconds in its
+// slot, the same bytes again for the same inputs, and a CSV that reads
+// back to the same jobs.
+func FuzzTile(f *testing.F) {
+	for _, s := range fuzzSeeds[TideCSV] {
+		f.Add([]byte(s), 3, 2, uint64(1))
+	}
+	f.Add([]byte("id,submit,gpus,duration\na,0,1,60\nb,0,2,30\nc,7200,1,5\n"), 4, 1, uint64(9))
+	f.Fuzz(func(t *testing.T, data []byte, copies, overlap int, seed uint64) {
+		tr, err := Read(bytes.NewReader(data), "fuzz", TideCSV, Options{Sort: true, SkipBad: true})
+		if err != nil {
+			return // the reader's own fuzz test covers its errors
+		}
+		copies, overlap = copies%50, overlap%50 // keep each case small; negatives stay negative
+		opt := TileOptions{Copies: copies, Overlap: overlap, Seed: seed}
+		out, err := Tile(tr.Jobs, opt)
+		if copies < 1 || overlap < 1 {
+			if err == nil {
+				t.Fatalf("%+v: no error", opt)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", opt, err)
+		}
+		if len(out) != copies*len(tr.Jobs) {
+			t.Fatalf("%d jobs, want %d x %d", len(out), copies, len(tr.Jobs))
+		}
+		first, last := tr.Jobs[0].Submit, tr.Jobs[0].Submit
+		for _, j := range tr.Jobs {
+			first, last = min(first, j.Submit), max(last, j.Submit)
+		}
+		stride := max(last-first, 1) / float64(overlap)
+		byID := map[string]*job.Job{}
+		for _, j := range tr.Jobs {
+			byID[j.ID] = j
+		}
+		seen := map[string]bool{}
+		for i, j := range out {
+			if err := j.Validate(); err != nil {
+				t.Fatalf("job %d: %v", i, err)
+			}
+			if seen[j.ID] {
+				t.Fatalf("id %q twice", j.ID)
+			}
+			seen[j.ID] = true
+			if i > 0 && j.Submit < out[i-1].Submit {
+				t.Fatalf("job %d submitted before job %d", i, i-1)
+			}
+			ks, orig, _ := strings.Cut(j.ID, "/")
+			k, err := strconv.Atoi(ks)
+			src := byID[orig]
+			if err != nil || src == nil {
+				t.Fatalf("id %q: want COPY/ID of an input job", j.ID)
+			}
+			shift := j.Submit - src.Submit
+			// floor((k+u) x stride) for u in [0, 1), up to rounding.
+			if shift != math.Floor(shift) || shift < math.Floor(float64(k)*stride)-1 || shift > float64(k+1)*stride {
+				t.Fatalf("job %s shifted by %v, want a whole second in copy %d's slot of %v s", j.ID, shift, k, stride)
+			}
+		}
+		again, _ := Tile(tr.Jobs, opt)
+		var a, b bytes.Buffer
+		if err := WriteCSV(&a, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCSV(&b, again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatal("the same inputs gave another trace")
+		}
+		back, err := Read(&a, "tiled.csv", "", Options{})
+		if err != nil {
+			t.Fatalf("reading the tiled trace back: %v", err)
+		}
+		if len(back.Jobs) != len(out) {
+			t.Fatalf("read back %d jobs, wrote %d", len(back.Jobs), len(out))
+		}
+		for i, j := range back.Jobs {
+			if *j != *out[i] {
+				t.Fatalf("job %d: read back %+v, wrote %+v", i, *j, *out[i])
+			}
+		}
+	})
 }

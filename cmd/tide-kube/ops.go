@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type kubeOps struct {
 	leaseDur, renewDur, retryDur time.Duration
 	httpAddr                     string
 	stuck                        time.Duration
+	pprof                        bool
 }
 
 const kubeOpsHelp = `
@@ -39,7 +41,8 @@ is not saved, with a Warning Event on that Lease (docs/kubernetes.md).
 
 Probes and metrics (--http-addr): /healthz fails while one round has run
 longer than --stuck-round; /readyz succeeds once the caches have synced,
-leading or standing by; /metrics has tide_* counters in Prometheus' format.
+leading or standing by; /metrics has tide_* counters in Prometheus' format;
+with --pprof, /debug/pprof/ has Go's CPU, heap and goroutine profiles.
 `
 
 func addKubeOpsFlags(fs *flag.FlagSet) *kubeOps {
@@ -52,7 +55,24 @@ func addKubeOpsFlags(fs *flag.FlagSet) *kubeOps {
 	fs.DurationVar(&o.retryDur, "leader-elect-retry-period", 2*time.Second, "time between tries to acquire or renew the Lease")
 	fs.StringVar(&o.httpAddr, "http-addr", ":10251", "`ADDRESS` serving /healthz, /readyz and /metrics (empty: none)")
 	fs.DurationVar(&o.stuck, "stuck-round", 5*time.Minute, "/healthz fails while one scheduling round has run longer than this")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on --http-addr (e.g. go tool pprof http://ADDRESS/debug/pprof/profile?seconds=30)")
 	return o
+}
+
+// handler is what --http-addr serves: probes and metrics, and with
+// --pprof Go's profiles.
+func (o *kubeOps) handler(probes http.Handler) http.Handler {
+	if !o.pprof {
+		return probes
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", probes)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // run serves the probes and runs s, elected or not, until ctx ends.
@@ -62,7 +82,7 @@ func (o *kubeOps) run(ctx context.Context, s *kube.Scheduler, cfg *rest.Config, 
 		if err != nil {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
-		srv := &http.Server{Handler: s.Handler(o.stuck), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: o.handler(s.Handler(o.stuck)), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("probe server stopped", "err", err)

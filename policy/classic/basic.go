@@ -1,7 +1,6 @@
 package classic
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 
@@ -134,14 +133,11 @@ func (SRTF) Name() string { return "srtf" }
 
 // Schedule implements engine.Policy.
 func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
-	rem := make(map[*engine.Status]float64, len(s.Jobs))
-	for _, st := range s.Jobs {
-		rem[st] = s.Remaining(st, st.Job.GPUs, "")
-	}
-	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(rem[a], rem[b]) })
+	rem := func(st *engine.Status) float64 { return s.Remaining(st, st.Job.GPUs, "") }
+	order := alloc.SortByKey(s.Jobs, rem)
 	plan := alloc.Greedy(s, order, false)
 	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem[st], st.Job.GPUs)
+		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem(st), st.Job.GPUs)
 	})
 	return plan
 }
@@ -160,7 +156,7 @@ func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return math.Inf(1)
 	}
-	order := alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int { return cmp.Compare(dl(a), dl(b)) })
+	order := alloc.SortByKey(s.Jobs, dl)
 	plan := alloc.Greedy(s, order, false)
 	explain.Plan(s, &plan, order, deadlineTerms)
 	return plan

@@ -225,6 +225,16 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 // the placer gives them the room before new jobs take it.
 func consolidate(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
 	c := s.Cluster
+	spread := false // does any job that one node could hold span several?
+	for _, st := range s.Jobs {
+		if len(st.Alloc.PerNode) > 1 && len(st.GPUs) <= s.GPUsPerNode[st.Alloc.GPUType] {
+			spread = true
+			break
+		}
+	}
+	if !spread {
+		return run // nothing to move: the common round costs no lookups
+	}
 	byID := make(map[string]*engine.Status, len(s.Jobs))
 	for _, st := range s.Jobs {
 		byID[st.Job.ID] = st

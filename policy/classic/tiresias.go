@@ -61,8 +61,14 @@ type Tiresias struct {
 
 	// Scratch reused from round to round (a round allocates only its plan).
 	entries []tiresiasEntry
+	queued  []tiresiasEntry // entries by queue
+	counts  []int           // entries per queue
 	order   []*engine.Status
 	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
+	explain explain.Scratch
+	memo    map[string]engine.Memo                   // the last plan's Memo: the engine keeps no plan's maps
+	terms   func(b []byte, st *engine.Status) []byte // appendTerms
+	inQueue func(a, b tiresiasEntry) int             // compareIn
 }
 
 // tiresiasEntry is one job's place in the queues this round.
@@ -194,7 +200,8 @@ func (t *Tiresias) queueOf(service float64) int {
 
 // Schedule implements engine.Policy.
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
-	var memo map[string]engine.Memo // only the memos that change
+	var memo map[string]engine.Memo // only the memos that change, in t.memo's memory
+	clear(t.memo)
 	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
 	for i, st := range s.Jobs {
 		m := st.Memo
@@ -216,7 +223,10 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		if m != st.Memo {
 			if memo == nil {
-				memo = map[string]engine.Memo{}
+				if t.memo == nil {
+					t.memo = map[string]engine.Memo{}
+				}
+				memo = t.memo
 			}
 			memo[st.Job.ID] = m
 		}
@@ -230,31 +240,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		entries[i] = e
 	}
-	// The order is total (IDs are unique), so an unstable sort gives the
-	// same order a stable one would.
-	slices.SortFunc(entries, func(ea, eb tiresiasEntry) int {
-		if ea.queue != eb.queue {
-			return cmp.Compare(ea.queue, eb.queue)
-		}
-		if t.Gittins != nil && ea.index != eb.index {
-			return -cmp.Compare(ea.index, eb.index)
-		}
-		if ea.entered != eb.entered {
-			return cmp.Compare(ea.entered, eb.entered)
-		}
-		ja, jb := ea.st.Job, eb.st.Job
-		if ja.Submit != jb.Submit {
-			return cmp.Compare(ja.Submit, jb.Submit)
-		}
-		if t.TraceOrder != nil {
-			ia, oka := t.TraceOrder[ja.ID]
-			ib, okb := t.TraceOrder[jb.ID]
-			if oka && okb && ia != ib {
-				return cmp.Compare(ia, ib)
-			}
-		}
-		return strings.Compare(ja.ID, jb.ID)
-	})
+	entries = t.sort(entries)
 	order := slices.Grow(t.order[:0], len(entries))
 	for _, e := range entries {
 		order = append(order, e.st)
@@ -262,26 +248,99 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := alloc.GreedyInto(s, order, false, t.run)
 	t.run = plan.Run
 	plan.Memo = memo
-	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
-		m := st.Memo
-		if u, ok := memo[st.Job.ID]; ok {
-			m = u
-		}
-		q := t.queueOf(st.Attained - m[memoBaseServ]) // as computed above
-		// "queue %d of %d, attained %.2f GPU-h"
-		b = append(b, "queue "...)
-		b = strconv.AppendInt(b, int64(q+1), 10)
-		b = append(b, " of "...)
-		b = strconv.AppendInt(b, int64(len(t.Limits)+1), 10)
-		b = append(b, ", attained "...)
-		b = strconv.AppendFloat(b, st.Attained/3600, 'f', 2, 64)
-		return append(b, " GPU-h"...)
-	})
+	if t.terms == nil { // made once: a closure made every round would be allocated every round
+		t.terms = t.appendTerms
+	}
+	t.explain.PlanAppend(s, &plan, order, t.terms)
 	// Keep the buffers, not the snapshot's jobs they point to.
-	clear(entries)
+	clear(t.entries)
+	clear(t.queued)
 	clear(order)
-	t.entries, t.order = entries[:0], order[:0]
+	t.entries, t.queued, t.order = t.entries[:0], t.queued[:0], order[:0]
 	return plan
+}
+
+// appendTerms appends a waiting job's standing to b: "queue 2 of 4,
+// attained 7.25 GPU-h", its queue as this round's Schedule computed it
+// (with the memos t.memo holds for the jobs whose memo changed).
+func (t *Tiresias) appendTerms(b []byte, st *engine.Status) []byte {
+	m := st.Memo
+	if u, ok := t.memo[st.Job.ID]; ok {
+		m = u
+	}
+	q := t.queueOf(st.Attained - m[memoBaseServ])
+	b = append(b, "queue "...)
+	b = strconv.AppendInt(b, int64(q+1), 10)
+	b = append(b, " of "...)
+	b = strconv.AppendInt(b, int64(len(t.Limits)+1), 10)
+	b = append(b, ", attained "...)
+	b = strconv.AppendFloat(b, st.Attained/3600, 'f', 2, 64)
+	return append(b, " GPU-h"...)
+}
+
+// sort orders entries by queue (Q0 first), then inside a queue by
+// compareIn, and returns them sorted (in t.queued's memory).
+//
+// Entries come in the snapshot's order (submission, then ID) and a job's
+// place inside its queue changes only when it enters the queue, so each
+// queue is usually in order already: a stable pass by queue and one check
+// per queue make the usual round linear in the jobs, and only a queue out
+// of order is sorted. The order is total (IDs are unique), so the result is
+// the one sorting everything at once gives.
+func (t *Tiresias) sort(entries []tiresiasEntry) []tiresiasEntry {
+	if t.inQueue == nil {
+		t.inQueue = t.compareIn
+	}
+	nq := len(t.Limits) + 1
+	counts := slices.Grow(t.counts[:0], nq+1)[:nq+1]
+	clear(counts)
+	for _, e := range entries {
+		counts[e.queue+1]++
+	}
+	for q := 1; q <= nq; q++ {
+		counts[q] += counts[q-1] // counts[q] is where queue q starts
+	}
+	queued := slices.Grow(t.queued[:0], len(entries))[:len(entries)]
+	next := counts[:nq]
+	for _, e := range entries {
+		queued[next[e.queue]] = e
+		next[e.queue]++
+	}
+	// next[q] is now where queue q ends.
+	from := 0
+	for q := range nq {
+		in := queued[from:next[q]]
+		if !slices.IsSortedFunc(in, t.inQueue) {
+			slices.SortFunc(in, t.inQueue)
+		}
+		from = next[q]
+	}
+	t.counts, t.queued, t.entries = counts, queued, entries
+	return queued
+}
+
+// compareIn orders two entries of the same queue: by Gittins index
+// (highest first) under 2D-Gittins, then by the time they entered the
+// queue, their submission, their trace position (preset=pollux) and ID.
+func (t *Tiresias) compareIn(ea, eb tiresiasEntry) int {
+	if t.Gittins != nil && ea.index != eb.index {
+		return -cmp.Compare(ea.index, eb.index)
+	}
+	if ea.entered != eb.entered {
+		return cmp.Compare(ea.entered, eb.entered)
+	}
+	ja, jb := ea.st.Job, eb.st.Job
+	if ja.Submit != jb.Submit {
+		return cmp.Compare(ja.Submit, jb.Submit)
+	}
+	if t.TraceOrder != nil {
+		ia, oka := t.TraceOrder[ja.ID]
+		ib, okb := t.TraceOrder[jb.ID]
+		if oka && okb && ia != ib {
+			return cmp.Compare(ia, ib)
+		}
+	}
+	return strings.Compare(ja.ID, jb.ID)
 }
 
 // Gittins computes Gittins indexes of an empirical service distribution.

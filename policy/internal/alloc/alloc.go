@@ -1,11 +1,13 @@
 // Package alloc holds what policies share to hand out GPUs: greedy
 // placement in an order, a pool of the GPUs of each type a plan has left,
-// and a stable job sort.
+// and a job sort.
 package alloc
 
 import (
+	"cmp"
 	"slices"
-	"sort"
+	"strings"
+	"sync"
 
 	"github.com/tide-sched/tide/engine"
 )
@@ -29,7 +31,11 @@ func Greedy(s *engine.Snapshot, order []*engine.Status, strict bool) engine.Plan
 // policy may reuse the memory of its last plan (each assignment takes a GPU
 // at least, so one allocation of the GPUs left suffices when run is short).
 func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
-	free := NewPool(s)
+	// Pools are recycled, so a round's greedy pass allocates nothing of
+	// its own.
+	free := pools.Get().(*Pool)
+	defer free.put()
+	free.init(s, free.counts)
 	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
 	for _, st := range order {
 		a, ok := free.Take(st, st.Job.GPUs)
@@ -60,12 +66,29 @@ type Pool struct {
 	// largest GPU memory, per type index.
 	room, mem []float64
 	snap      *engine.Snapshot
+	counts    []int // the memory of left and largest
 }
 
 func NewPool(s *engine.Snapshot) *Pool {
+	p := new(Pool)
+	p.init(s, nil)
+	return p
+}
+
+// pools recycles GreedyInto's pools.
+var pools = sync.Pool{New: func() any { return new(Pool) }}
+
+// put gives p back to pools, keeping only its memory.
+func (p *Pool) put() {
+	*p = Pool{counts: p.counts}
+	pools.Put(p)
+}
+
+// init fills p for s, its counts in buf's memory when it has room.
+func (p *Pool) init(s *engine.Snapshot, buf []int) {
 	types := s.Cluster.GPUTypes()
-	p := &Pool{types: types, left: make([]int, 2*len(types)), snap: s}
-	p.left, p.largest = p.left[:len(types)], p.left[len(types):]
+	buf = slices.Grow(buf[:0], 2*len(types))[:2*len(types)]
+	*p = Pool{types: types, left: buf[:len(types)], largest: buf[len(types):], snap: s, counts: buf}
 	multiSite := len(s.Cluster.Sites()) > 1
 	for k, t := range types {
 		p.left[k] = s.Available("", t)
@@ -74,7 +97,6 @@ func NewPool(s *engine.Snapshot) *Pool {
 			p.largest[k] = s.Largest(t)
 		}
 	}
-	return p
 }
 
 // Index is t's index in p.types, -1 when the cluster has no such type.
@@ -164,18 +186,49 @@ func (p *Pool) assign(st *engine.Status, k, n int) engine.Assignment {
 }
 
 // SortJobs orders a copy of jobs by less, falling back to (submit, ID).
+// The order is total (IDs are unique), so an unstable sort gives what a
+// stable one would, faster.
 func SortJobs(jobs []*engine.Status, less func(a, b *engine.Status) int) []*engine.Status {
 	out := append([]*engine.Status(nil), jobs...)
-	sort.SliceStable(out, func(a, b int) bool {
-		if c := less(out[a], out[b]); c != 0 {
-			return c < 0
+	slices.SortFunc(out, func(a, b *engine.Status) int {
+		if c := less(a, b); c != 0 {
+			return c
 		}
-		ja, jb := out[a].Job, out[b].Job
+		ja, jb := a.Job, b.Job
 		if ja.Submit != jb.Submit {
-			return ja.Submit < jb.Submit
+			return cmp.Compare(ja.Submit, jb.Submit)
 		}
-		return ja.ID < jb.ID
+		return strings.Compare(ja.ID, jb.ID)
 	})
+	return out
+}
+
+// SortByKey orders a copy of jobs by key, ascending (cmp.Compare's order),
+// falling back to (submit, ID): SortJobs comparing keys, with each job's
+// key computed once instead of at every comparison.
+func SortByKey(jobs []*engine.Status, key func(st *engine.Status) float64) []*engine.Status {
+	type keyed struct {
+		k  float64
+		st *engine.Status
+	}
+	ks := make([]keyed, len(jobs))
+	for i, st := range jobs {
+		ks[i] = keyed{key(st), st}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := cmp.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		ja, jb := a.st.Job, b.st.Job
+		if ja.Submit != jb.Submit {
+			return cmp.Compare(ja.Submit, jb.Submit)
+		}
+		return strings.Compare(ja.ID, jb.ID)
+	})
+	out := make([]*engine.Status, len(ks))
+	for i, k := range ks {
+		out[i] = k.st
+	}
 	return out
 }
 

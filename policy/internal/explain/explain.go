@@ -31,10 +31,32 @@ func Plan(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms f
 // allocating when its reason has not changed since the last round (the
 // snapshot's Status.Reason), which is most rounds for most jobs.
 func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
+	new(Scratch).PlanAppend(s, plan, order, terms)
+}
+
+// Scratch is the memory PlanAppend needs, kept by a policy that explains
+// every round so that explaining allocates nothing once its maps have
+// grown (a new string only for a reason whose text changed). The reasons
+// map it makes for a plan is reused at its next call: the engine reads a
+// plan's reasons during its round and keeps none of its maps.
+type Scratch struct {
+	given    map[string]int
+	declined map[string]bool
+	at       map[string]place
+	reasons  map[string]engine.Reason
+	buf      []byte
+}
+
+// place is a job's place in the order: the planned and the waiting jobs
+// ahead of it.
+type place struct{ pos, runAhead, waitAhead int }
+
+// PlanAppend is the package's PlanAppend using sc's memory.
+func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
 	if runsAll(s, plan, order) {
 		return // nothing waits, is preempted, shrunk or declined
 	}
-	given := make(map[string]int, len(plan.Run))
+	given := reuse(&sc.given, len(plan.Run))
 	free := s.Available("", "")
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
@@ -42,13 +64,11 @@ func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, t
 			free -= a.GPUs
 		}
 	}
-	declined := make(map[string]bool, len(plan.Decline))
+	declined := reuse(&sc.declined, len(plan.Decline))
 	for _, id := range plan.Decline {
 		declined[id] = true
 	}
-	// A job's place in the order: the planned and the waiting jobs ahead.
-	type place struct{ pos, runAhead, waitAhead int }
-	at := make(map[string]place, len(order))
+	at := reuse(&sc.at, len(order))
 	runs, waits := 0, 0
 	for _, st := range order {
 		id := st.Job.ID
@@ -63,7 +83,8 @@ func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, t
 			waits++
 		}
 	}
-	var buf []byte
+	buf := sc.buf
+	defer func() { sc.buf = buf }()
 	for _, st := range s.Jobs {
 		id := st.Job.ID
 		if _, ok := plan.Reasons[id]; ok {
@@ -120,10 +141,19 @@ func PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, t
 			r.Position = p.pos
 		}
 		if plan.Reasons == nil {
-			plan.Reasons = make(map[string]engine.Reason, len(s.Jobs)-len(plan.Run))
+			plan.Reasons = reuse(&sc.reasons, len(s.Jobs)-len(plan.Run))
 		}
 		plan.Reasons[id] = r
 	}
+}
+
+// reuse returns *m emptied, made with room for n entries when it is nil.
+func reuse[V any](m *map[string]V, n int) map[string]V {
+	if *m == nil {
+		*m = make(map[string]V, n)
+	}
+	clear(*m)
+	return *m
 }
 
 // runsAll reports, without building anything, whether plan runs every job
