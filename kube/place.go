@@ -45,6 +45,11 @@ const replans = 3
 
 func (p workerPolicy) Name() string { return p.inner.Name() }
 
+// Unwrap implements engine.Wrapper, so that the policy's state
+// (engine.Stateful, saved on the Lease) and its reclaim costs
+// (engine.ReclaimCoster) are found through the wrapper.
+func (p workerPolicy) Unwrap() engine.Policy { return p.inner }
+
 func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := p.whole(s, p.inner.Schedule(s))
 	if p.place == nil || plan.Err != nil {

@@ -292,3 +292,15 @@ func (st *policyStateStore) write(ctx context.Context, v string) error {
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }
+
+// PolicyState is the engine's policy state as the leader saves it on its
+// Lease (engine.Engine.PolicyState; nil before the first round), taken
+// between rounds: for tests and tools that read what a policy learned.
+func (s *Scheduler) PolicyState() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.eng == nil {
+		return nil, nil
+	}
+	return s.eng.PolicyState()
+}

@@ -94,6 +94,18 @@ func (l *liveQuota) Schedule(s *engine.Snapshot) engine.Plan {
 	return q.Schedule(s)
 }
 
+// Unwrap implements engine.Wrapper: the quota wrapper in force, or the
+// inner policy without one, so that the policy's state (engine.Stateful)
+// and reclaim costs are found through it.
+func (l *liveQuota) Unwrap() engine.Policy {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		return l.inner
+	}
+	return l.q
+}
+
 // set puts quotas in force; limits nil removes them.
 func (l *liveQuota) set(limits, borrowLimits, weights map[string]int, borrow bool) {
 	l.mu.Lock()

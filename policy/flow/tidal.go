@@ -40,6 +40,8 @@ func tidalPolicies(register func(contract.Info)) {
 			"edge_vacate=false: also move running jobs off an edge site in the round before a predicted drop (owners " +
 			"wait far less; on edgeflow-diurnal it met 1 point fewer deadlines); " +
 			"later=true: admit deadline jobs on edge servers the forecast brings up later; " +
+			"later_quantile=quantile: the quantile that later admission plans on; " +
+			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=120: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: false,
@@ -74,13 +76,23 @@ func tidalPolicies(register func(contract.Info)) {
 // realised future (Context.Future, the simulator's), the upper bound of
 // what a forecast can give.
 type Tidal struct {
-	Quantile  float64
-	Lead      float64
-	Source    string // online, off, oracle
-	Wrong     string // "", shift, collapse, noise
-	ShiftH    float64
-	Later     bool
-	Deadlines bool
+	Quantile float64
+	// LaterQuantile is the quantile later admission plans on: whether an
+	// edge server comes up later and stays up until a job that would
+	// otherwise be declined ends. Such a job misses anyway when declined,
+	// so it needs a likely path, not Quantile's nearly-sure one.
+	LaterQuantile float64
+	// VacateQuantile is the quantile EdgeVacate plans on: whether the
+	// servers holding jobs now stay up through the next Lead seconds.
+	// Moving a job off costs a checkpoint and its place on the edge, so
+	// it needs a likely drop, not Quantile's merely possible one.
+	VacateQuantile float64
+	Lead           float64
+	Source         string // online, off, oracle
+	Wrong          string // "", shift, collapse, noise
+	ShiftH         float64
+	Later          bool
+	Deadlines      bool
 	// EdgeVacate moves jobs off an edge site in the round before the
 	// forecast says its servers drop (off: only new offloads look ahead).
 	EdgeVacate bool
@@ -103,11 +115,13 @@ type tideView struct {
 	perSrv float64 // mean GPUs per server
 	f      *forecast.Forecaster
 	seen   bool
-	varies bool    // its capacity has changed at least once
-	cur    float64 // GPUs available now
-	path   []float64
-	pathAt float64 // Now of the cached path, NaN when none
-	start  float64 // start of the path's bin 0
+	varies bool      // its capacity has changed at least once
+	cur    float64   // GPUs available now
+	path   []float64 // planned capacity per bin at Quantile
+	later  []float64 // the same at LaterQuantile, for later admission
+	vacate []float64 // the same at VacateQuantile, for moving jobs off
+	pathAt float64   // Now of the cached path, NaN when none
+	start  float64   // start of the path's bin 0
 	bin    float64
 	prefix []float64 // prefix[k]: least planned capacity over bins 1..k (prefix[0] = cur)
 }
@@ -120,6 +134,18 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	if !(t.Quantile > 0 && t.Quantile < 1) {
 		return nil, fmt.Errorf("policy tidal: quantile=%v: want a number in (0, 1)", t.Quantile)
+	}
+	if t.LaterQuantile, err = o.Float("later_quantile", t.Quantile); err != nil {
+		return nil, err
+	}
+	if !(t.LaterQuantile > 0 && t.LaterQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: later_quantile=%v: want a number in (0, 1)", t.LaterQuantile)
+	}
+	if t.VacateQuantile, err = o.Float("vacate_quantile", t.Quantile); err != nil {
+		return nil, err
+	}
+	if !(t.VacateQuantile > 0 && t.VacateQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: vacate_quantile=%v: want a number in (0, 1)", t.VacateQuantile)
 	}
 	if t.Lead, err = o.Float("lead", 60); err != nil {
 		return nil, err
@@ -174,7 +200,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 		t.flow.edgeLater = t.edgeLater
 	}
 	var knobs []string
-	for _, k := range []string{"quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -228,74 +254,86 @@ func usable(s *engine.Snapshot, site *cluster.Site) int {
 }
 
 // plan computes, once per round, the site's planned capacity per bin
-// ahead and its running minimum.
+// ahead at Quantile and its running minimum, and the path at
+// LaterQuantile that later admission plans on.
 func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 	if v.pathAt == s.Now {
 		return
 	}
 	v.pathAt = s.Now
-	var path []float64
+	v.start, v.path = t.path(s, v, t.Quantile)
+	v.later, v.vacate = v.path, v.path
+	if t.Source == "online" && v.varies {
+		if t.LaterQuantile != t.Quantile {
+			_, v.later = t.path(s, v, t.LaterQuantile)
+		}
+		if t.VacateQuantile != t.Quantile {
+			_, v.vacate = t.path(s, v, t.VacateQuantile)
+		}
+	}
+	v.prefix = v.prefix[:0]
+	m := v.cur
+	v.prefix = append(v.prefix, m)
+	for k := 1; k < len(v.path); k++ {
+		m = math.Min(m, v.path[k])
+		v.prefix = append(v.prefix, m)
+	}
+}
+
+// path is the site's capacity per bin ahead at quantile q, from the start
+// of bin 0 it returns (nil when planning on the present only), made wrong
+// on purpose when Wrong says so.
+func (t *Tidal) path(s *engine.Snapshot, v *tideView, q float64) (float64, []float64) {
 	switch {
 	case t.Source == "oracle":
 		fut, ok := t.future[v.name]
 		start := math.Floor(s.Now/v.bin) * v.bin
-		v.start = start
-		path = make([]float64, tideBins)
+		path := make([]float64, tideBins)
 		for k := range path {
 			path[k] = v.cur
 			if ok {
 				path[k] = fut.Min(start+float64(k)*v.bin, start+float64(k+1)*v.bin)
 			}
 		}
+		return start, path
 	case t.Source == "off" || !v.varies:
-		v.start = s.Now
-		path = nil
-	default:
-		extra := 0
-		if t.Wrong == "shift" {
-			extra = int(math.Round(t.ShiftH * 3600 / v.bin))
-		}
-		start, p := v.f.Path(tideBins+max(extra, 0), t.Quantile)
-		v.start = start
-		path = p
-		switch t.Wrong {
-		case "shift":
-			path = p[extra:]
-		case "collapse":
-			for k := range path {
-				if b := start + float64(k)*v.bin; b >= 86400 && b < 2*86400 {
-					path[k] = 0
-				}
-			}
-		case "noise":
-			_, med := v.f.Path(tideBins, 0.5)
-			z := math.Abs(normQuantile(t.Quantile))
-			h := fnv.New64a()
-			h.Write([]byte(v.name))
-			for k := range path {
-				sigma := math.Abs(med[k]-path[k]) / math.Max(z, 0.1)
-				r := rand.New(rand.NewPCG(h.Sum64(), uint64(math.Round((start+float64(k)*v.bin)/v.bin))))
-				path[k] = math.Min(math.Max(path[k]+3*sigma*r.NormFloat64(), 0), float64(v.gpus))
+		return s.Now, nil
+	}
+	extra := 0
+	if t.Wrong == "shift" {
+		extra = int(math.Round(t.ShiftH * 3600 / v.bin))
+	}
+	start, path := v.f.Path(tideBins+max(extra, 0), q)
+	switch t.Wrong {
+	case "shift":
+		path = path[extra:]
+	case "collapse":
+		for k := range path {
+			if b := start + float64(k)*v.bin; b >= 86400 && b < 2*86400 {
+				path[k] = 0
 			}
 		}
+	case "noise":
+		_, med := v.f.Path(tideBins, 0.5)
+		z := math.Abs(normQuantile(q))
+		h := fnv.New64a()
+		h.Write([]byte(v.name))
+		for k := range path {
+			sigma := math.Abs(med[k]-path[k]) / math.Max(z, 0.1)
+			r := rand.New(rand.NewPCG(h.Sum64(), uint64(math.Round((start+float64(k)*v.bin)/v.bin))))
+			path[k] = math.Min(math.Max(path[k]+3*sigma*r.NormFloat64(), 0), float64(v.gpus))
+		}
 	}
-	v.path = path
-	v.prefix = v.prefix[:0]
-	m := v.cur
-	v.prefix = append(v.prefix, m)
-	for k := 1; k < len(path); k++ {
-		m = math.Min(m, path[k])
-		v.prefix = append(v.prefix, m)
-	}
+	return start, path
 }
 
-// planned is the least planned capacity of v over bins k .. the bin
+// planned is the least of path (v's, from v.start) over bins k .. the bin
 // holding until.
-func (t *Tidal) planned(v *tideView, k int, until float64) float64 {
-	last := min(int(math.Floor((until-v.start)/v.bin)), len(v.path)-1)
+func (t *Tidal) planned(v *tideView, path []float64, k int, until float64) float64 {
+	last := min(int(math.Floor((until-v.start)/v.bin)), len(path)-1)
 	m := math.Inf(1)
 	for i := k; i <= last; i++ {
-		m = math.Min(m, v.path[i])
+		m = math.Min(m, path[i])
 	}
 	if math.IsInf(m, 1) {
 		return v.cur
@@ -336,8 +374,12 @@ func (t *Tidal) edgeCap(s *engine.Snapshot, site string, until float64) int {
 	if v == nil {
 		return math.MaxInt / 2
 	}
-	if math.IsInf(until, 1) && !t.EdgeVacate {
-		until = s.Now // the jobs running there stay until reclaimed
+	if math.IsInf(until, 1) {
+		if !t.EdgeVacate {
+			return int(math.Floor(t.safe(s, site, s.Now)/v.perSrv + 1e-9)) // the jobs running there stay until reclaimed
+		}
+		t.plan(s, v)
+		return int(math.Floor(math.Min(v.cur, t.planned(v, v.vacate, 1, s.Now+t.Lead))/v.perSrv + 1e-9))
 	}
 	return int(math.Floor(t.safe(s, site, math.Min(until, s.Now+t.Lead))/v.perSrv + 1e-9))
 }
@@ -355,7 +397,7 @@ func (t *Tidal) edgeLater(s *engine.Snapshot, j *fjob) bool {
 			continue
 		}
 		t.plan(s, v)
-		if len(v.prefix) <= 1 {
+		if len(v.later) <= 1 {
 			continue
 		}
 		n := &s.Cluster.Nodes[site.Nodes[0]]
@@ -371,12 +413,12 @@ func (t *Tidal) edgeLater(s *engine.Snapshot, j *fjob) bool {
 			}
 		}
 		need := float64(busy+t.promised[site.Name]+1) * v.perSrv
-		for k := 1; k < len(v.prefix); k++ {
+		for k := 1; k < len(v.later); k++ {
 			b := v.start + float64(k)*v.bin
 			if b+dur > j.deadline {
 				break
 			}
-			if t.planned(v, k, b+dur) >= need {
+			if t.planned(v, v.later, k, b+dur) >= need {
 				t.promised[site.Name]++
 				return true
 			}

@@ -60,3 +60,12 @@ func (t *Tidal) LoadState(b []byte) error {
 	}
 	return nil
 }
+
+// Forecaster is what tidal has learned of site's capacity, nil when it has
+// never observed the site: for tools and tests that read a saved state.
+func (t *Tidal) Forecaster(site string) *forecast.Forecaster {
+	if v := t.views[site]; v != nil {
+		return v.f
+	}
+	return nil
+}

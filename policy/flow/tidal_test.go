@@ -83,6 +83,8 @@ func TestTidalKnobs(t *testing.T) {
 		want string
 	}{
 		{"tidal:quantile=1", contract.Context{}, "quantile"},
+		{"tidal:later_quantile=0", contract.Context{}, "later_quantile"},
+		{"tidal:vacate_quantile=1.5", contract.Context{}, "vacate_quantile"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
@@ -95,8 +97,8 @@ func TestTidalKnobs(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s", tc.spec, err, tc.want)
 		}
 	}
-	p := fam.Parse(t, "tidal:quantile=0.2:wrong=shift", contract.Context{})
-	if p.Name() != "tidal:quantile=0.2:wrong=shift" {
+	p := fam.Parse(t, "tidal:wrong=shift:quantile=0.2:later_quantile=0.5", contract.Context{})
+	if p.Name() != "tidal:later_quantile=0.5:quantile=0.2:wrong=shift" {
 		t.Errorf("name %q", p.Name())
 	}
 }
