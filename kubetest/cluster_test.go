@@ -359,6 +359,10 @@ func testConstraints(t *testing.T, e *env) {
 	s.editNode("constr-2", func(n *corev1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoExecute})
 	})
+	// tide's node informer must see the taint before the job arrives (as
+	// kube-scheduler's must): a round between the two would place it there
+	// rightly. Under load the watch can lag the API server by a second.
+	time.Sleep(2 * time.Second)
 	s.tidejob("constr", "tj", 1, 1, 8)
 	time.Sleep(4 * time.Second)
 	if st := sch.Stats(); st.Created != 0 || s.workers("constr", "tj") != 0 {

@@ -93,6 +93,9 @@ func TestKubeConsole(t *testing.T) {
 	}
 	var q struct{ Jobs []job }
 	eventually(t, 30*time.Second, func() (bool, string) {
+		// A pod bound after the first wait's last kubelet pass is still
+		// Pending: run the kubelet here too.
+		s.kubelet("team-a", "team-b")
 		q.Jobs = nil
 		get(admin, "/ui/api/queue?state=active", &q)
 		running, waiting, working := 0, 0, 0
