@@ -5,19 +5,13 @@ import (
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/tide-sched/tide/cputime"
 )
 
 // cpuSeconds is the process's user+system CPU time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
+func cpuSeconds() float64 { return max(cputime.Process(), 0) }
 
 // bigSource is nodes x 8 GPUs and jobs of 1 to 8 GPUs from 20 tenants,
 // after one FIFO round.

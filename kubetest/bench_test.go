@@ -34,6 +34,7 @@ import (
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedoptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
+	"github.com/tide-sched/tide/cputime"
 	"github.com/tide-sched/tide/kube"
 )
 
@@ -328,10 +329,7 @@ type cpuSample struct{ self, busy float64 }
 
 func sampleCPU() cpuSample {
 	var s cpuSample
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = tv(ru.Utime) + tv(ru.Stime)
-	}
+	s.self = max(cputime.Process(), 0)
 	// /proc/stat: "cpu user nice system idle iowait irq softirq steal ...",
 	// in USER_HZ (100 per second on Linux).
 	if data, err := os.ReadFile("/proc/stat"); err == nil {
@@ -347,8 +345,6 @@ func sampleCPU() cpuSample {
 	}
 	return s
 }
-
-func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func envInt(b *testing.B, name string, def int) int {
 	if v := os.Getenv(name); v != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tide-sched/tide/cputime"
 	"github.com/tide-sched/tide/engine"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkPolluxRound(b *testing.B) {
 				b.Skip("the GA on 1,000 jobs is slow; run without -short")
 			}
 			fit := 0.0
-			cpu0 := pxCPUSeconds()
+			cpu0 := cputime.Process()
 			for range b.N {
 				pxResetCache()
 				fit = pxWarmGA(s, 5)
@@ -69,7 +70,7 @@ func BenchmarkPolluxRound(b *testing.B) {
 func pxBenchRound(b *testing.B, s *engine.Snapshot, p *Pollux, warm bool) {
 	fit, running := 0.0, 0
 	pxResetCache()
-	cpu0 := pxCPUSeconds()
+	cpu0 := cputime.Process()
 	for range b.N {
 		if !warm {
 			pxResetCache()
@@ -98,5 +99,5 @@ func pxReportCPU(b *testing.B, cpu0 float64) {
 	if cpu0 < 0 {
 		return
 	}
-	b.ReportMetric((pxCPUSeconds()-cpu0)/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cputime.Process()-cpu0)/float64(b.N), "cpu-s/op")
 }
