@@ -192,8 +192,7 @@ func (s *scenario) node(name string, gpus int, typ string) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": typ,
 		"kubernetes.io/hostname": name}}}
 	ctx := context.Background()
-	n, err := s.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := s.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		s.t.Fatal(err)
 	}
 	s.nodes = append(s.nodes, name)

@@ -164,10 +164,6 @@ func testElect(t *testing.T, e *env) {
 	}
 }
 
-// rbacRule is one verb on one resource that a role of deploy/rbac.yaml
-// grants, and where.
-type rbacRule struct{ key, scope string }
-
 // testRBAC: the rules of deploy/rbac.yaml are exactly the calls tide's
 // clients made in the scenarios before it (run it last): every call
 // allowed (RBAC enforced that), and every verb granted used. Pods are
