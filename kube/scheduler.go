@@ -276,6 +276,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.watch(ctx); err != nil {
 		return err
 	}
+	if s.paced() { // the driver runs the rounds (live.go)
+		<-ctx.Done()
+		return nil
+	}
 	return s.loop(ctx)
 }
 
