@@ -31,6 +31,12 @@ type Live struct {
 	// Progress is the progress of a workload's job in its model's unit;
 	// false leaves the engine's own estimate.
 	Progress func(key string) (float64, bool)
+	// Placer, when set, places the engine's plans instead of tide's
+	// worker placer (the simulator's placer for the same file): a resized
+	// job is placed anew, as the simulator places it, rather than keeping
+	// its surviving workers, and plans are not placed on trial against
+	// the nodes' room (the driver's nodes hold only GPUs).
+	Placer engine.Placer
 	// Paced: the driver paces tide. Run watches the API server but runs
 	// no round of its own, periodic or on changes; the driver steps
 	// Config.Clock (an engine clock it owns) and calls Round once tide's
@@ -80,6 +86,15 @@ func (s *Scheduler) Cached(kind, ns, name, key string) (string, bool) {
 		return "", false
 	}
 	return obj.GetAnnotations()[key], true
+}
+
+// enginePlacer is the engine's placer: the driver's (Live.Placer), or
+// tide's worker placer.
+func (s *Scheduler) enginePlacer() engine.Placer {
+	if l := s.cfg.Live; l != nil && l.Placer != nil {
+		return l.Placer
+	}
+	return s.placer()
 }
 
 // model is the engine's performance model.

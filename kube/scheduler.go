@@ -246,6 +246,9 @@ func New(cfg Config) (*Scheduler, error) {
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.placer}
+	if cfg.Live != nil && cfg.Live.Placer != nil {
+		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
+	}
 	return s, nil
 }
 
@@ -747,7 +750,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
-		Placer: s.placer(), Clock: s.cfg.Clock})
+		Placer: s.enginePlacer(), Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}

@@ -249,6 +249,20 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	if err != nil {
 		t.Fatal(err)
 	}
+	traceID := map[string]string{} // tide's job ID -> the trace's
+	if prefix := os.Getenv("TIDE_LIVE_TRACE"); prefix != "" {
+		// The simulator's run again, traced, beside the live one.
+		sr, err := ins.Build(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := createFile(t, prefix+".sim")
+		sr.Config.Policy = &tracePolicy{inner: sr.Config.Policy, w: f, name: func(id string) string { return id }}
+		if _, err := sr.Simulate(); err != nil {
+			t.Fatal(err)
+		}
+		r.Config.Policy = &tracePolicy{inner: r.Config.Policy, w: createFile(t, prefix+".live"), name: func(id string) string { return traceID[id] }}
+	}
 	for _, f := range ins.Sites.Faults {
 		t.Fatalf("site %s: node faults are not run live (the scenario's faults would be a kubelet dying)", f.Site)
 	}
@@ -288,12 +302,13 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	sort.SliceStable(lr.order, func(a, b int) bool { return lr.order[a].j.Submit < lr.order[b].j.Submit })
 	lr.events = timeline(ins.Sites.Changes, ins.Sites.Diurnal, lr.c, lastSubmit(r.Jobs)+30*86400)
 	lr.makeFences()
-	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Paced: true,
+	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
 				id := j.ID
 				*j = *lj.j
 				j.ID = id
+				traceID[id] = lj.j.ID
 			}
 		},
 		Progress: func(key string) (float64, bool) {
@@ -318,6 +333,16 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	live = scen.Result{Cluster: lr.c.String(), Jobs: len(lr.jobs), Runs: []*report.Run{run}}
 	return live, simulated
+}
+
+// createFile creates a file closed when t ends.
+func createFile(t *testing.T, name string) *os.File {
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
 
 func lastSubmit(jobs []*job.Job) float64 {
