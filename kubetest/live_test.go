@@ -132,6 +132,7 @@ type liveRun struct {
 	taken    map[string]int     // site -> servers taken back the timeline wants
 	replicas map[string]int     // site -> its inference Deployment's replicas, as last set
 	leaving  map[string]float64 // reclaimed worker pod -> when its checkpoint is done and it goes
+	tb       map[string]bool    // kube node -> labelled taken back (the driver alone writes the label)
 	waits    []ownerWait
 	nWaits   int
 	waitSec  float64
@@ -268,7 +269,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
 		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
-		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, dirty: map[string]bool{}}
+		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, dirty: map[string]bool{}}
 	lr.s = e.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
 	e.startKCM(t, "deployment-controller,replicaset-controller")
@@ -302,7 +303,11 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	sort.SliceStable(lr.order, func(a, b int) bool { return lr.order[a].j.Submit < lr.order[b].j.Submit })
 	lr.events = timeline(ins.Sites.Changes, ins.Sites.Diurnal, lr.c, lastSubmit(r.Jobs)+30*86400)
 	lr.makeFences()
-	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
+	// Evicted workers stay terminating until the driver's kubelet ends
+	// them (at once, or after the checkpoint of a reclaim): a grace
+	// period of 0 would have the API server delete them itself.
+	grace := 30 * time.Second
+	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Grace: &grace, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
 				id := j.ID
@@ -399,12 +404,11 @@ func (lr *liveRun) makeFences() {
 }
 
 // fence writes a new value on the fence of every kind written since the
-// last fence (pods always: kubelets and controllers write them) and waits
-// until tide's caches hold them.
+// last fence (by the driver, or by the replica set controller while the
+// driver waited for it) and waits until tide's caches hold them.
 func (lr *liveRun) fence(ctx context.Context) {
 	lr.fenceN++
 	v := strconv.Itoa(lr.fenceN)
-	lr.dirty["pod"] = true
 	for kind, d := range lr.dirty {
 		if !d {
 			continue
@@ -635,6 +639,7 @@ func (lr *liveRun) complete(ctx context.Context, lj *liveJob, t float64) {
 		if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			lr.t.Fatal(err)
 		}
+		lr.dirty["pod"] = true
 	}
 	lj.workers = nil
 }
@@ -752,16 +757,8 @@ func (lr *liveRun) nodeCosts(nodes []int, pods []corev1.Pod) map[int]float64 {
 // the cheapest to take (idle ones first).
 func (lr *liveRun) takeBack(ctx context.Context, site string, want int, pods []corev1.Pod) {
 	ids := append([]int(nil), lr.c.SiteOf(site).Nodes...)
-	nodes := make(map[int]*corev1.Node, len(ids))
-	for _, id := range ids {
-		n, err := lr.s.cs.CoreV1().Nodes().Get(ctx, lr.kname[id], metav1.GetOptions{})
-		if err != nil {
-			lr.t.Fatal(err)
-		}
-		nodes[id] = n
-	}
 	cost := lr.nodeCosts(ids, pods)
-	isTaken := func(id int) bool { return nodes[id].Labels[kube.DefaultTakenBackKey] == "true" }
+	isTaken := func(id int) bool { return lr.tb[lr.kname[id]] }
 	sort.SliceStable(ids, func(a, b int) bool {
 		if isTaken(ids[a]) != isTaken(ids[b]) {
 			return isTaken(ids[a])
@@ -769,40 +766,20 @@ func (lr *liveRun) takeBack(ctx context.Context, site string, want int, pods []c
 		return cost[ids[a]] < cost[ids[b]]
 	})
 	for i, id := range ids {
-		n := nodes[id]
 		if (i < want) == isTaken(id) {
 			continue
 		}
+		v := "null"
 		if i < want {
-			n.Labels[kube.DefaultTakenBackKey] = "true"
-		} else {
-			delete(n.Labels, kube.DefaultTakenBackKey)
+			v = `"true"`
 		}
-		if _, err := lr.s.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, kube.DefaultTakenBackKey, v))
+		if _, err := lr.s.cs.CoreV1().Nodes().Patch(ctx, lr.kname[id], "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 			lr.t.Fatal(err)
 		}
+		lr.tb[lr.kname[id]] = i < want
 		lr.dirty["node"] = true
 	}
-}
-
-// takenBack: node n is labelled taken back.
-func (lr *liveRun) takenBack(ctx context.Context) map[string]bool {
-	out := map[string]bool{}
-	for site, k := range lr.taken {
-		if k == 0 {
-			continue
-		}
-		for _, id := range lr.c.SiteOf(site).Nodes {
-			n, err := lr.s.cs.CoreV1().Nodes().Get(ctx, lr.kname[id], metav1.GetOptions{})
-			if err != nil {
-				lr.t.Fatal(err)
-			}
-			if n.Labels[kube.DefaultTakenBackKey] == "true" {
-				out[n.Name] = true
-			}
-		}
-	}
-	return out
 }
 
 // settle plays the kubelets and the owners at instant t until the API
@@ -810,7 +787,7 @@ func (lr *liveRun) takenBack(ctx context.Context) map[string]bool {
 // and again while a round evicted pods (the binds it left for their room);
 // then it charges each job's new set of workers.
 func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
-	taken := lr.takenBack(ctx)
+	taken := lr.tb
 	for pass := 0; ; pass++ {
 		lr.converge(ctx, t, taken)
 		if !round {
@@ -834,8 +811,9 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		}
 		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
 	}
-	lr.launch(lr.list(ctx), t)
-	lr.ownersMet(ctx, t, taken)
+	pods := lr.list(ctx)
+	lr.launch(pods, t)
+	lr.ownersMet(pods, t, taken)
 }
 
 // converge plays, at t, the serving pods' scheduler and every kubelet until
@@ -935,6 +913,9 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 				acted = true
 			}
 		}
+		if !settled || acted {
+			lr.dirty["pod"] = true
+		}
 		if settled && !acted {
 			return
 		}
@@ -948,12 +929,12 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 // pod of the site pending, no worker of tide's on a server taken back.
 // A wait that lasted counts, once per rise in demand, as the simulator
 // counts one per capacity change that took GPUs from training.
-func (lr *liveRun) ownersMet(ctx context.Context, t float64, taken map[string]bool) {
+func (lr *liveRun) ownersMet(pods []corev1.Pod, t float64, taken map[string]bool) {
 	if len(lr.waits) == 0 {
 		return
 	}
 	open := map[string]bool{}
-	for _, p := range lr.list(ctx) {
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
