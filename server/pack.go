@@ -69,6 +69,9 @@ func (a *attempt) packed() bool { return a.partner != "" }
 // beside the job it shares its GPUs with now, and returns that job ("" when
 // it runs alone). Under mu.
 func (s *Server) observePair(lj *liveJob, stepTime float64) (partner string) {
+	if stepTime <= 0 {
+		return ""
+	}
 	st := s.eng.Job(lj.rec.ID)
 	if st == nil || len(st.GPUs) == 0 {
 		return ""

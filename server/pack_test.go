@@ -42,7 +42,7 @@ const packTable = `{"v100": {
 // pair. Each job ends when its gate file appears. It returns the server,
 // the jobs by type, their gates, the pairs (types, sorted) and the MPS
 // control calls.
-func packedJobs(t *testing.T, spec string) (ts *testServer, ids map[string]string, gates, pairs []string, calls string) {
+func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, ids map[string]string, gates, pairs []string, calls string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg, calls := mpsConfig(t, dir, "fake:2:v100")
@@ -50,6 +50,9 @@ func packedJobs(t *testing.T, spec string) (ts *testServer, ids map[string]strin
 	cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
 	if err := os.WriteFile(cfg.PairThroughputs, []byte(packTable), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	ts = startServer(t, cfg)
 	out := filepath.Join(dir, "env")
@@ -223,7 +226,7 @@ func (f *firstPlan) Schedule(s *engine.Snapshot) engine.Plan {
 // running on its GPU, not restarted (the simulator's model: only the job
 // that moves gets a change), and every MPS daemon stops with the jobs.
 func TestPackedPairsLive(t *testing.T) {
-	ts, ids, gates, pairs, calls := packedJobs(t, "gandiva:preset=gavel:pack=true")
+	ts, ids, gates, pairs, calls := packedJobs(t, "gandiva:preset=gavel:pack=true", nil)
 	first, partner, _ := strings.Cut(pairs[0], "+")
 	if err := os.WriteFile(gates[slices.Index([]string{"A", "B", "C", "D"}, first)], nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -247,7 +250,7 @@ func TestPackedPairsLive(t *testing.T) {
 // TestPackedPairsGavelLive: Gavel's LAS with space sharing (its LP solved
 // by GLPK) packs the same four jobs live as in the simulator.
 func TestPackedPairsGavelLive(t *testing.T) {
-	ts, ids, gates, _, calls := packedJobs(t, "gavel-las:space_sharing=true")
+	ts, ids, gates, _, calls := packedJobs(t, "gavel-las:space_sharing=true", nil)
 	for _, g := range gates {
 		if err := os.WriteFile(g, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -257,6 +260,113 @@ func TestPackedPairsGavelLive(t *testing.T) {
 		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
 	}
 	waitMPSStopped(t, calls)
+}
+
+// TestPackedPairsRecovered: the server stops, leaving two packed pairs
+// running; a new one re-adopts all four jobs as the same pairs (no
+// restart, the engine's books hold each GPU's pair), keeps a GPU's MPS
+// daemon while a member of its pair runs, and stops the daemons the first
+// server started once the jobs have ended.
+func TestPackedPairsRecovered(t *testing.T) {
+	var cfg Config
+	s1, ids, gates, pairs, calls := packedJobs(t, "gandiva:preset=gavel:pack=true", func(c *Config) {
+		c.StopJobsOnExit = false
+		cfg = *c
+	})
+	s1.close(t)
+	s2 := startServer(t, cfg)
+	time.Sleep(3 * cfg.Round)
+	for typ, id := range ids {
+		j := waitJob(t, s2.admin, id, 5*time.Second, "running", inState(api.StateRunning))
+		if len(j.Attempts) != 1 || j.Restarts != 0 {
+			t.Errorf("job %s (%s) after the restart: %d attempts, %d restarts; want it re-adopted", id, typ, len(j.Attempts), j.Restarts)
+		}
+	}
+	s2.lock()
+	for g := range cluster.GPUID(s2.cluster.TotalGPUs()) {
+		if a, b := s2.eng.Holders(g); a == nil || b == nil || a.PackedWith != b.Job.ID || b.PackedWith != a.Job.ID {
+			t.Errorf("GPU %d held by %v and %v after the restart: want the pair re-adopted", g, a, b)
+		}
+	}
+	s2.mu.Unlock()
+	// The member of a pair adopted second leaves: the one adopted first
+	// (alone, then paired) still holds its GPU's MPS daemon.
+	x, y, _ := strings.Cut(pairs[0], "+")
+	if ids[x] > ids[y] {
+		x, y = y, x
+	}
+	if err := os.WriteFile(gates[slices.Index([]string{"A", "B", "C", "D"}, y)], nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, s2.admin, ids[y], 20*time.Second, "finished", inState(api.StateFinished))
+	time.Sleep(3 * cfg.Round)
+	if b, _ := os.ReadFile(calls); strings.Contains(string(b), "quit") {
+		t.Errorf("job %s (%s) left; %s still runs beside where it was, but its MPS daemon was stopped:\n%s", ids[y], y, ids[x], b)
+	}
+	for _, g := range gates {
+		if err := os.WriteFile(g, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		waitJob(t, s2.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
+	}
+	waitMPSStopped(t, calls, "0", "1")
+}
+
+// TestPackedReportsSplitPair: the step times jobs report feed the pair
+// model, and Gandiva (the paper's rule) splits a packed pair they show
+// losing. A runs alone on the one V100 and reports 0.1 s steps; B arrives
+// and is packed beside it (the table: 0.6 + 0.6 of their speeds alone);
+// A then reports 0.4 s steps, a quarter of its speed: 0.25 + 0.6 < 1, so
+// the next round preempts B, which moved in, and A keeps running.
+func TestPackedReportsSplitPair(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := mpsConfig(t, dir, "fake:1:v100")
+	cfg.Policy = "gandiva:pack=true"
+	cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
+	if err := os.WriteFile(cfg.PairThroughputs, []byte(packTable), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, cfg)
+	// A job appends what the test puts in rep-<its ID> to its report file.
+	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + dir + `/go ]; do ` +
+		`if [ -e ` + dir + `/rep-$TIDE_JOB_ID ]; then cat ` + dir + `/rep-$TIDE_JOB_ID >> "$TIDE_REPORT_FILE"; rm ` + dir + `/rep-$TIDE_JOB_ID; fi; sleep 0.05; done`}
+	report := func(id, line, msg string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "rep-"+id), []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitJob(t, ts.admin, id, 20*time.Second, "reporting "+msg, func(j *api.Job) bool { return j.Message == msg })
+	}
+	launched := func(id string) {
+		t.Helper()
+		waitJob(t, ts.admin, id, 20*time.Second, "launched", func(j *api.Job) bool {
+			_, err := os.Stat(filepath.Join(dir, id+".ran"))
+			return j.State == api.StateRunning && err == nil
+		})
+	}
+	a := submit(t, ts.admin, &api.JobSpec{Command: cmd, GPUs: 1, JobType: "A", EstimateS: 600})
+	launched(a.ID)
+	report(a.ID, `{"step_time": 0.1, "message": "alone"}`, "alone")
+	b := submit(t, ts.admin, &api.JobSpec{Command: cmd, GPUs: 1, JobType: "B", EstimateS: 600})
+	launched(b.ID)
+	ts.lock()
+	if st := ts.eng.Job(b.ID); st.PackedWith != a.ID {
+		t.Errorf("job B runs packed with %q, want A (%s)", st.PackedWith, a.ID)
+	}
+	ts.mu.Unlock()
+	report(a.ID, `{"step_time": 0.4, "message": "packed"}`, "packed")
+	waitJob(t, ts.admin, b.ID, 20*time.Second, "preempted", inState(api.StatePreempted))
+	if j := waitJob(t, ts.admin, a.ID, time.Second, "running", inState(api.StateRunning)); len(j.Attempts) != 1 {
+		t.Errorf("job A: %d attempts, want 1 (it keeps its GPU when B leaves)", len(j.Attempts))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
+	}
 }
 
 // TestPackUnknownJobType: a job_type the pair table does not know is

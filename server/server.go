@@ -486,12 +486,14 @@ func (s *Server) recover(r *store.Job) {
 		if ok && r.State == api.StateRunning && last.Stop == "" && s.eng.Adopt(r.ID, gpus) == nil {
 			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc}
 			lj.att, lj.last = att, att
+			att.partner = s.eng.Job(r.ID).PackedWith // Adopt paired it with the job on its GPUs
 			for _, g := range gpus {
 				s.claim(att, g)
 			}
-			if att.fractional() && len(att.devs) == 1 && s.mps.Available() {
-				s.mps.Adopt(att.devs[0]) // its daemon still runs for it
-				att.mpsHeld = true
+			s.adoptMPS(att)
+			if p := s.jobs[att.partner]; p != nil && p.att != nil && p.att.partner == "" {
+				p.att.partner = r.ID // adopted alone before this one joined it
+				s.adoptMPS(p.att)
 			}
 			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
 			s.touch(lj)

@@ -105,6 +105,15 @@ func (s *Server) acquireMPS(a *attempt) (string, error) {
 	return dir, err
 }
 
+// adoptMPS holds, for a re-adopted attempt that shares its one GPU, the
+// MPS daemon that still runs for it. Under mu.
+func (s *Server) adoptMPS(a *attempt) {
+	if a.shares() && !a.mpsHeld && len(a.devs) == 1 && s.mps.Available() {
+		s.mps.Adopt(a.devs[0])
+		a.mpsHeld = true
+	}
+}
+
 // releaseMPS lets go of the daemon attempt a held, if any, once its
 // process is gone (the last one stops the daemon, which takes a moment:
 // not under mu).
