@@ -51,6 +51,8 @@ func themisPolicies(register func(contract.Info)) {
 type Themis struct {
 	F     float64 `knob:"f"`     // in [0, 1)
 	Lease float64 `knob:"lease"` // seconds, > 0
+
+	auction themisAuction // the auction's tables, reused from round to round
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -82,19 +84,29 @@ type themisBid struct {
 // Rho returns st's finish-time fairness if it holds k GPUs from now on
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
+	return t.rho(s, st, k, t.independent(s, st, active))
+}
+
+// independent is st's T_independent with active jobs sharing the cluster
+// (it does not depend on what st holds, so Schedule computes it once per job).
+func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int) float64 {
 	n := st.Job.GPUs
 	share := float64(s.Available("", "")) / float64(max(active, 1))
 	alone := perfRemaining(s, st, n, 0)
-	tid := alone * math.Max(1, float64(n)/share)
+	return alone * math.Max(1, float64(n)/share)
+}
+
+// rho is Rho given T_independent tid.
+func (t *Themis) rho(s *engine.Snapshot, st *engine.Status, k int, tid float64) float64 {
+	if !(tid > 0) {
+		return 1
+	}
 	age := s.Now - st.Job.Submit
 	var tsh float64
 	if k == 0 {
-		tsh = age + t.Lease + perfRemaining(s, st, n, st.Progress)
+		tsh = age + t.Lease + perfRemaining(s, st, st.Job.GPUs, st.Progress)
 	} else {
 		tsh = age + perfRemaining(s, st, k, st.Progress)
-	}
-	if !(tid > 0) {
-		return 1
 	}
 	return tsh / tid
 }
@@ -129,13 +141,17 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 				continue
 			}
 		}
-		b := themisBid{st: st, rho: t.Rho(s, st, len(st.GPUs), active)}
-		r0 := t.Rho(s, st, 0, active)
+		tid := t.independent(s, st, active)
+		r0 := t.rho(s, st, 0, tid)
+		b := themisBid{st: st, rho: r0}
+		if held := len(st.GPUs); held > 0 {
+			b.rho = t.rho(s, st, held, tid)
+		}
 		for k := st.Job.MinGPUs; k <= st.Job.MaxGPUs; k++ {
 			if !st.Job.Elastic() && k != st.Job.GPUs {
 				continue
 			}
-			g := math.Log(r0 / t.Rho(s, st, k, active))
+			g := math.Log(r0 / t.rho(s, st, k, tid))
 			if math.IsNaN(g) || math.IsInf(g, 0) {
 				continue // cannot run on k GPUs
 			}
@@ -150,7 +166,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		m = max(m, 1)
 	}
 	bidders, rest := bids[:m], bids[m:]
-	sold, kept := partialAllocation(bidders, offered)
+	sold, kept := t.auction.run(bidders, offered)
 	var losers, withheld []themisBid
 	for i, b := range bidders {
 		switch {
@@ -189,31 +205,148 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 // bidder's count in the welfare-maximising allocation (sold) and what it
 // keeps after Themis' partial allocation (kept); 0 = nothing.
 func partialAllocation(bids []themisBid, budget int) (sold, kept []int) {
-	best, _ := maxGain(bids, budget, -1)
-	out := make([]int, len(bids))
-	for i, k := range best {
-		if k == 0 {
-			continue
-		}
-		// Others' welfare with i present vs with i absent.
-		with := 0.0
-		for j, kj := range best {
-			if j != i && kj > 0 {
-				with += bids[j].gainOf(kj)
+	var a themisAuction
+	return a.run(bids, budget)
+}
+
+// themisAuction is the auction's memory, kept from round to round.
+//
+// The welfare-maximising allocation is a knapsack over GPUs solved by
+// dynamic programming from the last bidder back (suffix tables). Partial
+// allocation needs, for every winner i, the best welfare of the others
+// without i; that is the best split of the budget between the bidders
+// before i (a forward table, built once for all winners) and those after
+// it (the suffix table), so the whole auction costs two passes over the
+// bidders instead of one pass per winner. A table's row is flat beyond
+// the GPUs its bidders can use at most (their largest useful counts
+// summed), so rows are stored only up to that point.
+type themisAuction struct {
+	suf    []float64 // suffix rows, row i at sufOff[i], length sufCap[i]+1
+	sufOff []int
+	sufCap []int
+	fwd    []float64 // the forward row for the bidders before the current one
+	next   []float64
+}
+
+// cell is row i of the suffix table at g GPUs (the row is flat past its cap).
+func (a *themisAuction) cell(i, g int) float64 {
+	return a.suf[a.sufOff[i]+min(g, a.sufCap[i])]
+}
+
+// run is partialAllocation with a's memory.
+func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
+	n := len(bids)
+	top := make([]int, n) // largest count with a positive gain, 0 if none
+	for i, b := range bids {
+		for c, k := range b.counts {
+			if b.gain[c] > 0 {
+				top[i] = k
 			}
-		}
-		_, without := maxGain(bids, budget, i)
-		c := math.Exp(with - without)
-		b := bids[i]
-		if b.st.Job.Elastic() {
-			if keep := int(math.Floor(c*float64(k) + 1e-9)); keep >= b.st.Job.MinGPUs {
-				out[i] = keep
-			}
-		} else if c >= 0.5 {
-			out[i] = k
 		}
 	}
-	return best, out
+	// Suffix table: row i is the best gain of bidders i.. with g GPUs left.
+	a.sufOff = append(a.sufOff[:0], make([]int, n+1)...)
+	a.sufCap = append(a.sufCap[:0], make([]int, n+1)...)
+	size := 0
+	for i := n; i >= 0; i-- {
+		if i < n {
+			a.sufCap[i] = min(budget, a.sufCap[i+1]+top[i])
+		}
+		size += a.sufCap[i] + 1
+	}
+	a.suf = slices.Grow(a.suf[:0], size)[:size]
+	off := 0
+	for i := n; i >= 0; i-- {
+		a.sufOff[i] = off
+		off += a.sufCap[i] + 1
+	}
+	a.suf[a.sufOff[n]] = 0
+	for i := n - 1; i >= 0; i-- {
+		row := a.suf[a.sufOff[i] : a.sufOff[i]+a.sufCap[i]+1]
+		knap(row, a.suf[a.sufOff[i+1]:a.sufOff[i+1]+a.sufCap[i+1]+1], bids[i])
+	}
+	// The allocation: ties keep fewer GPUs for later bidders.
+	sold = make([]int, n)
+	g := budget
+	for i := 0; i < n; i++ {
+		b := bids[i]
+		for c, k := range b.counts {
+			if k > g || !(b.gain[c] > 0) {
+				continue
+			}
+			if v := b.gain[c] + a.cell(i+1, g-k); v > a.cell(i+1, g) && math.Abs(v-a.cell(i, g)) <= 1e-12*math.Max(1, a.cell(i, g)) {
+				sold[i] = k
+				break
+			}
+		}
+		g -= sold[i]
+	}
+	// Others' welfare with i present, for every i: the total less i's gain.
+	kept = make([]int, n)
+	last := -1 // the last winner
+	for i, k := range sold {
+		if k > 0 {
+			last = i
+		}
+	}
+	a.fwd = append(a.fwd[:0], 0)
+	fcap := 0 // the forward row is flat past fcap
+	for i := 0; i <= last; i++ {
+		if k := sold[i]; k > 0 {
+			with := 0.0
+			for j, kj := range sold {
+				if j != i && kj > 0 {
+					with += bids[j].gainOf(kj)
+				}
+			}
+			// Without i: the best split of the budget between the bidders
+			// before i (fwd, up to g GPUs) and those after (at most budget-g).
+			without := 0.0
+			lo, hi := max(0, budget-a.sufCap[i+1]), min(budget, fcap)
+			for g := min(lo, hi); g <= hi; g++ {
+				without = math.Max(without, a.fwd[g]+a.cell(i+1, budget-g))
+			}
+			c := math.Exp(with - without)
+			b := bids[i]
+			if b.st.Job.Elastic() {
+				if keep := int(math.Floor(c*float64(k) + 1e-9)); keep >= b.st.Job.MinGPUs {
+					kept[i] = keep
+				}
+			} else if c >= 0.5 {
+				kept[i] = k
+			}
+		}
+		if i == last {
+			break
+		}
+		ncap := min(budget, fcap+top[i])
+		a.next = slices.Grow(a.next[:0], ncap+1)[:ncap+1]
+		for g := range a.fwd {
+			a.next[g] = a.fwd[g]
+		}
+		for g := len(a.fwd); g <= ncap; g++ {
+			a.next[g] = a.fwd[fcap]
+		}
+		knap(a.next, a.next, bids[i])
+		a.fwd, a.next, fcap = a.next, a.fwd, ncap
+	}
+	return sold, kept
+}
+
+// knap sets row[g] (g = len(row)-1 down to 0) to the best of prev[g] and
+// b's gain for a count k <= g plus prev[g-k]; prev is flat past its end.
+// row and prev may be the same slice: g falls and every read is at g or below.
+func knap(row, prev []float64, b themisBid) {
+	pc := len(prev) - 1
+	for g := len(row) - 1; g >= 0; g-- {
+		v := prev[min(g, pc)]
+		for c, k := range b.counts {
+			if k <= g && b.gain[c] > 0 {
+				v = math.Max(v, b.gain[c]+prev[min(g-k, pc)])
+			}
+		}
+		row[g] = v
+	}
 }
 
 func (b themisBid) gainOf(k int) float64 {
@@ -221,48 +354,4 @@ func (b themisBid) gainOf(k int) float64 {
 		return b.gain[i]
 	}
 	return 0
-}
-
-// maxGain picks, for each bidder but skip, a count (or 0) with total at
-// most budget maximising the total gain (sum of log(rho(0)/rho(k)), the log
-// of the product of 1/rho up to a constant). Ties keep fewer GPUs for
-// later bidders. It returns the counts and the total.
-func maxGain(bids []themisBid, budget, skip int) ([]int, float64) {
-	n := len(bids)
-	// dp[i][g]: best gain of bidders i.. with g GPUs left.
-	dp := make([][]float64, n+1)
-	for i := range dp {
-		dp[i] = make([]float64, budget+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for g := 0; g <= budget; g++ {
-			v := dp[i+1][g]
-			if i != skip {
-				for c, k := range bids[i].counts {
-					if k <= g && bids[i].gain[c] > 0 {
-						v = math.Max(v, bids[i].gain[c]+dp[i+1][g-k])
-					}
-				}
-			}
-			dp[i][g] = v
-		}
-	}
-	out := make([]int, n)
-	g := budget
-	for i := 0; i < n; i++ {
-		if i == skip {
-			continue
-		}
-		for c, k := range bids[i].counts {
-			if k > g || !(bids[i].gain[c] > 0) {
-				continue
-			}
-			if v := bids[i].gain[c] + dp[i+1][g-k]; v > dp[i+1][g] && math.Abs(v-dp[i][g]) <= 1e-12*math.Max(1, dp[i][g]) {
-				out[i] = k
-				break
-			}
-		}
-		g -= out[i]
-	}
-	return out, dp[0][budget]
 }
