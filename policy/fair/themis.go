@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -52,7 +53,15 @@ type Themis struct {
 	F     float64 `knob:"f"`     // in [0, 1)
 	Lease float64 `knob:"lease"` // seconds, > 0
 
-	auction themisAuction // the auction's tables, reused from round to round
+	// Memory reused from round to round.
+	auction themisAuction // the auction's tables
+	bids    []themisBid
+	counts  []int     // the bids' counts, one after the other
+	gains   []float64 // and gains
+	order   []*engine.Status
+	rho     map[*engine.Status]float64
+	explain explain.Scratch
+	run     []engine.Assignment // the last plan's Run
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -84,7 +93,11 @@ type themisBid struct {
 // Rho returns st's finish-time fairness if it holds k GPUs from now on
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
-	return t.rho(s, st, k, t.independent(s, st, active))
+	age := s.Now - st.Job.Submit
+	if k == 0 {
+		return rhoOf(age+t.Lease+perfRemaining(s, st, st.Job.GPUs, st.Progress), t.independent(s, st, active))
+	}
+	return rhoOf(age+perfRemaining(s, st, k, st.Progress), t.independent(s, st, active))
 }
 
 // independent is st's T_independent with active jobs sharing the cluster
@@ -96,17 +109,11 @@ func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int) 
 	return alone * math.Max(1, float64(n)/share)
 }
 
-// rho is Rho given T_independent tid.
-func (t *Themis) rho(s *engine.Snapshot, st *engine.Status, k int, tid float64) float64 {
+// rhoOf is rho = T_shared / T_independent, 1 when T_independent is not
+// positive.
+func rhoOf(tsh, tid float64) float64 {
 	if !(tid > 0) {
 		return 1
-	}
-	age := s.Now - st.Job.Submit
-	var tsh float64
-	if k == 0 {
-		tsh = age + t.Lease + perfRemaining(s, st, st.Job.GPUs, st.Progress)
-	} else {
-		tsh = age + perfRemaining(s, st, k, st.Progress)
 	}
 	return tsh / tid
 }
@@ -129,9 +136,10 @@ func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) floa
 // Schedule implements engine.Policy.
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	free := alloc.NewPool(s)
-	var plan engine.Plan
+	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
 	offered := s.Available("", "")
-	var bids []themisBid
+	bids := t.bids[:0]
+	counts, gains := t.counts[:0], t.gains[:0]
 	active := len(s.Jobs)
 	for _, st := range s.Jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
@@ -141,25 +149,38 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 				continue
 			}
 		}
+		// rho(0) and rho(n) share the time to finish on n GPUs, and
+		// T_independent does not depend on the count.
 		tid := t.independent(s, st, active)
-		r0 := t.rho(s, st, 0, tid)
+		age := s.Now - st.Job.Submit
+		n := st.Job.GPUs
+		remN := perfRemaining(s, st, n, st.Progress)
+		rhoK := func(k int) float64 {
+			if k == n {
+				return rhoOf(age+remN, tid)
+			}
+			return rhoOf(age+perfRemaining(s, st, k, st.Progress), tid)
+		}
+		r0 := rhoOf(age+t.Lease+remN, tid)
 		b := themisBid{st: st, rho: r0}
 		if held := len(st.GPUs); held > 0 {
-			b.rho = t.rho(s, st, held, tid)
+			b.rho = rhoK(held)
 		}
+		from := len(counts)
 		for k := st.Job.MinGPUs; k <= st.Job.MaxGPUs; k++ {
-			if !st.Job.Elastic() && k != st.Job.GPUs {
+			if !st.Job.Elastic() && k != n {
 				continue
 			}
-			g := math.Log(r0 / t.rho(s, st, k, tid))
+			g := math.Log(r0 / rhoK(k))
 			if math.IsNaN(g) || math.IsInf(g, 0) {
 				continue // cannot run on k GPUs
 			}
-			b.counts = append(b.counts, k)
-			b.gain = append(b.gain, g)
+			counts, gains = append(counts, k), append(gains, g)
 		}
+		b.counts, b.gain = counts[from:len(counts):len(counts)], gains[from:len(gains):len(gains)]
 		bids = append(bids, b)
 	}
+	t.bids, t.counts, t.gains = bids, counts, gains
 	slices.SortStableFunc(bids, func(a, b themisBid) int { return -cmp.Compare(a.rho, b.rho) })
 	m := int(math.Ceil((1 - t.F) * float64(len(bids))))
 	if len(bids) > 0 {
@@ -167,36 +188,72 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	bidders, rest := bids[:m], bids[m:]
 	sold, kept := t.auction.run(bidders, offered)
-	var losers, withheld []themisBid
-	for i, b := range bidders {
-		switch {
-		case sold[i] == 0:
-			losers = append(losers, b)
-		case kept[i] == 0:
-			withheld = append(withheld, b)
-		default:
-			if a, ok := free.Take(b.st, kept[i]); ok {
-				plan.Run = append(plan.Run, a)
-			}
-		}
-	}
 	// Leftovers, worst rho first: bidders who won nothing, the jobs that
 	// did not bid, and last the winners whose GPUs were all withheld.
-	for _, b := range slices.Concat(losers, rest, withheld) {
+	shrunk := 0 // contenders that held GPUs and get fewer or none
+	for _, b := range bids {
+		if len(b.st.GPUs) > 0 {
+			shrunk++
+		}
+	}
+	take := func(b themisBid, k int) bool {
+		a, ok := free.Take(b.st, k)
+		if ok {
+			plan.Run = append(plan.Run, a)
+			if held := len(b.st.GPUs); held > 0 && a.GPUs >= held {
+				shrunk--
+			}
+		}
+		return ok
+	}
+	leftover := func(b themisBid) {
 		for k := len(b.counts) - 1; k >= 0; k-- {
-			if a, ok := free.Take(b.st, b.counts[k]); ok {
-				plan.Run = append(plan.Run, a)
+			if take(b, b.counts[k]) {
 				break
 			}
 		}
 	}
-	order := make([]*engine.Status, len(bids))
-	rho := make(map[*engine.Status]float64, len(bids))
-	for i, b := range bids {
-		order[i], rho[b.st] = b.st, b.rho
+	for i, b := range bidders {
+		if sold[i] > 0 && kept[i] > 0 {
+			take(b, kept[i])
+		}
 	}
-	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("finish-time fairness rho %.2f (the worst off bid first; %d of %d bids go to auction)", rho[st], m, len(bids))
+	for i, b := range bidders {
+		if sold[i] == 0 {
+			leftover(b)
+		}
+	}
+	for _, b := range rest {
+		leftover(b)
+	}
+	for i, b := range bidders {
+		if sold[i] > 0 && kept[i] == 0 {
+			leftover(b)
+		}
+	}
+	t.run = plan.Run
+	if len(plan.Run) == len(s.Jobs) && shrunk == 0 {
+		// Every job runs on at least what it holds: no job needs a
+		// reason (explain.PlanAppend would find none, at a cost).
+		return plan
+	}
+	t.order = t.order[:0]
+	if t.rho == nil {
+		t.rho = map[*engine.Status]float64{}
+	}
+	clear(t.rho)
+	for _, b := range bids {
+		t.order = append(t.order, b.st)
+		t.rho[b.st] = b.rho
+	}
+	t.explain.PlanAppend(s, &plan, t.order, func(buf []byte, st *engine.Status) []byte {
+		buf = append(buf, "finish-time fairness rho "...)
+		buf = strconv.AppendFloat(buf, t.rho[st], 'f', 2, 64)
+		buf = append(buf, " (the worst off bid first; "...)
+		buf = strconv.AppendInt(buf, int64(m), 10)
+		buf = append(buf, " of "...)
+		buf = strconv.AppendInt(buf, int64(len(bids)), 10)
+		return append(buf, " bids go to auction)"...)
 	})
 	return plan
 }
@@ -226,6 +283,15 @@ type themisAuction struct {
 	sufCap []int
 	fwd    []float64 // the forward row for the bidders before the current one
 	next   []float64
+	// Per bidder.
+	top, sold, kept []int
+	soldGain        []float64
+}
+
+// resize returns b with length n, in b's memory when it has room; the
+// contents are not cleared.
+func resize[T any](b []T, n int) []T {
+	return slices.Grow(b[:0], n)[:n]
 }
 
 // cell is row i of the suffix table at g GPUs (the row is flat past its cap).
@@ -236,8 +302,10 @@ func (a *themisAuction) cell(i, g int) float64 {
 // run is partialAllocation with a's memory.
 func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 	n := len(bids)
-	top := make([]int, n) // largest count with a positive gain, 0 if none
+	a.top = resize(a.top, n) // largest count with a positive gain, 0 if none
+	top := a.top
 	for i, b := range bids {
+		top[i] = 0
 		for c, k := range b.counts {
 			if b.gain[c] > 0 {
 				top[i] = k
@@ -245,8 +313,8 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 		}
 	}
 	// Suffix table: row i is the best gain of bidders i.. with g GPUs left.
-	a.sufOff = append(a.sufOff[:0], make([]int, n+1)...)
-	a.sufCap = append(a.sufCap[:0], make([]int, n+1)...)
+	a.sufOff, a.sufCap = resize(a.sufOff, n+1), resize(a.sufCap, n+1)
+	a.sufCap[n] = 0
 	size := 0
 	for i := n; i >= 0; i-- {
 		if i < n {
@@ -254,7 +322,7 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 		}
 		size += a.sufCap[i] + 1
 	}
-	a.suf = slices.Grow(a.suf[:0], size)[:size]
+	a.suf = resize(a.suf, size)
 	off := 0
 	for i := n; i >= 0; i-- {
 		a.sufOff[i] = off
@@ -266,10 +334,12 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 		knap(row, a.suf[a.sufOff[i+1]:a.sufOff[i+1]+a.sufCap[i+1]+1], bids[i])
 	}
 	// The allocation: ties keep fewer GPUs for later bidders.
-	sold = make([]int, n)
+	a.sold = resize(a.sold, n)
+	sold = a.sold
 	g := budget
 	for i := 0; i < n; i++ {
 		b := bids[i]
+		sold[i] = 0
 		for c, k := range b.counts {
 			if k > g || !(b.gain[c] > 0) {
 				continue
@@ -282,11 +352,14 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 		g -= sold[i]
 	}
 	// Others' welfare with i present, for every i: the total less i's gain.
-	kept = make([]int, n)
+	a.kept, a.soldGain = resize(a.kept, n), resize(a.soldGain, n)
+	kept = a.kept
 	last := -1 // the last winner
 	for i, k := range sold {
+		kept[i], a.soldGain[i] = 0, 0
 		if k > 0 {
 			last = i
+			a.soldGain[i] = bids[i].gainOf(k)
 		}
 	}
 	a.fwd = append(a.fwd[:0], 0)
@@ -296,7 +369,7 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 			with := 0.0
 			for j, kj := range sold {
 				if j != i && kj > 0 {
-					with += bids[j].gainOf(kj)
+					with += a.soldGain[j]
 				}
 			}
 			// Without i: the best split of the budget between the bidders
@@ -341,8 +414,13 @@ func knap(row, prev []float64, b themisBid) {
 	for g := len(row) - 1; g >= 0; g-- {
 		v := prev[min(g, pc)]
 		for c, k := range b.counts {
-			if k <= g && b.gain[c] > 0 {
-				v = math.Max(v, b.gain[c]+prev[min(g-k, pc)])
+			// Gains here are > 0 and table values >= +0, never NaN or -0:
+			// a plain comparison is math.Max.
+			if k > g || !(b.gain[c] > 0) {
+				continue
+			}
+			if x := b.gain[c] + prev[min(g-k, pc)]; x > v {
+				v = x
 			}
 		}
 		row[g] = v
