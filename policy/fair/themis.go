@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
@@ -62,6 +63,7 @@ type Themis struct {
 	rho     map[*engine.Status]float64
 	explain explain.Scratch
 	run     []engine.Assignment // the last plan's Run
+	shapes  themisShapes
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -94,18 +96,19 @@ type themisBid struct {
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
 	age := s.Now - st.Job.Submit
+	var sh themisShapes
 	if k == 0 {
-		return rhoOf(age+t.Lease+perfRemaining(s, st, st.Job.GPUs, st.Progress), t.independent(s, st, active))
+		return rhoOf(age+t.Lease+sh.remaining(s, st, st.Job.GPUs, st.Progress), t.independent(s, st, active, &sh))
 	}
-	return rhoOf(age+perfRemaining(s, st, k, st.Progress), t.independent(s, st, active))
+	return rhoOf(age+sh.remaining(s, st, k, st.Progress), t.independent(s, st, active, &sh))
 }
 
 // independent is st's T_independent with active jobs sharing the cluster
 // (it does not depend on what st holds, so Schedule computes it once per job).
-func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int) float64 {
+func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int, sh *themisShapes) float64 {
 	n := st.Job.GPUs
 	share := float64(s.Available("", "")) / float64(max(active, 1))
-	alone := perfRemaining(s, st, n, 0)
+	alone := sh.remaining(s, st, n, 0)
 	return alone * math.Max(1, float64(n)/share)
 }
 
@@ -118,9 +121,20 @@ func rhoOf(tsh, tid float64) float64 {
 	return tsh / tid
 }
 
-// perfRemaining is st's time to finish from progress p on k packed GPUs
-// of the type it runs on (or asks for).
-func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
+// themisShapes keeps the packed allocations a round asks the model about
+// (engine.Snapshot.Remaining builds one per call), by GPU type and count.
+type themisShapes []themisShape
+
+type themisShape struct {
+	gpuType string
+	n       int
+	a       perf.Alloc
+}
+
+// remaining is st's time to finish from progress p on k packed GPUs of the
+// type it runs on (or asks for): Snapshot.Remaining's computation, with the
+// shape kept in sh.
+func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
 	t := st.Alloc.GPUType
 	if t == "" {
 		t = st.Job.GPUType
@@ -128,9 +142,14 @@ func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) floa
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
-	c := *st
-	c.Progress = p
-	return s.Remaining(&c, k, t)
+	for i := range *sh {
+		if e := &(*sh)[i]; e.n == k && e.gpuType == t {
+			return perf.Remaining(s.Model, st.Job, e.a, p)
+		}
+	}
+	a := perf.Packed(t, k, s.GPUsPerNode[t])
+	*sh = append(*sh, themisShape{t, k, a})
+	return perf.Remaining(s.Model, st.Job, a, p)
 }
 
 // Schedule implements engine.Policy.
@@ -138,6 +157,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	free := alloc.NewPool(s)
 	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
 	offered := s.Available("", "")
+	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
 	bids := t.bids[:0]
 	counts, gains := t.counts[:0], t.gains[:0]
 	active := len(s.Jobs)
@@ -151,15 +171,15 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		// rho(0) and rho(n) share the time to finish on n GPUs, and
 		// T_independent does not depend on the count.
-		tid := t.independent(s, st, active)
+		tid := t.independent(s, st, active, &t.shapes)
 		age := s.Now - st.Job.Submit
 		n := st.Job.GPUs
-		remN := perfRemaining(s, st, n, st.Progress)
+		remN := t.shapes.remaining(s, st, n, st.Progress)
 		rhoK := func(k int) float64 {
 			if k == n {
 				return rhoOf(age+remN, tid)
 			}
-			return rhoOf(age+perfRemaining(s, st, k, st.Progress), tid)
+			return rhoOf(age+t.shapes.remaining(s, st, k, st.Progress), tid)
 		}
 		r0 := rhoOf(age+t.Lease+remN, tid)
 		b := themisBid{st: st, rho: r0}
@@ -394,9 +414,7 @@ func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
 		}
 		ncap := min(budget, fcap+top[i])
 		a.next = slices.Grow(a.next[:0], ncap+1)[:ncap+1]
-		for g := range a.fwd {
-			a.next[g] = a.fwd[g]
-		}
+		copy(a.next, a.fwd)
 		for g := len(a.fwd); g <= ncap; g++ {
 			a.next[g] = a.fwd[fcap]
 		}
