@@ -220,6 +220,21 @@ func (f *firstPlan) Schedule(s *engine.Snapshot) engine.Plan {
 	return p
 }
 
+// endPacked lets every job of packedJobs end, waits for them to finish
+// and for every MPS daemon to stop, those of devs among them.
+func endPacked(t *testing.T, ts *testServer, ids map[string]string, gates []string, calls string, devs ...string) {
+	t.Helper()
+	for _, g := range gates {
+		if err := os.WriteFile(g, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
+	}
+	waitMPSStopped(t, calls, devs...)
+}
+
 // TestPackedPairsLive: Gandiva packing (Gavel's model of it, every pair
 // measured to gain) puts four one-GPU jobs on two V100s two by two,
 // paired as the simulator pairs them. When a job ends its partner keeps
@@ -236,30 +251,14 @@ func TestPackedPairsLive(t *testing.T) {
 	if j := waitJob(t, ts.admin, ids[partner], time.Second, "running", inState(api.StateRunning)); len(j.Attempts) != 1 {
 		t.Errorf("job %s's partner ended; it has %d attempts, want 1 (it keeps running): %+v", partner, len(j.Attempts), j.Attempts)
 	}
-	for _, g := range gates {
-		if err := os.WriteFile(g, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range ids {
-		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
-	}
-	waitMPSStopped(t, calls)
+	endPacked(t, ts, ids, gates, calls)
 }
 
 // TestPackedPairsGavelLive: Gavel's LAS with space sharing (its LP solved
 // by GLPK) packs the same four jobs live as in the simulator.
 func TestPackedPairsGavelLive(t *testing.T) {
 	ts, ids, gates, _, calls := packedJobs(t, "gavel-las:space_sharing=true", nil)
-	for _, g := range gates {
-		if err := os.WriteFile(g, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range ids {
-		waitJob(t, ts.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
-	}
-	waitMPSStopped(t, calls)
+	endPacked(t, ts, ids, gates, calls)
 }
 
 // TestPackedPairsRecovered: the server stops, leaving two packed pairs
@@ -303,15 +302,7 @@ func TestPackedPairsRecovered(t *testing.T) {
 	if b, _ := os.ReadFile(calls); strings.Contains(string(b), "quit") {
 		t.Errorf("job %s (%s) left; %s still runs beside where it was, but its MPS daemon was stopped:\n%s", ids[y], y, ids[x], b)
 	}
-	for _, g := range gates {
-		if err := os.WriteFile(g, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range ids {
-		waitJob(t, s2.admin, id, 30*time.Second, "finished", inState(api.StateFinished))
-	}
-	waitMPSStopped(t, calls, "0", "1")
+	endPacked(t, s2, ids, gates, calls, "0", "1")
 }
 
 // TestPackedReportsSplitPair: the step times jobs report feed the pair
