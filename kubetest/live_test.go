@@ -139,8 +139,9 @@ type liveRun struct {
 	fenceN   int
 	dirty    map[string]bool // kinds of object written since the last fence
 	rounds   int
-	tick     int64 // the next round falls at tick*round, as in the simulator
-	declined int   // tide's declined count last seen
+	spent    map[string]time.Duration // wall time by part of the driver's loop
+	tick     int64                    // the next round falls at tick*round, as in the simulator
+	declined int                      // tide's declined count last seen
 
 	mu sync.Mutex // guards progress, read by tide's rounds
 }
@@ -171,7 +172,7 @@ func TestLiveScenario(t *testing.T) {
 		file = filepath.Join("..", file)
 	}
 	e := startEnv(t)
-	live, sim := runLive(t, e, file, os.Getenv("TIDE_LIVE_POLICY"))
+	live, sim, note := runLive(t, e, file, os.Getenv("TIDE_LIVE_POLICY"))
 	var b strings.Builder
 	sc, err := scen.Load(file)
 	if err != nil {
@@ -185,7 +186,7 @@ func TestLiveScenario(t *testing.T) {
 	if err := scen.WriteJSON(&b, sc, []scen.Result{sim}); err != nil {
 		t.Fatal(err)
 	}
-	b.WriteString(agreement(live.Runs[0], sim.Runs[0]) + "\n")
+	b.WriteString(agreement(live.Runs[0], sim.Runs[0]) + "\n" + note + "\n")
 	for i := range live.Runs[0].Jobs {
 		l, s := &live.Runs[0].Jobs[i], &sim.Runs[0].Jobs[i]
 		fmt.Fprintf(&b, "job %s: submit %.0f; start %.0f live, %.0f simulated; finish %.0f, %.0f; preemptions %d, %d; restarts %d, %d; reclaims %d, %d; %s, %s\n",
@@ -227,7 +228,7 @@ func agreement(live, sim *report.Run) string {
 }
 
 // runLive runs one policy of a scenario live and in the simulator.
-func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Result) {
+func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Result, note string) {
 	sc, err := scen.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
 		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
-		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, dirty: map[string]bool{}}
+		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
 	lr.s = e.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
 	e.startKCM(t, "deployment-controller,replicaset-controller")
@@ -326,8 +327,10 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 			return lj.progress, true
 		}}})
 	lr.sch = sch
+	start := time.Now()
 	lr.drive()
 	stop()
+	note = fmt.Sprintf("live run: %.0f s wall, %d rounds; the driver's loop by part: %v", time.Since(start).Seconds(), lr.rounds, lr.spent)
 	run := &report.Run{Policy: spec + " (live)", Trace: ins.Trace, Cluster: lr.c.String(), TotalGPUs: lr.c.TotalGPUs(), Seed: sc.Seed,
 		Rounds: lr.rounds, InferenceWaits: lr.nWaits, InferenceWaitSeconds: lr.waitSec}
 	for _, lj := range lr.jobs {
@@ -337,7 +340,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 		run.Sites = append(run.Sites, report.SiteUsage{Name: st.Name, Kind: st.Kind, GPUs: st.GPUs, UpGPUSeconds: lr.up[i], AllocGPUSeconds: lr.alloc[i]})
 	}
 	live = scen.Result{Cluster: lr.c.String(), Jobs: len(lr.jobs), Runs: []*report.Run{run}}
-	return live, simulated
+	return live, simulated, note
 }
 
 // createFile creates a file closed when t ends.
@@ -717,6 +720,7 @@ func (lr *liveRun) scale(ctx context.Context, site string, want int) {
 		}
 		if err == nil {
 			lr.replicas[site] = want
+			lr.dirty["pod"] = true // the replica set controller's, waited for
 			return
 		}
 		if i > 20 {
@@ -788,8 +792,15 @@ func (lr *liveRun) takeBack(ctx context.Context, site string, want int, pods []c
 // then it charges each job's new set of workers.
 func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 	taken := lr.tb
+	did := false // anything happened at t (else the pods are as the last instant left them)
 	for pass := 0; ; pass++ {
-		lr.converge(ctx, t, taken)
+		t0 := time.Now()
+		if pass > 0 || lr.stirred(t) {
+			lr.converge(ctx, t, taken)
+			did = true
+		}
+		t1 := time.Now()
+		lr.spent["kubelets and owners"] += t1.Sub(t0)
 		if !round {
 			break
 		}
@@ -797,10 +808,13 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 			lr.t.Fatalf("at %.0f s tide's rounds still evict pods after %d rounds", t, pass)
 		}
 		lr.fence(ctx)
+		t2 := time.Now()
+		lr.spent["fences"] += t2.Sub(t1)
 		before := lr.sch.Stats()
 		if err := lr.sch.Round(ctx); err != nil {
 			lr.t.Logf("round at %.0f s: %v", t, err)
 		}
+		lr.spent["tide's rounds"] += time.Since(t2)
 		after := lr.sch.Stats()
 		if pass == 0 {
 			lr.rounds++
@@ -811,9 +825,32 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		}
 		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
 	}
+	if !did {
+		return
+	}
+	t0 := time.Now()
 	pods := lr.list(ctx)
 	lr.launch(pods, t)
+	lr.spent["charging"] += time.Since(t0)
 	lr.ownersMet(pods, t, taken)
+}
+
+// stirred: something may have changed the pods since the last instant
+// settled: the driver wrote (a completion, a Deployment scaled, a job
+// submitted, a server taken back), or a reclaimed worker's checkpoint is
+// done. Otherwise the kubelets and owners have nothing to do at t.
+func (lr *liveRun) stirred(t float64) bool {
+	for _, d := range lr.dirty {
+		if d {
+			return true
+		}
+	}
+	for _, at := range lr.leaving {
+		if at <= t {
+			return true
+		}
+	}
+	return false
 }
 
 // converge plays, at t, the serving pods' scheduler and every kubelet until
@@ -1077,8 +1114,8 @@ func (lr *liveRun) allocOf(nodes []string) perf.Alloc {
 // average JCT, harvested GPU-hours and inference wait within 5%, every job
 // finished in both (docs/kubernetes.md, "Live scenarios").
 func testLiveSmall(t *testing.T, e *env) {
-	live, sim := runLive(t, e, filepath.Join("testdata", "live-small.yaml"), "")
-	t.Log(agreement(live.Runs[0], sim.Runs[0]))
+	live, sim, note := runLive(t, e, filepath.Join("testdata", "live-small.yaml"), "")
+	t.Log(agreement(live.Runs[0], sim.Runs[0]) + "; " + note)
 	l, s := report.Summarize(live.Runs[0]), report.Summarize(sim.Runs[0])
 	if l.Finished != l.Jobs || s.Finished != s.Jobs {
 		t.Fatalf("finished %d live, %d simulated, of %d", l.Finished, s.Finished, l.Jobs)
