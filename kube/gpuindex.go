@@ -72,11 +72,14 @@ func slotOf(c *cluster.Cluster, g cluster.GPUID, w *workload) string {
 	return partSlot(n.Name, int(g-n.First))
 }
 
-// podSlot is the slot a pod of w is bound to, "" when it is not bound; a
-// part without a readable index is in slot "<node>#?", which no plan
+// podSlot is the slot a pod of w is bound to, "" when it is not bound (a
+// MIG slice's is its engine node, mig.go); a part without a readable index is in slot "<node>#?", which no plan
 // wants (it is evicted).
 func (s *Scheduler) podSlot(p *corev1.Pod, w *workload) string {
 	node := s.nodeOf(p)
+	if node != "" && w.part.mig != "" {
+		return migNode(node, w.part.mig)
+	}
 	if node == "" || !w.part.fractional() {
 		return node
 	}

@@ -385,6 +385,9 @@ type view struct {
 	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
+	// migNodes are each node's engine nodes of MIG slices (mig.go); alloc,
+	// phys, foreign and held count slices under those names too.
+	migNodes map[string][]string
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
@@ -506,11 +509,12 @@ func (s *Scheduler) look() (*view, error) {
 			lostNode[n.Name] = why
 		}
 		q, ok := n.Status.Allocatable[GPUResource]
-		if !ok || q.Value() <= 0 {
+		if (!ok || q.Value() <= 0) && migAlloc(n) == nil {
 			continue
 		}
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
+		v.noteMIGNode(n)
 		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), lost: lostNode[n.Name] != "", alloc: n.Status.Allocatable,
 			used: corev1.ResourceList{}, mine: map[string]*usage{}}
 	}
@@ -628,6 +632,7 @@ func (s *Scheduler) look() (*view, error) {
 		addTimes(u.req, req, 1)
 		u.pods++
 	}
+	s.lookMIG(v, pods, owned)
 	s.cur = v
 	return v, nil
 }
@@ -699,26 +704,31 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		if !ok {
 			continue
 		}
-		g := v.alloc[name]
-		if site[1] == cluster.SiteCloud {
-			g -= v.foreign[name] // elsewhere they are down, not gone (tidal.go)
+		for _, en := range v.engineNodes(name) { // its whole GPUs, then its MIG slices (mig.go)
+			g := v.alloc[en]
+			if site[1] == cluster.SiteCloud {
+				g -= v.foreign[en] // elsewhere they are down, not gone (tidal.go)
+			}
+			if v.states[name].lost {
+				g = 0
+			} else if !v.states[name].open {
+				g = min(g, v.held[en])
+			}
+			if g <= 0 {
+				continue
+			}
+			typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
+			if typ == "" {
+				typ = "gpu"
+			}
+			mem := gpuMemOf(v.nodes[name], typ)
+			if en != name {
+				typ, mem = en[len(name)+1:], 0
+			}
+			nodes = append(nodes, cluster.Node{Name: en, GPUType: typ, GPUs: g, GPUMem: mem, Site: site[0], SiteKind: site[1],
+				Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
+			fmt.Fprintf(&sig, "%s=%d:%s:%g@%s/%s;", en, g, typ, mem, site[0], site[1])
 		}
-		if v.states[name].lost {
-			g = 0
-		} else if !v.states[name].open {
-			g = min(g, v.held[name])
-		}
-		if g <= 0 {
-			continue
-		}
-		typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
-		if typ == "" {
-			typ = "gpu"
-		}
-		mem := gpuMemOf(v.nodes[name], typ)
-		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g, GPUMem: mem, Site: site[0], SiteKind: site[1],
-			Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
-		fmt.Fprintf(&sig, "%s=%d:%s:%g@%s/%s;", name, g, typ, mem, site[0], site[1])
 	}
 	if len(nodes) == 0 {
 		return nil, "", nil
@@ -865,7 +875,7 @@ func (s *Scheduler) adoptBound(w *workload, id string, c *cluster.Cluster, byNam
 		return a
 	}
 	for _, p := range w.pods {
-		node := s.nodeOf(p)
+		node := s.podSlot(p, w) // a MIG slice's engine node (mig.go)
 		if node == "" {
 			continue
 		}
@@ -895,7 +905,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
 			room := taken.room(i)
-			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < taken.room(best)) &&
+			if room >= w.per && (w.engineType() == "" || n.GPUType == w.engineType()) && (best < 0 || room < taken.room(best)) &&
 				sameSite(c, gpus[0], i) && fit.fits(a.id, n.Name, 1) {
 				best = i
 			}
@@ -1134,7 +1144,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 				fits = false
 				// (Parts are placed by GPU room alone, so a rebuild would
 				// place them the same: they wait.)
-				if st := v.states[n]; (st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil))) && !b.w.part.fractional() {
+				if st := v.states[kubeNode(n)]; (st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil))) && !b.w.part.fractional() {
 					s.dirty = true
 				}
 			}
@@ -1162,6 +1172,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		w, nodes := b.w, b.nodes
 		for i, p := range pending {
 			node, idx := slotNode(nodes[i])
+			node = kubeNode(node) // a MIG slice's engine node is its node's (mig.go)
 			s.assumed[p.UID] = node
 			s.notePartBind(p.UID, idx)
 			calls.do(func(ctx context.Context) { s.bindPod(ctx, calls, p, node, idx) })
@@ -1276,6 +1287,7 @@ func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node s
 // node and GPU index for a part, whose worker is made to select it).
 func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, slot string) {
 	node, idx := slotNode(slot)
+	node = kubeNode(node)
 	wp := workerPod(w, s.cfg.SchedulerName)
 	if idx >= 0 {
 		s.partWorker(wp, w, node, idx)

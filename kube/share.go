@@ -140,5 +140,11 @@ func (w *workload) podGPUs() int {
 	return w.per
 }
 
-// engineType is the GPU type the engine places w's workers on.
-func (w *workload) engineType() string { return w.gpuType }
+// engineType is the GPU type the engine places w's workers on: the type
+// of the GPUs they ask for, or of the MIG slices (mig.go).
+func (w *workload) engineType() string {
+	if w.part.mig != "" {
+		return migType(w.part.mig)
+	}
+	return w.gpuType
+}

@@ -49,11 +49,10 @@ func TestPodPart(t *testing.T) {
 	}
 	ws, probs := grouping{}.group([]*corev1.Pod{pod("quarter", 0, AnnotGPUFraction, "0.25"), mig("mig", "2g.20gb", 1), pod("whole", 2),
 		pod("gang-a", 0, AnnotJob, "g", AnnotGangSize, "2", AnnotGPUFraction, "0.5"), pod("gang-b", 0, AnnotJob, "g", AnnotGangSize, "2", AnnotGPUFraction, "0.25")}, nil)
-	if len(probs) != 2 || !strings.Contains(probs[0].Error()+probs[1].Error(), "pod ns/gang-b: job g: a share of 0.25 of a GPU per pod, but its first pod asks for a share of 0.5") ||
-		!strings.Contains(probs[0].Error()+probs[1].Error(), "pod ns/mig: asks for MIG slice 2g.20gb: tide kube does not run MIG slices yet") {
-		t.Errorf("grouping: problems %v; want gang-b refused for asking another part than gang-a, and the MIG pod for now", probs)
+	if len(probs) != 1 || !strings.Contains(probs[0].Error(), "pod ns/gang-b: job g: a share of 0.25 of a GPU per pod, but its first pod asks for a share of 0.5") {
+		t.Errorf("grouping: problems %v; want gang-b refused for asking another part than gang-a", probs)
 	}
-	for key, want := range map[string][2]int{"pods/ns/quarter": {1, 0}, "pods/ns/whole": {2, 2}, "pods/ns/g": {1, 0}} {
+	for key, want := range map[string][2]int{"pods/ns/quarter": {1, 0}, "pods/ns/mig": {1, 0}, "pods/ns/whole": {2, 2}, "pods/ns/g": {1, 0}} {
 		w := ws[key]
 		if w == nil || w.per != want[0] || w.podGPUs() != want[1] {
 			t.Errorf("grouping: %s = %+v; want %d GPU per worker, %d from the device plugin", key, w, want[0], want[1])
@@ -61,6 +60,9 @@ func TestPodPart(t *testing.T) {
 	}
 	if j := ws["pods/ns/quarter"].job("q"); j.Share != 0.25 || j.GPUs != 1 || !j.Fractional() {
 		t.Errorf("quarter's job: %+v; want one GPU at a share of 0.25", j)
+	}
+	if j := ws["pods/ns/mig"].job("m"); j.GPUType != "mig-2g.20gb" || j.GPUs != 1 || j.Fractional() {
+		t.Errorf("mig's job: %+v; want one whole GPU of type mig-2g.20gb (a slice, counted as an extended resource)", j)
 	}
 }
 

@@ -207,11 +207,8 @@ func (g grouping) fromPod(p *corev1.Pod) (*workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pt.mig != "" {
-		return nil, fmt.Errorf("asks for %s: tide kube does not run MIG slices yet (docs/sharing.md)", pt)
-	}
-	if pt.fractional() {
-		gpus = 1 // one part per pod
+	if pt.fractional() || pt.mig != "" {
+		gpus = 1 // one part, or one MIG slice, per pod
 	} else if gpus <= 0 {
 		return nil, fmt.Errorf("resources.limits[%s]: tide schedules pods that ask for GPUs (or part of one), this one asks for none", GPUResource)
 	}

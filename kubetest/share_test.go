@@ -164,11 +164,16 @@ func testShare(t *testing.T, e *env) {
 	const ns = "share"
 	s.node("share-0", 2, "A100")
 	s.editNode("share-0", func(n *corev1.Node) { n.Labels[kube.LabelGPUMemory] = "40960" }) // 40 GiB, as GPU feature discovery labels it
-	gpus := map[string]int{"share-0": 2}
+	// A node of MIG slices alone (no GPU outside MIG), as NVIDIA's device
+	// plugin's mixed strategy shows it.
+	const slice = "nvidia.com/mig-1g.10gb"
+	s.node("share-mig", 0, "A100")
+	s.nodeStatus("share-mig", func(n *corev1.Node) { n.Status.Allocatable[slice] = resource.MustParse("2") })
+	gpus := map[string]int{"share-0": 2, "share-mig": 0}
 	gpuMem := map[string]float64{"share-0": 40}
 	tjShare := map[string]float64{"tj": 0.25}
 	s.kubeletLoop(ns, 200*time.Millisecond)
-	stopGuard := s.guard(ns, tjShare, gpuMem, gpus, nil)
+	stopGuard := s.guard(ns, tjShare, gpuMem, gpus, map[string]int64{"share-mig " + slice: 2})
 	_, stop := s.start(kube.Config{Policy: "fifo:backfill=true"})
 	// Two workers of 0.25 (on two GPUs: a job's parts take distinct
 	// GPUs), then 0.5 + 0.25 + 20 GiB (0.5) + 0.25: two GPUs' worth.
@@ -189,7 +194,16 @@ func testShare(t *testing.T, e *env) {
 		return n == 6, fmt.Sprintf("%d of 6 parts bound", n)
 	})
 	s.pod(ns, "w1", 1)
-	time.Sleep(time.Second) // rounds: w1 must wait, both GPUs hold parts
+	for _, name := range []string{"m1", "m2", "m3"} {
+		s.podWith(ns, name, 0, func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{slice: resource.MustParse("1")}
+		})
+	}
+	eventually(t, 20*time.Second, func() (bool, string) {
+		got := bound(s.pods(ns), "m1", "m2", "m3")
+		return len(got) == 2, fmt.Sprintf("MIG pods bound: %v; want two (the node has two slices)", got)
+	})
+	time.Sleep(time.Second) // rounds: w1 must wait, both GPUs hold parts; the third MIG pod waits
 	if got := bound(s.pods(ns), "w1"); len(got) > 0 {
 		t.Fatalf("whole-GPU pod w1 bound beside parts on both of share-0's GPUs")
 	}
@@ -229,16 +243,21 @@ func testShare(t *testing.T, e *env) {
 	if got := bound(s.pods(ns), "p6", "w1"); len(got) > 0 {
 		t.Fatalf("after the restart %v bound; want none (every GPU full)", got)
 	}
+	if got := bound(s.pods(ns), "m1", "m2", "m3"); len(got) != 2 {
+		t.Fatalf("after the restart MIG pods %v bound; want two (the node's two slices)", got)
+	}
 	for name, node := range before {
 		if s.where(ns)[name] != node {
 			t.Fatalf("after the restart pod %s moved from %s to %q", name, node, s.where(ns)[name])
 		}
 	}
-	// p2 and p4 (a quarter each) end: p6 fits.
+	// p2 and p4 (a quarter each) end: p6 fits; a MIG pod ends: the third
+	// takes its slice.
 	s.end(ns, corev1.PodSucceeded, "p2", "p4")
+	s.end(ns, corev1.PodSucceeded, bound(s.pods(ns), "m1", "m2", "m3")[0])
 	eventually(t, 20*time.Second, func() (bool, string) {
-		got := bound(s.pods(ns), "p6")
-		return len(got) == 1, "p6 not bound after two quarters ended"
+		got := bound(s.pods(ns), "p6", "m1", "m2", "m3")
+		return len(got) == 3, fmt.Sprintf("bound %v; want p6 after two quarters ended, and all three MIG pods (one ended, two live)", got)
 	})
 	// Once more: stop and start, then everything but w1 ends: w1 runs
 	// (on a GPU no part holds any more).
