@@ -388,10 +388,10 @@ type view struct {
 	// migNodes are each node's engine nodes of MIG slices (mig.go); alloc,
 	// phys, foreign and held count slices under those names too.
 	migNodes map[string][]string
-	work    map[string]*workload    // by workload key
-	probs   []problem
-	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
-	asking  []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
+	work     map[string]*workload // by workload key
+	probs    []problem
+	invalid  map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
+	asking   []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
