@@ -385,13 +385,14 @@ type view struct {
 	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
+	work    map[string]*workload    // by workload key
+	probs   []problem
+	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
+	asking  []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
+
 	// migNodes are each node's engine nodes of MIG slices (mig.go); alloc,
 	// phys, foreign and held count slices under those names too.
 	migNodes map[string][]string
-	work     map[string]*workload // by workload key
-	probs    []problem
-	invalid  map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
-	asking   []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
