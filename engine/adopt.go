@@ -50,7 +50,9 @@ func (e *Engine) Adopt(id string, gpus []cluster.GPUID) error {
 	for _, g := range gs {
 		e.hold(g, st)
 	}
+	st.endSegment()
 	st.GPUs, st.Alloc = gs, e.shape(gs)
+	st.beginSegment()
 	st.State = job.Running
 	if st.FirstStart < 0 {
 		st.FirstStart = now

@@ -197,7 +197,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 		free := s.Available("", t)
 		byTime := slices.Clone(chosen)
 		slices.SortStableFunc(byTime, func(a, b *engine.Status) int {
-			return cmp.Compare(a.TypeExecuted[t], b.TypeExecuted[t])
+			return cmp.Compare(a.TypeSeconds(t), b.TypeSeconds(t))
 		})
 		for _, st := range byTime {
 			if given[st] != "" || st.Job.GPUs > free || (st.Job.GPUType != "" && st.Job.GPUType != t) ||

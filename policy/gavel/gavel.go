@@ -55,7 +55,7 @@ import (
 // new jobs wait for the next round and freed GPUs idle until then, as in
 // Gavel — except that an idle cluster is planned at once. --preset gavel
 // (--round 360 --on-events=false) makes the engine's rounds Gavel's. Time
-// received is measured from engine.Status.TypeExecuted.
+// received is measured from engine.Status.TypeSeconds.
 //
 // The policy keeps per-job state between rounds (time received at the last
 // recomputation, allocation, deficits): it is a deterministic function of
@@ -326,7 +326,7 @@ func (g *Gavel) account(s *engine.Snapshot) {
 		// the pair, counted once for the type.
 		ps := g.pairState[alloc.PairKey(st.Job.ID, st.PackedWith)]
 		for k, t := range g.types {
-			exec := st.TypeExecuted[t]
+			exec := st.TypeSeconds(t)
 			if d := exec - gj.seen[k]; d > 0 {
 				switch {
 				case st.PackedWith == "" || ps == nil:
