@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
 )
 
 // MIG slices (docs/sharing.md, "tide kube"). A node whose GPUs are split
@@ -104,4 +107,88 @@ func (s *Scheduler) lookMIG(v *view, pods []*corev1.Pod, owned map[types.UID]str
 			}
 		}
 	}
+}
+
+// isMIGType: t is the engine's type of MIG slices.
+func isMIGType(t string) bool { return strings.HasPrefix(t, "mig-") }
+
+// wholeTypes is c's GPU types without those of MIG slices: the types a
+// job that names none may take (c.GPUTypes itself when it has no slices).
+func wholeTypes(c *cluster.Cluster) []string {
+	ts := c.GPUTypes()
+	for i, t := range ts {
+		if isMIGType(t) {
+			out := append([]string(nil), ts[:i]...)
+			for _, t := range ts[i+1:] {
+				if !isMIGType(t) {
+					out = append(out, t)
+				}
+			}
+			return out
+		}
+	}
+	return ts
+}
+
+// typeParts keeps the jobs that name no GPU type off the slices, on a
+// cluster with MIG slices, whatever type the policy planned them on (a
+// policy may give an untyped job any type with room): a whole-GPU job's
+// assignment is left untyped, for the placer to choose among the whole
+// types (wholeTypes); a part's, which the engine places itself, is given
+// the whole-GPU type with the most room left (the fewest shares held),
+// lowest name first among equals. A typed job's untyped assignment is
+// given its job's type.
+func typeParts(s *engine.Snapshot, byID map[string]*engine.Status, plan *engine.Plan) {
+	c := s.Cluster
+	if len(wholeTypes(c)) == len(c.GPUTypes()) {
+		return // no slices: nothing to keep off
+	}
+	var best string
+	for i, a := range plan.Run {
+		st := byID[a.Job]
+		if st == nil || (a.GPUType != "" && !isMIGType(a.GPUType)) || st.Job.GPUType == a.GPUType {
+			continue
+		}
+		if st.Job.GPUType != "" {
+			plan.Run[i].GPUType = st.Job.GPUType
+			continue
+		}
+		if !st.Job.Fractional() {
+			plan.Run[i].GPUType = "" // the placer keeps it off the slices (wholeTypes)
+			continue
+		}
+		if best == "" {
+			best = roomiestType(s)
+		}
+		plan.Run[i].GPUType = best
+	}
+}
+
+// roomiestType is the whole-GPU type of s's cluster whose GPUs have the
+// most compute not held: a whole job holds all of each of its GPUs, a part
+// its share.
+func roomiestType(s *engine.Snapshot) string {
+	c := s.Cluster
+	free := map[string]float64{}
+	for _, t := range wholeTypes(c) {
+		free[t] = float64(c.GPUsOfType(t))
+	}
+	for _, st := range s.Jobs {
+		for _, g := range st.GPUs {
+			if t := c.NodeOf(g).GPUType; !isMIGType(t) {
+				if st.Share > 0 {
+					free[t] -= st.Share
+				} else {
+					free[t]--
+				}
+			}
+		}
+	}
+	best := ""
+	for _, t := range wholeTypes(c) {
+		if best == "" || free[t] > free[best] {
+			best = t
+		}
+	}
+	return best
 }

@@ -22,7 +22,8 @@ func (h *harness) migPod(name, profile string) {
 // asking for a slice are bound while the node has slices of that profile
 // left, never more (a fourth 1g.10gb pod on a node of three waits, a
 // 3g.40gb pod on a node of none is never bound), beside a whole-GPU pod on
-// the node's one GPU outside MIG; a restarted scheduler adopts them where
+// the node's one GPU outside MIG; a second whole-GPU pod and a part wait
+// rather than take a free slice; a restarted scheduler adopts them where
 // they run and binds the waiting one when a slice frees.
 func TestMIGSlices(t *testing.T) {
 	h := newHarness(t, "fifo:backfill=true")
@@ -32,6 +33,7 @@ func TestMIGSlices(t *testing.T) {
 	})
 	h.node("m2", 0, func(n *corev1.Node) {
 		n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("2")
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"4g.40gb")] = resource.MustParse("1") // no pod asks for it
 	})
 	for i := 0; i < 6; i++ {
 		h.migPod(fmt.Sprintf("s%d", i), "1g.10gb")
@@ -39,6 +41,8 @@ func TestMIGSlices(t *testing.T) {
 	h.migPod("big", "3g.40gb")
 	h.migPod("mid", "2g.20gb")
 	h.pod("whole", 1)
+	h.pod("whole2", 1)                             // no whole GPU left: waits, not on m2's slices
+	h.partPod("quarter", AnnotGPUFraction, "0.25") // no GPU outside the slices left: waits
 	h.round()
 	h.round()
 	count := func() (slices map[string]int, waiting []string) {
@@ -71,10 +75,11 @@ func TestMIGSlices(t *testing.T) {
 		}
 		return waiting
 	}
-	// 5 of the 6 1g pods, mid and whole bound; one 1g pod and big wait.
-	waiting := check("first rounds", 2)
-	if !strings.Contains(strings.Join(waiting, " "), "big") {
-		t.Fatalf("waiting %v; want big (no node has a 3g.40gb slice) among them", waiting)
+	// 5 of the 6 1g pods, mid and whole bound; one 1g pod, big, whole2
+	// and quarter wait.
+	waiting := check("first rounds", 4)
+	if w := strings.Join(waiting, " "); !strings.Contains(w, "big") || !strings.Contains(w, "whole2") || !strings.Contains(w, "quarter") {
+		t.Fatalf("waiting %v; want big (no node has a 3g.40gb slice), whole2 and quarter (no GPU outside the slices) among them", waiting)
 	}
 	if why := h.s.unsched["pods/ns/big"]; !strings.Contains(why, "Insufficient nvidia.com/mig-3g.40gb") {
 		t.Errorf("big unschedulable because %q; want Insufficient nvidia.com/mig-3g.40gb", why)
@@ -89,7 +94,7 @@ func TestMIGSlices(t *testing.T) {
 			t.Fatalf("after a restart, round %d evicted %v; want the slices adopted where they run", i+1, ev)
 		}
 	}
-	check("after a restart", 2)
+	check("after a restart", 4)
 	// A 1g pod on m1 ends: the waiting one takes its slice.
 	for _, o := range h.pods.List() {
 		p := o.(*corev1.Pod).DeepCopy()
@@ -101,5 +106,5 @@ func TestMIGSlices(t *testing.T) {
 	}
 	h.round()
 	h.round()
-	check("a slice freed", 1)
+	check("a slice freed", 3)
 }

@@ -257,13 +257,15 @@ func testShare(t *testing.T, e *env) {
 	s.end(ns, corev1.PodSucceeded, bound(s.pods(ns), "m1", "m2", "m3")[0])
 	eventually(t, 20*time.Second, func() (bool, string) {
 		got := bound(s.pods(ns), "p6", "m1", "m2", "m3")
-		return len(got) == 3, fmt.Sprintf("bound %v; want p6 after two quarters ended, and all three MIG pods (one ended, two live)", got)
+		return len(got) == 4, fmt.Sprintf("bound %v; want p6 after two quarters ended, and all three MIG pods (one ended, two live)", got)
 	})
 	// Once more: stop and start, then everything but w1 ends: w1 runs
 	// (on a GPU no part holds any more).
 	stop2()
-	if st := sch.Stats(); st.Evicted != 0 || st.BindErrors != 0 {
-		t.Errorf("the second tide evicted %d pods, %d binds failed; want none (the parts adopted where they run)", st.Evicted, st.BindErrors)
+	// (Not its failed binds: stopping it may cancel a bind the API
+	// server has already done.)
+	if st := sch.Stats(); st.Evicted != 0 {
+		t.Errorf("the second tide evicted %d pods; want none (the parts adopted where they run)", st.Evicted)
 	}
 	_, _ = s.start(kube.Config{Policy: "fifo:backfill=true"})
 	for name := range s.where(ns) {
