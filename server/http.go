@@ -491,6 +491,7 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 		}
 		errs = append(errs, api.FieldError{Field: field, Message: fmt.Sprintf("needs at least %d GPUs, this server has %d", j.MinGPUs, have)})
 	}
+	errs = append(errs, s.checkJobType(j)...)
 	if spec.Workdir != "" {
 		if fi, err := os.Stat(spec.Workdir); err != nil || !fi.IsDir() {
 			errs = append(errs, api.FieldError{Field: "workdir", Message: fmt.Sprintf("%s is not a directory on the server", spec.Workdir)})

@@ -191,6 +191,7 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	floatFlag("gpu-share", "part of each GPU's compute, in (0, 1): jobs share GPUs (docs/sharing.md)", func(s *api.JobSpec, v float64) { s.GPUShare = v })
 	floatFlag("gpu-mem", "GPU memory the job needs on each GPU, GiB (GPU sharing)", func(s *api.JobSpec, v float64) { s.GPUMemGiB = v })
 	stringFlag("mig", "MIG profile such as 1g.10gb (GPU sharing)", func(s *api.JobSpec, v string) { s.MIG = v })
+	stringFlag("job-type", "what the job trains, as named in the server's --pair-throughputs (packing; docs/sharing.md)", func(s *api.JobSpec, v string) { s.JobType = v })
 	shell := fs.String("cmd", "", "command line, run with sh -c")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	var env envFlags

@@ -15,7 +15,7 @@ func gavelLPPolicies(register func(contract.Info)) {
 		register(contract.Info{
 			Name:        name,
 			Summary:     summary,
-			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
+			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; the simulator, and tide serve with --pair-throughputs; tide kube plans unpacked)",
 			NeedsSolver: true,
 			Defaults:    DefaultLPKnobs,
 			Build: contract.Typed(DefaultLPKnobs, func(_ contract.Context, k LPKnobs) (*Gavel, error) {
