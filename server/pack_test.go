@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,6 +153,20 @@ func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, 
 	}
 	if c.Allocated != len(byDev) {
 		t.Errorf("cluster: %d GPUs allocated, want %d (a shared GPU once)", c.Allocated, len(byDev))
+	}
+	for _, g := range c.GPUs {
+		var want []string
+		for _, typ := range byDev[fmt.Sprint(g.Index)] {
+			want = append(want, ids[typ])
+		}
+		slices.Sort(want)
+		got := g.Jobs
+		if len(got) == 0 && g.Job != "" {
+			got = []string{g.Job}
+		}
+		if got = slices.Sorted(slices.Values(got)); !slices.Equal(got, want) {
+			t.Errorf("cluster: GPU %d held by %q %v, want %v", g.Index, g.Job, g.Jobs, want)
+		}
 	}
 	return ts, ids, gates, pairs, calls
 }

@@ -1001,7 +1001,11 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tTYPE\tNAME\tMEMORY\tJOB")
 	for _, g := range info.GPUs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f GiB\t%s\n", g.Index, g.Type, g.Name, g.MemoryGiB, dash(g.Job))
+		job := g.Job
+		if len(g.Jobs) > 0 {
+			job = strings.Join(g.Jobs, ",")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f GiB\t%s\n", g.Index, g.Type, g.Name, g.MemoryGiB, dash(job))
 	}
 	return tw.Flush()
 }

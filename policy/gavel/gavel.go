@@ -84,6 +84,9 @@ type Gavel struct {
 	// the executor runs pairs (engine.Snapshot.Sharing); elsewhere the policy
 	// plans without packing.
 	SpaceSharing bool
+	// Classes, when > 0, solves the LP over classes of jobs whose
+	// throughputs agree within this relative tolerance (gavel_classes.go).
+	Classes float64
 
 	rng  *rand.Rand
 	pcg  *rand.PCG   // rng's source, saved with the state
@@ -132,6 +135,10 @@ type gavelProblem struct {
 	age   []float64   // seconds since submission
 	prev  [][]float64 // previous allocation (nil rows for new jobs)
 	pairs []gavelPair // pairs that may share GPUs (space sharing); nil without
+	// class, with the classes knob, is each job's class (gavel_classes.go);
+	// nil: one allocation per job.
+	class   []int
+	classes int
 }
 
 // gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
@@ -161,7 +168,8 @@ type Knobs struct {
 // LPKnobs are the knobs of Gavel's LP policies.
 type LPKnobs struct {
 	Knobs
-	SpaceSharing bool `knob:"space_sharing"`
+	SpaceSharing bool    `knob:"space_sharing"`
+	Classes      float64 `knob:"classes"` // relative tolerance, >= 0; 0 = per job
 }
 
 // DefaultKnobs and DefaultLPKnobs hold the defaults: Gavel's simulator's.
@@ -352,6 +360,10 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		}
 	}
 	p.pairs = g.pairs(s, p)
+	if g.Classes > 0 && len(p.pairs) == 0 {
+		rem, age := gavelClassKeys(g.Alloc)
+		p.classify(g.Classes, rem, age)
+	}
 	return p
 }
 
