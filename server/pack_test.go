@@ -151,6 +151,9 @@ func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m, want := scrape(t, ts), fmt.Sprintf("tide_running_jobs_sharing %d\n", 2*len(live)); !strings.Contains(m, want) {
+		t.Errorf("metrics: want %q", want)
+	}
 	if c.Allocated != len(byDev) {
 		t.Errorf("cluster: %d GPUs allocated, want %d (a shared GPU once)", c.Allocated, len(byDev))
 	}
