@@ -77,6 +77,10 @@ type Flow struct {
 	// up now finishes in time, meets its deadline on an edge server that
 	// the forecast brings up later.
 	edgeLater func(s *engine.Snapshot, j *fjob) bool
+	// parks (tidal): jobs wait for their cloud share on idle edge servers,
+	// so a job on an edge server that misses its deadline there is
+	// planned in the cloud, and its server is free to the others.
+	parks bool
 }
 
 // FlowKnobs are ElasticFlow's knobs (efKnobs documents them).
