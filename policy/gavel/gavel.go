@@ -55,7 +55,7 @@ import (
 // new jobs wait for the next round and freed GPUs idle until then, as in
 // Gavel — except that an idle cluster is planned at once. --preset gavel
 // (--round 360 --on-events=false) makes the engine's rounds Gavel's. Time
-// received is measured from engine.Status.TypeExecuted.
+// received is measured from engine.Status.TypeSeconds.
 //
 // The policy keeps per-job state between rounds (time received at the last
 // recomputation, allocation, deficits): it is a deterministic function of
@@ -83,6 +83,9 @@ type Gavel struct {
 	// the executor runs pairs (engine.Snapshot.Sharing); elsewhere the policy
 	// plans without packing.
 	SpaceSharing bool
+	// Classes, when > 0, solves the LP over classes of jobs whose
+	// throughputs agree within this relative tolerance (gavel_classes.go).
+	Classes float64
 
 	rng       *rand.Rand
 	pcg       *rand.PCG   // rng's source, saved with the state
@@ -123,6 +126,10 @@ type gavelProblem struct {
 	age   []float64   // seconds since submission
 	prev  [][]float64 // previous allocation (nil rows for new jobs)
 	pairs []gavelPair // pairs that may share GPUs (space sharing); nil without
+	// class, with the classes knob, is each job's class (gavel_classes.go);
+	// nil: one allocation per job.
+	class   []int
+	classes int
 }
 
 // gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
@@ -152,7 +159,8 @@ type Knobs struct {
 // LPKnobs are the knobs of Gavel's LP policies.
 type LPKnobs struct {
 	Knobs
-	SpaceSharing bool `knob:"space_sharing"`
+	SpaceSharing bool    `knob:"space_sharing"`
+	Classes      float64 `knob:"classes"` // relative tolerance, >= 0; 0 = per job
 }
 
 // DefaultKnobs and DefaultLPKnobs hold the defaults: Gavel's simulator's.
@@ -301,6 +309,10 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		}
 	}
 	p.pairs = g.pairs(s, p)
+	if g.Classes > 0 && len(p.pairs) == 0 {
+		rem, age := gavelClassKeys(g.Alloc)
+		p.classify(g.Classes, rem, age)
+	}
 	return p
 }
 
@@ -326,7 +338,7 @@ func (g *Gavel) account(s *engine.Snapshot) {
 		// the pair, counted once for the type.
 		ps := g.pairState[alloc.PairKey(st.Job.ID, st.PackedWith)]
 		for k, t := range g.types {
-			exec := st.TypeExecuted[t]
+			exec := st.TypeSeconds(t)
 			if d := exec - gj.seen[k]; d > 0 {
 				switch {
 				case st.PackedWith == "" || ps == nil:
