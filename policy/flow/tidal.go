@@ -48,7 +48,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"(more deadlines met on average at arrival x2, fewer at some points); " +
 			"park_hold=3600: seconds the forecast must keep a server up to park a job there; " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
-			"restart_penalty=120: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
+			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
 		NeedsDeadlines: false,
 		Elastic:        true,
@@ -215,7 +215,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.EdgeVacate, err = o.Bool("edge_vacate", false); err != nil {
 		return nil, err
 	}
-	if t.restart.RestartDelay, err = o.Float("restart_penalty", 120); err != nil {
+	if t.restart.RestartDelay, err = o.Float("restart_penalty", 240); err != nil {
 		return nil, err
 	}
 	if t.restart.RestartDelay < 0 {
