@@ -15,6 +15,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/present"
 )
 
 // tiresiasPolicies registers the policies this file defines; Policies calls it.
@@ -71,18 +72,10 @@ type Tiresias struct {
 	inQueue func(a, b tiresiasEntry) int             // compareIn
 
 	// The last round's order, kept to build this round's (2D-LAS only,
-	// sortKept): prev are its entries, and marks, by Status.Slot, where
-	// each job of this round's snapshot is.
-	prev  []tiresiasEntry
-	mids  []int // per queue, where the jobs that moved start
-	marks []tiresiasMark
-}
-
-// tiresiasMark finds a job of this round's snapshot by its slot.
-type tiresiasMark struct {
-	st    *engine.Status
-	round int // Snapshot.Round + 1 when set (0: never)
-	entry int // its index in the round's entries
+	// sortKept): prev are its entries; present finds this round's.
+	prev    []tiresiasEntry
+	mids    []int // per queue, where the jobs that moved start
+	present present.Set
 }
 
 // tiresiasEntry is one job's place in the queues this round.
@@ -256,7 +249,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		entries[i] = e
 	}
 	if t.Gittins == nil {
-		entries = t.sortKept(entries, s.Round)
+		entries = t.sortKept(entries, s.Jobs)
 		t.prev = append(t.prev[:0], entries...)
 	} else {
 		entries = t.sort(entries) // every running job's index moves each round
@@ -347,19 +340,17 @@ func (t *Tiresias) sort(entries []tiresiasEntry) []tiresiasEntry {
 // jobs begin and sorted if out of order after all (a job promoted to Q0
 // while others arrived, a restored state): the result is always sort's.
 // Its cost follows the jobs, with no comparison sort in a usual round.
-func (t *Tiresias) sortKept(entries []tiresiasEntry, round int) []tiresiasEntry {
+//
+// jobs are the snapshot's jobs, in entries' order.
+func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []tiresiasEntry {
 	if len(t.prev) == 0 {
 		return t.sort(entries)
 	}
 	if t.inQueue == nil {
 		t.inQueue = t.compareIn
 	}
-	for i, e := range entries {
-		slot := e.st.Slot
-		if slot >= len(t.marks) {
-			t.marks = slices.Grow(t.marks, slot+1-len(t.marks))[:slot+1]
-		}
-		t.marks[slot] = tiresiasMark{st: e.st, round: round + 1, entry: i}
+	if !t.present.Mark(jobs) {
+		return t.sort(entries)
 	}
 	nq := len(t.Limits) + 1
 	counts := slices.Grow(t.counts[:0], nq+1)[:nq+1]
@@ -376,14 +367,11 @@ func (t *Tiresias) sortKept(entries []tiresiasEntry, round int) []tiresiasEntry 
 	// in the same place (queue and entry time): they were sorted then and
 	// their keys have not changed, so they are sorted now.
 	for _, p := range t.prev {
-		if p.st.Slot >= len(t.marks) {
-			continue
-		}
-		m := t.marks[p.st.Slot]
-		if m.st != p.st || m.round != round+1 {
+		i, ok := t.present.Index(p.st)
+		if !ok {
 			continue // ended
 		}
-		e := &entries[m.entry]
+		e := &entries[i]
 		if e.queue != p.queue || e.entered != p.entered {
 			continue // moved
 		}

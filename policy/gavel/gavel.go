@@ -7,12 +7,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/present"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -87,10 +88,18 @@ type Gavel struct {
 	// throughputs agree within this relative tolerance (gavel_classes.go).
 	Classes float64
 
-	rng       *rand.Rand
-	pcg       *rand.PCG   // rng's source, saved with the state
-	last      engine.Plan // the plan of the last round
-	lastPlan  float64     // when it was made
+	rng  *rand.Rand
+	pcg  *rand.PCG   // rng's source, saved with the state
+	last engine.Plan // the plan of the last round
+	// lastSt are the statuses of last.Run's jobs and their partners (two
+	// per assignment, nil for none), found at the first keep after a plan.
+	lastSt    []*engine.Status
+	kept      []engine.Assignment // keep's last Run: the engine keeps no plan's memory
+	present   present.Set
+	why       explain.Scratch
+	note      string                                   // explain's note for appendTerms
+	terms     func(b []byte, st *engine.Status) []byte // appendTerms
+	lastPlan  float64                                  // when it was made
 	planned   bool
 	jobs      map[string]*gavelJob
 	pairState map[string]*gavelPairState // by pairKey
@@ -227,6 +236,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	g.last = g.plan(s, p)
+	g.lastSt = g.lastSt[:0] // its jobs are found at the next keep
 	g.planned, g.lastPlan = true, s.Now
 	out := g.last
 	out.Warnings = warn
@@ -235,48 +245,89 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 }
 
 // explain gives each job left out its allocation: the share of time on each
-// type the LP (or rule) gave it, against what it received.
+// type the LP (or rule) gave it, against what it received. It runs every
+// round, plan or keep, so it writes into reused memory (explain.Scratch)
+// and keeps a job's string while its text does not change.
 func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
-	explain.Plan(s, plan, nil, func(st *engine.Status) string {
-		gj := g.jobs[st.Job.ID]
-		if gj == nil || gj.x == nil {
-			return "not yet in the allocation (it is recomputed at most every " + fmt.Sprintf("%.0f s)", g.MinReset)
-		}
-		var parts []string
-		for k, t := range g.types {
-			if gj.x[k] > 0 {
-				parts = append(parts, fmt.Sprintf("%.2f of %s", gj.x[k], t))
+	g.note = note
+	if g.terms == nil { // made once: a closure made every round would be allocated every round
+		g.terms = g.appendTerms
+	}
+	g.why.PlanAppend(s, plan, nil, g.terms)
+}
+
+// appendTerms appends st's allocation to b (explain's terms).
+func (g *Gavel) appendTerms(b []byte, st *engine.Status) []byte {
+	gj := g.jobs[st.Job.ID]
+	if gj == nil || gj.x == nil {
+		b = append(b, "not yet in the allocation (it is recomputed at most every "...)
+		b = strconv.AppendFloat(b, g.MinReset, 'f', 0, 64)
+		return append(b, " s)"...)
+	}
+	b = append(b, "allocation "...)
+	n := len(b)
+	for k, t := range g.types {
+		if gj.x[k] > 0 {
+			if len(b) > n {
+				b = append(b, ", "...)
 			}
+			b = strconv.AppendFloat(b, gj.x[k], 'f', 2, 64)
+			b = append(b, " of "...)
+			b = append(b, t...)
 		}
-		text := "allocation 0"
-		if len(parts) > 0 {
-			text = "allocation " + strings.Join(parts, ", ")
-		}
-		text += "; jobs furthest below their allocation run first"
-		if note != "" {
-			text += "; " + note
-		}
-		return text
-	})
+	}
+	if len(b) == n {
+		b = append(b, '0')
+	}
+	b = append(b, "; jobs furthest below their allocation run first"...)
+	if g.note != "" {
+		b = append(b, "; "...)
+		b = append(b, g.note...)
+	}
+	return b
 }
 
 // keep returns the last round's plan without the jobs that have left: between
 // rounds nothing moves, and GPUs freed by finished jobs wait for the next
-// round, as in Gavel.
+// round, as in Gavel. The jobs are found by their slots (present.Set):
+// keep runs most rounds, and a map of every active job each time was most
+// of its cost.
 func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
-	active := make(map[string]bool, len(s.Jobs))
-	for _, st := range s.Jobs {
-		active[st.Job.ID] = true
-	}
-	var out engine.Plan
-	for _, a := range g.last.Run {
-		if active[a.Job] {
-			if !active[a.PackWith] {
-				a.PackWith = "" // its partner finished: it runs on alone
-			}
-			out.Run = append(out.Run, a)
+	if len(g.lastSt) != 2*len(g.last.Run) { // new plan or restored state: find its jobs once
+		byID := make(map[string]*engine.Status, len(s.Jobs))
+		for _, st := range s.Jobs {
+			byID[st.Job.ID] = st
+		}
+		g.lastSt = g.lastSt[:0]
+		for _, a := range g.last.Run {
+			g.lastSt = append(g.lastSt, byID[a.Job], byID[a.PackWith])
 		}
 	}
+	out := engine.Plan{Run: g.kept[:0]}
+	if g.present.Mark(s.Jobs) {
+		for i, a := range g.last.Run {
+			if g.present.Has(g.lastSt[2*i]) {
+				if !g.present.Has(g.lastSt[2*i+1]) {
+					a.PackWith = "" // its partner finished: it runs on alone
+				}
+				out.Run = append(out.Run, a)
+			}
+		}
+	} else { // statuses not from one engine (a test's): by ID
+		active := make(map[string]bool, len(s.Jobs))
+		for _, st := range s.Jobs {
+			active[st.Job.ID] = true
+		}
+		for _, a := range g.last.Run {
+			if active[a.Job] {
+				if !active[a.PackWith] {
+					a.PackWith = ""
+				}
+				out.Run = append(out.Run, a)
+			}
+		}
+	}
+	g.kept = out.Run
 	return out
 }
 
