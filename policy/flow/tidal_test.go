@@ -11,8 +11,11 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
 )
 
 // tidalWorld is policytest.LoanCluster with inference demand repeating the same day
@@ -129,5 +132,41 @@ func TestTidalParks(t *testing.T) {
 	}
 	if !(parked.Jobs[1].Finish < waited.Jobs[1].Finish) {
 		t.Errorf("b ends at %v parked, %v waiting: want earlier parked", parked.Jobs[1].Finish, waited.Jobs[1].Finish)
+	}
+}
+
+// TestTidalPrefixMatchesFullPasses: Tidal plans its deadline jobs through
+// the same admission (EdgeFlow's, with its forecast's hooks on the edge):
+// with and without the kept prefix it decides the same, on a loaning
+// cluster whose inference site comes and goes, with deadline jobs arriving
+// a few at a time.
+func TestTidalPrefixMatchesFullPasses(t *testing.T) {
+	for seed := range uint64(3) {
+		changes, fut, jobs := tidalWorld(seed, 2)
+		rng := rand.New(rand.NewPCG(seed, 11))
+		for _, j := range jobs {
+			j.Submit = math.Floor(j.Submit/3600) * 3600 // several arrive at once: admission tries them in turn
+			if rng.IntN(3) > 0 {
+				j.Deadline = j.Submit + j.Work/float64(1+rng.IntN(3)) + float64(rng.IntN(40))*60
+			}
+		}
+		var got [2]string
+		for k, full := range []bool{false, true} {
+			tl := fam.Parse(t, "tidal:forecast=oracle", contract.Context{Future: map[string]forecast.Series{"infer": fut}}).(*Tidal)
+			tl.flow.fullPasses = full
+			pack, err := place.Lookup("pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := sim.Run(sim.Config{Cluster: policytest.LoanCluster(t), Model: policytest.SqrtModel{Restart: 5}, Policy: tl,
+				Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[k] = fmt.Sprintf("%+v\n%+v", r.Jobs, r.Timeline)
+		}
+		if got[0] != got[1] {
+			t.Errorf("seed %d: the runs differ", seed)
+		}
 	}
 }
