@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // partPod makes a plain pod asking for part of a GPU by annotations (in
@@ -198,5 +199,29 @@ func TestPartEnv(t *testing.T) {
 		"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=20480M", "TIDE_GPU_MEM_GIB": "20"}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("env %v\nwant %v", env, want)
+	}
+}
+
+// TestPartRequestsCountedOnce: a part's pod takes its CPUs on its node
+// once: a whole-GPU pod that fits beside it (3 + 4 of 8 CPUs) is bound.
+func TestPartRequestsCountedOnce(t *testing.T) {
+	h := newHarness(t, "fifo")
+	h.node("n1", 2, func(n *corev1.Node) { n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("8") })
+	cpus := func(k string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(k)}
+		}
+	}
+	h.pod("part", 0, cpus("3"), func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = nil
+		p.Annotations = map[string]string{AnnotGPUFraction: "0.5"}
+	})
+	h.round()
+	h.round()
+	h.pod("whole", 1, cpus("4"))
+	h.round()
+	h.round()
+	if got := h.where(); got["part"] != "n1" || got["whole"] != "n1" {
+		t.Fatalf("bound %v; want part and whole on n1 (3 + 4 of its 8 CPUs)", got)
 	}
 }

@@ -246,7 +246,7 @@ func New(cfg Config) (*Scheduler, error) {
 		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
-	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.placer}
+	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
 	if cfg.Live != nil && cfg.Live.Placer != nil {
 		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
 	}
@@ -858,13 +858,25 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 }
 
 // placer places jobs worker by worker where their pods fit.
-func (s *Scheduler) placer() workerPlacer { return workerPlacer{per: s.perWorker, room: s.room} }
+func (s *Scheduler) placer() workerPlacer {
+	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(false) }}
+}
 
-// room is the placer's view of the nodes beyond their GPUs this round.
-func (s *Scheduler) room() nodeFit {
+// trialPlacer is the placer workerPolicy tries plans on: there parts go
+// through the placer too (as whole GPUs), so their pods' room comes back
+// through it like any job's.
+func (s *Scheduler) trialPlacer() workerPlacer {
+	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(true) }}
+}
+
+// room is the placer's view of the nodes beyond their GPUs this round. The
+// room the live pods of the engine's jobs take comes back through the
+// workers the placer keeps; parts', which the engine places around the
+// placer, stays counted, except on trial (the placer sees them there).
+func (s *Scheduler) room(trial bool) nodeFit {
 	keys := make(map[string]bool, len(s.work))
 	for _, w := range s.work {
-		keys[w.key] = !w.part.fractional() // parts come back through the engine, not the placer
+		keys[w.key] = trial || !w.part.fractional()
 	}
 	return newPlacement(s.cur.states, keys, func(id string) *shape {
 		if w := s.work[id]; w != nil {
