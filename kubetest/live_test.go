@@ -811,7 +811,11 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		t2 := time.Now()
 		lr.spent["fences"] += t2.Sub(t1)
 		before := lr.sch.Stats()
-		if err := lr.sch.Round(ctx); err != nil {
+		step := lr.sch.Round
+		if pass > 0 {
+			step = lr.sch.Settle // the plan stands: only its binds are left
+		}
+		if err := step(ctx); err != nil {
 			lr.t.Logf("round at %.0f s: %v", t, err)
 		}
 		lr.spent["tide's rounds"] += time.Since(t2)
