@@ -98,6 +98,18 @@ func (s *Scheduler) Cached(kind, ns, name, key string) (string, bool) {
 // once (a policy that counts rounds or keeps timers would part).
 func (s *Scheduler) Settle(ctx context.Context) error { return s.round(ctx, false) }
 
+// TakenBack reports whether tide's last round took the GPUs of the job of
+// workload key ("tidejob/NS/NAME") back for their owner (tidal.go): the
+// Preempted Event on its evicted workers says so too. A driver playing
+// the kubelets tells a reclaim, whose workers checkpoint first, from the
+// policy's moves by it.
+func (s *Scheduler) TakenBack(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.ids[key]
+	return ok && s.reclaimWhy(id) != ""
+}
+
 // enginePlacer is the engine's placer: the driver's (Live.Placer), or
 // tide's worker placer.
 func (s *Scheduler) enginePlacer() engine.Placer {
