@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/console"
 	"github.com/tide-sched/tide/engine"
 )
@@ -101,9 +102,12 @@ func (s *Scheduler) outsideGPUs(nodes []console.Node) []console.Node {
 			if typ == "" {
 				typ = "gpu"
 			}
-			site, kind := "default", "cloud"
-			if len(nodes) > 0 {
-				site, kind = nodes[0].Site, nodes[0].SiteKind
+			// The node's own labels name its site; one whose kind label
+			// tide does not know shows in the default cloud site, as
+			// the warning about it says it is left out.
+			site, kind, why := s.cfg.Sites.siteOf(v.nodes[name])
+			if why != "" {
+				site, kind = "default", cluster.SiteCloud
 			}
 			nodes = append(nodes, console.Node{Name: name, GPUType: typ, Site: site, SiteKind: kind})
 			i = len(nodes) - 1

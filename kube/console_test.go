@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/console"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 )
@@ -43,6 +48,49 @@ func TestEngineTimeline(t *testing.T) {
 			t.Errorf("%s: launches %+v, want none", c.name, as)
 		case c.attempt != "" && (len(as) != 1 || as[0].Outcome != c.attempt || (as[0].Ended != nil) != c.ended):
 			t.Errorf("%s: launches %+v, want one %s (ended: %v)", c.name, as, c.attempt, c.ended)
+		}
+	}
+}
+
+// TestOutsideGPUsSite shows a node the engine left out (NotReady, or all
+// its GPUs held by other schedulers' pods) in the site its own labels
+// name, not in the site of whichever node came first.
+func TestOutsideGPUsSite(t *testing.T) {
+	s := &Scheduler{cfg: Config{Sites: SiteLabels{}}}
+	s.cfg.Sites.fill()
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	s.seen = &view{
+		nodes: map[string]*corev1.Node{
+			"c0":   node("c0", nil),
+			"e0":   node("e0", map[string]string{DefaultSiteLabel: "lab", DefaultSiteKindLabel: cluster.SiteEdge}),
+			"srv0": node("srv0", map[string]string{DefaultSiteLabel: "serve", DefaultSiteKindLabel: cluster.SiteInference}),
+			"odd":  node("odd", map[string]string{DefaultSiteLabel: "x", DefaultSiteKindLabel: "moon"}),
+		},
+		alloc:   map[string]int{"c0": 2, "e0": 1, "srv0": 4, "odd": 1},
+		foreign: map[string]int{"srv0": 4},
+		states:  map[string]*nodeState{},
+	}
+	in := []console.Node{{Name: "c0", Site: "default", SiteKind: cluster.SiteCloud, GPUs: []console.GPU{{Label: "0"}, {Label: "1"}}}}
+	out := s.outsideGPUs(in)
+	want := map[string][3]string{ // site, kind, why of its first GPU
+		"c0":   {"default", cluster.SiteCloud, ""},
+		"e0":   {"lab", cluster.SiteEdge, "node e0 is NotReady"},
+		"srv0": {"serve", cluster.SiteInference, "held by pods tide does not schedule"},
+		"odd":  {"default", cluster.SiteCloud, "node odd is NotReady"},
+	}
+	if len(out) != len(want) {
+		t.Fatalf("got %d nodes, want %d: %+v", len(out), len(want), out)
+	}
+	for _, n := range out {
+		w, ok := want[n.Name]
+		if !ok || len(n.GPUs) == 0 {
+			t.Errorf("unexpected node %+v", n)
+			continue
+		}
+		if n.Site != w[0] || n.SiteKind != w[1] || n.GPUs[0].Why != w[2] {
+			t.Errorf("node %s: site %q kind %q why %q, want %q %q %q", n.Name, n.Site, n.SiteKind, n.GPUs[0].Why, w[0], w[1], w[2])
 		}
 	}
 }

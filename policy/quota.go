@@ -227,6 +227,14 @@ func (q *Quota) explain(s *engine.Snapshot, plan *engine.Plan, inner engine.Plan
 	for _, n := range free {
 		idle += n
 	}
+	// The inner reasons count free GPUs and jobs ahead in the inner plan.
+	// When the quota ran other jobs than that plan did, those counts no
+	// longer describe the cluster, so they are said to be the policy's
+	// and the free GPUs after quotas follow.
+	changed := len(plan.Run) != len(inner.Run)
+	for id := range innerRan {
+		changed = changed || !ran[id]
+	}
 	pos := 0
 	for _, u := range order {
 		for _, a := range u.as {
@@ -242,10 +250,14 @@ func (q *Quota) explain(s *engine.Snapshot, plan *engine.Plan, inner engine.Plan
 			case q.Borrow:
 				text += fmt.Sprintf("; %d GPUs idle to borrow", idle)
 			default:
-				text += "; borrowing is off"
+				text += fmt.Sprintf("; borrowing is off; %d GPUs free", idle)
 			}
 			if r, ok := inner.Reasons[a.Job]; ok && !innerRan[a.Job] && r.Text != "" {
-				text = r.Text + "; " + text
+				if changed {
+					text = "in the policy's plan: " + r.Text + "; after quotas: " + text
+				} else {
+					text = r.Text + "; " + text
+				}
 			}
 			plan.Reasons[a.Job] = engine.Reason{Text: text, Position: pos}
 		}

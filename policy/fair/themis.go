@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
@@ -51,6 +53,17 @@ func themisPolicies(register func(contract.Info)) {
 type Themis struct {
 	F     float64 `knob:"f"`     // in [0, 1)
 	Lease float64 `knob:"lease"` // seconds, > 0
+
+	// Memory reused from round to round.
+	auction themisAuction // the auction's tables
+	bids    []themisBid
+	counts  []int     // the bids' counts, one after the other
+	gains   []float64 // and gains
+	order   []*engine.Status
+	rho     map[*engine.Status]float64
+	explain explain.Scratch
+	run     []engine.Assignment // the last plan's Run
+	shapes  themisShapes
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -82,26 +95,46 @@ type themisBid struct {
 // Rho returns st's finish-time fairness if it holds k GPUs from now on
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
+	age := s.Now - st.Job.Submit
+	var sh themisShapes
+	if k == 0 {
+		return rhoOf(age+t.Lease+sh.remaining(s, st, st.Job.GPUs, st.Progress), t.independent(s, st, active, &sh))
+	}
+	return rhoOf(age+sh.remaining(s, st, k, st.Progress), t.independent(s, st, active, &sh))
+}
+
+// independent is st's T_independent with active jobs sharing the cluster
+// (it does not depend on what st holds, so Schedule computes it once per job).
+func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int, sh *themisShapes) float64 {
 	n := st.Job.GPUs
 	share := float64(s.Available("", "")) / float64(max(active, 1))
-	alone := perfRemaining(s, st, n, 0)
-	tid := alone * math.Max(1, float64(n)/share)
-	age := s.Now - st.Job.Submit
-	var tsh float64
-	if k == 0 {
-		tsh = age + t.Lease + perfRemaining(s, st, n, st.Progress)
-	} else {
-		tsh = age + perfRemaining(s, st, k, st.Progress)
-	}
+	alone := sh.remaining(s, st, n, 0)
+	return alone * math.Max(1, float64(n)/share)
+}
+
+// rhoOf is rho = T_shared / T_independent, 1 when T_independent is not
+// positive.
+func rhoOf(tsh, tid float64) float64 {
 	if !(tid > 0) {
 		return 1
 	}
 	return tsh / tid
 }
 
-// perfRemaining is st's time to finish from progress p on k packed GPUs
-// of the type it runs on (or asks for).
-func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
+// themisShapes keeps the packed allocations a round asks the model about
+// (engine.Snapshot.Remaining builds one per call), by GPU type and count.
+type themisShapes []themisShape
+
+type themisShape struct {
+	gpuType string
+	n       int
+	a       perf.Alloc
+}
+
+// remaining is st's time to finish from progress p on k packed GPUs of the
+// type it runs on (or asks for): Snapshot.Remaining's computation, with the
+// shape kept in sh.
+func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
 	t := st.Alloc.GPUType
 	if t == "" {
 		t = st.Job.GPUType
@@ -109,17 +142,24 @@ func perfRemaining(s *engine.Snapshot, st *engine.Status, k int, p float64) floa
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
-	c := *st
-	c.Progress = p
-	return s.Remaining(&c, k, t)
+	for i := range *sh {
+		if e := &(*sh)[i]; e.n == k && e.gpuType == t {
+			return perf.Remaining(s.Model, st.Job, e.a, p)
+		}
+	}
+	a := perf.Packed(t, k, s.GPUsPerNode[t])
+	*sh = append(*sh, themisShape{t, k, a})
+	return perf.Remaining(s.Model, st.Job, a, p)
 }
 
 // Schedule implements engine.Policy.
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	free := alloc.NewPool(s)
-	var plan engine.Plan
+	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
 	offered := s.Available("", "")
-	var bids []themisBid
+	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
+	bids := t.bids[:0]
+	counts, gains := t.counts[:0], t.gains[:0]
 	active := len(s.Jobs)
 	for _, st := range s.Jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
@@ -129,58 +169,111 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 				continue
 			}
 		}
-		b := themisBid{st: st, rho: t.Rho(s, st, len(st.GPUs), active)}
-		r0 := t.Rho(s, st, 0, active)
+		// rho(0) and rho(n) share the time to finish on n GPUs, and
+		// T_independent does not depend on the count.
+		tid := t.independent(s, st, active, &t.shapes)
+		age := s.Now - st.Job.Submit
+		n := st.Job.GPUs
+		remN := t.shapes.remaining(s, st, n, st.Progress)
+		rhoK := func(k int) float64 {
+			if k == n {
+				return rhoOf(age+remN, tid)
+			}
+			return rhoOf(age+t.shapes.remaining(s, st, k, st.Progress), tid)
+		}
+		r0 := rhoOf(age+t.Lease+remN, tid)
+		b := themisBid{st: st, rho: r0}
+		if held := len(st.GPUs); held > 0 {
+			b.rho = rhoK(held)
+		}
+		from := len(counts)
 		for k := st.Job.MinGPUs; k <= st.Job.MaxGPUs; k++ {
-			if !st.Job.Elastic() && k != st.Job.GPUs {
+			if !st.Job.Elastic() && k != n {
 				continue
 			}
-			g := math.Log(r0 / t.Rho(s, st, k, active))
+			g := math.Log(r0 / rhoK(k))
 			if math.IsNaN(g) || math.IsInf(g, 0) {
 				continue // cannot run on k GPUs
 			}
-			b.counts = append(b.counts, k)
-			b.gain = append(b.gain, g)
+			counts, gains = append(counts, k), append(gains, g)
 		}
+		b.counts, b.gain = counts[from:len(counts):len(counts)], gains[from:len(gains):len(gains)]
 		bids = append(bids, b)
 	}
+	t.bids, t.counts, t.gains = bids, counts, gains
 	slices.SortStableFunc(bids, func(a, b themisBid) int { return -cmp.Compare(a.rho, b.rho) })
 	m := int(math.Ceil((1 - t.F) * float64(len(bids))))
 	if len(bids) > 0 {
 		m = max(m, 1)
 	}
 	bidders, rest := bids[:m], bids[m:]
-	sold, kept := partialAllocation(bidders, offered)
-	var losers, withheld []themisBid
-	for i, b := range bidders {
-		switch {
-		case sold[i] == 0:
-			losers = append(losers, b)
-		case kept[i] == 0:
-			withheld = append(withheld, b)
-		default:
-			if a, ok := free.Take(b.st, kept[i]); ok {
-				plan.Run = append(plan.Run, a)
-			}
-		}
-	}
+	sold, kept := t.auction.run(bidders, offered)
 	// Leftovers, worst rho first: bidders who won nothing, the jobs that
 	// did not bid, and last the winners whose GPUs were all withheld.
-	for _, b := range slices.Concat(losers, rest, withheld) {
+	shrunk := 0 // contenders that held GPUs and get fewer or none
+	for _, b := range bids {
+		if len(b.st.GPUs) > 0 {
+			shrunk++
+		}
+	}
+	take := func(b themisBid, k int) bool {
+		a, ok := free.Take(b.st, k)
+		if ok {
+			plan.Run = append(plan.Run, a)
+			if held := len(b.st.GPUs); held > 0 && a.GPUs >= held {
+				shrunk--
+			}
+		}
+		return ok
+	}
+	leftover := func(b themisBid) {
 		for k := len(b.counts) - 1; k >= 0; k-- {
-			if a, ok := free.Take(b.st, b.counts[k]); ok {
-				plan.Run = append(plan.Run, a)
+			if take(b, b.counts[k]) {
 				break
 			}
 		}
 	}
-	order := make([]*engine.Status, len(bids))
-	rho := make(map[*engine.Status]float64, len(bids))
-	for i, b := range bids {
-		order[i], rho[b.st] = b.st, b.rho
+	for i, b := range bidders {
+		if sold[i] > 0 && kept[i] > 0 {
+			take(b, kept[i])
+		}
 	}
-	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("finish-time fairness rho %.2f (the worst off bid first; %d of %d bids go to auction)", rho[st], m, len(bids))
+	for i, b := range bidders {
+		if sold[i] == 0 {
+			leftover(b)
+		}
+	}
+	for _, b := range rest {
+		leftover(b)
+	}
+	for i, b := range bidders {
+		if sold[i] > 0 && kept[i] == 0 {
+			leftover(b)
+		}
+	}
+	t.run = plan.Run
+	if len(plan.Run) == len(s.Jobs) && shrunk == 0 {
+		// Every job runs on at least what it holds: no job needs a
+		// reason (explain.PlanAppend would find none, at a cost).
+		return plan
+	}
+	t.order = t.order[:0]
+	if t.rho == nil {
+		t.rho = map[*engine.Status]float64{}
+	}
+	clear(t.rho)
+	for _, b := range bids {
+		t.order = append(t.order, b.st)
+		t.rho[b.st] = b.rho
+	}
+	t.explain.PlanAppend(s, &plan, t.order, func(buf []byte, st *engine.Status) []byte {
+		buf = append(buf, "finish-time fairness rho "...)
+		buf = strconv.AppendFloat(buf, t.rho[st], 'f', 2, 64)
+		buf = append(buf, " (the worst off bid first; "...)
+		buf = strconv.AppendInt(buf, int64(m), 10)
+		buf = append(buf, " of "...)
+		buf = strconv.AppendInt(buf, int64(len(bids)), 10)
+		return append(buf, " bids go to auction)"...)
 	})
 	return plan
 }
@@ -189,31 +282,167 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 // bidder's count in the welfare-maximising allocation (sold) and what it
 // keeps after Themis' partial allocation (kept); 0 = nothing.
 func partialAllocation(bids []themisBid, budget int) (sold, kept []int) {
-	best, _ := maxGain(bids, budget, -1)
-	out := make([]int, len(bids))
-	for i, k := range best {
-		if k == 0 {
-			continue
-		}
-		// Others' welfare with i present vs with i absent.
-		with := 0.0
-		for j, kj := range best {
-			if j != i && kj > 0 {
-				with += bids[j].gainOf(kj)
+	var a themisAuction
+	return a.run(bids, budget)
+}
+
+// themisAuction is the auction's memory, kept from round to round.
+//
+// The welfare-maximising allocation is a knapsack over GPUs solved by
+// dynamic programming from the last bidder back (suffix tables). Partial
+// allocation needs, for every winner i, the best welfare of the others
+// without i; that is the best split of the budget between the bidders
+// before i (a forward table, built once for all winners) and those after
+// it (the suffix table), so the whole auction costs two passes over the
+// bidders instead of one pass per winner. A table's row is flat beyond
+// the GPUs its bidders can use at most (their largest useful counts
+// summed), so rows are stored only up to that point.
+type themisAuction struct {
+	suf    []float64 // suffix rows, row i at sufOff[i], length sufCap[i]+1
+	sufOff []int
+	sufCap []int
+	fwd    []float64 // the forward row for the bidders before the current one
+	next   []float64
+	// Per bidder.
+	top, sold, kept []int
+	soldGain        []float64
+}
+
+// resize returns b with length n, in b's memory when it has room; the
+// contents are not cleared.
+func resize[T any](b []T, n int) []T {
+	return slices.Grow(b[:0], n)[:n]
+}
+
+// cell is row i of the suffix table at g GPUs (the row is flat past its cap).
+func (a *themisAuction) cell(i, g int) float64 {
+	return a.suf[a.sufOff[i]+min(g, a.sufCap[i])]
+}
+
+// run is partialAllocation with a's memory.
+func (a *themisAuction) run(bids []themisBid, budget int) (sold, kept []int) {
+	n := len(bids)
+	a.top = resize(a.top, n) // largest count with a positive gain, 0 if none
+	top := a.top
+	for i, b := range bids {
+		top[i] = 0
+		for c, k := range b.counts {
+			if b.gain[c] > 0 {
+				top[i] = k
 			}
-		}
-		_, without := maxGain(bids, budget, i)
-		c := math.Exp(with - without)
-		b := bids[i]
-		if b.st.Job.Elastic() {
-			if keep := int(math.Floor(c*float64(k) + 1e-9)); keep >= b.st.Job.MinGPUs {
-				out[i] = keep
-			}
-		} else if c >= 0.5 {
-			out[i] = k
 		}
 	}
-	return best, out
+	// Suffix table: row i is the best gain of bidders i.. with g GPUs left.
+	a.sufOff, a.sufCap = resize(a.sufOff, n+1), resize(a.sufCap, n+1)
+	a.sufCap[n] = 0
+	size := 0
+	for i := n; i >= 0; i-- {
+		if i < n {
+			a.sufCap[i] = min(budget, a.sufCap[i+1]+top[i])
+		}
+		size += a.sufCap[i] + 1
+	}
+	a.suf = resize(a.suf, size)
+	off := 0
+	for i := n; i >= 0; i-- {
+		a.sufOff[i] = off
+		off += a.sufCap[i] + 1
+	}
+	a.suf[a.sufOff[n]] = 0
+	for i := n - 1; i >= 0; i-- {
+		row := a.suf[a.sufOff[i] : a.sufOff[i]+a.sufCap[i]+1]
+		knap(row, a.suf[a.sufOff[i+1]:a.sufOff[i+1]+a.sufCap[i+1]+1], bids[i])
+	}
+	// The allocation: ties keep fewer GPUs for later bidders.
+	a.sold = resize(a.sold, n)
+	sold = a.sold
+	g := budget
+	for i := 0; i < n; i++ {
+		b := bids[i]
+		sold[i] = 0
+		for c, k := range b.counts {
+			if k > g || !(b.gain[c] > 0) {
+				continue
+			}
+			if v := b.gain[c] + a.cell(i+1, g-k); v > a.cell(i+1, g) && math.Abs(v-a.cell(i, g)) <= 1e-12*math.Max(1, a.cell(i, g)) {
+				sold[i] = k
+				break
+			}
+		}
+		g -= sold[i]
+	}
+	// Others' welfare with i present, for every i: the total less i's gain.
+	a.kept, a.soldGain = resize(a.kept, n), resize(a.soldGain, n)
+	kept = a.kept
+	last := -1 // the last winner
+	for i, k := range sold {
+		kept[i], a.soldGain[i] = 0, 0
+		if k > 0 {
+			last = i
+			a.soldGain[i] = bids[i].gainOf(k)
+		}
+	}
+	a.fwd = append(a.fwd[:0], 0)
+	fcap := 0 // the forward row is flat past fcap
+	for i := 0; i <= last; i++ {
+		if k := sold[i]; k > 0 {
+			with := 0.0
+			for j, kj := range sold {
+				if j != i && kj > 0 {
+					with += a.soldGain[j]
+				}
+			}
+			// Without i: the best split of the budget between the bidders
+			// before i (fwd, up to g GPUs) and those after (at most budget-g).
+			without := 0.0
+			lo, hi := max(0, budget-a.sufCap[i+1]), min(budget, fcap)
+			for g := min(lo, hi); g <= hi; g++ {
+				without = math.Max(without, a.fwd[g]+a.cell(i+1, budget-g))
+			}
+			c := math.Exp(with - without)
+			b := bids[i]
+			if b.st.Job.Elastic() {
+				if keep := int(math.Floor(c*float64(k) + 1e-9)); keep >= b.st.Job.MinGPUs {
+					kept[i] = keep
+				}
+			} else if c >= 0.5 {
+				kept[i] = k
+			}
+		}
+		if i == last {
+			break
+		}
+		ncap := min(budget, fcap+top[i])
+		a.next = slices.Grow(a.next[:0], ncap+1)[:ncap+1]
+		copy(a.next, a.fwd)
+		for g := len(a.fwd); g <= ncap; g++ {
+			a.next[g] = a.fwd[fcap]
+		}
+		knap(a.next, a.next, bids[i])
+		a.fwd, a.next, fcap = a.next, a.fwd, ncap
+	}
+	return sold, kept
+}
+
+// knap sets row[g] (g = len(row)-1 down to 0) to the best of prev[g] and
+// b's gain for a count k <= g plus prev[g-k]; prev is flat past its end.
+// row and prev may be the same slice: g falls and every read is at g or below.
+func knap(row, prev []float64, b themisBid) {
+	pc := len(prev) - 1
+	for g := len(row) - 1; g >= 0; g-- {
+		v := prev[min(g, pc)]
+		for c, k := range b.counts {
+			// Gains here are > 0 and table values >= +0, never NaN or -0:
+			// a plain comparison is math.Max.
+			if k > g || !(b.gain[c] > 0) {
+				continue
+			}
+			if x := b.gain[c] + prev[min(g-k, pc)]; x > v {
+				v = x
+			}
+		}
+		row[g] = v
+	}
 }
 
 func (b themisBid) gainOf(k int) float64 {
@@ -221,48 +450,4 @@ func (b themisBid) gainOf(k int) float64 {
 		return b.gain[i]
 	}
 	return 0
-}
-
-// maxGain picks, for each bidder but skip, a count (or 0) with total at
-// most budget maximising the total gain (sum of log(rho(0)/rho(k)), the log
-// of the product of 1/rho up to a constant). Ties keep fewer GPUs for
-// later bidders. It returns the counts and the total.
-func maxGain(bids []themisBid, budget, skip int) ([]int, float64) {
-	n := len(bids)
-	// dp[i][g]: best gain of bidders i.. with g GPUs left.
-	dp := make([][]float64, n+1)
-	for i := range dp {
-		dp[i] = make([]float64, budget+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for g := 0; g <= budget; g++ {
-			v := dp[i+1][g]
-			if i != skip {
-				for c, k := range bids[i].counts {
-					if k <= g && bids[i].gain[c] > 0 {
-						v = math.Max(v, bids[i].gain[c]+dp[i+1][g-k])
-					}
-				}
-			}
-			dp[i][g] = v
-		}
-	}
-	out := make([]int, n)
-	g := budget
-	for i := 0; i < n; i++ {
-		if i == skip {
-			continue
-		}
-		for c, k := range bids[i].counts {
-			if k > g || !(bids[i].gain[c] > 0) {
-				continue
-			}
-			if v := bids[i].gain[c] + dp[i+1][g-k]; v > dp[i+1][g] && math.Abs(v-dp[i][g]) <= 1e-12*math.Max(1, dp[i][g]) {
-				out[i] = k
-				break
-			}
-		}
-		g -= out[i]
-	}
-	return out, dp[0][budget]
 }

@@ -1,7 +1,9 @@
 package fair
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -99,6 +101,50 @@ func TestThemisKnobs(t *testing.T) {
 	for _, spec := range []string{"themis:f=1", "themis:f=-0.1", "themis:lease=0"} {
 		if _, err := fam(spec, contract.Context{}); err == nil {
 			t.Errorf("Parse(%q) succeeded, want an error", spec)
+		}
+	}
+}
+
+// TestThemisAuctionMatchesReference compares the auction with the one
+// before themisAuction (refPartialAllocation: one knapsack per winner) on
+// random bids: rigid and elastic, gains of either sign, budgets below,
+// around and above what the bidders can use, and one auction's memory
+// reused across all of them as Schedule does.
+func TestThemisAuctionMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 4))
+	var a themisAuction
+	for trial := range 3000 {
+		n := rng.IntN(12)
+		bids := make([]themisBid, n)
+		most := 0
+		for i := range bids {
+			var b themisBid
+			if rng.IntN(2) == 0 {
+				k := 1 + rng.IntN(8)
+				b.st = &engine.Status{Job: enginetest.Job(fmt.Sprint("r", i)).GPUs(k).Obj()}
+				b.counts, b.gain = []int{k}, []float64{rng.Float64()*2 - 0.3}
+				most += k
+			} else {
+				lo := 1 + rng.IntN(3)
+				hi := lo + rng.IntN(6)
+				b.st = &engine.Status{Job: enginetest.Job(fmt.Sprint("e", i)).Elastic(lo, lo, hi).Obj()}
+				g := 0.0
+				for k := lo; k <= hi; k++ {
+					if rng.IntN(5) == 0 {
+						continue // a count it cannot run on
+					}
+					g += rng.Float64()*0.5 - 0.1
+					b.counts, b.gain = append(b.counts, k), append(b.gain, g)
+				}
+				most += hi
+			}
+			bids[i] = b
+		}
+		budget := rng.IntN(most + 4)
+		wantSold, wantKept := refPartialAllocation(bids, budget)
+		sold, kept := a.run(bids, budget)
+		if !slices.Equal(sold, wantSold) || !slices.Equal(kept, wantKept) {
+			t.Errorf("trial %d (%d bids, budget %d): sold %v kept %v, reference %v and %v", trial, n, budget, sold, kept, wantSold, wantKept)
 		}
 	}
 }

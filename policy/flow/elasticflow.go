@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tide-sched/tide/cluster"
@@ -77,6 +78,13 @@ type Flow struct {
 	// up now finishes in time, meets its deadline on an edge server that
 	// the forecast brings up later.
 	edgeLater func(s *engine.Snapshot, j *fjob) bool
+
+	// prefix, during admission, is the cloud pass of the admitted jobs
+	// before the newcomer on trial: pass starts from it (admission).
+	prefix *passPrefix
+	// fullPasses plans every admission trial from scratch, as before
+	// passPrefix (tests compare the two).
+	fullPasses bool
 }
 
 // FlowKnobs are ElasticFlow's knobs (efKnobs documents them).
@@ -160,6 +168,7 @@ type fjob struct {
 	margin   float64 // seconds kept before the deadline for a later resize (reserve=late)
 	admitted bool
 	fresh    bool // arrived since the last round: up for admission
+	ord      int  // its place in the round's order (jobs)
 
 	// Outcome of a pass.
 	share    int     // minimum satisfactory share (0: none meets the deadline)
@@ -252,6 +261,9 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 		}
 		return false
 	})
+	for i, j := range out {
+		j.ord = i
+	}
 	return out
 }
 
@@ -283,6 +295,12 @@ type timeline struct {
 
 func newTimeline(now float64, capacity int) *timeline {
 	return &timeline{t: []float64{now}, free: []int{capacity}}
+}
+
+// copyFrom makes tl a copy of o, in tl's memory.
+func (tl *timeline) copyFrom(o *timeline) {
+	tl.t = append(tl.t[:0], o.t...)
+	tl.free = append(tl.free[:0], o.free...)
 }
 
 // fill runs j from now with at most g GPUs, as many as each segment has
@@ -401,26 +419,103 @@ func (tl *timeline) split(t float64) {
 
 // pass computes minimum satisfactory shares for the deadline jobs among js
 // (in order) that are not on the edge, on a fresh timeline of capacity GPUs,
-// and sets each job's share, current GPUs, end and meets.
+// and sets each job's share, current GPUs, end and meets. When js begins
+// with f.prefix's jobs, as they were, it starts from there instead.
 func (f *Flow) pass(now float64, capacity int, js []*fjob) {
+	if p := f.prefix; p != nil && p.fits(now, capacity, js) {
+		p.restore()
+		p.trial.copyFrom(&p.tl)
+		for _, j := range js[len(p.jobs):] {
+			f.passOne(&p.trial, j)
+		}
+		return
+	}
 	tl := newTimeline(now, capacity)
 	for _, j := range js {
-		j.share, j.now, j.meets, j.end = 0, 0, false, math.Inf(1)
-		if j.edge >= 0 {
-			continue
+		f.passOne(tl, j)
+	}
+}
+
+// passOne is pass for one job, on the timeline the jobs before it left.
+func (f *Flow) passOne(tl *timeline, j *fjob) {
+	j.share, j.now, j.meets, j.end = 0, 0, false, math.Inf(1)
+	if j.edge >= 0 {
+		return
+	}
+	if math.IsInf(j.deadline, 1) || len(j.levels) == 0 {
+		return
+	}
+	base := j.delay
+	f.share(tl, j, base, j.margin)
+	if !j.meets && f.Reserve == "early" && j.margin > 0 {
+		// No share keeps a resize of slack (a job near its end or its
+		// deadline): the first that still ends by the deadline.
+		// Without it the job counted as missing, was shrunk to
+		// leftovers, and that resize made it miss.
+		f.share(tl, j, base, 0)
+	}
+}
+
+// passPrefix is the cloud pass over the first admitted jobs of a round,
+// kept while admission tries the newcomers after them. A newcomer's trial
+// set is the admitted jobs plus it, in the round's order, and newcomers
+// come in that order; so every trial begins with the admitted jobs before
+// the newcomer, which plan the same way in every trial (the pass is
+// sequential: a job's share depends only on the jobs before it). The
+// prefix grows as admission moves on, and each trial plans only the
+// newcomer and the jobs after it: admission costs what the jobs behind
+// each newcomer cost, not the whole set for every newcomer.
+type passPrefix struct {
+	now      float64
+	capacity int
+	jobs     []*fjob       // planned into tl, in order
+	edge     []int         // each one's edge server when planned (it must not have moved since)
+	out      []passOutcome // what the pass gave each one
+	tl       timeline      // after jobs
+	trial    timeline      // a trial's timeline (memory reused)
+}
+
+// passOutcome is what pass sets on a job.
+type passOutcome struct {
+	share, now int
+	end        float64
+	meets      bool
+}
+
+func newPassPrefix(now float64, capacity int) *passPrefix {
+	return &passPrefix{now: now, capacity: capacity, tl: *newTimeline(now, capacity)}
+}
+
+// advance plans js, the admitted jobs that follow p's, onto p's timeline.
+func (p *passPrefix) advance(f *Flow, js []*fjob) {
+	for _, j := range js {
+		f.passOne(&p.tl, j)
+		p.jobs = append(p.jobs, j)
+		p.edge = append(p.edge, j.edge)
+		p.out = append(p.out, passOutcome{j.share, j.now, j.end, j.meets})
+	}
+}
+
+// fits reports whether js begins with p's jobs, none of them moved to or
+// from an edge server since p planned it, on the same cloud.
+func (p *passPrefix) fits(now float64, capacity int, js []*fjob) bool {
+	if now != p.now || capacity != p.capacity || len(js) < len(p.jobs) {
+		return false
+	}
+	for i, j := range p.jobs {
+		if js[i] != j || j.edge != p.edge[i] {
+			return false
 		}
-		if math.IsInf(j.deadline, 1) || len(j.levels) == 0 {
-			continue
-		}
-		base := j.delay
-		f.share(tl, j, base, j.margin)
-		if !j.meets && f.Reserve == "early" && j.margin > 0 {
-			// No share keeps a resize of slack (a job near its end or its
-			// deadline): the first that still ends by the deadline.
-			// Without it the job counted as missing, was shrunk to
-			// leftovers, and that resize made it miss.
-			f.share(tl, j, base, 0)
-		}
+	}
+	return true
+}
+
+// restore sets p's jobs' outcomes back to what the pass gave them (what
+// runs after a pass, EdgeFlow's edge test, may change them).
+func (p *passPrefix) restore() {
+	for i, j := range p.jobs {
+		o := p.out[i]
+		j.share, j.now, j.end, j.meets = o.share, o.now, o.end, o.meets
 	}
 }
 
@@ -473,12 +568,20 @@ func (f *Flow) share(tl *timeline, j *fjob, base, slack float64) {
 // edge, when set (EdgeFlow), is tried on a newcomer the cloud would decline
 // (trial holds it, missing is the admitted jobs' misses without it): true
 // when it admits the job with the help of the edge (edgeAdmit).
-func (f *Flow) admission(js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool) (kept, declined []*fjob) {
+func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool) (kept, declined []*fjob) {
 	var base []*fjob
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
 			base = append(base, j)
 		}
+	}
+	// meets[i]: whether base[i] meets its deadline when base is tested
+	// (known = base has not changed since).
+	var meets []bool
+	known := false
+	if !f.fullPasses {
+		f.prefix = newPassPrefix(now, capacity)
+		defer func() { f.prefix = nil }()
 	}
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
@@ -486,22 +589,46 @@ func (f *Flow) admission(js []*fjob, test, place func([]*fjob), edge func(trial 
 		}
 		// Priority classes: a newcomer may make admitted jobs of a lower
 		// class miss, never those of its own class or above.
-		test(base)
-		missing := countMissing(base, j.st.Job.Priority)
-		trial := insertOrdered(base, j, js)
-		test(trial)
-		if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
-			base = trial
-			continue
+		if !known || f.fullPasses {
+			test(base)
+			meets = outcomes(meets, base)
+			known = true
 		}
-		if edge != nil && edge(trial, j, missing) {
+		missing := 0
+		for i, b := range base {
+			if !math.IsInf(b.deadline, 1) && !meets[i] && b.st.Job.Priority >= j.st.Job.Priority {
+				missing++
+			}
+		}
+		at, _ := slices.BinarySearchFunc(base, j, func(a, b *fjob) int { return cmp.Compare(a.ord, b.ord) })
+		if p := f.prefix; p != nil {
+			p.advance(f, base[len(p.jobs):at])
+		}
+		trial := slices.Insert(slices.Clone(base), at, j)
+		test(trial)
+		admit := j.meets && countMissing(trial, j.st.Job.Priority) <= missing
+		if !admit && edge != nil && edge(trial, j, missing) {
+			admit = true
+		}
+		if admit {
 			base = trial
+			meets = outcomes(meets, base)
 			continue
 		}
 		declined = append(declined, j)
 	}
+	f.prefix = nil
 	place(base)
 	return base, declined
+}
+
+// outcomes returns whether each job of js meets its deadline, in buf's memory.
+func outcomes(buf []bool, js []*fjob) []bool {
+	buf = buf[:0]
+	for _, j := range js {
+		buf = append(buf, j.meets)
+	}
+	return buf
 }
 
 // countMissing counts deadline jobs of priority >= prio that do not meet
@@ -514,21 +641,6 @@ func countMissing(js []*fjob, prio int) int {
 		}
 	}
 	return n
-}
-
-// insertOrdered returns base plus j, in the order of all.
-func insertOrdered(base []*fjob, j *fjob, all []*fjob) []*fjob {
-	in := map[*fjob]bool{j: true}
-	for _, b := range base {
-		in[b] = true
-	}
-	out := make([]*fjob, 0, len(base)+1)
-	for _, a := range all {
-		if in[a] {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // spare hands the cloud GPUs left now to jobs one level step at a time and
@@ -598,7 +710,7 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
 		edge = func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(s, c, e, set, j, missing) }
 	}
-	kept, declined := f.admission(js, test, place, edge)
+	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -249,6 +250,67 @@ func TestFlowCountsResizes(t *testing.T) {
 		f.pass(0, 8, []*fjob{tc.j})
 		if tc.j.share != tc.wantShare || !tc.j.meets {
 			t.Errorf("%s: share %d meets %v, want %d", tc.name, tc.j.share, tc.j.meets, tc.wantShare)
+		}
+	}
+}
+
+// TestFlowPrefixMatchesFullPasses: admission that plans each trial from
+// the kept prefix (passPrefix) and tests the admitted set once per change
+// decides as the one that planned every trial and the admitted set from
+// scratch before each newcomer (fullPasses, the code before passPrefix):
+// the same per-job records and timeline, bit for bit, for ElasticFlow and
+// EdgeFlow under each reserve and offload knob, on random loads with
+// priority classes, best-effort jobs and several arrivals at once.
+func TestFlowPrefixMatchesFullPasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 2))
+	type build func() (*Flow, error)
+	policies := map[string]build{
+		"elasticflow":              func() (*Flow, error) { return NewElasticFlow(DefaultFlow) },
+		"elasticflow:reserve=late": func() (*Flow, error) { k := DefaultFlow; k.Reserve = "late"; return NewElasticFlow(k) },
+		"elasticflow:spare=gputime": func() (*Flow, error) {
+			k := DefaultFlow
+			k.Spare = "gputime"
+			return NewElasticFlow(k)
+		},
+		"edgeflow":                 func() (*Flow, error) { return NewEdgeFlow(DefaultEdge) },
+		"edgeflow:offload=missing": func() (*Flow, error) { k := DefaultEdge; k.Offload = "missing"; return NewEdgeFlow(k) },
+		"edgeflow:reserve=late":    func() (*Flow, error) { k := DefaultEdge; k.Reserve = "late"; return NewEdgeFlow(k) },
+	}
+	for seed := range 6 {
+		var jobs []*job.Job
+		at := 0.0
+		for i := range 60 {
+			if rng.IntN(3) > 0 {
+				at += float64(rng.IntN(200))
+			}
+			work := 300 + float64(rng.IntN(40))*120
+			n := 1 + rng.IntN(4)
+			b := enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, n, n<<rng.IntN(4)).Seconds(work)
+			if rng.IntN(6) > 0 {
+				b.Deadline(at + work/float64(1+rng.IntN(8)) + float64(rng.IntN(20))*60)
+			}
+			j := b.Obj()
+			j.Priority = rng.IntN(3) / 2
+			jobs = append(jobs, j)
+		}
+		c := flowCluster(t, 2, 3)
+		for name, mk := range policies {
+			var got [2]string
+			for k, full := range []bool{false, true} {
+				f, err := mk()
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.fullPasses = full
+				r, err := sim.Run(sim.Config{Cluster: c, Model: slowEdge(), Policy: f, Placer: place.Pack{}, OnEvents: true, Sites: &sim.Sites{}}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[k] = fmt.Sprintf("%+v\n%+v", r.Jobs, r.Timeline)
+			}
+			if got[0] != got[1] {
+				t.Errorf("seed %d %s: the runs differ:\nprefix %s\nfull   %s", seed, name, got[0], got[1])
+			}
 		}
 	}
 }
