@@ -86,6 +86,13 @@ type JobSpec struct {
 	GPUShare  float64 `json:"gpu_share,omitempty" yaml:"gpu_share"`
 	GPUMemGiB float64 `json:"gpu_mem_gib,omitempty" yaml:"gpu_mem_gib"`
 	MIG       string  `json:"mig,omitempty" yaml:"mig"`
+	// JobType names what the job trains in the server's table of measured
+	// pair throughputs (tide serve --pair-throughputs: a job type of
+	// Gavel's, such as "ResNet-18 (batch size 64)"): the packing policies
+	// read there how fast it runs beside another job on one GPU
+	// (docs/sharing.md). Optional; a job without one is packed only once
+	// its reports have measured the pair.
+	JobType string `json:"job_type,omitempty" yaml:"job_type"`
 
 	// Priority: larger is more important (policies that use priorities).
 	Priority int `json:"priority,omitempty" yaml:"priority"`
@@ -236,6 +243,11 @@ func (s *JobSpec) Validate() []FieldError {
 	} else if !printable(s.Name) {
 		add("name", "must be printable UTF-8")
 	}
+	if len(s.JobType) > maxName {
+		add("job_type", "at most %d bytes, got %d", maxName, len(s.JobType))
+	} else if !printable(s.JobType) {
+		add("job_type", "must be printable UTF-8")
+	}
 	switch {
 	case len(s.Command) == 0:
 		add("command", "missing: want the argv to run, e.g. [\"python\", \"train.py\"]")
@@ -370,7 +382,7 @@ func (s *JobSpec) Job(id string, submit float64) (*job.Job, error) {
 	j := &job.Job{ID: id, Submit: submit, Priority: s.Priority, GPUs: s.GPUs, MinGPUs: s.MinGPUs,
 		MaxGPUs: s.MaxGPUs, GPUType: strings.ToLower(s.GPUType), BatchSize: s.BatchSize,
 		Work: est, Unit: job.Seconds, Duration: est, Tenant: s.Tenant,
-		Share: s.GPUShare, GPUMemGiB: s.GPUMemGiB, MIG: s.MIG}
+		Share: s.GPUShare, GPUMemGiB: s.GPUMemGiB, MIG: s.MIG, Model: s.JobType}
 	if s.Deadline != "" {
 		t, err := time.Parse(time.RFC3339, s.Deadline)
 		if err != nil {

@@ -202,6 +202,10 @@ type GPU struct {
 	// Job holds it now: the job's ID when the caller may see that job,
 	// "(other tenant)" otherwise; "" when free.
 	Job string `json:"job,omitempty"`
+	// Jobs, when several jobs share it (a packed pair, jobs holding parts
+	// of it), are all of them as Job names one, in submission order;
+	// Job is the first.
+	Jobs []string `json:"jobs,omitempty"`
 }
 
 // Report is what a running job sends about itself to POST

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"fmt"
-	"maps"
-)
+import "fmt"
 
 // Carry copies a job's history from prev, the status the same job had in an
 // earlier engine: service attained, time executed (per GPU type too) and waited, first and last
@@ -27,7 +24,8 @@ func (e *Engine) Carry(id string, prev *Status) error {
 	}
 	e.accountJob(st, e.cfg.Clock.Now())
 	st.Attained, st.Executed, st.Waited = prev.Attained, prev.Executed, prev.Waited
-	st.TypeExecuted = maps.Clone(prev.TypeExecuted)
+	st.TypeExecuted = prev.typeExecutedNow()
+	st.restartSegment()
 	st.FirstStart, st.LastStop = prev.FirstStart, prev.LastStop
 	if prev.LastStart >= 0 {
 		st.LastStart = prev.LastStart

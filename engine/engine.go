@@ -27,7 +27,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"sort"
 
 	"github.com/tide-sched/tide/cluster"
@@ -61,10 +60,14 @@ type Status struct {
 	Attained float64 // GPU-seconds held so far
 	Executed float64 // seconds holding GPUs so far
 	Waited   float64 // seconds spent waiting (pending or preempted)
-	// TypeExecuted is the seconds held on each GPU type so far (nil until
-	// the job first runs): heterogeneity-aware policies (Gavel, Gandiva's
-	// rotation across types, Gandiva_fair) read how much of each type a job
-	// received. Readers must not modify it.
+	// TypeExecuted is the seconds held on each GPU type (nil until the job
+	// first runs): heterogeneity-aware policies (Gavel, Gandiva's rotation
+	// across types, Gandiva_fair) read how much of each type a job
+	// received, through TypeSeconds. In a round's snapshot it counts up to
+	// the start of the job's current allocation (the engine adds the
+	// allocation's seconds when it ends, so accounting a running job costs
+	// no map work); in Engine.Snapshot's copies it counts up to the
+	// snapshot. Readers must not modify it.
 	TypeExecuted map[string]float64
 
 	FirstStart float64 // first start time, -1 if never
@@ -77,6 +80,13 @@ type Status struct {
 	Resizes     int
 
 	Memo Memo
+
+	// Slot is an index unique among the engine's active jobs (waiting or
+	// running), reused after a job has ended and left them, and below the
+	// most jobs active at once: a policy may keep per-job scratch in a
+	// slice indexed by it instead of a map by ID (the slot alone does not
+	// name the job: compare the status too).
+	Slot int
 
 	// Reason is the policy's explanation of its last decision about this
 	// job (Plan.Reasons), the zero Reason when it gave none.
@@ -97,10 +107,17 @@ type Status struct {
 	// modified, so snapshots may share it.
 	Hints *goodput.Hints
 
-	since   float64 // time up to which Attained/Executed/Waited are counted
-	checked int     // the round in which check last saw this job planned
-	resized int     // the round in which Schedule found it placed elsewhere
-	planPos int     // 1 + its index in the last checked plan (a lookup hint), 0 if none
+	since float64 // time up to which Attained/Executed/Waited are counted
+	// typeNow is TypeExecuted[Alloc.GPUType] counted up to since, while
+	// typeLive (from the start of the current allocation to its end,
+	// segment.go); typeRan says the allocation was counted at all (only
+	// then does TypeExecuted get its entry, as if counted in place).
+	typeNow  float64
+	typeLive bool
+	typeRan  bool
+	checked  int // the round in which check last saw this job planned
+	resized  int // the round in which Schedule found it placed elsewhere
+	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -332,6 +349,10 @@ type Engine struct {
 	// ended counts entries of active that have become terminal since the
 	// last compact: removing them lazily keeps Finish O(1).
 	ended int
+	// slots are the Status.Slot values free for new jobs; nSlots is how
+	// many were ever handed out.
+	slots  []int
+	nSlots int
 
 	// Scratch reused from round to round, so that a round in which
 	// nothing changes allocates nothing (rounds.go).
@@ -382,7 +403,7 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	}
 	now := e.cfg.Clock.Now()
 	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),
-		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now}
+		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot()}
 	e.jobs[j.ID] = st
 	e.insertActive(st)
 	return st, nil
@@ -491,6 +512,7 @@ func (e *Engine) release(st *Status) {
 		e.unhold(g, st)
 	}
 	e.unpack(st)
+	st.endSegment()
 	st.GPUs, st.Alloc = nil, perf.Alloc{}
 }
 
@@ -510,10 +532,8 @@ func (e *Engine) accountJob(st *Status, now float64) {
 	if len(st.GPUs) > 0 {
 		st.Executed += dt
 		st.Attained += dt * st.HeldGPUs()
-		if st.TypeExecuted == nil {
-			st.TypeExecuted = map[string]float64{}
-		}
-		st.TypeExecuted[st.Alloc.GPUType] += dt
+		st.typeNow += dt
+		st.typeRan = true
 	} else {
 		st.Waited += dt
 	}
@@ -528,7 +548,8 @@ func (e *Engine) Snapshot() *Snapshot {
 	copies := make([]Status, len(jobs))
 	for i, st := range jobs {
 		copies[i] = *st
-		copies[i].TypeExecuted = maps.Clone(st.TypeExecuted) // the engine updates its own in place
+		copies[i].TypeExecuted = st.typeExecutedNow() // the engine updates its own in place
+		copies[i].typeLive, copies[i].typeRan = false, false
 		jobs[i] = &copies[i]
 	}
 	return s
@@ -684,6 +705,7 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 			e.hold(g, st)
 		}
 		st.GPUs, st.Alloc = ch.To, e.shape(ch.To)
+		st.beginSegment()
 		if st.FirstStart < 0 {
 			st.FirstStart = now
 		}

@@ -111,9 +111,23 @@ func (e *Engine) compact() {
 		if !st.State.Terminal() {
 			e.active[k] = st
 			k++
+		} else {
+			e.slots = append(e.slots, st.Slot)
 		}
 	}
 	clear(e.active[k:])
 	e.active = e.active[:k]
 	e.ended = 0
+}
+
+// takeSlot hands out a Status.Slot: one a job that left the active list
+// gave back, else a new one.
+func (e *Engine) takeSlot() int {
+	if n := len(e.slots); n > 0 {
+		s := e.slots[n-1]
+		e.slots = e.slots[:n-1]
+		return s
+	}
+	e.nSlots++
+	return e.nSlots - 1
 }

@@ -33,21 +33,42 @@ import (
 // where wall time is mostly the wait for a core). With -benchtime Nx, the run
 // whose slowest decision is fastest is reported.
 //
+// Every registered policy runs with its defaults; the approximations its
+// authors describe for large clusters, where a knob selects one, run too
+// (decisionApproximations).
+//
 //	go test ./policy -run '^$' -bench Decision -benchtime 3x -timeout 2h
 func BenchmarkDecision(b *testing.B) {
 	for _, size := range []struct{ gpus, jobs int }{{1000, 1000}, {10000, 5000}} {
+		specs := []string{}
 		for _, info := range policy.All() {
-			name := fmt.Sprintf("%dgpus-%djobs/%s", size.gpus, size.jobs, info.Name)
+			specs = append(specs, info.Name)
+		}
+		specs = append(specs, decisionApproximations...)
+		for _, spec := range specs {
+			info, ok := policy.Lookup(spec)
+			if !ok {
+				b.Fatalf("no policy %q", spec)
+			}
+			name := fmt.Sprintf("%dgpus-%djobs/%s", size.gpus, size.jobs, spec)
 			b.Run(name, func(b *testing.B) {
 				if info.NeedsSolver {
 					if err := solver.Available(); err != nil {
 						b.Skipf("GLPK missing: %v", err)
 					}
 				}
-				benchDecision(b, info, size.gpus, size.jobs)
+				benchDecision(b, spec, size.gpus, size.jobs)
 			})
 		}
 	}
+}
+
+// decisionApproximations are the large-cluster settings docs/scale.md
+// measures beside the defaults: Gavel's LPs over classes of jobs, and
+// Pollux's search with its tries capped.
+var decisionApproximations = []string{
+	"gavel-las:classes=0.05", "gavel-makespan:classes=0.05", "gavel-ftf:classes=0.05", "gavel-throughput:classes=0.05",
+	"pollux:tries=500",
 }
 
 type benchClock struct{ t float64 }
@@ -69,7 +90,7 @@ func (s *switchPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-func benchDecision(b *testing.B, info policy.Info, gpus, n int) {
+func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 	f, err := data.FS.Open(data.DefaultTrace)
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +123,7 @@ func benchDecision(b *testing.B, info policy.Info, gpus, n int) {
 	service := func(j *job.Job) float64 { // GPU-seconds on its requested GPUs (Gittins)
 		return perf.Remaining(m, j, perf.Packed("t4", j.GPUs, 4), 0) * float64(j.GPUs)
 	}
-	p, err := policy.Parse(info.Name, policy.Context{Jobs: jobs, Service: service})
+	p, err := policy.Parse(policySpec, policy.Context{Jobs: jobs, Service: service})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
-	"github.com/tide-sched/tide/job"
 )
 
 // TestQuotaReasonFreeCount: when the quota holds back a job the policy
@@ -16,11 +15,7 @@ import (
 // kept as it was.
 func TestQuotaReasonFreeCount(t *testing.T) {
 	c := enginetest.Cluster("1x4:t4")
-	mk := func(id, tenant string, gpus int, submit float64) *engine.Status {
-		j := enginetest.Job(id).GPUs(gpus).Obj()
-		j.Tenant, j.Submit = tenant, submit
-		return &engine.Status{Job: j, State: job.Pending}
-	}
+	mk := tenantJob
 	snap := &engine.Snapshot{Cluster: c, Jobs: []*engine.Status{mk("x", "b", 3, 0), mk("y", "a", 4, 1)}}
 	for _, spec := range []string{"fifo", "tiresias"} {
 		in, err := Parse(spec, Context{})

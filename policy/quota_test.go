@@ -21,11 +21,7 @@ import (
 // stays within its quota.
 func TestQuota(t *testing.T) {
 	c := enginetest.Cluster("2x4:t4")
-	mk := func(id, tenant string, gpus int, submit float64) *engine.Status {
-		j := enginetest.Job(id).GPUs(gpus).Obj()
-		j.Tenant, j.Submit = tenant, submit
-		return &engine.Status{Job: j, State: job.Pending}
-	}
+	mk := tenantJob
 	a1, a2 := mk("a1", "a", 4, 0), mk("a2", "a", 4, 1)
 	snap := &engine.Snapshot{Cluster: c, Jobs: []*engine.Status{a1, a2}}
 	q := &Quota{Inner: &classic.FIFO{}, Limits: map[string]int{"a": 4, "b": 4}, Borrow: true}
@@ -47,6 +43,14 @@ func TestQuota(t *testing.T) {
 	if !strings.Contains(q.Name(), "a=4,b=4") {
 		t.Errorf("name %q", q.Name())
 	}
+}
+
+// tenantJob is a pending job of tenant's asking for gpus GPUs, submitted
+// at submit seconds.
+func tenantJob(id, tenant string, gpus int, submit float64) *engine.Status {
+	j := enginetest.Job(id).GPUs(gpus).Obj()
+	j.Tenant, j.Submit = tenant, submit
+	return &engine.Status{Job: j, State: job.Pending}
 }
 
 func ids(p engine.Plan) string {

@@ -491,6 +491,7 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 		}
 		errs = append(errs, api.FieldError{Field: field, Message: fmt.Sprintf("needs at least %d GPUs, this server has %d", j.MinGPUs, have)})
 	}
+	errs = append(errs, s.checkJobType(j)...)
 	if spec.Workdir != "" {
 		if fi, err := os.Stat(spec.Workdir); err != nil || !fi.IsDir() {
 			errs = append(errs, api.FieldError{Field: "workdir", Message: fmt.Sprintf("%s is not a directory on the server", spec.Workdir)})
@@ -708,7 +709,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 	s.lock()
 	out := api.Cluster{Policy: s.policyName, Placer: s.placerName, Total: s.cluster.TotalGPUs(),
 		Allocated: s.eng.Allocated(), Rounds: s.eng.Rounds()}
-	holder := make([]string, s.cluster.TotalGPUs())
+	holders := make([][]string, s.cluster.TotalGPUs())
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) > 0 {
 			out.Running++
@@ -721,7 +722,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 			name = st.Job.ID
 		}
 		for _, g := range st.GPUs {
-			holder[g] = name
+			holders[g] = append(holders[g], name)
 		}
 	}
 	s.mu.Unlock()
@@ -731,7 +732,14 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 	}
 	for g, dev := range s.devices {
 		d := s.gpus[byIndex[dev]]
-		out.GPUs = append(out.GPUs, api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB, Job: holder[g]})
+		gpu := api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB}
+		if hs := holders[g]; len(hs) > 0 {
+			gpu.Job = hs[0]
+			if len(hs) > 1 {
+				gpu.Jobs = hs
+			}
+		}
+		out.GPUs = append(out.GPUs, gpu)
 	}
 	slices.SortFunc(out.GPUs, func(a, b api.GPU) int { return a.Index - b.Index })
 	writeJSON(w, http.StatusOK, out)

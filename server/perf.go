@@ -18,7 +18,9 @@ import (
 // kept in the job's record. Under mu.
 func (s *Server) learn(lj *liveJob, rep *api.Report) {
 	r := lj.rec
-	if rep.StepTime > 0 {
+	// A step time beside a partner goes to the pair model only: the
+	// goodput model is the job's speed alone.
+	if s.observePair(lj, rep.StepTime) == "" && rep.StepTime > 0 {
 		reps := rep.Replicas
 		if reps == 0 && lj.att != nil {
 			reps = len(lj.att.gpus)

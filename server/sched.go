@@ -188,6 +188,9 @@ func (s *Server) newAttempt(lj *liveJob, gpus []cluster.GPUID, delay time.Durati
 	r := lj.rec
 	a := &attempt{lj: lj, n: len(r.Attempts) + 1, gpus: append([]cluster.GPUID(nil), gpus...), delay: delay,
 		done: make(chan struct{}), wake: make(chan struct{})}
+	if st := s.eng.Job(r.ID); st != nil {
+		a.partner = st.PackedWith // set before claim: a packed attempt runs beside its partner
+	}
 	ids := make([]int, len(gpus))
 	for i, g := range gpus {
 		a.devs = append(a.devs, s.devices[g])
@@ -500,6 +503,7 @@ func (s *Server) finish(lj *liveJob, why string) {
 		}
 	}
 	r.State, r.Ended, r.Progress = api.StateFinished, s.clk.Now(), 1
+	s.forgetPair(r.ID)
 	s.touch(lj)
 	s.metrics.counters["finished"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "finished", Message: why})
@@ -518,6 +522,7 @@ func (s *Server) fail(lj *liveJob, why string) {
 		}
 	}
 	r.State, r.Ended, r.Reason = api.StateFailed, s.clk.Now(), why
+	s.forgetPair(r.ID)
 	s.touch(lj)
 	s.metrics.counters["failed"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "failed", Message: why})
@@ -540,6 +545,7 @@ func (s *Server) cancelJob(lj *liveJob, by string) error {
 		lj.att = nil
 	}
 	r.State, r.Ended, r.Reason = api.StateCancelled, s.clk.Now(), "cancelled by "+by
+	s.forgetPair(r.ID)
 	s.touch(lj)
 	s.metrics.counters["cancelled"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "cancelled", Message: r.Reason})

@@ -108,6 +108,14 @@ type Config struct {
 	// (docs/sharing.md): "" finds nvidia-cuda-mps-control in PATH on real
 	// GPUs (none with fake ones), "off" runs none, a path runs that one.
 	MPS string
+	// PairThroughputs, when set, is a file of Gavel's measured
+	// throughputs (simulation_throughputs.json's format) whose pairs rate
+	// two jobs sharing a GPU by their job_type: with it the engine lets
+	// the packing policies (Gandiva pack=true, Gavel space_sharing=true)
+	// pack two whole-GPU jobs on the same GPUs, as the simulator does,
+	// and the step times jobs report alone and packed refine the pairs
+	// (perf.Pairs, docs/sharing.md). Without it no policy packs.
+	PairThroughputs string
 	// ReportURL is the base URL jobs report to (default: the listener's
 	// address, 127.0.0.1 for a wildcard one).
 	ReportURL string
@@ -175,6 +183,9 @@ type Server struct {
 	// run on it together (share.go); mps runs their GPUs' MPS daemons.
 	sharing map[cluster.GPUID][]*attempt
 	mps     *localexec.MPS
+	// pairs rates jobs packed in pairs (Config.PairThroughputs); nil when
+	// the engine runs one job per GPU (pack.go).
+	pairs *perf.Pairs
 }
 
 // liveJob is a job in memory. rec is the durable record (changed under mu
@@ -204,6 +215,9 @@ type attempt struct {
 	stop    string // why tide is stopping it; "" while it should run
 	noRetry string // why its failure must not be retried (noRetry), if so
 	mpsHeld bool   // it holds its GPU's MPS daemon (share.go)
+	// partner is the job it shares its GPUs with at launch (a packed
+	// pair, pack.go), "" when it runs alone or holds a part.
+	partner string
 }
 
 // New opens the data directory, recovers every job recorded there
@@ -250,6 +264,9 @@ func New(cfg Config) (*Server, error) {
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	s.mps = localexec.NewMPS(cfg.MPS, filepath.Join(dataDir, "mps"), cfg.GPUs)
+	if s.pairs, err = loadPairs(cfg.PairThroughputs); err != nil {
+		return nil, fmt.Errorf("server: --pair-throughputs: %w", err)
+	}
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		if cfg.TLSCert == "" || cfg.TLSKey == "" {
 			return nil, errors.New("server: --tls-cert and --tls-key go together")
@@ -322,7 +339,7 @@ func (s *Server) setup() error {
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
 	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated}
-	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: perf.Duration{}, Policy: s.quotas, Placer: pl, Clock: s.clk})
+	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: s.model(), Policy: s.quotas, Placer: pl, Clock: s.clk, Sharing: s.pairs != nil})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -469,12 +486,14 @@ func (s *Server) recover(r *store.Job) {
 		if ok && r.State == api.StateRunning && last.Stop == "" && s.eng.Adopt(r.ID, gpus) == nil {
 			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc}
 			lj.att, lj.last = att, att
+			att.partner = s.eng.Job(r.ID).PackedWith // Adopt paired it with the job on its GPUs
 			for _, g := range gpus {
 				s.claim(att, g)
 			}
-			if att.fractional() && len(att.devs) == 1 && s.mps.Available() {
-				s.mps.Adopt(att.devs[0]) // its daemon still runs for it
-				att.mpsHeld = true
+			s.adoptMPS(att)
+			if p := s.jobs[att.partner]; p != nil && p.att != nil && p.att.partner == "" {
+				p.att.partner = r.ID // adopted alone before this one joined it
+				s.adoptMPS(p.att)
 			}
 			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
 			s.touch(lj)

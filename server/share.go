@@ -15,25 +15,33 @@ import (
 func (a *attempt) fractional() bool { return a.lj.j != nil && a.lj.j.Fractional() }
 
 // claim records attempt a on GPU g and adds what it must wait for to
-// a.waitFor. A whole-GPU attempt waits for every earlier process on g: the
-// last whole-GPU attempt and every fractional one. A fractional attempt
-// waits for the last whole-GPU attempt and for fractional attempts being
-// stopped (their part is given to others), not for those that keep
-// running beside it. Under mu.
+// a.waitFor: every earlier process on g except those that may keep running
+// beside it. Beside a fractional attempt, the fractional ones not being
+// stopped (their parts are not given to others); beside a packed attempt
+// (pack.go), its partner's, when not being stopped. A whole-GPU attempt
+// alone waits for all of them. Under mu.
 func (s *Server) claim(a *attempt, g cluster.GPUID) {
+	beside := func(p *attempt) bool {
+		switch {
+		case p == nil || p == a || p.stop != "":
+			return false
+		case a.fractional():
+			return p.fractional()
+		case a.packed():
+			return p.lj.rec.ID == a.partner
+		}
+		return false
+	}
 	wait := func(p *attempt) {
-		if p != nil && p != a && !contains(a.waitFor, p) {
+		if p != nil && p != a && !beside(p) && !contains(a.waitFor, p) {
 			a.waitFor = append(a.waitFor, p)
 		}
 	}
 	wait(s.busy[g])
-	frac := a.fractional()
 	for _, p := range s.sharing[g] {
-		if !frac || p.stop != "" {
-			wait(p)
-		}
+		wait(p)
 	}
-	if frac {
+	if a.shares() {
 		if s.sharing == nil {
 			s.sharing = make(map[cluster.GPUID][]*attempt)
 		}
@@ -42,6 +50,10 @@ func (s *Server) claim(a *attempt, g cluster.GPUID) {
 	}
 	s.busy[g] = a
 }
+
+// shares reports whether a's process runs beside others on its GPUs: it
+// holds a part of each, or is packed with a partner.
+func (a *attempt) shares() bool { return a.fractional() || a.packed() }
 
 // unclaim forgets attempt a on GPU g once its process is gone. Under mu.
 func (s *Server) unclaim(a *attempt, g cluster.GPUID) {
@@ -63,8 +75,13 @@ func (s *Server) unclaim(a *attempt, g cluster.GPUID) {
 }
 
 // shareLimits are the part of each GPU attempt a's job holds and its GPU
-// memory limit on each, GiB; 0, 0 for whole GPUs.
+// memory limit on each, GiB: a packed attempt gets half of each GPU's
+// threads and no memory limit (a pair is packed only where it was measured
+// to fit); 0, 0 for whole GPUs.
 func (s *Server) shareLimits(a *attempt) (share, memGiB float64) {
+	if a.packed() && len(a.devs) > 0 {
+		return packedShare, 0
+	}
 	if !a.fractional() || len(a.devs) == 0 {
 		return 0, 0
 	}
@@ -72,13 +89,13 @@ func (s *Server) shareLimits(a *attempt) (share, memGiB float64) {
 	return a.lj.j.Demand(mem)
 }
 
-// acquireMPS holds the MPS daemon of a fractional attempt's GPU, when MPS
-// is available and the attempt has one GPU (a daemon serves one GPU, so a
-// gang of parts shares its GPUs by time slicing and its limits), and
-// returns the pipe directory its process must use. Outside mu: it may
-// start the daemon.
+// acquireMPS holds the MPS daemon of a fractional or packed attempt's
+// GPU, when MPS is available and the attempt has one GPU (a daemon serves
+// one GPU, so a gang of parts, or a pair of multi-GPU jobs, shares its
+// GPUs by time slicing and its limits), and returns the pipe directory
+// its process must use. Outside mu: it may start the daemon.
 func (s *Server) acquireMPS(a *attempt) (string, error) {
-	if !a.fractional() || len(a.devs) != 1 || !s.mps.Available() {
+	if !a.shares() || len(a.devs) != 1 || !s.mps.Available() {
 		return "", nil
 	}
 	dir, err := s.mps.Acquire(a.devs[0])
@@ -86,6 +103,15 @@ func (s *Server) acquireMPS(a *attempt) (string, error) {
 		a.mpsHeld = true
 	}
 	return dir, err
+}
+
+// adoptMPS holds, for a re-adopted attempt that shares its one GPU, the
+// MPS daemon that still runs for it. Under mu.
+func (s *Server) adoptMPS(a *attempt) {
+	if a.shares() && !a.mpsHeld && len(a.devs) == 1 && s.mps.Available() {
+		s.mps.Adopt(a.devs[0])
+		a.mpsHeld = true
+	}
 }
 
 // releaseMPS lets go of the daemon attempt a held, if any, once its

@@ -30,7 +30,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs, "tiresias")
 	repeat := fs.Int("repeat", 3, "runs per policy; the best is reported")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the runs to `FILE` (read it with go tool pprof)")
+	cpuprofile := fs.String("cpuprofile", "", cpuprofileUsage)
 	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchHelp)
@@ -55,17 +55,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(stdout, "trace %s: %d jobs; cluster %s\n", s.Trace, len(s.Jobs), s.Cluster)
 	fmt.Fprintln(tw, "policy\tjobs\tevents\trounds\twall s\tevents/s\tsim s/wall s\t")
@@ -101,4 +95,26 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.0f\t\n", spec, len(s.Jobs), events, rounds, sec, float64(events)/sec, span/sec)
 	}
 	return tw.Flush()
+}
+
+const cpuprofileUsage = "write a CPU profile of the runs to `FILE` (read it with go tool pprof)"
+
+// startCPUProfile starts a CPU profile written to path ("" = none) and
+// returns what stops it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -191,6 +191,7 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	floatFlag("gpu-share", "part of each GPU's compute, in (0, 1): jobs share GPUs (docs/sharing.md)", func(s *api.JobSpec, v float64) { s.GPUShare = v })
 	floatFlag("gpu-mem", "GPU memory the job needs on each GPU, GiB (GPU sharing)", func(s *api.JobSpec, v float64) { s.GPUMemGiB = v })
 	stringFlag("mig", "MIG profile such as 1g.10gb (GPU sharing)", func(s *api.JobSpec, v string) { s.MIG = v })
+	stringFlag("job-type", "what the job trains, as named in the server's --pair-throughputs (packing; docs/sharing.md)", func(s *api.JobSpec, v string) { s.JobType = v })
 	shell := fs.String("cmd", "", "command line, run with sh -c")
 	workdir := fs.String("workdir", "", "working directory (default: the current one)")
 	var env envFlags
@@ -1000,7 +1001,11 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tTYPE\tNAME\tMEMORY\tJOB")
 	for _, g := range info.GPUs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f GiB\t%s\n", g.Index, g.Type, g.Name, g.MemoryGiB, dash(g.Job))
+		job := g.Job
+		if len(g.Jobs) > 0 {
+			job = strings.Join(g.Jobs, ",")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f GiB\t%s\n", g.Index, g.Type, g.Name, g.MemoryGiB, dash(job))
 	}
 	return tw.Flush()
 }

@@ -381,3 +381,23 @@ func TestSimQuota(t *testing.T) {
 		t.Errorf("bad --quota: exit %d, %s", code, errs)
 	}
 }
+
+// TestSimCPUProfile: --cpuprofile writes a profile (gzip-compressed
+// protobuf) of the run, report included; a path it cannot create fails.
+func TestSimCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	if code, _, errs := tide(t, "sim", "--policy", "fifo", "--cpuprofile", path); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("profile of %d bytes does not start like gzip", len(b))
+	}
+	code, _, errs := tide(t, "sim", "--policy", "fifo", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p"))
+	if code == 0 || !strings.Contains(errs, "--cpuprofile") {
+		t.Errorf("uncreatable profile: exit %d, %s", code, errs)
+	}
+}

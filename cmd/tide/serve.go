@@ -64,6 +64,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	maxLog := fs.Int64("max-log-bytes", 1<<30, "size a job's output log may reach; the rest is dropped after a marker line (a tenant's limits.max_log_bytes overrides it)")
 	retention := fs.Duration("retention", 0, "remove a finished job's files (log, checkpoint, report) this long after it ended (e.g. 720h; 0 keeps them)")
 	stopJobs := fs.Bool("stop-jobs-on-exit", false, "stop running jobs when tide serve exits (default: leave them running, to be re-adopted)")
+	pairs := fs.String("pair-throughputs", "", "`FILE` of Gavel's measured throughputs (simulation_throughputs.json): pairs of jobs, by job_type, the packing policies may run on one GPU (docs/sharing.md); none: one whole-GPU job per GPU")
 	mps := fs.String("mps", "", "`PROGRAM`: CUDA MPS control for GPUs that jobs share (docs/sharing.md); empty: nvidia-cuda-mps-control from PATH on real GPUs, none on fake ones; off: none")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -103,7 +104,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := server.New(server.Config{DataDir: *dataDir, GPUs: devs, Policy: *pol, Placer: *placer, Round: *round,
 		Grace: *grace, MaxRetries: *retries, RetryBackoff: *backoff, AdminTokenFile: *adminFile,
-		StopJobsOnExit: *stopJobs, SingleUser: *singleUser, TLSCert: *tlsCert, TLSKey: *tlsKey, MaxLogBytes: *maxLog, Retention: *retention, MPS: *mps, Logger: logger})
+		StopJobsOnExit: *stopJobs, SingleUser: *singleUser, TLSCert: *tlsCert, TLSKey: *tlsKey, MaxLogBytes: *maxLog, Retention: *retention, MPS: *mps, PairThroughputs: *pairs, Logger: logger})
 	if err != nil {
 		return err
 	}

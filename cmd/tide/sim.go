@@ -42,6 +42,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	reportDir := fs.String("report", "", "also write per-job CSV, summary.json and report.html to `DIR`")
 	window := fs.String("jobs-window", "", "count only jobs LO..HI-1 (0-based, trace order) in the metrics, as `LO:HI`")
 	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
+	cpuprofile := fs.String("cpuprofile", "", cpuprofileUsage+"; the report's writing included")
 	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored, except --policy, which replaces the file's policies")
 	forecastOnly := fs.Bool("forecast", false, "with --scenario: instead of running, score tide's capacity forecaster (pinball loss) against 'same as now' and 'same as a day ago' on each site whose capacity varies (docs/tidal.md)")
 	fs.Usage = func() {
@@ -85,6 +86,11 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	if *progress != "on" && *progress != "off" && *progress != "auto" {
 		return usageError{fmt.Errorf("--progress %q: want auto, on or off", *progress)}
 	}
+	stop, err := startCPUProfile(*cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	bar := newBar(stderr, showBar, len(s.Jobs)*len(s.specs))
 	runs, err := simulate(s, bar)
 	bar.finish()

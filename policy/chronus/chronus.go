@@ -229,6 +229,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	// is promised to no one.
 	next := int(math.Ceil(s.Now/c.Lease - 1e-9))
 	var declined []string
+	var adm *admitter // made at the first newcomer
 	for _, j := range jobs {
 		if int(j.memo[chronusClass]) != chronusNew {
 			continue
@@ -237,13 +238,20 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 			j.memo[chronusClass] = chronusBestEffort
 			continue
 		}
-		if now, ok := c.admit(admitted, j, next, capTotal, float64(next)*c.Lease-s.Now); ok {
+		if adm == nil {
+			adm = c.newAdmitter(next, capTotal, float64(next)*c.Lease-s.Now)
+			for _, a := range admitted {
+				adm.add(a)
+			}
+		}
+		if now, ok := adm.try(j); ok {
 			j.memo[chronusClass] = chronusAdmitted
 			if now && next == k {
 				// Admitted on a boundary and its packing needs this lease.
 				j.memo[chronusHeld] = float64(k + 1)
 			}
 			admitted = append(admitted, j)
+			adm.add(j)
 		} else {
 			j.memo[chronusClass] = chronusUnadmitted
 			if c.Decline {
@@ -350,47 +358,157 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-// admit reports whether j packs with the admitted jobs: first with its own
-// deadlines, then, with Tolerate > 1, with its last deadline stretched up
-// to Tolerate x its relative value; now reports whether its packing uses the
-// current lease.
-func (c *Chronus) admit(admitted []*chronusJob, j *chronusJob, k, capTotal int, ahead float64) (now, ok bool) {
-	lj := make([]leaseJob, 0, len(admitted)+1)
-	horizon := 1
-	for _, a := range append(admitted, j) {
-		l := c.leaseJobOf(a, k, math.MaxInt32, ahead)
-		if !l.feasible() {
-			if a == j {
-				return false, false
+// admitter admits newcomers one after another: try reports whether a
+// newcomer packs with the admitted jobs (packLeases over all of them),
+// first with its own deadlines, then, with Tolerate > 1, with its last
+// deadline stretched up to Tolerate x its relative value, and whether its
+// packing uses the current lease; add admits a job.
+//
+// packLeases packs jobs one at a time in a fixed order, each on the blocks
+// the jobs before it left; so a newcomer's packing with the admitted jobs
+// is the admitted jobs' packing up to the newcomer's place in that order,
+// then the newcomer and the jobs after it. The admitter keeps the blocks
+// left free before each place (checkpoints) and packs only the newcomer and
+// the jobs behind it, and builds the admitted jobs' lease problems once per
+// round instead of once per newcomer. No job takes a block past its
+// options, so the checkpoints cover only the admitted jobs' options (the
+// blocks after are all free).
+type admitter struct {
+	c           *Chronus
+	k, capTotal int
+	ahead       float64
+	jobs        []leaseJob // the admitted jobs, in admission order (packLeases' tie-break)
+	order       []int      // packLeases' order, indexes into jobs
+	stride      int        // blocks per checkpoint, at least every admitted option's
+	free        []int      // checkpoint q (free[q*stride:][:stride]): blocks free before order[q] packs
+	fits        []bool     // fits[q]: every job before order[q] packed
+	packed      int        // checkpoints valid up to this place
+	trial, got  []int
+}
+
+func (c *Chronus) newAdmitter(k, capTotal int, ahead float64) *admitter {
+	return &admitter{c: c, k: k, capTotal: capTotal, ahead: ahead, stride: 1}
+}
+
+// add adds an admitted job.
+func (a *admitter) add(x *chronusJob) {
+	l := a.c.leaseJobOf(x, a.k, math.MaxInt32, a.ahead)
+	if !l.feasible() {
+		// An admitted job already behind its plan still takes its
+		// blocks, as early as it can.
+		l.Options = []leaseOption{{Blocks: l.Need, Value: a.c.Value}}
+	}
+	a.jobs = append(a.jobs, l)
+	at := a.place(len(a.jobs) - 1)
+	a.order = slices.Insert(a.order, at, len(a.jobs)-1)
+	a.packed = min(a.packed, at)
+	if h := maxBlocks(l); h > a.stride {
+		a.widen(max(h, 2*a.stride))
+	}
+}
+
+// maxBlocks is the latest of l's options, in blocks.
+func maxBlocks(l leaseJob) int {
+	h := 0
+	for _, o := range l.Options {
+		h = max(h, o.Blocks)
+	}
+	return h
+}
+
+// place is where job i of a.jobs goes in packLeases' order among a.order.
+func (a *admitter) place(i int) int {
+	at, _ := slices.BinarySearchFunc(a.order, i, func(o, i int) int { return packCompare(a.jobs, o, i) })
+	return at
+}
+
+// widen makes the checkpoints stride blocks long: the blocks added are free.
+func (a *admitter) widen(stride int) {
+	if len(a.free) > 0 {
+		free := make([]int, 0, (len(a.order)+1)*stride)
+		for q := range a.packed + 1 {
+			free = append(free, a.free[q*a.stride:(q+1)*a.stride]...)
+			for range stride - a.stride {
+				free = append(free, a.capTotal)
 			}
-			// An admitted job already behind its plan still takes its
-			// blocks, as early as it can.
-			l.Options = []leaseOption{{Blocks: l.Need, Value: c.Value}}
 		}
-		for _, o := range l.Options {
-			horizon = max(horizon, o.Blocks)
+		a.free = free
+	}
+	a.stride = stride
+}
+
+// pack brings the checkpoints up to date up to place upto.
+func (a *admitter) pack(upto int) {
+	if len(a.free) == 0 {
+		for range a.stride {
+			a.free = append(a.free, a.capTotal)
 		}
-		lj = append(lj, l)
+		a.fits = append(a.fits[:0], true)
+		a.packed = 0
 	}
-	capacity := make([]int, horizon)
-	for t := range capacity {
-		capacity[t] = capTotal
+	if upto <= a.packed {
+		return
 	}
-	self := len(lj) - 1
-	if p, ok := packLeases(lj, capacity); ok {
-		return p.runsNow(self), true
+	a.free = slices.Grow(a.free[:(a.packed+1)*a.stride], (upto-a.packed)*a.stride)[:(upto+1)*a.stride]
+	a.fits = slices.Grow(a.fits[:a.packed+1], upto-a.packed)[:upto+1]
+	for q := a.packed; q < upto; q++ {
+		next := a.free[(q+1)*a.stride : (q+2)*a.stride]
+		copy(next, a.free[q*a.stride:(q+1)*a.stride])
+		var opt int
+		opt, a.got = packOne(a.jobs[a.order[q]], next, a.got[:0])
+		a.fits[q+1] = a.fits[q] && opt >= 0
 	}
-	if c.Tolerate <= 1 {
+	a.packed = upto
+}
+
+// try reports whether j packs with the admitted jobs (admit's contract);
+// it does not add it.
+func (a *admitter) try(j *chronusJob) (now, ok bool) {
+	l := a.c.leaseJobOf(j, a.k, math.MaxInt32, a.ahead)
+	if !l.feasible() {
+		return false, false
+	}
+	if now, ok := a.trial1(l); ok {
+		return now, true
+	}
+	if a.c.Tolerate <= 1 {
 		return false, false
 	}
 	last := lastDeadline(j)
-	stretched := leaseBlocks(j.st.Job.Submit+(last-j.st.Job.Submit)*c.Tolerate, c.Lease, k)
-	lj[self].Options = []leaseOption{{Blocks: stretched, Value: c.Value}}
-	for len(capacity) < stretched {
-		capacity = append(capacity, capTotal)
+	stretched := leaseBlocks(j.st.Job.Submit+(last-j.st.Job.Submit)*a.c.Tolerate, a.c.Lease, a.k)
+	l.Options = []leaseOption{{Blocks: stretched, Value: a.c.Value}}
+	now, ok = a.trial1(l)
+	return ok && now, ok
+}
+
+// trial1 packs the admitted jobs with l (one packLeases): whether every job
+// packs, and whether l's packing uses the current lease.
+func (a *admitter) trial1(l leaseJob) (now, ok bool) {
+	a.jobs = append(a.jobs, l) // packCompare needs it in a.jobs
+	self := len(a.jobs) - 1
+	defer func() { a.jobs = a.jobs[:self] }()
+	at := a.place(self)
+	a.pack(at)
+	if !a.fits[at] {
+		return false, false
 	}
-	p, ok := packLeases(lj, capacity)
-	return ok && p.runsNow(self), ok
+	width := max(a.stride, maxBlocks(l))
+	a.trial = append(a.trial[:0], a.free[at*a.stride:(at+1)*a.stride]...)
+	for len(a.trial) < width {
+		a.trial = append(a.trial, a.capTotal)
+	}
+	opt, got := packOne(l, a.trial, a.got[:0])
+	a.got = got
+	if opt < 0 {
+		return false, false
+	}
+	now = slices.Contains(got, 0)
+	for _, i := range a.order[at:] {
+		if opt, a.got = packOne(a.jobs[i], a.trial, a.got[:0]); opt < 0 {
+			return now, false
+		}
+	}
+	return now, true
 }
 
 // solve runs the lease problem for lease k and records in the memos which

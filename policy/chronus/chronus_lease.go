@@ -1,8 +1,10 @@
 package chronus
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tide-sched/tide/solver"
@@ -246,52 +248,73 @@ func packLeases(jobs []leaseJob, capacity []int) (p *leasePlan, ok bool) {
 	for i := range order {
 		order[i] = i
 	}
-	first := func(i int) int {
-		if len(jobs[i].Options) == 0 {
-			return 0
-		}
-		return jobs[i].Options[0].Blocks
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ja, jb := jobs[order[a]], jobs[order[b]]
-		if ja.Gpus != jb.Gpus {
-			return ja.Gpus > jb.Gpus
-		}
-		if sa, sb := first(order[a])-ja.Need, first(order[b])-jb.Need; sa != sb {
-			return sa < sb
-		}
-		return first(order[a]) > first(order[b])
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return packCompare(jobs, a, b) })
 	p = &leasePlan{Option: make([]int, len(jobs)), Blocks: make([][]bool, len(jobs))}
 	ok = true
+	var got []int
 	for _, i := range order {
 		j := jobs[i]
-		p.Option[i] = -1
-		for k, o := range j.Options {
-			last := min(o.Blocks, len(free))
-			var got []int
-			for t := last - 1; t >= 0 && len(got) < j.Need; t-- {
-				if free[t] >= j.Gpus {
-					got = append(got, t)
-				}
-			}
-			if len(got) < j.Need {
-				continue
-			}
-			p.Option[i] = k
-			p.Value += o.Value
-			p.Blocks[i] = make([]bool, last)
-			for _, t := range got {
-				free[t] -= j.Gpus
-				p.Blocks[i][t] = true
-			}
-			break
-		}
+		p.Option[i], got = packOne(j, free, got[:0])
 		if p.Option[i] < 0 {
 			ok = false
+			continue
+		}
+		p.Value += j.Options[p.Option[i]].Value
+		p.Blocks[i] = make([]bool, min(j.Options[p.Option[i]].Blocks, len(free)))
+		for _, t := range got {
+			p.Blocks[i][t] = true
 		}
 	}
 	return p, ok
+}
+
+// packCompare is packLeases' order between jobs a and b (indexes into jobs):
+// most GPUs first, then least slack, then latest first deadline; stable
+// (the lower index first on ties).
+func packCompare(jobs []leaseJob, a, b int) int {
+	ja, jb := &jobs[a], &jobs[b]
+	if ja.Gpus != jb.Gpus {
+		return -cmp.Compare(ja.Gpus, jb.Gpus)
+	}
+	if sa, sb := ja.first()-ja.Need, jb.first()-jb.Need; sa != sb {
+		return cmp.Compare(sa, sb)
+	}
+	if c := cmp.Compare(jb.first(), ja.first()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+// first is the blocks of j's first option (0 without options).
+func (j *leaseJob) first() int {
+	if len(j.Options) == 0 {
+		return 0
+	}
+	return j.Options[0].Blocks
+}
+
+// packOne is packLeases' step for one job: the first of j's options with
+// j.Need blocks free of j.Gpus GPUs before it, the latest such blocks; it
+// takes them from free and returns the option and the blocks (appended to
+// got, latest first), or -1 when no option fits (free unchanged).
+func packOne(j leaseJob, free []int, got []int) (int, []int) {
+	for k, o := range j.Options {
+		last := min(o.Blocks, len(free))
+		got = got[:0]
+		for t := last - 1; t >= 0 && len(got) < j.Need; t-- {
+			if free[t] >= j.Gpus {
+				got = append(got, t)
+			}
+		}
+		if len(got) < j.Need {
+			continue
+		}
+		for _, t := range got {
+			free[t] -= j.Gpus
+		}
+		return k, got
+	}
+	return -1, got[:0]
 }
 
 // leaseBlocks is the number of whole leases between lease index k and an

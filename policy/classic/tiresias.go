@@ -15,6 +15,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/present"
 )
 
 // tiresiasPolicies registers the policies this file defines; Policies calls it.
@@ -69,6 +70,12 @@ type Tiresias struct {
 	memo    map[string]engine.Memo                   // the last plan's Memo: the engine keeps no plan's maps
 	terms   func(b []byte, st *engine.Status) []byte // appendTerms
 	inQueue func(a, b tiresiasEntry) int             // compareIn
+
+	// The last round's order, kept to build this round's (2D-LAS only,
+	// sortKept): prev are its entries; present finds this round's.
+	prev    []tiresiasEntry
+	mids    []int // per queue, where the jobs that moved start
+	present present.Set
 }
 
 // tiresiasEntry is one job's place in the queues this round.
@@ -77,6 +84,7 @@ type tiresiasEntry struct {
 	queue   int
 	entered float64
 	index   float64 // Gittins index, higher first
+	kept    bool    // sortKept found it in the last round's order, with the same place
 }
 
 // Memo slots used by Tiresias.
@@ -240,7 +248,12 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		entries[i] = e
 	}
-	entries = t.sort(entries)
+	if t.Gittins == nil {
+		entries = t.sortKept(entries, s.Jobs)
+		t.prev = append(t.prev[:0], entries...)
+	} else {
+		entries = t.sort(entries) // every running job's index moves each round
+	}
 	order := slices.Grow(t.order[:0], len(entries))
 	for _, e := range entries {
 		order = append(order, e.st)
@@ -316,6 +329,75 @@ func (t *Tiresias) sort(entries []tiresiasEntry) []tiresiasEntry {
 		from = next[q]
 	}
 	t.counts, t.queued, t.entries = counts, queued, entries
+	return queued
+}
+
+// sortKept is sort, built from the last round's order: 2D-LAS places a job
+// inside its queue by the time it entered the queue, so the jobs still in
+// the queue they were in keep their relative order from round to round,
+// and only the jobs that changed queue (or arrived) need placing: at their
+// queue's end, as they entered it now. A queue is checked where its moved
+// jobs begin and sorted if out of order after all (a job promoted to Q0
+// while others arrived, a restored state): the result is always sort's.
+// Its cost follows the jobs, with no comparison sort in a usual round.
+//
+// jobs are the snapshot's jobs, in entries' order.
+func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []tiresiasEntry {
+	if len(t.prev) == 0 {
+		return t.sort(entries)
+	}
+	if t.inQueue == nil {
+		t.inQueue = t.compareIn
+	}
+	if !t.present.Mark(jobs) {
+		return t.sort(entries)
+	}
+	nq := len(t.Limits) + 1
+	counts := slices.Grow(t.counts[:0], nq+1)[:nq+1]
+	clear(counts)
+	for _, e := range entries {
+		counts[e.queue+1]++
+	}
+	for q := 1; q <= nq; q++ {
+		counts[q] += counts[q-1] // counts[q] is where queue q starts
+	}
+	queued := slices.Grow(t.queued[:0], len(entries))[:len(entries)]
+	next := counts[:nq]
+	// The jobs of the last order, in that order, that are still active and
+	// in the same place (queue and entry time): they were sorted then and
+	// their keys have not changed, so they are sorted now.
+	for _, p := range t.prev {
+		i, ok := t.present.Index(p.st)
+		if !ok {
+			continue // ended
+		}
+		e := &entries[i]
+		if e.queue != p.queue || e.entered != p.entered {
+			continue // moved
+		}
+		e.kept = true
+		queued[next[e.queue]] = *e
+		next[e.queue]++
+	}
+	mid := slices.Grow(t.mids[:0], nq)[:nq]
+	copy(mid, next)
+	for i := range entries {
+		if e := &entries[i]; !e.kept {
+			queued[next[e.queue]] = *e
+			next[e.queue]++
+		} else {
+			e.kept = false
+		}
+	}
+	from := 0
+	for q := range nq {
+		in, m := queued[from:next[q]], mid[q]-from
+		if m < len(in) && !(slices.IsSortedFunc(in[m:], t.inQueue) && (m == 0 || t.inQueue(in[m-1], in[m]) < 0)) {
+			slices.SortFunc(in, t.inQueue)
+		}
+		from = next[q]
+	}
+	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid
 	return queued
 }
 

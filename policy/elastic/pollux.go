@@ -35,7 +35,10 @@ func polluxPolicies(register func(contract.Info)) {
 			"artifact's rule, the restart factor alone; " +
 			"interference=true: at most one multi-node job per node; max_nodes=16: nodes per job; " +
 			"p=-1: power-mean exponent of the fitness; seed=0: random seed of either search (mixed with the round); " +
-			"pop=100: GA population; generations=100: GA generations",
+			"pop=100: GA population; generations=100: GA generations; " +
+			"tries=0: the most large-neighbourhood tries of the fast search (0: 500 + 20 x nodes, stopping after " +
+			"200 + 4 x nodes without a gain; a cap bounds the search's work as the artifact's fixed population and " +
+			"generations do, for large clusters: docs/scale.md)",
 		Elastic:    true,
 		AdaptBatch: true,
 		Defaults:   DefaultPollux,
@@ -103,6 +106,7 @@ type Pollux struct {
 	RestartGPUs bool
 	Seed        uint64 // random seed of the searches; the round is mixed in
 	Pop, Gens   int    // GA population and generations
+	Tries       int    // the fast search's most LNS tries; 0: 500 + 20 x nodes
 	name        string
 }
 
@@ -117,6 +121,7 @@ type PolluxKnobs struct {
 	Seed           int     `knob:"seed"`        // >= 0
 	Pop            int     `knob:"pop"`         // [2, 100000]
 	Generations    int     `knob:"generations"` // [1, 100000]
+	Tries          int     `knob:"tries"`       // [0, 10^7]; 0 = 500 + 20 x nodes
 }
 
 // DefaultPollux holds Pollux's default knobs.
@@ -149,7 +154,7 @@ func NewPolluxWith(k PolluxKnobs) (*Pollux, error) {
 		v      int
 		lo, hi int
 		dst    *int
-	}{{"max_nodes", k.MaxNodes, 1, 1 << 20, &p.MaxNodes}, {"pop", k.Pop, 2, 100000, &p.Pop}, {"generations", k.Generations, 1, 100000, &p.Gens}} {
+	}{{"max_nodes", k.MaxNodes, 1, 1 << 20, &p.MaxNodes}, {"pop", k.Pop, 2, 100000, &p.Pop}, {"generations", k.Generations, 1, 100000, &p.Gens}, {"tries", k.Tries, 0, 10000000, &p.Tries}} {
 		if r.v < r.lo || r.v > r.hi {
 			return nil, fmt.Errorf("policy pollux: %s=%v: want a whole number in [%d, %d]", r.key, r.v, r.lo, r.hi)
 		}
@@ -176,6 +181,7 @@ func NewPolluxWith(k PolluxKnobs) (*Pollux, error) {
 		{"seed", p.Seed != def.Seed, k.Seed},
 		{"pop", p.Pop != def.Pop, k.Pop},
 		{"generations", p.Gens != def.Gens, k.Generations},
+		{"tries", p.Tries != def.Tries, k.Tries},
 	} {
 		if d.differs {
 			p.name += fmt.Sprintf(":%s=%v", d.key, d.v)

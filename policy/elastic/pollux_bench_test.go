@@ -101,3 +101,21 @@ func pxReportCPU(b *testing.B, cpu0 float64) {
 	}
 	b.ReportMetric((cputime.Process()-cpu0)/float64(b.N), "cpu-s/op")
 }
+
+// BenchmarkPolluxTries times the fast search on one random snapshot of
+// 10,000 GPUs (2,500 nodes) and 5,000 jobs with its large-neighbourhood
+// search capped at tries (0: its default, 500 + 20 x nodes = 50,500), and
+// reports the fitness each reaches (higher is better) beside the CPU
+// seconds per round: what the tries knob trades (docs/scale.md).
+//
+//	go test ./policy/elastic -run '^$' -bench PolluxTries -benchtime 1x
+func BenchmarkPolluxTries(b *testing.B) {
+	s := pxRandomSnap(1, 2500, 4, 5000)
+	for _, tries := range []int{0, 10000, 2000, 500} {
+		b.Run(fmt.Sprintf("10000gpus-5000jobs/tries=%d", tries), func(b *testing.B) {
+			p := NewPollux("fast")
+			p.Tries = tries
+			pxBenchRound(b, s, p, false)
+		})
+	}
+}

@@ -32,8 +32,8 @@ import (
 //     nodes (and a few random jobs), put them back by fill over the free
 //     shapes or by greedy growth (the best fall in term per added GPU),
 //     then best responses; keep the result if the sum fell. It stops after
-//     500 + 20 x nodes tries, 200 + 4 x nodes tries without a gain, or at
-//     the bound;
+//     500 + 20 x nodes tries (at most the tries knob when set), 200 + 4 x
+//     nodes tries without a gain, or at the bound;
 //  5. ends with best-response sweeps.
 //
 // Its random choices come from a generator seeded by the seed knob and the
@@ -46,7 +46,20 @@ type pxState struct {
 	terms []float64
 	free  []int   // per node
 	dist  []int32 // per node: the multi-node job on it, -1 if none
-	cand  []int   // scratch: nodes open to a multi-node shape
+	cand  []int   // nodes open to a multi-node shape (openNodes)
+	// openNodes' answers by type, valid while gen (set counts changes) is
+	// what it was when they were made: options asks again for every job
+	// on the same state.
+	gen     uint64
+	open    []pxOpen
+	buckets []int // scratch of openNodes' sort
+}
+
+// pxOpen is openNodes' answer for one type.
+type pxOpen struct {
+	gen     uint64 // s.gen it is valid for; 0 = never
+	cand    []int
+	maxFree int
 }
 
 func (pr *pxProblem) newState() *pxState {
@@ -104,24 +117,54 @@ func (s *pxState) set(j int, row []pxCell) {
 	}
 	s.rows[j] = row
 	s.terms[j] = s.pr.rowTerm(j, row)
+	s.gen++
 }
 
 // openNodes fills s.cand with the nodes of type t that a multi-node shape
 // may use (free GPUs, and no other multi-node job under Interference), most
-// free first, and returns the most free GPUs on any node of type t.
+// free first (in node order among equals), and returns the most free GPUs
+// on any node of type t. s.cand must not be changed: it is kept for the
+// next call on the same state.
 func (s *pxState) openNodes(t int) int {
-	s.cand = s.cand[:0]
-	maxFree := 0
+	if s.open == nil {
+		s.open = make([]pxOpen, len(s.pr.types))
+		s.gen++
+	}
+	o := &s.open[t]
+	if o.gen == s.gen {
+		s.cand = o.cand
+		return o.maxFree
+	}
+	// A counting sort by free GPUs (at most the type's largest node), most
+	// first, stable.
+	gpn := s.pr.gpn[t]
+	s.buckets = append(s.buckets[:0], make([]int, gpn+2)...)
+	count := s.buckets
+	maxFree, n := 0, 0
 	for i, nd := range s.pr.nodes {
 		if nd.typ != t || s.free[i] == 0 {
 			continue
 		}
 		maxFree = max(maxFree, s.free[i])
 		if !s.pr.pol.Interference || s.dist[i] < 0 {
-			s.cand = append(s.cand, i)
+			count[gpn-min(s.free[i], gpn)+1]++
+			n++
 		}
 	}
-	slices.SortStableFunc(s.cand, func(a, b int) int { return -cmp.Compare(s.free[a], s.free[b]) })
+	for f := 1; f < len(count); f++ {
+		count[f] += count[f-1]
+	}
+	o.cand = slices.Grow(o.cand[:0], n)[:n]
+	for i, nd := range s.pr.nodes {
+		if nd.typ != t || s.free[i] == 0 || (s.pr.pol.Interference && s.dist[i] >= 0) {
+			continue
+		}
+		k := gpn - min(s.free[i], gpn)
+		o.cand[count[k]] = i
+		count[k]++
+	}
+	o.gen, o.maxFree = s.gen, maxFree
+	s.cand = o.cand
 	return maxFree
 }
 
@@ -552,7 +595,11 @@ func (pr *pxProblem) searchFast(round int) [][]pxCell {
 		return b.rows
 	}
 	rng := rand.New(rand.NewPCG(pr.pol.Seed, uint64(round)))
-	b.lns(rng, pxLNSIters(len(pr.nodes)), pxLNSPatience(len(pr.nodes)), bound)
+	iters := pxLNSIters(len(pr.nodes))
+	if pr.pol.Tries > 0 {
+		iters = min(iters, pr.pol.Tries)
+	}
+	b.lns(rng, iters, pxLNSPatience(len(pr.nodes)), bound)
 	b.improve(sweeps)
 	return b.rows
 }

@@ -608,17 +608,17 @@ func TestPolluxSpeedupBaseline(t *testing.T) {
 }
 
 func TestPolluxKnobs(t *testing.T) {
-	p := fam.Parse(t, "pollux:search=ga:restart_penalty=10:interference=false:max_nodes=4:p=-2:seed=7:pop=20:generations=5", contract.Context{}).(*Pollux)
-	if p.Search != "ga" || p.RestartDelay != 10 || p.Interference || p.MaxNodes != 4 || p.P != -2 || p.Seed != 7 || p.Pop != 20 || p.Gens != 5 {
+	p := fam.Parse(t, "pollux:search=ga:restart_penalty=10:interference=false:max_nodes=4:p=-2:seed=7:pop=20:generations=5:tries=300", contract.Context{}).(*Pollux)
+	if p.Search != "ga" || p.RestartDelay != 10 || p.Interference || p.MaxNodes != 4 || p.P != -2 || p.Seed != 7 || p.Pop != 20 || p.Gens != 5 || p.Tries != 300 {
 		t.Errorf("knobs not applied: %+v", p)
 	}
 	for spec, name := range map[string]string{"pollux": "pollux", "pollux:search=fast:p=-1": "pollux",
-		"pollux:seed=3:search=ga": "pollux:search=ga:seed=3"} {
+		"pollux:seed=3:search=ga": "pollux:search=ga:seed=3", "pollux:tries=0": "pollux", "pollux:tries=2000": "pollux:tries=2000"} {
 		if got := fam.Parse(t, spec, contract.Context{}).Name(); got != name {
 			t.Errorf("%s: Name() = %q, want %q", spec, got, name)
 		}
 	}
-	for _, bad := range []string{"pollux:search=sa", "pollux:restart_penalty=-1", "pollux:restart_penalty=free", "pollux:restart_penalty=Inf", "pollux:max_nodes=0", "pollux:pop=1.5", "pollux:seed=-3", "pollux:bogus=1"} {
+	for _, bad := range []string{"pollux:search=sa", "pollux:restart_penalty=-1", "pollux:restart_penalty=free", "pollux:restart_penalty=Inf", "pollux:max_nodes=0", "pollux:pop=1.5", "pollux:seed=-3", "pollux:bogus=1", "pollux:tries=-1"} {
 		if _, err := fam(bad, contract.Context{}); err == nil {
 			t.Errorf("Parse(%q) succeeded, want an error", bad)
 		}

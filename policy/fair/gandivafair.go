@@ -137,7 +137,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 		left[t] = s.Available("", t)
 		used[t] = map[string]float64{}
 		for _, st := range s.Jobs {
-			used[t][st.Job.Tenant] += st.TypeExecuted[t] * float64(st.Job.GPUs)
+			used[t][st.Job.Tenant] += st.TypeSeconds(t) * float64(st.Job.GPUs)
 		}
 	}
 	add := func(st *engine.Status, t string) {

@@ -7,12 +7,13 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/present"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -55,7 +56,7 @@ import (
 // new jobs wait for the next round and freed GPUs idle until then, as in
 // Gavel — except that an idle cluster is planned at once. --preset gavel
 // (--round 360 --on-events=false) makes the engine's rounds Gavel's. Time
-// received is measured from engine.Status.TypeExecuted.
+// received is measured from engine.Status.TypeSeconds.
 //
 // The policy keeps per-job state between rounds (time received at the last
 // recomputation, allocation, deficits): it is a deterministic function of
@@ -83,11 +84,22 @@ type Gavel struct {
 	// the executor runs pairs (engine.Snapshot.Sharing); elsewhere the policy
 	// plans without packing.
 	SpaceSharing bool
+	// Classes, when > 0, solves the LP over classes of jobs whose
+	// throughputs agree within this relative tolerance (gavel_classes.go).
+	Classes float64
 
-	rng       *rand.Rand
-	pcg       *rand.PCG   // rng's source, saved with the state
-	last      engine.Plan // the plan of the last round
-	lastPlan  float64     // when it was made
+	rng  *rand.Rand
+	pcg  *rand.PCG   // rng's source, saved with the state
+	last engine.Plan // the plan of the last round
+	// lastSt are the statuses of last.Run's jobs and their partners (two
+	// per assignment, nil for none), found at the first keep after a plan.
+	lastSt    []*engine.Status
+	kept      []engine.Assignment // keep's last Run: the engine keeps no plan's memory
+	present   present.Set
+	why       explain.Scratch
+	note      string                                   // explain's note for appendTerms
+	terms     func(b []byte, st *engine.Status) []byte // appendTerms
+	lastPlan  float64                                  // when it was made
 	planned   bool
 	jobs      map[string]*gavelJob
 	pairState map[string]*gavelPairState // by pairKey
@@ -123,6 +135,10 @@ type gavelProblem struct {
 	age   []float64   // seconds since submission
 	prev  [][]float64 // previous allocation (nil rows for new jobs)
 	pairs []gavelPair // pairs that may share GPUs (space sharing); nil without
+	// class, with the classes knob, is each job's class (gavel_classes.go);
+	// nil: one allocation per job.
+	class   []int
+	classes int
 }
 
 // gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
@@ -152,7 +168,8 @@ type Knobs struct {
 // LPKnobs are the knobs of Gavel's LP policies.
 type LPKnobs struct {
 	Knobs
-	SpaceSharing bool `knob:"space_sharing"`
+	SpaceSharing bool    `knob:"space_sharing"`
+	Classes      float64 `knob:"classes"` // relative tolerance, >= 0; 0 = per job
 }
 
 // DefaultKnobs and DefaultLPKnobs hold the defaults: Gavel's simulator's.
@@ -219,6 +236,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	g.last = g.plan(s, p)
+	g.lastSt = g.lastSt[:0] // its jobs are found at the next keep
 	g.planned, g.lastPlan = true, s.Now
 	out := g.last
 	out.Warnings = warn
@@ -227,48 +245,89 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 }
 
 // explain gives each job left out its allocation: the share of time on each
-// type the LP (or rule) gave it, against what it received.
+// type the LP (or rule) gave it, against what it received. It runs every
+// round, plan or keep, so it writes into reused memory (explain.Scratch)
+// and keeps a job's string while its text does not change.
 func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
-	explain.Plan(s, plan, nil, func(st *engine.Status) string {
-		gj := g.jobs[st.Job.ID]
-		if gj == nil || gj.x == nil {
-			return "not yet in the allocation (it is recomputed at most every " + fmt.Sprintf("%.0f s)", g.MinReset)
-		}
-		var parts []string
-		for k, t := range g.types {
-			if gj.x[k] > 0 {
-				parts = append(parts, fmt.Sprintf("%.2f of %s", gj.x[k], t))
+	g.note = note
+	if g.terms == nil { // made once: a closure made every round would be allocated every round
+		g.terms = g.appendTerms
+	}
+	g.why.PlanAppend(s, plan, nil, g.terms)
+}
+
+// appendTerms appends st's allocation to b (explain's terms).
+func (g *Gavel) appendTerms(b []byte, st *engine.Status) []byte {
+	gj := g.jobs[st.Job.ID]
+	if gj == nil || gj.x == nil {
+		b = append(b, "not yet in the allocation (it is recomputed at most every "...)
+		b = strconv.AppendFloat(b, g.MinReset, 'f', 0, 64)
+		return append(b, " s)"...)
+	}
+	b = append(b, "allocation "...)
+	n := len(b)
+	for k, t := range g.types {
+		if gj.x[k] > 0 {
+			if len(b) > n {
+				b = append(b, ", "...)
 			}
+			b = strconv.AppendFloat(b, gj.x[k], 'f', 2, 64)
+			b = append(b, " of "...)
+			b = append(b, t...)
 		}
-		text := "allocation 0"
-		if len(parts) > 0 {
-			text = "allocation " + strings.Join(parts, ", ")
-		}
-		text += "; jobs furthest below their allocation run first"
-		if note != "" {
-			text += "; " + note
-		}
-		return text
-	})
+	}
+	if len(b) == n {
+		b = append(b, '0')
+	}
+	b = append(b, "; jobs furthest below their allocation run first"...)
+	if g.note != "" {
+		b = append(b, "; "...)
+		b = append(b, g.note...)
+	}
+	return b
 }
 
 // keep returns the last round's plan without the jobs that have left: between
 // rounds nothing moves, and GPUs freed by finished jobs wait for the next
-// round, as in Gavel.
+// round, as in Gavel. The jobs are found by their slots (present.Set):
+// keep runs most rounds, and a map of every active job each time was most
+// of its cost.
 func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
-	active := make(map[string]bool, len(s.Jobs))
-	for _, st := range s.Jobs {
-		active[st.Job.ID] = true
-	}
-	var out engine.Plan
-	for _, a := range g.last.Run {
-		if active[a.Job] {
-			if !active[a.PackWith] {
-				a.PackWith = "" // its partner finished: it runs on alone
-			}
-			out.Run = append(out.Run, a)
+	if len(g.lastSt) != 2*len(g.last.Run) { // new plan or restored state: find its jobs once
+		byID := make(map[string]*engine.Status, len(s.Jobs))
+		for _, st := range s.Jobs {
+			byID[st.Job.ID] = st
+		}
+		g.lastSt = g.lastSt[:0]
+		for _, a := range g.last.Run {
+			g.lastSt = append(g.lastSt, byID[a.Job], byID[a.PackWith])
 		}
 	}
+	out := engine.Plan{Run: g.kept[:0]}
+	if g.present.Mark(s.Jobs) {
+		for i, a := range g.last.Run {
+			if g.present.Has(g.lastSt[2*i]) {
+				if !g.present.Has(g.lastSt[2*i+1]) {
+					a.PackWith = "" // its partner finished: it runs on alone
+				}
+				out.Run = append(out.Run, a)
+			}
+		}
+	} else { // statuses not from one engine (a test's): by ID
+		active := make(map[string]bool, len(s.Jobs))
+		for _, st := range s.Jobs {
+			active[st.Job.ID] = true
+		}
+		for _, a := range g.last.Run {
+			if active[a.Job] {
+				if !active[a.PackWith] {
+					a.PackWith = ""
+				}
+				out.Run = append(out.Run, a)
+			}
+		}
+	}
+	g.kept = out.Run
 	return out
 }
 
@@ -301,6 +360,10 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		}
 	}
 	p.pairs = g.pairs(s, p)
+	if g.Classes > 0 && len(p.pairs) == 0 {
+		rem, age := gavelClassKeys(g.Alloc)
+		p.classify(g.Classes, rem, age)
+	}
 	return p
 }
 
@@ -326,7 +389,7 @@ func (g *Gavel) account(s *engine.Snapshot) {
 		// the pair, counted once for the type.
 		ps := g.pairState[alloc.PairKey(st.Job.ID, st.PackedWith)]
 		for k, t := range g.types {
-			exec := st.TypeExecuted[t]
+			exec := st.TypeSeconds(t)
 			if d := exec - gj.seen[k]; d > 0 {
 				switch {
 				case st.PackedWith == "" || ps == nil:

@@ -13,13 +13,26 @@ import (
 func gavelLPPolicies(register func(contract.Info)) {
 	reg := func(name, summary string, a gavelAllocator) {
 		register(contract.Info{
-			Name:        name,
-			Summary:     summary,
-			Knobs:       gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; simulator only, elsewhere plans unpacked)",
+			Name:    name,
+			Summary: summary,
+			Knobs: gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; the simulator, and tide serve with --pair-throughputs; tide kube plans unpacked); " +
+				"classes=0: solve the LP over classes of jobs (same GPUs, throughputs within this relative tolerance, e.g. 0.05; " +
+				"for makespan and ftf also work left, for ftf age) sharing one allocation, as Gavel's LPs over job types do, " +
+				"for large clusters; 0: one allocation per job (docs/scale.md)",
 			NeedsSolver: true,
 			Defaults:    DefaultLPKnobs,
 			Build: contract.Typed(DefaultLPKnobs, func(_ contract.Context, k LPKnobs) (*Gavel, error) {
-				return newGavel(name, a, k.Knobs, true, k.SpaceSharing)
+				g, err := newGavel(name, a, k.Knobs, true, k.SpaceSharing)
+				if err != nil {
+					return nil, err
+				}
+				if !(k.Classes >= 0) || k.Classes > 1 {
+					return nil, fmt.Errorf("policy %s: classes=%v: want a relative tolerance in [0, 1]", name, k.Classes)
+				}
+				if g.Classes = k.Classes; g.Classes > 0 {
+					g.name += fmt.Sprintf(":classes=%v", k.Classes)
+				}
+				return g, nil
 			}),
 		})
 	}
@@ -40,6 +53,7 @@ type gavelLP struct {
 	y     [][]solver.Var // by pair in p.pairs; -1 where the pair cannot share
 	byJob [][]int        // pairs (indexes in p.pairs) of each job
 	p     *gavelProblem
+	rows  []*classRow // with classes: each class's merged row (ge, flush)
 }
 
 // newGavelLP declares X (and Y) and Gavel's base constraints: each job's
@@ -50,7 +64,28 @@ func newGavelLP(p *gavelProblem) *gavelLP {
 		byJob: make([][]int, len(p.jobs))}
 	perType := make([][]solver.Term, len(p.types))
 	rows := make([][]solver.Term, len(p.jobs))
+	var first []int // with classes: the first job of each class
+	if p.class != nil {
+		first = make([]int, p.classes)
+		for c := range first {
+			first[c] = -1
+		}
+	}
 	for m := range p.jobs {
+		if first != nil {
+			if f := first[p.class[m]]; f >= 0 {
+				// The class's variables (Model sums its members' GPUs in
+				// the type rows); its row of shares is the first job's.
+				l.x[m] = l.x[f]
+				for k, v := range l.x[m] {
+					if v >= 0 {
+						perType[k] = append(perType[k], solver.Term{Var: v, Coef: p.gpus[m]})
+					}
+				}
+				continue
+			}
+			first[p.class[m]] = m
+		}
 		l.x[m] = make([]solver.Var, len(p.types))
 		for k := range p.types {
 			l.x[m][k] = -1
@@ -126,6 +161,7 @@ func (l *gavelLP) runnable(m int) bool {
 }
 
 func (l *gavelLP) solve(maximize []solver.Term) ([][]float64, error) {
+	l.flush()
 	l.m.SetObjective(solver.Maximize, maximize)
 	sol, err := l.m.Solve(solver.Options{})
 	if err != nil {
@@ -190,7 +226,7 @@ func (gavelMaxMin) allocate(p *gavelProblem) ([][]float64, error) {
 			continue
 		}
 		norm := l.throughput(m, 1/iso[m])
-		l.m.Ge(append(norm, solver.Term{Var: z, Coef: -1}), 0, "")
+		l.ge(m, append(norm, solver.Term{Var: z, Coef: -1}), 0)
 		for _, t := range norm {
 			obj = append(obj, solver.Term{Var: t.Var, Coef: w * t.Coef})
 		}
@@ -229,7 +265,7 @@ func (gavelMakespan) allocate(p *gavelProblem) ([][]float64, error) {
 		}
 		// throughput_m * S / remaining_m >= z: the job finishes by S/z.
 		rate := l.throughput(m, scale/p.rem[m])
-		l.m.Ge(append(rate, solver.Term{Var: z, Coef: -1}), 0, "")
+		l.ge(m, append(rate, solver.Term{Var: z, Coef: -1}), 0)
 		for _, t := range rate {
 			obj = append(obj, solver.Term{Var: t.Var, Coef: w * t.Coef})
 		}
@@ -277,13 +313,14 @@ func (gavelFTF) allocate(p *gavelProblem) ([][]float64, error) {
 			// multiple of the equal share".
 			need := p.rem[m] / slack / iso[m]
 			rate := l.throughput(m, 1/iso[m])
-			l.m.Ge(rate, need, "")
+			l.ge(m, rate, need)
 			if final {
 				for _, t := range rate {
 					obj = append(obj, solver.Term{Var: t.Var, Coef: w * t.Coef})
 				}
 			}
 		}
+		l.flush()
 		l.m.SetObjective(solver.Maximize, obj)
 		sol, err := l.m.Solve(solver.Options{})
 		if err != nil {

@@ -68,7 +68,7 @@ func (g *Gavel) LoadState(b []byte) error {
 	if err := g.pcg.UnmarshalBinary(st.RNG); err != nil {
 		return err
 	}
-	g.last = engine.Plan{Run: st.Last}
+	g.last, g.lastSt = engine.Plan{Run: st.Last}, nil
 	g.lastPlan, g.planned, g.types, g.typeTime = st.LastPlan, st.Planned, st.Types, st.TypeTime
 	g.lastReset, g.stale, g.Solves, g.Failures = st.LastReset, st.Stale, st.Solves, st.Failures
 	g.jobs = make(map[string]*gavelJob, len(st.Jobs))

@@ -37,7 +37,20 @@ func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []e
 	defer free.put()
 	free.init(s, free.counts)
 	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
+	single := len(free.types) == 1
 	for _, st := range order {
+		if j := st.Job; single && !j.Fractional() {
+			// Take on a one-type cluster, inline: most large runs are on
+			// one type, and this pass visits every active job each round.
+			n := j.GPUs
+			if free.left[0] >= n && (j.GPUType == free.types[0] || (j.GPUType == "" && free.largest[0] >= n)) {
+				free.left[0] -= n
+				plan.Run = append(plan.Run, engine.Assignment{Job: j.ID, GPUs: n, GPUType: j.GPUType})
+			} else if strict {
+				break
+			}
+			continue
+		}
 		a, ok := free.Take(st, st.Job.GPUs)
 		if !ok {
 			if strict {
