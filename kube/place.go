@@ -176,6 +176,7 @@ func (p workerPolicy) whole(s *engine.Snapshot, plan engine.Plan) engine.Plan {
 		run = append(run, a)
 	}
 	plan.Run = run
+	typeParts(s, byID, &plan) // mig.go
 	return plan
 }
 
@@ -284,7 +285,7 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
-		types = c.GPUTypes()
+		types = wholeTypes(c) // an untyped job takes whole GPUs, not MIG slices (mig.go)
 	}
 	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
 		for _, t := range types {
