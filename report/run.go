@@ -105,8 +105,8 @@ type Run struct {
 	// sample's Tenants says how many entries are in effect from it on.
 	TenantNames []string       `json:"tenant_names,omitempty"`
 	TenantLog   []TenantChange `json:"tenant_log,omitempty"`
-	Events    int         `json:"events"`   // simulated events processed
-	Rounds    int         `json:"rounds"`   // scheduling rounds run
+	Events      int            `json:"events"` // simulated events processed
+	Rounds      int            `json:"rounds"` // scheduling rounds run
 	// Window, when Hi > Lo, restricts the metrics to jobs Lo..Hi-1 in trace
 	// order (Gavel's -s/-e). Zero means all jobs.
 	Window [2]int `json:"window,omitempty"`

@@ -139,7 +139,7 @@ type simulator struct {
 	agents   []*agent   // by job index, when the model is a perf.Observer
 	obs      perf.Observer
 	live     []*running // the non-nil entries of runs, in no particular order
-	slotIdx  []int32 // engine.Status.Slot -> job index, for the active jobs
+	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
 	events   eventHeap
 	out      *report.Run
 	alloc    int // GPUs held
