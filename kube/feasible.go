@@ -257,6 +257,7 @@ func newPlacement(nodes map[string]*nodeState, keys map[string]bool, shapes func
 }
 
 func (p *placement) fits(job, node string, workers int) bool {
+	node = kubeNode(node) // a node of MIG slices is its node's (mig.go)
 	sh, n := p.shapes(job), p.nodes[node]
 	if n == nil {
 		return false
@@ -274,6 +275,7 @@ func (p *placement) fits(job, node string, workers int) bool {
 }
 
 func (p *placement) take(job, node string, workers int) {
+	node = kubeNode(node)
 	sh := p.shapes(job)
 	if sh == nil || p.req[node] == nil {
 		return
@@ -286,6 +288,7 @@ func (p *placement) take(job, node string, workers int) {
 }
 
 func (p *placement) give(job, node string, workers int) {
+	node = kubeNode(node)
 	sh := p.shapes(job)
 	if sh == nil || p.req[node] == nil {
 		return

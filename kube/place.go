@@ -176,6 +176,7 @@ func (p workerPolicy) whole(s *engine.Snapshot, plan engine.Plan) engine.Plan {
 		run = append(run, a)
 	}
 	plan.Run = run
+	typeParts(s, byID, &plan) // mig.go
 	return plan
 }
 
@@ -229,8 +230,8 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 	// Pass 1: jobs keep what they hold, up to their planned count.
 	for _, a := range run {
 		h := held[a.Job]
-		if len(h) == 0 || (a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType) {
-			continue
+		if len(h) == 0 || (a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType) || (a.Site != "" && c.NodeOf(h[0]).Site != a.Site) {
+			continue // a move to another type or site: it keeps nothing
 		}
 		if len(h) == a.GPUs && !a.Fits(c, h) {
 			continue
@@ -289,7 +290,7 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit, idx *freeIndex) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
-		types = c.GPUTypes()
+		types = wholeTypes(c) // an untyped job takes whole GPUs, not MIG slices (mig.go)
 	}
 	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
 		for _, t := range types {

@@ -167,6 +167,7 @@ type Scheduler struct {
 	assumed map[types.UID]string      // pods bound by us the cache has not seen bound yet
 	evicted map[types.UID]bool        // pods we evicted that the cache still lists
 	created map[types.UID]*corev1.Pod // worker pods we created (and bound) the cache has not seen yet
+	partIdx map[types.UID]int         // GPU indices of the parts among assumed pods (gpuindex.go)
 	said    map[string]string         // problems already logged, by object
 	// notReady is when tide first saw each node NotReady (nodes.go).
 	notReady map[string]time.Time
@@ -245,7 +246,10 @@ func New(cfg Config) (*Scheduler, error) {
 		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
-	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.placer}
+	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
+	if cfg.Live != nil && cfg.Live.Placer != nil {
+		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
+	}
 	return s, nil
 }
 
@@ -275,6 +279,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.unwatch(cancel)
 	if err := s.watch(ctx); err != nil {
 		return err
+	}
+	if s.paced() { // the driver runs the rounds (live.go)
+		<-ctx.Done()
+		return nil
 	}
 	return s.loop(ctx)
 }
@@ -383,10 +391,15 @@ type view struct {
 	foreign map[string]int          // node -> GPUs held by running pods no active tide job owns (lost workers included)
 	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
+	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
 	asking  []*corev1.Pod       // other schedulers' pending pods asking for GPUs (tidal.go)
+
+	// migNodes are each node's engine nodes of MIG slices (mig.go); alloc,
+	// phys, foreign and held count slices under those names too.
+	migNodes map[string][]string
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
@@ -504,11 +517,12 @@ func (s *Scheduler) look() (*view, error) {
 			lostNode[n.Name] = why
 		}
 		q, ok := n.Status.Allocatable[GPUResource]
-		if !ok || q.Value() <= 0 {
+		if (!ok || q.Value() <= 0) && migAlloc(n) == nil {
 			continue
 		}
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
+		v.noteMIGNode(n)
 		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), lost: lostNode[n.Name] != "", alloc: n.Status.Allocatable,
 			used: corev1.ResourceList{}, mine: map[string]*usage{}}
 	}
@@ -541,6 +555,7 @@ func (s *Scheduler) look() (*view, error) {
 			delete(s.assumed, uid)
 		}
 	}
+	s.forgetPartBinds()
 	for uid := range s.evicted {
 		if !live[uid] {
 			delete(s.evicted, uid)
@@ -603,6 +618,7 @@ func (s *Scheduler) look() (*view, error) {
 		}
 		g := int(podGPUs(p))
 		v.phys[node] += g
+		s.noteShared(v, node, p)
 		req := podRequests(p)
 		addTimes(st.used, req, 1)
 		st.pods++
@@ -624,6 +640,7 @@ func (s *Scheduler) look() (*view, error) {
 		addTimes(u.req, req, 1)
 		u.pods++
 	}
+	s.lookMIG(v, pods, owned)
 	s.cur = v
 	return v, nil
 }
@@ -640,7 +657,7 @@ func (s *Scheduler) shapeOf(w *workload) *shape {
 	default:
 		return nil
 	}
-	return newShape(p, w.per, w.gpuType)
+	return newShape(p, w.podGPUs(), w.gpuType)
 }
 
 func (s *Scheduler) warnOnce(key, obj, msg string) {
@@ -695,25 +712,31 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		if !ok {
 			continue
 		}
-		g := v.alloc[name]
-		if site[1] == cluster.SiteCloud {
-			g -= v.foreign[name] // elsewhere they are down, not gone (tidal.go)
+		for _, en := range v.engineNodes(name) { // its whole GPUs, then its MIG slices (mig.go)
+			g := v.alloc[en]
+			if site[1] == cluster.SiteCloud {
+				g -= v.foreign[en] // elsewhere they are down, not gone (tidal.go)
+			}
+			if v.states[name].lost {
+				g = 0
+			} else if !v.states[name].open {
+				g = min(g, v.held[en])
+			}
+			if g <= 0 {
+				continue
+			}
+			typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
+			if typ == "" {
+				typ = "gpu"
+			}
+			mem := gpuMemOf(v.nodes[name], typ)
+			if en != name {
+				typ, mem = en[len(name)+1:], 0
+			}
+			nodes = append(nodes, cluster.Node{Name: en, GPUType: typ, GPUs: g, GPUMem: mem, Site: site[0], SiteKind: site[1],
+				Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
+			fmt.Fprintf(&sig, "%s=%d:%s:%g@%s/%s;", en, g, typ, mem, site[0], site[1])
 		}
-		if v.states[name].lost {
-			g = 0
-		} else if !v.states[name].open {
-			g = min(g, v.held[name])
-		}
-		if g <= 0 {
-			continue
-		}
-		typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
-		if typ == "" {
-			typ = "gpu"
-		}
-		nodes = append(nodes, cluster.Node{Name: name, GPUType: typ, GPUs: g, Site: site[0], SiteKind: site[1],
-			Rack: v.nodes[name].Labels["topology.kubernetes.io/zone"]})
-		fmt.Fprintf(&sig, "%s=%d:%s@%s/%s;", name, g, typ, site[0], site[1])
 	}
 	if len(nodes) == 0 {
 		return nil, "", nil
@@ -743,7 +766,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
-		Placer: s.placer(), Clock: s.cfg.Clock})
+		Placer: s.enginePlacer(), Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
@@ -756,7 +779,8 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 	for i, n := range c.Nodes {
 		byName[n.Name] = i
 	}
-	usedOn := make([]int, len(c.Nodes)) // GPUs adopted per node so far
+	taken := newGPUTaker(c) // GPUs adopted so far
+	s.reserveParts(v, c, byName, taken)
 	var ad []adoption
 	for _, w := range sortedWork(v.work) {
 		if w.ended() {
@@ -770,12 +794,12 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		if !s.submit(w, id) {
 			continue
 		}
-		ad = append(ad, s.adoptBound(w, id, c, byName, usedOn))
+		ad = append(ad, s.adoptBound(w, id, c, byName, taken))
 	}
 	// Partial gangs are completed only once every job's bound pods are
 	// counted, so completing one never takes GPUs a bound pod holds.
 	for _, a := range ad {
-		s.adopt(a, c, usedOn)
+		s.adopt(a, c, taken)
 		if p := prev[a.id]; p != nil {
 			if err := s.eng.Carry(a.id, p); err != nil {
 				s.log.Warn("carry", "job", a.id, "err", err)
@@ -834,13 +858,25 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 }
 
 // placer places jobs worker by worker where their pods fit.
-func (s *Scheduler) placer() workerPlacer { return workerPlacer{per: s.perWorker, room: s.room} }
+func (s *Scheduler) placer() workerPlacer {
+	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(false) }}
+}
 
-// room is the placer's view of the nodes beyond their GPUs this round.
-func (s *Scheduler) room() nodeFit {
+// trialPlacer is the placer workerPolicy tries plans on: there parts go
+// through the placer too (as whole GPUs), so their pods' room comes back
+// through it like any job's.
+func (s *Scheduler) trialPlacer() workerPlacer {
+	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(true) }}
+}
+
+// room is the placer's view of the nodes beyond their GPUs this round. The
+// room the live pods of the engine's jobs take comes back through the
+// workers the placer keeps; parts', which the engine places around the
+// placer, stays counted, except on trial (the placer sees them there).
+func (s *Scheduler) room(trial bool) nodeFit {
 	keys := make(map[string]bool, len(s.work))
 	for _, w := range s.work {
-		keys[w.key] = true
+		keys[w.key] = trial || !w.part.fractional()
 	}
 	return newPlacement(s.cur.states, keys, func(id string) *shape {
 		if w := s.work[id]; w != nil {
@@ -850,51 +886,46 @@ func (s *Scheduler) room() nodeFit {
 	})
 }
 
-// adoptBound counts the GPUs w's bound pods hold, node by node.
-func (s *Scheduler) adoptBound(w *workload, id string, c *cluster.Cluster, byName map[string]int, usedOn []int) adoption {
+// adoptBound counts the GPUs w's bound pods hold, node by node (a part's
+// GPU by its recorded index, gpuindex.go).
+func (s *Scheduler) adoptBound(w *workload, id string, c *cluster.Cluster, byName map[string]int, taken *gpuTaker) adoption {
 	a := adoption{w: w, id: id}
+	if w.part.fractional() {
+		a.gpus = s.partGPUs(w, c, byName)
+		return a
+	}
 	for _, p := range w.pods {
-		node := s.nodeOf(p)
+		node := s.podSlot(p, w) // a MIG slice's engine node (mig.go)
 		if node == "" {
 			continue
 		}
 		i, ok := byName[node]
-		if !ok || usedOn[i]+w.per > c.Nodes[i].GPUs || len(a.gpus) >= w.maxW*w.per {
+		if !ok || taken.room(i) < w.per || len(a.gpus) >= w.maxW*w.per {
 			s.warnOnce("adopt/"+string(p.UID), "pod "+p.Namespace+"/"+p.Name,
 				"bound to node "+node+", which has no room for it in tide's view; left out of its job")
 			continue // the next reconcile evicts it
 		}
-		a.gpus = append(a.gpus, takeGPUs(c, i, w.per, usedOn)...)
+		a.gpus = append(a.gpus, taken.take(i, w.per)...)
 	}
 	return a
-}
-
-func takeGPUs(c *cluster.Cluster, node, k int, usedOn []int) []cluster.GPUID {
-	n := &c.Nodes[node]
-	out := make([]cluster.GPUID, k)
-	for i := range out {
-		out[i] = n.First + cluster.GPUID(usedOn[node]+i)
-	}
-	usedOn[node] += k
-	return out
 }
 
 // adopt puts a job's bound workers into the engine. A gang bound only in
 // part (tide stopped in the middle of binding it) is completed on free
 // GPUs when they exist; otherwise it stays pending and its bound pods are
 // evicted by the next reconcile, so no partial gang holds GPUs.
-func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
+func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 	w, gpus := a.w, a.gpus
 	if len(gpus) == 0 {
 		return
 	}
 	fit := newPlacement(s.cur.states, nil, func(string) *shape { return w.shape })
-	for len(gpus) < w.minW*w.per { // complete a partial gang, best fit
+	for len(gpus) < w.minW*w.per && !w.part.fractional() { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			room := n.GPUs - usedOn[i]
-			if room >= w.per && (w.gpuType == "" || n.GPUType == w.gpuType) && (best < 0 || room < c.Nodes[best].GPUs-usedOn[best]) &&
+			room := taken.room(i)
+			if room >= w.per && (w.engineType() == "" || n.GPUType == w.engineType()) && (best < 0 || room < taken.room(best)) &&
 				sameSite(c, gpus[0], i) && fit.fits(a.id, n.Name, 1) {
 				best = i
 			}
@@ -903,11 +934,13 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, usedOn []int) {
 			break
 		}
 		fit.take(a.id, c.Nodes[best].Name, 1)
-		gpus = append(gpus, takeGPUs(c, best, w.per, usedOn)...)
+		gpus = append(gpus, taken.take(best, w.per)...)
 	}
 	if err := s.eng.Adopt(a.id, gpus); err != nil {
 		for _, g := range gpus { // give them back so others can be adopted there
-			usedOn[c.NodeOf(g).ID]--
+			if !w.part.fractional() { // a part's GPU stays reserved until its pod is gone
+				taken.give(g)
+			}
 		}
 		s.log.Info("bound pods not adopted; the job waits and they will be evicted", "job", a.id, "why", err)
 	}
@@ -1026,7 +1059,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		want := map[string]int{} // node -> workers
 		if !st.State.Terminal() {
 			for _, g := range st.GPUs {
-				want[c.NodeOf(g).Name]++
+				want[slotOf(c, g, w)]++
 			}
 			for n := range want {
 				want[n] /= w.per
@@ -1034,7 +1067,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		}
 		have := map[string]int{}
 		for _, p := range w.pods {
-			node := s.nodeOf(p)
+			node := s.podSlot(p, w) // a node, or a node and GPU index for a part
 			if node == "" {
 				continue
 			}
@@ -1112,10 +1145,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	// node that can no longer take them at all (cordoned, NotReady, a
 	// taint they do not tolerate) means the engine's plan is stale: it is
 	// rebuilt next round from what is bound.
-	room := map[string]int{}
-	for n, a := range v.alloc {
-		room[n] = a - v.phys[n]
-	}
+	room := v.freeGPUs()
 	fit := newPlacement(v.states, nil, func(id string) *shape {
 		if w := s.work[id]; w != nil {
 			return w.shape
@@ -1124,20 +1154,17 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 	})
 	sort.Slice(binds, func(a, b int) bool { return binds[a].w.key < binds[b].w.key })
 	for _, b := range binds {
-		need := map[string]int{}
-		workers := map[string]int{}
-		for _, n := range b.nodes {
-			need[n] += b.w.per
-			workers[n]++
-		}
+		need, workers, opened := v.slotNeeds(b.w, b.nodes)
 		fits := true
-		for n, k := range need {
-			if room[n] < k {
+		for n, k := range workers {
+			if room[n] < need[n] {
 				fits = false
 			}
-			if !fit.fits(b.id, n, workers[n]) {
+			if !fit.fits(b.id, n, k) {
 				fits = false
-				if st := v.states[n]; st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil)) {
+				// (Parts are placed by GPU room alone, so a rebuild would
+				// place them the same: they wait.)
+				if st := v.states[kubeNode(n)]; (st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil))) && !b.w.part.fractional() {
 					s.dirty = true
 				}
 			}
@@ -1156,15 +1183,19 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		if !fits || (create > 0 && s.backingOff(b.w)) {
 			continue // next round, once evicted pods are gone or the backoff is over
 		}
-		for n, k := range need {
-			room[n] -= k
-			fit.take(b.id, n, workers[n])
+		for n, k := range workers {
+			room[n] -= need[n]
+			fit.take(b.id, n, k)
 		}
+		v.openShared(opened)
 		pending = pending[:min(len(pending), len(b.nodes))]
 		w, nodes := b.w, b.nodes
 		for i, p := range pending {
-			s.assumed[p.UID] = nodes[i]
-			calls.do(func(ctx context.Context) { s.bindPod(ctx, calls, p, nodes[i]) })
+			node, idx := slotNode(nodes[i])
+			node = kubeNode(node) // a MIG slice's engine node is its node's (mig.go)
+			s.assumed[p.UID] = node
+			s.notePartBind(p.UID, idx)
+			calls.do(func(ctx context.Context) { s.bindPod(ctx, calls, p, node, idx) })
 		}
 		for i := 0; i < create; i++ {
 			node := nodes[len(pending)+i]
@@ -1249,8 +1280,10 @@ func (s *Scheduler) evict(ctx context.Context, p *corev1.Pod) error {
 	return err
 }
 
-func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node string) {
-	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+// bindPod binds p to node; a part to GPU idx there (-1 for a whole
+// worker), which the Binding records on the pod (gpuindex.go).
+func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node string, idx int) {
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, Annotations: bindAnnotations(idx)},
 		Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 	err := bind(ctx, s.cfg.Client, b)
 	c.then(func() {
@@ -1270,8 +1303,16 @@ func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node s
 	}
 }
 
-func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, node string) {
-	p, err := s.cfg.Client.CoreV1().Pods(w.ns).Create(ctx, workerPod(w, s.cfg.SchedulerName), metav1.CreateOptions{})
+// createAndBind creates a worker of w and binds it to slot (a node, or a
+// node and GPU index for a part, whose worker is made to select it).
+func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, slot string) {
+	node, idx := slotNode(slot)
+	node = kubeNode(node)
+	wp := workerPod(w, s.cfg.SchedulerName)
+	if idx >= 0 {
+		s.partWorker(wp, w, node, idx)
+	}
+	p, err := s.cfg.Client.CoreV1().Pods(w.ns).Create(ctx, wp, metav1.CreateOptions{})
 	if err != nil {
 		c.then(func() {
 			s.stats.CreateErrors++
@@ -1285,7 +1326,7 @@ func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, no
 		s.assumed[p.UID] = node
 		s.created[p.UID] = p
 	})
-	s.bindPod(ctx, c, p, node)
+	s.bindPod(ctx, c, p, node, idx)
 }
 
 // calls runs API calls with bounded parallelism. The calls never touch

@@ -35,7 +35,8 @@ type harness struct {
 	nodes, pods cache.Indexer
 	cs          *fake.Clientset
 	mu          sync.Mutex
-	binds       map[string]string // pod -> node, this round
+	binds       map[string]string            // pod -> node, this round
+	bindAnnot   map[string]map[string]string // pod -> the annotations its Binding carried, this round
 	evicts      []string
 	uid         int
 }
@@ -52,6 +53,7 @@ func newHarness(t *testing.T, policy string) *harness {
 		case "binding":
 			b := c.GetObject().(*corev1.Binding)
 			h.binds[b.Name] = b.Target.Name
+			h.bindAnnot[b.Name] = b.Annotations
 			return true, nil, nil
 		case "eviction":
 			h.evicts = append(h.evicts, c.GetObject().(metav1.Object).GetName())
@@ -108,13 +110,19 @@ func (h *harness) get(name string) *corev1.Pod {
 // server and the watch would; it returns the pods evicted.
 func (h *harness) round() []string {
 	h.t.Helper()
-	h.binds, h.evicts = map[string]string{}, nil
+	h.binds, h.bindAnnot, h.evicts = map[string]string{}, map[string]map[string]string{}, nil
 	if err := h.s.Round(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
 	for name, node := range h.binds {
 		p := h.get(name)
 		p.Spec.NodeName = node
+		for k, v := range h.bindAnnot[name] { // as the API server copies them
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[k] = v
+		}
 		p.Status.Phase = corev1.PodRunning
 		_ = h.pods.Update(p)
 	}

@@ -17,8 +17,10 @@ import (
 // nvidia.com/gpu limit; a TideJob by spec.gpuFraction and spec.gpuMemory.
 // A pod asking for a MIG slice (nvidia.com/mig-<profile>) asks for that
 // profile. tide kube reads and checks all three, naming the field at
-// fault; it does not run such pods yet (they are reported as problems, the
-// GPUs they would share left to the others).
+// fault. A share or memory makes the workload fractional: the engine packs
+// its workers' parts onto GPUs (engine/fraction.go) and tide binds each
+// worker to a node and a GPU index there (gpuindex.go). A MIG slice is an
+// ordinary extended resource of its node (mig.go).
 const (
 	// AnnotGPUFraction is the part of one GPU's compute a plain pod needs.
 	AnnotGPUFraction = Group + "/gpu-fraction"
@@ -36,7 +38,9 @@ type part struct {
 	mig    string
 }
 
-func (p part) fractional() bool { return p != part{} }
+// fractional: the worker holds a share or memory of a GPU that other
+// parts share (a MIG slice is not fractional: it is a device of its own).
+func (p part) fractional() bool { return p.share > 0 || p.memGiB > 0 }
 
 // parsePart reads a part from a share and a memory quantity as written in
 // an annotation or a TideJob's spec (empty: not given); fields name them
@@ -106,7 +110,7 @@ func podPart(p *corev1.Pod, gpus int64) (part, error) {
 	switch {
 	case pt.mig != "" && (pt.share > 0 || pt.memGiB > 0):
 		return part{}, fmt.Errorf("annotation %s or %s: the pod asks for MIG slice %s, which fixes its share and memory; give one or the other", AnnotGPUFraction, AnnotGPUMemory, pt.mig)
-	case pt.fractional() && gpus > 0:
+	case (pt.fractional() || pt.mig != "") && gpus > 0:
 		return part{}, fmt.Errorf("resources.limits[%s]: the pod asks for part of a GPU, so it asks for no whole GPU; got %d", GPUResource, gpus)
 	}
 	return pt, nil
@@ -121,18 +125,26 @@ func tideJobPart(s *TideJobSpec) (part, error) {
 	if pt.fractional() && s.GPUsPerWorker > 1 {
 		return part{}, fmt.Errorf("spec.gpusPerWorker: a worker with part of a GPU holds part of one, got %d", s.GPUsPerWorker)
 	}
+	if pt.fractional() && s.MaxWorkers > max(1, s.MinWorkers) {
+		return part{}, fmt.Errorf("spec.maxWorkers: a TideJob whose workers hold part of a GPU is rigid: want %d (minWorkers), got %d", max(1, s.MinWorkers), s.MaxWorkers)
+	}
 	return pt, nil
 }
 
-// notYet refuses a workload that asks for part of a GPU: tide kube reads
-// it but does not run it yet (docs/sharing.md).
-func (p part) notYet() error {
-	if !p.fractional() {
-		return nil
+// podGPUs is the GPUs each worker of w asks the device plugin for: none
+// for a part or a MIG slice (a slice is a resource of its own).
+func (w *workload) podGPUs() int {
+	if w.part.fractional() || w.part.mig != "" {
+		return 0
 	}
-	what := fmt.Sprintf("a share of %.3g, %.3g GiB", p.share, p.memGiB)
-	if p.mig != "" {
-		what = "MIG slice " + p.mig
+	return w.per
+}
+
+// engineType is the GPU type the engine places w's workers on: the type
+// of the GPUs they ask for, or of the MIG slices (mig.go).
+func (w *workload) engineType() string {
+	if w.part.mig != "" {
+		return migType(w.part.mig)
 	}
-	return fmt.Errorf("asks for part of a GPU (%s): tide kube does not run GPU sharing yet (tide serve and the simulator do; docs/sharing.md)", what)
+	return w.gpuType
 }

@@ -11,8 +11,8 @@ import (
 
 // TestPodPart reads a plain pod's part of a GPU from its annotations or
 // its MIG resource, and refuses bad values naming the annotation or
-// resource; every pod that asks for a part is reported as not run yet,
-// naming what it asked.
+// resource; such pods are workloads of one GPU (or slice) per pod that
+// ask the device plugin for no GPU.
 func TestPodPart(t *testing.T) {
 	mig := func(name string, profile string, n int64) *corev1.Pod {
 		p := pod(name, 0)
@@ -46,14 +46,23 @@ func TestPodPart(t *testing.T) {
 		if err != nil || math.Abs(got.share-tc.want.share) > 1e-12 || got.memGiB != tc.want.memGiB || got.mig != tc.want.mig {
 			t.Errorf("%s: %+v, %v; want %+v", tc.pod.Name, got, err, tc.want)
 		}
-		if (got.notYet() != nil) != tc.want.fractional() {
-			t.Errorf("%s: notYet %v for %+v", tc.pod.Name, got.notYet(), got)
+	}
+	ws, probs := grouping{}.group([]*corev1.Pod{pod("quarter", 0, AnnotGPUFraction, "0.25"), mig("mig", "2g.20gb", 1), pod("whole", 2),
+		pod("gang-a", 0, AnnotJob, "g", AnnotGangSize, "2", AnnotGPUFraction, "0.5"), pod("gang-b", 0, AnnotJob, "g", AnnotGangSize, "2", AnnotGPUFraction, "0.25")}, nil)
+	if len(probs) != 1 || !strings.Contains(probs[0].Error(), "pod ns/gang-b: job g: a share of 0.25 of a GPU per pod, but its first pod asks for a share of 0.5") {
+		t.Errorf("grouping: problems %v; want gang-b refused for asking another part than gang-a", probs)
+	}
+	for key, want := range map[string][2]int{"pods/ns/quarter": {1, 0}, "pods/ns/mig": {1, 0}, "pods/ns/whole": {2, 2}, "pods/ns/g": {1, 0}} {
+		w := ws[key]
+		if w == nil || w.per != want[0] || w.podGPUs() != want[1] {
+			t.Errorf("grouping: %s = %+v; want %d GPU per worker, %d from the device plugin", key, w, want[0], want[1])
 		}
 	}
-	ws, probs := grouping{}.group([]*corev1.Pod{pod("quarter", 0, AnnotGPUFraction, "0.25"), mig("mig", "2g.20gb", 1), pod("whole", 1)}, nil)
-	if len(ws) != 1 || ws["pods/ns/whole"] == nil || len(probs) != 2 ||
-		!strings.Contains(probs[0].Error()+probs[1].Error(), "does not run GPU sharing yet") || !strings.Contains(probs[0].Error()+probs[1].Error(), "MIG slice 2g.20gb") {
-		t.Errorf("grouping: workloads %v, problems %v; want the whole pod and two pods refused for now", ws, probs)
+	if j := ws["pods/ns/quarter"].job("q"); j.Share != 0.25 || j.GPUs != 1 || !j.Fractional() {
+		t.Errorf("quarter's job: %+v; want one GPU at a share of 0.25", j)
+	}
+	if j := ws["pods/ns/mig"].job("m"); j.GPUType != "mig-2g.20gb" || j.GPUs != 1 || j.Fractional() {
+		t.Errorf("mig's job: %+v; want one whole GPU of type mig-2g.20gb (a slice, counted as an extended resource)", j)
 	}
 }
 
@@ -69,6 +78,8 @@ func TestTideJobPart(t *testing.T) {
 		{TideJobSpec{GPUFraction: "x"}, part{}, "spec.gpuFraction: GPU share"},
 		{TideJobSpec{GPUMemory: "-1Gi"}, part{}, "spec.gpuMemory: want a positive quantity"},
 		{TideJobSpec{GPUFraction: "0.5", GPUsPerWorker: 2}, part{}, "spec.gpusPerWorker: a worker with part of a GPU"},
+		{TideJobSpec{GPUFraction: "0.5", MinWorkers: 2, MaxWorkers: 4}, part{}, "spec.maxWorkers: a TideJob whose workers hold part of a GPU is rigid: want 2"},
+		{TideJobSpec{GPUFraction: "0.5", MinWorkers: 2, MaxWorkers: 2}, part{share: 0.5}, ""},
 	} {
 		got, err := tideJobPart(&tc.spec)
 		if tc.err != "" {

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"cmp"
 	"fmt"
 	"sort"
 	"strconv"
@@ -45,7 +44,8 @@ type workload struct {
 	tj       *TideJob // nil for plain pods
 	minW     int      // gang: workers placed together or not at all
 	maxW     int
-	per      int // GPUs per worker
+	per      int  // GPUs per worker (1 for a part or a MIG slice)
+	part     part // what each worker asks of one GPU, the zero part for whole GPUs (share.go)
 	gpuType  string
 	tenant   string
 	priority int
@@ -63,8 +63,9 @@ type workload struct {
 // job is the engine's view of w.
 func (w *workload) job(id string) *job.Job {
 	return &job.Job{ID: id, Submit: w.created, Tenant: w.tenant, Priority: w.priority,
-		GPUs: w.minW * w.per, MinGPUs: w.minW * w.per, MaxGPUs: w.maxW * w.per, GPUType: w.gpuType,
-		Work: w.duration, Unit: job.Seconds, Duration: w.duration, Deadline: w.deadline}
+		GPUs: w.minW * w.per, MinGPUs: w.minW * w.per, MaxGPUs: w.maxW * w.per, GPUType: w.engineType(),
+		Work: w.duration, Unit: job.Seconds, Duration: w.duration, Deadline: w.deadline,
+		Share: w.part.share, GPUMemGiB: w.part.memGiB}
 }
 
 // problem is input tide cannot schedule, with the object it concerns.
@@ -166,6 +167,11 @@ func (g grouping) group(pods []*corev1.Pod, tjs []*TideJob) (map[string]*workloa
 			continue
 		}
 		if have := out[w.key]; have != nil {
+			if have.part != w.part {
+				probs = append(probs, problem{p.Namespace, p.Name, "pod", fmt.Sprintf(
+					"job %s: %s of a GPU per pod, but its first pod asks for %s", w.name, w.part, have.part)})
+				continue
+			}
 			if have.per != w.per || have.minW != w.minW {
 				probs = append(probs, problem{p.Namespace, p.Name, "pod", fmt.Sprintf(
 					"job %s: %d GPUs in a gang of %d, but its first pod asks for %d GPUs in a gang of %d",
@@ -197,13 +203,16 @@ func (w *workload) add(p *corev1.Pod) {
 
 func (g grouping) fromPod(p *corev1.Pod) (*workload, error) {
 	gpus := podGPUs(p)
-	if pt, err := podPart(p, gpus); err != nil || pt.notYet() != nil {
-		return nil, cmp.Or(err, pt.notYet())
+	pt, err := podPart(p, gpus)
+	if err != nil {
+		return nil, err
 	}
-	if gpus <= 0 {
-		return nil, fmt.Errorf("resources.limits[%s]: tide schedules pods that ask for GPUs, this one asks for none", GPUResource)
+	if pt.fractional() || pt.mig != "" {
+		gpus = 1 // one part, or one MIG slice, per pod
+	} else if gpus <= 0 {
+		return nil, fmt.Errorf("resources.limits[%s]: tide schedules pods that ask for GPUs (or part of one), this one asks for none", GPUResource)
 	}
-	w := &workload{ns: p.Namespace, name: p.Name, minW: 1, per: int(gpus), tenant: p.Namespace,
+	w := &workload{ns: p.Namespace, name: p.Name, minW: 1, per: int(gpus), part: pt, tenant: p.Namespace,
 		created: unix(p.CreationTimestamp.Time), duration: DefaultDuration.Seconds()}
 	if name, ok := p.Annotations[AnnotJob]; ok {
 		if name == "" {
@@ -229,7 +238,6 @@ func (g grouping) fromPod(p *corev1.Pod) (*workload, error) {
 		w.priority = int(*p.Spec.Priority)
 	}
 	w.gpuType = strings.ToLower(p.Spec.NodeSelector[g.gpuTypeLabel])
-	var err error
 	if w.duration, err = parseDuration(p.Annotations[AnnotDuration], "annotation "+AnnotDuration); err != nil {
 		return nil, err
 	}
@@ -267,16 +275,17 @@ func (g grouping) fromTideJob(tj *TideJob) (*workload, error) {
 	case len(s.Template.Spec.Containers) == 0:
 		return nil, fmt.Errorf("spec.template.spec.containers: want at least one container")
 	}
-	if pt, err := tideJobPart(s); err != nil || pt.notYet() != nil {
-		return nil, cmp.Or(err, pt.notYet())
+	pt, err := tideJobPart(s)
+	if err != nil {
+		return nil, err
 	}
+	w.part = pt
 	if s.Queue != "" {
 		w.tenant = s.Queue
 	}
 	if s.Deadline != nil {
 		w.deadline = unix(s.Deadline.Time)
 	}
-	var err error
 	if w.duration, err = parseDuration(s.Duration, "spec.duration"); err != nil {
 		return nil, err
 	}
@@ -323,7 +332,11 @@ func workerPod(w *workload, schedulerName string) *corev1.Pod {
 	if c.Resources.Limits == nil {
 		c.Resources.Limits = corev1.ResourceList{}
 	}
-	c.Resources.Limits[GPUResource] = *resource.NewQuantity(int64(w.per), resource.DecimalSI)
+	if w.part.fractional() {
+		delete(c.Resources.Limits, GPUResource) // a part asks the device plugin for no GPU (gpuindex.go)
+	} else {
+		c.Resources.Limits[GPUResource] = *resource.NewQuantity(int64(w.per), resource.DecimalSI)
+	}
 	for i := 1; i < len(p.Spec.Containers); i++ {
 		delete(p.Spec.Containers[i].Resources.Limits, GPUResource)
 		delete(p.Spec.Containers[i].Resources.Requests, GPUResource)

@@ -145,31 +145,40 @@ func (m *MPS) control(dev int, arg, input string) error {
 	return nil
 }
 
-// shareEnv is the environment of a job holding part of its GPUs: its
-// share as MPS's active thread percentage (rounded up, 1 to 100) and
-// TIDE_GPU_SHARE; its memory as MPS's pinned memory limit on each of its
-// devices (numbered as the job sees them) and TIDE_GPU_MEM_GIB; the MPS
-// pipe directory when a daemon serves it. Frameworks without MPS can
-// apply TIDE_GPU_SHARE or TIDE_GPU_MEM_GIB themselves (PyTorch:
-// torch.cuda.set_per_process_memory_fraction).
+// shareEnv is the environment of a job holding part of its GPUs
+// (ShareEnv, for its devices and MPS pipe directory).
 func (l *Launch) shareEnv() []string {
+	return ShareEnv(l.Share, l.GPUMemGiB, len(l.Devices), l.MPSPipeDir)
+}
+
+// ShareEnv is the environment of a process holding part of each of its
+// devices GPUs (share of the compute, memGiB of the memory; 0 when not
+// given): its share as MPS's active thread percentage (rounded up, 1 to
+// 100) and TIDE_GPU_SHARE; its memory as MPS's pinned memory limit on each
+// of its devices (numbered as the process sees them, from 0) and
+// TIDE_GPU_MEM_GIB; pipeDir, when a daemon serves it, as
+// CUDA_MPS_PIPE_DIRECTORY. Frameworks without MPS can apply TIDE_GPU_SHARE
+// or TIDE_GPU_MEM_GIB themselves (PyTorch:
+// torch.cuda.set_per_process_memory_fraction). tide serve and tide kube
+// (for TideJob workers) give it.
+func ShareEnv(share, memGiB float64, devices int, pipeDir string) []string {
 	var env []string
-	if l.Share > 0 {
-		pct := min(100, max(1, int(math.Ceil(l.Share*100-1e-9))))
+	if share > 0 {
+		pct := min(100, max(1, int(math.Ceil(share*100-1e-9))))
 		env = append(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="+strconv.Itoa(pct),
-			"TIDE_GPU_SHARE="+strconv.FormatFloat(l.Share, 'g', 6, 64))
+			"TIDE_GPU_SHARE="+strconv.FormatFloat(share, 'g', 6, 64))
 	}
-	if l.GPUMemGiB > 0 {
-		mib := int(math.Floor(l.GPUMemGiB * 1024))
-		limits := make([]string, len(l.Devices))
-		for i := range l.Devices {
+	if memGiB > 0 {
+		mib := int(math.Floor(memGiB * 1024))
+		limits := make([]string, devices)
+		for i := range limits {
 			limits[i] = fmt.Sprintf("%d=%dM", i, mib)
 		}
 		env = append(env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="+strings.Join(limits, ","),
-			"TIDE_GPU_MEM_GIB="+strconv.FormatFloat(l.GPUMemGiB, 'g', 6, 64))
+			"TIDE_GPU_MEM_GIB="+strconv.FormatFloat(memGiB, 'g', 6, 64))
 	}
-	if l.MPSPipeDir != "" {
-		env = append(env, "CUDA_MPS_PIPE_DIRECTORY="+l.MPSPipeDir)
+	if pipeDir != "" {
+		env = append(env, "CUDA_MPS_PIPE_DIRECTORY="+pipeDir)
 	}
 	return env
 }

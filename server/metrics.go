@@ -53,10 +53,13 @@ var counterHelp = []struct{ kind, help string }{
 func (s *Server) writeMetrics(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.lock()
-	queued, running := 0, 0
+	queued, running, sharing := 0, 0, 0
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) > 0 {
 			running++
+			if st.PackedWith != "" || st.Job.Fractional() {
+				sharing++
+			}
 		} else {
 			queued++
 		}
@@ -86,6 +89,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 	}
 	gauge("tide_queue_length", "Jobs waiting for GPUs (pending or preempted).", float64(queued))
 	gauge("tide_running_jobs", "Jobs holding GPUs.", float64(running))
+	gauge("tide_running_jobs_sharing", "Running jobs that share their GPUs: packed pairs' members and jobs holding parts of GPUs.", float64(sharing))
 	gauge("tide_gpus_total", "GPUs the server schedules.", float64(total))
 	gauge("tide_gpus_allocated", "GPUs held by jobs.", float64(alloc))
 	fmt.Fprintf(w, "# HELP tide_jobs Jobs known to the server, by state.\n# TYPE tide_jobs gauge\n")

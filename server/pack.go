@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/job"
@@ -26,8 +28,10 @@ import (
 // not how).
 const packedShare = 0.5
 
-// loadPairs is the pair model of a throughputs file; nil for "".
-func loadPairs(path string) (*perf.Pairs, error) {
+// loadPairs is the pair model of a throughputs file for a server with GPU
+// types types; nil for "". A file that measures none of those types could
+// never pack a pair here: refused, naming what each side has.
+func loadPairs(path string, types []string) (*perf.Pairs, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -35,7 +39,14 @@ func loadPairs(path string) (*perf.Pairs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &perf.Pairs{Base: perf.Duration{}, Table: g}, nil
+	have := g.GPUTypes()
+	for _, t := range types {
+		if slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, t) }) {
+			return &perf.Pairs{Base: perf.Duration{}, Table: g}, nil
+		}
+	}
+	return nil, fmt.Errorf("%s measures GPU types %s; this server's GPUs are %s: no pair could be packed (the file's types must be named as the server's)",
+		path, strings.Join(have, ", "), strings.Join(types, ", "))
 }
 
 // model is the engine's performance model: durations, rating pairs when

@@ -151,6 +151,9 @@ func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m, want := scrape(t, ts), fmt.Sprintf("tide_running_jobs_sharing %d\n", 2*len(live)); !strings.Contains(m, want) {
+		t.Errorf("metrics: want %q", want)
+	}
 	if c.Allocated != len(byDev) {
 		t.Errorf("cluster: %d GPUs allocated, want %d (a shared GPU once)", c.Allocated, len(byDev))
 	}
@@ -376,16 +379,23 @@ func TestPackedReportsSplitPair(t *testing.T) {
 }
 
 // TestPackUnknownJobType: a job_type the pair table does not know is
-// refused at submission, naming the field.
+// refused at submission, naming the field; a pair table that is missing,
+// or measures none of the server's GPU types, stops the server's start.
 func TestPackUnknownJobType(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, filepath.Join(dir, "data"))
+	t4 := cfg.GPUs
+	v100, err := localexec.Discover("fake:1:v100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GPUs = v100
 	cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
 	if err := os.WriteFile(cfg.PairThroughputs, []byte(packTable), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ts := startServer(t, cfg)
-	_, err := ts.admin.Submit(context.Background(), &api.JobSpec{Command: []string{"true"}, GPUs: 1, JobType: "E"})
+	_, err = ts.admin.Submit(context.Background(), &api.JobSpec{Command: []string{"true"}, GPUs: 1, JobType: "E"})
 	if err == nil || !strings.Contains(err.Error(), "job_type") || !strings.Contains(err.Error(), `"E"`) {
 		t.Errorf("submit of job type E: %v, want an error naming job_type", err)
 	}
@@ -393,5 +403,11 @@ func TestPackUnknownJobType(t *testing.T) {
 	cfg.PairThroughputs = filepath.Join(dir, "missing.json")
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "--pair-throughputs") {
 		t.Errorf("server with a missing pair file: %v, want an error naming --pair-throughputs", err)
+	}
+	// On T4s, which packTable does not measure.
+	cfg.DataDir, cfg.GPUs = filepath.Join(dir, "t4"), t4
+	cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "GPU types v100") || !strings.Contains(err.Error(), "GPUs are t4") {
+		t.Errorf("server on T4s with pairs measured on V100s: %v, want an error naming both", err)
 	}
 }

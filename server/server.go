@@ -264,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	s.mps = localexec.NewMPS(cfg.MPS, filepath.Join(dataDir, "mps"), cfg.GPUs)
-	if s.pairs, err = loadPairs(cfg.PairThroughputs); err != nil {
+	if s.pairs, err = loadPairs(cfg.PairThroughputs, c.GPUTypes()); err != nil {
 		return nil, fmt.Errorf("server: --pair-throughputs: %w", err)
 	}
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {

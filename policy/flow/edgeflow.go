@@ -131,6 +131,11 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 		}
 		n := s.Cluster.NodeOf(j.st.GPUs[0])
 		if n.SiteKind == cluster.SiteEdge && s.UpGPUs(n) == n.GPUs && !e.used[n.ID] {
+			if f.parks {
+				if end, _, ok := f.edgeEnd(s, j, n); !ok || end > j.deadline {
+					continue // parked: it waits there for its cloud share
+				}
+			}
 			j.edge, j.edgeGPUs = n.ID, len(j.st.GPUs)
 			e.used[n.ID] = true
 		}
@@ -209,7 +214,7 @@ func (f *Flow) pinEdge(s *engine.Snapshot, e *edges, set []*fjob, j *fjob) bool 
 		if x.pin >= 0 {
 			held[x.pin] = true
 		}
-		if len(x.st.GPUs) > 0 {
+		if len(x.st.GPUs) > 0 && !(f.parks && x.edge < 0) { // a parked job gives way
 			held[s.Cluster.NodeOf(x.st.GPUs[0]).ID] = true
 		}
 	}

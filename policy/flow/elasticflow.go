@@ -78,6 +78,10 @@ type Flow struct {
 	// up now finishes in time, meets its deadline on an edge server that
 	// the forecast brings up later.
 	edgeLater func(s *engine.Snapshot, j *fjob) bool
+	// parks (tidal): jobs wait for their cloud share on idle edge servers,
+	// so a job on an edge server that misses its deadline there is
+	// planned in the cloud, and its server is free to the others.
+	parks bool
 
 	// prefix, during admission, is the cloud pass of the admitted jobs
 	// before the newcomer on trial: pass starts from it (admission).

@@ -11,8 +11,11 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
+	"github.com/tide-sched/tide/sim"
 )
 
 // tidalWorld is policytest.LoanCluster with inference demand repeating the same day
@@ -85,6 +88,9 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:quantile=1", contract.Context{}, "quantile"},
 		{"tidal:later_quantile=0", contract.Context{}, "later_quantile"},
 		{"tidal:vacate_quantile=1.5", contract.Context{}, "vacate_quantile"},
+		{"tidal:offload_quantile=0", contract.Context{}, "offload_quantile"},
+		{"tidal:park_hold=-1", contract.Context{}, "park_hold"},
+		{"tidal:park=maybe", contract.Context{}, "park"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
@@ -100,5 +106,67 @@ func TestTidalKnobs(t *testing.T) {
 	p := fam.Parse(t, "tidal:wrong=shift:quantile=0.2:later_quantile=0.5", contract.Context{})
 	if p.Name() != "tidal:later_quantile=0.5:quantile=0.2:wrong=shift" {
 		t.Errorf("name %q", p.Name())
+	}
+}
+
+// TestTidalParks: an admitted job waiting for its cloud share runs on an
+// idle edge server meanwhile, and gives the server up to a newcomer that
+// meets its deadline only there.
+func TestTidalParks(t *testing.T) {
+	// a holds all 8 cloud GPUs until 1000 s. b (4000 s of work) is planned
+	// on them after a, ending at 1500 s for its 1800 s deadline; on the
+	// edge server alone (half speed) it would take 8000 s. c arrives at
+	// 200 s with 100 s of work due at 600 s: only the edge server (200 s
+	// at half speed) finishes it in time.
+	jobs := []*job.Job{flowJob("a", 0, 8000, 1000), flowJob("b", 0, 4000, 1800), flowJob("c", 200, 100, 600)}
+	c := flowCluster(t, 1, 1)
+	parked := flowRun(t, "tidal:park=true", c, slowEdge(), jobs)
+	waited := flowRun(t, "tidal", c, slowEdge(), jobs)
+	for _, r := range []*report.Run{parked, waited} {
+		if got := states(r); got != "a:met b:met c:met " {
+			t.Errorf("%s: %s", r.Policy, got)
+		}
+	}
+	if parked.Jobs[1].EdgeGPUSeconds <= 0 || waited.Jobs[1].EdgeGPUSeconds != 0 {
+		t.Errorf("b's edge GPU-seconds: %v parked, %v without: want some, then none", parked.Jobs[1].EdgeGPUSeconds, waited.Jobs[1].EdgeGPUSeconds)
+	}
+	if !(parked.Jobs[1].Finish < waited.Jobs[1].Finish) {
+		t.Errorf("b ends at %v parked, %v waiting: want earlier parked", parked.Jobs[1].Finish, waited.Jobs[1].Finish)
+	}
+}
+
+// TestTidalPrefixMatchesFullPasses: Tidal plans its deadline jobs through
+// the same admission (EdgeFlow's, with its forecast's hooks on the edge):
+// with and without the kept prefix it decides the same, on a loaning
+// cluster whose inference site comes and goes, with deadline jobs arriving
+// a few at a time.
+func TestTidalPrefixMatchesFullPasses(t *testing.T) {
+	for seed := range uint64(3) {
+		changes, fut, jobs := tidalWorld(seed, 2)
+		rng := rand.New(rand.NewPCG(seed, 11))
+		for _, j := range jobs {
+			j.Submit = math.Floor(j.Submit/3600) * 3600 // several arrive at once: admission tries them in turn
+			if rng.IntN(3) > 0 {
+				j.Deadline = j.Submit + j.Work/float64(1+rng.IntN(3)) + float64(rng.IntN(40))*60
+			}
+		}
+		var got [2]string
+		for k, full := range []bool{false, true} {
+			tl := fam.Parse(t, "tidal:forecast=oracle", contract.Context{Future: map[string]forecast.Series{"infer": fut}}).(*Tidal)
+			tl.flow.fullPasses = full
+			pack, err := place.Lookup("pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := sim.Run(sim.Config{Cluster: policytest.LoanCluster(t), Model: policytest.SqrtModel{Restart: 5}, Policy: tl,
+				Placer: pack, Round: 60, OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[k] = fmt.Sprintf("%+v\n%+v", r.Jobs, r.Timeline)
+		}
+		if got[0] != got[1] {
+			t.Errorf("seed %d: the runs differ", seed)
+		}
 	}
 }

@@ -7,7 +7,13 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
+	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver/solvertest"
 )
 
@@ -98,7 +104,7 @@ func classScore(a gavelAllocator, p *gavelProblem, x [][]float64) (score float64
 // TestGavelClassesQuality: the LP over classes (classes=0.05) gives an
 // allocation that keeps every per-job constraint, with far fewer LP
 // variables, and whose objective, measured on the per-job problem, is
-// within 10% of the per-job LP's on random instances whose throughputs
+// within 10% of the per-job LP's on random 160-job instances whose throughputs
 // are jittered by up to 4%; with no jitter (jobs of a model identical) it
 // is the per-job optimum (within the LP's and the bisection's precision).
 func TestGavelClassesQuality(t *testing.T) {
@@ -106,8 +112,8 @@ func TestGavelClassesQuality(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 5))
 	allocs := map[string]gavelAllocator{"las": gavelMaxMin{}, "makespan": gavelMakespan{}, "ftf": gavelFTF{}, "throughput": gavelMaxThroughput{}}
 	for _, jitter := range []float64{0, 0.04} {
-		for trial := range 3 {
-			base := classProblem(rng, 240, jitter)
+		for trial := range 2 {
+			base := classProblem(rng, 160, jitter)
 			for name, a := range allocs {
 				xJob, err := a.allocate(base)
 				if err != nil {
@@ -141,6 +147,54 @@ func TestGavelClassesQuality(t *testing.T) {
 				}
 				t.Logf("jitter %v trial %d %-10s %3d classes: score %.5g, per-job %.5g (%.2f%%)", jitter, trial, name, p.classes, got, want, 100*(got-want)/math.Abs(want))
 			}
+		}
+	}
+}
+
+// TestGavelClassesRun: each LP policy with classes runs a whole simulation
+// on three GPU types (jobs of three shapes, several alike) with every
+// solve succeeding and every job finishing, and its plans come from
+// classes: the LP of its first solve has fewer allocation rows than jobs.
+func TestGavelClassesRun(t *testing.T) {
+	solvertest.Require(t)
+	pl, err := place.Lookup("pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []*job.Job
+	for i := range 24 {
+		jobs = append(jobs, enginetest.Job(fmt.Sprint("j", i)).At(float64(60*(i/4))).GPUs(1<<(i%3)).Seconds(float64(600+300*(i%2))).Obj())
+	}
+	for _, spec := range []string{"gavel-las:classes=0.05", "gavel-makespan:classes=0.05", "gavel-ftf:classes=0.05", "gavel-throughput:classes=0.05"} {
+		g := fam.Parse(t, spec, contract.Context{}).(*Gavel)
+		r, err := sim.Run(sim.Config{Cluster: enginetest.Cluster("2x4:v100,2x4:p100,2x4:k80"), Model: perf.Duration{},
+			Policy: g, Placer: pl, Round: 60, OnEvents: true}, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Solves == 0 || g.Failures > 0 {
+			t.Errorf("%s: %d solves, %d failed (%v)", spec, g.Solves, g.Failures, g.LastErr)
+		}
+		for _, j := range r.Jobs {
+			if j.Finish < 0 {
+				t.Errorf("%s: job %s did not finish", spec, j.ID)
+			}
+		}
+	}
+	// The classes themselves, at the first round: under the duration
+	// model every job's throughput is the same on every type, so LAS's
+	// classes are the GPU counts (1, 2, 4) and makespan's also split the
+	// two lengths.
+	var states []policytest.JobState
+	for i := range 24 {
+		states = append(states, policytest.Wait(fmt.Sprint("j", i), 0, 1<<(i%3), float64(600+300*(i%2))))
+	}
+	s := policytest.Snap(t, 0, enginetest.Cluster("2x4:v100,2x4:p100,2x4:k80"), states...)
+	for spec, want := range map[string]int{"gavel-las:classes=0.05": 3, "gavel-makespan:classes=0.05": 6, "gavel-las": 0} {
+		g := fam.Parse(t, spec, contract.Context{}).(*Gavel)
+		g.types = []string{"k80", "p100", "v100"}
+		if p := g.problem(s); p.classes != want {
+			t.Errorf("%s: %d classes for 24 jobs, want %d (classes %v)", spec, p.classes, want, p.class)
 		}
 	}
 }

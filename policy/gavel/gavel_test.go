@@ -266,9 +266,15 @@ func TestGavelRounds(t *testing.T) {
 
 func TestGavelKnobs(t *testing.T) {
 	solvertest.Require(t)
-	for _, bad := range []string{"gavel-las:round=0", "gavel-las:reset=-1", "gavel-las:seed=1.5", "gavel-fifo:pick=first", "fifo-perf:agnostic=true", "gavel-las:bogus=1"} {
+	for _, bad := range []string{"gavel-las:round=0", "gavel-las:reset=-1", "gavel-las:seed=1.5", "gavel-fifo:pick=first", "fifo-perf:agnostic=true", "gavel-las:bogus=1",
+		"gavel-las:classes=-0.1", "gavel-ftf:classes=2", "fifo-perf:classes=0.05"} {
 		if _, err := fam(bad, contract.Context{}); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+	for spec, name := range map[string]string{"gavel-las:classes=0": "gavel-las", "gavel-makespan:classes=0.05": "gavel-makespan:classes=0.05"} {
+		if got := fam.Parse(t, spec, contract.Context{}).Name(); got != name {
+			t.Errorf("%s: Name() = %q, want %q", spec, got, name)
 		}
 	}
 }

@@ -1,0 +1,110 @@
+package kube
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// migPod makes a plain pod asking for one slice of a MIG profile, as the
+// API server stores it (requests defaulted from limits).
+func (h *harness) migPod(name, profile string) {
+	h.pod(name, 0, func(p *corev1.Pod) {
+		l := corev1.ResourceList{corev1.ResourceName(migPrefix + profile): resource.MustParse("1")}
+		p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: l, Requests: l.DeepCopy()}
+	})
+}
+
+// TestMIGSlices: MIG slices are extended resources of their node: pods
+// asking for a slice are bound while the node has slices of that profile
+// left, never more (a fourth 1g.10gb pod on a node of three waits, a
+// 3g.40gb pod on a node of none is never bound), beside a whole-GPU pod on
+// the node's one GPU outside MIG; a second whole-GPU pod and a part wait
+// rather than take a free slice; a restarted scheduler adopts them where
+// they run and binds the waiting one when a slice frees.
+func TestMIGSlices(t *testing.T) {
+	h := newHarness(t, "fifo:backfill=true")
+	h.node("m1", 1, func(n *corev1.Node) {
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("3")
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"2g.20gb")] = resource.MustParse("1")
+	})
+	h.node("m2", 0, func(n *corev1.Node) {
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("2")
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"4g.40gb")] = resource.MustParse("1") // no pod asks for it
+	})
+	for i := 0; i < 6; i++ {
+		h.migPod(fmt.Sprintf("s%d", i), "1g.10gb")
+	}
+	h.migPod("big", "3g.40gb")
+	h.migPod("mid", "2g.20gb")
+	h.pod("whole", 1)
+	h.pod("whole2", 1)                             // no whole GPU left: waits, not on m2's slices
+	h.partPod("quarter", AnnotGPUFraction, "0.25") // no GPU outside the slices left: waits
+	h.round()
+	h.round()
+	count := func() (slices map[string]int, waiting []string) {
+		slices = map[string]int{}
+		for _, o := range h.pods.List() {
+			p := o.(*corev1.Pod)
+			if podTerminal(p) {
+				continue
+			}
+			if p.Spec.NodeName == "" {
+				waiting = append(waiting, p.Name)
+				continue
+			}
+			for name, q := range p.Spec.Containers[0].Resources.Limits {
+				slices[p.Spec.NodeName+" "+string(name)] += int(q.Value())
+			}
+		}
+		return slices, waiting
+	}
+	check := func(what string, wantWaiting int) []string {
+		t.Helper()
+		slices, waiting := count()
+		for key, max := range map[string]int{"m1 nvidia.com/mig-1g.10gb": 3, "m1 nvidia.com/mig-2g.20gb": 1, "m2 nvidia.com/mig-1g.10gb": 2, "m1 nvidia.com/gpu": 1} {
+			if slices[key] > max {
+				t.Fatalf("%s: %s: %d bound, %d allocatable", what, key, slices[key], max)
+			}
+		}
+		if slices["m2 nvidia.com/gpu"] > 0 || len(waiting) != wantWaiting {
+			t.Fatalf("%s: bound %v, waiting %v; want %d waiting", what, slices, waiting, wantWaiting)
+		}
+		return waiting
+	}
+	// 5 of the 6 1g pods, mid and whole bound; one 1g pod, big, whole2
+	// and quarter wait.
+	waiting := check("first rounds", 4)
+	if w := strings.Join(waiting, " "); !strings.Contains(w, "big") || !strings.Contains(w, "whole2") || !strings.Contains(w, "quarter") {
+		t.Fatalf("waiting %v; want big (no node has a 3g.40gb slice), whole2 and quarter (no GPU outside the slices) among them", waiting)
+	}
+	if why := h.s.unsched["pods/ns/big"]; !strings.Contains(why, "Insufficient nvidia.com/mig-3g.40gb") {
+		t.Errorf("big unschedulable because %q; want Insufficient nvidia.com/mig-3g.40gb", why)
+	}
+	// Restart: a new scheduler adopts them all; nothing moves.
+	h2 := newHarness(t, "fifo:backfill=true")
+	h2.nodes, h2.pods = h.nodes, h.pods
+	h2.s.nodes, h2.s.pods = h.s.nodes, h.s.pods
+	h = h2
+	for i := 0; i < 2; i++ {
+		if ev := h.round(); len(ev) > 0 {
+			t.Fatalf("after a restart, round %d evicted %v; want the slices adopted where they run", i+1, ev)
+		}
+	}
+	check("after a restart", 4)
+	// A 1g pod on m1 ends: the waiting one takes its slice.
+	for _, o := range h.pods.List() {
+		p := o.(*corev1.Pod).DeepCopy()
+		if p.Spec.NodeName == "m1" && strings.HasPrefix(p.Name, "s") {
+			p.Status.Phase = corev1.PodSucceeded
+			_ = h.pods.Update(p)
+			break
+		}
+	}
+	h.round()
+	h.round()
+	check("a slice freed", 3)
+}
