@@ -1,6 +1,9 @@
 package kube
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
@@ -28,6 +31,70 @@ type Live struct {
 	// Progress is the progress of a workload's job in its model's unit;
 	// false leaves the engine's own estimate.
 	Progress func(key string) (float64, bool)
+	// Placer, when set, places the engine's plans instead of tide's
+	// worker placer (the simulator's placer for the same file): a resized
+	// job is placed anew, as the simulator places it, rather than keeping
+	// its surviving workers, and plans are not placed on trial against
+	// the nodes' room (the driver's nodes hold only GPUs).
+	Placer engine.Placer
+	// Paced: the driver paces tide. Run watches the API server but runs
+	// no round of its own, periodic or on changes; the driver steps
+	// Config.Clock (an engine clock it owns) and calls Round once tide's
+	// caches hold what it wrote (Cached). API, informer and kubelet
+	// latency then cost no engine time, and rounds fall at the times the
+	// simulator's do (docs/kubernetes.md, "Live scenarios").
+	Paced bool
+}
+
+// paced: a driver runs the rounds (Live.Paced).
+func (s *Scheduler) paced() bool { return s.cfg.Live != nil && s.cfg.Live.Paced }
+
+// Cached returns the annotation key of an object as tide's caches hold it
+// now, and whether they hold the object: kind is "pod", "node" or
+// "tidejob" (ns is ignored for a node). An informer applies one kind's
+// changes in the order the API server made them, so a driver that writes
+// a fence object of each kind last and waits until Cached returns the
+// value it wrote knows tide's next round sees all its earlier writes.
+func (s *Scheduler) Cached(kind, ns, name, key string) (string, bool) {
+	if !s.health.synced.Load() {
+		return "", false // the listers are being set up (watch)
+	}
+	var obj metav1.Object
+	switch kind {
+	case "pod":
+		if s.pods != nil {
+			if p, err := s.pods.Pods(ns).Get(name); err == nil {
+				obj = p
+			}
+		}
+	case "node":
+		if s.nodes != nil {
+			if n, err := s.nodes.Get(name); err == nil {
+				obj = n
+			}
+		}
+	case "tidejob":
+		if s.tjs != nil {
+			if o, err := s.tjs.ByNamespace(ns).Get(name); err == nil {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					obj = u
+				}
+			}
+		}
+	}
+	if obj == nil {
+		return "", false
+	}
+	return obj.GetAnnotations()[key], true
+}
+
+// enginePlacer is the engine's placer: the driver's (Live.Placer), or
+// tide's worker placer.
+func (s *Scheduler) enginePlacer() engine.Placer {
+	if l := s.cfg.Live; l != nil && l.Placer != nil {
+		return l.Placer
+	}
+	return s.placer()
 }
 
 // model is the engine's performance model.

@@ -227,8 +227,8 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 	// Pass 1: jobs keep what they hold, up to their planned count.
 	for _, a := range run {
 		h := held[a.Job]
-		if len(h) == 0 || (a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType) {
-			continue
+		if len(h) == 0 || (a.GPUType != "" && c.NodeOf(h[0]).GPUType != a.GPUType) || (a.Site != "" && c.NodeOf(h[0]).Site != a.Site) {
+			continue // a move to another type or site: it keeps nothing
 		}
 		if len(h) == a.GPUs && !a.Fits(c, h) {
 			continue

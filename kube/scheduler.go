@@ -247,6 +247,9 @@ func New(cfg Config) (*Scheduler, error) {
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
+	if cfg.Live != nil && cfg.Live.Placer != nil {
+		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
+	}
 	return s, nil
 }
 
@@ -276,6 +279,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.unwatch(cancel)
 	if err := s.watch(ctx); err != nil {
 		return err
+	}
+	if s.paced() { // the driver runs the rounds (live.go)
+		<-ctx.Done()
+		return nil
 	}
 	return s.loop(ctx)
 }
@@ -759,7 +766,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
-		Placer: s.placer(), Clock: s.cfg.Clock})
+		Placer: s.enginePlacer(), Clock: s.cfg.Clock})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}

@@ -74,6 +74,13 @@ func TestWorkerPlacerSites(t *testing.T) {
 	if s := oneSite("h", got["h"]); len(got["h"]) != 8 || s != "cloud" {
 		t.Errorf("h grown to %v, want 8 GPUs in the cloud", got["h"])
 	}
+	// A job the plan moves to another site keeps nothing where it is (it
+	// holds 2 GPUs of the inference site, the plan puts its 2 in the cloud).
+	i0 := c.Nodes[2].First
+	got = p.Place(c, map[string][]cluster.GPUID{"m": {i0, i0 + 1}}, []engine.Assignment{{Job: "m", GPUs: 2, Site: "cloud"}})
+	if s := oneSite("m", got["m"]); len(got["m"]) != 2 || s != "cloud" {
+		t.Errorf("m moved to %v in %s, want 2 GPUs in the cloud", got["m"], s)
+	}
 }
 
 // TestNodeSites reads sites from the configured labels and leaves out the

@@ -26,6 +26,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/report"
 	scen "github.com/tide-sched/tide/scenario"
+	"github.com/tide-sched/tide/sim"
 )
 
 // The live scenario runner (docs/kubernetes.md, "Live scenarios"): a
@@ -36,70 +37,121 @@ import (
 //
 //   - the nodes: one per node of the scenario's cluster, labelled with its
 //     site, site kind and GPU type; the driver plays their kubelets (bound
-//     pods start, deleted ones are gone at once);
+//     pods start; deleted ones are gone at once, or after their job's
+//     checkpoint when their GPUs were taken back for their owner);
 //   - the training processes: each TideJob's progress advances at the rate
 //     the scenario's model gives its running workers' allocation, after the
-//     model's start, restart or resize cost (and the cross-site migration
-//     cost, as the simulator charges it); its workers succeed when its work
-//     is done;
+//     model's start, restart or resize cost (and the migration cost, as the
+//     simulator charges it); its workers succeed when its work is done;
 //   - the sites' owners: inference demand is the replica count of an
 //     inference Deployment per site (one GPU a replica, pods of another
 //     scheduler, "serving"), scaled along the capacity timeline (the
 //     deployment and replica set controllers run) and bound by the driver
 //     where a node has room; edge availability becomes the taken-back
 //     label on servers;
-//   - the clock: tide's engine runs on a compressed clock, speed simulated
-//     seconds per wall second.
+//   - the clock: the engine's clock is the driver's (kube.Live.Paced). The
+//     driver steps it from instant to instant as the simulator's loop
+//     does (arrivals, completions, capacity changes, round times), applies
+//     what happens at that instant through the API server, waits until
+//     tide's caches hold it and runs tide's round, again while a round
+//     evicted pods (its binds wait for their room), so API and informer
+//     latency cost no simulated time.
 //
 // It prints the same JSON as `tide sim --scenario FILE --json`, for the
 // live run and for the simulator's, and a line comparing them.
 
-// liveClock is simulated seconds since the run began, speed times wall
-// time.
-type liveClock struct {
-	t0    time.Time
-	speed float64
+// pacedClock is the engine's clock in a live run: simulated seconds, set
+// by the driver.
+type pacedClock struct {
+	mu sync.Mutex
+	t  float64
 }
 
-func (c *liveClock) Now() float64 { return time.Since(c.t0).Seconds() * c.speed }
+func (c *pacedClock) Now() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
 
-// liveJob is one trace job as the driver runs it.
+func (c *pacedClock) set(t float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// liveJob is one trace job as the driver runs it: its training process,
+// counted as the simulator counts a running job (sim.running).
 type liveJob struct {
-	j        *job.Job
-	name     string
-	rec      report.JobRecord
-	submit   bool
-	progress float64
-	delay    float64 // cost seconds still to pay before progress
-	workers  string  // the running workers' nodes last seen, sorted
-	gpus     int
-	site     string
-	done     bool
+	j         *job.Job
+	name      string
+	rec       report.JobRecord
+	submitted bool
+	done      bool
+	progress  float64  // in the model's unit
+	delay     float64  // cost seconds still to pay before progress
+	rate      float64  // progress per second on its allocation
+	until     float64  // progress where that rate ends
+	last      float64  // simulated time progress was counted to
+	next      float64  // its next boundary (end of delay, of the rate's segment, completion); +Inf when not running
+	workers   []string // nodes of its running workers, sorted
+	site      string   // the site it last ran on ("" before)
+	reclaimed bool     // its workers were taken back for their owner at this instant
+}
+
+// ownerWait is an owner's demand (inference replicas, servers taken back)
+// that rose at t and is not met yet.
+type ownerWait struct {
+	t    float64
+	site string
 }
 
 // liveRun is one live run's state.
 type liveRun struct {
 	t        *testing.T
 	s        *scenario
+	sch      *kube.Scheduler
 	ns       string
-	clk      *liveClock
+	clk      *pacedClock
 	model    perf.Model
+	mig      sim.Migration
 	c        *cluster.Cluster
+	round    float64
+	onEvents bool
 	node     map[string]int // kube node name -> cluster node index
 	kname    []string       // cluster node index -> kube node name
 	jobs     []*liveJob
 	byName   map[string]*liveJob
+	order    []*liveJob // by submission
+	arrived  int        // jobs of order submitted
 	events   []capacity.Change
 	next     int
-	mig      func(j *job.Job) float64 // cross-site move cost, s
-	up       []float64                // per site: GPU-seconds available to training
-	alloc    []float64                // per site: GPU-seconds held by training
+	up       []float64 // per site: GPU-seconds available to training
+	alloc    []float64 // per site: GPU-seconds held by training
 	siteIx   map[string]int
-	looked   time.Time      // when declined TideJobs were last looked up
-	replicas map[string]int // site -> its inference Deployment's replicas, as last set
+	serving  map[string]int     // site -> serving pods the timeline wants
+	taken    map[string]int     // site -> servers taken back the timeline wants
+	replicas map[string]int     // site -> its inference Deployment's replicas, as last set
+	leaving  map[string]float64 // reclaimed worker pod -> when its checkpoint is done and it goes
+	tb       map[string]bool    // kube node -> labelled taken back (the driver alone writes the label)
+	waits    []ownerWait
+	nWaits   int
+	waitSec  float64
+	fenceN   int
+	dirty    map[string]bool // kinds of object written since the last fence
+	rounds   int
+	spent    map[string]time.Duration // wall time by part of the driver's loop
+	tick     int64                    // the next round falls at tick*round, as in the simulator
+	declined int                      // tide's declined count last seen
 
 	mu sync.Mutex // guards progress, read by tide's rounds
 }
+
+// Fence objects: the driver writes one of each kind last before a round
+// and waits for tide's caches to hold it (kube.Scheduler.Cached).
+const (
+	fenceName  = "live-fence"
+	fenceAnnot = "tide-sched.io/live-fence"
+)
 
 func kubeName(n string) string {
 	return strings.Trim(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(strings.ToLower(n)), "-")
@@ -107,9 +159,8 @@ func kubeName(n string) string {
 
 // TestLiveScenario runs the scenario of $TIDE_LIVE_SCENARIO (a path from
 // the repository's root; scripts/live-scenario.sh sets it) under the
-// policy $TIDE_LIVE_POLICY (default the file's first) at
-// $TIDE_LIVE_SPEED simulated seconds per wall second (default 600), and
-// writes the JSON to $TIDE_LIVE_OUT (default the test log). Without
+// policy $TIDE_LIVE_POLICY (default the file's first), and writes the
+// JSON to $TIDE_LIVE_OUT (default the test log). Without
 // $TIDE_LIVE_SCENARIO it is skipped (TestKubeSites/LiveSmall runs a small
 // one in CI).
 func TestLiveScenario(t *testing.T) {
@@ -120,16 +171,8 @@ func TestLiveScenario(t *testing.T) {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join("..", file)
 	}
-	speed := 600.0
-	if v := os.Getenv("TIDE_LIVE_SPEED"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0) {
-			t.Fatalf("TIDE_LIVE_SPEED=%q: want simulated seconds per wall second > 0", v)
-		}
-		speed = f
-	}
 	e := startEnv(t)
-	live, sim := runLive(t, e, file, os.Getenv("TIDE_LIVE_POLICY"), speed)
+	live, sim, note := runLive(t, e, file, os.Getenv("TIDE_LIVE_POLICY"))
 	var b strings.Builder
 	sc, err := scen.Load(file)
 	if err != nil {
@@ -143,11 +186,11 @@ func TestLiveScenario(t *testing.T) {
 	if err := scen.WriteJSON(&b, sc, []scen.Result{sim}); err != nil {
 		t.Fatal(err)
 	}
-	b.WriteString(agreement(live.Runs[0], sim.Runs[0]) + "\n")
+	b.WriteString(agreement(live.Runs[0], sim.Runs[0]) + "\n" + note + "\n")
 	for i := range live.Runs[0].Jobs {
 		l, s := &live.Runs[0].Jobs[i], &sim.Runs[0].Jobs[i]
-		fmt.Fprintf(&b, "job %s: submit %.0f; start %.0f live, %.0f simulated; finish %.0f, %.0f; preemptions %d, %d; restarts %d, %d; %s, %s\n",
-			l.ID, l.Submit, l.Start, s.Start, l.Finish, s.Finish, l.Preemptions, s.Preemptions, l.Restarts, s.Restarts, l.State, s.State)
+		fmt.Fprintf(&b, "job %s: submit %.0f; start %.0f live, %.0f simulated; finish %.0f, %.0f; preemptions %d, %d; restarts %d, %d; reclaims %d, %d; %s, %s\n",
+			l.ID, l.Submit, l.Start, s.Start, l.Finish, s.Finish, l.Preemptions, s.Preemptions, l.Restarts, s.Restarts, l.Reclaims, s.Reclaims, l.State, s.State)
 	}
 	if out := os.Getenv("TIDE_LIVE_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
@@ -158,34 +201,34 @@ func TestLiveScenario(t *testing.T) {
 	t.Log(b.String())
 }
 
+// liveFigures are the issue's four figures of a run: deadlines met (%,
+// NaN without deadlines), average JCT (s), harvested GPU-hours (edge and
+// inference) and inference wait (s).
+func liveFigures(r *report.Run) (met, jct, harvest, wait float64) {
+	x := report.Summarize(r)
+	met = math.NaN()
+	if x.DeadlineMetFrac != nil {
+		met = 100 * *x.DeadlineMetFrac
+	}
+	if x.Sites != nil {
+		harvest = x.Sites.HarvestedEdgeGPUHours + x.Sites.HarvestedInferenceGPUHours
+		wait = x.Sites.InferenceWaitSeconds
+	}
+	return met, x.AvgJCT, harvest, wait
+}
+
 // agreement compares the issue's four figures of a live and a simulated
 // run.
 func agreement(live, sim *report.Run) string {
+	lm, lj, lh, lw := liveFigures(live)
+	sm, sj, sh, sw := liveFigures(sim)
 	l, s := report.Summarize(live), report.Summarize(sim)
-	met := func(x report.Summary) float64 {
-		if x.DeadlineMetFrac == nil {
-			return math.NaN()
-		}
-		return 100 * *x.DeadlineMetFrac
-	}
-	harvest := func(x report.Summary) float64 {
-		if x.Sites == nil {
-			return 0
-		}
-		return x.Sites.HarvestedEdgeGPUHours + x.Sites.HarvestedInferenceGPUHours
-	}
-	wait := func(x report.Summary) float64 {
-		if x.Sites == nil {
-			return 0
-		}
-		return x.Sites.InferenceWaitSeconds
-	}
-	return fmt.Sprintf("agreement %s: deadlines met %.1f%% live, %.1f%% simulated; avg JCT %.0f s, %.0f s; harvested %.1f GPU-h, %.1f GPU-h; inference wait %.0f s, %.0f s; finished %d, %d of %d",
-		live.Policy, met(l), met(s), l.AvgJCT, s.AvgJCT, harvest(l), harvest(s), wait(l), wait(s), l.Finished, s.Finished, l.Jobs)
+	return fmt.Sprintf("agreement %s: deadlines met %.1f%% live, %.1f%% simulated; avg JCT %.0f s, %.0f s; harvested %.2f GPU-h, %.2f GPU-h; inference wait %.0f s, %.0f s (%d, %d waits); finished %d, %d of %d; rounds %d, %d",
+		live.Policy, lm, sm, lj, sj, lh, sh, lw, sw, live.InferenceWaits, sim.InferenceWaits, l.Finished, s.Finished, l.Jobs, live.Rounds, sim.Rounds)
 }
 
 // runLive runs one policy of a scenario live and in the simulator.
-func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simulated scen.Result) {
+func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Result, note string) {
 	sc, err := scen.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -208,28 +251,40 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 	if err != nil {
 		t.Fatal(err)
 	}
+	traceID := map[string]string{} // tide's job ID -> the trace's
+	if prefix := os.Getenv("TIDE_LIVE_TRACE"); prefix != "" {
+		// The simulator's run again, traced, beside the live one.
+		sr, err := ins.Build(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := createFile(t, prefix+".sim")
+		sr.Config.Policy = &tracePolicy{inner: sr.Config.Policy, w: f, name: func(id string) string { return id }}
+		if _, err := sr.Simulate(); err != nil {
+			t.Fatal(err)
+		}
+		r.Config.Policy = &tracePolicy{inner: r.Config.Policy, w: createFile(t, prefix+".live"), name: func(id string) string { return traceID[id] }}
+	}
 	for _, f := range ins.Sites.Faults {
 		t.Fatalf("site %s: node faults are not run live (the scenario's faults would be a kubelet dying)", f.Site)
 	}
-	lr := &liveRun{t: t, ns: "live", clk: &liveClock{speed: speed}, model: r.Config.Model, c: ins.Cluster,
-		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, replicas: map[string]int{}}
+	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
+		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
+		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
 	lr.s = e.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
 	e.startKCM(t, "deployment-controller,replicaset-controller")
-	m, err := ins.Sites.Migration.Filled()
-	if err != nil {
+	if lr.mig, err = ins.Sites.Migration.Filled(); err != nil {
 		t.Fatal(err)
-	}
-	lr.mig = m.CrossSite
-	if sc.Migration.Free {
-		lr.mig = func(*job.Job) float64 { return 0 }
 	}
 	for i, st := range lr.c.Sites() {
 		lr.siteIx[st.Name] = i
 	}
 	lr.up, lr.alloc = make([]float64, len(lr.c.Sites())), make([]float64, len(lr.c.Sites()))
 	for i, n := range lr.c.Nodes {
-		name := kubeName(n.Name)
+		// The index first: tide orders nodes by name, and its engine's GPU
+		// numbering (placements, ties) must follow the simulator's.
+		name := fmt.Sprintf("n%04d-%s", i, kubeName(n.Name))
 		lr.node[name] = i
 		lr.kname = append(lr.kname, name)
 		lr.s.node(name, n.GPUs, n.GPUType)
@@ -239,24 +294,27 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 		})
 	}
 	for i, j := range r.Jobs {
-		lj := &liveJob{j: j, name: fmt.Sprintf("j-%d", i)}
+		lj := &liveJob{j: j, name: fmt.Sprintf("j-%d", i), next: math.Inf(1)}
 		lj.rec = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs, Submit: j.Submit, Start: -1, Finish: -1,
 			Deadline: j.Deadline, State: string(job.Pending), Priority: j.Priority}
 		lr.jobs = append(lr.jobs, lj)
 		lr.byName[lj.name] = lj
 	}
+	lr.order = append([]*liveJob(nil), lr.jobs...)
+	sort.SliceStable(lr.order, func(a, b int) bool { return lr.order[a].j.Submit < lr.order[b].j.Submit })
 	lr.events = timeline(ins.Sites.Changes, ins.Sites.Diurnal, lr.c, lastSubmit(r.Jobs)+30*86400)
-	round := time.Duration(sc.Round / speed * float64(time.Second))
-	if round <= 0 {
-		round = 100 * time.Millisecond
-	}
-	lr.clk.t0 = time.Now() // before tide's first round: its clock never runs backwards
-	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Round: round, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model,
+	lr.makeFences()
+	// Evicted workers stay terminating until the driver's kubelet ends
+	// them (at once, or after the checkpoint of a reclaim): a grace
+	// period of 0 would have the API server delete them itself.
+	grace := 30 * time.Second
+	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Grace: &grace, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
 				id := j.ID
 				*j = *lj.j
 				j.ID = id
+				traceID[id] = lj.j.ID
 			}
 		},
 		Progress: func(key string) (float64, bool) {
@@ -268,11 +326,13 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 			defer lr.mu.Unlock()
 			return lj.progress, true
 		}}})
-	lr.drive(sch)
-	stats := sch.Stats()
+	lr.sch = sch
+	start := time.Now()
+	lr.drive()
 	stop()
+	note = fmt.Sprintf("live run: %.0f s wall, %d rounds; the driver's loop by part: %v", time.Since(start).Seconds(), lr.rounds, lr.spent)
 	run := &report.Run{Policy: spec + " (live)", Trace: ins.Trace, Cluster: lr.c.String(), TotalGPUs: lr.c.TotalGPUs(), Seed: sc.Seed,
-		Rounds: stats.Rounds, InferenceWaits: stats.InferenceWaits, InferenceWaitSeconds: stats.InferenceWaitSeconds * speed}
+		Rounds: lr.rounds, InferenceWaits: lr.nWaits, InferenceWaitSeconds: lr.waitSec}
 	for _, lj := range lr.jobs {
 		run.Jobs = append(run.Jobs, lj.rec)
 	}
@@ -280,7 +340,17 @@ func runLive(t *testing.T, e *env, file, spec string, speed float64) (live, simu
 		run.Sites = append(run.Sites, report.SiteUsage{Name: st.Name, Kind: st.Kind, GPUs: st.GPUs, UpGPUSeconds: lr.up[i], AllocGPUSeconds: lr.alloc[i]})
 	}
 	live = scen.Result{Cluster: lr.c.String(), Jobs: len(lr.jobs), Runs: []*report.Run{run}}
-	return live, simulated
+	return live, simulated, note
+}
+
+// createFile creates a file closed when t ends.
+func createFile(t *testing.T, name string) *os.File {
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
 
 func lastSubmit(jobs []*job.Job) float64 {
@@ -314,9 +384,71 @@ func timeline(changes []capacity.Change, waves []capacity.Diurnal, c *cluster.Cl
 	return out
 }
 
+// makeFences creates the fence objects: a pod no scheduler binds, a node
+// with no GPUs and a TideJob of another scheduler, all of which tide
+// leaves alone.
+func (lr *liveRun) makeFences() {
+	ctx := context.Background()
+	meta := metav1.ObjectMeta{Name: fenceName, Namespace: lr.ns, Annotations: map[string]string{fenceAnnot: "0"}}
+	if _, err := lr.s.cs.CoreV1().Pods(lr.ns).Create(ctx, &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{SchedulerName: "live-fence",
+		Containers: []corev1.Container{{Name: "fence", Image: "none"}}}}, metav1.CreateOptions{}); err != nil {
+		lr.t.Fatal(err)
+	}
+	nm := meta
+	nm.Namespace = ""
+	if _, err := lr.s.cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: nm}, metav1.CreateOptions{}); err != nil {
+		lr.t.Fatal(err)
+	}
+	lr.s.nodes = append(lr.s.nodes, fenceName)
+	lr.s.tidejob(lr.ns, fenceName, 1, 1, 1, func(tj *kube.TideJob) {
+		tj.Annotations = map[string]string{fenceAnnot: "0"}
+		tj.Spec.Template.Spec.SchedulerName = "live-fence"
+	})
+}
+
+// fence writes a new value on the fence of every kind written since the
+// last fence (by the driver, or by the replica set controller while the
+// driver waited for it) and waits until tide's caches hold them.
+func (lr *liveRun) fence(ctx context.Context) {
+	lr.fenceN++
+	v := strconv.Itoa(lr.fenceN)
+	for kind, d := range lr.dirty {
+		if !d {
+			continue
+		}
+		var err error
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, fenceAnnot, v))
+		switch kind {
+		case "pod":
+			_, err = lr.s.cs.CoreV1().Pods(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		case "node":
+			_, err = lr.s.cs.CoreV1().Nodes().Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		case "tidejob":
+			_, err = lr.s.dyn.Resource(kube.TideJobResource).Namespace(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		}
+		if err != nil {
+			lr.t.Fatalf("fence %s: %v", kind, err)
+		}
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			if got, _ := lr.sch.Cached(kind, lr.ns, fenceName, fenceAnnot); got == v {
+				break
+			}
+			if time.Since(start) > time.Minute {
+				lr.t.Fatalf("tide's cache did not see the %s fence %s within a minute", kind, v)
+			}
+		}
+		lr.dirty[kind] = false
+	}
+}
+
 // drive runs the run until every job finished or was declined, or a
-// wall-time limit ($TIDE_LIVE_TIMEOUT, default 20 minutes).
-func (lr *liveRun) drive(sch *kube.Scheduler) {
+// wall-time limit ($TIDE_LIVE_TIMEOUT, default 20 minutes). Its loop is
+// the simulator's (sim.simulator.loop): the next instant is the earliest
+// arrival, job boundary, capacity change or (while jobs are active)
+// round; at it, boundaries and completions, then capacity, then
+// arrivals, then a round when one is due or (on events) something
+// happened.
+func (lr *liveRun) drive() {
 	limit := 20 * time.Minute
 	if v := os.Getenv("TIDE_LIVE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -325,90 +457,241 @@ func (lr *liveRun) drive(sch *kube.Scheduler) {
 		}
 		limit = d
 	}
-	serving := map[string]int{} // site -> serving pods wanted
-	taken := map[string]int{}   // site -> servers taken back wanted
-	last := 0.0
 	ctx := context.Background()
-	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		now := lr.clk.Now()
-		dt := now - last
-		last = now
-		for _, lj := range lr.jobs {
-			if !lj.submit && lj.j.Submit <= now {
-				lj.submit = true
-				lr.s.tidejob(lr.ns, lj.name, max(1, lj.j.MinGPUs), max(1, lj.j.MaxGPUs), 1, func(tj *kube.TideJob) {
-					tj.Spec.GPUType = lj.j.GPUType
-				})
-			}
-		}
-		for lr.next < len(lr.events) && lr.events[lr.next].T <= now {
-			ch := lr.events[lr.next]
-			lr.next++
-			if ch.Inference >= 0 {
-				serving[ch.Site] = ch.Inference
-			}
-			if ch.Available >= 0 {
-				taken[ch.Site] = len(lr.c.SiteOf(ch.Site).Nodes) - ch.Available
-			}
-		}
-		pods, err := lr.s.cs.CoreV1().Pods(lr.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
-		}
-		lr.owners(ctx, pods.Items, serving, taken)
-		lr.countUp(serving, taken, dt)
-		lr.kubelet(ctx, pods.Items)
-		if lr.train(ctx, pods.Items, now, dt) {
+	for end := time.Now().Add(limit); !lr.allDone(); {
+		if time.Now().After(end) {
+			lr.t.Errorf("live run not done after %v of wall time (%.0f simulated s)", limit, lr.clk.Now())
 			return
 		}
+		now := lr.clk.Now()
+		t := math.Inf(1)
+		if lr.arrived < len(lr.order) {
+			t = lr.order[lr.arrived].j.Submit
+		}
+		for _, lj := range lr.jobs {
+			t = min(t, lj.next)
+		}
+		if lr.next < len(lr.events) {
+			t = min(t, lr.events[lr.next].T)
+		}
+		for _, at := range lr.leaving {
+			t = min(t, at)
+		}
+		if lr.active() {
+			t = min(t, float64(lr.tick)*lr.round)
+		} else if !math.IsInf(t, 1) {
+			lr.tick = max(lr.tick, int64(math.Ceil(t/lr.round))) // skip the idle cluster's empty rounds
+		}
+		if math.IsInf(t, 1) {
+			lr.t.Errorf("live run: at %.0f s nothing is left to happen, %d jobs not done", now, lr.notDone())
+			return
+		}
+		t = max(t, now)
+		lr.countUp(t - now)
+		lr.clk.set(t)
+		finished := lr.boundaries(ctx, t)
+		capChanged := lr.capacity(ctx, t)
+		arrived := false
+		for lr.arrived < len(lr.order) && lr.order[lr.arrived].j.Submit <= t {
+			lj := lr.order[lr.arrived]
+			lr.arrived++
+			lj.submitted, arrived = true, true
+			lr.s.tidejob(lr.ns, lj.name, max(1, lj.j.MinGPUs), max(1, lj.j.MaxGPUs), 1, func(tj *kube.TideJob) {
+				tj.Spec.GPUType = lj.j.GPUType
+			})
+			lr.dirty["tidejob"] = true
+		}
+		due := float64(lr.tick)*lr.round <= t
+		if due {
+			lr.tick = max(lr.tick+1, int64(math.Floor(t/lr.round))+1)
+		}
+		round := lr.active() && (due || (lr.onEvents && (arrived || finished || capChanged)))
+		lr.settle(ctx, t, round)
 	}
-	lr.t.Errorf("live run not done after %v of wall time (%.0f simulated s)", limit, lr.clk.Now())
 }
 
-// owners makes the serving pods and taken-back servers follow the
-// capacity timeline, and binds pending serving pods where a node of their
-// site has a GPU free.
-func (lr *liveRun) owners(ctx context.Context, pods []corev1.Pod, serving, taken map[string]int) {
-	used := map[string]int{}
-	have := map[string][]*corev1.Pod{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+func (lr *liveRun) active() bool {
+	for _, lj := range lr.jobs {
+		if lj.submitted && !lj.done {
+			return true
+		}
+	}
+	return false
+}
+
+func (lr *liveRun) allDone() bool { return lr.notDone() == 0 }
+
+func (lr *liveRun) notDone() int {
+	n := 0
+	for _, lj := range lr.jobs {
+		if !lj.done {
+			n++
+		}
+	}
+	return n
+}
+
+// countUp adds each site's GPU time available to training over dt: its
+// GPUs less those the capacity timeline gives its owners (inference
+// demand, servers taken back), as the simulator counts it.
+func (lr *liveRun) countUp(dt float64) {
+	if dt <= 0 {
+		return
+	}
+	for i, st := range lr.c.Sites() {
+		down := lr.serving[st.Name]
+		if k := lr.taken[st.Name]; k > 0 && len(st.Nodes) > 0 {
+			down += k * st.GPUs / len(st.Nodes)
+		}
+		lr.up[i] += float64(max(0, st.GPUs-down)) * dt
+	}
+}
+
+// advance counts lj's progress and GPU time up to t (sim.simulator.advance).
+func (lr *liveRun) advance(lj *liveJob, t float64) {
+	dt := t - lj.last
+	if dt <= 0 {
+		return
+	}
+	lj.last = t
+	k := float64(len(lj.workers))
+	if k == 0 {
+		return
+	}
+	gs := k * dt
+	lj.rec.GPUSeconds += gs
+	site := lr.c.SiteOf(lj.site)
+	lr.alloc[lr.siteIx[lj.site]] += gs
+	switch site.Kind {
+	case cluster.SiteEdge:
+		lj.rec.EdgeGPUSeconds += gs
+	case cluster.SiteInference:
+		lj.rec.InferenceGPUSeconds += gs
+	}
+	if lj.delay > 0 {
+		d := min(lj.delay, dt)
+		lj.delay -= d
+		dt -= d
+		lj.rec.RestartSeconds += d
+		if lj.delay <= 1e-9 {
+			lj.delay = 0
+		}
+	}
+	if dt > 0 {
+		lj.progress += lj.rate * dt
+		lj.rec.UsefulGPUSeconds += k * dt
+	}
+}
+
+// push sets lj's next boundary (sim.simulator.push).
+func (lr *liveRun) push(lj *liveJob) {
+	lj.next = math.Inf(1)
+	switch {
+	case len(lj.workers) == 0:
+	case lj.delay > 0:
+		lj.next = lj.last + lj.delay
+	case lj.rate > 0:
+		lj.next = lj.last + max(0, min(lj.until, lr.model.Work(lj.j))-lj.progress)/lj.rate
+	}
+}
+
+// boundaries brings every running job up to t, handles the boundaries due
+// at t (sim.simulator.boundary) and finishes the jobs whose work is done:
+// their workers succeed. It reports whether a job finished.
+func (lr *liveRun) boundaries(ctx context.Context, t float64) bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	finished := false
+	for _, lj := range lr.jobs {
+		for !lj.done && lj.next <= t {
+			inDelay := lj.delay > 0
+			lr.advance(lj, lj.next)
+			work := lr.model.Work(lj.j)
+			if !inDelay {
+				lj.progress = min(lj.until, work)
+			}
+			if lj.progress >= work {
+				lr.complete(ctx, lj, t)
+				finished = true
+				break
+			}
+			if !inDelay {
+				lj.rate, lj.until = lr.model.Rate(lj.j, lr.allocOf(lj.workers), lj.progress)
+			}
+			lr.push(lj)
+		}
+		lr.advance(lj, t)
+	}
+	return finished
+}
+
+// complete marks lj's workers succeeded: its work is done.
+func (lr *liveRun) complete(ctx context.Context, lj *liveJob, t float64) {
+	lj.done, lj.next = true, math.Inf(1)
+	lj.rec.Finish, lj.rec.State = t, string(job.Finished)
+	pods, err := lr.s.cs.CoreV1().Pods(lr.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelTideJob + "=" + lj.name})
+	if err != nil {
+		lr.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Spec.NodeName != "" {
-			q := p.Spec.Containers[0].Resources.Limits[kube.GPUResource]
-			used[p.Spec.NodeName] += int(q.Value())
+		p.Status.Phase = corev1.PodSucceeded
+		if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			lr.t.Fatal(err)
 		}
-		if p.Spec.SchedulerName == "serving" && p.DeletionTimestamp == nil {
-			have[p.Spec.NodeSelector[kube.DefaultSiteLabel]] = append(have[p.Spec.NodeSelector[kube.DefaultSiteLabel]], p)
+		lr.dirty["pod"] = true
+	}
+	lj.workers = nil
+}
+
+// capacity applies the capacity changes due by t: the inference
+// Deployments' replicas and the servers taken back. It reports whether an
+// owner's demand changed.
+func (lr *liveRun) capacity(ctx context.Context, t float64) bool {
+	changed := false
+	rose := map[string]bool{}
+	for lr.next < len(lr.events) && lr.events[lr.next].T <= t {
+		ch := lr.events[lr.next]
+		lr.next++
+		if ch.Inference >= 0 && ch.Inference != lr.serving[ch.Site] {
+			rose[ch.Site] = rose[ch.Site] || ch.Inference > lr.serving[ch.Site]
+			lr.serving[ch.Site] = ch.Inference
+			changed = true
+		}
+		if ch.Available >= 0 {
+			if k := len(lr.c.SiteOf(ch.Site).Nodes) - ch.Available; k != lr.taken[ch.Site] {
+				rose[ch.Site] = rose[ch.Site] || k > lr.taken[ch.Site]
+				lr.taken[ch.Site] = k
+				changed = true
+			}
 		}
 	}
-	for site, want := range serving {
+	if !changed {
+		return false
+	}
+	for site, want := range lr.serving {
 		lr.scale(ctx, site, want)
-		for _, p := range have[site] {
-			if p.Spec.NodeName != "" {
-				continue
-			}
-			best := ""
-			for _, id := range lr.c.SiteOf(site).Nodes {
-				n := lr.kname[id]
-				if free := lr.c.Nodes[id].GPUs - used[n]; free > 0 && (best == "" || free < lr.c.Nodes[lr.node[best]].GPUs-used[best]) {
-					best = n
-				}
-			}
-			if best == "" {
-				continue
-			}
-			b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: p.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: best}}
-			if lr.s.cs.CoreV1().Pods(lr.ns).Bind(ctx, b, metav1.CreateOptions{}) == nil {
-				used[best]++
-			}
-		}
 	}
-	for site, want := range taken {
-		lr.takeBack(ctx, site, want, used)
+	pods := lr.list(ctx)
+	for site, want := range lr.taken {
+		lr.takeBack(ctx, site, want, pods)
 	}
+	for site := range rose {
+		lr.waits = append(lr.waits, ownerWait{t: t, site: site})
+	}
+	return true
+}
+
+// list lists the run's pods.
+func (lr *liveRun) list(ctx context.Context) []corev1.Pod {
+	l, err := lr.s.cs.CoreV1().Pods(lr.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		lr.t.Fatal(err)
+	}
+	return l.Items
 }
 
 // scale sets the replicas of site's inference Deployment (one GPU a
@@ -419,240 +702,399 @@ func (lr *liveRun) scale(ctx context.Context, site string, want int) {
 	}
 	deps := lr.s.cs.AppsV1().Deployments(lr.ns)
 	name := "serve-" + kubeName(site)
-	d, err := deps.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		labels := map[string]string{"app": name}
-		n := int32(want)
-		d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: name},
-			Spec: appsv1.DeploymentSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{SchedulerName: "serving", NodeSelector: map[string]string{kube.DefaultSiteLabel: site},
-						Containers: []corev1.Container{{Name: "serve", Image: "server",
-							Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(1, resource.DecimalSI)}}}}}}}}
-		if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err == nil {
-			lr.replicas[site] = want
-		}
-		return
-	}
 	n := int32(want)
-	d.Spec.Replicas = &n
-	if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err == nil { // a conflict is retried next tick
-		lr.replicas[site] = want
+	for i := 0; ; i++ {
+		d, err := deps.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			labels := map[string]string{"app": name}
+			d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: name},
+				Spec: appsv1.DeploymentSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{SchedulerName: "serving", NodeSelector: map[string]string{kube.DefaultSiteLabel: site},
+							Containers: []corev1.Container{{Name: "serve", Image: "server",
+								Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kube.GPUResource: *resource.NewQuantity(1, resource.DecimalSI)}}}}}}}}
+			_, err = deps.Create(ctx, d, metav1.CreateOptions{})
+		} else {
+			d.Spec.Replicas = &n
+			_, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+		}
+		if err == nil {
+			lr.replicas[site] = want
+			lr.dirty["pod"] = true // the replica set controller's, waited for
+			return
+		}
+		if i > 20 {
+			lr.t.Fatalf("scaling %s: %v", name, err)
+		}
 	}
 }
 
-// takeBack labels want servers of an edge site taken back: those taken
-// now first, then idle ones, then the least used.
-func (lr *liveRun) takeBack(ctx context.Context, site string, want int, used map[string]int) {
-	ids := append([]int(nil), lr.c.SiteOf(site).Nodes...)
-	nodes := make(map[string]*corev1.Node, len(ids))
-	for _, id := range ids {
-		n, err := lr.s.cs.CoreV1().Nodes().Get(ctx, lr.kname[id], metav1.GetOptions{})
-		if err != nil {
-			return
+// nodeCosts prices taking each node of a site back as the simulator does
+// (sim.simulator.nodeCosts) with its default reclaim cost: for each job
+// with workers there, 1 + its GPUs times its checkpoint's seconds.
+func (lr *liveRun) nodeCosts(nodes []int, pods []corev1.Pod) map[int]float64 {
+	on := map[string]map[string]bool{} // node -> jobs with workers there
+	gpus := map[string]int{}           // job -> running workers
+	for i := range pods {
+		p := &pods[i]
+		name := p.Labels[kube.LabelTideJob]
+		if name == "" || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
 		}
-		nodes[lr.kname[id]] = n
+		if on[p.Spec.NodeName] == nil {
+			on[p.Spec.NodeName] = map[string]bool{}
+		}
+		on[p.Spec.NodeName][name] = true
+		gpus[name]++
 	}
-	isTaken := func(id int) bool { return nodes[lr.kname[id]].Labels[kube.DefaultTakenBackKey] == "true" }
+	out := map[int]float64{}
+	for _, n := range nodes {
+		for name := range on[lr.kname[n]] {
+			out[n] += 1 + float64(gpus[name])*lr.mig.Checkpoint(lr.byName[name].j)
+		}
+	}
+	return out
+}
+
+// takeBack labels want servers of an edge site taken back, choosing as
+// the simulator does (sim.simulator.setSite): those taken now first, then
+// the cheapest to take (idle ones first).
+func (lr *liveRun) takeBack(ctx context.Context, site string, want int, pods []corev1.Pod) {
+	ids := append([]int(nil), lr.c.SiteOf(site).Nodes...)
+	cost := lr.nodeCosts(ids, pods)
+	isTaken := func(id int) bool { return lr.tb[lr.kname[id]] }
 	sort.SliceStable(ids, func(a, b int) bool {
 		if isTaken(ids[a]) != isTaken(ids[b]) {
 			return isTaken(ids[a])
 		}
-		return used[lr.kname[ids[a]]] < used[lr.kname[ids[b]]]
+		return cost[ids[a]] < cost[ids[b]]
 	})
 	for i, id := range ids {
-		n := nodes[lr.kname[id]]
 		if (i < want) == isTaken(id) {
 			continue
 		}
+		v := "null"
 		if i < want {
-			n.Labels[kube.DefaultTakenBackKey] = "true"
-		} else {
-			delete(n.Labels, kube.DefaultTakenBackKey)
+			v = `"true"`
 		}
-		_, _ = lr.s.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, kube.DefaultTakenBackKey, v))
+		if _, err := lr.s.cs.CoreV1().Nodes().Patch(ctx, lr.kname[id], "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			lr.t.Fatal(err)
+		}
+		lr.tb[lr.kname[id]] = i < want
+		lr.dirty["node"] = true
 	}
 }
 
-// kubelet starts bound pods and finishes deleting deleted ones.
-func (lr *liveRun) kubelet(ctx context.Context, pods []corev1.Pod) {
-	for i := range pods {
-		p := &pods[i]
+// settle plays the kubelets and the owners at instant t until the API
+// server holds what happens at t, with tide's round when round is set,
+// and again while a round evicted pods (the binds it left for their room);
+// then it charges each job's new set of workers.
+func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
+	taken := lr.tb
+	did := false // anything happened at t (else the pods are as the last instant left them)
+	for pass := 0; ; pass++ {
+		t0 := time.Now()
+		if pass > 0 || lr.stirred(t) {
+			lr.converge(ctx, t, taken)
+			did = true
+		}
+		t1 := time.Now()
+		lr.spent["kubelets and owners"] += t1.Sub(t0)
+		if !round {
+			break
+		}
+		if pass > 20 {
+			lr.t.Fatalf("at %.0f s tide's rounds still evict pods after %d rounds", t, pass)
+		}
+		lr.fence(ctx)
+		t2 := time.Now()
+		lr.spent["fences"] += t2.Sub(t1)
+		before := lr.sch.Stats()
+		if err := lr.sch.Round(ctx); err != nil {
+			lr.t.Logf("round at %.0f s: %v", t, err)
+		}
+		lr.spent["tide's rounds"] += time.Since(t2)
+		after := lr.sch.Stats()
+		if pass == 0 {
+			lr.rounds++
+		}
+		if after.Declined != lr.declined {
+			lr.declined = after.Declined
+			lr.noteDeclined(ctx)
+		}
+		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
+	}
+	if !did {
+		return
+	}
+	t0 := time.Now()
+	pods := lr.list(ctx)
+	lr.launch(pods, t)
+	lr.spent["charging"] += time.Since(t0)
+	lr.ownersMet(pods, t, taken)
+}
+
+// stirred: something may have changed the pods since the last instant
+// settled: the driver wrote (a completion, a Deployment scaled, a job
+// submitted, a server taken back), or a reclaimed worker's checkpoint is
+// done. Otherwise the kubelets and owners have nothing to do at t.
+func (lr *liveRun) stirred(t float64) bool {
+	for _, d := range lr.dirty {
+		if d {
+			return true
+		}
+	}
+	for _, at := range lr.leaving {
+		if at <= t {
+			return true
+		}
+	}
+	return false
+}
+
+// converge plays, at t, the serving pods' scheduler and every kubelet until
+// nothing is left to do: serving pods wait for the replica set controller
+// to make or delete them; pending ones are bound to the first node of
+// their site with a GPU free; bound pods start; deleted pods go at once,
+// except tide's workers whose GPUs were taken back for their owner (on a
+// server taken back, or on a site whose serving pods wait for GPUs): they
+// checkpoint first and go when the checkpoint is done.
+func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]bool) {
+	for i := 0; ; i++ {
+		if i > 2000 {
+			lr.t.Fatalf("at %.0f s the serving pods never matched their Deployments' replicas", t)
+		}
+		pods := lr.list(ctx)
+		used := map[string]int{}
+		serving := map[string]int{}
+		asking := map[string]bool{} // sites with serving pods waiting for GPUs
+		var pending []*corev1.Pod
+		for i := range pods {
+			p := &pods[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			if p.Spec.NodeName != "" {
+				q := p.Spec.Containers[0].Resources.Limits[kube.GPUResource]
+				used[p.Spec.NodeName] += int(q.Value())
+			}
+			if p.Spec.SchedulerName == "serving" && p.DeletionTimestamp == nil {
+				site := p.Spec.NodeSelector[kube.DefaultSiteLabel]
+				serving[site]++
+				if p.Spec.NodeName == "" {
+					pending = append(pending, p)
+				}
+			}
+		}
+		settled := true
+		for site, want := range lr.replicas {
+			if serving[site] != want {
+				settled = false // the replica set controller is at work
+			}
+		}
+		acted := false
+		for _, p := range pending {
+			site := p.Spec.NodeSelector[kube.DefaultSiteLabel]
+			best := -1
+			for _, id := range lr.c.SiteOf(site).Nodes {
+				if lr.c.Nodes[id].GPUs-used[lr.kname[id]] > 0 {
+					best = id
+					break
+				}
+			}
+			if best < 0 {
+				asking[site] = true
+				continue
+			}
+			// The deletion cost makes the replica set controller, scaling
+			// down, free the last nodes' GPUs first, as the simulator does.
+			b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: lr.ns, Name: p.Name,
+				Annotations: map[string]string{"controller.kubernetes.io/pod-deletion-cost": strconv.Itoa(len(lr.c.Nodes) - best)}},
+				Target: corev1.ObjectReference{Kind: "Node", Name: lr.kname[best]}}
+			if err := lr.s.cs.CoreV1().Pods(lr.ns).Bind(ctx, b, metav1.CreateOptions{}); err == nil {
+				used[lr.kname[best]]++
+				acted = true
+			}
+		}
+		for i := range pods {
+			p := &pods[i]
+			switch {
+			case p.Name == fenceName:
+			case p.DeletionTimestamp != nil:
+				if at, ok := lr.leaving[p.Name]; ok {
+					if at > t {
+						continue
+					}
+					delete(lr.leaving, p.Name)
+				} else if lj := lr.byName[p.Labels[kube.LabelTideJob]]; lj != nil && p.Spec.NodeName != "" &&
+					(taken[p.Spec.NodeName] || asking[lr.c.Nodes[lr.node[p.Spec.NodeName]].Site]) {
+					if ck := lr.mig.Checkpoint(lj.j); ck > 0 {
+						lr.leaving[p.Name] = t + ck
+					}
+					lj.reclaimed = true
+					if lr.leaving[p.Name] > t {
+						continue
+					}
+					delete(lr.leaving, p.Name)
+				}
+				zero := int64(0)
+				_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				acted = true
+			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+					lr.t.Fatal(err)
+				}
+				acted = true
+			}
+		}
+		if !settled || acted {
+			lr.dirty["pod"] = true
+		}
+		if settled && !acted {
+			return
+		}
+		if !acted {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// ownersMet ends the owners' waits whose demand is met at t: no serving
+// pod of the site pending, no worker of tide's on a server taken back.
+// A wait that lasted counts, once per rise in demand, as the simulator
+// counts one per capacity change that took GPUs from training.
+func (lr *liveRun) ownersMet(pods []corev1.Pod, t float64, taken map[string]bool) {
+	if len(lr.waits) == 0 {
+		return
+	}
+	open := map[string]bool{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
 		switch {
-		case p.DeletionTimestamp != nil:
-			zero := int64(0)
-			_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			_, _ = lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		case p.Spec.SchedulerName == "serving" && p.Spec.NodeName == "" && p.DeletionTimestamp == nil:
+			open[p.Spec.NodeSelector[kube.DefaultSiteLabel]] = true
+		case p.Labels[kube.LabelTideJob] != "" && taken[p.Spec.NodeName]:
+			open[lr.c.Nodes[lr.node[p.Spec.NodeName]].Site] = true
+		}
+	}
+	keep := lr.waits[:0]
+	for _, w := range lr.waits {
+		if open[w.site] {
+			keep = append(keep, w)
+			continue
+		}
+		if t > w.t {
+			lr.nWaits++
+			lr.waitSec += t - w.t
+		}
+	}
+	lr.waits = keep
+}
+
+// noteDeclined marks the jobs tide declined done.
+func (lr *liveRun) noteDeclined(ctx context.Context) {
+	l, err := lr.s.dyn.Resource(kube.TideJobResource).Namespace(lr.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		lr.t.Fatal(err)
+	}
+	for _, u := range l.Items {
+		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if lj := lr.byName[u.GetName()]; lj != nil && !lj.done && p == kube.PhaseDeclined {
+			lj.done, lj.rec.State = true, string(job.Declined)
 		}
 	}
 }
 
-// train advances each job's progress over the last dt simulated seconds
-// at the allocation its running workers had, finishes the jobs whose work
-// is done, counts GPU time per site and reports whether every job is done
-// or declined.
-func (lr *liveRun) train(ctx context.Context, pods []corev1.Pod, now, dt float64) bool {
-	mine := map[string][]*corev1.Pod{}
-	onSite := make([]int, len(lr.up))
+// launch charges each job's new set of running workers at t as the
+// simulator charges the engine's change (sim.simulator.schedule): the
+// start cost at first, the restart cost after it held nothing or lost
+// GPUs to their owner, the resize cost when its workers changed while
+// running, plus the migration of a move (across sites, or inside one when
+// resized); a job left with no workers was preempted.
+func (lr *liveRun) launch(pods []corev1.Pod, t float64) {
+	mine := map[string][]string{}
 	for i := range pods {
 		p := &pods[i]
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
 		if name := p.Labels[kube.LabelTideJob]; name != "" {
-			mine[name] = append(mine[name], p)
+			mine[name] = append(mine[name], p.Spec.NodeName)
 		}
 	}
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
-	done := true
 	for _, lj := range lr.jobs {
-		if lj.done {
+		nodes := mine[lj.name]
+		sort.Strings(nodes)
+		reclaimed := lj.reclaimed
+		lj.reclaimed = false
+		if lj.done || strings.Join(nodes, ",") == strings.Join(lj.workers, ",") && !reclaimed {
 			continue
 		}
-		done = false
-		ps := mine[lj.name]
-		var names []string
-		for _, p := range ps {
-			names = append(names, p.Spec.NodeName)
-		}
-		sort.Strings(names)
-		key := strings.Join(names, ",")
-		started := false
-		if key != lj.workers {
-			started = lj.gpus == 0
-			lr.launch(lj, names, now)
-			lj.workers = key
-		}
-		if len(ps) == 0 || dt <= 0 || started {
-			continue // workers seen starting now run from now on
-		}
-		site := lr.c.Nodes[lr.node[names[0]]].Site
-		onSite[lr.siteIx[site]] += len(ps)
-		gs := float64(len(ps)) * dt
-		lj.rec.GPUSeconds += gs
-		switch lr.c.SiteOf(site).Kind {
-		case cluster.SiteEdge:
-			lj.rec.EdgeGPUSeconds += gs
-		case cluster.SiteInference:
-			lj.rec.InferenceGPUSeconds += gs
-		}
-		run := dt
-		if lj.delay > 0 {
-			d := min(lj.delay, run)
-			lj.delay -= d
-			run -= d
-			lj.rec.RestartSeconds += d
-		}
-		for run > 0 && lj.progress < lr.model.Work(lj.j) {
-			rate, until := lr.model.Rate(lj.j, lr.allocOf(names), lj.progress)
-			if !(rate > 0) {
-				break
-			}
-			step := min(run, (until-lj.progress)/rate)
-			lj.progress += rate * step
-			lj.rec.UsefulGPUSeconds += float64(len(ps)) * step
-			run -= step
-			if step <= 0 {
-				break
-			}
-		}
-		if lj.progress >= lr.model.Work(lj.j)*(1-1e-9) {
-			lj.done = true
-			lj.rec.Finish, lj.rec.State = now, string(job.Finished)
-			for _, p := range ps {
-				p.Status.Phase = corev1.PodSucceeded
-				_, _ = lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			}
-		}
-	}
-	for i, k := range onSite {
-		lr.alloc[i] += float64(k) * dt
-	}
-	if done {
-		return true
-	}
-	// Declined jobs are done too (their TideJobs say so); looked up at
-	// most twice a second.
-	if time.Since(lr.looked) < 500*time.Millisecond {
-		return false
-	}
-	lr.looked = time.Now()
-	l, err := lr.s.dyn.Resource(kube.TideJobResource).Namespace(lr.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return false
-	}
-	phase := map[string]string{}
-	for _, u := range l.Items {
-		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		phase[u.GetName()] = p
-	}
-	all := true
-	for _, lj := range lr.jobs {
-		if lj.done {
-			continue
-		}
-		if lj.rec.Start < 0 && phase[lj.name] == kube.PhaseDeclined {
-			lj.done, lj.rec.State = true, string(job.Declined)
-			continue
-		}
-		all = false
-	}
-	return all
-}
-
-// countUp adds each site's GPU time available to training over dt: its
-// GPUs less those the capacity timeline gives its owners (inference
-// demand, servers taken back), as the simulator counts it.
-func (lr *liveRun) countUp(serving, taken map[string]int, dt float64) {
-	for i, st := range lr.c.Sites() {
-		down := serving[st.Name]
-		if k := taken[st.Name]; k > 0 && len(st.Nodes) > 0 {
-			down += k * st.GPUs / len(st.Nodes)
-		}
-		lr.up[i] += float64(max(0, st.GPUs-down)) * dt
-	}
-}
-
-// launch charges a job's new set of running workers its cost, as the
-// simulator does: the start cost at first, the restart cost after it held
-// nothing, the resize cost when its GPU count changed while running, plus
-// a cross-site move's migration.
-func (lr *liveRun) launch(lj *liveJob, nodes []string, now float64) {
-	if len(nodes) == 0 {
-		if lj.gpus > 0 {
+		was := len(lj.workers) > 0
+		if was && (reclaimed || len(nodes) == 0) {
 			lj.rec.Preemptions++
+			if reclaimed {
+				lj.rec.Reclaims++
+			}
+			was = false
 		}
-		lj.gpus = 0
-		return
+		lj.workers = nodes
+		lj.last = t
+		if len(nodes) == 0 {
+			lj.next = math.Inf(1)
+			continue
+		}
+		costs := lr.model.Costs(lj.j)
+		site := lr.c.Nodes[lr.node[nodes[0]]].Site
+		kind := engineKind(lj.rec.Start >= 0, was)
+		switch kind {
+		case "start":
+			lj.rec.Start = t
+			lj.delay = costs.Start
+		case "restart":
+			lj.rec.Restarts++
+			lj.delay = costs.Restart
+		case "resize":
+			lj.rec.Restarts++
+			lj.rec.Resizes++
+			lj.delay = costs.Resize
+		}
+		move := 0.0
+		switch {
+		case kind == "start" || lj.site == "":
+		case lj.site != site:
+			lj.rec.CrossSiteMoves++
+			move = lr.mig.CrossSite(lj.j)
+		case kind == "resize":
+			lj.rec.IntraSiteMoves++
+			move = lr.mig.IntraSite(lj.j)
+		}
+		lj.rec.MigrationSeconds += move
+		lj.delay += move
+		lj.site = site
+		lj.rec.State = string(job.Running)
+		lj.rate, lj.until = lr.model.Rate(lj.j, lr.allocOf(nodes), lj.progress)
+		lr.push(lj)
 	}
-	costs := lr.model.Costs(lj.j)
-	site := lr.c.Nodes[lr.node[nodes[0]]].Site
+}
+
+// engineKind names the engine's change for a job given new workers: its
+// first start, a restart after it held nothing, or a resize.
+func engineKind(started, running bool) string {
 	switch {
-	case lj.rec.Start < 0:
-		lj.rec.Start = now
-		lj.delay = costs.Start
-	case lj.gpus == 0:
-		lj.rec.Restarts++
-		lj.delay = costs.Restart
-	case lj.gpus != len(nodes):
-		lj.rec.Restarts++
-		lj.rec.Resizes++
-		lj.delay = costs.Resize
-	default:
-		return // the same count: moved workers run on
+	case !started:
+		return "start"
+	case !running:
+		return "restart"
 	}
-	if lj.site != "" && lj.site != site {
-		lj.rec.CrossSiteMoves++
-		m := lr.mig(lj.j)
-		lj.rec.MigrationSeconds += m
-		lj.delay += m
-	}
-	lj.site, lj.gpus = site, len(nodes)
-	lj.rec.State = string(job.Running)
+	return "resize"
 }
 
 // allocOf is the allocation of workers on nodes (sorted names).
@@ -667,27 +1109,31 @@ func (lr *liveRun) allocOf(nodes []string) perf.Alloc {
 	return a
 }
 
-// testLiveSmall runs testdata/live-small.yaml live at 300 simulated
-// seconds per wall second (its 4 hours in about a minute) and checks it
-// against the simulator: every job finishes, as many meet their deadlines
-// (within one job), tide harvests the inference node's idle GPUs, and the
-// average JCT is within 30% (API and round latency, multiplied by the
-// clock's compression, lengthen every start and resize: docs/kubernetes.md,
-// "Live scenarios").
+// testLiveSmall runs testdata/live-small.yaml live and checks it against
+// the simulator with the issue's bounds: deadlines met within 3 points,
+// average JCT, harvested GPU-hours and inference wait within 5%, every job
+// finished in both (docs/kubernetes.md, "Live scenarios").
 func testLiveSmall(t *testing.T, e *env) {
-	live, sim := runLive(t, e, filepath.Join("testdata", "live-small.yaml"), "", 300)
-	t.Log(agreement(live.Runs[0], sim.Runs[0]))
+	live, sim, note := runLive(t, e, filepath.Join("testdata", "live-small.yaml"), "")
+	t.Log(agreement(live.Runs[0], sim.Runs[0]) + "; " + note)
 	l, s := report.Summarize(live.Runs[0]), report.Summarize(sim.Runs[0])
 	if l.Finished != l.Jobs || s.Finished != s.Jobs {
 		t.Fatalf("finished %d live, %d simulated, of %d", l.Finished, s.Finished, l.Jobs)
 	}
-	if math.Abs(*l.DeadlineMetFrac-*s.DeadlineMetFrac)*float64(l.Jobs) > 1.01 {
-		t.Errorf("deadlines met: %.2f live, %.2f simulated: more than one job apart", *l.DeadlineMetFrac, *s.DeadlineMetFrac)
+	lm, lj, lh, lw := liveFigures(live.Runs[0])
+	sm, sj, sh, sw := liveFigures(sim.Runs[0])
+	if math.Abs(lm-sm) > 3 {
+		t.Errorf("deadlines met: %.1f%% live, %.1f%% simulated: more than 3 points apart", lm, sm)
 	}
-	if l.Sites == nil || l.Sites.HarvestedInferenceGPUHours <= 0 {
-		t.Errorf("live run harvested no inference GPU-hours: %+v", l.Sites)
+	for _, f := range []struct {
+		what       string
+		live, simd float64
+	}{{"average JCT (s)", lj, sj}, {"harvested GPU-hours", lh, sh}, {"inference wait (s)", lw, sw}} {
+		if math.Abs(f.live-f.simd) > 0.05*math.Abs(f.simd) {
+			t.Errorf("%s: %.2f live, %.2f simulated: more than 5%% apart", f.what, f.live, f.simd)
+		}
 	}
-	if r := l.AvgJCT / s.AvgJCT; r < 0.7 || r > 1.3 {
-		t.Errorf("average JCT %.0f s live, %.0f s simulated: ratio %.2f, want within 30%%", l.AvgJCT, s.AvgJCT, r)
+	if lh <= 0 {
+		t.Errorf("live run harvested no GPU-hours")
 	}
 }

@@ -2,18 +2,19 @@
 # scripts/live-scenario.sh FILE [POLICY] runs a scenario file live: a real
 # kube-apiserver and etcd (kubetest/, as scripts/test-kube.sh starts them),
 # a node per node of the scenario's cluster labelled with its site, tide
-# kube scheduling the trace's jobs as TideJobs with the policy and model
-# `tide sim --scenario FILE` uses, serving pods and taken-back edge servers
-# following the capacity timeline, and each job's progress advanced at its
-# model's rate on a clock compressed SPEED times (docs/kubernetes.md,
-# "Live scenarios"). It prints the live run's JSON (as `tide sim
-# --scenario FILE --json` prints it), the simulator's, and a line
-# comparing deadlines met, average JCT, harvested GPU-hours and inference
-# wait.
+# kube scheduling the trace's jobs as TideJobs with the policy, model and
+# placer `tide sim --scenario FILE` uses, serving pods and taken-back edge
+# servers following the capacity timeline, and each job's progress
+# advanced at its model's rate, on a clock the driver steps through the
+# simulator's instants (docs/kubernetes.md, "Live scenarios"). It prints
+# the live run's JSON (as `tide sim --scenario FILE --json` prints it),
+# the simulator's, and lines comparing deadlines met, average JCT,
+# harvested GPU-hours, inference wait and each job.
 #
-# Environment: TIDE_LIVE_SPEED (simulated seconds per wall second, default
-# 600), TIDE_LIVE_TIMEOUT (wall-time limit of the run, default 20m),
-# TIDE_LIVE_OUT (write the output to this file instead of stdout).
+# Environment: TIDE_LIVE_TIMEOUT (wall-time limit of the run, default
+# 20m), TIDE_LIVE_OUT (write the output to this file instead of stdout),
+# TIDE_LIVE_TRACE (a path prefix: write both runs' rounds to PREFIX.live
+# and PREFIX.sim).
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: scripts/live-scenario.sh scenarios/FILE.yaml [POLICY]" >&2

@@ -27,8 +27,8 @@ func tidalPolicies(register func(contract.Info)) {
 		Presets: []string{"tidal:deadlines=false"},
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
-			"offloaded only to edge servers the forecast keeps up until they finish, and admitted on servers the " +
-			"forecast brings up later. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
+			"servers the forecast brings up later and keeps up until they would finish. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +

@@ -1,0 +1,54 @@
+package kubetest
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+// tracePolicy writes, for every round of the policy it wraps, the time,
+// the GPUs down, each job's GPUs and site as the engine holds them and
+// the plan, one line, with jobs named by the trace (name maps the
+// engine's job ID). A live run and the simulator's written so
+// ($TIDE_LIVE_TRACE) diff to the first round where they part.
+type tracePolicy struct {
+	inner engine.Policy
+	w     io.Writer
+	name  func(id string) string
+}
+
+func (p *tracePolicy) Name() string          { return p.inner.Name() }
+func (p *tracePolicy) Unwrap() engine.Policy { return p.inner }
+
+func (p *tracePolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.inner.Schedule(s)
+	down := 0
+	for _, d := range s.Down {
+		if d {
+			down++
+		}
+	}
+	var held []string
+	for _, st := range s.Jobs {
+		if len(st.GPUs) == 0 {
+			continue
+		}
+		n := s.Cluster.NodeOf(st.GPUs[0])
+		var on []string
+		for _, g := range st.GPUs {
+			on = append(on, strconv.Itoa(s.Cluster.NodeOf(g).ID))
+		}
+		held = append(held, fmt.Sprintf("%s:%d@%s[%s]", p.name(st.Job.ID), len(st.GPUs), n.Site, strings.Join(on, ",")))
+	}
+	sort.Strings(held)
+	var run []string
+	for _, a := range plan.Run {
+		run = append(run, fmt.Sprintf("%s:%d@%s", p.name(a.Job), a.GPUs, a.Site))
+	}
+	fmt.Fprintf(p.w, "t=%.0f down=%d jobs=%d held %s | plan %s | decline %v\n", s.Now, down, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline)
+	return plan
+}
