@@ -85,7 +85,7 @@ type Sample struct {
 	// from this sample on: the GPUs each tenant holds (Run.TenantsAt,
 	// TenantReplay). A log, not a map per sample: a run of millions of
 	// jobs changes some tenant's GPUs at nearly every sample.
-	Tenants int `json:"tenant_log,omitempty"`
+	Tenants int `json:"tenant_log_len,omitempty"`
 	// Fragmented is the free GPUs no waiting job fits (see Fragmented).
 	Fragmented int `json:"fragmented_gpus,omitempty"`
 }

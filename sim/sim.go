@@ -140,6 +140,7 @@ type simulator struct {
 	obs      perf.Observer
 	live     []*running // the non-nil entries of runs, in no particular order
 	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
+	sharing  bool       // the model rates pairs (perf.Sharer): only then may the engine pack jobs
 	events   eventHeap
 	out      *report.Run
 	alloc    int // GPUs held
@@ -184,6 +185,7 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	// records, and a replay of millions of jobs holds only the active ones.
 	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk,
 		Sharing: sharing, ForgetEnded: true})
+	s.sharing = sharing
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +464,9 @@ func (s *simulator) schedule(t float64) error {
 		r.rate, r.until = s.rate(r)
 		s.push(r)
 	}
-	s.repack(t)
+	if s.sharing {
+		s.repack(t) // without a perf.Sharer the engine packs no jobs
+	}
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) == 0 {
 			noteReason(&s.recs[s.index(st)], st.Reason)
