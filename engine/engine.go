@@ -323,6 +323,12 @@ type Config struct {
 	Policy  Policy
 	Placer  Placer
 	Clock   Clock
+	// ForgetEnded drops a job's record once it has ended and left the
+	// active list (at the next round): Job no longer finds it, and its ID
+	// may be submitted again. For executors that keep their own record of
+	// ended jobs (the simulator): an engine replaying millions of jobs then
+	// holds only the active ones.
+	ForgetEnded bool
 	// Sharing: the executor can run two jobs on the same GPUs and rates
 	// them with the model's perf.Sharer (the simulator does). Without it a
 	// plan that packs jobs is refused; policies read Snapshot.Sharing and

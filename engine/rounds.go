@@ -53,7 +53,7 @@ func (sc *scratch) remember(planned []*Status) {
 // needed. It moves *hint past the job found.
 func (e *Engine) lookup(id string, hint *int) *Status {
 	last := e.scratch.last
-	if h := *hint; h < len(last) && last[h].Job.ID == id {
+	if h := *hint; h < len(last) && last[h].Job.ID == id && !last[h].State.Terminal() {
 		*hint = h + 1
 		return last[h]
 	}
@@ -112,12 +112,21 @@ func (e *Engine) compact() {
 			e.active[k] = st
 			k++
 		} else {
-			e.slots = append(e.slots, st.Slot)
+			e.left(st)
 		}
 	}
 	clear(e.active[k:])
 	e.active = e.active[:k]
 	e.ended = 0
+}
+
+// left forgets an ended job that has left the active list: its slot is
+// free, and its record too under Config.ForgetEnded.
+func (e *Engine) left(st *Status) {
+	e.slots = append(e.slots, st.Slot)
+	if e.cfg.ForgetEnded && e.jobs[st.Job.ID] == st {
+		delete(e.jobs, st.Job.ID)
+	}
 }
 
 // takeSlot hands out a Status.Slot: one a job that left the active list

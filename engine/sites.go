@@ -153,7 +153,7 @@ func (e *Engine) decline(p Plan, now float64) ([]Change, error) {
 		for i, a := range e.active {
 			if a == st {
 				e.active = append(e.active[:i], e.active[i+1:]...)
-				e.slots = append(e.slots, st.Slot)
+				e.left(st)
 				break
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 )
@@ -55,5 +56,50 @@ func TestSlots(t *testing.T) {
 	}
 	if n < 400 {
 		t.Fatalf("only %d jobs", n)
+	}
+}
+
+// TestForgetEnded: under Config.ForgetEnded a job that ended is gone after
+// the next round (Job finds nothing, its ID may come again); a job that
+// has not ended stays.
+func TestForgetEnded(t *testing.T) {
+	clk := &fixedClock{}
+	e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("1x2:t4"), Model: perf.Duration{},
+		Policy: runAll{}, Placer: place.Pack{}, Clock: clk, ForgetEnded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.Submit(enginetest.Job(id).Seconds(100).Obj()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = 10
+	if err := e.Finish("a"); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Job("a"); st == nil || st.State != job.Finished {
+		t.Fatalf("before the next round a is %+v, want finished", st)
+	}
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Job("a"); st != nil {
+		t.Errorf("a still known after the round: %s", st.State)
+	}
+	if st := e.Job("b"); st == nil || st.State != job.Running {
+		t.Errorf("b is %+v, want running", st)
+	}
+	if _, err := e.Submit(enginetest.Job("a").Seconds(100).Obj()); err != nil {
+		t.Errorf("a submitted again: %v", err)
+	}
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Job("a"); st == nil || st.State != job.Running || st.Finish != -1 {
+		t.Errorf("the new a is %+v, want running", st)
 	}
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,7 +215,7 @@ func bindAnnotations(idx int) map[string]string {
 // for a share alone fit there).
 func gpuMemOf(n *corev1.Node, typ string) float64 {
 	if s := n.Labels[LabelGPUMemory]; s != "" {
-		if mib, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && mib > 0 {
+		if mib, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && mib > 0 && !math.IsInf(mib, 0) {
 			return mib / 1024
 		}
 	}

@@ -2,8 +2,10 @@ package kube
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -224,4 +226,32 @@ func TestPartRequestsCountedOnce(t *testing.T) {
 	if got := h.where(); got["part"] != "n1" || got["whole"] != "n1" {
 		t.Fatalf("bound %v; want part and whole on n1 (3 + 4 of its 8 CPUs)", got)
 	}
+}
+
+// FuzzPartLabels: whatever a pod's GPU index annotation and a node's GPU
+// memory label say, the index read is -1 (none) or one that reads back
+// the same, and the memory is finite and not negative.
+func FuzzPartLabels(f *testing.F) {
+	for _, s := range [][2]string{{"0", "81920"}, {" 3 ", "40960.5"}, {"-1", "Inf"}, {"x", "NaN"}, {"99999999999999999999", "-5"}, {"+2", "1e400"}} {
+		f.Add(s[0], s[1])
+	}
+	s := &Scheduler{}
+	f.Fuzz(func(t *testing.T, idx, mem string) {
+		p := &corev1.Pod{}
+		p.Annotations = map[string]string{AnnotGPUIndex: idx}
+		i := s.podIndex(p)
+		if i < -1 {
+			t.Fatalf("index %q read as %d", idx, i)
+		}
+		if i >= 0 {
+			if back, err := strconv.Atoi(strings.TrimSpace(idx)); err != nil || back != i {
+				t.Fatalf("index %q read as %d", idx, i)
+			}
+		}
+		n := &corev1.Node{}
+		n.Labels = map[string]string{LabelGPUMemory: mem}
+		if g := gpuMemOf(n, "a100"); !(g >= 0) || math.IsInf(g, 0) {
+			t.Fatalf("GPU memory label %q read as %g GiB", mem, g)
+		}
+	})
 }

@@ -214,9 +214,12 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 	for i, n := range c.Nodes {
 		free[i] = n.GPUs
 	}
+	idx := newFreeIndex(c, free)
 	take := func(g cluster.GPUID) {
 		used[g] = true
-		free[c.NodeOf(g).ID]--
+		i := c.NodeOf(g).ID
+		free[i]--
+		idx.move(i, free[i])
 	}
 	out := make(map[string][]cluster.GPUID, len(run))
 	placed := make([]int, len(c.Nodes)) // fitType's scratch, all zero between calls
@@ -255,11 +258,13 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 		if typ == "" && len(have) > 0 {
 			typ = c.NodeOf(have[0]).GPUType
 		}
-		add := p.fit(c, free, placed, used, a, typ, have, g, room)
+		add := p.fit(c, free, placed, used, a, typ, have, g, room, idx)
 		if add == nil {
 			for _, x := range have { // the job waits: what it kept is free again
 				used[x] = false
-				free[c.NodeOf(x).ID]++
+				i := c.NodeOf(x).ID
+				free[i]++
+				idx.move(i, free[i])
 			}
 			for node, n := range workersOn(c, have, g) {
 				room.give(a.Job, node, n)
@@ -282,14 +287,14 @@ func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID,
 // fit. With no type given it tries each of the cluster's types in turn, so
 // a job's workers share a type; on a cluster of several sites it tries
 // the sites the job may use in turn (siteNodes), so they share a site.
-func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit) []cluster.GPUID {
+func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, typ string, have []cluster.GPUID, g int, room nodeFit, idx *freeIndex) []cluster.GPUID {
 	types := []string{typ}
 	if typ == "" {
 		types = wholeTypes(c) // an untyped job takes whole GPUs, not MIG slices (mig.go)
 	}
 	for _, in := range siteNodes(c, free, a, have, a.GPUs-len(have)) { // sites.go
 		for _, t := range types {
-			if add := p.fitType(c, free, placed, used, a, t, have, g, room, in); add != nil {
+			if add := p.fitType(c, free, placed, used, a, t, have, g, room, in, idx); add != nil {
 				return add
 			}
 		}
@@ -302,8 +307,11 @@ func (p workerPlacer) fit(c *cluster.Cluster, free, placed []int, used []bool, a
 // left so: it counts the new workers per node while the job is placed (a
 // node's free GPUs are then free less g per new worker), which spares a
 // copy of free per job, the bulk of a drain's allocations when thousands
-// of jobs wait.
-func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool) []cluster.GPUID {
+// of jobs wait. idx files the nodes under free less g per new worker; a
+// new job with no node set by the plan or its site asks it for the best
+// node, the others scan the nodes (their choice depends on more than the
+// free GPUs).
+func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []bool, a engine.Assignment, t string, have []cluster.GPUID, g int, room nodeFit, in func(int) bool, idx *freeIndex) []cluster.GPUID {
 	need := (a.GPUs - len(have)) / g
 	var mine map[int]bool // nil when the job holds nothing
 	if len(have) > 0 {
@@ -323,27 +331,34 @@ func (p workerPlacer) fitType(c *cluster.Cluster, free, placed []int, used []boo
 	defer func() {
 		for _, i := range nodes {
 			placed[i] = 0
+			idx.move(i, free[i])
 		}
 	}()
+	fits := func(i int) bool { return room.fits(a.Job, c.Nodes[i].Name, placed[i]+1) }
 	for ; need > 0; need-- {
 		best, bestFree := -1, 0
-		for i := range c.Nodes {
-			n := &c.Nodes[i]
-			gpus := free[i] - g*placed[i]
-			if gpus < g || n.GPUType != t || (exact != nil && exact[i] == 0) || (in != nil && !in(i)) {
-				continue
-			}
-			if best >= 0 && !better(mine[i], gpus, mine[best], bestFree) {
-				continue
-			}
-			if room.fits(a.Job, n.Name, placed[i]+1) {
-				best, bestFree = i, gpus
+		if mine == nil && exact == nil && in == nil {
+			best = idx.best(t, g, fits)
+		} else {
+			for i := range c.Nodes {
+				n := &c.Nodes[i]
+				gpus := free[i] - g*placed[i]
+				if gpus < g || n.GPUType != t || (exact != nil && exact[i] == 0) || (in != nil && !in(i)) {
+					continue
+				}
+				if best >= 0 && !better(mine[i], gpus, mine[best], bestFree) {
+					continue
+				}
+				if fits(i) {
+					best, bestFree = i, gpus
+				}
 			}
 		}
 		if best < 0 {
 			return nil
 		}
 		placed[best]++
+		idx.move(best, free[best]-g*placed[best])
 		if exact != nil {
 			exact[best]--
 		}

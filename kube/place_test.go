@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -43,5 +46,204 @@ func TestWorkerPlacer(t *testing.T) {
 	got = p.Place(c, map[string][]cluster.GPUID{"a": {8, 9, 0, 1}}, []engine.Assignment{{Job: "a", GPUs: 2}})
 	if a := got["a"]; len(a) != 2 || a[0] != 8 || a[1] != 9 {
 		t.Errorf("shrunk a = %v, want [8 9]", a)
+	}
+}
+
+// TestWorkerPlacerBestFit: on random clusters (two GPU types, nodes of 1
+// to 8 GPUs), random plans (workers of 1, 2 or 4 GPUs, some jobs holding
+// GPUs, some of any type) and a room that refuses some nodes to some jobs
+// and caps workers per node, the placer picks what best fit means, worked
+// out here the slow way: a job keeps what it holds, then each new worker
+// goes to the node it already uses, then to the one with the fewest free
+// GPUs, then to the lowest-numbered; a job whose workers do not all fit
+// gets nothing and frees what it kept.
+func TestWorkerPlacerBestFit(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		var nodes []cluster.Node
+		for i := range 1 + r.IntN(150) {
+			nodes = append(nodes, cluster.Node{Name: fmt.Sprintf("n%03d", i), GPUType: []string{"a", "b"}[r.IntN(2)], GPUs: 1 + r.IntN(8)})
+		}
+		c, err := cluster.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		var run []engine.Assignment
+		held := map[string][]cluster.GPUID{}
+		taken := map[cluster.GPUID]bool{}
+		for j := range 1 + r.IntN(300) {
+			id := fmt.Sprintf("j%03d", j)
+			g := []int{1, 1, 2, 4}[r.IntN(4)]
+			per[id] = g
+			a := engine.Assignment{Job: id, GPUs: g * (1 + r.IntN(4)), GPUType: []string{"", "a", "b"}[r.IntN(3)]}
+			if r.IntN(5) == 0 { // holds one worker's GPUs on a node of its type
+				n := c.Nodes[r.IntN(len(c.Nodes))]
+				var h []cluster.GPUID
+				for x := n.First; x < n.First+cluster.GPUID(n.GPUs) && len(h) < g; x++ {
+					if !taken[x] {
+						h = append(h, x)
+					}
+				}
+				if len(h) == g && (a.GPUType == "" || a.GPUType == n.GPUType) {
+					for _, x := range h {
+						taken[x] = true
+					}
+					held[id] = h
+				}
+			}
+			run = append(run, a)
+		}
+		limit := 1 + r.IntN(4)
+		refuse := map[string]bool{}
+		for range r.IntN(200) {
+			refuse[run[r.IntN(len(run))].Job+"@"+c.Nodes[r.IntN(len(c.Nodes))].Name] = true
+		}
+		newRoom := func() *capRoom { return &capRoom{limit: limit, refuse: refuse, on: map[string]int{}} }
+		p := workerPlacer{per: func(id string) int { return per[id] }, room: func() nodeFit { return newRoom() }}
+		got := p.Place(c, held, run)
+		want := slowBestFit(c, held, run, per, newRoom())
+		for _, a := range run {
+			g, w := slices.Sorted(slices.Values(got[a.Job])), slices.Sorted(slices.Values(want[a.Job]))
+			if !slices.Equal(g, w) {
+				t.Fatalf("seed %d, job %s (%d GPUs of type %q, %d a worker, holding %v): placed on %v, want %v",
+					seed, a.Job, a.GPUs, a.GPUType, per[a.Job], held[a.Job], g, w)
+			}
+		}
+	}
+}
+
+// capRoom is a nodeFit that takes at most limit workers a node and refuses
+// the job@node pairs in refuse.
+type capRoom struct {
+	limit  int
+	refuse map[string]bool
+	on     map[string]int
+}
+
+func (r *capRoom) fits(job, node string, k int) bool {
+	return !r.refuse[job+"@"+node] && r.on[node]+k <= r.limit
+}
+func (r *capRoom) take(job, node string, k int) { r.on[node] += k }
+func (r *capRoom) give(job, node string, k int) { r.on[node] -= k }
+
+// slowBestFit is TestWorkerPlacerBestFit's best fit, node by node.
+func slowBestFit(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment, per map[string]int, room *capRoom) map[string][]cluster.GPUID {
+	used := map[cluster.GPUID]bool{}
+	out := map[string][]cluster.GPUID{}
+	freeOn := func(i int) int {
+		n := c.Nodes[i]
+		k := 0
+		for x := n.First; x < n.First+cluster.GPUID(n.GPUs); x++ {
+			if !used[x] {
+				k++
+			}
+		}
+		return k
+	}
+	for _, a := range run { // keep what is held (one worker here, never more than planned)
+		if h := held[a.Job]; len(h) > 0 && len(h) <= a.GPUs {
+			for _, x := range h {
+				used[x] = true
+			}
+			room.take(a.Job, c.NodeOf(h[0]).Name, 1)
+			out[a.Job] = h
+		}
+	}
+	for _, a := range run {
+		have, g := out[a.Job], per[a.Job]
+		types := []string{a.GPUType}
+		if len(have) > 0 {
+			types = []string{c.NodeOf(have[0]).GPUType}
+		} else if a.GPUType == "" {
+			types = c.GPUTypes()
+		}
+		var add []cluster.GPUID
+		for _, typ := range types {
+			var nodes []int
+			extra := map[int]int{} // node -> new workers
+			for w := 0; w < (a.GPUs-len(have))/g; w++ {
+				best := -1
+				for i, n := range c.Nodes {
+					if n.GPUType != typ || freeOn(i)-g*extra[i] < g || !room.fits(a.Job, n.Name, extra[i]+1) {
+						continue
+					}
+					mine := len(have) > 0 && c.NodeOf(have[0]).ID == i
+					bestMine := best >= 0 && len(have) > 0 && c.NodeOf(have[0]).ID == best
+					if best < 0 || (mine && !bestMine) || (mine == bestMine && freeOn(i)-g*extra[i] < freeOn(best)-g*extra[best]) {
+						best = i
+					}
+				}
+				if best < 0 {
+					nodes = nil
+					break
+				}
+				extra[best]++
+				nodes = append(nodes, best)
+			}
+			if len(nodes) == (a.GPUs-len(have))/g {
+				for _, i := range nodes {
+					n := c.Nodes[i]
+					k := 0
+					for x := n.First; x < n.First+cluster.GPUID(n.GPUs) && k < g; x++ {
+						if !used[x] && !slices.Contains(add, x) {
+							add = append(add, x)
+							k++
+						}
+					}
+				}
+				break
+			}
+		}
+		if add == nil && len(have) < a.GPUs {
+			for _, x := range have {
+				used[x] = false
+			}
+			if len(have) > 0 {
+				room.give(a.Job, c.NodeOf(have[0]).Name, 1)
+			}
+			delete(out, a.Job)
+			continue
+		}
+		for _, x := range add {
+			used[x] = true
+		}
+		on := map[string]int{} // node -> new GPUs
+		for _, x := range add {
+			on[c.NodeOf(x).Name]++
+		}
+		for node, k := range on {
+			room.take(a.Job, node, k/g)
+		}
+		out[a.Job] = append(have, add...)
+	}
+	return out
+}
+
+// BenchmarkWorkerPlacerDrain places a drain's backlog in one round: NODES
+// nodes of 8 GPUs and 8 one-GPU jobs per node, alone or in gangs of 8
+// workers (BenchmarkDrain's shapes in kubetest), all new.
+func BenchmarkWorkerPlacerDrain(b *testing.B) {
+	for _, size := range []struct{ nodes, gang int }{{1000, 1}, {1000, 8}, {5000, 1}, {5000, 8}} {
+		b.Run(fmt.Sprintf("nodes=%d/gang=%d", size.nodes, size.gang), func(b *testing.B) {
+			nodes := make([]cluster.Node, size.nodes)
+			for i := range nodes {
+				nodes[i] = cluster.Node{Name: fmt.Sprintf("n%04d", i), GPUType: "t", GPUs: 8}
+			}
+			c, err := cluster.New(nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var run []engine.Assignment
+			for i := 0; i < 8*size.nodes/size.gang; i++ {
+				run = append(run, engine.Assignment{Job: fmt.Sprintf("j%05d", i), GPUs: size.gang})
+			}
+			p := workerPlacer{per: func(string) int { return 1 }}
+			for b.Loop() {
+				if got := p.Place(c, nil, run); len(got) != len(run) {
+					b.Fatalf("%d of %d jobs placed", len(got), len(run))
+				}
+			}
+		})
 	}
 }

@@ -69,15 +69,22 @@ import (
 //   - events/pod: Scheduled Events written per bound pod (both schedulers
 //     write one per pod: tide here without its default rate limit, see
 //     kube.Config.EventQPS); the scheduler's CPU includes writing them;
-//   - others-cores: CPU the rest of the machine used meanwhile, in cores.
+//   - others-cores: CPU the rest of the machine used meanwhile, in cores;
+//   - first-bind-s, max-pause-s: when the first pod was seen bound, and
+//     the longest time between two binds seen one after the other (a
+//     stall, where a busy machine only slows the pace);
+//   - sched-peak-MiB: the scheduler process's peak resident memory;
+//     apiserver-peak-MiB: this process's so far (API server, etcd, the
+//     benchmark's watches; it only grows from case to case).
 //
 // Run each case once: -bench Drain -benchtime 1x; TIDE_BENCH_RUNS=3 runs
 // every case three times, passes over the cases one after the other (not
 // -count, which would run one case's repeats back to back); the repeats
 // are named CASE#01, CASE#02, so a -bench pattern ending in $ needs
 // (#[0-9]+)? before it (scripts/bench-drain.sh runs them and sums up). Sizes come from
-// TIDE_BENCH_NODES and TIDE_BENCH_PODS; TIDE_BENCH_CPUPROFILE=DIR writes
-// each scheduler's CPU profile there.
+// TIDE_BENCH_NODES and TIDE_BENCH_PODS; TIDE_BENCH_TIMEOUT (a duration,
+// default 15 minutes per 8,000 pods) bounds one drain;
+// TIDE_BENCH_CPUPROFILE=DIR writes each scheduler's CPU profile there.
 func BenchmarkDrain(b *testing.B) {
 	nodes, pods := envInt(b, "TIDE_BENCH_NODES", 1000), envInt(b, "TIDE_BENCH_PODS", 8000)
 	e := startEnv(b)
@@ -148,7 +155,7 @@ func benchCase(b *testing.B, e *env, c drainCase, ci, run, pods int, kubeconfig,
 		if err != nil {
 			b.Fatal(err)
 		}
-		deadline := t0.Add(envDuration(b, "TIDE_BENCH_TIMEOUT", 15*time.Minute))
+		deadline := t0.Add(envDuration(b, "TIDE_BENCH_TIMEOUT", perPods(15*time.Minute, pods)))
 		for w.n.Load() < int64(pods) && time.Now().Before(deadline) && !child.exited() {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -174,12 +181,17 @@ func benchCase(b *testing.B, e *env, c drainCase, ci, run, pods int, kubeconfig,
 		lat := w.latencies()
 		b.ReportMetric(quantile(lat, 0.5), "bound-p50-s")
 		b.ReportMetric(quantile(lat, 0.99), "bound-p99-s")
+		first, pause := bindPace(lat)
+		b.ReportMetric(first, "first-bind-s")
+		b.ReportMetric(pause, "max-pause-s")
 		b.ReportMetric(1e3*cpu/float64(max(n, 1)), "sched-cpu-ms/pod")
 		b.ReportMetric(float64(events)/float64(max(n, 1)), "events/pod")
 		b.ReportMetric(1e3*(m1.self-m0.self)/float64(max(n, 1)), "apiserver-cpu-ms/pod")
 		if busy := (m1.busy - m0.busy) - (m1.self - m0.self) - cpu; busy > 0 {
 			b.ReportMetric(busy/el.Seconds(), "others-cores")
 		}
+		b.ReportMetric(float64(child.maxRSS)/(1<<20), "sched-peak-MiB")
+		b.ReportMetric(float64(peakRSS("self"))/(1<<20), "apiserver-peak-MiB")
 		if c.kind == "tide" {
 			b.ReportMetric(float64(len(res.Decide)), "rounds")
 			b.Logf("pods bound per round: %v", res.Binds)
@@ -210,7 +222,7 @@ func benchCase(b *testing.B, e *env, c drainCase, ci, run, pods int, kubeconfig,
 }
 
 // countEvents waits until ns holds want Scheduled events, or their number
-// has not grown for 5 s (a minute at most), and returns it.
+// has not grown for 5 s (a minute per 8,000 at most), and returns it.
 func countEvents(b *testing.B, cs kubernetes.Interface, ns string, want int) int {
 	ctx := context.Background()
 	count := func() int {
@@ -232,7 +244,7 @@ func countEvents(b *testing.B, cs kubernetes.Interface, ns string, want int) int
 		}
 	}
 	n, last, grew := 0, -1, time.Now()
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+	for end := time.Now().Add(perPods(time.Minute, want)); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		if n = count(); n >= want {
 			return n
 		}
@@ -243,6 +255,12 @@ func countEvents(b *testing.B, cs kubernetes.Interface, ns string, want int) int
 		}
 	}
 	return n
+}
+
+// perPods scales d, a wait sized for 8,000 pods, to n pods (never less
+// than d).
+func perPods(d time.Duration, n int) time.Duration {
+	return max(d, d*time.Duration(n)/8000)
 }
 
 type drainCase struct {
@@ -312,6 +330,22 @@ func (w *bindWatch) latencies() []float64 {
 	return append([]float64(nil), w.at...)
 }
 
+// bindPace: when the first bind was seen and the longest time between
+// two binds seen one after the other, seconds from the scheduler's start.
+// A drain slowed down evenly (a busy machine) has short pauses; a stall
+// (a round waiting, a connection lost) shows here.
+func bindPace(at []float64) (first, pause float64) {
+	if len(at) == 0 {
+		return 0, 0
+	}
+	s := append([]float64(nil), at...)
+	sort.Float64s(s)
+	for i := 1; i < len(s); i++ {
+		pause = max(pause, s[i]-s[i-1])
+	}
+	return s[0], pause
+}
+
 // quantile of xs (nearest rank); 0 for none.
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
@@ -344,6 +378,24 @@ func sampleCPU() cpuSample {
 		}
 	}
 	return s
+}
+
+// peakRSS is a process's peak resident memory so far, bytes (VmHWM in
+// /proc/PID/status; PID "self" for this one), 0 where the system does not
+// say. Not getrusage's maxrss: a child started by fork and exec starts
+// with its parent's.
+func peakRSS(pid string) int64 {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -478,6 +530,9 @@ type runningScheduler struct {
 	log  string
 	done chan struct{}
 	err  error
+	// maxRSS is the process's peak resident memory, bytes, read as it is
+	// stopped.
+	maxRSS int64
 }
 
 func startScheduler(spec schedSpec, logFile string) (*runningScheduler, error) {
@@ -518,6 +573,7 @@ func (r *runningScheduler) exited() bool {
 // stop ends the process and returns its report and its CPU time, seconds.
 func (r *runningScheduler) stop() (*schedResult, float64, error) {
 	if !r.exited() {
+		r.maxRSS = peakRSS(strconv.Itoa(r.cmd.Process.Pid))
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	select {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tide-sched/tide/kube"
 )
@@ -177,9 +178,18 @@ func testEvict(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	sch, _ := s.start(kube.Config{Policy: "srtf"})
-	long := s.pod("evict", "long", 4, kube.AnnotDuration, "10h")
-	long.Labels = map[string]string{"app": "long"}
-	if _, err := s.cs.CoreV1().Pods("evict").Update(ctx, long, metav1.UpdateOptions{}); err != nil {
+	s.pod("evict", "long", 4, kube.AnnotDuration, "10h")
+	// tide may bind the pod between its creation and this update: label
+	// the pod as it is now.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		long, err := s.cs.CoreV1().Pods("evict").Get(ctx, "long", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		long.Labels = map[string]string{"app": "long"}
+		_, err = s.cs.CoreV1().Pods("evict").Update(ctx, long, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() (bool, string) {

@@ -13,7 +13,7 @@ import (
 // field but the time).
 func (s *Sample) Same(o *Sample) bool {
 	return s.Allocated == o.Allocated && s.Useful == o.Useful && s.Queued == o.Queued &&
-		s.Running == o.Running && s.Fragmented == o.Fragmented && maps.Equal(s.Tenants, o.Tenants)
+		s.Running == o.Running && s.Fragmented == o.Fragmented && s.Tenants == o.Tenants
 }
 
 // Pool names the free GPUs of one type in one site.
@@ -304,6 +304,7 @@ func tenantChart(r *Run) *lineChart {
 		names = append(names, "\x00others")
 	}
 	sub := make([]*Run, len(names))
+	replays := make([]*TenantReplay, len(names))
 	for k, name := range names {
 		label := name
 		switch name {
@@ -313,19 +314,26 @@ func tenantChart(r *Run) *lineChart {
 			label = "others"
 		}
 		sub[k] = &Run{Policy: label, TotalGPUs: r.TotalGPUs, Jobs: r.Jobs, Timeline: r.Timeline}
+		replays[k] = r.TenantReplay()
+	}
+	index := make(map[string]int, len(r.TenantNames))
+	for k, t := range r.TenantNames {
+		index[t] = k
 	}
 	c := timeChart(sub, "GPU share per tenant over time: "+r.Policy, "GPUs held (% of cluster)",
 		func(run *Run, s *Sample) float64 {
-			name := names[slices.Index(sub, run)]
+			k := slices.Index(sub, run)
+			gpus := replays[k].At(s)
+			name := names[k]
 			n := 0
 			if name == "\x00others" {
-				for t, g := range s.Tenants {
-					if !shown[t] {
+				for t, g := range gpus {
+					if !shown[r.TenantNames[t]] {
 						n += g
 					}
 				}
-			} else {
-				n = s.Tenants[name]
+			} else if t, ok := index[name]; ok {
+				n = gpus[t]
 			}
 			return 100 * float64(n) / float64(r.TotalGPUs)
 		}, false)

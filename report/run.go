@@ -81,9 +81,11 @@ type Sample struct {
 	Useful    int     `json:"useful_gpus"`    // GPUs held by jobs that are making progress
 	Queued    int     `json:"queued"`         // jobs submitted and waiting (pending or preempted)
 	Running   int     `json:"running"`        // jobs holding GPUs
-	// Tenants is the GPUs held per tenant ("" = jobs with no tenant),
-	// recorded when the trace has more than one tenant, nil otherwise.
-	Tenants map[string]int `json:"tenant_gpus,omitempty"`
+	// Tenants is how many entries of the run's TenantLog are in effect
+	// from this sample on: the GPUs each tenant holds (Run.TenantsAt,
+	// TenantReplay). A log, not a map per sample: a run of millions of
+	// jobs changes some tenant's GPUs at nearly every sample.
+	Tenants int `json:"tenant_log_len,omitempty"`
 	// Fragmented is the free GPUs no waiting job fits (see Fragmented).
 	Fragmented int `json:"fragmented_gpus,omitempty"`
 }
@@ -97,8 +99,14 @@ type Run struct {
 	Seed      int64       `json:"seed"`
 	Jobs      []JobRecord `json:"jobs"`     // in trace order
 	Timeline  []Sample    `json:"timeline"` // in time order, one per change
-	Events    int         `json:"events"`   // simulated events processed
-	Rounds    int         `json:"rounds"`   // scheduling rounds run
+	// TenantNames and TenantLog record the GPUs held per tenant ("" =
+	// jobs with no tenant) over time, when the trace has more than one
+	// tenant (nil otherwise): each entry sets one tenant's count, and a
+	// sample's Tenants says how many entries are in effect from it on.
+	TenantNames []string       `json:"tenant_names,omitempty"`
+	TenantLog   []TenantChange `json:"tenant_log,omitempty"`
+	Events      int            `json:"events"` // simulated events processed
+	Rounds      int            `json:"rounds"` // scheduling rounds run
 	// Window, when Hi > Lo, restricts the metrics to jobs Lo..Hi-1 in trace
 	// order (Gavel's -s/-e). Zero means all jobs.
 	Window [2]int `json:"window,omitempty"`
@@ -126,4 +134,53 @@ func (r *Run) Fallbacks() int {
 		}
 	}
 	return n
+}
+
+// TenantChange sets the GPUs one tenant (an index in Run.TenantNames)
+// holds.
+type TenantChange struct {
+	Tenant int32 `json:"tenant"`
+	GPUs   int32 `json:"gpus"`
+}
+
+// TenantReplay walks a run's tenant log forward, sample by sample.
+type TenantReplay struct {
+	r    *Run
+	next int   // log entries applied
+	gpus []int // by tenant index
+}
+
+// TenantReplay returns a replay of r's tenant log from its start.
+func (r *Run) TenantReplay() *TenantReplay {
+	return &TenantReplay{r: r, gpus: make([]int, len(r.TenantNames))}
+}
+
+// At returns the GPUs each tenant (by index in TenantNames) holds at
+// sample s, one of the run's; the slice is the replay's, valid until the
+// next call. Samples taken in time order cost only the log between them.
+func (p *TenantReplay) At(s *Sample) []int {
+	if s.Tenants < p.next {
+		p.next = 0
+		clear(p.gpus)
+	}
+	for ; p.next < s.Tenants && p.next < len(p.r.TenantLog); p.next++ {
+		c := p.r.TenantLog[p.next]
+		p.gpus[c.Tenant] = int(c.GPUs)
+	}
+	return p.gpus
+}
+
+// TenantsAt returns the GPUs each tenant holding some holds at sample
+// i, by name (nil without tenants).
+func (r *Run) TenantsAt(i int) map[string]int {
+	if len(r.TenantNames) == 0 {
+		return nil
+	}
+	m := map[string]int{}
+	for k, n := range r.TenantReplay().At(&r.Timeline[i]) {
+		if n > 0 {
+			m[r.TenantNames[k]] = n
+		}
+	}
+	return m
 }

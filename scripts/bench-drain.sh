@@ -8,8 +8,11 @@
 # Defaults: 1000 nodes, 8000 pods, 3 runs, the six cases of tide FIFO,
 # tide Tiresias and kube-scheduler on pods and on gangs of 8. The raw
 # `go test -bench` output is kept in bench-drain-NODESxPODS.txt in the
-# current directory. `scripts/bench-drain.sh summary FILE` summarizes a
-# file written before.
+# current directory. It prints the load (uptime) before and after, the
+# wall time and the CPU time of everything it ran; the benchmark reports
+# each scheduler's and the API server's peak memory. A drain is given 15
+# minutes per 8,000 pods (TIDE_BENCH_TIMEOUT=DURATION changes that).
+# `scripts/bench-drain.sh summary FILE` summarizes a file written before.
 set -eu
 summarize() {
 	awk '
@@ -52,12 +55,15 @@ runs=${3:-3}
 cases=${4:-'tide-fifo-pods|kube-scheduler-pods|tide-tiresias-pods|tide-fifo-gang8|kube-scheduler-gang8|tide-tiresias-gang8'}
 out=$PWD/bench-drain-${nodes}x${pods}.txt
 cd "$(dirname "$0")/../kubetest"
-echo "bench-drain: $nodes nodes, $pods pods, $runs runs of ($cases); load before: $(uptime)"
+echo "bench-drain: $nodes nodes, $pods pods, $runs runs of ($cases); $(date -u); load before: $(uptime)"
+start=$(date +%s)
 TIDE_BENCH_NODES=$nodes TIDE_BENCH_PODS=$pods TIDE_BENCH_RUNS=$runs \
 	go test -vet=off -run XXX -bench "Drain/($cases)(#[0-9]+)?\$" -benchtime 1x -timeout 600m . >"$out" 2>&1 || {
 	grep -E '^(Benchmark|---|FAIL|ok)|bench_test' "$out" | tail -20
 	echo "bench-drain: failed; output in $out" >&2
 	exit 1
 }
-echo "bench-drain: load after: $(uptime); raw output in $out"
+echo "bench-drain: $(date -u); $(($(date +%s) - start)) s wall; load after: $(uptime); raw output in $out"
+echo "bench-drain: CPU time (user, system) of this shell, then of everything it ran (go test, the API server, the schedulers):"
+times
 summarize "$out"

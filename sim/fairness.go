@@ -72,30 +72,38 @@ func (s *simulator) tenantHeld(idx, gpus int) {
 	s.tenantsChanged = true
 }
 
-// tenantSample returns the GPUs each tenant holds now, a shared GPU
-// counting half for each of its tenants; the last sample's map when nothing
-// changed (samples never modify their maps).
-func (s *simulator) tenantSample() map[string]int {
+// tenantSample logs the tenants whose GPUs changed since the last sample
+// (report.Run.TenantLog) and returns the log's length: a shared GPU counts
+// half for each of its tenants.
+func (s *simulator) tenantSample() int {
+	if s.out.TenantNames == nil {
+		s.out.TenantNames = s.tenantName
+		s.tenantLogged = make([]int, len(s.tenantName))
+	}
+	cur := s.tenantGPUs
 	if s.nShared > 0 {
-		m := map[string]int{}
+		cur = s.tenantHalves[:0]
+		for range s.tenantName {
+			cur = append(cur, 0)
+		}
 		for _, r := range s.live {
-			m[r.st.Job.Tenant] += r.gpus * halves(r)
+			cur[s.tenantOf[r.idx]] += r.gpus * halves(r)
 		}
-		for t, n := range m {
-			m[t] = n / 2
+		for k := range cur {
+			cur[k] /= 2
 		}
-		s.tenantsChanged = true // the next sample without pairs rebuilds
-		return m
+		s.tenantHalves = cur
+		s.tenantsChanged = true // the next sample without pairs compares afresh
+	} else if !s.tenantsChanged {
+		return len(s.out.TenantLog)
+	} else {
+		s.tenantsChanged = false
 	}
-	if tl := s.out.Timeline; !s.tenantsChanged && len(tl) > 0 && tl[len(tl)-1].Tenants != nil {
-		return tl[len(tl)-1].Tenants
-	}
-	m := map[string]int{}
-	for k, n := range s.tenantGPUs {
-		if n > 0 {
-			m[s.tenantName[k]] = n
+	for k, n := range cur {
+		if n != s.tenantLogged[k] {
+			s.tenantLogged[k] = n
+			s.out.TenantLog = append(s.out.TenantLog, report.TenantChange{Tenant: int32(k), GPUs: int32(n)})
 		}
 	}
-	s.tenantsChanged = false
-	return m
+	return len(s.out.TenantLog)
 }

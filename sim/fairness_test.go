@@ -21,20 +21,20 @@ func TestFairnessSamples(t *testing.T) {
 	a := enginetest.Job("a").GPUs(3).Seconds(100).Tenant("x").Obj()
 	b := enginetest.Job("b").GPUs(2).Seconds(100).Tenant("y").Obj()
 	run := runSim(t, "1x4:t4", "fifo", perf.Costs{}, a, b)
-	at := func(t0 float64) report.Sample {
-		var s report.Sample
-		for _, smp := range run.Timeline {
+	at := func(t0 float64) (report.Sample, map[string]int) {
+		i := -1
+		for k, smp := range run.Timeline {
 			if smp.T <= t0 {
-				s = smp
+				i = k
 			}
 		}
-		return s
+		return run.Timeline[i], run.TenantsAt(i)
 	}
-	if s := at(50); s.Fragmented != 1 || !maps.Equal(s.Tenants, map[string]int{"x": 3}) {
-		t.Errorf("t=50: %+v, want 1 fragmented GPU and x holding 3", s)
+	if s, ts := at(50); s.Fragmented != 1 || !maps.Equal(ts, map[string]int{"x": 3}) {
+		t.Errorf("t=50: %+v, tenants %v, want 1 fragmented GPU and x holding 3", s, ts)
 	}
-	if s := at(150); s.Fragmented != 0 || !maps.Equal(s.Tenants, map[string]int{"y": 2}) {
-		t.Errorf("t=150: %+v, want none fragmented and y holding 2", s)
+	if s, ts := at(150); s.Fragmented != 0 || !maps.Equal(ts, map[string]int{"y": 2}) {
+		t.Errorf("t=150: %+v, tenants %v, want none fragmented and y holding 2", s, ts)
 	}
 	f := report.Summarize(run).Fairness
 	// 1 GPU x 100 s of 4 GPUs x 200 s.

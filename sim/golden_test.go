@@ -48,8 +48,15 @@ func writeRun(w io.Writer, run *report.Run) {
 			f(j.GPUSeconds), f(j.UsefulGPUSeconds), f(j.RestartSeconds), f(j.LowerBound))
 	}
 	fmt.Fprintln(w, "events", run.Events, "rounds", run.Rounds, "samples", len(run.Timeline))
-	for _, s := range run.Timeline {
-		fmt.Fprintln(w, f(s.T), s.Allocated, s.Useful, s.Queued, s.Running, s.Fragmented, len(s.Tenants))
+	replay := run.TenantReplay()
+	for i, s := range run.Timeline {
+		tenants := 0 // holding GPUs
+		for _, n := range replay.At(&run.Timeline[i]) {
+			if n > 0 {
+				tenants++
+			}
+		}
+		fmt.Fprintln(w, f(s.T), s.Allocated, s.Useful, s.Queued, s.Running, s.Fragmented, tenants)
 	}
 }
 

@@ -53,7 +53,11 @@ func (s *simulator) alone(id string, t float64) {
 	if id == "" {
 		return
 	}
-	if r := s.runs[s.byID[id]]; r != nil && r.partner != r.st.PackedWith {
+	st := s.eng.Job(id)
+	if st == nil {
+		return
+	}
+	if r := s.runs[s.index(st)]; r != nil && r.partner != r.st.PackedWith {
 		s.rerate(r, t)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tide-sched/tide/cluster"
@@ -138,7 +139,8 @@ type simulator struct {
 	agents   []*agent   // by job index, when the model is a perf.Observer
 	obs      perf.Observer
 	live     []*running // the non-nil entries of runs, in no particular order
-	byID     map[string]int
+	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
+	sharing  bool       // the model rates pairs (perf.Sharer): only then may the engine pack jobs
 	events   eventHeap
 	out      *report.Run
 	alloc    int // GPUs held
@@ -162,6 +164,9 @@ type simulator struct {
 	tenantGPUs []int
 	// tenantsChanged says tenantGPUs changed since the last sample.
 	tenantsChanged bool
+	// tenantLogged are the GPUs per tenant the tenant log says now;
+	// tenantHalves the scratch for counting shared GPUs (fairness.go).
+	tenantLogged, tenantHalves []int
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
@@ -174,9 +179,13 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
 		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
-	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, byID: make(map[string]int, len(jobs))}
+	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs}
 	_, sharing := cfg.Model.(perf.Sharer)
-	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk, Sharing: sharing})
+	// The engine forgets jobs that ended: the simulator keeps their
+	// records, and a replay of millions of jobs holds only the active ones.
+	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk,
+		Sharing: sharing, ForgetEnded: true})
+	s.sharing = sharing
 	if err != nil {
 		return nil, err
 	}
@@ -193,17 +202,18 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 		s.obs = o
 		s.agents = make([]*agent, len(jobs))
 	}
+	byID := make(map[string]bool, len(jobs)) // only to refuse duplicates
 	for i, j := range jobs {
 		if err := j.Validate(); err != nil {
 			return nil, err
 		}
-		if _, dup := s.byID[j.ID]; dup {
+		if byID[j.ID] {
 			return nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
 		}
 		if err := cfg.Model.Check(j); err != nil {
 			return nil, err
 		}
-		s.byID[j.ID] = i
+		byID[j.ID] = true
 		s.recs[i] = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs,
 			Submit: j.Submit, Start: -1, Finish: -1, Deadline: j.Deadline, State: string(job.Pending), Priority: j.Priority}
 	}
@@ -212,6 +222,7 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 			return nil, err
 		}
 	}
+	byID = nil
 	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
 	if err := s.loop(); err != nil {
@@ -265,9 +276,14 @@ func (s *simulator) loop() error {
 		arrived := false
 		for next < len(order) && s.jobs[order[next]].Submit <= t {
 			j := s.jobs[order[next]]
-			if _, err := s.eng.Submit(j); err != nil {
+			st, err := s.eng.Submit(j)
+			if err != nil {
 				return err
 			}
+			if st.Slot >= len(s.slotIdx) {
+				s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
+			}
+			s.slotIdx[st.Slot] = int32(order[next])
 			s.active++
 			s.nEvents++
 			next++
@@ -387,7 +403,7 @@ func (s *simulator) schedule(t float64) error {
 		}
 	}
 	for _, ch := range changes {
-		idx := s.byID[ch.Status.Job.ID]
+		idx := s.index(ch.Status)
 		rec := &s.recs[idx]
 		r := s.runs[idx]
 		switch ch.Kind {
@@ -448,14 +464,19 @@ func (s *simulator) schedule(t float64) error {
 		r.rate, r.until = s.rate(r)
 		s.push(r)
 	}
-	s.repack(t)
+	if s.sharing {
+		s.repack(t) // without a perf.Sharer the engine packs no jobs
+	}
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) == 0 {
-			noteReason(&s.recs[s.byID[st.Job.ID]], st.Reason)
+			noteReason(&s.recs[s.index(st)], st.Reason)
 		}
 	}
 	return nil
 }
+
+// index is the job index of st, an active job's status.
+func (s *simulator) index(st *engine.Status) int { return int(s.slotIdx[st.Slot]) }
 
 // noteReason keeps the policy's latest explanation for a job it did not
 // run (JobRecord.Reason).
@@ -593,6 +614,7 @@ func (s *simulator) complete(r *running, t float64) {
 	_ = s.eng.Finish(id)
 	s.alone(partner, t)
 	s.recs[r.idx].Finish = t
+	s.recs[r.idx].State = string(job.Finished) // the engine forgets it
 	s.left[r.idx] = t
 	s.active--
 	s.done++

@@ -412,7 +412,7 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 	}
 	wait := 0.0
 	for _, ch := range changes {
-		idx := s.byID[ch.Status.Job.ID]
+		idx := s.index(ch.Status)
 		r := s.runs[idx]
 		rec := &s.recs[idx]
 		rec.Preemptions++

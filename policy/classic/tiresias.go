@@ -304,16 +304,7 @@ func (t *Tiresias) sort(entries []tiresiasEntry) []tiresiasEntry {
 	if t.inQueue == nil {
 		t.inQueue = t.compareIn
 	}
-	nq := len(t.Limits) + 1
-	counts := slices.Grow(t.counts[:0], nq+1)[:nq+1]
-	clear(counts)
-	for _, e := range entries {
-		counts[e.queue+1]++
-	}
-	for q := 1; q <= nq; q++ {
-		counts[q] += counts[q-1] // counts[q] is where queue q starts
-	}
-	queued := slices.Grow(t.queued[:0], len(entries))[:len(entries)]
+	nq, counts, queued := t.buckets(entries)
 	next := counts[:nq]
 	for _, e := range entries {
 		queued[next[e.queue]] = e
@@ -352,16 +343,7 @@ func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []ti
 	if !t.present.Mark(jobs) {
 		return t.sort(entries)
 	}
-	nq := len(t.Limits) + 1
-	counts := slices.Grow(t.counts[:0], nq+1)[:nq+1]
-	clear(counts)
-	for _, e := range entries {
-		counts[e.queue+1]++
-	}
-	for q := 1; q <= nq; q++ {
-		counts[q] += counts[q-1] // counts[q] is where queue q starts
-	}
-	queued := slices.Grow(t.queued[:0], len(entries))[:len(entries)]
+	nq, counts, queued := t.buckets(entries)
 	next := counts[:nq]
 	// The jobs of the last order, in that order, that are still active and
 	// in the same place (queue and entry time): they were sorted then and
@@ -399,6 +381,22 @@ func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []ti
 	}
 	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid
 	return queued
+}
+
+// buckets returns the number of queues, where each queue starts in an
+// order by queue (counts[q], in t.counts' memory) and room for that order
+// (in t.queued's memory).
+func (t *Tiresias) buckets(entries []tiresiasEntry) (nq int, counts []int, queued []tiresiasEntry) {
+	nq = len(t.Limits) + 1
+	counts = slices.Grow(t.counts[:0], nq+1)[:nq+1]
+	clear(counts)
+	for _, e := range entries {
+		counts[e.queue+1]++
+	}
+	for q := 1; q <= nq; q++ {
+		counts[q] += counts[q-1] // counts[q] is where queue q starts
+	}
+	return nq, counts, slices.Grow(t.queued[:0], len(entries))[:len(entries)]
 }
 
 // compareIn orders two entries of the same queue: by Gittins index

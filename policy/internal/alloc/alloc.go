@@ -78,6 +78,7 @@ type Pool struct {
 	// comes: the GPUs' worth of room left on GPUs parts opened, and the
 	// largest GPU memory, per type index.
 	room, mem []float64
+	opened    []int // GPUs parts opened, per type index (fraction.go)
 	snap      *engine.Snapshot
 	counts    []int // the memory of left and largest
 }

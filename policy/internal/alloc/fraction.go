@@ -17,6 +17,7 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 	if p.room == nil {
 		p.room = make([]float64, len(p.types))
 		p.mem = make([]float64, len(p.types))
+		p.opened = make([]int, len(p.types))
 		for _, nd := range p.snap.Cluster.Nodes {
 			if k := p.Index(nd.GPUType); k >= 0 {
 				mem := nd.GPUMem
@@ -51,11 +52,42 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 		p.room[best] -= share(best)
 		return p.assign(st, best, n), true
 	}
+	if n > 1 {
+		if a, ok := p.takeSpread(st, n, share); ok {
+			return a, true
+		}
+	}
 	k := p.Fit(st, n)
 	if k < 0 {
 		return engine.Assignment{}, false
 	}
 	p.left[k] -= n
+	p.opened[k] += n
 	p.room[k] += float64(n) * (1 - share(k))
 	return p.assign(st, k, n), true
+}
+
+// takeSpread gives a job of n parts (one a GPU, on distinct GPUs) as many
+// GPUs parts opened as have room, counted as if the room were spread over
+// them, and whole GPUs for the rest. Without it a gang of parts counted
+// only whole GPUs, so a running gang could be planned off a cluster that
+// had room for it beside earlier parts (and preempted). Where the room is
+// in fewer GPUs than counted, the engine places what fits exactly and the
+// rest waits, as for any part the pool counted.
+func (p *Pool) takeSpread(st *engine.Status, n int, share func(k int) float64) (engine.Assignment, bool) {
+	for k := range p.types {
+		if t := st.Job.GPUType; t != "" && p.types[k] != t {
+			continue
+		}
+		sh := share(k)
+		m := min(n, p.opened[k], int((p.room[k]+1e-9)/sh))
+		if m <= 0 || p.left[k] < n-m {
+			continue
+		}
+		p.room[k] += float64(n-m)*(1-sh) - float64(m)*sh
+		p.left[k] -= n - m
+		p.opened[k] += n - m
+		return p.assign(st, k, n), true
+	}
+	return engine.Assignment{}, false
 }

@@ -33,23 +33,28 @@ func TestGreedyPacksParts(t *testing.T) {
 		want int // jobs running after one round
 	}{
 		{"whole and seven quarters", func() []*enginetestJob {
-			js := []*enginetestJob{{"w", 0, 0}}
+			js := []*enginetestJob{{"w", 0, 0, 0}}
 			for i := range 7 {
-				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0})
+				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0, 0})
 			}
 			return js
 		}, 5},
 		{"eight quarters", func() []*enginetestJob {
 			var js []*enginetestJob
 			for i := range 8 {
-				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0})
+				js = append(js, &enginetestJob{fmt.Sprintf("q%d", i), 0.25, 0, 0})
 			}
 			return js
 		}, 8},
+		{"two quarters, then a gang of two quarters", func() []*enginetestJob {
+			// The gang's workers sit on distinct GPUs: one beside the two
+			// quarters, one on the other GPU.
+			return []*enginetestJob{{"q0", 0.25, 0, 1}, {"q1", 0.25, 0, 1}, {"g", 0.25, 0, 2}}
+		}, 3},
 		{"halves by memory", func() []*enginetestJob {
 			var js []*enginetestJob
 			for i := range 5 {
-				js = append(js, &enginetestJob{fmt.Sprintf("m%d", i), 0, 8})
+				js = append(js, &enginetestJob{fmt.Sprintf("m%d", i), 0, 8, 0})
 			}
 			return js
 		}, 4},
@@ -67,6 +72,9 @@ func TestGreedyPacksParts(t *testing.T) {
 				}
 				if j.mem > 0 {
 					b.GPUMem(j.mem)
+				}
+				if j.gpus > 1 {
+					b.GPUs(j.gpus)
 				}
 				if _, err := e.Submit(b.Obj()); err != nil {
 					t.Fatal(err)
@@ -91,4 +99,5 @@ func TestGreedyPacksParts(t *testing.T) {
 type enginetestJob struct {
 	id         string
 	share, mem float64
+	gpus       int // workers, one part each on distinct GPUs; 0 means 1
 }
