@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"context"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -86,6 +88,26 @@ func (s *Scheduler) Cached(kind, ns, name, key string) (string, bool) {
 		return "", false
 	}
 	return obj.GetAnnotations()[key], true
+}
+
+// Settle is a round without a decision: the engine keeps the plan of the
+// last round and tide binds and evicts toward it. A paced driver runs it
+// at the same instant after a round whose binds waited for evicted pods'
+// room, as the simulator applies a plan at once: a second decision at the
+// same instant would run the policy twice where the simulator runs it
+// once (a policy that counts rounds or keeps timers would part).
+func (s *Scheduler) Settle(ctx context.Context) error { return s.round(ctx, false) }
+
+// TakenBack reports whether tide's last round took the GPUs of the job of
+// workload key ("tidejob/NS/NAME") back for their owner (tidal.go): the
+// Preempted Event on its evicted workers says so too. A driver playing
+// the kubelets tells a reclaim, whose workers checkpoint first, from the
+// policy's moves by it.
+func (s *Scheduler) TakenBack(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.ids[key]
+	return ok && s.reclaimWhy(id) != ""
 }
 
 // enginePlacer is the engine's placer: the driver's (Live.Placer), or

@@ -403,7 +403,11 @@ type view struct {
 }
 
 // Round runs one scheduling round. Run calls it; tests may too.
-func (s *Scheduler) Round(ctx context.Context) error {
+func (s *Scheduler) Round(ctx context.Context) error { return s.round(ctx, true) }
+
+// round runs one round; without decide the engine keeps its last
+// decision and the round only moves the API server toward it (Settle).
+func (s *Scheduler) round(ctx context.Context, decide bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.health.begin()
@@ -453,13 +457,15 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	queues := s.applyQueues(c.TotalGPUs())
 	s.syncPolicyState(ctx)
 	t1 := time.Now()
-	_, err = s.eng.Schedule()
-	s.policyWarnings()
+	if decide {
+		_, err = s.eng.Schedule()
+		s.policyWarnings()
+	}
 	if err != nil {
 		return err
 	}
-	decide := time.Since(t1)
-	d := decide.Seconds()
+	took := time.Since(t1)
+	d := took.Seconds()
 	s.stats.DecideSeconds += d
 	s.stats.MaxDecideSeconds = max(s.stats.MaxDecideSeconds, d)
 	bound0 := s.stats.Bound
@@ -469,7 +475,7 @@ func (s *Scheduler) Round(ctx context.Context) error {
 	s.writeStatus(ctx, v)
 	s.writeQueueStatus(ctx, queues)
 	if s.cfg.Observe != nil {
-		s.cfg.Observe(RoundInfo{Decide: decide, Total: time.Since(t0), Jobs: len(s.work), Binds: s.stats.Bound - bound0})
+		s.cfg.Observe(RoundInfo{Decide: took, Total: time.Since(t0), Jobs: len(s.work), Binds: s.stats.Bound - bound0})
 	}
 	return nil
 }

@@ -133,6 +133,8 @@ type liveRun struct {
 	replicas map[string]int     // site -> its inference Deployment's replicas, as last set
 	leaving  map[string]float64 // reclaimed worker pod -> when its checkpoint is done and it goes
 	tb       map[string]bool    // kube node -> labelled taken back (the driver alone writes the label)
+	madeRoom map[string]bool    // kube nodes where tide took GPUs back for serving pods: where those pods go
+	capNow   bool               // the owners' demand changed at this instant
 	waits    []ownerWait
 	nWaits   int
 	waitSec  float64
@@ -270,7 +272,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
 		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
-		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
+		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, madeRoom: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
 	lr.s = e.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
 	e.startKCM(t, "deployment-controller,replicaset-controller")
@@ -491,6 +493,7 @@ func (lr *liveRun) drive() {
 		lr.clk.set(t)
 		finished := lr.boundaries(ctx, t)
 		capChanged := lr.capacity(ctx, t)
+		lr.capNow = capChanged
 		arrived := false
 		for lr.arrived < len(lr.order) && lr.order[lr.arrived].j.Submit <= t {
 			lj := lr.order[lr.arrived]
@@ -796,7 +799,7 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 	for pass := 0; ; pass++ {
 		t0 := time.Now()
 		if pass > 0 || lr.stirred(t) {
-			lr.converge(ctx, t, taken)
+			lr.converge(ctx, t, taken, pass == 0 && lr.capNow)
 			did = true
 		}
 		t1 := time.Now()
@@ -811,7 +814,11 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		t2 := time.Now()
 		lr.spent["fences"] += t2.Sub(t1)
 		before := lr.sch.Stats()
-		if err := lr.sch.Round(ctx); err != nil {
+		step := lr.sch.Round
+		if pass > 0 {
+			step = lr.sch.Settle // the plan stands: only its binds are left
+		}
+		if err := step(ctx); err != nil {
 			lr.t.Logf("round at %.0f s: %v", t, err)
 		}
 		lr.spent["tide's rounds"] += time.Since(t2)
@@ -860,7 +867,7 @@ func (lr *liveRun) stirred(t float64) bool {
 // except tide's workers whose GPUs were taken back for their owner (on a
 // server taken back, or on a site whose serving pods wait for GPUs): they
 // checkpoint first and go when the checkpoint is done.
-func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]bool) {
+func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]bool, fresh bool) {
 	for i := 0; ; i++ {
 		if i > 2000 {
 			lr.t.Fatalf("at %.0f s the serving pods never matched their Deployments' replicas", t)
@@ -868,7 +875,6 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 		pods := lr.list(ctx)
 		used := map[string]int{}
 		serving := map[string]int{}
-		asking := map[string]bool{} // sites with serving pods waiting for GPUs
 		var pending []*corev1.Pod
 		for i := range pods {
 			p := &pods[i]
@@ -893,18 +899,21 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 				settled = false // the replica set controller is at work
 			}
 		}
-		acted := false
+		acted := lr.kubelets(ctx, pods, t)
+		if acted {
+			lr.dirty["pod"] = true
+			continue // bind on the room that made
+		}
 		for _, p := range pending {
 			site := p.Spec.NodeSelector[kube.DefaultSiteLabel]
 			best := -1
 			for _, id := range lr.c.SiteOf(site).Nodes {
-				if lr.c.Nodes[id].GPUs-used[lr.kname[id]] > 0 {
+				if (fresh || lr.madeRoom[lr.kname[id]]) && lr.c.Nodes[id].GPUs-used[lr.kname[id]] > 0 {
 					best = id
 					break
 				}
 			}
 			if best < 0 {
-				asking[site] = true
 				continue
 			}
 			// The deletion cost makes the replica set controller, scaling
@@ -914,39 +923,6 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 				Target: corev1.ObjectReference{Kind: "Node", Name: lr.kname[best]}}
 			if err := lr.s.cs.CoreV1().Pods(lr.ns).Bind(ctx, b, metav1.CreateOptions{}); err == nil {
 				used[lr.kname[best]]++
-				acted = true
-			}
-		}
-		for i := range pods {
-			p := &pods[i]
-			switch {
-			case p.Name == fenceName:
-			case p.DeletionTimestamp != nil:
-				if at, ok := lr.leaving[p.Name]; ok {
-					if at > t {
-						continue
-					}
-					delete(lr.leaving, p.Name)
-				} else if lj := lr.byName[p.Labels[kube.LabelTideJob]]; lj != nil && p.Spec.NodeName != "" &&
-					(taken[p.Spec.NodeName] || asking[lr.c.Nodes[lr.node[p.Spec.NodeName]].Site]) {
-					if ck := lr.mig.Checkpoint(lj.j); ck > 0 {
-						lr.leaving[p.Name] = t + ck
-					}
-					lj.reclaimed = true
-					if lr.leaving[p.Name] > t {
-						continue
-					}
-					delete(lr.leaving, p.Name)
-				}
-				zero := int64(0)
-				_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-				acted = true
-			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-					lr.t.Fatal(err)
-				}
 				acted = true
 			}
 		}
@@ -960,6 +936,49 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+}
+
+// kubelets starts bound pods and ends deleted ones at t: at once, or,
+// for a worker of tide's whose GPUs tide took back for their owner
+// (kube.Scheduler.TakenBack), once its checkpoint is done. It reports
+// whether it did anything.
+func (lr *liveRun) kubelets(ctx context.Context, pods []corev1.Pod, t float64) bool {
+	acted := false
+	for i := range pods {
+		p := &pods[i]
+		switch {
+		case p.Name == fenceName:
+		case p.DeletionTimestamp != nil:
+			if at, ok := lr.leaving[p.Name]; ok {
+				if at > t {
+					continue
+				}
+				delete(lr.leaving, p.Name)
+			} else if lj := lr.byName[p.Labels[kube.LabelTideJob]]; lj != nil && p.Spec.NodeName != "" &&
+				lr.sch.TakenBack("tidejob/"+lr.ns+"/"+lj.name) {
+				if ck := lr.mig.Checkpoint(lj.j); ck > 0 {
+					lr.leaving[p.Name] = t + ck
+				}
+				lj.reclaimed = true
+				lr.madeRoom[p.Spec.NodeName] = true
+				if lr.leaving[p.Name] > t {
+					continue
+				}
+				delete(lr.leaving, p.Name)
+			}
+			zero := int64(0)
+			_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			acted = true
+		case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+				lr.t.Fatal(err)
+			}
+			acted = true
+		}
+	}
+	return acted
 }
 
 // ownersMet ends the owners' waits whose demand is met at t: no serving
@@ -994,6 +1013,9 @@ func (lr *liveRun) ownersMet(pods []corev1.Pod, t float64, taken map[string]bool
 		}
 	}
 	lr.waits = keep
+	if len(keep) == 0 {
+		clear(lr.madeRoom)
+	}
 }
 
 // noteDeclined marks the jobs tide declined done.

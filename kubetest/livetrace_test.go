@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
 
@@ -27,9 +28,11 @@ func (p *tracePolicy) Unwrap() engine.Policy { return p.inner }
 func (p *tracePolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := p.inner.Schedule(s)
 	down := 0
-	for _, d := range s.Down {
+	perNode := map[int]int{}
+	for g, d := range s.Down {
 		if d {
 			down++
+			perNode[s.Cluster.NodeOf(cluster.GPUID(g)).ID]++
 		}
 	}
 	var held []string
@@ -49,6 +52,6 @@ func (p *tracePolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, a := range plan.Run {
 		run = append(run, fmt.Sprintf("%s:%d@%s", p.name(a.Job), a.GPUs, a.Site))
 	}
-	fmt.Fprintf(p.w, "t=%.0f down=%d jobs=%d held %s | plan %s | decline %v\n", s.Now, down, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline)
+	fmt.Fprintf(p.w, "t=%.0f down=%d%v jobs=%d held %s | plan %s | decline %v\n", s.Now, down, perNode, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline)
 	return plan
 }
