@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/localexec"
+	"github.com/tide-sched/tide/localexec/cudatest"
 )
 
 // TestPackedPairsPyTorch is the real-GPU check of packed pairs
@@ -35,16 +34,7 @@ import (
 // writes them to $TIDE_PACK_RESULT when set. Skipped, saying why, without
 // a GPU.
 func TestPackedPairsPyTorch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains on a real GPU")
-	}
-	if out, err := exec.Command("nvidia-smi", "-L").CombinedOutput(); err != nil || !strings.Contains(string(out), "GPU 0") {
-		t.Skipf("no NVIDIA GPU on this machine (nvidia-smi -L: %v %s): the packed-pair PyTorch test needs one", err, strings.TrimSpace(string(out)))
-	}
-	py := "python3"
-	if out, err := exec.Command(py, "-c", "import torch; assert torch.cuda.is_available()").CombinedOutput(); err != nil {
-		t.Skipf("%s has no PyTorch with CUDA: %v %s", py, err, out)
-	}
+	py := cudatest.Python(t, "the packed-pair PyTorch test needs a GPU with PyTorch")
 	gpus, err := localexec.Discover("")
 	if err != nil {
 		t.Fatal(err)

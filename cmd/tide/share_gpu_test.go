@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/localexec/cudatest"
 )
 
 // TestServeSharedGPUPyTorch is the real-GPU check of GPU sharing
@@ -23,16 +23,7 @@ import (
 // writes them to $TIDE_SHARE_RESULT when set. Skipped, saying why, without
 // a GPU.
 func TestServeSharedGPUPyTorch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds tide serve and trains on a real GPU")
-	}
-	if out, err := exec.Command("nvidia-smi", "-L").CombinedOutput(); err != nil || !strings.Contains(string(out), "GPU 0") {
-		t.Skipf("no NVIDIA GPU on this machine (nvidia-smi -L: %v %s): the shared-GPU PyTorch test needs one", err, strings.TrimSpace(string(out)))
-	}
-	py := "python3"
-	if out, err := exec.Command(py, "-c", "import torch; assert torch.cuda.is_available()").CombinedOutput(); err != nil {
-		t.Skipf("%s has no PyTorch with CUDA: %v %s", py, err, out)
-	}
+	py := cudatest.Python(t, "the shared-GPU PyTorch test needs a GPU with PyTorch")
 	bin, _ := binaries(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	s := serveGPUs(t, bin, dir)
