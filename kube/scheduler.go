@@ -169,6 +169,9 @@ type Scheduler struct {
 	created map[types.UID]*corev1.Pod // worker pods we created (and bound) the cache has not seen yet
 	partIdx map[types.UID]int         // GPU indices of the parts among assumed pods (gpuindex.go)
 	said    map[string]string         // problems already logged, by object
+	// tjMemo holds the TideJobs look converted, by namespace/name: each
+	// is converted again only when it changed.
+	tjMemo map[string]convertedTideJob
 	// notReady is when tide first saw each node NotReady (nodes.go).
 	notReady map[string]time.Time
 	warned   int                  // engine warnings already reported
@@ -480,6 +483,15 @@ func (s *Scheduler) round(ctx context.Context, decide bool) error {
 	return nil
 }
 
+// convertedTideJob is a TideJob look converted from the informer's
+// object at a resource version. Nothing changes it after: a round reads
+// it (writeStatus writes a copy).
+type convertedTideJob struct {
+	uid types.UID
+	rv  string
+	tj  *TideJob
+}
+
 // look reads the caches.
 func (s *Scheduler) look() (*view, error) {
 	nodes, err := s.nodes.List(labels.Everything())
@@ -496,21 +508,29 @@ func (s *Scheduler) look() (*view, error) {
 		if err != nil {
 			return nil, err
 		}
+		memo := make(map[string]convertedTideJob, len(objs))
 		for _, o := range objs {
 			u, ok := o.(*unstructured.Unstructured)
 			if !ok {
 				continue
 			}
-			tj := &TideJob{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, tj); err != nil {
-				s.warnOnce("tidejob/"+u.GetNamespace()+"/"+u.GetName(), "tidejob "+u.GetNamespace()+"/"+u.GetName(), err.Error())
-				continue
+			key := u.GetNamespace() + "/" + u.GetName()
+			c, ok := s.tjMemo[key]
+			if !ok || c.uid != u.GetUID() || c.rv != u.GetResourceVersion() {
+				c = convertedTideJob{uid: u.GetUID(), rv: u.GetResourceVersion(), tj: &TideJob{}}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c.tj); err != nil {
+					s.warnOnce("tidejob/"+key, "tidejob "+key, err.Error())
+					continue
+				}
 			}
+			memo[key] = c
+			tj := c.tj
 			if name := tj.Spec.Template.Spec.SchedulerName; name != s.cfg.SchedulerName && (name != "" || s.cfg.SchedulerName != "tide") {
 				continue // another scheduler's
 			}
 			tjs = append(tjs, tj)
 		}
+		s.tjMemo = memo
 	}
 	v := &view{nodes: map[string]*corev1.Node{}, states: map[string]*nodeState{}, alloc: map[string]int{},
 		phys: map[string]int{}, foreign: map[string]int{}, held: map[string]int{}, invalid: map[string]*TideJob{}}

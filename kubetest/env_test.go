@@ -45,6 +45,18 @@ type env struct {
 	calls   *callLog // the calls tideCS and tideDyn made (ops_test.go)
 }
 
+// counted is e with clients that count their requests in c (the live
+// runner's note says where its API calls went).
+func (e *env) counted(c *apiCalls) *env {
+	out := *e
+	out.cs = kubernetes.NewForConfigOrDie(c.wrap(e.cfg, "driver"))
+	out.dyn = dynamic.NewForConfigOrDie(c.wrap(e.cfg, "driver"))
+	tc := c.wrap(asTide(e.cfg), "tide")
+	out.tideCS = kubernetes.NewForConfigOrDie(tc)
+	out.tideDyn = dynamic.NewForConfigOrDie(tc)
+	return &out
+}
+
 // startEnv starts etcd and a kube-apiserver for the rest of t, and installs
 // tide's CRD from deploy/. Cleanups stop the API server before etcd.
 func startEnv(t testing.TB) *env {

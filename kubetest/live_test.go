@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
@@ -144,6 +152,10 @@ type liveRun struct {
 	spent    map[string]time.Duration // wall time by part of the driver's loop
 	tick     int64                    // the next round falls at tick*round, as in the simulator
 	declined int                      // tide's declined count last seen
+	calls    *apiCalls                // API requests by client, verb and resource
+	podList  corelisters.PodNamespaceLister
+	podEvent chan struct{} // the driver's pod informer saw a change
+	stale    bool          // pods may have changed since the driver's informer last caught up (syncPods)
 
 	mu sync.Mutex // guards progress, read by tide's rounds
 }
@@ -272,8 +284,9 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
 		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
-		tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, madeRoom: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
-	lr.s = e.scenario(t, "tide-live", lr.ns)
+		calls: &apiCalls{n: map[string]int{}}, tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, madeRoom: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
+	counted := e.counted(lr.calls)
+	lr.s = counted.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
 	e.startKCM(t, "deployment-controller,replicaset-controller")
 	if lr.mig, err = ins.Sites.Migration.Filled(); err != nil {
@@ -306,6 +319,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	sort.SliceStable(lr.order, func(a, b int) bool { return lr.order[a].j.Submit < lr.order[b].j.Submit })
 	lr.events = timeline(ins.Sites.Changes, ins.Sites.Diurnal, lr.c, lastSubmit(r.Jobs)+30*86400)
 	lr.makeFences()
+	lr.watchPods()
 	// Evicted workers stay terminating until the driver's kubelet ends
 	// them (at once, or after the checkpoint of a reclaim): a grace
 	// period of 0 would have the API server delete them itself.
@@ -332,7 +346,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	start := time.Now()
 	lr.drive()
 	stop()
-	note = fmt.Sprintf("live run: %.0f s wall, %d rounds; the driver's loop by part: %v", time.Since(start).Seconds(), lr.rounds, lr.spent)
+	note = fmt.Sprintf("live run: %.0f s wall, %d rounds; the driver's loop by part: %v; API calls per round: %s", time.Since(start).Seconds(), lr.rounds, lr.spent, lr.calls.perRound(lr.rounds))
 	run := &report.Run{Policy: spec + " (live)", Trace: ins.Trace, Cluster: lr.c.String(), TotalGPUs: lr.c.TotalGPUs(), Seed: sc.Seed,
 		Rounds: lr.rounds, InferenceWaits: lr.nWaits, InferenceWaitSeconds: lr.waitSec}
 	for _, lj := range lr.jobs {
@@ -408,37 +422,102 @@ func (lr *liveRun) makeFences() {
 	})
 }
 
+// watchPods starts the driver's pod informer (its view of the run's pods,
+// read instead of listing them from the API server at every step).
+func (lr *liveRun) watchPods() {
+	ctx, stop := context.WithCancel(context.Background())
+	lr.t.Cleanup(stop)
+	f := informers.NewSharedInformerFactoryWithOptions(lr.s.cs, 0, informers.WithNamespace(lr.ns))
+	inf := f.Core().V1().Pods()
+	lr.podEvent = make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case lr.podEvent <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() }, DeleteFunc: func(any) { poke() }}); err != nil {
+		lr.t.Fatal(err)
+	}
+	lr.podList = inf.Lister().Pods(lr.ns)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+}
+
+// pods returns the run's pods as the API server holds them now. The
+// driver's informer applies the pods' changes in the order the API server
+// made them, so once it holds a fence value written after the driver's
+// and tide's last writes (written when they wrote since: stale), it holds
+// those writes; the replica set controller's, waited for by converge,
+// come as they come. The pods are copies: change them freely (not their
+// maps).
+func (lr *liveRun) pods(ctx context.Context) []corev1.Pod {
+	if lr.stale {
+		v := lr.writeFence(ctx, "pod")
+		lr.waitFence("the driver's", "pod", v, func() (string, bool) {
+			p, err := lr.podList.Get(fenceName)
+			if err != nil {
+				return "", false
+			}
+			return p.Annotations[fenceAnnot], true
+		})
+		lr.stale = false
+	}
+	l, err := lr.podList.List(labels.Everything())
+	if err != nil {
+		lr.t.Fatal(err)
+	}
+	out := make([]corev1.Pod, len(l))
+	for i, p := range l {
+		out[i] = *p
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+// writeFence writes a new value on the fence of kind and returns it.
+func (lr *liveRun) writeFence(ctx context.Context, kind string) string {
+	lr.fenceN++
+	v := strconv.Itoa(lr.fenceN)
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, fenceAnnot, v))
+	var err error
+	switch kind {
+	case "pod":
+		_, err = lr.s.cs.CoreV1().Pods(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	case "node":
+		_, err = lr.s.cs.CoreV1().Nodes().Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	case "tidejob":
+		_, err = lr.s.dyn.Resource(kube.TideJobResource).Namespace(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		lr.t.Fatalf("fence %s: %v", kind, err)
+	}
+	return v
+}
+
+// waitFence waits until cached (whose cache) returns the fence value v.
+func (lr *liveRun) waitFence(whose, kind, v string, cached func() (string, bool)) {
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		if got, _ := cached(); got == v {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			lr.t.Fatalf("%s cache did not see the %s fence %s within a minute", whose, kind, v)
+		}
+	}
+}
+
 // fence writes a new value on the fence of every kind written since the
 // last fence (by the driver, or by the replica set controller while the
 // driver waited for it) and waits until tide's caches hold them.
 func (lr *liveRun) fence(ctx context.Context) {
-	lr.fenceN++
-	v := strconv.Itoa(lr.fenceN)
 	for kind, d := range lr.dirty {
 		if !d {
 			continue
 		}
-		var err error
-		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, fenceAnnot, v))
-		switch kind {
-		case "pod":
-			_, err = lr.s.cs.CoreV1().Pods(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
-		case "node":
-			_, err = lr.s.cs.CoreV1().Nodes().Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
-		case "tidejob":
-			_, err = lr.s.dyn.Resource(kube.TideJobResource).Namespace(lr.ns).Patch(ctx, fenceName, "application/merge-patch+json", patch, metav1.PatchOptions{})
-		}
-		if err != nil {
-			lr.t.Fatalf("fence %s: %v", kind, err)
-		}
-		for start := time.Now(); ; time.Sleep(time.Millisecond) {
-			if got, _ := lr.sch.Cached(kind, lr.ns, fenceName, fenceAnnot); got == v {
-				break
-			}
-			if time.Since(start) > time.Minute {
-				lr.t.Fatalf("tide's cache did not see the %s fence %s within a minute", kind, v)
-			}
-		}
+		v := lr.writeFence(ctx, kind)
+		lr.waitFence("tide's", kind, v, func() (string, bool) { return lr.sch.Cached(kind, lr.ns, fenceName, fenceAnnot) })
 		lr.dirty[kind] = false
 	}
 }
@@ -605,6 +684,7 @@ func (lr *liveRun) boundaries(ctx context.Context, t float64) bool {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	finished := false
+	var pods []corev1.Pod // the pods as the last instant left them: a completion changes only its job's
 	for _, lj := range lr.jobs {
 		for !lj.done && lj.next <= t {
 			inDelay := lj.delay > 0
@@ -614,7 +694,10 @@ func (lr *liveRun) boundaries(ctx context.Context, t float64) bool {
 				lj.progress = min(lj.until, work)
 			}
 			if lj.progress >= work {
-				lr.complete(ctx, lj, t)
+				if pods == nil {
+					pods = lr.pods(ctx)
+				}
+				lr.complete(ctx, lj, t, pods)
 				finished = true
 				break
 			}
@@ -629,23 +712,19 @@ func (lr *liveRun) boundaries(ctx context.Context, t float64) bool {
 }
 
 // complete marks lj's workers succeeded: its work is done.
-func (lr *liveRun) complete(ctx context.Context, lj *liveJob, t float64) {
+func (lr *liveRun) complete(ctx context.Context, lj *liveJob, t float64, pods []corev1.Pod) {
 	lj.done, lj.next = true, math.Inf(1)
 	lj.rec.Finish, lj.rec.State = t, string(job.Finished)
-	pods, err := lr.s.cs.CoreV1().Pods(lr.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelTideJob + "=" + lj.name})
-	if err != nil {
-		lr.t.Fatal(err)
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[kube.LabelTideJob] != lj.name || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
 		p.Status.Phase = corev1.PodSucceeded
 		if _, err := lr.s.cs.CoreV1().Pods(lr.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			lr.t.Fatal(err)
 		}
-		lr.dirty["pod"] = true
+		lr.dirty["pod"], lr.stale = true, true
 	}
 	lj.workers = nil
 }
@@ -678,7 +757,7 @@ func (lr *liveRun) capacity(ctx context.Context, t float64) bool {
 	for site, want := range lr.serving {
 		lr.scale(ctx, site, want)
 	}
-	pods := lr.list(ctx)
+	pods := lr.pods(ctx)
 	for site, want := range lr.taken {
 		lr.takeBack(ctx, site, want, pods)
 	}
@@ -686,15 +765,6 @@ func (lr *liveRun) capacity(ctx context.Context, t float64) bool {
 		lr.waits = append(lr.waits, ownerWait{t: t, site: site})
 	}
 	return true
-}
-
-// list lists the run's pods.
-func (lr *liveRun) list(ctx context.Context) []corev1.Pod {
-	l, err := lr.s.cs.CoreV1().Pods(lr.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		lr.t.Fatal(err)
-	}
-	return l.Items
 }
 
 // scale sets the replicas of site's inference Deployment (one GPU a
@@ -831,12 +901,13 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 			lr.noteDeclined(ctx)
 		}
 		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
+		lr.stale = lr.stale || round // tide wrote pods
 	}
 	if !did {
 		return
 	}
 	t0 := time.Now()
-	pods := lr.list(ctx)
+	pods := lr.pods(ctx)
 	lr.launch(pods, t)
 	lr.spent["charging"] += time.Since(t0)
 	lr.ownersMet(pods, t, taken)
@@ -872,7 +943,7 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 		if i > 2000 {
 			lr.t.Fatalf("at %.0f s the serving pods never matched their Deployments' replicas", t)
 		}
-		pods := lr.list(ctx)
+		pods := lr.pods(ctx)
 		used := map[string]int{}
 		serving := map[string]int{}
 		var pending []*corev1.Pod
@@ -901,7 +972,7 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 		}
 		acted := lr.kubelets(ctx, pods, t)
 		if acted {
-			lr.dirty["pod"] = true
+			lr.dirty["pod"], lr.stale = true, true
 			continue // bind on the room that made
 		}
 		for _, p := range pending {
@@ -926,6 +997,9 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 				acted = true
 			}
 		}
+		if acted {
+			lr.stale = true
+		}
 		if !settled || acted {
 			lr.dirty["pod"] = true
 		}
@@ -933,7 +1007,12 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 			return
 		}
 		if !acted {
-			time.Sleep(2 * time.Millisecond)
+			// The replica set controller is at work: its pods come in
+			// the informer's time.
+			select {
+			case <-lr.podEvent:
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 }
@@ -1158,4 +1237,51 @@ func testLiveSmall(t *testing.T, e *env) {
 	if lh <= 0 {
 		t.Errorf("live run harvested no GPU-hours")
 	}
+}
+
+// apiCalls counts API requests by client ("driver", "tide"), verb and
+// resource.
+type apiCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// wrap makes cfg's clients count their requests as who's.
+func (c *apiCalls) wrap(cfg *rest.Config, who string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	parse := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if info, err := parse.NewRequestInfo(req); err == nil && info.IsResourceRequest {
+				res := info.Resource
+				if info.Subresource != "" {
+					res += "/" + info.Subresource
+				}
+				c.mu.Lock()
+				c.n[who+" "+info.Verb+" "+res]++
+				c.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// perRound lists the counts per round, most first.
+func (c *apiCalls) perRound(rounds int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.n))
+	for k := range c.n {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool { return c.n[keys[a]] > c.n[keys[b]] })
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.2f", k, float64(c.n[k])/float64(max(1, rounds)))
+	}
+	return b.String()
 }

@@ -37,7 +37,7 @@ if [ -z "$out" ]; then
 fi
 start=$(date +%s)
 cd "$root/kubetest"
-TIDE_LIVE_SCENARIO=$file TIDE_LIVE_POLICY=${2:-} TIDE_LIVE_OUT=$out \
+GOGC=${GOGC:-400} TIDE_LIVE_SCENARIO=$file TIDE_LIVE_POLICY=${2:-} TIDE_LIVE_OUT=$out \
 	go test -vet=off -count=1 -timeout 0 -run '^TestLiveScenario$' . >&2
 echo "live-scenario: $(($(date +%s) - start)) s wall" >&2
 if [ -n "$tmp" ]; then
