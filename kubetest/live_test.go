@@ -308,8 +308,20 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 			kn.Labels[kube.DefaultSiteKindLabel] = n.SiteKind
 		})
 	}
+	// Each TideJob is named by its trace ID's rank among the trace's IDs,
+	// so that tide's job IDs ("tidejob/NS/NAME") sort as the simulator's
+	// do: a policy that breaks ties by job ID then orders its plan alike.
+	rank := map[string]int{}
+	ids := make([]string, len(r.Jobs))
 	for i, j := range r.Jobs {
-		lj := &liveJob{j: j, name: fmt.Sprintf("j-%d", i), next: math.Inf(1)}
+		ids[i] = j.ID
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		rank[id] = i
+	}
+	for _, j := range r.Jobs {
+		lj := &liveJob{j: j, name: fmt.Sprintf("j-%06d", rank[j.ID]), next: math.Inf(1)}
 		lj.rec = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs, Submit: j.Submit, Start: -1, Finish: -1,
 			Deadline: j.Deadline, State: string(job.Pending), Priority: j.Priority}
 		lr.jobs = append(lr.jobs, lj)
