@@ -318,6 +318,9 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	sort.Strings(ids)
 	for i, id := range ids {
+		if i > 0 && id == ids[i-1] {
+			t.Fatalf("trace job ID %s appears twice", id)
+		}
 		rank[id] = i
 	}
 	for _, j := range r.Jobs {
