@@ -110,6 +110,22 @@ func (s *Scheduler) TakenBack(key string) bool {
 	return ok && s.reclaimWhy(id) != ""
 }
 
+// MakingRoom returns the node where tide's last round made room (took
+// GPUs back from training, or kept idle ones) for pod ns/name of another
+// scheduler, pending on a lent site, or "" (tidal.go, reserveFor). A
+// driver playing that scheduler binds the pod there, as kube-scheduler
+// binds a pod to the node it nominated after preempting for it.
+func (s *Scheduler) MakingRoom(ns, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.tidal.reserve {
+		if r.pod.Namespace == ns && r.pod.Name == name {
+			return r.node
+		}
+	}
+	return ""
+}
+
 // enginePlacer is the engine's placer: the driver's (Live.Placer), or
 // tide's worker placer.
 func (s *Scheduler) enginePlacer() engine.Placer {

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -139,9 +140,8 @@ type liveRun struct {
 	serving  map[string]int     // site -> serving pods the timeline wants
 	taken    map[string]int     // site -> servers taken back the timeline wants
 	replicas map[string]int     // site -> its inference Deployment's replicas, as last set
-	leaving  map[string]float64 // reclaimed worker pod -> when its checkpoint is done and it goes
+	ownerAt  map[string]float64 // kube node -> when the checkpoint of the job tide took GPUs from there for their owner is done: the owner gets them then
 	tb       map[string]bool    // kube node -> labelled taken back (the driver alone writes the label)
-	madeRoom map[string]bool    // kube nodes where tide took GPUs back for serving pods: where those pods go
 	capNow   bool               // the owners' demand changed at this instant
 	waits    []ownerWait
 	nWaits   int
@@ -154,6 +154,9 @@ type liveRun struct {
 	declined int                      // tide's declined count last seen
 	calls    *apiCalls                // API requests by client, verb and resource
 	podList  corelisters.PodNamespaceLister
+	debug    io.Writer // with TIDE_LIVE_TRACE and TIDE_LIVE_DEBUG=FROM:TO, each pass of the instants in [FROM, TO] (PREFIX.driver)
+	dbgFrom  float64
+	dbgTo    float64
 	podEvent chan struct{} // the driver's pod informer saw a change
 	stale    bool          // pods may have changed since the driver's informer last caught up (syncPods)
 
@@ -284,7 +287,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	}
 	lr := &liveRun{t: t, ns: "live", clk: &pacedClock{}, model: r.Config.Model, c: ins.Cluster, round: ins.Round, onEvents: ins.OnEvents,
 		node: map[string]int{}, byName: map[string]*liveJob{}, siteIx: map[string]int{}, serving: map[string]int{}, taken: map[string]int{},
-		calls: &apiCalls{n: map[string]int{}}, tick: 1, replicas: map[string]int{}, leaving: map[string]float64{}, tb: map[string]bool{}, madeRoom: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
+		calls: &apiCalls{n: map[string]int{}}, tick: 1, replicas: map[string]int{}, ownerAt: map[string]float64{}, tb: map[string]bool{}, spent: map[string]time.Duration{}, dirty: map[string]bool{}}
 	counted := e.counted(lr.calls)
 	lr.s = counted.scenario(t, "tide-live", lr.ns)
 	t.Log("starting kube-controller-manager (deployments, replica sets) for the inference Deployments")
@@ -335,6 +338,12 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	lr.events = timeline(ins.Sites.Changes, ins.Sites.Diurnal, lr.c, lastSubmit(r.Jobs)+30*86400)
 	lr.makeFences()
 	lr.watchPods()
+	if prefix, win := os.Getenv("TIDE_LIVE_TRACE"), os.Getenv("TIDE_LIVE_DEBUG"); prefix != "" && win != "" {
+		if _, err := fmt.Sscanf(win, "%g:%g", &lr.dbgFrom, &lr.dbgTo); err != nil {
+			t.Fatalf("TIDE_LIVE_DEBUG=%q: want FROM:TO (simulated seconds): %v", win, err)
+		}
+		lr.debug = createFile(t, prefix+".driver")
+	}
 	// Evicted workers stay terminating until the driver's kubelet ends
 	// them (at once, or after the checkpoint of a reclaim): a grace
 	// period of 0 would have the API server delete them itself.
@@ -570,7 +579,7 @@ func (lr *liveRun) drive() {
 		if lr.next < len(lr.events) {
 			t = min(t, lr.events[lr.next].T)
 		}
-		for _, at := range lr.leaving {
+		for _, at := range lr.ownerAt {
 			t = min(t, at)
 		}
 		if lr.active() {
@@ -908,6 +917,7 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		}
 		lr.spent["tide's rounds"] += time.Since(t2)
 		after := lr.sch.Stats()
+		lr.debugf(t, "pass %d: round %v: evicted %d bound %d created %d", pass, pass == 0, after.Evicted-before.Evicted, after.Bound-before.Bound, after.Created-before.Created)
 		if pass == 0 {
 			lr.rounds++
 		}
@@ -923,9 +933,22 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 	}
 	t0 := time.Now()
 	pods := lr.pods(ctx)
+	if lr.debug != nil && t >= lr.dbgFrom && t <= lr.dbgTo {
+		for _, p := range pods {
+			lr.debugf(t, "pod %s job %s node %q phase %s deleting %v", p.Name, p.Labels[kube.LabelTideJob], p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
+	}
 	lr.launch(pods, t)
 	lr.spent["charging"] += time.Since(t0)
 	lr.ownersMet(pods, t, taken)
+}
+
+// debugf writes a line of the driver's debug log at t.
+func (lr *liveRun) debugf(t float64, format string, args ...any) {
+	if lr.debug == nil || t < lr.dbgFrom || t > lr.dbgTo {
+		return
+	}
+	fmt.Fprintf(lr.debug, "t=%.0f "+format+"\n", append([]any{t}, args...)...)
 }
 
 // stirred: something may have changed the pods since the last instant
@@ -938,7 +961,7 @@ func (lr *liveRun) stirred(t float64) bool {
 			return true
 		}
 	}
-	for _, at := range lr.leaving {
+	for _, at := range lr.ownerAt {
 		if at <= t {
 			return true
 		}
@@ -948,11 +971,11 @@ func (lr *liveRun) stirred(t float64) bool {
 
 // converge plays, at t, the serving pods' scheduler and every kubelet until
 // nothing is left to do: serving pods wait for the replica set controller
-// to make or delete them; pending ones are bound to the first node of
-// their site with a GPU free; bound pods start; deleted pods go at once,
-// except tide's workers whose GPUs were taken back for their owner (on a
-// server taken back, or on a site whose serving pods wait for GPUs): they
-// checkpoint first and go when the checkpoint is done.
+// to make or delete them; new pending ones are bound to the first node of
+// their site with a GPU free (fresh: the owners' demand rose at t), those
+// that wait go where tide makes room for them (kube.Scheduler.MakingRoom)
+// once the checkpoint of the job it took the GPUs from is done; bound
+// pods start; deleted pods go at once.
 func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]bool, fresh bool) {
 	for i := 0; ; i++ {
 		if i > 2000 {
@@ -993,10 +1016,19 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 		for _, p := range pending {
 			site := p.Spec.NodeSelector[kube.DefaultSiteLabel]
 			best := -1
-			for _, id := range lr.c.SiteOf(site).Nodes {
-				if (fresh || lr.madeRoom[lr.kname[id]]) && lr.c.Nodes[id].GPUs-used[lr.kname[id]] > 0 {
+			if node := lr.sch.MakingRoom(lr.ns, p.Name); node != "" {
+				// Where tide makes room for it, once the checkpoint of
+				// the job it took the GPUs from is done.
+				if id := lr.node[node]; lr.ownerAt[node] <= t && lr.c.Nodes[id].GPUs-used[node] > 0 {
 					best = id
-					break
+				}
+			} else if fresh {
+				// Idle GPUs: the first node's.
+				for _, id := range lr.c.SiteOf(site).Nodes {
+					if lr.c.Nodes[id].GPUs-used[lr.kname[id]] > 0 {
+						best = id
+						break
+					}
 				}
 			}
 			if best < 0 {
@@ -1032,9 +1064,11 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 	}
 }
 
-// kubelets starts bound pods and ends deleted ones at t: at once, or,
-// for a worker of tide's whose GPUs tide took back for their owner
-// (kube.Scheduler.TakenBack), once its checkpoint is done. It reports
+// kubelets starts bound pods and ends deleted ones at t, at once. A
+// worker of tide's whose GPUs tide took back for their owner
+// (kube.Scheduler.TakenBack) marks its job reclaimed and its node's
+// owner waiting for the job's checkpoint (ownerAt), as the simulator
+// charges a reclaim: the job stops at once, the owner waits. It reports
 // whether it did anything.
 func (lr *liveRun) kubelets(ctx context.Context, pods []corev1.Pod, t float64) bool {
 	acted := false
@@ -1043,22 +1077,14 @@ func (lr *liveRun) kubelets(ctx context.Context, pods []corev1.Pod, t float64) b
 		switch {
 		case p.Name == fenceName:
 		case p.DeletionTimestamp != nil:
-			if at, ok := lr.leaving[p.Name]; ok {
-				if at > t {
-					continue
-				}
-				delete(lr.leaving, p.Name)
-			} else if lj := lr.byName[p.Labels[kube.LabelTideJob]]; lj != nil && p.Spec.NodeName != "" &&
+			if lj := lr.byName[p.Labels[kube.LabelTideJob]]; lj != nil && p.Spec.NodeName != "" &&
 				lr.sch.TakenBack("tidejob/"+lr.ns+"/"+lj.name) {
-				if ck := lr.mig.Checkpoint(lj.j); ck > 0 {
-					lr.leaving[p.Name] = t + ck
-				}
+				// Its owner gets the GPUs once the job's checkpoint is
+				// done; the job's GPUs are free of it now (the
+				// simulator's model: a reclaim stops the job at once and
+				// the owner waits for the checkpoint).
+				lr.ownerAt[p.Spec.NodeName] = max(lr.ownerAt[p.Spec.NodeName], t+lr.mig.Checkpoint(lj.j))
 				lj.reclaimed = true
-				lr.madeRoom[p.Spec.NodeName] = true
-				if lr.leaving[p.Name] > t {
-					continue
-				}
-				delete(lr.leaving, p.Name)
 			}
 			zero := int64(0)
 			_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -1076,14 +1102,22 @@ func (lr *liveRun) kubelets(ctx context.Context, pods []corev1.Pod, t float64) b
 }
 
 // ownersMet ends the owners' waits whose demand is met at t: no serving
-// pod of the site pending, no worker of tide's on a server taken back.
+// pod of the site pending, no worker of tide's on a server taken back, no
+// checkpoint of a job tide took the site's GPUs from still going.
 // A wait that lasted counts, once per rise in demand, as the simulator
 // counts one per capacity change that took GPUs from training.
 func (lr *liveRun) ownersMet(pods []corev1.Pod, t float64, taken map[string]bool) {
+	open := map[string]bool{}
+	for node, at := range lr.ownerAt {
+		if at > t {
+			open[lr.c.Nodes[lr.node[node]].Site] = true // a checkpoint its owner waits for
+		} else {
+			delete(lr.ownerAt, node)
+		}
+	}
 	if len(lr.waits) == 0 {
 		return
 	}
-	open := map[string]bool{}
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -1107,9 +1141,6 @@ func (lr *liveRun) ownersMet(pods []corev1.Pod, t float64, taken map[string]bool
 		}
 	}
 	lr.waits = keep
-	if len(keep) == 0 {
-		clear(lr.madeRoom)
-	}
 }
 
 // noteDeclined marks the jobs tide declined done.
@@ -1147,6 +1178,9 @@ func (lr *liveRun) launch(pods []corev1.Pod, t float64) {
 	defer lr.mu.Unlock()
 	for _, lj := range lr.jobs {
 		nodes := mine[lj.name]
+		if len(nodes) == 0 && len(lj.workers) > 0 && !lj.done {
+			lr.debugf(t, "charge %s (%s): no workers", lj.name, lj.j.ID)
+		}
 		sort.Strings(nodes)
 		reclaimed := lj.reclaimed
 		lj.reclaimed = false
@@ -1170,6 +1204,7 @@ func (lr *liveRun) launch(pods []corev1.Pod, t float64) {
 		costs := lr.model.Costs(lj.j)
 		site := lr.c.Nodes[lr.node[nodes[0]]].Site
 		kind := engineKind(lj.rec.Start >= 0, was)
+		lr.debugf(t, "charge %s (%s): %s on %v", lj.name, lj.j.ID, kind, nodes)
 		switch kind {
 		case "start":
 			lj.rec.Start = t
