@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -124,6 +125,24 @@ func (s *Scheduler) MakingRoom(ns, name string) string {
 		}
 	}
 	return ""
+}
+
+// workOrder is the order workloads go to the engine (submitted, or again
+// on a rebuild): by creation, or under a live driver by the submission
+// times its jobs have (Live.Job), so that the engine lists them as the
+// simulator's engine does, in arrival order, whatever the wall-clock
+// second each TideJob was created in. A policy that breaks ties by that
+// order then plans alike.
+func (s *Scheduler) workOrder(m map[string]*workload) []*workload {
+	ws := sortedWork(m)
+	if l := s.cfg.Live; l != nil && l.Job != nil {
+		sub := make(map[*workload]float64, len(ws))
+		for _, w := range ws {
+			sub[w] = s.jobOf(w, w.key).Submit
+		}
+		sort.SliceStable(ws, func(a, b int) bool { return sub[ws[a]] < sub[ws[b]] })
+	}
+	return ws
 }
 
 // enginePlacer is the engine's placer: the driver's (Live.Placer), or

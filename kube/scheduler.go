@@ -808,7 +808,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 	taken := newGPUTaker(c) // GPUs adopted so far
 	s.reserveParts(v, c, byName, taken)
 	var ad []adoption
-	for _, w := range sortedWork(v.work) {
+	for _, w := range s.workOrder(v.work) {
 		if w.ended() {
 			continue
 		}
@@ -975,7 +975,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 // update brings a running engine up to date with the jobs in v.
 func (s *Scheduler) update(v *view) {
 	seen := map[string]bool{}
-	for _, w := range sortedWork(v.work) {
+	for _, w := range s.workOrder(v.work) {
 		id := s.ids[w.key]
 		st := (*engine.Status)(nil)
 		if id != "" {

@@ -12,8 +12,9 @@ import (
 )
 
 // tracePolicy writes, for every round of the policy it wraps, the time,
-// the GPUs down, each job's GPUs and site as the engine holds them and
-// the plan, one line, with jobs named by the trace (name maps the
+// the GPUs down, each job's GPUs and site as the engine holds them, the
+// plan and each job's progress, attained service, wait, last start and
+// starts/preemptions/resizes in the snapshot's order, one line, with jobs named by the trace (name maps the
 // engine's job ID). A live run and the simulator's written so
 // ($TIDE_LIVE_TRACE) diff to the first round where they part.
 type tracePolicy struct {
@@ -52,6 +53,10 @@ func (p *tracePolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, a := range plan.Run {
 		run = append(run, fmt.Sprintf("%s:%d@%s", p.name(a.Job), a.GPUs, a.Site))
 	}
-	fmt.Fprintf(p.w, "t=%.0f down=%d%v jobs=%d held %s | plan %s | decline %v\n", s.Now, down, perNode, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline)
+	var state []string
+	for _, st := range s.Jobs {
+		state = append(state, fmt.Sprintf("%s:p=%.4g,a=%.6g,w=%.6g,ls=%.6g,n=%d/%d/%d", p.name(st.Job.ID), st.Progress, st.Attained, st.Waited, st.LastStart, st.Starts, st.Preemptions, st.Resizes))
+	}
+	fmt.Fprintf(p.w, "t=%.0f down=%d%v jobs=%d held %s | plan %s | decline %v | state %s\n", s.Now, down, perNode, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline, strings.Join(state, " "))
 	return plan
 }
