@@ -83,12 +83,19 @@ func kwokBinary(t *testing.T) (bin, dir string) {
 // to the test's log when the test fails.
 func (e *env) startKwok(t *testing.T, bin, dir string, args ...string) (stop func()) {
 	t.Helper()
+	return e.startKwokStages(t, bin, dir, kwokStages, args...)
+}
+
+// startKwokStages is startKwok with the stage files given (paths in
+// kwok's module).
+func (e *env) startKwokStages(t *testing.T, bin, dir string, stages []string, args ...string) (stop func()) {
+	t.Helper()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := writeKubeconfig(e.cfg, kc); err != nil {
 		t.Fatal(err)
 	}
 	args = append([]string{"--kubeconfig=" + kc, "--node-lease-duration-seconds=8"}, args...)
-	for _, st := range kwokStages {
+	for _, st := range stages {
 		args = append(args, "--config="+filepath.Join(dir, st))
 	}
 	cmd := exec.Command(bin, args...)

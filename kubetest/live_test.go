@@ -154,6 +154,8 @@ type liveRun struct {
 	declined int                      // tide's declined count last seen
 	calls    *apiCalls                // API requests by client, verb and resource
 	podList  corelisters.PodNamespaceLister
+	kwok     bool // kwok plays the nodes' kubelets (TIDE_LIVE_KWOK): node status, leases, pod starts
+	kwokBusy bool // kwok has bound pods still to start
 	debug    io.Writer // with TIDE_LIVE_TRACE and TIDE_LIVE_DEBUG=FROM:TO, each pass of the instants in [FROM, TO] (PREFIX.driver)
 	dbgFrom  float64
 	dbgTo    float64
@@ -299,6 +301,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 		lr.siteIx[st.Name] = i
 	}
 	lr.up, lr.alloc = make([]float64, len(lr.c.Sites())), make([]float64, len(lr.c.Sites()))
+	lr.kwok = os.Getenv("TIDE_LIVE_KWOK") != ""
 	for i, n := range lr.c.Nodes {
 		// The index first: tide orders nodes by name, and its engine's GPU
 		// numbering (placements, ties) must follow the simulator's.
@@ -309,7 +312,18 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 		lr.s.editNode(name, func(kn *corev1.Node) {
 			kn.Labels[kube.DefaultSiteLabel] = n.Site
 			kn.Labels[kube.DefaultSiteKindLabel] = n.SiteKind
+			if lr.kwok {
+				kn.Labels["tide.test/kwok"] = "live"
+			}
 		})
+	}
+	if lr.kwok {
+		// kwok keeps the nodes Ready with their leases renewed and starts
+		// the pods bound to them; deleted pods the driver ends (a
+		// reclaimed worker's checkpoint is its to charge).
+		bin, dir := kwokBinary(t)
+		e.startKwokStages(t, bin, dir, []string{kwokStages[0], kwokStages[1], kwokStages[2]}, "--manage-nodes-with-label-selector=tide.test/kwok=live")
+		lr.s.waitNodesUp(lr.kname...)
 	}
 	// Each TideJob is named by its trace ID's rank among the trace's IDs,
 	// so that tide's job IDs ("tidejob/NS/NAME") sort as the simulator's
@@ -1008,7 +1022,11 @@ func (lr *liveRun) converge(ctx context.Context, t float64, taken map[string]boo
 				settled = false // the replica set controller is at work
 			}
 		}
+		lr.kwokBusy = false
 		acted := lr.kubelets(ctx, pods, t)
+		if lr.kwokBusy {
+			settled = false // kwok has bound pods to start
+		}
 		if acted {
 			lr.dirty["pod"], lr.stale = true, true
 			continue // bind on the room that made
@@ -1089,6 +1107,8 @@ func (lr *liveRun) kubelets(ctx context.Context, pods []corev1.Pod, t float64) b
 			zero := int64(0)
 			_ = lr.s.cs.CoreV1().Pods(lr.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			acted = true
+		case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending && lr.kwok:
+			lr.kwokBusy = true // kwok starts it
 		case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
 			p.Status.Phase = corev1.PodRunning
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
