@@ -154,8 +154,8 @@ type liveRun struct {
 	declined int                      // tide's declined count last seen
 	calls    *apiCalls                // API requests by client, verb and resource
 	podList  corelisters.PodNamespaceLister
-	kwok     bool // kwok plays the nodes' kubelets (TIDE_LIVE_KWOK): node status, leases, pod starts
-	kwokBusy bool // kwok has bound pods still to start
+	kwok     bool      // kwok plays the nodes' kubelets (TIDE_LIVE_KWOK): node status, leases, pod starts
+	kwokBusy bool      // kwok has bound pods still to start
 	debug    io.Writer // with TIDE_LIVE_TRACE and TIDE_LIVE_DEBUG=FROM:TO, each pass of the instants in [FROM, TO] (PREFIX.driver)
 	dbgFrom  float64
 	dbgTo    float64
