@@ -14,7 +14,11 @@
 # Environment: TIDE_LIVE_TIMEOUT (wall-time limit of the run, default
 # 20m), TIDE_LIVE_OUT (write the output to this file instead of stdout),
 # TIDE_LIVE_TRACE (a path prefix: write both runs' rounds to PREFIX.live
-# and PREFIX.sim).
+# and PREFIX.sim), TIDE_LIVE_DEBUG=FROM:TO (with TIDE_LIVE_TRACE: the
+# driver's passes at the instants from FROM to TO simulated seconds, to
+# PREFIX.driver), TIDE_LIVE_KWOK=1 (kwok, built once as TestKubeNodes
+# builds it, keeps the nodes Ready and starts their pods), GOGC (default
+# 400 here: the run's process spends less CPU collecting garbage).
 set -eu
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
 	echo "usage: scripts/live-scenario.sh scenarios/FILE.yaml [POLICY]" >&2
