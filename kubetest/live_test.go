@@ -312,6 +312,10 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 		lr.s.editNode(name, func(kn *corev1.Node) {
 			kn.Labels[kube.DefaultSiteLabel] = n.Site
 			kn.Labels[kube.DefaultSiteKindLabel] = n.SiteKind
+			// Its GPUs' memory as the file gives it (GPU feature
+			// discovery's label), not the type's default: EdgeFlow
+			// keeps a job off an edge server its model does not fit.
+			kn.Labels[kube.LabelGPUMemory] = strconv.FormatFloat(n.GPUMem*1024, 'f', -1, 64)
 			if lr.kwok {
 				kn.Labels["tide.test/kwok"] = "live"
 			}
