@@ -938,6 +938,7 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 		lr.debugf(t, "pass %d: round %v: evicted %d bound %d created %d", pass, pass == 0, after.Evicted-before.Evicted, after.Bound-before.Bound, after.Created-before.Created)
 		if pass == 0 {
 			lr.rounds++
+			lr.reclaims(t)
 		}
 		if after.Declined != lr.declined {
 			lr.declined = after.Declined
@@ -959,6 +960,25 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 	lr.launch(pods, t)
 	lr.spent["charging"] += time.Since(t0)
 	lr.ownersMet(pods, t, taken)
+}
+
+// reclaims marks the running jobs whose GPUs tide's round at t took
+// back for their owner (kube.Scheduler.TakenBack) reclaimed, and their
+// nodes' owners waiting for their checkpoint, whether or not a worker of
+// theirs is evicted: a job tide's engine stops and starts again at once
+// with as many workers on each node keeps its pods (a pod holds a count
+// of a node's GPUs, not the engine's GPU), but the simulator charges it a
+// reclaim and its restart, and its owner the checkpoint.
+func (lr *liveRun) reclaims(t float64) {
+	for _, lj := range lr.jobs {
+		if lj.done || len(lj.workers) == 0 || !lr.sch.TakenBack("tidejob/"+lr.ns+"/"+lj.name) {
+			continue
+		}
+		lj.reclaimed = true
+		for _, n := range lj.workers {
+			lr.ownerAt[n] = max(lr.ownerAt[n], t+lr.mig.Checkpoint(lj.j))
+		}
+	}
 }
 
 // debugf writes a line of the driver's debug log at t.
