@@ -118,6 +118,7 @@ type Status struct {
 	checked  int // the round in which check last saw this job planned
 	resized  int // the round in which Schedule found it placed elsewhere
 	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
+	touched  int // the engine's epoch when it last joined Changed (incremental.go)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -143,7 +144,35 @@ type Snapshot struct {
 	// Sharing says the executor runs two jobs on the same GPUs
 	// (Config.Sharing): only then may a plan pack pairs (Assignment.PackWith).
 	Sharing bool
+
+	// Changed lists, when Incremental is set, every job whose state,
+	// GPUs, partner or history (Engine.Carry) changed since the previous
+	// round's snapshot: the jobs submitted since, those that started,
+	// stopped, moved or were adopted, and those that ended or were
+	// declined (these are no longer in Jobs), each once, in no particular
+	// order. The time-dependent counters (Attained, Executed, Waited,
+	// Progress) change every round and do not by themselves make a job
+	// changed. A policy that keeps per-job state from one round to the
+	// next may update only these jobs, provided it planned this engine's
+	// previous round (Round-1 of the engine From returns) itself.
+	Changed []*Status
+	// Incremental says Changed is complete: the engine's previous round
+	// ran to its end (its plan was accepted and applied) and nothing
+	// replaced the policy's memos since. False in the first round, after a
+	// round that failed and after Engine.RestorePolicyState.
+	Incremental bool
+	// AddOnly says this round may be planned with Plan.Keep: the placer
+	// places jobs around the GPUs held (Adder), no GPU is down and no jobs
+	// share GPUs (in pairs or fractions).
+	AddOnly bool
+
+	eng *Engine
 }
+
+// From returns the engine whose round the snapshot is (nil for snapshots
+// built by hand and Engine.Snapshot's copies): with Round, it tells a policy whether this is the round after
+// the last one it planned.
+func (s *Snapshot) From() *Engine { return s.eng }
 
 // Remaining predicts the seconds st needs to finish on n packed GPUs of type
 // t ("" = the job's type or the cluster's first), ignoring restart costs.
@@ -239,6 +268,17 @@ type Plan struct {
 	// no job (a live executor retries at its next round). A policy that can
 	// still plan by a simpler rule returns that plan with a warning instead.
 	Err error
+	// Keep says the plan is "as before, plus these": every job that holds
+	// GPUs keeps them unchanged, as if listed with what it holds, and Run
+	// lists only jobs that hold none, to start in that order (most
+	// important first). It is the plan, listing every job, that would
+	// run the running jobs unchanged and start these after them, and it
+	// has the same outcome; its cost to the engine follows the jobs Run
+	// lists, not the jobs running. A policy may return it only when the
+	// snapshot's AddOnly is set (else the round fails); its Run may not
+	// pack jobs or list fractional ones. Memo, Decline, Reasons and
+	// Warnings mean what they mean in any plan.
+	Keep bool
 }
 
 // Reason explains a policy's decision about one job, in the policy's own
@@ -271,6 +311,20 @@ const WarnFallback = "fallback"
 type Policy interface {
 	Name() string
 	Schedule(s *Snapshot) Plan
+}
+
+// IncrementalPolicy is an optional Policy interface: a policy that keeps
+// per-job state from round to round and reads Snapshot.Changed, and may
+// return Keep plans. The engine fills Changed, Incremental and AddOnly
+// only for the policy it was built with (or given by RestorePolicyState)
+// when that policy implements IncrementalPolicy and Incremental reports
+// true; for any other policy Changed is nil and both flags are false. A
+// wrapper that hands an inner policy a snapshot of its own making must
+// therefore not implement it (the inner policy then plans every round in
+// full).
+type IncrementalPolicy interface {
+	Policy
+	Incremental() bool
 }
 
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
@@ -367,6 +421,17 @@ type Engine struct {
 	// parts are, per GPU, its fractional holders (fraction.go); nil until
 	// one runs.
 	parts []gpuParts
+
+	// Incremental rounds (incremental.go): changed are the jobs touched in
+	// the current epoch (one per round's snapshot); incr says the last
+	// round ran to its end; typeOf is each GPU's type index and heldOfType
+	// the GPUs held per type index (by whole-GPU holders).
+	changed    []*Status
+	epoch      int
+	incr       bool
+	incrPolicy bool // the policy is an IncrementalPolicy that says so
+	typeOf     []uint16
+	heldOfType []int
 }
 
 // New makes an engine. All Config fields are required.
@@ -381,6 +446,9 @@ func New(cfg Config) (*Engine, error) {
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
+	e.gpuTypeIndex()
+	e.incrPolicy = incremental(cfg.Policy)
+	e.epoch = 1 // a new status (touched 0) is not yet in Changed
 	return e, nil
 }
 
@@ -412,6 +480,7 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot()}
 	e.jobs[j.ID] = st
 	e.insertActive(st)
+	e.touch(st)
 	return st, nil
 }
 
@@ -509,11 +578,13 @@ func (e *Engine) end(id string, s job.State) error {
 	}
 	e.release(st)
 	st.State, st.Finish = s, now
+	e.touch(st)
 	e.ended++ // compact drops it from active
 	return nil
 }
 
 func (e *Engine) release(st *Status) {
+	e.touch(st)
 	for _, g := range st.GPUs {
 		e.unhold(g, st)
 	}
@@ -551,6 +622,7 @@ func (e *Engine) accountJob(st *Status, now float64) {
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{}
 	jobs := e.snapshot(s, nil)
+	s.eng = nil // copies: no round follows from it
 	copies := make([]Status, len(jobs))
 	for i, st := range jobs {
 		copies[i] = *st
@@ -573,7 +645,7 @@ func (e *Engine) snapshot(s *Snapshot, ptrs []*Status) []*Status {
 	e.account(now)
 	ptrs = append(ptrs[:0], e.active...)
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}
+		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e}
 	return ptrs
 }
 
@@ -586,24 +658,40 @@ func (e *Engine) Schedule() ([]Change, error) {
 	sc := &e.scratch
 	snap := &sc.snap
 	sc.ptrs = e.snapshot(snap, sc.ptrs)
+	e.handChanged(snap)
 	now := snap.Now
 	e.rounds++
+	// The round must run to its end for the next one's Changed to be
+	// complete for the policy (Snapshot.Incremental).
+	e.incr = false
 	// 3. Decide.
 	plan := e.cfg.Policy.Schedule(snap)
 	if plan.Err != nil {
 		e.warn(plan.Warnings, now)
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, plan.Err)
 	}
+	if plan.Keep {
+		changes, err := e.scheduleKeep(plan, snap)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
+		}
+		e.incr = true
+		return changes, nil
+	}
+	changes, err := e.scheduleAll(plan, now)
+	e.incr = err == nil
+	return changes, err
+}
+
+// scheduleAll finishes a round whose plan lists every job to run.
+func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
+	sc := &e.scratch
 	// 4. Check.
 	planned, err := e.check(plan)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
-	for id, m := range plan.Memo {
-		if st := e.jobs[id]; st != nil {
-			st.Memo = m
-		}
-	}
+	e.memos(plan)
 	e.explain(plan, now)
 	declined, err := e.decline(plan, now)
 	if err != nil {
@@ -707,6 +795,7 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 	}
 	for _, ch := range changes[first:] {
 		st := ch.Status
+		e.touch(st)
 		for _, g := range ch.To {
 			e.hold(g, st)
 		}

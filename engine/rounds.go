@@ -27,6 +27,8 @@ type scratch struct {
 	// has one (fraction.go).
 	partShare []float64
 	anyParts  bool
+	// changedOut is the last snapshot's Changed (incremental.go).
+	changedOut []*Status
 }
 
 // perTypeCounts returns a zeroed count per GPU type of c.
@@ -100,6 +102,12 @@ func (e *Engine) setReasons(reasons map[string]Reason) {
 	}
 	sc.reasoned = keep
 }
+
+// Reasoned returns the active jobs the last round's plan gave a non-zero
+// Reason (every other active job has the zero Reason), in no particular
+// order; shared, valid until the next round. An executor that records the
+// reasons of waiting jobs reads these instead of every active job.
+func (e *Engine) Reasoned() []*Status { return e.scratch.reasoned }
 
 // compact drops the jobs that ended from the active list.
 func (e *Engine) compact() {

@@ -467,8 +467,10 @@ func (s *simulator) schedule(t float64) error {
 	if s.sharing {
 		s.repack(t) // without a perf.Sharer the engine packs no jobs
 	}
-	for _, st := range s.eng.Active() {
-		if len(st.GPUs) == 0 {
+	// Only jobs with a reason change their records: a round in which
+	// every job runs touches none.
+	for _, st := range s.eng.Reasoned() {
+		if len(st.GPUs) == 0 && !st.State.Terminal() {
 			noteReason(&s.recs[s.index(st)], st.Reason)
 		}
 	}

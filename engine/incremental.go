@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/tide-sched/tide/cluster"
+)
+
+// Rounds that cost what changed (issue 19). A policy that keeps its own
+// per-job state from round to round (Tiresias' queues) need not look at
+// every active job to learn what moved: the snapshot lists the jobs whose
+// state or GPUs changed since the previous round (Snapshot.Changed). And a
+// round in which every running job keeps its GPUs may be planned as "as
+// before, plus these" (Plan.Keep): the engine then checks and places only
+// the jobs listed, so neither side walks the jobs that keep running.
+
+// touch records that st's state, GPUs or history changed since the last
+// round's snapshot: it joins the next snapshot's Changed, once.
+func (e *Engine) touch(st *Status) {
+	if st.touched == e.epoch {
+		return
+	}
+	st.touched = e.epoch
+	e.changed = append(e.changed, st)
+}
+
+// handChanged hands the jobs touched since the last round to s.Changed and
+// starts a new epoch. The two slices take turns: the one handed out the
+// round before, which its policy no longer holds, collects the next
+// round's.
+func (e *Engine) handChanged(s *Snapshot) {
+	sc := &e.scratch
+	clear(sc.changedOut) // let ended jobs go
+	out := e.changed
+	e.changed = sc.changedOut[:0]
+	sc.changedOut = out
+	if e.incrPolicy {
+		s.Changed, s.Incremental, s.AddOnly = out, e.incr, e.addOnly()
+	}
+	e.epoch++
+}
+
+// incremental reports whether p asks for incremental snapshots
+// (IncrementalPolicy).
+func incremental(p Policy) bool {
+	ip, ok := p.(IncrementalPolicy)
+	return ok && ip.Incremental()
+}
+
+// addOnly reports whether this round could take a Keep plan: the placer
+// places around the GPUs held, no GPU is down and no jobs share GPUs.
+func (e *Engine) addOnly() bool {
+	_, adder := e.cfg.Placer.(Adder)
+	return adder && e.nDown == 0 && e.co == nil && e.partGPUs() == 0
+}
+
+// gpuTypeIndex fills e.typeOf (GPU -> index of its type in the cluster's
+// GPUTypes) and e.heldOfType (GPUs held per type index).
+func (e *Engine) gpuTypeIndex() {
+	c := e.cfg.Cluster
+	e.typeOf = make([]uint16, c.TotalGPUs())
+	for g := range e.typeOf {
+		e.typeOf[g] = uint16(typeIndex(c, c.NodeOf(cluster.GPUID(g)).GPUType))
+	}
+	e.heldOfType = make([]int, len(c.GPUTypes()))
+}
+
+// checkKeep validates a Keep plan: every job it lists is active, holds no
+// GPUs, is listed once, within its limits and of whole GPUs, unpacked,
+// and the GPUs it asks, with those held, fit each type. It returns the
+// status of each job listed, in plan order.
+func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
+	if !s.AddOnly {
+		return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep), which this round cannot take (Snapshot.AddOnly is false)")
+	}
+	sc := &e.scratch
+	planned := sc.planned[:0]
+	perType := sc.perTypeCounts(e.cfg.Cluster)
+	e.resetParts()
+	hint := 0
+	c := e.cfg.Cluster
+	for _, a := range p.Run {
+		st := e.lookup(a.Job, &hint)
+		if st == nil || st.State.Terminal() {
+			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+		}
+		if st.checked == e.rounds {
+			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
+		}
+		st.checked = e.rounds
+		planned = append(planned, st)
+		if len(st.GPUs) > 0 {
+			return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep) and lists job %s, which holds GPUs", a.Job)
+		}
+		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
+			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+		}
+		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
+			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+		}
+		if a.PackWith != "" || st.Job.Fractional() {
+			return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep) and packs job %s or gives it part of a GPU", a.Job)
+		}
+		t := a.GPUType
+		if t == "" {
+			t = st.Job.GPUType
+		}
+		if t != "" {
+			k := typeIndex(c, t)
+			if k < 0 {
+				return nil, fmt.Errorf("plan asks for %d %s GPUs, the cluster has 0", a.GPUs, t)
+			}
+			perType[k] += a.GPUs
+		}
+	}
+	sc.planned = planned
+	held := 0
+	for _, n := range e.heldOfType {
+		held += n
+	}
+	total := held
+	for _, a := range p.Run {
+		total += a.GPUs
+	}
+	if total > c.TotalGPUs() {
+		return nil, fmt.Errorf("plan asks for %d GPUs beside the %d held, the cluster has %d", total-held, held, c.TotalGPUs())
+	}
+	for k, n := range perType {
+		if t := c.GPUTypes()[k]; n+e.heldOfType[k] > c.GPUsOfType(t) {
+			return nil, fmt.Errorf("plan asks for %d %s GPUs beside the %d held, the cluster has %d", n, t, e.heldOfType[k], c.GPUsOfType(t))
+		}
+	}
+	sc.remember(planned)
+	return planned, nil
+}
+
+// scheduleKeep finishes a round whose plan keeps every running job
+// (Plan.Keep): it checks and places only the jobs the plan lists.
+func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
+	now := snap.Now
+	planned, err := e.checkKeep(plan, snap)
+	if err != nil {
+		return nil, err
+	}
+	e.memos(plan)
+	e.explain(plan, now)
+	declined, err := e.decline(plan, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Run) == 0 {
+		return declined, nil
+	}
+	placed := e.cfg.Placer.(Adder).PlaceAdded(e.cfg.Cluster, e.busy, plan.Run)
+	if err := e.checkPlacement(Plan{Run: plan.Run}, placed, true); err != nil {
+		return nil, fmt.Errorf("placer %s: %w", e.cfg.Placer.Name(), err)
+	}
+	return e.apply(plan, planned, placed, declined, now), nil
+}
+
+// memos stores the plan's memos on their jobs.
+func (e *Engine) memos(plan Plan) {
+	for id, m := range plan.Memo {
+		if st := e.jobs[id]; st != nil {
+			st.Memo = m
+		}
+	}
+}
