@@ -926,21 +926,11 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	hint := 0
 	e.resetParts()
 	for _, a := range p.Run {
-		st := e.lookup(a.Job, &hint)
-		if st == nil || st.State.Terminal() {
-			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+		st, err := e.checkAssignment(a, &hint)
+		if err != nil {
+			return nil, err
 		}
-		if st.checked == e.rounds {
-			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
-		}
-		st.checked = e.rounds
 		planned = append(planned, st)
-		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
-			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
-		}
-		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
-			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
-		}
 		if a.PackWith != "" && e.packedSecond(a) {
 			continue // the pair's GPUs were counted with its first member
 		}
@@ -978,6 +968,27 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	}
 	sc.remember(planned)
 	return planned, nil
+}
+
+// checkAssignment finds the job a names (see lookup) and checks that it
+// is active, listed once (marking it checked this round), and asked
+// within its GPU limits and type.
+func (e *Engine) checkAssignment(a Assignment, hint *int) (*Status, error) {
+	st := e.lookup(a.Job, hint)
+	if st == nil || st.State.Terminal() {
+		return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+	}
+	if st.checked == e.rounds {
+		return nil, fmt.Errorf("plan lists job %s twice", a.Job)
+	}
+	st.checked = e.rounds
+	if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
+		return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+	}
+	if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
+		return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+	}
+	return st, nil
 }
 
 // checkPlacement enforces the invariants no placer may break: every GPU

@@ -80,14 +80,10 @@ func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
 	hint := 0
 	c := e.cfg.Cluster
 	for _, a := range p.Run {
-		st := e.lookup(a.Job, &hint)
-		if st == nil || st.State.Terminal() {
-			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+		st, err := e.checkAssignment(a, &hint)
+		if err != nil {
+			return nil, err
 		}
-		if st.checked == e.rounds {
-			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
-		}
-		st.checked = e.rounds
 		planned = append(planned, st)
 		if len(st.GPUs) > 0 {
 			return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep) and lists job %s, which holds GPUs", a.Job)

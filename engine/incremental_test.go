@@ -76,19 +76,7 @@ func (w *watcher) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return p
 	}
-	for _, i := range w.rng.Perm(len(s.Jobs)) {
-		j := s.Jobs[i].Job
-		if w.rng.IntN(3) == 0 {
-			continue
-		}
-		n := j.MinGPUs + w.rng.IntN(j.MaxGPUs-j.MinGPUs+1)
-		if n > free {
-			continue
-		}
-		free -= n
-		p.Run = append(p.Run, engine.Assignment{Job: j.ID, GPUs: n})
-	}
-	return p
+	return chaos{w.rng}.Schedule(s)
 }
 
 // TestChangedAndKeep drives an incremental policy with random full and
