@@ -166,23 +166,7 @@ func TestPackedPairsKube(t *testing.T) {
 		t.Fatalf("c on %q, d on %q; want both waiting (the GPU holds a pair)", c, d)
 	}
 
-	// A restart: a new scheduler over the same caches.
-	h2 := newHarnessWith(t, cfg)
-	h2.nodes, h2.pods = h.nodes, h.pods
-	h2.s.nodes, h2.s.pods = h.s.nodes, h.s.pods
-	h2.uid = h.uid
-	h2.s.tjs = h.s.tjs
-	h2.tideJobsCreate()
-	for i := 0; i < 3; i++ {
-		ev := h2.round()
-		if len(ev) > 0 || len(h2.binds) > 0 {
-			t.Fatalf("after the restart round %d evicted %v and bound %v; want nothing moved", i, ev, h2.binds)
-		}
-	}
-	st := h2.s.eng.Job("tidejob/ns/a")
-	if st == nil || st.PackedWith != "tidejob/ns/b" {
-		t.Fatalf("after the restart the engine holds a as %+v; want it packed with b", st)
-	}
+	h2 := h.restart(cfg)
 
 	// a ends: c joins b on its GPU; d still waits.
 	end := func(name string) {
@@ -216,12 +200,26 @@ func TestPackedPairsKube(t *testing.T) {
 	}
 }
 
-// tideJobsCreate is tideJobs' pod-creating reactor alone, for a
-// harness sharing another's caches.
-func (h *harness) tideJobsCreate() {
-	tjs := h.s.tjs
-	h.tideJobs()
-	h.s.tjs = tjs
+// restart makes a new scheduler with cfg over h's caches (a restarted
+// tide kube), runs three rounds, and fails the test when they evict or
+// bind anything, or the engine does not hold tidejob a packed with b.
+func (h *harness) restart(cfg Config) *harness {
+	h.t.Helper()
+	h2 := newHarnessWith(h.t, cfg)
+	h2.nodes, h2.pods, h2.uid = h.nodes, h.pods, h.uid
+	h2.s.nodes, h2.s.pods = h.s.nodes, h.s.pods
+	h2.tideJobs() // its pod-creating reactor
+	h2.s.tjs = h.s.tjs
+	for i := 0; i < 3; i++ {
+		ev := h2.round()
+		if len(ev) > 0 || len(h2.binds) > 0 {
+			h.t.Fatalf("after the restart round %d evicted %v and bound %v; want nothing moved", i, ev, h2.binds)
+		}
+	}
+	if st := h2.s.eng.Job("tidejob/ns/a"); st == nil || st.PackedWith != "tidejob/ns/b" {
+		h.t.Fatalf("after the restart the engine holds a as %+v; want it packed with b", st)
+	}
+	return h2
 }
 
 // TestPackableJobType reads spec.jobType against the pair table: a type
@@ -350,4 +348,27 @@ func TestPlaceTrialPairs(t *testing.T) {
 	if plan.Run[1].PackWith != "" {
 		t.Errorf("b packed with a, which is not packed with it, stays %q; want unpacked", plan.Run[1].PackWith)
 	}
+}
+
+// TestPackedPairsKubeGavel: Gavel's LAS with space sharing (its LP solved
+// by GLPK) packs two packable TideJobs on a node of one GPU as Gandiva
+// does; a job without a type is never packed with them; a restart moves
+// nothing.
+func TestPackedPairsKubeGavel(t *testing.T) {
+	cfg := Config{Policy: "gavel-las:space_sharing=true", PairThroughputs: writePairs(t)}
+	h := newHarnessWith(t, cfg)
+	tjs := h.tideJobs()
+	h.node("n0", 1, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "V100" })
+	h.tideJob(tjs, "a", "A", 1001)
+	h.tideJob(tjs, "b", "B", 1002)
+	h.tideJob(tjs, "d", "", 1003)
+	h.round()
+	h.round()
+	if a, b, d := h.onGPU("a"), h.onGPU("b"), h.onGPU("d"); a != "n0#0" || b != "n0#0" || d != "" {
+		t.Fatalf("a on %q, b on %q, d on %q; want a and b packed on n0#0, d waiting", a, b, d)
+	}
+	if st := h.s.eng.Job("tidejob/ns/a"); st == nil || st.PackedWith != "tidejob/ns/b" {
+		t.Fatalf("the engine holds a as %+v; want it packed with b", st)
+	}
+	h.restart(cfg)
 }
