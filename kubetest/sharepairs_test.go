@@ -1,18 +1,15 @@
 package kubetest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tide-sched/tide/kube"
 )
@@ -88,32 +85,6 @@ func pairUse(pods []corev1.Pod, packable map[string]bool, gpus map[string]int) s
 	return strings.Join(out, "; ")
 }
 
-// pairGuard checks pairUse every 100 ms until stopped; stop returns the
-// first over-commitment seen and how many times it looked.
-func (s *scenario) pairGuard(ns string, packable map[string]bool, gpus map[string]int) (stop func() (string, int)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var first string
-	looks := 0
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			if l, err := s.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-				looks++
-				if why := pairUse(l.Items, packable, gpus); why != "" && first == "" {
-					first = why
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	return func() (string, int) { cancel(); wg.Wait(); return first, looks }
-}
-
 // slotOf says where TideJob name's one live worker is: "node#index", the
 // node alone for a whole-GPU worker, "" when none is bound; more than one
 // live worker fails the test.
@@ -162,7 +133,8 @@ func testSharePairs(t *testing.T, e *env) {
 	}
 	cfg := kube.Config{Policy: "gandiva:pack=true:quantum=3600", PairThroughputs: table}
 	s.kubeletLoop(ns, 200*time.Millisecond)
-	stopGuard := s.pairGuard(ns, map[string]bool{"a": true, "b": true, "c": true}, map[string]int{node: 1})
+	packable := map[string]bool{"a": true, "b": true, "c": true}
+	stopGuard := s.guardWith(ns, func(pods []corev1.Pod) string { return pairUse(pods, packable, map[string]int{node: 1}) })
 	_, stop := s.start(cfg)
 	typed := func(typ string) func(*kube.TideJob) {
 		return func(tj *kube.TideJob) {
