@@ -896,6 +896,9 @@ func (s *Scheduler) trialPlacer() workerPlacer {
 // room the live pods of the engine's jobs take comes back through the
 // workers the placer keeps; parts', which the engine places around the
 // placer, stays counted, except on trial (the placer sees them there).
+// The second member of a packed pair is not shown to the placer
+// (engine.PlacePairs), so its pods' room goes uncounted there: the bind
+// checks it (reconcile).
 func (s *Scheduler) room(trial bool) nodeFit {
 	keys := make(map[string]bool, len(s.work))
 	for _, w := range s.work {
