@@ -372,3 +372,42 @@ func TestPackedPairsKubeGavel(t *testing.T) {
 	}
 	h.restart(cfg)
 }
+
+// TestStaleIndexedWorker: a packable TideJob's worker left unbound (its
+// bind failed) carries the GPU index it was made for in its environment,
+// which the next plan may not give it: tide deletes it rather than bind
+// it, and makes a worker anew.
+func TestStaleIndexedWorker(t *testing.T) {
+	h := newHarnessWith(t, Config{Policy: "fifo", PairThroughputs: writePairs(t)})
+	tjs := h.tideJobs()
+	h.node("n0", 2, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "V100" })
+	h.tideJob(tjs, "a", "A", 1001)
+	var deleted []string
+	h.cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.DeleteAction).GetName()
+		deleted = append(deleted, name)
+		o, ok, _ := h.pods.GetByKey("ns/" + name)
+		if ok {
+			_ = h.pods.Delete(o)
+		}
+		return true, nil, nil
+	})
+	h.pod("a-stale", 0, func(p *corev1.Pod) {
+		p.Labels = map[string]string{LabelTideJob: "a"}
+		p.Annotations = map[string]string{AnnotGPUIndex: "1"}
+		p.Spec.Containers[0].Resources.Limits = nil
+		p.Spec.Containers[0].Env = packEnv(1, false)
+	})
+	h.round()
+	if len(deleted) != 1 || deleted[0] != "a-stale" || len(h.binds) != 0 {
+		t.Fatalf("first round deleted %v and bound %v; want the unbound worker deleted, nothing bound", deleted, h.binds)
+	}
+	h.round()
+	ws := h.workersOf("a")
+	if len(ws) != 1 || ws[0].Spec.NodeName != "n0" {
+		t.Fatalf("after the stale worker went, a's workers are %v; want one made anew and bound to n0", ws)
+	}
+	if idx, env := ws[0].Annotations[AnnotGPUIndex], envOf(ws[0]); env["NVIDIA_VISIBLE_DEVICES"] != idx {
+		t.Errorf("the new worker is at GPU index %q with env %v; want them to agree", idx, env)
+	}
+}
