@@ -119,6 +119,7 @@ type Status struct {
 	resized  int // the round in which Schedule found it placed elsewhere
 	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
 	touched  int // the engine's epoch when it last joined Changed (incremental.go)
+	acct     int // the first of the engine's logged round times not yet counted (lazy counters)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -315,7 +316,10 @@ type Policy interface {
 
 // IncrementalPolicy is an optional Policy interface: a policy that keeps
 // per-job state from round to round and reads Snapshot.Changed, and may
-// return Keep plans. The engine fills Changed, Incremental and AddOnly
+// return Keep plans. Its snapshots' Jobs is the engine's own list, which
+// it must not reorder (copy it first), and under Config.LazyCounters it
+// reads a job's Attained, Executed, Waited or TypeSeconds only after
+// Snapshot.Sync. The engine fills Changed, Incremental and AddOnly
 // only for the policy it was built with (or given by RestorePolicyState)
 // when that policy implements IncrementalPolicy and Incremental reports
 // true; for any other policy Changed is nil and both flags are false. A
@@ -325,6 +329,26 @@ type Policy interface {
 type IncrementalPolicy interface {
 	Policy
 	Incremental() bool
+}
+
+// ProgressFree is an optional Policy interface: a policy whose
+// ProgressFree reports true never reads a job's Progress, nor anything
+// computed from it (Snapshot.Remaining), while it plans. An executor may
+// then report the progress of a job that keeps running only when it
+// needs to (when it stops or ends) instead of before every round
+// (Engine.NeedsProgress); its Progress in a round's snapshot may be older.
+// Only the policy the engine holds counts: wrappers do not forward it.
+type ProgressFree interface {
+	Policy
+	ProgressFree() bool
+}
+
+// NeedsProgress reports whether the engine's policy may read the progress
+// of running jobs (it is not ProgressFree): an executor reports every
+// running job's progress before each round when it does.
+func (e *Engine) NeedsProgress() bool {
+	p, ok := e.cfg.Policy.(ProgressFree)
+	return !ok || !p.ProgressFree()
 }
 
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
@@ -383,6 +407,15 @@ type Config struct {
 	// ended jobs (the simulator): an engine replaying millions of jobs then
 	// holds only the active ones.
 	ForgetEnded bool
+	// LazyCounters lets the engine keep the time-dependent counters of
+	// the active jobs (Attained, Executed, Waited and the seconds per GPU
+	// type) lazily when its policy is an IncrementalPolicy that says so: a
+	// round then logs its time instead of adding each job's seconds, and a
+	// job's counters are brought up to date, through every logged time in
+	// order (the same sums, to the bit), when the engine changes the job
+	// or someone asks (Snapshot.Sync, Engine.Sync, Engine.Snapshot). For
+	// executors that read no job's counters in between (the simulator).
+	LazyCounters bool
 	// Sharing: the executor can run two jobs on the same GPUs and rates
 	// them with the model's perf.Sharer (the simulator does). Without it a
 	// plan that packs jobs is refused; policies read Snapshot.Sharing and
@@ -408,7 +441,8 @@ type Engine struct {
 	dropped  int // warnings dropped to keep MaxWarnings
 	// ended counts entries of active that have become terminal since the
 	// last compact: removing them lazily keeps Finish O(1).
-	ended int
+	ended     int
+	endedList []*Status // the jobs ended since the last compact, while few
 	// slots are the Status.Slot values free for new jobs; nSlots is how
 	// many were ever handed out.
 	slots  []int
@@ -430,6 +464,13 @@ type Engine struct {
 	epoch      int
 	incr       bool
 	incrPolicy bool // the policy is an IncrementalPolicy that says so
+	// Lazy counters (incremental.go): lazy says rounds log their time in
+	// acctLog (entries from the acctBase-th on) instead of counting every
+	// active job's seconds; acctTrim is the length at which it is trimmed.
+	lazy     bool
+	acctLog  []float64
+	acctBase int
+	acctTrim int
 	typeOf     []uint16
 	heldOfType []int
 }
@@ -447,7 +488,7 @@ func New(cfg Config) (*Engine, error) {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
 	e.gpuTypeIndex()
-	e.incrPolicy = incremental(cfg.Policy)
+	e.setPolicyMode(cfg.Policy)
 	e.epoch = 1 // a new status (touched 0) is not yet in Changed
 	return e, nil
 }
@@ -477,7 +518,7 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	}
 	now := e.cfg.Clock.Now()
 	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),
-		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot()}
+		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot(), acct: e.acctBase + len(e.acctLog)}
 	e.jobs[j.ID] = st
 	e.insertActive(st)
 	e.touch(st)
@@ -580,10 +621,12 @@ func (e *Engine) end(id string, s job.State) error {
 	st.State, st.Finish = s, now
 	e.touch(st)
 	e.ended++ // compact drops it from active
+	e.endedList = append(e.endedList, st)
 	return nil
 }
 
 func (e *Engine) release(st *Status) {
+	e.sync(st)
 	e.touch(st)
 	for _, g := range st.GPUs {
 		e.unhold(g, st)
@@ -593,15 +636,27 @@ func (e *Engine) release(st *Status) {
 	st.GPUs, st.Alloc = nil, perf.Alloc{}
 }
 
-// account brings every active job's counters up to now.
+// account brings every active job's counters up to now (or, with lazy
+// counters, logs now for them).
 func (e *Engine) account(now float64) {
 	e.compact()
+	if e.lazy {
+		e.logAccount(now)
+		return
+	}
 	for _, st := range e.active {
 		e.accountJob(st, now)
 	}
 }
 
+// accountJob brings st's counters up to now.
 func (e *Engine) accountJob(st *Status, now float64) {
+	e.sync(st)
+	e.countTo(st, now)
+}
+
+// countTo adds st's seconds from its last count up to now.
+func (e *Engine) countTo(st *Status, now float64) {
 	dt := now - st.since
 	if dt <= 0 {
 		return
@@ -621,10 +676,11 @@ func (e *Engine) accountJob(st *Status, now float64) {
 // keep: its jobs are copies, which later rounds do not change.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{}
-	jobs := e.snapshot(s, nil)
+	jobs := e.snapshot(s, nil, false)
 	s.eng = nil // copies: no round follows from it
 	copies := make([]Status, len(jobs))
 	for i, st := range jobs {
+		e.sync(st)
 		copies[i] = *st
 		copies[i].TypeExecuted = st.typeExecutedNow() // the engine updates its own in place
 		copies[i].typeLive, copies[i].typeRan = false, false
@@ -639,13 +695,19 @@ func (e *Engine) Snapshot() *Snapshot {
 // changes them while it runs, so copying each active job every round (what
 // the round cost most for large traces) buys nothing. The pointer slice is
 // the snapshot's own, so a policy that reorders Jobs leaves the engine's
-// order alone.
-func (e *Engine) snapshot(s *Snapshot, ptrs []*Status) []*Status {
+// order alone; with shared, Jobs is the engine's active list itself (for
+// an IncrementalPolicy, which must not reorder it) and ptrs is returned
+// unused.
+func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, shared bool) []*Status {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	ptrs = append(ptrs[:0], e.active...)
+	jobs := e.active
+	if !shared {
+		ptrs = append(ptrs[:0], e.active...)
+		jobs = ptrs
+	}
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e}
+		Jobs: jobs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e}
 	return ptrs
 }
 
@@ -657,7 +719,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// must not keep a snapshot).
 	sc := &e.scratch
 	snap := &sc.snap
-	sc.ptrs = e.snapshot(snap, sc.ptrs)
+	sc.ptrs = e.snapshot(snap, sc.ptrs, e.incrPolicy)
 	e.handChanged(snap)
 	now := snap.Now
 	e.rounds++
@@ -795,6 +857,7 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 	}
 	for _, ch := range changes[first:] {
 		st := ch.Status
+		e.sync(st)
 		e.touch(st)
 		for _, g := range ch.To {
 			e.hold(g, st)

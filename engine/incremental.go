@@ -40,12 +40,78 @@ func (e *Engine) handChanged(s *Snapshot) {
 	e.epoch++
 }
 
-// incremental reports whether p asks for incremental snapshots
-// (IncrementalPolicy).
-func incremental(p Policy) bool {
+// setPolicyMode sets what the engine does for policy p: incremental
+// snapshots (IncrementalPolicy) and, with Config.LazyCounters, lazy
+// counters. Switching them off brings every active job's counters up to
+// date first; switching them on starts a new log.
+func (e *Engine) setPolicyMode(p Policy) {
 	ip, ok := p.(IncrementalPolicy)
-	return ok && ip.Incremental()
+	e.incrPolicy = ok && ip.Incremental()
+	lazy := e.incrPolicy && e.cfg.LazyCounters
+	switch {
+	case e.lazy && !lazy:
+		for _, st := range e.active {
+			e.sync(st)
+		}
+		e.lazy = false
+	case !e.lazy && lazy:
+		e.acctBase += len(e.acctLog)
+		e.acctLog = e.acctLog[:0]
+		for _, st := range e.active {
+			st.acct = e.acctBase
+		}
+		e.lazy = true
+	}
 }
+
+// logAccount logs a round's time: the active jobs count their seconds up
+// to it when synced.
+func (e *Engine) logAccount(now float64) {
+	if n := len(e.acctLog); n > 0 && e.acctLog[n-1] == now {
+		return // counting to the same time twice adds nothing
+	}
+	e.acctLog = append(e.acctLog, now)
+	if len(e.acctLog) > e.acctTrim {
+		// Drop the times every active job has counted.
+		low := e.acctBase + len(e.acctLog)
+		for _, st := range e.active {
+			low = min(low, st.acct)
+		}
+		n := copy(e.acctLog, e.acctLog[low-e.acctBase:])
+		e.acctLog, e.acctBase = e.acctLog[:n], low
+		e.acctTrim = max(4096, 2*n)
+	}
+}
+
+// sync brings st's counters up to the last logged round time, counting
+// through every logged time it missed, in order: the sums a round by
+// round count makes, to the bit. Without lazy counters it does nothing.
+func (e *Engine) sync(st *Status) {
+	if !e.lazy {
+		return
+	}
+	if i := st.acct - e.acctBase; i >= 0 && i < len(e.acctLog) {
+		for _, t := range e.acctLog[i:] {
+			e.countTo(st, t)
+		}
+	}
+	st.acct = e.acctBase + len(e.acctLog)
+}
+
+// Sync brings st's time-dependent counters (Attained, Executed, Waited,
+// TypeSeconds) up to the snapshot's time. Under an engine that keeps them
+// lazily (Config.LazyCounters, for an IncrementalPolicy) a job's counters
+// in a round's snapshot are current only after Sync; a policy reading
+// them calls it first. Elsewhere it does nothing.
+func (s *Snapshot) Sync(st *Status) {
+	if s.eng != nil {
+		s.eng.sync(st)
+	}
+}
+
+// Sync is Snapshot.Sync for an executor reading an active job's counters
+// between rounds.
+func (e *Engine) Sync(st *Status) { e.sync(st) }
 
 // addOnly reports whether this round could take a Keep plan: the placer
 // places around the GPUs held, no GPU is down and no jobs share GPUs.

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"slices"
+	"sort"
+
 	"github.com/tide-sched/tide/cluster"
 )
 
@@ -109,11 +112,41 @@ func (e *Engine) setReasons(reasons map[string]Reason) {
 // reasons of waiting jobs reads these instead of every active job.
 func (e *Engine) Reasoned() []*Status { return e.scratch.reasoned }
 
-// compact drops the jobs that ended from the active list.
+// compact drops the jobs that ended from the active list: the few that
+// ended since the last round are found by binary search (the list is in
+// submission order), more by one pass. Their slots are freed in the
+// list's order either way.
 func (e *Engine) compact() {
 	if e.ended == 0 {
 		return
 	}
+	if len(e.endedList) == e.ended && e.ended <= 16 {
+		slices.SortFunc(e.endedList, func(a, b *Status) int {
+			if lessSubmit(a, b) {
+				return -1
+			}
+			return 1
+		})
+		for _, st := range e.endedList {
+			i := sort.Search(len(e.active), func(i int) bool { return !lessSubmit(e.active[i], st) })
+			if i == len(e.active) || e.active[i] != st {
+				e.compactAll()
+				return
+			}
+			e.active = slices.Delete(e.active, i, i+1)
+			e.left(st)
+		}
+		clear(e.endedList)
+		e.endedList, e.ended = e.endedList[:0], 0
+		return
+	}
+	e.compactAll()
+}
+
+// compactAll drops every job that ended from the active list in one pass.
+func (e *Engine) compactAll() {
+	clear(e.endedList)
+	e.endedList = e.endedList[:0]
 	k := 0
 	for _, st := range e.active {
 		if !st.State.Terminal() {

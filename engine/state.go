@@ -100,7 +100,7 @@ func (e *Engine) PolicyState() ([]byte, error) {
 func (e *Engine) RestorePolicyState(p Policy, b []byte) error {
 	if p != nil {
 		e.cfg.Policy = p
-		e.incrPolicy = incremental(p)
+		e.setPolicyMode(p)
 	}
 	e.incr = false
 	if len(b) == 0 {

@@ -117,3 +117,56 @@ func knobsOf(t *testing.T, spec string) classic.TiresiasKnobs {
 	}
 	return k
 }
+
+// TestLazyAdvanceMatches replays random busy traces (queues, preemptions,
+// resumptions, start delays of none to minutes) under Tiresias, which never
+// reads progress, twice: advancing running jobs only when needed (lazy.go)
+// and advancing every running job at every round. Every job's record and
+// the timeline must be the same, bit for bit.
+func TestLazyAdvanceMatches(t *testing.T) {
+	for seed := range 16 {
+		r := rand.New(rand.NewPCG(uint64(seed), 23))
+		c := buildCluster(t, fmt.Sprintf("%dx4:v100", 1+r.IntN(4)))
+		costs := perf.Costs{Start: float64(r.IntN(3) * 20), Restart: float64(r.IntN(2) * 45), Resize: 30}
+		model := perf.Duration{Cost: perf.CostTable{Default: costs}}
+		var jobs []*job.Job
+		now := 0.0
+		for i := range 30 + r.IntN(60) {
+			now += float64(r.IntN(600))
+			g := []int{1, 1, 2, 4}[r.IntN(4)]
+			d := float64(10+r.IntN(3000)) + r.Float64()
+			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
+				Work: d, Unit: job.Seconds, Duration: d})
+		}
+		for _, spec := range []string{"tiresias:limits=300/900", "tiresias:preset=pollux"} {
+			k := knobsOf(t, spec)
+			cfg := func() sim.Config {
+				p, err := classic.NewTiresias(contract.Context{Jobs: jobs}, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: seed%2 == 0, Seed: 1}
+			}
+			lazy, err := sim.Run(cfg(), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eager, err := sim.RunEager(cfg(), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b strings.Builder
+			writeRun(&a, lazy)
+			writeRun(&b, eager)
+			if a.String() != b.String() {
+				al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
+				for i := range min(len(al), len(bl)) {
+					if al[i] != bl[i] {
+						t.Fatalf("seed %d, %s: line %d differs:\n lazy  %s\n eager %s", seed, spec, i+1, al[i], bl[i])
+					}
+				}
+				t.Fatalf("seed %d, %s: %d lines, eager %d", seed, spec, len(al), len(bl))
+			}
+		}
+	}
+}

@@ -83,14 +83,20 @@ func (h *crossings) Pop() any {
 // move with time).
 func (t *Tiresias) Incremental() bool { return t.Gittins == nil && t.Knob == 0 }
 
+// ProgressFree implements engine.ProgressFree: Tiresias ranks by attained
+// service, never by progress.
+func (t *Tiresias) ProgressFree() bool { return true }
+
 // KeptRounds is how many rounds this instance planned from what changed
 // (Plan.Keep) rather than in full: for tests and benchmarks.
 func (t *Tiresias) KeptRounds() int { return t.fast.kept }
 
 // standing computes st's queue this round and its memo (the knob's
 // promotion included), recording a memo that changes in *memo (in t.memo's
-// memory).
+// memory). It brings st's counters up to date (Snapshot.Sync): every
+// reading of them in a round comes after it.
 func (t *Tiresias) standing(s *engine.Snapshot, st *engine.Status, memo *map[string]engine.Memo) (int, engine.Memo) {
+	s.Sync(st) // its counters, under lazy counters (engine.Config.LazyCounters)
 	m := st.Memo
 	// Starvation: a job that ran before and has waited knob x its
 	// executed time (since its last promotion) goes back to Q0.

@@ -1,0 +1,10 @@
+package sim
+
+import (
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/report"
+)
+
+// RunEager is Run advancing every running job at every round, as before
+// lazy advance (lazy.go), to compare with it.
+func RunEager(cfg Config, jobs []*job.Job) (*report.Run, error) { return runSim(cfg, jobs, true) }
