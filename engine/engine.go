@@ -466,11 +466,10 @@ type Engine struct {
 	incrPolicy bool // the policy is an IncrementalPolicy that says so
 	// Lazy counters (incremental.go): lazy says rounds log their time in
 	// acctLog (entries from the acctBase-th on) instead of counting every
-	// active job's seconds; acctTrim is the length at which it is trimmed.
+	// active job's seconds.
 	lazy       bool
 	acctLog    []float64
 	acctBase   int
-	acctTrim   int
 	typeOf     []uint16
 	heldOfType []int
 }

@@ -71,29 +71,34 @@ func (e *Engine) logAccount(now float64) {
 		return // counting to the same time twice adds nothing
 	}
 	e.acctLog = append(e.acctLog, now)
-	if len(e.acctLog) > e.acctTrim {
-		// Drop the times every active job has counted.
-		low := e.acctBase + len(e.acctLog)
+	if len(e.acctLog) >= maxLog {
+		// Count every active job up to now and start the log afresh: the
+		// same additions each job's next sync would make, made earlier,
+		// so the log's memory stays bounded (once every maxLog rounds,
+		// a pass over the active jobs).
 		for _, st := range e.active {
-			low = min(low, st.acct)
+			e.sync(st)
 		}
-		n := copy(e.acctLog, e.acctLog[low-e.acctBase:])
-		e.acctLog, e.acctBase = e.acctLog[:n], low
-		e.acctTrim = max(4096, 2*n)
+		e.acctBase += len(e.acctLog)
+		e.acctLog = e.acctLog[:0]
 	}
 }
+
+// maxLog is the most round times a lazy log holds (the simulator's
+// too).
+var maxLog = 1 << 16
 
 // sync brings st's counters up to the last logged round time, counting
 // through every logged time it missed, in order: the sums a round by
 // round count makes, to the bit. Without lazy counters it does nothing.
+// (An active job's acct is never below acctBase: a log is dropped only
+// once every active job has counted it.)
 func (e *Engine) sync(st *Status) {
 	if !e.lazy {
 		return
 	}
-	if i := st.acct - e.acctBase; i >= 0 && i < len(e.acctLog) {
-		for _, t := range e.acctLog[i:] {
-			e.countTo(st, t)
-		}
+	for _, t := range e.acctLog[st.acct-e.acctBase:] {
+		e.countTo(st, t)
 	}
 	st.acct = e.acctBase + len(e.acctLog)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
 )
 
 // watcher is an incremental policy that plans at random (a Keep plan
@@ -206,3 +208,83 @@ type incrementalFunc func(s *engine.Snapshot) engine.Plan
 func (incrementalFunc) Name() string                              { return "test" }
 func (f incrementalFunc) Schedule(s *engine.Snapshot) engine.Plan { return f(s) }
 func (incrementalFunc) Incremental() bool                         { return true }
+
+// TestLazyCountersMatch drives two engines in lockstep with the same
+// random incremental plans, one keeping counters lazily
+// (Config.LazyCounters) and one counting every round, with arrivals,
+// completions and clock steps of every size: after every round, every
+// job's Attained, Executed, Waited and seconds per GPU type must be the
+// same to the bit once synced, in the round's snapshot and in
+// Engine.Snapshot's copies, and for jobs that ended. Half the runs fill
+// the log every few rounds.
+func TestLazyCountersMatch(t *testing.T) {
+	defer engine.SetMaxLog(1 << 16)()
+	for seed := range 12 {
+		if seed%2 == 1 { // the log full every few rounds: every job counted, the log afresh
+			engine.SetMaxLog(1 + seed%5)
+		} else {
+			engine.SetMaxLog(1 << 16)
+		}
+		clk := &manual{}
+		mk := func(lazy bool) *engine.Engine {
+			w := &watcher{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 9))}
+			e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("2x4:t4,1x4:v100"), Model: perf.Duration{}, Policy: w,
+				Placer: place.Pack{}, Clock: clk, LazyCounters: lazy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		lazy, eager := mk(true), mk(false)
+		rng := rand.New(rand.NewPCG(uint64(seed), 10))
+		var ended []string
+		for step := range 120 {
+			clk.t += []float64{0, 0.1, 1.7, 33.3, 600}[rng.IntN(5)] + rng.Float64()
+			for k := rng.IntN(3); k > 0; k-- {
+				j := enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(1, 1, 1+rng.IntN(4)).Obj()
+				for _, e := range []*engine.Engine{lazy, eager} {
+					if _, err := e.Submit(j); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if act := eager.Active(); len(act) > 0 && rng.IntN(3) == 0 {
+				id := act[rng.IntN(len(act))].Job.ID
+				for _, e := range []*engine.Engine{lazy, eager} {
+					if err := e.Finish(id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ended = append(ended, id)
+			}
+			for _, e := range []*engine.Engine{lazy, eager} {
+				if _, err := e.Schedule(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if step%7 == 0 { // copies sync every job
+				a, b := lazy.Snapshot(), eager.Snapshot()
+				for i := range b.Jobs {
+					sameCounters(t, seed, step, a.Jobs[i], b.Jobs[i])
+				}
+			}
+			for i, st := range eager.Active() {
+				l := lazy.Active()[i]
+				lazy.Sync(l)
+				sameCounters(t, seed, step, l, st)
+			}
+			for _, id := range ended {
+				sameCounters(t, seed, step, lazy.Job(id), eager.Job(id))
+			}
+		}
+	}
+}
+
+func sameCounters(t *testing.T, seed, step int, a, b *engine.Status) {
+	t.Helper()
+	if a.Job.ID != b.Job.ID || a.Attained != b.Attained || a.Executed != b.Executed || a.Waited != b.Waited ||
+		a.TypeSeconds("t4") != b.TypeSeconds("t4") || a.TypeSeconds("v100") != b.TypeSeconds("v100") {
+		t.Fatalf("seed %d step %d: job %s lazily %v/%v/%v/%v, counted every round %v/%v/%v/%v", seed, step, a.Job.ID,
+			a.Attained, a.Executed, a.Waited, a.TypeSeconds("t4"), b.Attained, b.Executed, b.Waited, b.TypeSeconds("t4"))
+	}
+}

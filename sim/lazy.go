@@ -61,7 +61,7 @@ func (s *simulator) advanceAll(t float64) {
 	}
 	clear(s.delayed[len(keep):])
 	s.delayed = keep
-	if len(s.instants) > s.trimAt {
+	if len(s.instants) >= maxInstants {
 		s.trim()
 	}
 }
@@ -102,15 +102,17 @@ func (s *simulator) syncAll() {
 	s.instants, s.instBase = s.instants[:0], s.instBase+len(s.instants)
 }
 
-// trim drops the instants every running job has been brought past.
+// maxInstants is the most round instants the simulator logs: then every
+// running job is brought up to date (what its next event would do, done
+// earlier) and the log starts afresh, so its memory stays bounded.
+var maxInstants = 1 << 16
+
+// trim brings every running job up to the last instant and empties the
+// log.
 func (s *simulator) trim() {
-	low := s.instBase + len(s.instants)
 	for _, r := range s.live {
-		if r.lazy {
-			low = min(low, r.synced)
-		}
+		s.sync(r)
 	}
-	n := copy(s.instants, s.instants[low-s.instBase:])
-	s.instants, s.instBase = s.instants[:n], low
-	s.trimAt = max(4096, 2*n)
+	s.instBase += len(s.instants)
+	s.instants = s.instants[:0]
 }

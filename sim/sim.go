@@ -174,14 +174,12 @@ type simulator struct {
 
 	// Lazy advance (lazy.go): lazy says rounds leave jobs past their
 	// delay behind; instants are the rounds' times from the instBase-th
-	// on; delayed the running jobs still paying a delay; trimAt the
-	// length at which instants are trimmed; eager turns it all off
-	// (tests).
+	// on; delayed the running jobs still paying a delay; eager turns it
+	// all off (tests).
 	lazy     bool
 	instants []float64
 	instBase int
 	delayed  []*running
-	trimAt   int
 	eager    bool
 }
 
