@@ -3,9 +3,12 @@
 //
 // One scheduling round reads top to bottom:
 //
-//  1. account: bring every active job's attained service up to now;
+//  1. account: bring every active job's attained service up to now (or,
+//     with lazy counters, log now for them: incremental.go);
 //  2. snapshot: hand the policy a read-only Snapshot of the cluster and the
-//     active jobs with their history (the engine's own records, not copies);
+//     active jobs with their history (the engine's own records, not copies),
+//     and, for an IncrementalPolicy, the jobs that changed since the last
+//     round (a Keep plan then costs the engine only the jobs it lists);
 //  3. decide: hand the snapshot to the Policy, which returns a Plan (which
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or

@@ -8,7 +8,8 @@ import (
 )
 
 // A scheduling round touches every active job once (accounting; the
-// snapshot holds pointers to the engine's records, not copies) but
+// snapshot holds pointers to the engine's records, not copies), unless
+// its policy plans incrementally with lazy counters (incremental.go), and
 // allocates nothing once the engine has seen its largest
 // round: the buffers below are reused, jobs named by a plan are found
 // through the previous plan's order before falling back to the ID map, and
