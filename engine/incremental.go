@@ -97,10 +97,38 @@ func (e *Engine) sync(st *Status) {
 	if !e.lazy {
 		return
 	}
-	for _, t := range e.acctLog[st.acct-e.acctBase:] {
-		e.countTo(st, t)
-	}
+	ts := e.acctLog[st.acct-e.acctBase:]
 	st.acct = e.acctBase + len(e.acctLog)
+	// countTo at each time, with the counters in registers: nothing else
+	// changes the job in between.
+	since := st.since
+	if len(st.GPUs) > 0 {
+		held := st.HeldGPUs()
+		executed, attained, typeNow, ran := st.Executed, st.Attained, st.typeNow, st.typeRan
+		for _, t := range ts {
+			dt := t - since
+			if dt <= 0 {
+				continue
+			}
+			executed += dt
+			attained += dt * held
+			typeNow += dt
+			ran = true
+			since = t
+		}
+		st.Executed, st.Attained, st.typeNow, st.typeRan, st.since = executed, attained, typeNow, ran, since
+		return
+	}
+	waited := st.Waited
+	for _, t := range ts {
+		dt := t - since
+		if dt <= 0 {
+			continue
+		}
+		waited += dt
+		since = t
+	}
+	st.Waited, st.since = waited, since
 }
 
 // Sync brings st's time-dependent counters (Attained, Executed, Waited,

@@ -84,10 +84,35 @@ func (s *simulator) sync(r *running) {
 	if !r.lazy {
 		return
 	}
-	for _, t := range s.instants[r.synced-s.instBase:] {
-		s.advance(r, t)
-	}
+	ts := s.instants[r.synced-s.instBase:]
 	r.synced = s.instBase + len(s.instants)
+	if r.delay > 0 || s.st != nil {
+		for _, t := range ts {
+			s.advance(r, t)
+		}
+		return
+	}
+	// advance at each instant, for a job past its delay on a run without
+	// sites, with its sums in registers: the same operations in the same
+	// order.
+	rec := &s.recs[r.idx]
+	gpus := charged(r)
+	held, gs, shared, useful := s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds
+	progress, last := r.progress, r.last
+	for _, t := range ts {
+		dt := t - last
+		if dt <= 0 {
+			continue
+		}
+		held += dt
+		gs += dt * gpus
+		shared += dt * (float64(r.gpus) - gpus)
+		progress += r.rate * dt
+		useful += dt * gpus
+		last = t
+	}
+	s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds = held, gs, shared, useful
+	r.progress, r.last = progress, last
 }
 
 // syncAll brings every running job up to the last round's instant and
