@@ -114,6 +114,9 @@ type Tidal struct {
 	// needs the server (admission and offloading see the server as idle).
 	Park     bool
 	ParkHold float64
+	// Hold keeps a newcomer that admission would decline waiting instead,
+	// and tries it again each round, while its deadline can still be met.
+	Hold     bool
 	restart  harvest.DeepBoot // for its restart factor
 	flow     *Flow
 	future   map[string]forecast.Series
@@ -175,6 +178,9 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.Park, err = o.Bool("park", false); err != nil {
 		return nil, err
 	}
+	if t.Hold, err = o.Bool("hold", false); err != nil {
+		return nil, err
+	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
 		return nil, err
 	}
@@ -234,8 +240,9 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 		t.flow.edgeLater = t.edgeLater
 	}
 	t.flow.parks = t.Park
+	t.flow.holds = t.Hold
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -488,6 +495,9 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, a := range plan.Run {
 		placed[a.Job] = true
 	}
+	if t.Hold {
+		t.hold(s, &plan)
+	}
 	declined := map[string]bool{}
 	for _, id := range plan.Decline {
 		declined[id] = true
@@ -686,4 +696,36 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		why[st.Job.ID] = engine.Reason{Text: "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle", Position: i + 1}
 	}
 	return out, why
+}
+
+// hold takes out of plan.Decline the jobs whose deadline the whole cloud
+// could still meet from now: they wait, and admission tries them again.
+func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
+	c, ok := t.flow.cloudOf(s)
+	if !ok {
+		return
+	}
+	byID := map[string]*engine.Status{}
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	out := plan.Decline[:0]
+	for _, id := range plan.Decline {
+		st := byID[id]
+		g := min(st.Job.MaxGPUs, c.cap)
+		if st != nil && g >= max(st.Job.MinGPUs, 1) {
+			need := s.Remaining(st, g, c.gpuType) + s.Model.Costs(st.Job).Start
+			if s.Now+need <= st.Job.Deadline {
+				if plan.Reasons == nil {
+					plan.Reasons = map[string]engine.Reason{}
+				}
+				r := plan.Reasons[id]
+				r.Text = joinReason("held: admission tries it again each round while its deadline can be met", r.Text)
+				plan.Reasons[id] = r
+				continue
+			}
+		}
+		out = append(out, id)
+	}
+	plan.Decline = out
 }
