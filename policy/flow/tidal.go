@@ -178,7 +178,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.Park, err = o.Bool("park", false); err != nil {
 		return nil, err
 	}
-	if t.Hold, err = o.Bool("hold", false); err != nil {
+	if t.Hold, err = o.Bool("hold", true); err != nil {
 		return nil, err
 	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
@@ -712,20 +712,52 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 	out := plan.Decline[:0]
 	for _, id := range plan.Decline {
 		st := byID[id]
-		g := min(st.Job.MaxGPUs, c.cap)
-		if st != nil && g >= max(st.Job.MinGPUs, 1) {
-			need := s.Remaining(st, g, c.gpuType) + s.Model.Costs(st.Job).Start
-			if s.Now+need <= st.Job.Deadline {
-				if plan.Reasons == nil {
-					plan.Reasons = map[string]engine.Reason{}
-				}
-				r := plan.Reasons[id]
-				r.Text = joinReason("held: admission tries it again each round while its deadline can be met", r.Text)
-				plan.Reasons[id] = r
-				continue
+		if st == nil {
+			out = append(out, id)
+			continue
+		}
+		if end := wholeCloudEnd(s, c, st); end <= st.Job.Deadline {
+			if plan.Reasons == nil {
+				plan.Reasons = map[string]engine.Reason{}
 			}
+			r := plan.Reasons[id]
+			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it at t=%.0f s, by its deadline; admission tries it again next round", end), r.Text)
+			plan.Reasons[id] = r
+			continue
+		}
+		if st.Starts > 0 {
+			// It ran while held (on loaned inference GPUs): the engine
+			// declines only jobs that never ran, so it is admitted,
+			// missing, as EdgeFlow's admitted jobs that miss are.
+			if plan.Memo == nil {
+				plan.Memo = map[string]engine.Memo{}
+			}
+			m := st.Memo
+			m[efAdmitted] = 1
+			plan.Memo[id] = m
+			continue
 		}
 		out = append(out, id)
 	}
 	plan.Decline = out
+}
+
+// wholeCloudEnd is when st would end if it had the whole cloud c from now,
+// at the GPU count (a power of two up to its maximum) that ends it first,
+// start or restart included: +Inf when no count can run it.
+func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
+	delay := s.Model.Costs(st.Job).Start
+	if st.Starts > 0 {
+		delay = s.Model.Costs(st.Job).Restart
+	}
+	best := math.Inf(1)
+	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+		if g < st.Job.MinGPUs {
+			continue
+		}
+		if r := s.Remaining(st, g, c.gpuType); r > 0 && !math.IsInf(r, 0) {
+			best = math.Min(best, s.Now+delay+r)
+		}
+	}
+	return best
 }
