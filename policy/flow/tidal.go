@@ -28,7 +28,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -47,6 +47,9 @@ func tidalPolicies(register func(contract.Info)) {
 			"park=false: run admitted deadline jobs that wait for their cloud share on idle edge servers meanwhile " +
 			"(more deadlines met on average at arrival x2, fewer at some points); " +
 			"park_hold=3600: seconds the forecast must keep a server up to park a job there; " +
+			"hold=true: a newcomer that admission would decline waits instead, and admission tries it again each round, " +
+			"while the whole cloud could still finish it by its deadline (false: declined at arrival, as EdgeFlow; " +
+			"docs/tidal.md, section 4); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -68,7 +71,11 @@ func tidalPolicies(register func(contract.Info)) {
 //     (the simulator reclaims idle servers first, so k servers up keep k
 //     jobs); and a newcomer that neither the cloud nor an edge server up
 //     now can finish in time is admitted when an edge server the forecast
-//     brings up later can (it waits until offloading moves it there).
+//     brings up later can (it waits until offloading moves it there). A
+//     newcomer admission would still decline is not declined while the
+//     whole cloud could finish it by its deadline (Hold): it waits, and
+//     admission tries it again each round, as admitted jobs end early on
+//     spare GPUs.
 //   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
 //     job has a deadline; training sites first) are sized by a
 //     multiple-choice knapsack (DeepBoot's, with its restart factor)
