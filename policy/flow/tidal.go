@@ -509,7 +509,11 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, id := range plan.Decline {
 		declined[id] = true
 		r := plan.Reasons[id]
-		r.Text = joinReason("declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later", r.Text)
+		text := "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"
+		if t.Hold {
+			text += ", and the whole cloud from now would not end it in time"
+		}
+		r.Text = joinReason(text, r.Text)
 		plan.Reasons[id] = r
 	}
 	var left []*engine.Status
