@@ -127,14 +127,22 @@ func (e *Engine) checkPairs(p Plan) error {
 }
 
 // placePairs runs the placer with every pair shown as its first member
-// alone, then gives the second member the same GPUs. A pair keeps the GPUs
-// either member holds, when their count matches; GPUs two running jobs
-// share are kept by the first of them in the plan only, so the placer never
-// sees a GPU held twice.
+// alone, then gives the second member the same GPUs (PlacePairs).
 func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID {
 	if !packs(run) && e.co == nil {
 		return e.place(held, run)
 	}
+	return PlacePairs(held, run, e.place)
+}
+
+// PlacePairs places run with place as the engine places a plan that packs
+// pairs or while running jobs share GPUs: every pair is shown to place as
+// its first member alone, and the second member gets the same GPUs. A pair
+// keeps the GPUs either member holds, when their count matches; GPUs two
+// running jobs share are kept by the first of them in the plan only, so
+// place never sees a GPU held twice. It edits held. (tide kube tries its
+// plans on its placer the same way.)
+func PlacePairs(held map[string][]cluster.GPUID, run []Assignment, place func(map[string][]cluster.GPUID, []Assignment) map[string][]cluster.GPUID) map[string][]cluster.GPUID {
 	claimed := map[cluster.GPUID]bool{}
 	free := func(gs []cluster.GPUID, n int) bool {
 		if len(gs) != n {
@@ -174,7 +182,7 @@ func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) m
 			}
 		}
 	}
-	placed := e.place(held, units)
+	placed := place(held, units)
 	for first, sec := range second {
 		if gs, ok := placed[first]; ok {
 			placed[sec] = slices.Clone(gs)

@@ -623,7 +623,7 @@ func (s *simulator) complete(r *running, t float64) {
 // sample appends the cluster state at t to the timeline when it changed.
 func (s *simulator) sample(t float64) {
 	alloc, useful := s.occupancy()
-	smp := report.Sample{T: t, Allocated: alloc, Useful: useful, Queued: s.active - s.nrun, Running: s.nrun}
+	smp := report.Sample{T: t, Allocated: int32(alloc), Useful: int32(useful), Queued: int32(s.active - s.nrun), Running: int32(s.nrun)}
 	s.fairSample(&smp)
 	tl := s.out.Timeline
 	if n := len(tl); n > 0 {
