@@ -22,6 +22,7 @@ func (e *Engine) hold(g cluster.GPUID, st *Status) {
 	if e.owner[g] == nil {
 		e.owner[g] = st
 		e.busy[g] = true
+		e.heldOfType[e.typeOf[g]]++
 		return
 	}
 	if e.co == nil {
@@ -46,6 +47,9 @@ func (e *Engine) unhold(g cluster.GPUID, st *Status) {
 		e.owner[g] = second
 	case second != st && e.co != nil:
 		e.co[g] = second
+	}
+	if e.busy[g] && e.owner[g] == nil {
+		e.heldOfType[e.typeOf[g]]--
 	}
 	e.busy[g] = e.owner[g] != nil
 }
@@ -74,8 +78,10 @@ func (e *Engine) unpack(st *Status) {
 	if st.PackedWith == "" {
 		return
 	}
+	e.touch(st)
 	if p := e.jobs[st.PackedWith]; p != nil && p.PackedWith == st.Job.ID {
 		p.PackedWith = ""
+		e.touch(p)
 	}
 	st.PackedWith = ""
 }
@@ -127,14 +133,22 @@ func (e *Engine) checkPairs(p Plan) error {
 }
 
 // placePairs runs the placer with every pair shown as its first member
-// alone, then gives the second member the same GPUs. A pair keeps the GPUs
-// either member holds, when their count matches; GPUs two running jobs
-// share are kept by the first of them in the plan only, so the placer never
-// sees a GPU held twice.
+// alone, then gives the second member the same GPUs (PlacePairs).
 func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) map[string][]cluster.GPUID {
 	if !packs(run) && e.co == nil {
 		return e.place(held, run)
 	}
+	return PlacePairs(held, run, e.place)
+}
+
+// PlacePairs places run with place as the engine places a plan that packs
+// pairs or while running jobs share GPUs: every pair is shown to place as
+// its first member alone, and the second member gets the same GPUs. A pair
+// keeps the GPUs either member holds, when their count matches; GPUs two
+// running jobs share are kept by the first of them in the plan only, so
+// place never sees a GPU held twice. It edits held. (tide kube tries its
+// plans on its placer the same way.)
+func PlacePairs(held map[string][]cluster.GPUID, run []Assignment, place func(map[string][]cluster.GPUID, []Assignment) map[string][]cluster.GPUID) map[string][]cluster.GPUID {
 	claimed := map[cluster.GPUID]bool{}
 	free := func(gs []cluster.GPUID, n int) bool {
 		if len(gs) != n {
@@ -174,7 +188,7 @@ func (e *Engine) placePairs(held map[string][]cluster.GPUID, run []Assignment) m
 			}
 		}
 	}
-	placed := e.place(held, units)
+	placed := place(held, units)
 	for first, sec := range second {
 		if gs, ok := placed[first]; ok {
 			placed[sec] = slices.Clone(gs)
@@ -214,7 +228,11 @@ func (e *Engine) pair(p Plan, placed map[string][]cluster.GPUID) {
 			continue
 		}
 		if _, ok := placed[a.Job]; ok {
-			e.jobs[a.Job].PackedWith = a.PackWith
+			st := e.jobs[a.Job]
+			if st.PackedWith != a.PackWith {
+				e.touch(st)
+			}
+			st.PackedWith = a.PackWith
 		}
 	}
 }

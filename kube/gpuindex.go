@@ -12,7 +12,6 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/job"
-	"github.com/tide-sched/tide/localexec"
 )
 
 // Binding parts of GPUs (docs/sharing.md, "tide kube").
@@ -67,7 +66,7 @@ func slotNode(slot string) (node string, idx int) {
 // slotOf is the slot engine GPU g gives a worker of w.
 func slotOf(c *cluster.Cluster, g cluster.GPUID, w *workload) string {
 	n := c.NodeOf(g)
-	if !w.part.fractional() {
+	if !w.indexed() {
 		return n.Name
 	}
 	return partSlot(n.Name, int(g-n.First))
@@ -81,7 +80,7 @@ func (s *Scheduler) podSlot(p *corev1.Pod, w *workload) string {
 	if node != "" && w.part.mig != "" {
 		return migNode(node, w.part.mig)
 	}
-	if node == "" || !w.part.fractional() {
+	if node == "" || !w.indexed() {
 		return node
 	}
 	if i := s.podIndex(p); i >= 0 {
@@ -141,6 +140,7 @@ func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 	if i < 0 || podGPUs(p) > 0 {
 		return
 	}
+	v.noteIndexJob(node, i, workloadKey(p))
 	if v.shared == nil {
 		v.shared = map[string]map[int]bool{}
 	}
@@ -237,30 +237,30 @@ func partEnv(pt part, idx int, gpuMemGiB float64) []corev1.EnvVar {
 	if gpuMemGiB > 0 {
 		share, mem = (&job.Job{Share: pt.share, GPUMemGiB: pt.memGiB}).Demand(gpuMemGiB)
 	}
-	i := strconv.Itoa(idx)
-	env := []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: i}, {Name: "CUDA_VISIBLE_DEVICES", Value: "0"},
-		{Name: "TIDE_GPU_INDEX", Value: i}}
-	for _, kv := range localexec.ShareEnv(share, mem, 1, "") {
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, corev1.EnvVar{Name: k, Value: v})
-	}
-	return env
+	return append(packEnv(idx, false), shareEnv(share, mem)...)
 }
 
-// partWorker makes worker pod p of w hold part of GPU idx on node: its
-// index annotation and its environment (set over any of the same names
-// the template gives).
-func (s *Scheduler) partWorker(p *corev1.Pod, w *workload, node string, idx int) {
+// partWorker makes worker pod p of w hold part of GPU idx on node, or the
+// GPU for a packable job (packed: made while its job is packed,
+// sharepairs.go): its index annotation and its environment (set over any
+// of the same names the template gives).
+func (s *Scheduler) partWorker(p *corev1.Pod, w *workload, node string, idx int, packed bool) {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
 	p.Annotations[AnnotGPUIndex] = strconv.Itoa(idx)
-	mem := 0.0
-	if n := s.cur.nodes[node]; n != nil {
-		mem = gpuMemOf(n, strings.ToLower(n.Labels[s.cfg.GPUTypeLabel]))
+	var env []corev1.EnvVar
+	if w.pack {
+		env = packEnv(idx, packed)
+	} else {
+		mem := 0.0
+		if n := s.cur.nodes[node]; n != nil {
+			mem = gpuMemOf(n, strings.ToLower(n.Labels[s.cfg.GPUTypeLabel]))
+		}
+		env = partEnv(w.part, idx, mem)
 	}
 	c := &p.Spec.Containers[0]
-	for _, e := range partEnv(w.part, idx, mem) {
+	for _, e := range env {
 		replaced := false
 		for k := range c.Env {
 			if c.Env[k].Name == e.Name {
@@ -369,7 +369,7 @@ func (s *Scheduler) partGPUs(w *workload, c *cluster.Cluster, byName map[string]
 // worker is adopted onto them.
 func (s *Scheduler) reserveParts(v *view, c *cluster.Cluster, byName map[string]int, t *gpuTaker) {
 	for _, w := range v.work {
-		if !w.part.fractional() || w.ended() {
+		if !w.indexed() || w.ended() {
 			continue
 		}
 		for _, g := range s.partGPUs(w, c, byName) {

@@ -154,10 +154,15 @@ func (s *Scheduler) enginePlacer() engine.Placer {
 	return s.placer()
 }
 
-// model is the engine's performance model.
+// model is the engine's performance model: the driver's, else durations,
+// rating pairs with the pair-throughput table when one is given
+// (sharepairs.go).
 func (s *Scheduler) model() perf.Model {
 	if l := s.cfg.Live; l != nil && l.Model != nil {
 		return l.Model
+	}
+	if s.pairs != nil {
+		return s.pairs
 	}
 	return perf.Duration{}
 }

@@ -70,7 +70,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	out := map[string]bool{} // waiting jobs planned without
 	for i := 0; ; i++ {
-		placed := pl.Place(s.Cluster, held, plan.Run)
+		placed := placeTrial(s, pl, held, plan.Run) // pairs as one (sharepairs.go)
 		var blocked []string
 		for _, a := range plan.Run {
 			if placed[a.Job] != nil {
@@ -83,7 +83,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		if len(blocked) > 0 {
 			// Left out for its constraints, not for lack of GPUs?
-			onGPUs := free.Place(s.Cluster, held, plan.Run)
+			onGPUs := placeTrial(s, free, held, plan.Run)
 			k := 0
 			for _, id := range blocked {
 				if onGPUs[id] != nil {
@@ -94,6 +94,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 			blocked = blocked[:k]
 		}
 		keep(&plan, byID, placed)
+		mutualPairs(&plan)
 		if len(blocked) == 0 {
 			break
 		}

@@ -43,6 +43,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy"
 )
 
@@ -108,6 +109,13 @@ type Config struct {
 	// Observe, when set, is called at the end of every round that reached
 	// the engine (metrics and benchmarks read it); it must not block.
 	Observe func(RoundInfo)
+	// PairThroughputs, when set, is a file of Gavel's measured
+	// throughputs (simulation_throughputs.json's format, as tide serve's
+	// --pair-throughputs): TideJobs whose spec.jobType it knows are
+	// packable, and the packing policies (gandiva:pack=true,
+	// gavel-*:space_sharing=true) may run two of them on one GPU
+	// (sharepairs.go, docs/sharing.md). Empty: no job shares a whole GPU.
+	PairThroughputs string
 }
 
 // RoundInfo is what one round did.
@@ -193,6 +201,7 @@ type Scheduler struct {
 	reclaim   reclaim            // evictions a disruption budget refused (reclaim.go)
 	tidal     tidal              // capacity lent by edge and inference sites (tidal.go)
 	deadlines deadlines          // deadline outcomes counted (deadline.go)
+	pairs     *perf.Pairs        // the pair-throughput model; nil: no job is packed (sharepairs.go)
 }
 
 // New makes a scheduler; Run starts it.
@@ -239,10 +248,14 @@ func New(cfg Config) (*Scheduler, error) {
 	} else if pol, err = policy.Parse(cfg.Policy, policy.Context{}); err != nil {
 		return nil, fmt.Errorf("kube: policy: %w", err)
 	}
+	pairs, err := loadPairs(cfg.PairThroughputs)
+	if err != nil {
+		return nil, fmt.Errorf("kube: pair throughputs: %w", err)
+	}
 	quota := &liveQuota{inner: pol, fill: cfg.FillIdle}
 	quota.set(cfg.Quotas, nil, nil, cfg.Borrow)
 	pol = quota
-	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel},
+	s := &Scheduler{cfg: cfg, log: cfg.Log, grp: grouping{gpuTypeLabel: cfg.GPUTypeLabel}, pairs: pairs,
 		kick: make(chan struct{}, 1), ids: map[string]string{}, gen: map[string]int{},
 		assumed: map[types.UID]string{}, evicted: map[types.UID]bool{}, said: map[string]string{},
 		created: map[types.UID]*corev1.Pod{},
@@ -252,6 +265,9 @@ func New(cfg Config) (*Scheduler, error) {
 	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
 	if cfg.Live != nil && cfg.Live.Placer != nil {
 		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
+	}
+	if pairs != nil {
+		s.grp.pairs = &pairTable{file: cfg.PairThroughputs, model: pairs.Table}
 	}
 	return s, nil
 }
@@ -395,6 +411,7 @@ type view struct {
 	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
+	onIndex map[string][]string     // "node#index" -> workload keys of the live pods bound there by index (sharepairs.go)
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
@@ -792,7 +809,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
-		Placer: s.enginePlacer(), Clock: s.cfg.Clock})
+		Placer: s.enginePlacer(), Clock: s.cfg.Clock, Sharing: s.pairs != nil && s.cfg.Live == nil})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}
@@ -899,6 +916,9 @@ func (s *Scheduler) trialPlacer() workerPlacer {
 // room the live pods of the engine's jobs take comes back through the
 // workers the placer keeps; parts', which the engine places around the
 // placer, stays counted, except on trial (the placer sees them there).
+// The second member of a packed pair is not shown to the placer
+// (engine.PlacePairs), so its pods' room goes uncounted there: the bind
+// checks it (reconcile).
 func (s *Scheduler) room(trial bool) nodeFit {
 	keys := make(map[string]bool, len(s.work))
 	for _, w := range s.work {
@@ -916,7 +936,7 @@ func (s *Scheduler) room(trial bool) nodeFit {
 // GPU by its recorded index, gpuindex.go).
 func (s *Scheduler) adoptBound(w *workload, id string, c *cluster.Cluster, byName map[string]int, taken *gpuTaker) adoption {
 	a := adoption{w: w, id: id}
-	if w.part.fractional() {
+	if w.indexed() {
 		a.gpus = s.partGPUs(w, c, byName)
 		return a
 	}
@@ -946,7 +966,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 		return
 	}
 	fit := newPlacement(s.cur.states, nil, func(string) *shape { return w.shape })
-	for len(gpus) < w.minW*w.per && !w.part.fractional() { // complete a partial gang, best fit
+	for len(gpus) < w.minW*w.per && !w.indexed() { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
@@ -964,7 +984,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 	}
 	if err := s.eng.Adopt(a.id, gpus); err != nil {
 		for _, g := range gpus { // give them back so others can be adopted there
-			if !w.part.fractional() { // a part's GPU stays reserved until its pod is gone
+			if !w.indexed() { // a part's (or packable worker's) GPU stays reserved until its pod is gone
 				taken.give(g)
 			}
 		}
@@ -1201,6 +1221,17 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 				pending = append(pending, p)
 			}
 		}
+		if b.w.tj != nil && b.w.indexed() && len(pending) > 0 {
+			// A worker made for a GPU index whose bind failed carries that
+			// index in its environment: remove it, and make the workers
+			// anew for the indices planned now.
+			s.removeStale(calls, pending)
+			continue
+		}
+		partner := s.partnerKey(b.id)
+		if !v.pairRoom(b.w, b.nodes, partner) {
+			continue // a GPU index still holds another job's pod (sharepairs.go)
+		}
 		if b.w.tj == nil && len(pending) < len(b.nodes) {
 			s.warnOnce("short/"+b.w.key, b.w.key, fmt.Sprintf("%d workers to bind, only %d unbound pods", len(b.nodes), len(pending)))
 			continue
@@ -1214,8 +1245,9 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			fit.take(b.id, n, k)
 		}
 		v.openShared(opened)
+		v.claimIndices(b.w, b.nodes)
 		pending = pending[:min(len(pending), len(b.nodes))]
-		w, nodes := b.w, b.nodes
+		w, nodes, packed := b.w, b.nodes, partner != ""
 		for i, p := range pending {
 			node, idx := slotNode(nodes[i])
 			node = kubeNode(node) // a MIG slice's engine node is its node's (mig.go)
@@ -1225,7 +1257,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		}
 		for i := 0; i < create; i++ {
 			node := nodes[len(pending)+i]
-			calls.do(func(ctx context.Context) { s.createAndBind(ctx, calls, w, node) })
+			calls.do(func(ctx context.Context) { s.createAndBind(ctx, calls, w, node, packed) })
 		}
 	}
 	calls.wait()
@@ -1330,13 +1362,14 @@ func (s *Scheduler) bindPod(ctx context.Context, c *calls, p *corev1.Pod, node s
 }
 
 // createAndBind creates a worker of w and binds it to slot (a node, or a
-// node and GPU index for a part, whose worker is made to select it).
-func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, slot string) {
+// node and GPU index for a part or a packable worker, which is made to
+// select it; packed: its job shares the GPU with a partner now).
+func (s *Scheduler) createAndBind(ctx context.Context, c *calls, w *workload, slot string, packed bool) {
 	node, idx := slotNode(slot)
 	node = kubeNode(node)
 	wp := workerPod(w, s.cfg.SchedulerName)
 	if idx >= 0 {
-		s.partWorker(wp, w, node, idx)
+		s.partWorker(wp, w, node, idx, packed)
 	}
 	p, err := s.cfg.Client.CoreV1().Pods(w.ns).Create(ctx, wp, metav1.CreateOptions{})
 	if err != nil {

@@ -42,6 +42,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, policy string) *harness {
+	return newHarnessWith(t, Config{Policy: policy})
+}
+
+// newHarnessWith is newHarness with more of the scheduler's Config
+// (the client and the grace period are the harness's).
+func newHarnessWith(t *testing.T, cfg Config) *harness {
 	cs := fake.NewClientset()
 	h := &harness{t: t, nodes: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
@@ -62,7 +68,8 @@ func newHarness(t *testing.T, policy string) *harness {
 		return false, nil, nil
 	})
 	zero := time.Duration(0)
-	s, err := New(Config{Client: cs, Policy: policy, Grace: &zero})
+	cfg.Client, cfg.Grace = cs, &zero
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,9 +132,10 @@ func tideJobPart(s *TideJobSpec) (part, error) {
 }
 
 // podGPUs is the GPUs each worker of w asks the device plugin for: none
-// for a part or a MIG slice (a slice is a resource of its own).
+// for a part, a packable job's worker (bound by GPU index, sharepairs.go)
+// or a MIG slice (a slice is a resource of its own).
 func (w *workload) podGPUs() int {
-	if w.part.fractional() || w.part.mig != "" {
+	if w.indexed() || w.part.mig != "" {
 		return 0
 	}
 	return w.per

@@ -47,6 +47,12 @@ type TideJobSpec struct {
 	// for part of one GPU per worker instead (share.go, docs/sharing.md).
 	GPUFraction string `json:"gpuFraction,omitempty"`
 	GPUMemory   string `json:"gpuMemory,omitempty"`
+	// JobType is what the job trains, as named in the pair-throughput
+	// table tide kube was started with (--pair-throughputs): with one, a
+	// job of a type the table knows is packable, and the packing
+	// policies may run it on the same GPUs as another (sharepairs.go,
+	// docs/sharing.md). Empty: the job never shares its GPUs.
+	JobType string `json:"jobType,omitempty"`
 	// GPUType restricts the job to nodes whose GPU type label has this
 	// value (lower-cased); empty means any type.
 	GPUType string `json:"gpuType,omitempty"`

@@ -44,8 +44,10 @@ type workload struct {
 	tj       *TideJob // nil for plain pods
 	minW     int      // gang: workers placed together or not at all
 	maxW     int
-	per      int  // GPUs per worker (1 for a part or a MIG slice)
-	part     part // what each worker asks of one GPU, the zero part for whole GPUs (share.go)
+	per      int    // GPUs per worker (1 for a part or a MIG slice)
+	part     part   // what each worker asks of one GPU, the zero part for whole GPUs (share.go)
+	jobType  string // a TideJob's spec.jobType
+	pack     bool   // packable: whole GPUs bound by index, which the engine may pack in pairs (sharepairs.go)
 	gpuType  string
 	tenant   string
 	priority int
@@ -65,7 +67,16 @@ func (w *workload) job(id string) *job.Job {
 	return &job.Job{ID: id, Submit: w.created, Tenant: w.tenant, Priority: w.priority,
 		GPUs: w.minW * w.per, MinGPUs: w.minW * w.per, MaxGPUs: w.maxW * w.per, GPUType: w.engineType(),
 		Work: w.duration, Unit: job.Seconds, Duration: w.duration, Deadline: w.deadline,
-		Share: w.part.share, GPUMemGiB: w.part.memGiB}
+		Share: w.part.share, GPUMemGiB: w.part.memGiB, Model: w.model()}
+}
+
+// model is the job type the engine rates w's pairs by: its spec.jobType
+// when it is packable.
+func (w *workload) model() string {
+	if w.pack {
+		return w.jobType
+	}
+	return ""
 }
 
 // problem is input tide cannot schedule, with the object it concerns.
@@ -131,6 +142,7 @@ func rejected(p *corev1.Pod) bool {
 // field; those objects are left out.
 type grouping struct {
 	gpuTypeLabel string
+	pairs        *pairTable // nil: no pair-throughput table (sharepairs.go)
 }
 
 func (g grouping) group(pods []*corev1.Pod, tjs []*TideJob) (map[string]*workload, []problem) {
@@ -280,6 +292,9 @@ func (g grouping) fromTideJob(tj *TideJob) (*workload, error) {
 		return nil, err
 	}
 	w.part = pt
+	if err := g.pairs.checkJobType(w, s); err != nil {
+		return nil, err
+	}
 	if s.Queue != "" {
 		w.tenant = s.Queue
 	}
@@ -332,8 +347,8 @@ func workerPod(w *workload, schedulerName string) *corev1.Pod {
 	if c.Resources.Limits == nil {
 		c.Resources.Limits = corev1.ResourceList{}
 	}
-	if w.part.fractional() {
-		delete(c.Resources.Limits, GPUResource) // a part asks the device plugin for no GPU (gpuindex.go)
+	if w.indexed() {
+		delete(c.Resources.Limits, GPUResource) // a part or packable worker asks the device plugin for no GPU (gpuindex.go)
 	} else {
 		c.Resources.Limits[GPUResource] = *resource.NewQuantity(int64(w.per), resource.DecimalSI)
 	}

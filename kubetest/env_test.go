@@ -167,6 +167,8 @@ func TestKube(t *testing.T) {
 	t.Run("Constraints", func(t *testing.T) { testConstraints(t, e) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, e) })
 	t.Run("Share", func(t *testing.T) { testShare(t, e) }) // GPU sharing (share_test.go)
+	// Packed whole-GPU pairs (sharepairs_test.go).
+	t.Run("SharePairs", func(t *testing.T) { testSharePairs(t, e) })
 	t.Run("MissingCRD", func(t *testing.T) { testMissingCRD(t, e) })
 	t.Run("RBAC", func(t *testing.T) { testRBAC(t, e) }) // last: it checks the calls of those before
 }

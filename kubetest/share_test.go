@@ -129,6 +129,13 @@ func (b gpuBook) overCommitted(gpus map[string]int, gpuMem map[string]float64, m
 // never over-commit a GPU; stop returns the first over-commitment seen
 // ("" when none) and how many times it looked.
 func (s *scenario) guard(ns string, tjShare, gpuMem map[string]float64, gpus map[string]int, mig map[string]int64) (stop func() (string, int)) {
+	return s.guardWith(ns, func(pods []corev1.Pod) string { return book(pods, tjShare, gpuMem).overCommitted(gpus, gpuMem, mig) })
+}
+
+// guardWith runs over on the namespace's pods every 100 ms until
+// stopped; stop returns the first thing over said ("" when none) and how
+// many times it looked.
+func (s *scenario) guardWith(ns string, over func([]corev1.Pod) string) (stop func() (string, int)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var first string
@@ -139,7 +146,7 @@ func (s *scenario) guard(ns string, tjShare, gpuMem map[string]float64, gpus map
 		for ctx.Err() == nil {
 			if l, err := s.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 				looks++
-				if why := book(l.Items, tjShare, gpuMem).overCommitted(gpus, gpuMem, mig); why != "" && first == "" {
+				if why := over(l.Items); why != "" && first == "" {
 					first = why
 				}
 			}

@@ -4,7 +4,7 @@ package place
 
 import (
 	"fmt"
-	"sort"
+	"math/bits"
 	"strings"
 	"sync"
 
@@ -27,18 +27,35 @@ func Lookup(name string) (engine.Placer, error) {
 	return nil, fmt.Errorf("unknown placer %q: want pack, most-free or hived[:vc=TENANT@GPUS/...]", name)
 }
 
-// freeMap tracks free GPUs per node during one placement.
+// freeMap tracks free GPUs per node during one placement. It outlives the
+// placement: the pool hands the same one back for the next placement on the
+// same cluster, and refresh brings it up to date by rebuilding only the
+// nodes whose GPUs were taken or freed since (the engine's busy mask is
+// compared with the one the lists were built from). Its indexes answer the
+// placers' questions (the best-fitting node, the nodes with the most free
+// GPUs, a rack's nodes by free GPUs) without a scan of every node.
 type freeMap struct {
 	c        *cluster.Cluster
-	free     [][]cluster.GPUID // node -> free GPU ids, ascending
+	free     [][]cluster.GPUID // node -> free GPU ids, ascending (a window of all)
 	count    []int             // GPU type index (cluster.GPUTypes) -> free GPUs
 	nodeType []int             // node -> GPU type index
-	busy     []bool            // GPU -> kept by its holder
-	all      []cluster.GPUID   // backing array of free
+	busy     []bool            // GPU -> kept by its holder (start's scratch)
+	all      []cluster.GPUID   // backing array of free: node n's at all[n.First:]
+	// seen marks the GPUs the free lists hold as not free: busy when the
+	// lists were last brought up to date, or taken since.
+	seen  []bool
+	ready bool // free, count, seen and the indexes describe c
+	// bucket[t][k] holds the nodes of type t with exactly k free GPUs
+	// (k >= 1); rackN[r][off[t]+k] counts them in rack r.
+	bucket [][]nodeSet
+	off    []int
+	rackN  [][]int
+	ids    []int // scratch: nodes chosen by pack
 }
 
-// freeMaps recycles the per-placement memory: a placement's free lists
-// are scratch (take copies what it hands out), so rounds reuse them.
+// freeMaps recycles the placements' memory and state: the free lists are
+// scratch (take copies what it hands out) kept in step with the busy mask,
+// so a round's placement costs what changed since the last one.
 var freeMaps = sync.Pool{New: func() any { return new(freeMap) }}
 
 // typeIdx is t's index in the cluster's GPU types, -1 if it has none.
@@ -74,7 +91,7 @@ func start(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Ass
 			busy[g] = true
 		}
 	}
-	f.fill(busy)
+	f.refresh(busy)
 	return f, out
 }
 
@@ -83,6 +100,7 @@ func newFreeMap(c *cluster.Cluster) *freeMap {
 	f := freeMaps.Get().(*freeMap)
 	if f.c != c {
 		f.c = c
+		f.ready = false
 		f.nodeType = f.nodeType[:0]
 		for i := range c.Nodes {
 			f.nodeType = append(f.nodeType, f.typeIdx(c.Nodes[i].GPUType))
@@ -91,27 +109,95 @@ func newFreeMap(c *cluster.Cluster) *freeMap {
 	return f
 }
 
-// fill makes every GPU that busy does not mark free.
-func (f *freeMap) fill(busy []bool) {
-	c := f.c
-	// One backing array for every node's free list.
-	f.free = grow(f.free, len(c.Nodes))
-	f.count = grow(f.count, len(c.GPUTypes()))
-	all := f.all[:0]
-	for i, n := range c.Nodes {
-		from := len(all)
-		for k := 0; k < n.GPUs; k++ {
-			if g := n.First + cluster.GPUID(k); !busy[g] {
-				all = append(all, g)
-			}
-		}
-		f.free[n.ID] = all[from:len(all):len(all)]
-		f.count[f.nodeType[i]] += len(all) - from
+// refresh makes free exactly the GPUs that busy does not mark. Only the
+// nodes on which busy differs from seen are rebuilt; the first refresh on a
+// cluster builds everything.
+func (f *freeMap) refresh(busy []bool) {
+	if !f.ready {
+		f.build(busy)
+		return
 	}
-	f.all = all
+	seen := f.seen[:len(busy)]
+	for g := 0; g < len(busy); g++ {
+		if busy[g] != seen[g] {
+			n := f.c.NodeOf(cluster.GPUID(g))
+			f.rebuild(n, busy)
+			g = int(n.First) + n.GPUs - 1
+		}
+	}
 }
 
-// done gives f's memory back for the next placement.
+// build sets every list and index up from busy.
+func (f *freeMap) build(busy []bool) {
+	c := f.c
+	types := len(c.GPUTypes())
+	f.free = grow(f.free, len(c.Nodes))
+	f.count = grow(f.count, types)
+	f.all = grow(f.all, c.TotalGPUs())
+	f.seen = grow(f.seen, c.TotalGPUs())
+	most := grow(f.off, types+1) // most GPUs on a node, by type; then offsets
+	for i, n := range c.Nodes {
+		most[f.nodeType[i]] = max(most[f.nodeType[i]], n.GPUs)
+	}
+	f.bucket = grow(f.bucket, types)
+	for t := range f.bucket {
+		f.bucket[t] = grow(f.bucket[t], most[t]+1)
+		for k := range f.bucket[t] {
+			f.bucket[t][k].reset(len(c.Nodes))
+		}
+	}
+	sum := 0
+	for t := 0; t <= types; t++ {
+		m := most[t]
+		most[t] = sum
+		sum += m + 1
+	}
+	f.off = most
+	f.rackN = grow(f.rackN, len(c.Racks()))
+	for r := range f.rackN {
+		f.rackN[r] = grow(f.rackN[r], sum)
+	}
+	for i := range c.Nodes {
+		f.free[i] = nil
+		f.rebuild(&c.Nodes[i], busy)
+	}
+	f.ready = true
+}
+
+// rebuild lists node n's free GPUs anew from busy.
+func (f *freeMap) rebuild(n *cluster.Node, busy []bool) {
+	lo, hi := int(n.First), int(n.First)+n.GPUs
+	copy(f.seen[lo:hi], busy[lo:hi])
+	fr := f.all[lo:lo:hi]
+	for g := lo; g < hi; g++ {
+		if !busy[g] {
+			fr = append(fr, cluster.GPUID(g))
+		}
+	}
+	f.setFree(n.ID, fr)
+}
+
+// setFree makes fr node n's free list, keeping the counts and indexes.
+func (f *freeMap) setFree(n int, fr []cluster.GPUID) {
+	was, now := len(f.free[n]), len(fr)
+	f.free[n] = fr
+	if was == now {
+		return
+	}
+	t := f.nodeType[n]
+	f.count[t] += now - was
+	rack := f.rackN[f.c.Nodes[n].RackIdx][f.off[t]:]
+	if was > 0 {
+		f.bucket[t][was].del(n)
+		rack[was]--
+	}
+	if now > 0 {
+		f.bucket[t][now].add(n)
+		rack[now]++
+	}
+}
+
+// done gives f back for the next placement.
 func (f *freeMap) done() { freeMaps.Put(f) }
 
 // grow returns s resized to n zero values, reusing its memory.
@@ -122,6 +208,37 @@ func grow[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
+}
+
+// nodeSet is a set of node indexes, a bitset that knows its size.
+type nodeSet struct {
+	w []uint64
+	n int
+}
+
+func (s *nodeSet) reset(nodes int) {
+	s.w = grow(s.w, (nodes+63)/64)
+	s.n = 0
+}
+
+func (s *nodeSet) add(i int) { s.w[i>>6] |= 1 << (i & 63); s.n++ }
+func (s *nodeSet) del(i int) { s.w[i>>6] &^= 1 << (i & 63); s.n-- }
+
+// next is the least member >= i, or -1.
+func (s *nodeSet) next(i int) int {
+	if s.n == 0 || i>>6 >= len(s.w) {
+		return -1
+	}
+	k := i >> 6
+	if w := s.w[k] >> (i & 63); w != 0 {
+		return i + bits.TrailingZeros64(w)
+	}
+	for k++; k < len(s.w); k++ {
+		if s.w[k] != 0 {
+			return k<<6 + bits.TrailingZeros64(s.w[k])
+		}
+	}
+	return -1
 }
 
 // available counts free GPUs of type t ("" = any type; then the type with
@@ -145,9 +262,11 @@ func (f *freeMap) available(t string) (string, int) {
 // take removes k free GPUs from node n (lowest ids first) and returns a
 // copy of them (the free lists are scratch).
 func (f *freeMap) take(n, k int) []cluster.GPUID {
-	f.count[f.nodeType[n]] -= k
 	g := append([]cluster.GPUID(nil), f.free[n][:k]...)
-	f.free[n] = f.free[n][k:]
+	for _, id := range g {
+		f.seen[id] = true
+	}
+	f.setFree(n, f.free[n][k:])
 	return g
 }
 
@@ -171,13 +290,18 @@ func (MostFree) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignm
 
 // mostFree takes k GPUs of type t from the nodes with the most free GPUs.
 func (f *freeMap) mostFree(t string, k int) []cluster.GPUID {
+	ti := f.typeIdx(t)
+	if ti < 0 {
+		return nil
+	}
 	var gpus []cluster.GPUID
 	for len(gpus) < k {
 		best := -1
-		for _, nd := range f.c.Nodes {
-			if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (best < 0 || len(f.free[nd.ID]) > len(f.free[best])) {
-				best = nd.ID
-			}
+		for n := len(f.bucket[ti]) - 1; n > 0 && best < 0; n-- {
+			best = f.bucket[ti][n].next(0)
+		}
+		if best < 0 {
+			break
 		}
 		gpus = append(gpus, f.take(best, min(len(f.free[best]), k-len(gpus)))...)
 	}
@@ -248,7 +372,7 @@ func addEach(c *cluster.Cluster, busy []bool, add []engine.Assignment,
 	pick func(f *freeMap, t string, k int) []cluster.GPUID) map[string][]cluster.GPUID {
 	f := newFreeMap(c)
 	defer f.done()
-	f.fill(busy)
+	f.refresh(busy)
 	out := make(map[string][]cluster.GPUID, len(add))
 	for _, a := range add {
 		if gs := f.place(a, pick); gs != nil {
@@ -274,61 +398,51 @@ func (f *freeMap) place(a engine.Assignment, pick func(f *freeMap, t string, k i
 	return pick(f, t, a.GPUs)
 }
 
+// pack is Pack's choice of k GPUs of type t (its doc comment).
 func (f *freeMap) pack(t string, k int) []cluster.GPUID {
-	c := f.c
-	// 1. One node, best fit.
-	best := -1
-	for _, nd := range c.Nodes {
-		if nd.GPUType != t {
-			continue
-		}
-		if fr := len(f.free[nd.ID]); fr >= k && (best < 0 || fr < len(f.free[best])) {
-			best = nd.ID
+	ti := f.typeIdx(t)
+	if ti < 0 || k <= 0 {
+		return nil
+	}
+	b := f.bucket[ti]
+	// 1. One node, best fit: the fewest free GPUs that hold k.
+	for n := k; n < len(b); n++ {
+		if best := b[n].next(0); best >= 0 {
+			return f.take(best, k)
 		}
 	}
-	if best >= 0 {
-		return f.take(best, k)
-	}
-	// 2. One rack, fewest nodes.
+	// 2. One rack, fewest nodes (taking its nodes with the most free first).
 	bestRack, bestNodes := -1, 0
-	for r := range c.Racks() {
-		nodes := f.byFree(t, r)
+	for r, counts := range f.rackN {
+		counts = counts[f.off[ti] : f.off[ti]+len(b)]
 		got, used := 0, 0
-		for _, id := range nodes {
-			if got >= k {
-				break
+		for n := len(b) - 1; n > 0 && got < k; n-- {
+			m := counts[n]
+			if m == 0 {
+				continue
 			}
-			got += len(f.free[id])
-			used++
+			need := min(m, (k-got+n-1)/n)
+			got += need * n
+			used += need
 		}
 		if got >= k && (bestRack < 0 || used < bestNodes) {
 			bestRack, bestNodes = r, used
 		}
 	}
-	nodes := f.byFree(t, -1)
-	if bestRack >= 0 {
-		nodes = f.byFree(t, bestRack)
-	}
-	// 3. (or 2.) Fill from the fullest free nodes.
-	var gpus []cluster.GPUID
-	for _, id := range nodes {
-		if len(gpus) == k {
-			break
+	// 3. (or 2.) Fill from the fullest free nodes, of the rack or anywhere.
+	ids, got := f.ids[:0], 0
+	for n := len(b) - 1; n > 0 && got < k; n-- {
+		for id := b[n].next(0); id >= 0 && got < k; id = b[n].next(id + 1) {
+			if bestRack < 0 || f.c.Nodes[id].RackIdx == bestRack {
+				ids = append(ids, id)
+				got += n
+			}
 		}
+	}
+	f.ids = ids
+	var gpus []cluster.GPUID
+	for _, id := range ids {
 		gpus = append(gpus, f.take(id, min(len(f.free[id]), k-len(gpus)))...)
 	}
 	return gpus
-}
-
-// byFree lists nodes of type t with free GPUs (in rack r, or all when r < 0),
-// most free first, then by node index.
-func (f *freeMap) byFree(t string, r int) []int {
-	var ids []int
-	for _, nd := range f.c.Nodes {
-		if nd.GPUType == t && len(f.free[nd.ID]) > 0 && (r < 0 || nd.RackIdx == r) {
-			ids = append(ids, nd.ID)
-		}
-	}
-	sort.SliceStable(ids, func(a, b int) bool { return len(f.free[ids[a]]) > len(f.free[ids[b]]) })
-	return ids
 }

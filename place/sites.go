@@ -49,14 +49,12 @@ func (f *freeMap) inSite(a engine.Assignment, pick func(f *freeMap, t string, k 
 		for i := range c.Nodes {
 			if c.Nodes[i].Site != site.Name && len(f.free[i]) > 0 {
 				saved[i] = f.free[i]
-				f.count[f.nodeType[i]] -= len(f.free[i])
-				f.free[i] = nil
+				f.setFree(i, nil)
 			}
 		}
 		gs := pick(f, t, a.GPUs)
 		for i, fr := range saved {
-			f.free[i] = fr
-			f.count[f.nodeType[i]] += len(fr)
+			f.setFree(i, fr)
 		}
 		return gs
 	}

@@ -126,7 +126,7 @@ func TestFairPoliciesInvariants(t *testing.T) {
 					}
 				}
 				for _, smp := range run.Timeline {
-					if smp.Allocated > c.TotalGPUs() {
+					if int(smp.Allocated) > c.TotalGPUs() {
 						t.Fatalf("t=%v: %d GPUs held of %d", smp.T, smp.Allocated, c.TotalGPUs())
 					}
 				}

@@ -217,7 +217,7 @@ func summarizeFairness(r *Run) *FairnessSummary {
 				next = r.Timeline[i+1].T
 			}
 			frag += float64(smp.Fragmented) * math.Max(0, math.Min(next, end)-math.Max(smp.T, start))
-			f.FragmentedMax = max(f.FragmentedMax, smp.Fragmented)
+			f.FragmentedMax = max(f.FragmentedMax, int(smp.Fragmented))
 		}
 		f.FragmentedFrac = ratio(frag, float64(r.TotalGPUs)*(end-start))
 	}

@@ -45,7 +45,7 @@ func synthRun(policy string, seed int64, nJobs, nSamples int) *Run {
 		alloc = max(0, min(gpus, alloc+rng.Intn(9)-4))
 		queued = max(0, queued+rng.Intn(5)-2)
 		r.Timeline = append(r.Timeline, Sample{T: horizon * float64(k) / float64(nSamples),
-			Allocated: alloc, Useful: alloc * 9 / 10, Queued: queued, Running: alloc / 2})
+			Allocated: int32(alloc), Useful: int32(alloc * 9 / 10), Queued: int32(queued), Running: int32(alloc / 2)})
 	}
 	return r
 }

@@ -74,20 +74,22 @@ type SiteUsage struct {
 	AllocGPUSeconds float64 `json:"alloc_gpu_seconds"`
 }
 
-// Sample is the cluster's state from time T until the next sample.
+// Sample is the cluster's state from time T until the next sample. Its
+// counts are 32-bit (32 bytes a sample: a run of millions of jobs keeps
+// millions of samples).
 type Sample struct {
 	T         float64 `json:"t"`
-	Allocated int     `json:"allocated_gpus"` // GPUs held by jobs
-	Useful    int     `json:"useful_gpus"`    // GPUs held by jobs that are making progress
-	Queued    int     `json:"queued"`         // jobs submitted and waiting (pending or preempted)
-	Running   int     `json:"running"`        // jobs holding GPUs
+	Allocated int32   `json:"allocated_gpus"` // GPUs held by jobs
+	Useful    int32   `json:"useful_gpus"`    // GPUs held by jobs that are making progress
+	Queued    int32   `json:"queued"`         // jobs submitted and waiting (pending or preempted)
+	Running   int32   `json:"running"`        // jobs holding GPUs
 	// Tenants is how many entries of the run's TenantLog are in effect
 	// from this sample on: the GPUs each tenant holds (Run.TenantsAt,
 	// TenantReplay). A log, not a map per sample: a run of millions of
 	// jobs changes some tenant's GPUs at nearly every sample.
-	Tenants int `json:"tenant_log_len,omitempty"`
+	Tenants int32 `json:"tenant_log_len,omitempty"`
 	// Fragmented is the free GPUs no waiting job fits (see Fragmented).
-	Fragmented int `json:"fragmented_gpus,omitempty"`
+	Fragmented int32 `json:"fragmented_gpus,omitempty"`
 }
 
 // Run is one policy replayed over one trace.
@@ -159,11 +161,11 @@ func (r *Run) TenantReplay() *TenantReplay {
 // sample s, one of the run's; the slice is the replay's, valid until the
 // next call. Samples taken in time order cost only the log between them.
 func (p *TenantReplay) At(s *Sample) []int {
-	if s.Tenants < p.next {
+	if int(s.Tenants) < p.next {
 		p.next = 0
 		clear(p.gpus)
 	}
-	for ; p.next < s.Tenants && p.next < len(p.r.TenantLog); p.next++ {
+	for ; p.next < int(s.Tenants) && p.next < len(p.r.TenantLog); p.next++ {
 		c := p.r.TenantLog[p.next]
 		p.gpus[c.Tenant] = int(c.GPUs)
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 func fptr(x float64) *float64 { return &x }
@@ -269,5 +270,13 @@ func TestHumanDuration(t *testing.T) {
 		if got := humanDuration(tc.in); got != tc.want {
 			t.Errorf("humanDuration(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestSampleSize: a timeline sample stays 32 bytes (a run of millions of
+// jobs keeps millions of them; with int counts it was 56).
+func TestSampleSize(t *testing.T) {
+	if n := unsafe.Sizeof(Sample{}); n > 32 {
+		t.Errorf("Sample is %d bytes, want <= 32", n)
 	}
 }

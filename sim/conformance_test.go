@@ -126,7 +126,7 @@ func TestConformance(t *testing.T) {
 				}
 			}
 			for _, s := range run.Timeline {
-				if s.Allocated > total || s.Useful > s.Allocated {
+				if int(s.Allocated) > total || s.Useful > s.Allocated {
 					t.Fatalf("t=%v: %d GPUs held, %d useful, of %d", s.T, s.Allocated, s.Useful, total)
 				}
 			}

@@ -14,10 +14,10 @@ func (s *simulator) fairSample(smp *report.Sample) {
 		s.indexTenants()
 	}
 	if s.multiTenant == 2 {
-		smp.Tenants = s.tenantSample()
+		smp.Tenants = int32(s.tenantSample())
 	}
 	c := s.cfg.Cluster
-	if smp.Queued == 0 || smp.Allocated >= c.TotalGPUs() {
+	if smp.Queued == 0 || int(smp.Allocated) >= c.TotalGPUs() {
 		return
 	}
 	// A waiting job that takes one GPU of any type fits every free GPU:
@@ -39,7 +39,7 @@ func (s *simulator) fairSample(smp *report.Sample) {
 			free[report.Pool{Site: n.Site, Type: n.GPUType}]++
 		}
 	}
-	smp.Fragmented = report.Fragmented(free, waiting)
+	smp.Fragmented = int32(report.Fragmented(free, waiting))
 }
 
 // indexTenants numbers the trace's tenants and finds whether it has several.

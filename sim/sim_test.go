@@ -222,7 +222,7 @@ func TestInvariants(t *testing.T) {
 				}
 			}
 			for _, s := range run.Timeline {
-				if s.Allocated > total || s.Useful > s.Allocated || s.Allocated < 0 || s.Useful < 0 {
+				if int(s.Allocated) > total || s.Useful > s.Allocated || s.Allocated < 0 || s.Useful < 0 {
 					t.Fatalf("t=%v: %d GPUs held, %d useful, of %d", s.T, s.Allocated, s.Useful, total)
 				}
 			}

@@ -296,9 +296,17 @@ func tideCheck(j *job.Job, hasWork bool, unit string) (field, msg string) {
 	case hasWork && unit == "":
 		return "unit", "missing: work needs a unit (iterations, samples, epochs or seconds)"
 	case hasWork:
+		// The constant, not the cell: a substring of the CSV line would
+		// keep the whole line in memory for as long as the job lives.
 		switch u := job.Unit(unit); u {
-		case job.Iterations, job.Samples, job.Epochs, job.Seconds:
-			j.Unit = u
+		case job.Iterations:
+			j.Unit = job.Iterations
+		case job.Samples:
+			j.Unit = job.Samples
+		case job.Epochs:
+			j.Unit = job.Epochs
+		case job.Seconds:
+			j.Unit = job.Seconds
 		default:
 			return "unit", fmt.Sprintf("unknown unit %q: want iterations, samples, epochs or seconds", unit)
 		}

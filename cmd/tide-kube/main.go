@@ -47,6 +47,15 @@ $KUBECONFIG or ~/.kube/config.
 Quotas: --quota team-a=16,team-b=8 guarantees GPUs to tenants (a namespace,
 or a job's queue); with --borrow (the default) idle GPUs are lent beyond
 quota and taken back by preemption when their owner needs them.
+
+Packing (docs/sharing.md): --pair-throughputs FILE (Gavel's throughput file,
+as tide serve takes it) lets the packing policies (gandiva:pack=true,
+gavel-*:space_sharing=true) run two TideJobs on one GPU. A TideJob whose
+spec.jobType the file knows is packable: its workers ask for no
+nvidia.com/gpu and are bound to a GPU index tide records (annotation
+tide-sched.io/gpu-index), with NVIDIA_VISIBLE_DEVICES of that index and,
+when made packed, half the GPU's threads (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
+Pods asking for nvidia.com/gpu are never packed.
 `
 
 func main() {
@@ -90,6 +99,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	eventQPS := fs.Float64("event-qps", 20, "most Events (Scheduled, FailedScheduling, Preempted) written per second, the rest dropped; negative: no limit (kube-scheduler writes one per pod)")
 	fill := fs.Bool("fill-idle", false, "give GPUs the policy's plan leaves idle to waiting jobs until its next plan claims them (for policies with long rounds, e.g. Gavel's 360 s)")
 	noCRD := fs.Bool("no-tidejobs", false, "do not watch TideJobs (when the CRD is not installed)")
+	pairs := fs.String("pair-throughputs", "", "`FILE` of Gavel's measured throughputs (simulation_throughputs.json): TideJobs whose spec.jobType it knows are packable, and the packing policies may run two on one GPU, bound by GPU index (docs/sharing.md); none: one job per whole GPU")
 	level := slog.LevelInfo
 	fs.TextVar(&level, "log-level", level, "log `LEVEL`: debug, info, warn or error")
 	ops := addKubeOpsFlags(fs)
@@ -129,7 +139,8 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 	}
 	s, err := kube.New(kube.Config{Client: cs, Dynamic: dyn, SchedulerName: *name, Policy: *pol,
 		Quotas: quotas, Borrow: *borrow, GPUTypeLabel: *typeLabel, Sites: sites, Round: *round, Grace: grace,
-		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef()})
+		Parallel: *parallel, EventQPS: *eventQPS, FillIdle: *fill, Log: logger, NotReadyGrace: *notReady, Self: selfRef(),
+		PairThroughputs: *pairs})
 	if err != nil {
 		return usageError{err}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"text/tabwriter"
 	"time"
@@ -98,6 +99,27 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 }
 
 const cpuprofileUsage = "write a CPU profile of the runs to `FILE` (read it with go tool pprof)"
+
+// writeHeapProfile writes a heap profile to path ("" = none) after a
+// garbage collection, so that its in-use figures are what is live now.
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
+}
 
 // startCPUProfile starts a CPU profile written to path ("" = none) and
 // returns what stops it.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -398,6 +400,36 @@ func TestSimCPUProfile(t *testing.T) {
 	}
 	code, _, errs := tide(t, "sim", "--policy", "fifo", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p"))
 	if code == 0 || !strings.Contains(errs, "--cpuprofile") {
+		t.Errorf("uncreatable profile: exit %d, %s", code, errs)
+	}
+}
+
+// TestSimMemProfile: --memprofile writes a heap profile (gzip-compressed
+// protobuf naming its in-use samples) when the simulation ends; a path it
+// cannot create fails.
+func TestSimMemProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.prof")
+	if code, _, errs := tide(t, "sim", "--policy", "fifo", "--memprofile", path); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("profile is not gzip: %v", err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("inuse_space")) {
+		t.Errorf("profile of %d bytes names no inuse_space samples", len(b))
+	}
+	code, _, errs := tide(t, "sim", "--policy", "fifo", "--memprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p"))
+	if code == 0 || !strings.Contains(errs, "--memprofile") {
 		t.Errorf("uncreatable profile: exit %d, %s", code, errs)
 	}
 }

@@ -43,6 +43,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	window := fs.String("jobs-window", "", "count only jobs LO..HI-1 (0-based, trace order) in the metrics, as `LO:HI`")
 	progress := fs.String("progress", "auto", "progress bar on stderr: auto (only on a terminal), on or off")
 	cpuprofile := fs.String("cpuprofile", "", cpuprofileUsage+"; the report's writing included")
+	memprofile := fs.String("memprofile", "", "write a heap profile to `FILE` when the simulation ends, before the report is written (what is live then, and what was allocated; read it with go tool pprof)")
 	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored, except --policy, which replaces the file's policies")
 	forecastOnly := fs.Bool("forecast", false, "with --scenario: instead of running, score tide's capacity forecaster (pinball loss) against 'same as now' and 'same as a day ago' on each site whose capacity varies (docs/tidal.md)")
 	fs.Usage = func() {
@@ -95,6 +96,9 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	runs, err := simulate(s, bar)
 	bar.finish()
 	if err != nil {
+		return err
+	}
+	if err := writeHeapProfile(*memprofile); err != nil {
 		return err
 	}
 	sums := make([]report.Summary, len(runs))

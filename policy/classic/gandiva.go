@@ -25,7 +25,7 @@ func gandivaPolicies(register func(contract.Info)) {
 			"that has had least of it) instead of leaving it where it runs; " +
 			"migrate=B: move a running job that spans more nodes than it needs onto one node when one has room; " +
 			"pack=false: when oversubscribed, pair jobs at random to share GPUs where the throughput tables measured the pair, " +
-			"keeping pairs whose measured throughput improves (the simulator, and tide serve with --pair-throughputs; tide kube runs jobs alone); seed=0: the pairing's random seed; " +
+			"keeping pairs whose measured throughput improves (the simulator, tide serve and tide kube with --pair-throughputs); seed=0: the pairing's random seed; " +
 			"grow=false: when no job waits, grow elastic jobs into idle GPUs (they shrink back when jobs wait)",
 		Defaults: DefaultGandiva,
 		Build:    contract.Typed(DefaultGandiva, func(_ contract.Context, k GandivaKnobs) (*Gandiva, error) { return NewGandiva(k) }),

@@ -99,6 +99,7 @@ func (k *gandivaPacking) update(s *engine.Snapshot, order []*engine.Status) []*e
 		byID[st.Job.ID] = st
 		asked += st.Job.GPUs
 	}
+	k.adoptPairs(s, byID)
 	for _, st := range s.Jobs { // in submission order: deterministic
 		p, paired := k.partner[st.Job.ID]
 		if !paired || st.Job.ID > p && byID[p] != nil {
@@ -154,6 +155,25 @@ func (k *gandivaPacking) update(s *engine.Snapshot, order []*engine.Status) []*e
 		out = append(out, st)
 	}
 	return out
+}
+
+// adoptPairs takes as pairs the pairs running packed that it did not form
+// (neither member paired here): an executor restarted without the
+// policy's saved state re-adopts running pairs (engine.Adopt), and
+// planning them apart would move a job that runs. In the simulator every
+// running pair is one it formed, so this never acts there.
+func (k *gandivaPacking) adoptPairs(s *engine.Snapshot, byID map[string]*engine.Status) {
+	for _, st := range s.Jobs {
+		id, p := st.Job.ID, st.PackedWith
+		if p == "" || id > p {
+			continue
+		}
+		_, a := k.partner[id]
+		_, b := k.partner[p]
+		if q := byID[p]; !a && !b && q != nil && q.PackedWith == id {
+			k.partner[id], k.partner[p] = p, id
+		}
+	}
 }
 
 // measuredSomewhere: the pair has throughputs on some GPU type.

@@ -1,9 +1,11 @@
 package classic
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
@@ -119,6 +121,39 @@ func TestGandivaPacksOnlyWhatOversubscriptionNeeds(t *testing.T) {
 		}
 		if packed != c.packed || len(plan.Run) != c.assigned {
 			t.Errorf("%s: %d assignments, %d packed; want %d, %d packed (plan %+v)", c.spec, len(plan.Run), packed, c.assigned, c.packed, plan.Run)
+		}
+	}
+}
+
+// A pair found running that the policy did not form (an executor
+// restarted without Gandiva's saved state re-adopts both members on
+// their GPU): a fresh Gandiva keeps it as a pair, under both presets,
+// rather than pairing the job that waits with one of its members, and the
+// waiting job stays out (the one GPU holds the pair).
+func TestGandivaKeepsAdoptedPair(t *testing.T) {
+	g, err := table.ParseGavel("four.json", []byte(fourPairTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"gandiva:pack=true", "gandiva:preset=gavel:pack=true"} {
+		for seed := 0; seed < 8; seed++ {
+			jobs := []*job.Job{policytest.PairJob("a", "A", 100), policytest.PairJob("b", "B", 100), policytest.PairJob("c", "C", 100)}
+			s := policytest.JobsSnap(enginetest.Cluster("1x1:v100"), g, jobs)
+			for i, p := range []string{"b", "a"} {
+				st := s.Jobs[i]
+				st.State, st.GPUs, st.PackedWith = job.Running, []cluster.GPUID{0}, p
+				st.Alloc = perf.Alloc{GPUType: "v100", PerNode: []int{1}}
+				st.FirstStart, st.LastStart = 990, 990 // within its quantum
+			}
+			full := fmt.Sprintf("%s:seed=%d", spec, seed)
+			plan := fam.Parse(t, full, contract.Context{}).Schedule(s)
+			got := map[string]string{}
+			for _, a := range plan.Run {
+				got[a.Job] = a.PackWith
+			}
+			if len(got) != 2 || got["a"] != "b" || got["b"] != "a" {
+				t.Errorf("%s: plan %+v; want a and b kept packed, c waiting", full, plan.Run)
+			}
 		}
 	}
 }

@@ -15,7 +15,7 @@ func gavelLPPolicies(register func(contract.Info)) {
 		register(contract.Info{
 			Name:    name,
 			Summary: summary,
-			Knobs: gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; the simulator, and tide serve with --pair-throughputs; tide kube plans unpacked); " +
+			Knobs: gavelKnobs + "; space_sharing=false: also pack pairs of jobs on the same GPUs where the throughput tables measured them (Gavel's *_packing policies; the simulator, tide serve and tide kube with --pair-throughputs); " +
 				"classes=0: solve the LP over classes of jobs (same GPUs, throughputs within this relative tolerance, e.g. 0.05; " +
 				"for makespan and ftf also work left, for ftf age) sharing one allocation, as Gavel's LPs over job types do, " +
 				"for large clusters; 0: one allocation per job (docs/scale.md)",
