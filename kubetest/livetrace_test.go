@@ -57,6 +57,10 @@ func (p *tracePolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, st := range s.Jobs {
 		state = append(state, fmt.Sprintf("%s:p=%.4g,a=%.6g,w=%.6g,ls=%.6g,n=%d/%d/%d", p.name(st.Job.ID), st.Progress, st.Attained, st.Waited, st.LastStart, st.Starts, st.Preemptions, st.Resizes))
 	}
-	fmt.Fprintf(p.w, "t=%.0f down=%d%v jobs=%d held %s | plan %s | decline %v | state %s\n", s.Now, down, perNode, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), plan.Decline, strings.Join(state, " "))
+	var decline []string
+	for _, id := range plan.Decline {
+		decline = append(decline, p.name(id))
+	}
+	fmt.Fprintf(p.w, "t=%.0f down=%d%v jobs=%d held %s | plan %s | decline %v | state %s\n", s.Now, down, perNode, len(s.Jobs), strings.Join(held, " "), strings.Join(run, " "), decline, strings.Join(state, " "))
 	return plan
 }
