@@ -56,6 +56,7 @@ func (e *Engine) Adopt(id string, gpus []cluster.GPUID) error {
 	}
 	now := e.cfg.Clock.Now()
 	e.accountJob(st, now)
+	e.touch(st)
 	gs := append([]cluster.GPUID(nil), gpus...)
 	for _, g := range gs {
 		e.hold(g, st)
@@ -64,6 +65,7 @@ func (e *Engine) Adopt(id string, gpus []cluster.GPUID) error {
 	st.GPUs, st.Alloc = gs, e.shape(gs)
 	if partner != nil {
 		st.PackedWith, partner.PackedWith = partner.Job.ID, st.Job.ID
+		e.touch(partner)
 	}
 	st.beginSegment()
 	st.State = job.Running

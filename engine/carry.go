@@ -23,6 +23,7 @@ func (e *Engine) Carry(id string, prev *Status) error {
 		return fmt.Errorf("carry: job %s: history of another job", id)
 	}
 	e.accountJob(st, e.cfg.Clock.Now())
+	e.touch(st)
 	st.Attained, st.Executed, st.Waited = prev.Attained, prev.Executed, prev.Waited
 	st.TypeExecuted = prev.typeExecutedNow()
 	st.restartSegment()

@@ -3,9 +3,12 @@
 //
 // One scheduling round reads top to bottom:
 //
-//  1. account: bring every active job's attained service up to now;
+//  1. account: bring every active job's attained service up to now (or,
+//     with lazy counters, log now for them: incremental.go);
 //  2. snapshot: hand the policy a read-only Snapshot of the cluster and the
-//     active jobs with their history (the engine's own records, not copies);
+//     active jobs with their history (the engine's own records, not copies),
+//     and, for an IncrementalPolicy, the jobs that changed since the last
+//     round (a Keep plan then costs the engine only the jobs it lists);
 //  3. decide: hand the snapshot to the Policy, which returns a Plan (which
 //     jobs should hold how many GPUs of which type, most important first);
 //  4. check: reject a plan that gives a job GPUs twice, outside its limits, or
@@ -118,6 +121,8 @@ type Status struct {
 	checked  int // the round in which check last saw this job planned
 	resized  int // the round in which Schedule found it placed elsewhere
 	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
+	touched  int // the engine's epoch when it last joined Changed (incremental.go)
+	acct     int // the first of the engine's logged round times not yet counted (lazy counters)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -143,7 +148,35 @@ type Snapshot struct {
 	// Sharing says the executor runs two jobs on the same GPUs
 	// (Config.Sharing): only then may a plan pack pairs (Assignment.PackWith).
 	Sharing bool
+
+	// Changed lists, when Incremental is set, every job whose state,
+	// GPUs, partner or history (Engine.Carry) changed since the previous
+	// round's snapshot: the jobs submitted since, those that started,
+	// stopped, moved or were adopted, and those that ended or were
+	// declined (these are no longer in Jobs), each once, in no particular
+	// order. The time-dependent counters (Attained, Executed, Waited,
+	// Progress) change every round and do not by themselves make a job
+	// changed. A policy that keeps per-job state from one round to the
+	// next may update only these jobs, provided it planned this engine's
+	// previous round (Round-1 of the engine From returns) itself.
+	Changed []*Status
+	// Incremental says Changed is complete: the engine's previous round
+	// ran to its end (its plan was accepted and applied) and nothing
+	// replaced the policy's memos since. False in the first round, after a
+	// round that failed and after Engine.RestorePolicyState.
+	Incremental bool
+	// AddOnly says this round may be planned with Plan.Keep: the placer
+	// places jobs around the GPUs held (Adder), no GPU is down and no jobs
+	// share GPUs (in pairs or fractions).
+	AddOnly bool
+
+	eng *Engine
 }
+
+// From returns the engine whose round the snapshot is (nil for snapshots
+// built by hand and Engine.Snapshot's copies): with Round, it tells a policy whether this is the round after
+// the last one it planned.
+func (s *Snapshot) From() *Engine { return s.eng }
 
 // Remaining predicts the seconds st needs to finish on n packed GPUs of type
 // t ("" = the job's type or the cluster's first), ignoring restart costs.
@@ -239,6 +272,17 @@ type Plan struct {
 	// no job (a live executor retries at its next round). A policy that can
 	// still plan by a simpler rule returns that plan with a warning instead.
 	Err error
+	// Keep says the plan is "as before, plus these": every job that holds
+	// GPUs keeps them unchanged, as if listed with what it holds, and Run
+	// lists only jobs that hold none, to start in that order (most
+	// important first). It is the plan, listing every job, that would
+	// run the running jobs unchanged and start these after them, and it
+	// has the same outcome; its cost to the engine follows the jobs Run
+	// lists, not the jobs running. A policy may return it only when the
+	// snapshot's AddOnly is set (else the round fails); its Run may not
+	// pack jobs or list fractional ones. Memo, Decline, Reasons and
+	// Warnings mean what they mean in any plan.
+	Keep bool
 }
 
 // Reason explains a policy's decision about one job, in the policy's own
@@ -271,6 +315,43 @@ const WarnFallback = "fallback"
 type Policy interface {
 	Name() string
 	Schedule(s *Snapshot) Plan
+}
+
+// IncrementalPolicy is an optional Policy interface: a policy that keeps
+// per-job state from round to round and reads Snapshot.Changed, and may
+// return Keep plans. Its snapshots' Jobs is the engine's own list, which
+// it must not reorder (copy it first), and under Config.LazyCounters it
+// reads a job's Attained, Executed, Waited or TypeSeconds only after
+// Snapshot.Sync. The engine fills Changed, Incremental and AddOnly
+// only for the policy it was built with (or given by RestorePolicyState)
+// when that policy implements IncrementalPolicy and Incremental reports
+// true; for any other policy Changed is nil and both flags are false. A
+// wrapper that hands an inner policy a snapshot of its own making must
+// therefore not implement it (the inner policy then plans every round in
+// full).
+type IncrementalPolicy interface {
+	Policy
+	Incremental() bool
+}
+
+// ProgressFree is an optional Policy interface: a policy whose
+// ProgressFree reports true never reads a job's Progress, nor anything
+// computed from it (Snapshot.Remaining), while it plans. An executor may
+// then report the progress of a job that keeps running only when it
+// needs to (when it stops or ends) instead of before every round
+// (Engine.NeedsProgress); its Progress in a round's snapshot may be older.
+// Only the policy the engine holds counts: wrappers do not forward it.
+type ProgressFree interface {
+	Policy
+	ProgressFree() bool
+}
+
+// NeedsProgress reports whether the engine's policy may read the progress
+// of running jobs (it is not ProgressFree): an executor reports every
+// running job's progress before each round when it does.
+func (e *Engine) NeedsProgress() bool {
+	p, ok := e.cfg.Policy.(ProgressFree)
+	return !ok || !p.ProgressFree()
 }
 
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
@@ -329,6 +410,15 @@ type Config struct {
 	// ended jobs (the simulator): an engine replaying millions of jobs then
 	// holds only the active ones.
 	ForgetEnded bool
+	// LazyCounters lets the engine keep the time-dependent counters of
+	// the active jobs (Attained, Executed, Waited and the seconds per GPU
+	// type) lazily when its policy is an IncrementalPolicy that says so: a
+	// round then logs its time instead of adding each job's seconds, and a
+	// job's counters are brought up to date, through every logged time in
+	// order (the same sums, to the bit), when the engine changes the job
+	// or someone asks (Snapshot.Sync, Engine.Sync, Engine.Snapshot). For
+	// executors that read no job's counters in between (the simulator).
+	LazyCounters bool
 	// Sharing: the executor can run two jobs on the same GPUs and rates
 	// them with the model's perf.Sharer (the simulator does). Without it a
 	// plan that packs jobs is refused; policies read Snapshot.Sharing and
@@ -354,7 +444,8 @@ type Engine struct {
 	dropped  int // warnings dropped to keep MaxWarnings
 	// ended counts entries of active that have become terminal since the
 	// last compact: removing them lazily keeps Finish O(1).
-	ended int
+	ended     int
+	endedList []*Status // the jobs ended since the last compact, while few
 	// slots are the Status.Slot values free for new jobs; nSlots is how
 	// many were ever handed out.
 	slots  []int
@@ -367,6 +458,23 @@ type Engine struct {
 	// parts are, per GPU, its fractional holders (fraction.go); nil until
 	// one runs.
 	parts []gpuParts
+
+	// Incremental rounds (incremental.go): changed are the jobs touched in
+	// the current epoch (one per round's snapshot); incr says the last
+	// round ran to its end; typeOf is each GPU's type index and heldOfType
+	// the GPUs held per type index (by whole-GPU holders).
+	changed    []*Status
+	epoch      int
+	incr       bool
+	incrPolicy bool // the policy is an IncrementalPolicy that says so
+	// Lazy counters (incremental.go): lazy says rounds log their time in
+	// acctLog (entries from the acctBase-th on) instead of counting every
+	// active job's seconds.
+	lazy       bool
+	acctLog    []float64
+	acctBase   int
+	typeOf     []uint16
+	heldOfType []int
 }
 
 // New makes an engine. All Config fields are required.
@@ -381,6 +489,9 @@ func New(cfg Config) (*Engine, error) {
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
 	}
+	e.gpuTypeIndex()
+	e.setPolicyMode(cfg.Policy)
+	e.epoch = 1 // a new status (touched 0) is not yet in Changed
 	return e, nil
 }
 
@@ -409,9 +520,10 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	}
 	now := e.cfg.Clock.Now()
 	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),
-		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot()}
+		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot(), acct: e.acctBase + len(e.acctLog)}
 	e.jobs[j.ID] = st
 	e.insertActive(st)
+	e.touch(st)
 	return st, nil
 }
 
@@ -509,11 +621,15 @@ func (e *Engine) end(id string, s job.State) error {
 	}
 	e.release(st)
 	st.State, st.Finish = s, now
+	e.touch(st)
 	e.ended++ // compact drops it from active
+	e.endedList = append(e.endedList, st)
 	return nil
 }
 
 func (e *Engine) release(st *Status) {
+	e.sync(st)
+	e.touch(st)
 	for _, g := range st.GPUs {
 		e.unhold(g, st)
 	}
@@ -522,15 +638,27 @@ func (e *Engine) release(st *Status) {
 	st.GPUs, st.Alloc = nil, perf.Alloc{}
 }
 
-// account brings every active job's counters up to now.
+// account brings every active job's counters up to now (or, with lazy
+// counters, logs now for them).
 func (e *Engine) account(now float64) {
 	e.compact()
+	if e.lazy {
+		e.logAccount(now)
+		return
+	}
 	for _, st := range e.active {
 		e.accountJob(st, now)
 	}
 }
 
+// accountJob brings st's counters up to now.
 func (e *Engine) accountJob(st *Status, now float64) {
+	e.sync(st)
+	e.countTo(st, now)
+}
+
+// countTo adds st's seconds from its last count up to now.
+func (e *Engine) countTo(st *Status, now float64) {
 	dt := now - st.since
 	if dt <= 0 {
 		return
@@ -550,9 +678,11 @@ func (e *Engine) accountJob(st *Status, now float64) {
 // keep: its jobs are copies, which later rounds do not change.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{}
-	jobs := e.snapshot(s, nil)
+	jobs := e.snapshot(s, nil, false)
+	s.eng = nil // copies: no round follows from it
 	copies := make([]Status, len(jobs))
 	for i, st := range jobs {
+		e.sync(st)
 		copies[i] = *st
 		copies[i].TypeExecuted = st.typeExecutedNow() // the engine updates its own in place
 		copies[i].typeLive, copies[i].typeRan = false, false
@@ -567,13 +697,19 @@ func (e *Engine) Snapshot() *Snapshot {
 // changes them while it runs, so copying each active job every round (what
 // the round cost most for large traces) buys nothing. The pointer slice is
 // the snapshot's own, so a policy that reorders Jobs leaves the engine's
-// order alone.
-func (e *Engine) snapshot(s *Snapshot, ptrs []*Status) []*Status {
+// order alone; with shared, Jobs is the engine's active list itself (for
+// an IncrementalPolicy, which must not reorder it) and ptrs is returned
+// unused.
+func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, shared bool) []*Status {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	ptrs = append(ptrs[:0], e.active...)
+	jobs := e.active
+	if !shared {
+		ptrs = append(ptrs[:0], e.active...)
+		jobs = ptrs
+	}
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: ptrs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing}
+		Jobs: jobs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e}
 	return ptrs
 }
 
@@ -585,25 +721,41 @@ func (e *Engine) Schedule() ([]Change, error) {
 	// must not keep a snapshot).
 	sc := &e.scratch
 	snap := &sc.snap
-	sc.ptrs = e.snapshot(snap, sc.ptrs)
+	sc.ptrs = e.snapshot(snap, sc.ptrs, e.incrPolicy)
+	e.handChanged(snap)
 	now := snap.Now
 	e.rounds++
+	// The round must run to its end for the next one's Changed to be
+	// complete for the policy (Snapshot.Incremental).
+	e.incr = false
 	// 3. Decide.
 	plan := e.cfg.Policy.Schedule(snap)
 	if plan.Err != nil {
 		e.warn(plan.Warnings, now)
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, plan.Err)
 	}
+	if plan.Keep {
+		changes, err := e.scheduleKeep(plan, snap)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
+		}
+		e.incr = true
+		return changes, nil
+	}
+	changes, err := e.scheduleAll(plan, now)
+	e.incr = err == nil
+	return changes, err
+}
+
+// scheduleAll finishes a round whose plan lists every job to run.
+func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
+	sc := &e.scratch
 	// 4. Check.
 	planned, err := e.check(plan)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
-	for id, m := range plan.Memo {
-		if st := e.jobs[id]; st != nil {
-			st.Memo = m
-		}
-	}
+	e.memos(plan)
 	e.explain(plan, now)
 	declined, err := e.decline(plan, now)
 	if err != nil {
@@ -707,6 +859,8 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 	}
 	for _, ch := range changes[first:] {
 		st := ch.Status
+		e.sync(st)
+		e.touch(st)
 		for _, g := range ch.To {
 			e.hold(g, st)
 		}
@@ -837,21 +991,11 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	hint := 0
 	e.resetParts()
 	for _, a := range p.Run {
-		st := e.lookup(a.Job, &hint)
-		if st == nil || st.State.Terminal() {
-			return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+		st, err := e.checkAssignment(a, &hint)
+		if err != nil {
+			return nil, err
 		}
-		if st.checked == e.rounds {
-			return nil, fmt.Errorf("plan lists job %s twice", a.Job)
-		}
-		st.checked = e.rounds
 		planned = append(planned, st)
-		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
-			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
-		}
-		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
-			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
-		}
 		if a.PackWith != "" && e.packedSecond(a) {
 			continue // the pair's GPUs were counted with its first member
 		}
@@ -889,6 +1033,27 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	}
 	sc.remember(planned)
 	return planned, nil
+}
+
+// checkAssignment finds the job a names (see lookup) and checks that it
+// is active, listed once (marking it checked this round), and asked
+// within its GPU limits and type.
+func (e *Engine) checkAssignment(a Assignment, hint *int) (*Status, error) {
+	st := e.lookup(a.Job, hint)
+	if st == nil || st.State.Terminal() {
+		return nil, fmt.Errorf("plan runs job %q, which is not active", a.Job)
+	}
+	if st.checked == e.rounds {
+		return nil, fmt.Errorf("plan lists job %s twice", a.Job)
+	}
+	st.checked = e.rounds
+	if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
+		return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+	}
+	if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
+		return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+	}
+	return st, nil
 }
 
 // checkPlacement enforces the invariants no placer may break: every GPU

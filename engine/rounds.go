@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"slices"
+	"sort"
+
 	"github.com/tide-sched/tide/cluster"
 )
 
 // A scheduling round touches every active job once (accounting; the
-// snapshot holds pointers to the engine's records, not copies) but
+// snapshot holds pointers to the engine's records, not copies), unless
+// its policy plans incrementally with lazy counters (incremental.go), and
 // allocates nothing once the engine has seen its largest
 // round: the buffers below are reused, jobs named by a plan are found
 // through the previous plan's order before falling back to the ID map, and
@@ -27,6 +31,8 @@ type scratch struct {
 	// has one (fraction.go).
 	partShare []float64
 	anyParts  bool
+	// changedOut is the last snapshot's Changed (incremental.go).
+	changedOut []*Status
 }
 
 // perTypeCounts returns a zeroed count per GPU type of c.
@@ -101,11 +107,47 @@ func (e *Engine) setReasons(reasons map[string]Reason) {
 	sc.reasoned = keep
 }
 
-// compact drops the jobs that ended from the active list.
+// Reasoned returns the active jobs the last round's plan gave a non-zero
+// Reason (every other active job has the zero Reason), in no particular
+// order; shared, valid until the next round. An executor that records the
+// reasons of waiting jobs reads these instead of every active job.
+func (e *Engine) Reasoned() []*Status { return e.scratch.reasoned }
+
+// compact drops the jobs that ended from the active list: the few that
+// ended since the last round are found by binary search (the list is in
+// submission order), more by one pass. Their slots are freed in the
+// list's order either way.
 func (e *Engine) compact() {
 	if e.ended == 0 {
 		return
 	}
+	if len(e.endedList) == e.ended && e.ended <= 16 {
+		slices.SortFunc(e.endedList, func(a, b *Status) int {
+			if lessSubmit(a, b) {
+				return -1
+			}
+			return 1
+		})
+		for _, st := range e.endedList {
+			i := sort.Search(len(e.active), func(i int) bool { return !lessSubmit(e.active[i], st) })
+			if i == len(e.active) || e.active[i] != st {
+				e.compactAll()
+				return
+			}
+			e.active = slices.Delete(e.active, i, i+1)
+			e.left(st)
+		}
+		clear(e.endedList)
+		e.endedList, e.ended = e.endedList[:0], 0
+		return
+	}
+	e.compactAll()
+}
+
+// compactAll drops every job that ended from the active list in one pass.
+func (e *Engine) compactAll() {
+	clear(e.endedList)
+	e.endedList = e.endedList[:0]
 	k := 0
 	for _, st := range e.active {
 		if !st.State.Terminal() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/cputime"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
@@ -84,5 +85,102 @@ func BenchmarkSteadyRound(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fullRounds hides a policy's engine.IncrementalPolicy: the engine hands
+// it no Changed and it plans every round in full (the rounds before issue
+// 19's incremental ones).
+type fullRounds struct{ engine.Policy }
+
+// BenchmarkChangedRound runs the commonest round of a large replay: one
+// job ends and one arrives while every other active job keeps running, on
+// 20,000 GPUs with 1,000 and with 10,000 jobs running. Tiresias plans it
+// from what changed (Snapshot.Changed, Plan.Keep) with the counters kept
+// lazily (Config.LazyCounters), as the simulator runs it; "full" is the
+// same policy made to plan every round in full. It reports the
+// allocations of a round (allocs/op) and its CPU time (cpu-ns/op): the
+// incremental round's cost stays flat from 1,000 to 10,000 jobs, the full
+// round's grows with them.
+//
+//	go test ./engine -run '^$' -bench ChangedRound -benchtime 2000x
+func BenchmarkChangedRound(b *testing.B) {
+	spec, err := cluster.ParseShorthand("2500x8:v100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := spec.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	model := perf.Duration{}
+	for _, n := range []int{1000, 10000} {
+		for _, kind := range []string{"tiresias", "tiresias-full", "tiresias-quiet"} {
+			full, quiet := kind == "tiresias-full", kind == "tiresias-quiet"
+			b.Run(fmt.Sprintf("%s/%djobs", kind, n), func(b *testing.B) {
+				mk := func(i int, at float64) *job.Job {
+					return &job.Job{ID: fmt.Sprintf("j%07d", i), Submit: at, GPUs: 1 + i%2, MinGPUs: 1 + i%2, MaxGPUs: 1 + i%2,
+						Work: 1e9, Unit: job.Seconds, Duration: 1e9}
+				}
+				tiresias, err := policy.Parse("tiresias", policy.Context{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var p engine.Policy = tiresias
+				if full {
+					p = fullRounds{tiresias}
+				}
+				clk := &roundClock{}
+				e, err := engine.New(engine.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Clock: clk,
+					ForgetEnded: true, LazyCounters: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range n {
+					if _, err := e.Submit(mk(i, 0)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				clk.t = 1
+				for range 3 { // everything starts, then steady rounds
+					if _, err := e.Schedule(); err != nil {
+						b.Fatal(err)
+					}
+					clk.t++
+				}
+				// The jobs to come, made before the clock starts.
+				next := make([]*job.Job, b.N)
+				for i := range next {
+					next[i] = mk(n+i, clk.t+float64(i))
+				}
+				ends := make([]string, 0, n+b.N)
+				for _, st := range e.Active() {
+					ends = append(ends, st.Job.ID)
+				}
+				b.ReportAllocs()
+				cpu := cputime.Process()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if !quiet {
+						if err := e.Finish(ends[i]); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := e.Submit(next[i]); err != nil {
+							b.Fatal(err)
+						}
+						ends = append(ends, next[i].ID)
+					}
+					if _, err := e.Schedule(); err != nil {
+						b.Fatal(err)
+					}
+					clk.t++
+				}
+				b.StopTimer()
+				b.ReportMetric((cputime.Process()-cpu)*1e9/float64(b.N), "cpu-ns/op")
+				if got := len(e.Active()); got != n {
+					b.Fatalf("%d jobs active, want %d", got, n)
+				}
+			})
+		}
 	}
 }

@@ -22,6 +22,7 @@ func (e *Engine) hold(g cluster.GPUID, st *Status) {
 	if e.owner[g] == nil {
 		e.owner[g] = st
 		e.busy[g] = true
+		e.heldOfType[e.typeOf[g]]++
 		return
 	}
 	if e.co == nil {
@@ -46,6 +47,9 @@ func (e *Engine) unhold(g cluster.GPUID, st *Status) {
 		e.owner[g] = second
 	case second != st && e.co != nil:
 		e.co[g] = second
+	}
+	if e.busy[g] && e.owner[g] == nil {
+		e.heldOfType[e.typeOf[g]]--
 	}
 	e.busy[g] = e.owner[g] != nil
 }
@@ -74,8 +78,10 @@ func (e *Engine) unpack(st *Status) {
 	if st.PackedWith == "" {
 		return
 	}
+	e.touch(st)
 	if p := e.jobs[st.PackedWith]; p != nil && p.PackedWith == st.Job.ID {
 		p.PackedWith = ""
+		e.touch(p)
 	}
 	st.PackedWith = ""
 }
@@ -222,7 +228,11 @@ func (e *Engine) pair(p Plan, placed map[string][]cluster.GPUID) {
 			continue
 		}
 		if _, ok := placed[a.Job]; ok {
-			e.jobs[a.Job].PackedWith = a.PackWith
+			st := e.jobs[a.Job]
+			if st.PackedWith != a.PackWith {
+				e.touch(st)
+			}
+			st.PackedWith = a.PackWith
 		}
 	}
 }

@@ -149,6 +149,7 @@ func (e *Engine) decline(p Plan, now float64) ([]Change, error) {
 			return nil, fmt.Errorf("plan both runs and declines job %s", id)
 		}
 		e.accountJob(st, now)
+		e.touch(st)
 		st.State, st.Finish = job.Declined, -1
 		for i, a := range e.active {
 			if a == st {

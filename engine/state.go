@@ -100,7 +100,9 @@ func (e *Engine) PolicyState() ([]byte, error) {
 func (e *Engine) RestorePolicyState(p Policy, b []byte) error {
 	if p != nil {
 		e.cfg.Policy = p
+		e.setPolicyMode(p)
 	}
+	e.incr = false
 	if len(b) == 0 {
 		return nil
 	}
@@ -115,6 +117,7 @@ func (e *Engine) RestorePolicyState(p Policy, b []byte) error {
 		return fmt.Errorf("engine: loading policy %s's state: %w", st.Policy, err)
 	}
 	e.rounds = st.Rounds
+	e.incr = false // the memos change under the policy
 	for _, s := range e.active {
 		s.Memo = Memo{}
 	}

@@ -89,6 +89,10 @@ type running struct {
 	site     int        // site index (multi-site runs), else -1
 	partner  string     // the job sharing its GPUs, as rated now (share.go)
 	part     float64    // the part of each GPU a fractional job holds, 0 for whole GPUs (fraction.go)
+	// lazy says the rounds since synced (an index into the simulator's
+	// round instants) have not been applied to it yet (lazy.go).
+	lazy   bool
+	synced int
 }
 
 type event struct {
@@ -167,24 +171,40 @@ type simulator struct {
 	// tenantLogged are the GPUs per tenant the tenant log says now;
 	// tenantHalves the scratch for counting shared GPUs (fairness.go).
 	tenantLogged, tenantHalves []int
+
+	// Lazy advance (lazy.go): lazy says rounds leave jobs past their
+	// delay behind; instants are the rounds' times from the instBase-th
+	// on; delayed the running jobs still paying a delay; eager turns it
+	// all off (tests).
+	lazy     bool
+	instants []float64
+	instBase int
+	delayed  []*running
+	eager    bool
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
 // and returns what happened. A job the cluster or the model cannot run is an
 // error naming the job; nothing is skipped.
 func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
+	return runSim(cfg, jobs, false)
+}
+
+// runSim is Run, with every running job advanced at every round when eager
+// (lazy.go).
+func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	if cfg.Round == 0 {
 		cfg.Round = 60
 	}
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
 		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
-	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs}
+	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager}
 	_, sharing := cfg.Model.(perf.Sharer)
 	// The engine forgets jobs that ended: the simulator keeps their
 	// records, and a replay of millions of jobs holds only the active ones.
 	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk,
-		Sharing: sharing, ForgetEnded: true})
+		Sharing: sharing, ForgetEnded: true, LazyCounters: true})
 	s.sharing = sharing
 	if err != nil {
 		return nil, err
@@ -325,6 +345,9 @@ func (s *simulator) loop() error {
 			s.cfg.Progress(t, s.done, len(s.jobs))
 		}
 	}
+	if s.lazy {
+		s.syncAll() // jobs left running when nothing more can happen
+	}
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(s.clk.t, s.done, len(s.jobs))
 	}
@@ -386,11 +409,7 @@ func (s *simulator) handover() error {
 
 // schedule runs one round and applies its changes.
 func (s *simulator) schedule(t float64) error {
-	for _, r := range s.live {
-		s.advance(r, t)
-		s.eng.ReportStatus(r.st, r.progress)
-		s.retune(r)
-	}
+	s.advanceAll(t)
 	changes, err := s.eng.Schedule()
 	s.countWarnings(s.eng.DrainWarnings())
 	if err != nil {
@@ -406,6 +425,10 @@ func (s *simulator) schedule(t float64) error {
 		idx := s.index(ch.Status)
 		rec := &s.recs[idx]
 		r := s.runs[idx]
+		if r != nil && r.lazy {
+			s.sync(r)
+			s.eng.ReportStatus(r.st, r.progress) // as a round reports it
+		}
 		switch ch.Kind {
 		case engine.Decline:
 			rec.State = string(job.Declined)
@@ -463,12 +486,15 @@ func (s *simulator) schedule(t float64) error {
 		s.tune(r)
 		r.rate, r.until = s.rate(r)
 		s.push(r)
+		s.started(r)
 	}
 	if s.sharing {
 		s.repack(t) // without a perf.Sharer the engine packs no jobs
 	}
-	for _, st := range s.eng.Active() {
-		if len(st.GPUs) == 0 {
+	// Only jobs with a reason change their records: a round in which
+	// every job runs touches none.
+	for _, st := range s.eng.Reasoned() {
+		if len(st.GPUs) == 0 && !st.State.Terminal() {
 			noteReason(&s.recs[s.index(st)], st.Reason)
 		}
 	}
@@ -589,6 +615,7 @@ func (s *simulator) push(r *running) {
 
 // boundary handles r's event at t; it reports whether r finished.
 func (s *simulator) boundary(r *running, t float64) bool {
+	s.sync(r)
 	inDelay := r.delay > 0
 	s.advance(r, t)
 	if !inDelay {

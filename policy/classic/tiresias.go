@@ -76,6 +76,10 @@ type Tiresias struct {
 	prev    []tiresiasEntry
 	mids    []int // per queue, where the jobs that moved start
 	present present.Set
+
+	// fast is what the rounds planned from what changed keep
+	// (tiresias_fast.go).
+	fast tiresiasFast
 }
 
 // tiresiasEntry is one job's place in the queues this round.
@@ -210,36 +214,19 @@ func (t *Tiresias) queueOf(service float64) int {
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	var memo map[string]engine.Memo // only the memos that change, in t.memo's memory
 	clear(t.memo)
+	if t.fastUsable(s) {
+		if plan, ok := t.scheduleFast(s, &memo); ok {
+			return plan
+		}
+		clear(t.memo)
+		memo = nil
+	}
 	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
 	for i, st := range s.Jobs {
-		m := st.Memo
-		// Starvation: a job that ran before and has waited knob x its
-		// executed time (since its last promotion) goes back to Q0.
-		exec := st.Executed - m[memoBaseExec]
-		if t.Knob > 0 && len(st.GPUs) == 0 && st.Job.Submit != st.LastStop && exec > 0 &&
-			s.Now-st.LastStop >= t.Knob*exec && int(m[memoQueue]) > 1 {
-			m[memoBaseServ], m[memoBaseExec] = st.Attained, st.Executed
-			m[memoQueue] = 0
-		}
-		service := st.Attained - m[memoBaseServ]
-		q := t.queueOf(service)
-		if int(m[memoQueue]) != q+1 {
-			m[memoQueue], m[memoEntered] = float64(q+1), s.Now
-			if st.Starts == 0 && q == 0 {
-				m[memoEntered] = st.Job.Submit
-			}
-		}
-		if m != st.Memo {
-			if memo == nil {
-				if t.memo == nil {
-					t.memo = map[string]engine.Memo{}
-				}
-				memo = t.memo
-			}
-			memo[st.Job.ID] = m
-		}
+		q, m := t.standing(s, st, &memo)
 		e := tiresiasEntry{st: st, queue: q, entered: m[memoEntered]}
 		if t.Gittins != nil {
+			service := st.Attained - m[memoBaseServ]
 			d := t.Gittins.Quantum
 			if q < len(t.Limits) {
 				d = t.Limits[q] - service
@@ -265,6 +252,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		t.terms = t.appendTerms
 	}
 	t.explain.PlanAppend(s, &plan, order, t.terms)
+	t.fast.rebuild(t, s, entries)
 	// Keep the buffers, not the snapshot's jobs they point to.
 	clear(t.entries)
 	clear(t.queued)
@@ -277,11 +265,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 // attained 7.25 GPU-h", its queue as this round's Schedule computed it
 // (with the memos t.memo holds for the jobs whose memo changed).
 func (t *Tiresias) appendTerms(b []byte, st *engine.Status) []byte {
-	m := st.Memo
-	if u, ok := t.memo[st.Job.ID]; ok {
-		m = u
-	}
-	q := t.queueOf(st.Attained - m[memoBaseServ])
+	q := t.queueOf(st.Attained - t.memoOf(st)[memoBaseServ])
 	b = append(b, "queue "...)
 	b = strconv.AppendInt(b, int64(q+1), 10)
 	b = append(b, " of "...)

@@ -82,6 +82,9 @@ type Flow struct {
 	// so a job on an edge server that misses its deadline there is
 	// planned in the cloud, and its server is free to the others.
 	parks bool
+	// holds (tidal): a job never admitted is up for admission every
+	// round, even after it ran (on GPUs lent outside the deadline plan).
+	holds bool
 
 	// prefix, during admission, is the cloud pass of the admitted jobs
 	// before the newcomer on trial: pass starts from it (admission).
@@ -223,7 +226,7 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
 		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
-			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && st.Starts == 0}
+			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds)}
 		if st.Job.Deadline > 0 {
 			j.deadline = st.Job.Deadline
 		}

@@ -28,7 +28,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -47,6 +47,9 @@ func tidalPolicies(register func(contract.Info)) {
 			"park=false: run admitted deadline jobs that wait for their cloud share on idle edge servers meanwhile " +
 			"(more deadlines met on average at arrival x2, fewer at some points); " +
 			"park_hold=3600: seconds the forecast must keep a server up to park a job there; " +
+			"hold=true: a newcomer that admission would decline waits instead, and admission tries it again each round, " +
+			"while the whole cloud could still finish it by its deadline (false: declined at arrival, as EdgeFlow; " +
+			"docs/tidal.md, section 4); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -68,7 +71,11 @@ func tidalPolicies(register func(contract.Info)) {
 //     (the simulator reclaims idle servers first, so k servers up keep k
 //     jobs); and a newcomer that neither the cloud nor an edge server up
 //     now can finish in time is admitted when an edge server the forecast
-//     brings up later can (it waits until offloading moves it there).
+//     brings up later can (it waits until offloading moves it there). A
+//     newcomer admission would still decline is not declined while the
+//     whole cloud could finish it by its deadline (Hold): it waits, and
+//     admission tries it again each round, as admitted jobs end early on
+//     spare GPUs.
 //   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
 //     job has a deadline; training sites first) are sized by a
 //     multiple-choice knapsack (DeepBoot's, with its restart factor)
@@ -114,6 +121,9 @@ type Tidal struct {
 	// needs the server (admission and offloading see the server as idle).
 	Park     bool
 	ParkHold float64
+	// Hold keeps a newcomer that admission would decline waiting instead,
+	// and tries it again each round, while its deadline can still be met.
+	Hold     bool
 	restart  harvest.DeepBoot // for its restart factor
 	flow     *Flow
 	future   map[string]forecast.Series
@@ -175,6 +185,9 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.Park, err = o.Bool("park", false); err != nil {
 		return nil, err
 	}
+	if t.Hold, err = o.Bool("hold", true); err != nil {
+		return nil, err
+	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
 		return nil, err
 	}
@@ -234,8 +247,9 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 		t.flow.edgeLater = t.edgeLater
 	}
 	t.flow.parks = t.Park
+	t.flow.holds = t.Hold
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -488,11 +502,18 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, a := range plan.Run {
 		placed[a.Job] = true
 	}
+	if t.Hold {
+		t.hold(s, &plan)
+	}
 	declined := map[string]bool{}
 	for _, id := range plan.Decline {
 		declined[id] = true
 		r := plan.Reasons[id]
-		r.Text = joinReason("declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later", r.Text)
+		text := "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"
+		if t.Hold {
+			text += ", and the whole cloud from now would not end it in time"
+		}
+		r.Text = joinReason(text, r.Text)
 		plan.Reasons[id] = r
 	}
 	var left []*engine.Status
@@ -686,4 +707,68 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		why[st.Job.ID] = engine.Reason{Text: "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle", Position: i + 1}
 	}
 	return out, why
+}
+
+// hold takes out of plan.Decline the jobs whose deadline the whole cloud
+// could still meet from now: they wait, and admission tries them again.
+func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
+	c, ok := t.flow.cloudOf(s)
+	if !ok {
+		return
+	}
+	byID := map[string]*engine.Status{}
+	for _, st := range s.Jobs {
+		byID[st.Job.ID] = st
+	}
+	out := plan.Decline[:0]
+	for _, id := range plan.Decline {
+		st := byID[id]
+		if st == nil {
+			out = append(out, id)
+			continue
+		}
+		if end := wholeCloudEnd(s, c, st); end <= st.Job.Deadline {
+			if plan.Reasons == nil {
+				plan.Reasons = map[string]engine.Reason{}
+			}
+			r := plan.Reasons[id]
+			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it at t=%.0f s, by its deadline; admission tries it again next round", end), r.Text)
+			plan.Reasons[id] = r
+			continue
+		}
+		if st.Starts > 0 {
+			// It ran while held (on loaned inference GPUs): the engine
+			// declines only jobs that never ran, so it is admitted,
+			// missing, as EdgeFlow's admitted jobs that miss are.
+			if plan.Memo == nil {
+				plan.Memo = map[string]engine.Memo{}
+			}
+			m := st.Memo
+			m[efAdmitted] = 1
+			plan.Memo[id] = m
+			continue
+		}
+		out = append(out, id)
+	}
+	plan.Decline = out
+}
+
+// wholeCloudEnd is when st would end if it had the whole cloud c from now,
+// at the GPU count (a power of two up to its maximum) that ends it first,
+// start or restart included: +Inf when no count can run it.
+func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
+	delay := s.Model.Costs(st.Job).Start
+	if st.Starts > 0 {
+		delay = s.Model.Costs(st.Job).Restart
+	}
+	best := math.Inf(1)
+	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+		if g < st.Job.MinGPUs {
+			continue
+		}
+		if r := s.Remaining(st, g, c.gpuType); r > 0 && !math.IsInf(r, 0) {
+			best = math.Min(best, s.Now+delay+r)
+		}
+	}
+	return best
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
@@ -91,6 +92,7 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:offload_quantile=0", contract.Context{}, "offload_quantile"},
 		{"tidal:park_hold=-1", contract.Context{}, "park_hold"},
 		{"tidal:park=maybe", contract.Context{}, "park"},
+		{"tidal:hold=maybe", contract.Context{}, "hold"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
@@ -167,6 +169,39 @@ func TestTidalPrefixMatchesFullPasses(t *testing.T) {
 		}
 		if got[0] != got[1] {
 			t.Errorf("seed %d: the runs differ", seed)
+		}
+	}
+}
+
+// TestTidalHoldsInsteadOfDeclining: a newcomer that admission would decline
+// now, but that the whole cloud could still finish in time, waits and is
+// tried again; once an admitted job ends early on spare GPUs, it is
+// admitted and meets its deadline. EdgeFlow (and tidal:hold=false)
+// declines it at arrival. A job no cloud could finish in time is declined
+// at once.
+func TestTidalHoldsInsteadOfDeclining(t *testing.T) {
+	// 8 cloud GPUs. a (1600 s of work on one GPU, due at 800 s) needs a
+	// share of 2 GPUs; spare GPUs run it on 8, ending at about 200 s. b
+	// arrives at 10 s with 4000 s of work due at 850 s: next to a's 2
+	// reserved GPUs it gets 4 until about 790 s and would end at about
+	// 900 s, so admission declines it; on the whole cloud from 200 s it
+	// ends at about 700 s. c (100000 s due at 500 s) no cloud can finish.
+	jobs := []*job.Job{flowJob("a", 0, 1600, 800), flowJob("b", 10, 4000, 850), flowJob("c", 20, 100000, 500)}
+	c := flowCluster(t, 1, 0)
+	for _, tc := range []struct{ spec, want string }{
+		{"edgeflow", "a:met b:declined c:declined "},
+		{"tidal:hold=false", "a:met b:declined c:declined "},
+		{"tidal", "a:met b:met c:declined "},
+		{"tidal:forecast=off", "a:met b:met c:declined "},
+	} {
+		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
+		if got := states(r); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+		if tc.spec == "tidal" {
+			if b := r.Jobs[1]; !(b.Start > 100) {
+				t.Errorf("tidal: b started at %v: want it held until a ends (about 200 s)", b.Start)
+			}
 		}
 	}
 }

@@ -1,0 +1,9 @@
+package engine
+
+// SetMaxLog sets how many round times a lazy log holds before every
+// active job is counted up to date, and returns a function restoring it.
+func SetMaxLog(n int) (restore func()) {
+	old := maxLog
+	maxLog = n
+	return func() { maxLog = old }
+}

@@ -1,0 +1,332 @@
+package classic
+
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+// Tiresias' rounds that cost what changed (issue 19).
+//
+// Under 2D-LAS without the starvation knob a job's queue changes only when
+// its attained service crosses a limit, which only a running job's does,
+// at a time its GPU count predicts. And when the GPUs every active job
+// asks for fit the cluster at once, the greedy pass runs every job
+// whatever the order: the plan keeps the running jobs where they are and
+// starts the waiting ones in their queue order. So, between rounds of the
+// same engine (Snapshot.Changed), Tiresias keeps:
+//
+//   - the GPUs the active jobs ask for, in all;
+//   - the waiting jobs;
+//   - for each running job, the time its service may next cross a limit,
+//     in a heap, a little early (a margin far above the rounding of the
+//     engine's sums), rechecked exactly when due;
+//
+// and, in a round where everything fits, plans "as before, plus the
+// waiting jobs" (engine.Plan.Keep), touching only the jobs that changed,
+// the jobs whose crossing is due and the waiting jobs. Any other round
+// (something does not fit, a job runs on a count it did not ask for, a
+// fractional job, GPUs down, several GPU types or sites, a snapshot that is
+// not the next round of the same engine) is planned in full, which also
+// rebuilds this state. The plans are the full pass's, job for job
+// (TestTiresiasFastMatchesFull).
+
+// tiresiasFast is the state Tiresias keeps between incremental rounds.
+type tiresiasFast struct {
+	ok    bool // the state matches the end of round `round` of engine `from`
+	from  *engine.Engine
+	round int
+	jobs  []fastJob // by Status.Slot
+	// demand is the GPUs the active jobs ask for; odd counts the active
+	// jobs the shortcut cannot plan (fractional jobs, jobs that run on
+	// other than the GPUs they ask for, packed jobs).
+	demand, odd int
+	waiting     []*engine.Status
+	due         crossings
+	later       []crossing // pushed after this round's pops
+	sorted      []tiresiasEntry
+	kept        int // rounds planned from what changed
+}
+
+// fastJob is what tiresiasFast keeps per active job.
+type fastJob struct {
+	st   *engine.Status
+	wait int  // 1 + its index in waiting, 0 when it runs
+	odd  bool // counted in tiresiasFast.odd
+	gen  int  // bumped whenever its crossing is pushed: older entries are stale
+}
+
+// crossing is a running job's next possible queue change.
+type crossing struct {
+	at  float64 // snapshot time from which to check it
+	st  *engine.Status
+	gen int
+}
+
+type crossings []crossing
+
+func (h crossings) Len() int           { return len(h) }
+func (h crossings) Less(a, b int) bool { return h[a].at < h[b].at }
+func (h crossings) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *crossings) Push(x any)        { *h = append(*h, x.(crossing)) }
+func (h *crossings) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = crossing{}
+	*h = old[:len(old)-1]
+	return c
+}
+
+// Incremental implements engine.IncrementalPolicy: 2D-LAS without the
+// starvation knob plans from what changed (Gittins indexes and promotions
+// move with time).
+func (t *Tiresias) Incremental() bool { return t.Gittins == nil && t.Knob == 0 }
+
+// ProgressFree implements engine.ProgressFree: Tiresias ranks by attained
+// service, never by progress.
+func (t *Tiresias) ProgressFree() bool { return true }
+
+// KeptRounds is how many rounds this instance planned from what changed
+// (Plan.Keep) rather than in full: for tests and benchmarks.
+func (t *Tiresias) KeptRounds() int { return t.fast.kept }
+
+// standing computes st's queue this round and its memo (the knob's
+// promotion included), recording a memo that changes in *memo (in t.memo's
+// memory). It brings st's counters up to date (Snapshot.Sync): every
+// reading of them in a round comes after it.
+func (t *Tiresias) standing(s *engine.Snapshot, st *engine.Status, memo *map[string]engine.Memo) (int, engine.Memo) {
+	s.Sync(st) // its counters, under lazy counters (engine.Config.LazyCounters)
+	m := st.Memo
+	// Starvation: a job that ran before and has waited knob x its
+	// executed time (since its last promotion) goes back to Q0.
+	exec := st.Executed - m[memoBaseExec]
+	if t.Knob > 0 && len(st.GPUs) == 0 && st.Job.Submit != st.LastStop && exec > 0 &&
+		s.Now-st.LastStop >= t.Knob*exec && int(m[memoQueue]) > 1 {
+		m[memoBaseServ], m[memoBaseExec] = st.Attained, st.Executed
+		m[memoQueue] = 0
+	}
+	q := t.queueOf(st.Attained - m[memoBaseServ])
+	if int(m[memoQueue]) != q+1 {
+		m[memoQueue], m[memoEntered] = float64(q+1), s.Now
+		if st.Starts == 0 && q == 0 {
+			m[memoEntered] = st.Job.Submit
+		}
+	}
+	if m != st.Memo {
+		if *memo == nil {
+			if t.memo == nil {
+				t.memo = map[string]engine.Memo{}
+			}
+			*memo = t.memo
+		}
+		(*memo)[st.Job.ID] = m
+	}
+	return q, m
+}
+
+// fastUsable reports whether s may be planned from the kept state.
+func (t *Tiresias) fastUsable(s *engine.Snapshot) bool {
+	f := &t.fast
+	return f.ok && s.Incremental && s.AddOnly && s.From() != nil && s.From() == f.from && s.Round == f.round+1 &&
+		s.Down == nil && len(s.Cluster.GPUTypes()) == 1 && len(s.Cluster.Sites()) <= 1
+}
+
+// scheduleFast plans s from the kept state when everything fits; it
+// reports false, having planned nothing, when the round must be planned
+// in full.
+func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo) (engine.Plan, bool) {
+	f := &t.fast
+	f.ok = false // until this round's state is complete
+	// The jobs that left first: a new job may have taken one's slot.
+	for _, st := range s.Changed {
+		if st.State.Terminal() {
+			f.drop(st)
+		}
+	}
+	f.later = f.later[:0]
+	for _, st := range s.Changed {
+		if st.State.Terminal() {
+			continue
+		}
+		if !f.add(st) {
+			return engine.Plan{}, false
+		}
+		q, m := t.standing(s, st, memo)
+		if len(st.GPUs) > 0 {
+			f.push(t, st, q, m[memoBaseServ], s.Now)
+		}
+	}
+	// The running jobs whose service may have crossed a limit.
+	for len(f.due) > 0 && f.due[0].at <= s.Now {
+		c := heap.Pop(&f.due).(crossing)
+		st := c.st
+		if j := f.job(st); j == nil || j.gen != c.gen || len(st.GPUs) == 0 {
+			continue // stale: it stopped or ended (Changed says when it runs again)
+		}
+		q, m := t.standing(s, st, memo)
+		f.push(t, st, q, m[memoBaseServ], s.Now)
+	}
+	for _, c := range f.later {
+		heap.Push(&f.due, c)
+	}
+	if f.odd > 0 || f.demand > s.Available("", s.Cluster.GPUTypes()[0]) {
+		return engine.Plan{}, false // the greedy pass must choose
+	}
+	// Everything fits: the running jobs keep their GPUs and the waiting
+	// ones start in queue order.
+	entries := f.sorted[:0]
+	for _, st := range f.waiting {
+		q, m := t.standing(s, st, memo)
+		entries = append(entries, tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
+	}
+	if t.inQueue == nil {
+		t.inQueue = t.compareIn
+	}
+	slices.SortFunc(entries, func(a, b tiresiasEntry) int {
+		if a.queue != b.queue {
+			return a.queue - b.queue
+		}
+		return t.inQueue(a, b)
+	})
+	run := t.run[:0]
+	for _, e := range entries {
+		j := e.st.Job
+		run = append(run, engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType})
+	}
+	clear(entries)
+	f.sorted = entries[:0]
+	t.run = run
+	f.ok, f.from, f.round = true, s.From(), s.Round
+	f.kept++
+	// The full pass's kept order is stale now: its next pass sorts.
+	clear(t.prev)
+	t.prev = t.prev[:0]
+	return engine.Plan{Run: run, Memo: *memo, Keep: true}, true
+}
+
+// rebuild makes the kept state from a round planned in full (entries are
+// its jobs' queues, in any order).
+func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresiasEntry) {
+	f.ok = false
+	if !t.Incremental() || s.From() == nil {
+		return
+	}
+	clear(f.jobs)
+	clear(f.waiting)
+	clear(f.due)
+	f.waiting, f.due, f.demand, f.odd = f.waiting[:0], f.due[:0], 0, 0
+	f.later = f.later[:0]
+	for _, e := range entries {
+		if !f.add(e.st) {
+			return // two jobs in one slot: not one engine's
+		}
+		if len(e.st.GPUs) > 0 {
+			f.push(t, e.st, e.queue, t.memoOf(e.st)[memoBaseServ], s.Now)
+		}
+	}
+	f.due = append(f.due, f.later...)
+	heap.Init(&f.due)
+	f.ok, f.from, f.round = true, s.From(), s.Round
+}
+
+// memoOf is st's memo as this round's plan leaves it.
+func (t *Tiresias) memoOf(st *engine.Status) engine.Memo {
+	if m, ok := t.memo[st.Job.ID]; ok {
+		return m
+	}
+	return st.Memo
+}
+
+// job is st's entry, nil when st is not kept.
+func (f *tiresiasFast) job(st *engine.Status) *fastJob {
+	if st.Slot < 0 || st.Slot >= len(f.jobs) || f.jobs[st.Slot].st != st {
+		return nil
+	}
+	return &f.jobs[st.Slot]
+}
+
+// add keeps st (or updates it: whether it waits, whether it is odd); it
+// reports false when its slot holds another job, which the kept state
+// never saw leave.
+func (f *tiresiasFast) add(st *engine.Status) bool {
+	if st.Slot < 0 {
+		return false
+	}
+	if st.Slot >= len(f.jobs) {
+		f.jobs = slices.Grow(f.jobs, st.Slot+1-len(f.jobs))[:st.Slot+1]
+	}
+	j := &f.jobs[st.Slot]
+	if j.st != st {
+		if j.st != nil {
+			return false
+		}
+		*j = fastJob{st: st, gen: j.gen}
+		f.demand += st.Job.GPUs
+	}
+	odd := st.Job.Fractional() || st.PackedWith != "" || (len(st.GPUs) > 0 && len(st.GPUs) != st.Job.GPUs)
+	if odd != j.odd {
+		j.odd = odd
+		if odd {
+			f.odd++
+		} else {
+			f.odd--
+		}
+	}
+	switch waits := len(st.GPUs) == 0; {
+	case waits && j.wait == 0:
+		f.waiting = append(f.waiting, st)
+		j.wait = len(f.waiting)
+	case !waits && j.wait > 0:
+		f.unwait(j)
+	}
+	return true
+}
+
+// drop forgets st, which ended.
+func (f *tiresiasFast) drop(st *engine.Status) {
+	j := f.job(st)
+	if j == nil {
+		return
+	}
+	f.demand -= st.Job.GPUs
+	if j.odd {
+		f.odd--
+	}
+	if j.wait > 0 {
+		f.unwait(j)
+	}
+	*j = fastJob{gen: j.gen + 1}
+}
+
+// unwait takes j's job out of the waiting jobs.
+func (f *tiresiasFast) unwait(j *fastJob) {
+	i := j.wait - 1
+	last := f.waiting[len(f.waiting)-1]
+	f.waiting[i] = last
+	f.jobs[last.Slot].wait = i + 1
+	f.waiting[len(f.waiting)-1] = nil
+	f.waiting = f.waiting[:len(f.waiting)-1]
+	j.wait = 0
+}
+
+// push schedules a check of running job st, in queue q now, for when its
+// service may reach the next limit (none past the last queue), into
+// f.later; older entries for st become stale.
+func (f *tiresiasFast) push(t *Tiresias, st *engine.Status, q int, base, now float64) {
+	j := f.job(st)
+	j.gen++
+	if q >= len(t.Limits) {
+		return // the last queue: its service crosses no more limits
+	}
+	rate := st.HeldGPUs() // GPU-seconds attained per second
+	if !(rate > 0) {
+		return
+	}
+	limit := t.Limits[q] + base
+	// The engine sums dt x rate round by round; its sum differs from the
+	// product by rounding only, far below this margin.
+	margin := 1e-6 * max(1, limit)
+	at := now + (limit-margin-st.Attained)/rate
+	f.later = append(f.later, crossing{at: at, st: st, gen: j.gen})
+}

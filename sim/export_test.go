@@ -1,0 +1,19 @@
+package sim
+
+import (
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/report"
+)
+
+// RunEager is Run advancing every running job at every round, as before
+// lazy advance (lazy.go), to compare with it.
+func RunEager(cfg Config, jobs []*job.Job) (*report.Run, error) { return runSim(cfg, jobs, true) }
+
+// SetMaxInstants sets how many round instants the simulator logs before
+// bringing every running job up to date, and returns a function restoring
+// it.
+func SetMaxInstants(n int) (restore func()) {
+	old := maxInstants
+	maxInstants = n
+	return func() { maxInstants = old }
+}

@@ -1,0 +1,179 @@
+package sim_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/sim"
+)
+
+// full hides its policy's engine.IncrementalPolicy: the engine then hands
+// it no Changed and it plans every round in full.
+type full struct{ engine.Policy }
+
+// TestTiresiasKeptMatchesFull replays random traces under Tiresias twice:
+// as is, planning from what changed (Snapshot.Changed, Plan.Keep) whenever
+// everything fits, and behind a wrapper that makes it plan every round in
+// full. Every job's record and the timeline must be the same, bit for bit.
+// The traces mix quiet stretches (the kept rounds) with bursts that
+// overfill the cluster (full rounds, preemptions), jobs arriving at the
+// same instant, jobs that cross the queue limits while running, and jobs
+// the packing placer cannot place although their GPUs are free.
+func TestTiresiasKeptMatchesFull(t *testing.T) {
+	model := perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Start: 10, Restart: 30, Resize: 30}}}
+	kept, rounds := 0, 0
+	for seed := range 24 {
+		r := rand.New(rand.NewPCG(uint64(seed), 19))
+		nodes := 2 + r.IntN(6)
+		c := buildCluster(t, fmt.Sprintf("%dx4:v100", nodes))
+		var jobs []*job.Job
+		now := 0.0
+		for i := range 40 + r.IntN(80) {
+			switch r.IntN(10) {
+			case 0: // a burst: several at once
+			case 1, 2:
+				now += float64(r.IntN(20000))
+			default:
+				now += float64(r.IntN(900))
+			}
+			g := []int{1, 1, 1, 2, 2, 4, 8}[r.IntN(7)]
+			if g > 4*nodes {
+				g = 1
+			}
+			d := float64(30 + r.IntN(4000))
+			if r.IntN(5) == 0 {
+				d *= 20 // crosses the limits while running
+			}
+			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
+				Work: d, Unit: job.Seconds, Duration: d})
+		}
+		for _, spec := range []string{"tiresias", "tiresias:preset=pollux", "tiresias:limits=600/1800"} {
+			onEvents := seed%3 != 0
+			run := func(wrap bool) (string, *classic.Tiresias) {
+				p, err := classic.NewTiresias(contract.Context{Jobs: jobs}, knobsOf(t, spec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var pol engine.Policy = p
+				if wrap {
+					pol = full{p}
+				}
+				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: pol, Placer: place.Pack{},
+					Round: 60, OnEvents: onEvents, Seed: 1}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b strings.Builder
+				writeRun(&b, out)
+				rounds += out.Rounds
+				return b.String(), p
+			}
+			want, _ := run(true)
+			got, p := run(false)
+			if got != want {
+				gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+				for i := range min(len(gl), len(wl)) {
+					if gl[i] != wl[i] {
+						t.Fatalf("seed %d, %s: line %d differs:\n kept %s\n full %s", seed, spec, i+1, gl[i], wl[i])
+					}
+				}
+				t.Fatalf("seed %d, %s: %d lines, full %d", seed, spec, len(gl), len(wl))
+			}
+			kept += p.KeptRounds()
+		}
+	}
+	// Both kinds of round must have been exercised.
+	t.Logf("%d of %d rounds kept", kept, rounds/2)
+	if kept == 0 || kept > rounds/2*9/10 {
+		t.Fatalf("%d of %d rounds were planned from what changed: the traces do not exercise both kinds", kept, rounds/2)
+	}
+}
+
+// knobsOf parses a Tiresias spec's knobs the simple way this test needs.
+func knobsOf(t *testing.T, spec string) classic.TiresiasKnobs {
+	k := classic.DefaultTiresias
+	for _, kv := range strings.Split(spec, ":")[1:] {
+		key, v, _ := strings.Cut(kv, "=")
+		switch key {
+		case "preset":
+			k.Preset = v
+		case "limits":
+			for _, f := range strings.Split(v, "/") {
+				var x float64
+				if _, err := fmt.Sscan(f, &x); err != nil {
+					t.Fatal(err)
+				}
+				k.Limits = append(k.Limits, x)
+			}
+		}
+	}
+	return k
+}
+
+// TestLazyAdvanceMatches replays random busy traces (queues, preemptions,
+// resumptions, start delays of none to minutes) under Tiresias, which never
+// reads progress, twice: advancing running jobs only when needed (lazy.go)
+// and advancing every running job at every round. Every job's record and
+// the timeline must be the same, bit for bit. Half the runs fill the log of
+// round instants every few rounds.
+func TestLazyAdvanceMatches(t *testing.T) {
+	defer sim.SetMaxInstants(1 << 16)()
+	for seed := range 16 {
+		if seed%2 == 1 { // the log full every few rounds
+			sim.SetMaxInstants(1 + seed%4)
+		} else {
+			sim.SetMaxInstants(1 << 16)
+		}
+		r := rand.New(rand.NewPCG(uint64(seed), 23))
+		c := buildCluster(t, fmt.Sprintf("%dx4:v100", 1+r.IntN(4)))
+		costs := perf.Costs{Start: float64(r.IntN(3) * 20), Restart: float64(r.IntN(2) * 45), Resize: 30}
+		model := perf.Duration{Cost: perf.CostTable{Default: costs}}
+		var jobs []*job.Job
+		now := 0.0
+		for i := range 30 + r.IntN(60) {
+			now += float64(r.IntN(600))
+			g := []int{1, 1, 2, 4}[r.IntN(4)]
+			d := float64(10+r.IntN(3000)) + r.Float64()
+			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
+				Work: d, Unit: job.Seconds, Duration: d})
+		}
+		for _, spec := range []string{"tiresias:limits=300/900", "tiresias:preset=pollux"} {
+			k := knobsOf(t, spec)
+			cfg := func() sim.Config {
+				p, err := classic.NewTiresias(contract.Context{Jobs: jobs}, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: seed%2 == 0, Seed: 1}
+			}
+			lazy, err := sim.Run(cfg(), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eager, err := sim.RunEager(cfg(), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b strings.Builder
+			writeRun(&a, lazy)
+			writeRun(&b, eager)
+			if a.String() != b.String() {
+				al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
+				for i := range min(len(al), len(bl)) {
+					if al[i] != bl[i] {
+						t.Fatalf("seed %d, %s: line %d differs:\n lazy  %s\n eager %s", seed, spec, i+1, al[i], bl[i])
+					}
+				}
+				t.Fatalf("seed %d, %s: %d lines, eager %d", seed, spec, len(al), len(bl))
+			}
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package sim
+
+// Lazy advance (issue 19): a round no longer brings every running job up
+// to now. When the policy never reads progress (engine.ProgressFree) and
+// nothing else needs every job current each round (job agents, sites,
+// shared GPUs, the artifact's whole seconds), a job past its start delay
+// is left where it was, and the round's instant is logged. When the job
+// must be current (its next event, a change the round makes to it, the
+// end of the run) it is brought up to date by advancing it through every
+// instant it missed, in order, with the same arithmetic a round would have
+// done: its GPU-seconds, progress and times are the same to the bit
+// (TestLazyAdvanceMatches). Jobs still paying their start delay are
+// advanced every round as before: the end of a delay changes the
+// timeline's useful GPUs at the round it falls in.
+
+// lazyOK reports whether this round may leave running jobs behind.
+func (s *simulator) lazyOK() bool {
+	return !s.eager && s.obs == nil && s.st == nil && !s.sharing && !s.cfg.WholeSeconds && !s.eng.NeedsProgress()
+}
+
+// advanceAll brings the running jobs up to the round at t: the delayed
+// ones only, when lazy; every one otherwise, reporting its progress.
+func (s *simulator) advanceAll(t float64) {
+	lazy := s.lazyOK()
+	if !lazy {
+		if s.lazy {
+			s.syncAll()
+			s.lazy = false
+		}
+		for _, r := range s.live {
+			s.advance(r, t)
+			s.eng.ReportStatus(r.st, r.progress)
+			s.retune(r)
+		}
+		return
+	}
+	s.instants = append(s.instants, t)
+	if !s.lazy {
+		// Every running job was advanced to the last round: from now
+		// on, those past their delay are advanced when needed.
+		s.lazy = true
+		for _, r := range s.live {
+			if r.delay > 0 {
+				s.delayed = append(s.delayed, r)
+			} else {
+				r.lazy, r.synced = true, s.instBase+len(s.instants)-1
+			}
+		}
+	}
+	keep := s.delayed[:0]
+	for _, r := range s.delayed {
+		if s.runs[r.idx] != r {
+			continue // stopped
+		}
+		s.advance(r, t)
+		if r.delay > 0 {
+			keep = append(keep, r)
+			continue
+		}
+		r.lazy, r.synced = true, s.instBase+len(s.instants)
+	}
+	clear(s.delayed[len(keep):])
+	s.delayed = keep
+	if len(s.instants) >= maxInstants {
+		s.trim()
+	}
+}
+
+// started files a job that has just started at the last round's instant
+// as delayed or lazy, when rounds are lazy.
+func (s *simulator) started(r *running) {
+	if !s.lazy {
+		return
+	}
+	if r.delay > 0 {
+		s.delayed = append(s.delayed, r)
+		return
+	}
+	r.lazy, r.synced = true, s.instBase+len(s.instants)
+}
+
+// sync brings r up to the last round's instant if it was left behind.
+func (s *simulator) sync(r *running) {
+	if !r.lazy {
+		return
+	}
+	ts := s.instants[r.synced-s.instBase:]
+	r.synced = s.instBase + len(s.instants)
+	if r.delay > 0 || s.st != nil {
+		for _, t := range ts {
+			s.advance(r, t)
+		}
+		return
+	}
+	// advance at each instant, for a job past its delay on a run without
+	// sites, with its sums in registers: the same operations in the same
+	// order.
+	rec := &s.recs[r.idx]
+	gpus := charged(r)
+	held, gs, shared, useful := s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds
+	progress, last := r.progress, r.last
+	for _, t := range ts {
+		dt := t - last
+		if dt <= 0 {
+			continue
+		}
+		held += dt
+		gs += dt * gpus
+		shared += dt * (float64(r.gpus) - gpus)
+		progress += r.rate * dt
+		useful += dt * gpus
+		last = t
+	}
+	s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds = held, gs, shared, useful
+	r.progress, r.last = progress, last
+}
+
+// syncAll brings every running job up to the last round's instant and
+// makes rounds eager again.
+func (s *simulator) syncAll() {
+	for _, r := range s.live {
+		s.sync(r)
+		r.lazy = false
+	}
+	clear(s.delayed)
+	s.delayed = s.delayed[:0]
+	s.instants, s.instBase = s.instants[:0], s.instBase+len(s.instants)
+}
+
+// maxInstants is the most round instants the simulator logs: then every
+// running job is brought up to date (what its next event would do, done
+// earlier) and the log starts afresh, so its memory stays bounded.
+var maxInstants = 1 << 16
+
+// trim brings every running job up to the last instant and empties the
+// log.
+func (s *simulator) trim() {
+	for _, r := range s.live {
+		s.sync(r)
+	}
+	s.instBase += len(s.instants)
+	s.instants = s.instants[:0]
+}
