@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/cputime"
 	"github.com/tide-sched/tide/engine"
 )
 
@@ -173,7 +174,9 @@ func TestIncrementalMatchesScan(t *testing.T) {
 // cluster (2,500 nodes of 8 GPUs, up to 60% held): a job ends and another
 // starts (1 to 32 GPUs), placed by Pack's PlaceAdded ("kept", the free
 // lists kept between rounds) and by the old scan of every GPU and node
-// ("scan", scan_ref_test.go), on the same sequence of rounds.
+// ("scan", scan_ref_test.go), on the same sequence of rounds. cpu-ns/op is
+// the process's CPU time per round (the figure to read on a loaded
+// machine; it includes the garbage collector's).
 func BenchmarkPackAdded(b *testing.B) {
 	c, err := cluster.Parse("2500x8:v100")
 	if err != nil {
@@ -220,9 +223,11 @@ func BenchmarkPackAdded(b *testing.B) {
 				step()
 			}
 			b.ResetTimer()
+			cpu := cputime.Process()
 			for b.Loop() {
 				step()
 			}
+			b.ReportMetric((cputime.Process()-cpu)*1e9/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -3,10 +3,12 @@
 package place
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -117,14 +119,32 @@ func (f *freeMap) refresh(busy []bool) {
 		f.build(busy)
 		return
 	}
-	seen := f.seen[:len(busy)]
-	for g := 0; g < len(busy); g++ {
-		if busy[g] != seen[g] {
-			n := f.c.NodeOf(cluster.GPUID(g))
-			f.rebuild(n, busy)
-			g = int(n.First) + n.GPUs - 1
+	// Compare a block at a time (bytes.Equal reads words), then find the
+	// nodes that differ inside a block that does.
+	now, was := asBytes(busy), asBytes(f.seen[:len(busy)])
+	const block = 512
+	for lo := 0; lo < len(now); lo += block {
+		hi := min(lo+block, len(now))
+		if bytes.Equal(now[lo:hi], was[lo:hi]) {
+			continue
+		}
+		for g := lo; g < hi; g++ {
+			if now[g] != was[g] {
+				n := f.c.NodeOf(cluster.GPUID(g))
+				f.rebuild(n, busy)
+				g = int(n.First) + n.GPUs - 1
+			}
 		}
 	}
+}
+
+// asBytes is b's memory as bytes: a bool is one byte, 0 or 1, so two masks
+// are equal exactly when their bytes are.
+func asBytes(b []bool) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
 }
 
 // build sets every list and index up from busy.
