@@ -283,6 +283,14 @@ type Plan struct {
 	// pack jobs or list fractional ones. Memo, Decline, Reasons and
 	// Warnings mean what they mean in any plan.
 	Keep bool
+	// Stop, with Keep, lists running jobs the plan preempts: the plan is
+	// "as before, less these, plus Run", the plan that lists every other
+	// running job unchanged and then Run, with its outcome (the jobs
+	// stopped are preempted first, in the engine's order of the active
+	// jobs, and Run is placed around the GPUs the rest hold). A job it
+	// lists must hold GPUs and may not be listed in Run, Decline or Stop
+	// again. Without Keep it must be empty.
+	Stop []string
 }
 
 // Reason explains a policy's decision about one job, in the policy's own
@@ -742,6 +750,9 @@ func (e *Engine) Schedule() ([]Change, error) {
 		e.incr = true
 		return changes, nil
 	}
+	if len(plan.Stop) > 0 {
+		return nil, fmt.Errorf("policy %s at t=%.0f: plan stops jobs (Plan.Stop) without keeping the others (Plan.Keep)", e.cfg.Policy.Name(), now)
+	}
 	changes, err := e.scheduleAll(plan, now)
 	e.incr = err == nil
 	return changes, err
@@ -816,10 +827,7 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 		}
 		switch {
 		case to == nil:
-			changes = append(changes, Change{Kind: Preempt, Status: st, From: st.GPUs})
-			e.release(st)
-			st.State, st.LastStop = job.Preempted, now
-			st.Preemptions++
+			changes = e.preempt(st, now, changes)
 		case !sameGPUs(to, st.GPUs):
 			st.resized = e.rounds
 		}
@@ -827,6 +835,15 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 	changes = e.apply(plan, planned, placed, changes, now)
 	e.pair(plan, placed)
 	return changes, nil
+}
+
+// preempt stops running job st now, appending its Change to changes.
+func (e *Engine) preempt(st *Status, now float64, changes []Change) []Change {
+	changes = append(changes, Change{Kind: Preempt, Status: st, From: st.GPUs})
+	e.release(st)
+	st.State, st.LastStop = job.Preempted, now
+	st.Preemptions++
+	return changes
 }
 
 // apply appends to changes the starts, restarts and resizes of the jobs

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tide-sched/tide/cluster"
 )
@@ -172,6 +173,10 @@ func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
 	if !s.AddOnly {
 		return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep), which this round cannot take (Snapshot.AddOnly is false)")
 	}
+	freed, err := e.checkStops(p)
+	if err != nil {
+		return nil, err
+	}
 	sc := &e.scratch
 	planned := sc.planned[:0]
 	perType := sc.perTypeCounts(e.cfg.Cluster)
@@ -210,8 +215,8 @@ func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
 	}
 	sc.planned = planned
 	held := 0
-	for _, n := range e.heldOfType {
-		held += n
+	for k, n := range e.heldOfType {
+		held += n - freed[k]
 	}
 	total := held
 	for _, a := range p.Run {
@@ -221,16 +226,55 @@ func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
 		return nil, fmt.Errorf("plan asks for %d GPUs beside the %d held, the cluster has %d", total-held, held, c.TotalGPUs())
 	}
 	for k, n := range perType {
-		if t := c.GPUTypes()[k]; n+e.heldOfType[k] > c.GPUsOfType(t) {
-			return nil, fmt.Errorf("plan asks for %d %s GPUs beside the %d held, the cluster has %d", n, t, e.heldOfType[k], c.GPUsOfType(t))
+		if t, h := c.GPUTypes()[k], e.heldOfType[k]-freed[k]; n+h > c.GPUsOfType(t) {
+			return nil, fmt.Errorf("plan asks for %d %s GPUs beside the %d held, the cluster has %d", n, t, h, c.GPUsOfType(t))
 		}
 	}
 	sc.remember(planned)
 	return planned, nil
 }
 
+// checkStops validates a Keep plan's Stop (every job it lists is active,
+// holds GPUs and is listed once, marked checked this round) and returns
+// the GPUs the jobs stopped hold per type index, in scratch memory; the
+// jobs, in the engine's order of the active jobs, are left in
+// scratch.stops.
+func (e *Engine) checkStops(p Plan) ([]int, error) {
+	sc := &e.scratch
+	freed := slices.Grow(sc.freed[:0], len(e.heldOfType))[:len(e.heldOfType)]
+	clear(freed)
+	sc.freed = freed
+	stops := sc.stops[:0]
+	for _, id := range p.Stop {
+		st := e.jobs[id]
+		if st == nil || st.State.Terminal() {
+			return nil, fmt.Errorf("plan stops job %q, which is not active", id)
+		}
+		if st.checked == e.rounds {
+			return nil, fmt.Errorf("plan stops job %s twice", id)
+		}
+		if len(st.GPUs) == 0 {
+			return nil, fmt.Errorf("plan stops job %s, which holds no GPUs", id)
+		}
+		st.checked = e.rounds
+		for _, g := range st.GPUs {
+			freed[e.typeOf[g]]++
+		}
+		stops = append(stops, st)
+	}
+	slices.SortFunc(stops, func(a, b *Status) int {
+		if lessSubmit(a, b) {
+			return -1
+		}
+		return 1 // statuses are distinct
+	})
+	sc.stops = stops
+	return freed, nil
+}
+
 // scheduleKeep finishes a round whose plan keeps every running job
-// (Plan.Keep): it checks and places only the jobs the plan lists.
+// (Plan.Keep) but those it stops (Plan.Stop): it checks, stops and places
+// only the jobs the plan lists.
 func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
 	now := snap.Now
 	planned, err := e.checkKeep(plan, snap)
@@ -243,6 +287,13 @@ func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The stopped jobs free their GPUs first, as a full plan's
+	// preemptions do.
+	sc := &e.scratch
+	for _, st := range sc.stops {
+		declined = e.preempt(st, now, declined)
+	}
+	clear(sc.stops)
 	if len(plan.Run) == 0 {
 		return declined, nil
 	}

@@ -33,6 +33,10 @@ type scratch struct {
 	anyParts  bool
 	// changedOut is the last snapshot's Changed (incremental.go).
 	changedOut []*Status
+	// stops are a Keep plan's stopped jobs and freed their GPUs per type
+	// index (incremental.go).
+	stops []*Status
+	freed []int
 }
 
 // perTypeCounts returns a zeroed count per GPU type of c.

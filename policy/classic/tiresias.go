@@ -214,6 +214,10 @@ func (t *Tiresias) queueOf(service float64) int {
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	var memo map[string]engine.Memo // only the memos that change, in t.memo's memory
 	clear(t.memo)
+	if t.inQueue == nil {
+		t.inQueue = t.compareIn
+		t.fast.cmp = t.inQueue
+	}
 	if t.fastUsable(s) {
 		if plan, ok := t.scheduleFast(s, &memo); ok {
 			return plan

@@ -3,8 +3,10 @@ package classic
 import (
 	"container/heap"
 	"slices"
+	"sort"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // Tiresias' rounds that cost what changed (issue 19).
@@ -47,6 +49,21 @@ type tiresiasFast struct {
 	later       []crossing // pushed after this round's pops
 	sorted      []tiresiasEntry
 	kept        int // rounds planned from what changed
+	queued      int // of them, rounds in which some job does not fit
+
+	// The order of the active jobs (tiresias_order.go): its root (slot+1),
+	// the treap's priorities and build stack, and compareIn.
+	root  int32
+	seed  uint32
+	stack []int32
+	cmp   func(a, b tiresiasEntry) int
+	// Scratch of the rounds in which some job does not fit.
+	fill    []ranked // the jobs the greedy pass takes after the prefix
+	stops   []ranked // the running jobs it leaves out
+	starts  []ranked // the waiting jobs it runs
+	stopIDs []string
+	reasons map[string]engine.Reason
+	buf     []byte
 }
 
 // fastJob is what tiresiasFast keeps per active job.
@@ -55,6 +72,7 @@ type fastJob struct {
 	wait int  // 1 + its index in waiting, 0 when it runs
 	odd  bool // counted in tiresiasFast.odd
 	gen  int  // bumped whenever its crossing is pushed: older entries are stale
+	node      // its place in the order (tiresias_order.go)
 }
 
 // crossing is a running job's next possible queue change.
@@ -153,6 +171,7 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 			return engine.Plan{}, false
 		}
 		q, m := t.standing(s, st, memo)
+		f.place(tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
 		if len(st.GPUs) > 0 {
 			f.push(t, st, q, m[memoBaseServ], s.Now)
 		}
@@ -165,13 +184,17 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 			continue // stale: it stopped or ended (Changed says when it runs again)
 		}
 		q, m := t.standing(s, st, memo)
+		f.place(tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
 		f.push(t, st, q, m[memoBaseServ], s.Now)
 	}
 	for _, c := range f.later {
 		heap.Push(&f.due, c)
 	}
-	if f.odd > 0 || f.demand > s.Available("", s.Cluster.GPUTypes()[0]) {
-		return engine.Plan{}, false // the greedy pass must choose
+	if f.odd > 0 {
+		return engine.Plan{}, false
+	}
+	if free := s.Available("", s.Cluster.GPUTypes()[0]); f.demand > free {
+		return t.scheduleQueued(s, memo, free), true // the greedy pass must choose
 	}
 	// Everything fits: the running jobs keep their GPUs and the waiting
 	// ones start in queue order.
@@ -179,9 +202,6 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 	for _, st := range f.waiting {
 		q, m := t.standing(s, st, memo)
 		entries = append(entries, tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
-	}
-	if t.inQueue == nil {
-		t.inQueue = t.compareIn
 	}
 	slices.SortFunc(entries, func(a, b tiresiasEntry) int {
 		if a.queue != b.queue {
@@ -197,12 +217,111 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 	clear(entries)
 	f.sorted = entries[:0]
 	t.run = run
+	t.keptRound(s)
+	return engine.Plan{Run: run, Memo: *memo, Keep: true}, true
+}
+
+// keptRound ends a round planned from what changed.
+func (t *Tiresias) keptRound(s *engine.Snapshot) {
+	f := &t.fast
 	f.ok, f.from, f.round = true, s.From(), s.Round
 	f.kept++
 	// The full pass's kept order is stale now: its next pass sorts.
 	clear(t.prev)
 	t.prev = t.prev[:0]
-	return engine.Plan{Run: run, Memo: *memo, Keep: true}, true
+}
+
+// scheduleQueued plans, from the kept order, a round in which the GPUs the
+// active jobs ask for do not fit the free GPUs: the plan the full greedy
+// pass makes, as "as before, less the running jobs it leaves out, plus the
+// waiting jobs it runs" (engine.Plan.Keep, Plan.Stop), with the reasons
+// explain.PlanAppend writes. The greedy pass over the order runs every job
+// of the longest prefix whose GPUs fit, then each later job that fits what
+// is left; the order's sums find both (tiresias_order.go), so the round
+// costs the jobs that start, stop, wait or fill in, each in O(log n).
+func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Memo, free int) engine.Plan {
+	f := &t.fast
+	p, used := f.prefix(free)
+	left := free - used
+	fill := f.fill[:0]
+	for from := p + 1; left > 0; {
+		x, r := f.firstFit(f.root, 0, from, left)
+		if x == 0 {
+			break
+		}
+		fill = append(fill, ranked{x: x, rank: r})
+		left -= f.nd(x).key.st.Job.GPUs
+		from = r + 1
+	}
+	// taken reports whether the greedy pass runs the job at rank r.
+	taken := func(r int) bool {
+		if r < p {
+			return true
+		}
+		_, ok := slices.BinarySearchFunc(fill, r, func(a ranked, r int) int { return a.rank - r })
+		return ok
+	}
+	// The running jobs it leaves out stop.
+	stops := f.stops[:0]
+	for _, c := range f.runningFrom(f.root, 0, p, f.stops[:0]) {
+		if !taken(c.rank) {
+			stops = append(stops, c)
+		}
+	}
+	// The waiting jobs it takes start, in order.
+	starts := f.starts[:0]
+	for _, st := range f.waiting {
+		t.standing(s, st, memo) // its counters, for its reason (its queue does not move while it waits)
+		x := int32(st.Slot + 1)
+		if r := f.rank(x); taken(r) {
+			starts = append(starts, ranked{x: x, rank: r})
+		}
+	}
+	slices.SortFunc(starts, func(a, b ranked) int { return a.rank - b.rank })
+	run := t.run[:0]
+	for _, c := range starts {
+		j := f.nd(c.x).key.st.Job
+		run = append(run, engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType})
+	}
+	t.run = run
+	// Reasons, as explain.PlanAppend writes them: for every job left out,
+	// its standing, the jobs the plan runs and those it leaves waiting
+	// ahead of it, and the GPUs it leaves free.
+	if f.reasons == nil {
+		f.reasons = map[string]engine.Reason{}
+	}
+	clear(f.reasons)
+	if t.terms == nil {
+		t.terms = t.appendTerms
+	}
+	reason := func(st *engine.Status, r int) {
+		ahead := p + sort.Search(len(fill), func(i int) bool { return fill[i].rank >= r })
+		f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, r-ahead, left)
+		text := st.Reason.Text
+		if string(f.buf) != text {
+			text = string(f.buf)
+		}
+		f.reasons[st.Job.ID] = engine.Reason{Text: text, Position: r - ahead + 1}
+	}
+	stopIDs := f.stopIDs[:0]
+	for _, c := range stops {
+		st := f.nd(c.x).key.st
+		t.standing(s, st, memo) // its counters, for its reason
+		stopIDs = append(stopIDs, st.Job.ID)
+		reason(st, c.rank)
+	}
+	for _, st := range f.waiting {
+		if r := f.rank(int32(st.Slot + 1)); !taken(r) {
+			reason(st, r)
+		}
+	}
+	clear(stops)
+	clear(starts)
+	clear(fill)
+	f.fill, f.stops, f.starts, f.stopIDs = fill[:0], stops[:0], starts[:0], stopIDs
+	f.queued++
+	t.keptRound(s)
+	return engine.Plan{Run: run, Stop: stopIDs, Memo: *memo, Reasons: f.reasons, Keep: true}
 }
 
 // rebuild makes the kept state from a round planned in full (entries are
@@ -213,6 +332,7 @@ func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresi
 		return
 	}
 	clear(f.jobs)
+	f.root = 0
 	clear(f.waiting)
 	clear(f.due)
 	f.waiting, f.due, f.demand, f.odd = f.waiting[:0], f.due[:0], 0, 0
@@ -227,6 +347,7 @@ func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresi
 	}
 	f.due = append(f.due, f.later...)
 	heap.Init(&f.due)
+	f.build(entries)
 	f.ok, f.from, f.round = true, s.From(), s.Round
 }
 
@@ -296,6 +417,7 @@ func (f *tiresiasFast) drop(st *engine.Status) {
 	if j.wait > 0 {
 		f.unwait(j)
 	}
+	f.unplace(int32(st.Slot + 1))
 	*j = fastJob{gen: j.gen + 1}
 }
 

@@ -108,28 +108,14 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 		default:
 			buf = append(buf, "waits"...)
 		}
-		if terms != nil {
-			n := len(buf)
-			buf = terms(append(buf, "; "...), st)
-			if len(buf) == n+2 {
-				buf = buf[:n] // no terms
-			}
-		}
+		buf = appendTerms(buf, st, terms)
 		p, inOrder := at[id]
 		waiting := !planned && !declined[id]
 		if inOrder && waiting {
-			buf = append(buf, "; "...)
-			buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
-			buf = append(buf, " running and "...)
-			buf = strconv.AppendInt(buf, int64(p.waitAhead), 10)
-			buf = append(buf, " waiting job(s) ahead"...)
+			buf = appendAhead(buf, p.runAhead, p.waitAhead)
 		}
 		if waiting {
-			buf = append(buf, "; needs "...)
-			buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
-			buf = append(buf, " GPUs, "...)
-			buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
-			buf = append(buf, " free"...)
+			buf = appendNeeds(buf, st, free)
 		}
 		// The same text as last round: keep its string.
 		text := st.Reason.Text
@@ -145,6 +131,54 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 		}
 		plan.Reasons[id] = r
 	}
+}
+
+// AppendLeftOut appends to buf the reason PlanAppend writes for job st of
+// the order when the plan leaves it out ("preempted" when it holds GPUs,
+// "waits" when not): its terms, then runAhead running and waitAhead
+// waiting jobs ahead of it and the free GPUs the plan leaves. Its
+// Reason.Position is waitAhead+1. Policies that plan a round from what
+// changed write the same reasons with it, without the plan's maps.
+func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, runAhead, waitAhead, free int) []byte {
+	if len(st.GPUs) > 0 {
+		buf = append(buf, "preempted"...)
+	} else {
+		buf = append(buf, "waits"...)
+	}
+	buf = appendTerms(buf, st, terms)
+	buf = appendAhead(buf, runAhead, waitAhead)
+	return appendNeeds(buf, st, free)
+}
+
+// appendTerms appends "; " and st's terms, when there are any.
+func appendTerms(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte) []byte {
+	if terms == nil {
+		return buf
+	}
+	n := len(buf)
+	buf = terms(append(buf, "; "...), st)
+	if len(buf) == n+2 {
+		buf = buf[:n] // no terms
+	}
+	return buf
+}
+
+// appendAhead appends the jobs ahead of one in the order.
+func appendAhead(buf []byte, runAhead, waitAhead int) []byte {
+	buf = append(buf, "; "...)
+	buf = strconv.AppendInt(buf, int64(runAhead), 10)
+	buf = append(buf, " running and "...)
+	buf = strconv.AppendInt(buf, int64(waitAhead), 10)
+	return append(buf, " waiting job(s) ahead"...)
+}
+
+// appendNeeds appends the GPUs st needs against those free.
+func appendNeeds(buf []byte, st *engine.Status, free int) []byte {
+	buf = append(buf, "; needs "...)
+	buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
+	buf = append(buf, " GPUs, "...)
+	buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
+	return append(buf, " free"...)
 }
 
 // reuse returns *m emptied, made with room for n entries when it is nil.
