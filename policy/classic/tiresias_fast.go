@@ -109,6 +109,10 @@ func (t *Tiresias) ProgressFree() bool { return true }
 // (Plan.Keep) rather than in full: for tests and benchmarks.
 func (t *Tiresias) KeptRounds() int { return t.fast.kept }
 
+// QueuedRounds is how many of the KeptRounds had jobs that did not fit
+// (the greedy pass chose from the kept order, Plan.Stop).
+func (t *Tiresias) QueuedRounds() int { return t.fast.queued }
+
 // standing computes st's queue this round and its memo (the knob's
 // promotion included), recording a memo that changes in *memo (in t.memo's
 // memory). It brings st's counters up to date (Snapshot.Sync): every
