@@ -61,6 +61,7 @@ type tiresiasFast struct {
 	fill    []ranked // the jobs the greedy pass takes after the prefix
 	stops   []ranked // the running jobs it leaves out
 	starts  []ranked // the waiting jobs it runs
+	waits   []ranked // and those it leaves waiting
 	stopIDs []string
 	reasons map[string]engine.Reason
 	buf     []byte
@@ -73,6 +74,11 @@ type fastJob struct {
 	odd  bool // counted in tiresiasFast.odd
 	gen  int  // bumped whenever its crossing is pushed: older entries are stale
 	node      // its place in the order (tiresias_order.go)
+	// said is 1 + the round whose plan gave its reason from the kept
+	// order, 0 if none, with the figures that reason was written from.
+	said       int
+	saidFigs   [3]int // jobs running and waiting ahead, GPUs free
+	saidHeld   bool   // it held GPUs (preempted, not waiting)
 }
 
 // crossing is a running job's next possible queue change.
@@ -272,13 +278,14 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 			stops = append(stops, c)
 		}
 	}
-	// The waiting jobs it takes start, in order.
-	starts := f.starts[:0]
+	// The waiting jobs it takes start, in order; the others wait.
+	starts, waits := f.starts[:0], f.waits[:0]
 	for _, st := range f.waiting {
-		t.standing(s, st, memo) // its counters, for its reason (its queue does not move while it waits)
 		x := int32(st.Slot + 1)
 		if r := f.rank(x); taken(r) {
 			starts = append(starts, ranked{x: x, rank: r})
+		} else {
+			waits = append(waits, ranked{x: x, rank: r})
 		}
 	}
 	slices.SortFunc(starts, func(a, b ranked) int { return a.rank - b.rank })
@@ -298,31 +305,36 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 	if t.terms == nil {
 		t.terms = t.appendTerms
 	}
-	reason := func(st *engine.Status, r int) {
-		ahead := p + sort.Search(len(fill), func(i int) bool { return fill[i].rank >= r })
-		f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, r-ahead, left)
-		text := st.Reason.Text
-		if string(f.buf) != text {
-			text = string(f.buf)
+	reason := func(c ranked) {
+		j := &f.jobs[c.x-1]
+		st := j.st
+		ahead := p + sort.Search(len(fill), func(i int) bool { return fill[i].rank >= c.rank })
+		figs, held := [3]int{ahead, c.rank - ahead, left}, len(st.GPUs) > 0
+		r := engine.Reason{Text: st.Reason.Text, Position: c.rank - ahead + 1}
+		if j.said != s.Round || figs != j.saidFigs || held != j.saidHeld || r.Text == "" {
+			// Not the reason the last round gave it from the same
+			// figures (a waiting job's standing does not move): write it.
+			t.standing(s, st, memo) // its counters, for its terms (its queue does not move while it waits)
+			f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, c.rank-ahead, left)
+			if string(f.buf) != r.Text {
+				r.Text = string(f.buf)
+			}
 		}
-		f.reasons[st.Job.ID] = engine.Reason{Text: text, Position: r - ahead + 1}
+		j.said, j.saidFigs, j.saidHeld = s.Round+1, figs, held
+		f.reasons[st.Job.ID] = r
 	}
 	stopIDs := f.stopIDs[:0]
 	for _, c := range stops {
-		st := f.nd(c.x).key.st
-		t.standing(s, st, memo) // its counters, for its reason
-		stopIDs = append(stopIDs, st.Job.ID)
-		reason(st, c.rank)
+		stopIDs = append(stopIDs, f.jobs[c.x-1].st.Job.ID)
+		reason(c)
 	}
-	for _, st := range f.waiting {
-		if r := f.rank(int32(st.Slot + 1)); !taken(r) {
-			reason(st, r)
-		}
+	for _, c := range waits {
+		reason(c)
 	}
 	clear(stops)
 	clear(starts)
 	clear(fill)
-	f.fill, f.stops, f.starts, f.stopIDs = fill[:0], stops[:0], starts[:0], stopIDs
+	f.fill, f.stops, f.starts, f.waits, f.stopIDs = fill[:0], stops[:0], starts[:0], waits[:0], stopIDs
 	f.queued++
 	t.keptRound(s)
 	return engine.Plan{Run: run, Stop: stopIDs, Memo: *memo, Reasons: f.reasons, Keep: true}

@@ -15,6 +15,7 @@ package classic
 type node struct {
 	in   bool  // in the treap
 	l, r int32 // children, slot+1; 0 for none
+	par  int32 // parent, slot+1; 0 for the root
 	prio uint32
 	run  bool // held GPUs when last placed
 	size int32
@@ -54,6 +55,7 @@ func (f *tiresiasFast) fix(i int32) {
 			continue
 		}
 		cn := f.nd(c)
+		cn.par = i
 		n.size += cn.size
 		n.sum += cn.sum
 		n.min = min(n.min, cn.min)
@@ -149,19 +151,27 @@ func (f *tiresiasFast) place(e tiresiasEntry) {
 		if n.key.queue == e.queue && n.key.entered == e.entered && n.key.st == st && n.run == run {
 			return
 		}
-		f.root = f.remove(f.root, x)
+		f.setRoot(f.remove(f.root, x))
 	}
 	n.in, n.l, n.r, n.key, n.run = true, 0, 0, e, run
 	n.prio = f.nextPrio()
 	f.fix(x)
 	l, r := f.split(f.root, &n.key)
-	f.root = f.merge(f.merge(l, x), r)
+	f.setRoot(f.merge(f.merge(l, x), r))
+}
+
+// setRoot makes i the root.
+func (f *tiresiasFast) setRoot(i int32) {
+	f.root = i
+	if i != 0 {
+		f.nd(i).par = 0
+	}
 }
 
 // unplace takes st's node out of the order.
 func (f *tiresiasFast) unplace(x int32) {
 	if n := f.nd(x); n.in {
-		f.root = f.remove(f.root, x)
+		f.setRoot(f.remove(f.root, x))
 		*n = node{}
 	}
 }
@@ -191,28 +201,21 @@ func (f *tiresiasFast) build(entries []tiresiasEntry) {
 	}
 	f.root = 0
 	if len(stack) > 0 {
-		f.root = stack[0]
+		f.setRoot(stack[0])
 	}
 	f.stack = stack[:0]
 }
 
-// rank is x's 0-based place in the order.
+// rank is x's 0-based place in the order: the jobs before it in its
+// subtree and in the left subtrees of the ancestors it lies right of.
 func (f *tiresiasFast) rank(x int32) int {
-	k := &f.nd(x).key
-	r := 0
-	for i := f.root; i != 0; {
-		n := f.nd(i)
-		switch {
-		case i == x:
-			return r + int(f.size(n.l))
-		case f.before(k, &n.key):
-			i = n.l
-		default:
+	r := int(f.size(f.nd(x).l))
+	for c, p := x, f.nd(x).par; p != 0; c, p = p, f.nd(p).par {
+		if n := f.nd(p); n.r == c {
 			r += int(f.size(n.l)) + 1
-			i = n.r
 		}
 	}
-	return r // not reached for a node in the order
+	return r
 }
 
 // prefix returns the number p of jobs at the head of the order whose GPUs
