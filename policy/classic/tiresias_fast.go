@@ -76,9 +76,9 @@ type fastJob struct {
 	node      // its place in the order (tiresias_order.go)
 	// said is 1 + the round whose plan gave its reason from the kept
 	// order, 0 if none, with the figures that reason was written from.
-	said       int
-	saidFigs   [3]int // jobs running and waiting ahead, GPUs free
-	saidHeld   bool   // it held GPUs (preempted, not waiting)
+	said     int
+	saidFigs [3]int // jobs running and waiting ahead, GPUs free
+	saidHeld bool   // it held GPUs (preempted, not waiting)
 }
 
 // crossing is a running job's next possible queue change.
