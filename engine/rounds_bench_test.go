@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -98,25 +99,38 @@ type fullRounds struct{ engine.Policy }
 // 20,000 GPUs with 1,000 and with 10,000 jobs running. Tiresias plans it
 // from what changed (Snapshot.Changed, Plan.Keep) with the counters kept
 // lazily (Config.LazyCounters), as the simulator runs it; "full" is the
-// same policy made to plan every round in full. It reports the
-// allocations of a round (allocs/op) and its CPU time (cpu-ns/op): the
-// incremental round's cost stays flat from 1,000 to 10,000 jobs, the full
-// round's grows with them.
+// same policy made to plan every round in full. The "queued" rounds are
+// the same on a cluster a tenth too small for the jobs (the GPUs of 90% of
+// what they ask), so that jobs wait in every round and the greedy pass
+// must choose: Tiresias plans them from its kept order (Plan.Keep with
+// Plan.Stop). It reports the allocations of a round (allocs/op) and its
+// CPU time (cpu-ns/op): the incremental round's cost stays flat from
+// 1,000 to 10,000 jobs (up to the logarithm of the order's depth), the
+// full round's grows with them.
 //
 //	go test ./engine -run '^$' -bench ChangedRound -benchtime 2000x
 func BenchmarkChangedRound(b *testing.B) {
-	spec, err := cluster.ParseShorthand("2500x8:v100")
-	if err != nil {
-		b.Fatal(err)
+	build := func(shorthand string) *cluster.Cluster {
+		spec, err := cluster.ParseShorthand(shorthand)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := spec.Build()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
 	}
-	c, err := spec.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
+	big := build("2500x8:v100")
 	model := perf.Duration{}
 	for _, n := range []int{1000, 10000} {
-		for _, kind := range []string{"tiresias", "tiresias-full", "tiresias-quiet"} {
-			full, quiet := kind == "tiresias-full", kind == "tiresias-quiet"
+		for _, kind := range []string{"tiresias", "tiresias-full", "tiresias-quiet", "tiresias-queued", "tiresias-queued-full"} {
+			full, quiet := strings.HasSuffix(kind, "-full"), kind == "tiresias-quiet"
+			c := big
+			if strings.Contains(kind, "queued") {
+				// The jobs ask for 1.5 GPUs each on average.
+				c = build(fmt.Sprintf("%dx8:v100", n*3/2*9/10/8))
+			}
 			b.Run(fmt.Sprintf("%s/%djobs", kind, n), func(b *testing.B) {
 				mk := func(i int, at float64) *job.Job {
 					return &job.Job{ID: fmt.Sprintf("j%07d", i), Submit: at, GPUs: 1 + i%2, MinGPUs: 1 + i%2, MaxGPUs: 1 + i%2,
@@ -179,6 +193,21 @@ func BenchmarkChangedRound(b *testing.B) {
 				b.ReportMetric((cputime.Process()-cpu)*1e9/float64(b.N), "cpu-ns/op")
 				if got := len(e.Active()); got != n {
 					b.Fatalf("%d jobs active, want %d", got, n)
+				}
+				if c != big {
+					waiting := 0
+					for _, st := range e.Active() {
+						if len(st.GPUs) == 0 {
+							waiting++
+						}
+					}
+					if waiting == 0 {
+						b.Fatal("no job waits: the rounds are not queued ones")
+					}
+					b.ReportMetric(float64(waiting), "waiting")
+					if q := tiresias.(interface{ QueuedRounds() int }).QueuedRounds(); !full && q < b.N {
+						b.Fatalf("%d of %d rounds planned from the kept order", q, b.N)
+					}
 				}
 			})
 		}
