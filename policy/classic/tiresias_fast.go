@@ -57,6 +57,10 @@ type tiresiasFast struct {
 	seed  uint32
 	stack []int32
 	cmp   func(a, b tiresiasEntry) int
+	// dirty are the jobs whose place in the order may have moved since
+	// it was last brought up to date (settle): the rounds where
+	// everything fits only note them.
+	dirty []*engine.Status
 	// Scratch of the rounds in which some job does not fit.
 	fill    []ranked // the jobs the greedy pass takes after the prefix
 	stops   []ranked // the running jobs it leaves out
@@ -74,6 +78,7 @@ type fastJob struct {
 	odd  bool // counted in tiresiasFast.odd
 	gen  int  // bumped whenever its crossing is pushed: older entries are stale
 	node      // its place in the order (tiresias_order.go)
+	dirty bool // in tiresiasFast.dirty
 	// said is 1 + the round whose plan gave its reason from the kept
 	// order, 0 if none, with the figures that reason was written from.
 	said     int
@@ -181,7 +186,7 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 			return engine.Plan{}, false
 		}
 		q, m := t.standing(s, st, memo)
-		f.place(tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
+		f.mark(st)
 		if len(st.GPUs) > 0 {
 			f.push(t, st, q, m[memoBaseServ], s.Now)
 		}
@@ -194,7 +199,7 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 			continue // stale: it stopped or ended (Changed says when it runs again)
 		}
 		q, m := t.standing(s, st, memo)
-		f.place(tiresiasEntry{st: st, queue: q, entered: m[memoEntered]})
+		f.mark(st)
 		f.push(t, st, q, m[memoBaseServ], s.Now)
 	}
 	for _, c := range f.later {
@@ -251,6 +256,7 @@ func (t *Tiresias) keptRound(s *engine.Snapshot) {
 // costs the jobs that start, stop, wait or fill in, each in O(log n).
 func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Memo, free int) engine.Plan {
 	f := &t.fast
+	f.settle(t)
 	p, used := f.prefix(free)
 	left := free - used
 	fill := f.fill[:0]
@@ -349,6 +355,8 @@ func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresi
 	}
 	clear(f.jobs)
 	f.root = 0
+	clear(f.dirty)
+	f.dirty = f.dirty[:0]
 	clear(f.waiting)
 	clear(f.due)
 	f.waiting, f.due, f.demand, f.odd = f.waiting[:0], f.due[:0], 0, 0

@@ -1,15 +1,24 @@
 package classic
 
+import (
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+)
+
 // Tiresias' order of the active jobs, kept between rounds (issue 19): a
 // treap over the jobs' slots (engine.Status.Slot), ordered as the full
 // pass sorts them (queue, then compareIn), each node summing its subtree's
-// jobs, GPUs asked, least GPUs asked and running jobs. A job moves in it
-// only when its key changes (it arrives, changes queue or leaves) or it
-// starts or stops, each in O(log n); and the greedy pass over the whole
-// order is answered from the sums: the longest prefix whose GPUs fit, then
-// each later job that fits what is left (orderFit), in O(log n) per job
-// taken, so a round where some job does not fit costs what changed, not
-// the jobs running (tiresias_fast.go).
+// jobs, GPUs asked, least GPUs asked and running jobs. The rounds where
+// everything fits only mark the jobs that arrived, started, stopped or
+// changed queue (mark); the first round where some job does not fit moves
+// each marked job to its place, in O(log n), or builds the order afresh
+// when more than a quarter of the jobs were marked (settle). A job that
+// ends leaves at once, through its parent link. The greedy pass over the
+// whole order is then answered from the sums: the longest prefix whose
+// GPUs fit, then each later job that fits what is left, in O(log n) per
+// job taken, so such a round costs what changed, not the jobs running
+// (scheduleQueued in tiresias_fast.go).
 
 // node is a job's place in the treap (in fastJob).
 type node struct {
@@ -168,12 +177,74 @@ func (f *tiresiasFast) setRoot(i int32) {
 	}
 }
 
-// unplace takes st's node out of the order.
+// unplace takes st's node out of the order, through its parent link
+// (no comparisons): its children's merge takes its place.
 func (f *tiresiasFast) unplace(x int32) {
-	if n := f.nd(x); n.in {
-		f.setRoot(f.remove(f.root, x))
-		*n = node{}
+	n := f.nd(x)
+	if !n.in {
+		return
 	}
+	sub, p := f.merge(n.l, n.r), n.par
+	*n = node{}
+	if p == 0 {
+		f.setRoot(sub)
+		return
+	}
+	if pn := f.nd(p); pn.l == x {
+		pn.l = sub
+	} else {
+		pn.r = sub
+	}
+	for ; p != 0; p = f.nd(p).par {
+		f.fix(p)
+	}
+}
+
+// mark notes that st's place in the order may have moved (it arrived,
+// started, stopped or changed queue): settle moves it.
+func (f *tiresiasFast) mark(st *engine.Status) {
+	if j := f.job(st); j != nil && !j.dirty {
+		j.dirty = true
+		f.dirty = append(f.dirty, st)
+	}
+}
+
+// settle brings the order up to date: each job marked since goes to its
+// key (queue and entry time, from its memo as this round leaves it), or,
+// when more than a quarter of the jobs were marked, the order is built
+// afresh from every job's key.
+func (f *tiresiasFast) settle(t *Tiresias) {
+	keyOf := func(st *engine.Status) tiresiasEntry {
+		m := t.memoOf(st)
+		return tiresiasEntry{st: st, queue: int(m[memoQueue]) - 1, entered: m[memoEntered]}
+	}
+	if f.root == 0 || len(f.dirty) > int(f.size(f.root))/4 {
+		entries := f.sorted[:0]
+		for i := range f.jobs {
+			if j := &f.jobs[i]; j.st != nil {
+				j.dirty = false
+				entries = append(entries, keyOf(j.st))
+			}
+		}
+		slices.SortFunc(entries, func(a, b tiresiasEntry) int {
+			if a.queue != b.queue {
+				return a.queue - b.queue
+			}
+			return f.cmp(a, b)
+		})
+		f.build(entries)
+		clear(entries)
+		f.sorted = entries[:0]
+	} else {
+		for _, st := range f.dirty {
+			if j := f.job(st); j != nil && j.dirty {
+				j.dirty = false
+				f.place(keyOf(st))
+			}
+		}
+	}
+	clear(f.dirty)
+	f.dirty = f.dirty[:0]
 }
 
 // build makes the order from entries, already in order, in linear time
