@@ -61,6 +61,7 @@ type tiresiasFast struct {
 	// it was last brought up to date (settle): the rounds where
 	// everything fits only note them.
 	dirty []*engine.Status
+	stale bool // too many moved to list: settle builds the order afresh
 	// Scratch of the rounds in which some job does not fit.
 	fill    []ranked // the jobs the greedy pass takes after the prefix
 	stops   []ranked // the running jobs it leaves out
@@ -73,11 +74,11 @@ type tiresiasFast struct {
 
 // fastJob is what tiresiasFast keeps per active job.
 type fastJob struct {
-	st   *engine.Status
-	wait int  // 1 + its index in waiting, 0 when it runs
-	odd  bool // counted in tiresiasFast.odd
-	gen  int  // bumped whenever its crossing is pushed: older entries are stale
-	node      // its place in the order (tiresias_order.go)
+	st    *engine.Status
+	wait  int  // 1 + its index in waiting, 0 when it runs
+	odd   bool // counted in tiresiasFast.odd
+	gen   int  // bumped whenever its crossing is pushed: older entries are stale
+	node       // its place in the order (tiresias_order.go)
 	dirty bool // in tiresiasFast.dirty
 	// said is 1 + the round whose plan gave its reason from the kept
 	// order, 0 if none, with the figures that reason was written from.
@@ -356,7 +357,7 @@ func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresi
 	clear(f.jobs)
 	f.root = 0
 	clear(f.dirty)
-	f.dirty = f.dirty[:0]
+	f.dirty, f.stale = f.dirty[:0], false
 	clear(f.waiting)
 	clear(f.due)
 	f.waiting, f.due, f.demand, f.odd = f.waiting[:0], f.due[:0], 0, 0

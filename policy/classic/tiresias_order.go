@@ -203,7 +203,17 @@ func (f *tiresiasFast) unplace(x int32) {
 // mark notes that st's place in the order may have moved (it arrived,
 // started, stopped or changed queue): settle moves it.
 func (f *tiresiasFast) mark(st *engine.Status) {
+	if f.stale {
+		return // built afresh when next needed
+	}
 	if j := f.job(st); j != nil && !j.dirty {
+		if len(f.dirty) > len(f.jobs)/4+16 {
+			// Many moved: settle builds the order afresh; the list goes
+			// (a replay in which everything fits never settles).
+			clear(f.dirty)
+			f.dirty, f.stale = f.dirty[:0], true
+			return
+		}
 		j.dirty = true
 		f.dirty = append(f.dirty, st)
 	}
@@ -218,7 +228,8 @@ func (f *tiresiasFast) settle(t *Tiresias) {
 		m := t.memoOf(st)
 		return tiresiasEntry{st: st, queue: int(m[memoQueue]) - 1, entered: m[memoEntered]}
 	}
-	if f.root == 0 || len(f.dirty) > int(f.size(f.root))/4 {
+	if f.stale || f.root == 0 || len(f.dirty) > int(f.size(f.root))/4 {
+		f.stale = false
 		entries := f.sorted[:0]
 		for i := range f.jobs {
 			if j := &f.jobs[i]; j.st != nil {
