@@ -119,8 +119,9 @@ func TestChangedAndKeep(t *testing.T) {
 
 // TestKeepPlanRefused: a Keep plan is refused, changing nothing, when the
 // round cannot take one (a placer that only places whole plans), when it
-// lists a running job, and when what it starts does not fit beside the
-// GPUs held.
+// lists a running job, when what it starts does not fit beside the GPUs
+// held, and when it stops (Plan.Stop) a job that is not running, not
+// active, twice or also runs it; and a plan may stop jobs only with Keep.
 func TestKeepPlanRefused(t *testing.T) {
 	plan := engine.Plan{}
 	var snap *engine.Snapshot
@@ -138,21 +139,32 @@ func TestKeepPlanRefused(t *testing.T) {
 	if !snap.AddOnly || snap.Incremental {
 		t.Fatalf("first round: AddOnly %v, Incremental %v; want true, false", snap.AddOnly, snap.Incremental)
 	}
+	b2, c2 := engine.Assignment{Job: "b", GPUs: 2}, engine.Assignment{Job: "c", GPUs: 2}
 	for _, tc := range []struct {
-		run  []engine.Assignment
-		want string
+		run    []engine.Assignment
+		stop   []string
+		noKeep bool
+		want   string
 	}{
-		{[]engine.Assignment{{Job: "a", GPUs: 2}}, "holds GPUs"},
-		{[]engine.Assignment{{Job: "b", GPUs: 2}, {Job: "c", GPUs: 2}}, "beside the 2 held"},
-		{[]engine.Assignment{{Job: "b", GPUs: 2}, {Job: "b", GPUs: 2}}, "twice"},
+		{[]engine.Assignment{{Job: "a", GPUs: 2}}, nil, false, "holds GPUs"},
+		{[]engine.Assignment{b2, c2}, nil, false, "beside the 2 held"},
+		{[]engine.Assignment{b2, b2}, nil, false, "twice"},
+		// Plan.Stop: only running jobs, each once, not also run, and
+		// only with Keep.
+		{nil, []string{"b"}, false, "holds no GPUs"},
+		{nil, []string{"zz"}, false, "not active"},
+		{nil, []string{"a", "a"}, false, "twice"},
+		{[]engine.Assignment{{Job: "a", GPUs: 2}}, []string{"a"}, false, "twice"},
+		{[]engine.Assignment{b2}, []string{"a"}, true, "without keeping"},
+		{[]engine.Assignment{b2, c2, {Job: "d", GPUs: 1}}, []string{"a"}, false, "not active"},
 	} {
 		clk.t++
-		plan = engine.Plan{Run: tc.run, Keep: true}
+		plan = engine.Plan{Run: tc.run, Stop: tc.stop, Keep: !tc.noKeep}
 		if _, err := e.Schedule(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("Keep plan %v: error %v, want one saying %q", tc.run, err, tc.want)
+			t.Fatalf("Keep plan %v stopping %v: error %v, want one saying %q", tc.run, tc.stop, err, tc.want)
 		}
-		if got := e.Job("a").GPUs; len(got) != 2 {
-			t.Fatalf("a refused plan moved job a to %v", got)
+		if got := e.Job("a"); len(got.GPUs) != 2 || got.State != job.Running {
+			t.Fatalf("a refused plan moved job a to %v (%s)", got.GPUs, got.State)
 		}
 		if e.Job("b").State != job.Pending {
 			t.Fatalf("a refused plan started job b")
@@ -240,21 +252,11 @@ func TestLazyCountersMatch(t *testing.T) {
 		var ended []string
 		for step := range 120 {
 			clk.t += []float64{0, 0.1, 1.7, 33.3, 600}[rng.IntN(5)] + rng.Float64()
-			for k := rng.IntN(3); k > 0; k-- {
-				j := enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(1, 1, 1+rng.IntN(4)).Obj()
-				for _, e := range []*engine.Engine{lazy, eager} {
-					if _, err := e.Submit(j); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if act := eager.Active(); len(act) > 0 && rng.IntN(3) == 0 {
-				id := act[rng.IntN(len(act))].Job.ID
-				for _, e := range []*engine.Engine{lazy, eager} {
-					if err := e.Finish(id); err != nil {
-						t.Fatal(err)
-					}
-				}
+			k := 0
+			if id := arriveAndEnd(t, []*engine.Engine{lazy, eager}, rng, func() *job.Job {
+				k++
+				return enginetest.Job(fmt.Sprintf("j%d-%d", step, k)).At(clk.t).Elastic(1, 1, 1+rng.IntN(4)).Obj()
+			}); id != "" {
 				ended = append(ended, id)
 			}
 			for _, e := range []*engine.Engine{lazy, eager} {

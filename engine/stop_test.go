@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -36,23 +35,10 @@ func TestKeepStopMatchesFull(t *testing.T) {
 		n := 0
 		for step := range 150 {
 			clk.t += float64(1 + rng.IntN(60))
-			for k := rng.IntN(3); k > 0; k-- {
-				j := enginetest.Job(fmt.Sprintf("j%03d", n)).At(clk.t).GPUs(1 + rng.IntN(4)).Obj()
+			arriveAndEnd(t, []*engine.Engine{a, b}, rng, func() *job.Job {
 				n++
-				for _, e := range []*engine.Engine{a, b} {
-					if _, err := e.Submit(j); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if act := a.Active(); len(act) > 0 && rng.IntN(3) == 0 {
-				id := act[rng.IntN(len(act))].Job.ID
-				for _, e := range []*engine.Engine{a, b} {
-					if err := e.Finish(id); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+				return enginetest.Job(fmt.Sprintf("j%03d", n-1)).At(clk.t).GPUs(1 + rng.IntN(4)).Obj()
+			})
 			// The decision: stop some running jobs, start waiting ones
 			// that fit the GPUs then free, in a random order.
 			free := 16
@@ -115,61 +101,36 @@ func TestKeepStopMatchesFull(t *testing.T) {
 	}
 }
 
+// arriveAndEnd submits zero to two jobs mk makes to every engine of es
+// and, one time in three, finishes one of their active jobs at random in
+// all of them; it returns the job ended, "" when none.
+func arriveAndEnd(t *testing.T, es []*engine.Engine, rng *rand.Rand, mk func() *job.Job) string {
+	t.Helper()
+	for k := rng.IntN(3); k > 0; k-- {
+		j := mk()
+		for _, e := range es {
+			if _, err := e.Submit(j); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	act := es[0].Active()
+	if len(act) == 0 || rng.IntN(3) != 0 {
+		return ""
+	}
+	id := act[rng.IntN(len(act))].Job.ID
+	for _, e := range es {
+		if err := e.Finish(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
 func stopChanges(cs []engine.Change) []string {
 	out := []string{}
 	for _, c := range cs {
 		out = append(out, fmt.Sprint(c.Kind, " ", c.Status.Job.ID, " ", c.To))
 	}
 	return out
-}
-
-// TestStopPlanRefused: a plan that stops a job that is not running, not
-// active, twice, or also starts it, or that stops jobs without keeping
-// the others, is refused, changing nothing.
-func TestStopPlanRefused(t *testing.T) {
-	plan := engine.Plan{}
-	p := incrementalFunc(func(*engine.Snapshot) engine.Plan { return plan })
-	e, clk := newEngine(t, "1x4:t4", p, nil)
-	for _, id := range []string{"a", "b", "c"} {
-		if _, err := e.Submit(enginetest.Job(id).GPUs(2).Obj()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plan = engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 2}}}
-	if _, err := e.Schedule(); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		plan engine.Plan
-		want string
-	}{
-		{engine.Plan{Keep: true, Stop: []string{"b"}}, "holds no GPUs"},
-		{engine.Plan{Keep: true, Stop: []string{"zz"}}, "not active"},
-		{engine.Plan{Keep: true, Stop: []string{"a", "a"}}, "twice"},
-		{engine.Plan{Keep: true, Stop: []string{"a"}, Run: []engine.Assignment{{Job: "a", GPUs: 2}}}, "twice"},
-		{engine.Plan{Stop: []string{"a"}, Run: []engine.Assignment{{Job: "b", GPUs: 2}}}, "without keeping"},
-		{engine.Plan{Keep: true, Stop: []string{"a"}, Run: []engine.Assignment{{Job: "b", GPUs: 2}, {Job: "c", GPUs: 2}, {Job: "d", GPUs: 1}}}, "not active"},
-	} {
-		clk.t++
-		plan = tc.plan
-		if _, err := e.Schedule(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Fatalf("plan %+v: error %v, want one saying %q", tc.plan, err, tc.want)
-		}
-		if got := e.Job("a"); len(got.GPUs) != 2 || got.State != job.Running {
-			t.Fatalf("a refused plan moved job a: %s %v", got.State, got.GPUs)
-		}
-	}
-	// Stopping a frees its GPUs for b and c in the same round.
-	clk.t++
-	plan = engine.Plan{Keep: true, Stop: []string{"a"}, Run: []engine.Assignment{{Job: "b", GPUs: 2}, {Job: "c", GPUs: 2}}}
-	changes, err := e.Schedule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := stopChanges(changes); !reflect.DeepEqual(got, []string{"preempt a []", "start b [0 1]", "start c [2 3]"}) {
-		t.Fatalf("changes %v", got)
-	}
-	if st := e.Job("a"); st.State != job.Preempted || st.Preemptions != 1 {
-		t.Fatalf("job a: %s, %d preemptions", st.State, st.Preemptions)
-	}
 }
