@@ -30,11 +30,15 @@ func TestFIFOKeptMatchesFull(t *testing.T) {
 
 // TestSRTFKeptMatchesFull: the same for SRTF, whose waiting jobs start by
 // remaining time.
-func TestSRTFKeptMatchesFull(t *testing.T) { lockstep(t, "srtf", policytest.Load{Elastic: true, Faults: true}) }
+func TestSRTFKeptMatchesFull(t *testing.T) {
+	lockstep(t, "srtf", policytest.Load{Elastic: true, Faults: true})
+}
 
 // TestEDFKeptMatchesFull: the same for EDF, whose waiting jobs start by
 // deadline.
-func TestEDFKeptMatchesFull(t *testing.T) { lockstep(t, "edf", policytest.Load{Elastic: true, Faults: true}) }
+func TestEDFKeptMatchesFull(t *testing.T) {
+	lockstep(t, "edf", policytest.Load{Elastic: true, Faults: true})
+}
 
 // TestGandivaKeptMatchesFull: the same for Gandiva (with and without
 // migration, short quanta so that jobs take turns), whose waiting jobs
