@@ -168,13 +168,21 @@ func (k *gavelKept) add(st *engine.Status) *keptEntry {
 }
 
 // planned records the plan a re-plan of round s made (g.last): where each
-// active job stands in it. The engine has yet to apply it: the jobs it
-// starts, stops or moves come back in the next round's Changed.
+// active job stands in it, when the kept state follows the round. The
+// engine has yet to apply the plan: the jobs it starts, stops or moves
+// come back in the next round's Changed.
 func (k *gavelKept) planned(g *Gavel, s *engine.Snapshot, followed bool) {
 	k.planOK = false
-	if !followed {
-		return
+	if followed {
+		k.rebuild(g, s)
 	}
+}
+
+// rebuild finds where each active job of round s stands in the last plan
+// (a pass over the jobs, made at re-plans and at the first round after
+// one the kept state did not follow).
+func (k *gavelKept) rebuild(g *Gavel, s *engine.Snapshot) {
+	k.planOK = false
 	k.gen++
 	if k.byID == nil {
 		k.byID = map[string]int{}
@@ -204,6 +212,9 @@ func (k *gavelKept) planned(g *Gavel, s *engine.Snapshot, followed bool) {
 // cannot list, a round that cannot take a Keep plan).
 func (g *Gavel) keepKept(s *engine.Snapshot) (engine.Plan, bool) {
 	k := &g.incr
+	if !k.planOK {
+		k.rebuild(g, s)
+	}
 	if !k.planOK || k.strays > 0 || !s.AddOnly || s.Down != nil {
 		return engine.Plan{}, false
 	}
