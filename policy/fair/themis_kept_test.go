@@ -3,8 +3,6 @@ package fair
 import (
 	"testing"
 
-	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
@@ -14,10 +12,5 @@ import (
 // loads, elastic jobs among them: every round's changes and reasons must
 // be the same (policytest.Lockstep).
 func TestThemisKeptMatchesFull(t *testing.T) {
-	for _, spec := range []string{"themis", "themis:lease=60", "themis:f=0"} {
-		t.Run(spec, func(t *testing.T) {
-			policytest.Lockstep(t, func(int) engine.Policy { return fam.Parse(t, spec, contract.Context{}) },
-				func(p engine.Policy) int { return p.(*Themis).KeptRounds() }, policytest.Load{Elastic: true, Faults: true})
-		})
-	}
+	fam.KeptMatchesFull(t, policytest.Load{Elastic: true, Faults: true}, "themis", "themis:lease=60", "themis:f=0")
 }

@@ -26,8 +26,8 @@ import (
 type gavelKept struct {
 	on     bool // the policy plans from what changed (Gavel.Incremental)
 	roster roster.Roster
-	jobs   []keptEntry // by Status.Slot
-	gen    int         // bumped at each re-plan: older positions are stale
+	jobs   roster.Slots[keptEntry]
+	gen    int // bumped at each re-plan: older positions are stale
 	// planOK says jobs, toStart and strays describe the last plan: the
 	// policy made it, and has seen every round of the same engine since.
 	planOK  bool
@@ -42,7 +42,6 @@ type gavelKept struct {
 
 // keptEntry is where a job stands against the last plan.
 type keptEntry struct {
-	st     *engine.Status
 	pos    int  // 1 + its index in the last plan when gen is gavelKept.gen; else it is not in it
 	gen    int  // gavelKept.gen when pos was set
 	stray  bool // running on GPUs the last plan does not keep
@@ -79,9 +78,9 @@ func (k *gavelKept) follow(g *Gavel, s *engine.Snapshot) bool {
 	}
 	for _, st := range s.Changed {
 		if st.State.Terminal() {
-			if e := k.entry(st); e != nil {
+			if e := k.jobs.Get(st); e != nil {
 				k.set(e, false, false)
-				*e = keptEntry{}
+				k.jobs.Drop(st)
 			}
 		}
 	}
@@ -89,22 +88,21 @@ func (k *gavelKept) follow(g *Gavel, s *engine.Snapshot) bool {
 		if st.State.Terminal() {
 			continue
 		}
-		e := k.add(st)
+		e, _ := k.jobs.Add(st)
 		if e == nil {
 			k.planOK = false
 			return true
 		}
-		k.place(g, e)
+		k.place(g, st, e)
 	}
 	return true
 }
 
-// place sets where e's job stands against the last plan: a running job
-// the plan does not keep on its GPUs, or a fractional one it would start
-// (a Keep plan lists none), is a stray; a job of the plan holding no GPUs
+// place sets where st stands against the last plan: a running job the
+// plan does not keep on its GPUs, or a fractional one it would start (a
+// Keep plan lists none), is a stray; a job of the plan holding no GPUs
 // starts.
-func (k *gavelKept) place(g *Gavel, e *keptEntry) {
-	st := e.st
+func (k *gavelKept) place(g *Gavel, st *engine.Status, e *keptEntry) {
 	in := e.gen == k.gen && e.pos > 0
 	running := len(st.GPUs) > 0
 	stray := running && (!in || !keeps(g.last.Run[e.pos-1], st))
@@ -118,16 +116,9 @@ func keeps(a engine.Assignment, st *engine.Status) bool {
 	return a.GPUs == len(st.GPUs) && (a.GPUType == "" || a.GPUType == st.Alloc.GPUType) && a.Nodes == nil && a.Site == "" && a.PackWith == ""
 }
 
-// set updates e's stray and starts, and the counts and list they feed.
+// set updates e's stray and starts, and the count and list they feed.
 func (k *gavelKept) set(e *keptEntry, stray, starts bool) {
-	if stray != e.stray {
-		e.stray = stray
-		if stray {
-			k.strays++
-		} else {
-			k.strays--
-		}
-	}
+	roster.Flag(&e.stray, &k.strays, stray)
 	if starts != e.starts {
 		e.starts = starts
 		i, found := slices.BinarySearch(k.toStart, e.pos)
@@ -138,33 +129,6 @@ func (k *gavelKept) set(e *keptEntry, stray, starts bool) {
 			k.toStart = slices.Delete(k.toStart, i, i+1)
 		}
 	}
-}
-
-// entry is st's entry, nil when it has none.
-func (k *gavelKept) entry(st *engine.Status) *keptEntry {
-	if st.Slot < 0 || st.Slot >= len(k.jobs) || k.jobs[st.Slot].st != st {
-		return nil
-	}
-	return &k.jobs[st.Slot]
-}
-
-// add returns st's entry, made when it has none; nil when its slot holds
-// another job, which the kept state never saw leave.
-func (k *gavelKept) add(st *engine.Status) *keptEntry {
-	if st.Slot < 0 {
-		return nil
-	}
-	if st.Slot >= len(k.jobs) {
-		k.jobs = slices.Grow(k.jobs, st.Slot+1-len(k.jobs))[:st.Slot+1]
-	}
-	e := &k.jobs[st.Slot]
-	if e.st != st {
-		if e.st != nil {
-			return nil
-		}
-		*e = keptEntry{st: st}
-	}
-	return e
 }
 
 // planned records the plan a re-plan of round s made (g.last): where each
@@ -191,17 +155,17 @@ func (k *gavelKept) rebuild(g *Gavel, s *engine.Snapshot) {
 	for i, a := range g.last.Run {
 		k.byID[a.Job] = i + 1
 	}
-	clear(k.jobs)
+	k.jobs.Clear()
 	k.toStart, k.strays = k.toStart[:0], 0 // place inserts in order
 	for _, st := range s.Jobs {
-		e := k.add(st)
+		e, _ := k.jobs.Add(st)
 		if e == nil {
 			return
 		}
 		if pos := k.byID[st.Job.ID]; pos > 0 {
 			e.pos, e.gen = pos, k.gen
 		}
-		k.place(g, e)
+		k.place(g, st, e)
 	}
 	k.planOK = true
 }

@@ -3,8 +3,6 @@ package gavel
 import (
 	"testing"
 
-	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
@@ -13,10 +11,5 @@ import (
 // full through the same random loads: every round's changes and reasons
 // must be the same (policytest.Lockstep).
 func TestFIFOPerfKeptMatchesFull(t *testing.T) {
-	for _, spec := range []string{"fifo-perf", "fifo-perf:round=120", "fifo-perf:reset=0:round=60"} {
-		t.Run(spec, func(t *testing.T) {
-			policytest.Lockstep(t, func(int) engine.Policy { return fam.Parse(t, spec, contract.Context{}) },
-				func(p engine.Policy) int { return p.(*Gavel).KeptRounds() }, policytest.Load{Elastic: true, Faults: true})
-		})
-	}
+	fam.KeptMatchesFull(t, policytest.Load{Elastic: true, Faults: true}, "fifo-perf", "fifo-perf:round=120", "fifo-perf:reset=0:round=60")
 }

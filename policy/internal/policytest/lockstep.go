@@ -12,6 +12,7 @@ import (
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/contract"
 )
 
 // FullOnly hides a policy's engine.IncrementalPolicy: the engine hands it
@@ -223,5 +224,18 @@ func faults(t *testing.T, rng *rand.Rand, c *cluster.Cluster, a, b *engine.Engin
 			}
 			break
 		}
+	}
+}
+
+// KeptMatchesFull runs Lockstep for each spec, as a subtest: the policy
+// as f parses it against the same made to plan every round in full. The
+// policy reports its rounds planned from what changed with KeptRounds.
+func (f Builder) KeptMatchesFull(t *testing.T, load Load, specs ...string) {
+	t.Helper()
+	for _, spec := range specs {
+		t.Run(spec, func(t *testing.T) {
+			Lockstep(t, func(int) engine.Policy { return f.Parse(t, spec, contract.Context{}) },
+				func(p engine.Policy) int { return p.(interface{ KeptRounds() int }).KeptRounds() }, load)
+		})
 	}
 }

@@ -29,7 +29,7 @@ type Roster struct {
 	ok    bool // the state is that of round `round` of engine `from`
 	from  *engine.Engine
 	round int
-	jobs  []entry // by Status.Slot
+	jobs  Slots[entry]
 
 	waiting []*engine.Status // in the engine's order
 	demand  int              // GPUs the active jobs ask for (Job.GPUs)
@@ -42,7 +42,6 @@ type Roster struct {
 }
 
 type entry struct {
-	st    *engine.Status
 	held  int  // its GPUs when last seen
 	waits bool // in waiting
 	odd   bool // counted in odd
@@ -116,7 +115,7 @@ func (r *Roster) apply(s *engine.Snapshot) bool {
 
 // rebuild makes the roster from s.Jobs.
 func (r *Roster) rebuild(s *engine.Snapshot) {
-	clear(r.jobs)
+	r.jobs.Clear()
 	clear(r.waiting)
 	r.waiting = r.waiting[:0]
 	r.demand, r.held, r.running, r.odd = 0, 0, 0, 0
@@ -127,18 +126,11 @@ func (r *Roster) rebuild(s *engine.Snapshot) {
 
 // add keeps st, or updates it; false when its slot holds another job.
 func (r *Roster) add(s *engine.Snapshot, st *engine.Status) bool {
-	if st.Slot < 0 {
+	e, fresh := r.jobs.Add(st)
+	if e == nil {
 		return false
 	}
-	if st.Slot >= len(r.jobs) {
-		r.jobs = slices.Grow(r.jobs, st.Slot+1-len(r.jobs))[:st.Slot+1]
-	}
-	e := &r.jobs[st.Slot]
-	if e.st != st {
-		if e.st != nil {
-			return false
-		}
-		*e = entry{st: st}
+	if fresh {
 		r.demand += st.Job.GPUs
 	}
 	r.held += len(st.GPUs) - e.held
@@ -150,15 +142,7 @@ func (r *Roster) add(s *engine.Snapshot, st *engine.Status) bool {
 		}
 	}
 	e.held = len(st.GPUs)
-	odd := r.isOdd(s, st)
-	if odd != e.odd {
-		e.odd = odd
-		if odd {
-			r.odd++
-		} else {
-			r.odd--
-		}
-	}
+	Flag(&e.odd, &r.odd, r.isOdd(s, st))
 	switch waits := len(st.GPUs) == 0; {
 	case waits && !e.waits:
 		i, _ := slices.BinarySearchFunc(r.waiting, st, compare)
@@ -169,6 +153,18 @@ func (r *Roster) add(s *engine.Snapshot, st *engine.Status) bool {
 		e.waits = false
 	}
 	return true
+}
+
+// Flag sets *flag to v, counting the flags set in *n.
+func Flag(flag *bool, n *int, v bool) {
+	if v != *flag {
+		*flag = v
+		if v {
+			*n++
+		} else {
+			*n--
+		}
+	}
 }
 
 // isOdd reports whether the shortcut cannot plan st: a fractional or
@@ -187,10 +183,10 @@ func (r *Roster) isOdd(s *engine.Snapshot, st *engine.Status) bool {
 
 // drop forgets st, which ended.
 func (r *Roster) drop(st *engine.Status) {
-	if st.Slot < 0 || st.Slot >= len(r.jobs) || r.jobs[st.Slot].st != st {
+	e := r.jobs.Get(st)
+	if e == nil {
 		return
 	}
-	e := &r.jobs[st.Slot]
 	r.demand -= st.Job.GPUs
 	r.held -= e.held
 	if e.held > 0 {
@@ -202,7 +198,7 @@ func (r *Roster) drop(st *engine.Status) {
 	if e.waits {
 		r.unwait(st)
 	}
-	*e = entry{}
+	r.jobs.Drop(st)
 }
 
 // unwait takes st out of the waiting jobs.
@@ -222,3 +218,50 @@ func compare(a, b *engine.Status) int {
 	}
 	return strings.Compare(a.Job.ID, b.Job.ID)
 }
+
+// Slots keeps a T for each active job of one engine, by Status.Slot (the
+// slot alone does not name the job: each entry remembers its status).
+type Slots[T any] struct{ s []slot[T] }
+
+type slot[T any] struct {
+	st *engine.Status
+	v  T
+}
+
+// Get is st's entry, nil when st has none.
+func (x *Slots[T]) Get(st *engine.Status) *T {
+	if st.Slot < 0 || st.Slot >= len(x.s) || x.s[st.Slot].st != st {
+		return nil
+	}
+	return &x.s[st.Slot].v
+}
+
+// Add returns st's entry and whether it is new (the zero T); nil when st
+// has no slot or its slot holds another job, which the keeper never saw
+// leave (not one engine's jobs). The entry is valid until the next Add.
+func (x *Slots[T]) Add(st *engine.Status) (v *T, fresh bool) {
+	if st.Slot < 0 {
+		return nil, false
+	}
+	if st.Slot >= len(x.s) {
+		x.s = slices.Grow(x.s, st.Slot+1-len(x.s))[:st.Slot+1]
+	}
+	e := &x.s[st.Slot]
+	if e.st != st {
+		if e.st != nil {
+			return nil, false
+		}
+		*e, fresh = slot[T]{st: st}, true
+	}
+	return &e.v, fresh
+}
+
+// Drop forgets st's entry.
+func (x *Slots[T]) Drop(st *engine.Status) {
+	if x.Get(st) != nil {
+		x.s[st.Slot] = slot[T]{}
+	}
+}
+
+// Clear forgets every entry.
+func (x *Slots[T]) Clear() { clear(x.s) }
