@@ -180,7 +180,10 @@ func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*
 	if ordered && len(plan.Run) == len(waiting) {
 		return // every job runs: PlanAppend's runsAll
 	}
-	given := reuse(&sc.given, len(plan.Run))
+	var given map[string]int // none in most such rounds: no lookups then
+	if len(plan.Run) > 0 {
+		given = reuse(&sc.given, len(plan.Run))
+	}
 	free := s.Available("", "") - held
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
