@@ -141,6 +141,11 @@ func (f *FIFO) Incremental() bool { return true }
 // (Plan.Keep) rather than in full: for tests and benchmarks.
 func (f *FIFO) KeptRounds() int { return f.kept.Kept }
 
+// ProgressFree implements engine.ProgressFree: with backfill FIFO predicts
+// no starts, so it never reads progress; without, its predictions read the
+// running jobs' remaining times.
+func (f *FIFO) ProgressFree() bool { return f.Backfill }
+
 // startAll is the Run of a Keep plan that starts every job of waiting, in
 // that order, each on the GPUs it asks for, in run's memory.
 func startAll(run []engine.Assignment, waiting []*engine.Status) []engine.Assignment {
@@ -207,6 +212,9 @@ func (p *EDF) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
 func (p *EDF) KeptRounds() int { return p.kept.Kept }
+
+// ProgressFree implements engine.ProgressFree: EDF orders by deadline.
+func (p *EDF) ProgressFree() bool { return true }
 
 // Schedule implements engine.Policy.
 func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
