@@ -151,7 +151,7 @@ type liveRun struct {
 	rounds   int
 	spent    map[string]time.Duration // wall time by part of the driver's loop
 	tick     int64                    // the next round falls at tick*round, as in the simulator
-	declined int                      // tide's declined count last seen
+	declined int                      // jobs the driver has seen declined (noteDeclined)
 	calls    *apiCalls                // API requests by client, verb and resource
 	podList  corelisters.PodNamespaceLister
 	kwok     bool      // kwok plays the nodes' kubelets (TIDE_LIVE_KWOK): node status, leases, pod starts
@@ -367,6 +367,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	// period of 0 would have the API server delete them itself.
 	grace := 30 * time.Second
 	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Grace: &grace, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
+		Checkpoint: lr.mig.Checkpoint,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
 				id := j.ID
@@ -941,7 +942,8 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 			lr.reclaims(t)
 		}
 		if after.Declined != lr.declined {
-			lr.declined = after.Declined
+			// Until each TideJob tide counts declined reads Declined: a
+			// status write that lost a conflict lands a round later.
 			lr.noteDeclined(ctx)
 		}
 		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
@@ -1197,6 +1199,7 @@ func (lr *liveRun) noteDeclined(ctx context.Context) {
 		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		if lj := lr.byName[u.GetName()]; lj != nil && !lj.done && p == kube.PhaseDeclined {
 			lj.done, lj.rec.State = true, string(job.Declined)
+			lr.declined++
 		}
 	}
 }

@@ -45,6 +45,7 @@ type Scratch struct {
 	at       map[string]place
 	reasons  map[string]engine.Reason
 	buf      []byte
+	ends     []End // KeptPredictStarts' listed ends
 }
 
 // place is a job's place in the order: the planned and the waiting jobs
@@ -108,21 +109,11 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 		default:
 			buf = append(buf, "waits"...)
 		}
-		buf = appendTerms(buf, st, terms)
+		buf = withTerms(buf, st, terms)
 		p, inOrder := at[id]
 		waiting := !planned && !declined[id]
-		if inOrder && waiting {
-			buf = appendAhead(buf, p.runAhead, p.waitAhead)
-		}
-		if waiting {
-			buf = appendNeeds(buf, st, free)
-		}
-		// The same text as last round: keep its string.
-		text := st.Reason.Text
-		if string(buf) != text {
-			text = string(buf)
-		}
-		r := engine.Reason{Text: text}
+		buf = standing(buf, st, p, inOrder && waiting, waiting, free)
+		r := engine.Reason{Text: sameText(buf, st)}
 		if inOrder && waiting {
 			r.Position = p.pos
 		}
@@ -133,52 +124,113 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 	}
 }
 
+// withTerms appends to buf, after a reason's decision, terms(st): the
+// job's standing in the policy's own terms (none when terms is nil or
+// appends nothing).
+func withTerms(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte) []byte {
+	if terms != nil {
+		n := len(buf)
+		buf = terms(append(buf, "; "...), st)
+		if len(buf) == n+2 {
+			buf = buf[:n] // no terms
+		}
+	}
+	return buf
+}
+
+// standing appends to buf, after a reason's decision and terms, what
+// stands in a job's way: the jobs ahead of it in the order (ahead) and,
+// for a job left waiting, the GPUs it needs against those free.
+func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free int) []byte {
+	if ahead {
+		buf = append(buf, "; "...)
+		buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
+		buf = append(buf, " running and "...)
+		buf = strconv.AppendInt(buf, int64(p.waitAhead), 10)
+		buf = append(buf, " waiting job(s) ahead"...)
+	}
+	if waiting {
+		buf = append(buf, "; needs "...)
+		buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
+		buf = append(buf, " GPUs, "...)
+		buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
+		buf = append(buf, " free"...)
+	}
+	return buf
+}
+
 // AppendLeftOut appends to buf the reason PlanAppend writes for job st of
 // the order when the plan leaves it out ("preempted" when it holds GPUs,
 // "waits" when not): its terms, then runAhead running and waitAhead
 // waiting jobs ahead of it and the free GPUs the plan leaves. Its
-// Reason.Position is waitAhead+1. Policies that plan a round from what
-// changed write the same reasons with it, without the plan's maps.
+// Reason.Position is waitAhead+1. Policies that plan a round from their
+// own kept order (Tiresias) write the same reasons with it, without the
+// plan's maps.
 func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, runAhead, waitAhead, free int) []byte {
 	if len(st.GPUs) > 0 {
 		buf = append(buf, "preempted"...)
 	} else {
 		buf = append(buf, "waits"...)
 	}
-	buf = appendTerms(buf, st, terms)
-	buf = appendAhead(buf, runAhead, waitAhead)
-	return appendNeeds(buf, st, free)
+	buf = withTerms(buf, st, terms)
+	return standing(buf, st, place{runAhead: runAhead, waitAhead: waitAhead}, true, true, free)
 }
 
-// appendTerms appends "; " and st's terms, when there are any.
-func appendTerms(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte) []byte {
-	if terms == nil {
-		return buf
+// sameText is buf as a string, st's last reason's own string when the
+// text has not changed (no allocation).
+func sameText(buf []byte, st *engine.Status) string {
+	if string(buf) == st.Reason.Text {
+		return st.Reason.Text
 	}
-	n := len(buf)
-	buf = terms(append(buf, "; "...), st)
-	if len(buf) == n+2 {
-		buf = buf[:n] // no terms
+	return string(buf)
+}
+
+// KeptAppend is PlanAppend for a plan that keeps every running job
+// (engine.Plan.Keep, its Run listing only jobs that hold no GPUs, to
+// start): it writes the reasons PlanAppend writes for the full plan that
+// lists the running jobs, unchanged, ahead of these, without walking the
+// running jobs. waiting are the active jobs that hold no GPUs; ordered
+// says they are in the policy's order, every running job ahead of them
+// (FIFO: the running jobs, then the queue), otherwise the policy has no
+// order (PlanAppend's nil order). running and held are the running jobs
+// and the GPUs they hold. The plan declines no job and packs none.
+func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, ordered bool, running, held int, terms func(b []byte, st *engine.Status) []byte) {
+	if ordered && len(plan.Run) == len(waiting) {
+		return // every job runs: PlanAppend's runsAll
 	}
-	return buf
-}
-
-// appendAhead appends the jobs ahead of one in the order.
-func appendAhead(buf []byte, runAhead, waitAhead int) []byte {
-	buf = append(buf, "; "...)
-	buf = strconv.AppendInt(buf, int64(runAhead), 10)
-	buf = append(buf, " running and "...)
-	buf = strconv.AppendInt(buf, int64(waitAhead), 10)
-	return append(buf, " waiting job(s) ahead"...)
-}
-
-// appendNeeds appends the GPUs st needs against those free.
-func appendNeeds(buf []byte, st *engine.Status, free int) []byte {
-	buf = append(buf, "; needs "...)
-	buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
-	buf = append(buf, " GPUs, "...)
-	buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
-	return append(buf, " free"...)
+	var given map[string]int // none in most such rounds: no lookups then
+	if len(plan.Run) > 0 {
+		given = reuse(&sc.given, len(plan.Run))
+	}
+	free := s.Available("", "") - held
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+		free -= a.GPUs
+	}
+	buf := sc.buf
+	defer func() { sc.buf = buf }()
+	p := place{runAhead: running}
+	for _, st := range waiting {
+		id := st.Job.ID
+		if _, planned := given[id]; planned {
+			p.runAhead++
+			continue
+		}
+		if _, ok := plan.Reasons[id]; !ok {
+			buf = withTerms(append(buf[:0], "waits"...), st, terms)
+			p.pos = p.waitAhead + 1
+			buf = standing(buf, st, p, ordered, true, free)
+			r := engine.Reason{Text: sameText(buf, st)}
+			if ordered {
+				r.Position = p.pos
+			}
+			if plan.Reasons == nil {
+				plan.Reasons = reuse(&sc.reasons, len(waiting)-len(plan.Run))
+			}
+			plan.Reasons[id] = r
+		}
+		p.waitAhead++
+	}
 }
 
 // reuse returns *m emptied, made with room for n entries when it is nil.
@@ -232,13 +284,9 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
-	type end struct {
-		t    float64
-		gpus int
-	}
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
-	var ends []end
+	var pool endPool
 	byID := make(map[string]*engine.Status, len(s.Jobs))
 	for _, st := range s.Jobs {
 		byID[st.Job.ID] = st
@@ -253,8 +301,75 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 		if st == nil {
 			continue
 		}
-		ends = append(ends, end{endOf(st, a), a.GPUs})
+		pool.listed = append(pool.listed, End{endOf(st, a), a.GPUs})
 	}
+	predict(s, plan, order, given, free, &pool, strict, endOf)
+}
+
+// End is a job's predicted end: when, and the GPUs it frees then.
+type End struct {
+	T    float64
+	GPUs int
+}
+
+// KeptPredictStarts is PredictStarts (strict, one GPU type) for a plan
+// that keeps every running job (engine.Plan.Keep), without walking the
+// running jobs: running are their predicted ends (endOf's), earliest
+// first and, among equal ends, in the engine's order of the jobs (the
+// order in which PredictStarts lists them); waiting are the jobs that hold
+// no GPUs, in the policy's order, the running jobs all ahead of them, and
+// the plan starts some of them; free is the GPUs the plan leaves free.
+// It predicts what PredictStarts predicts for the full plan.
+func (sc *Scratch) KeptPredictStarts(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, free int, running []End, endOf func(*engine.Status, engine.Assignment) float64) {
+	if s.Model == nil || len(plan.Run) == len(waiting) {
+		return // nothing to time jobs with, or no job waits
+	}
+	given := reuse(&sc.given, len(plan.Run))
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+	}
+	pool := endPool{sorted: running, listed: sc.ends[:0]}
+	for _, st := range waiting {
+		if g, ok := given[st.Job.ID]; ok {
+			pool.listed = append(pool.listed, End{endOf(st, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: st.Job.GPUType}), g})
+		}
+	}
+	predict(s, plan, waiting, given, free, &pool, true, endOf)
+	sc.ends = pool.listed
+}
+
+// endPool hands out predicted ends as PredictStarts releases them: the
+// earliest first and, among equal ends, the one listed first. sorted
+// are listed first, already in that order; listed come after them, in
+// the order they were listed.
+type endPool struct {
+	sorted []End
+	i      int // sorted[:i] are handed out
+	listed []End
+}
+
+func (p *endPool) empty() bool { return p.i >= len(p.sorted) && len(p.listed) == 0 }
+
+// pop hands out the next end (the pool is not empty).
+func (p *endPool) pop() End {
+	k := -1
+	for j := range p.listed {
+		if k < 0 || p.listed[j].T < p.listed[k].T {
+			k = j
+		}
+	}
+	if p.i < len(p.sorted) && (k < 0 || !(p.listed[k].T < p.sorted[p.i].T)) {
+		p.i++
+		return p.sorted[p.i-1]
+	}
+	e := p.listed[k]
+	p.listed = append(p.listed[:k], p.listed[k+1:]...)
+	return e
+}
+
+// predict is PredictStarts' pass over the waiting jobs of order (those
+// not given GPUs), releasing pool's ends until each fits.
+func predict(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, given map[string]int, free int, pool *endPool, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
 	now := s.Now
 	blocked := false
 	predicted := 0
@@ -267,16 +382,10 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 		}
 		need := st.Job.GPUs
 		// Release GPUs in end order until the job fits.
-		for free < need && len(ends) > 0 {
-			k := 0
-			for i := range ends {
-				if ends[i].t < ends[k].t {
-					k = i
-				}
-			}
-			now = math.Max(now, ends[k].t)
-			free += ends[k].gpus
-			ends = append(ends[:k], ends[k+1:]...)
+		for free < need && !pool.empty() {
+			e := pool.pop()
+			now = math.Max(now, e.T)
+			free += e.GPUs
 		}
 		if free < need || math.IsInf(now, 1) {
 			blocked = strict
@@ -288,7 +397,7 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 			plan.Reasons[st.Job.ID] = r2
 		}
 		free -= need
-		ends = append(ends, end{now + r, need})
+		pool.listed = append(pool.listed, End{now + r, need})
 	}
 }
 
