@@ -5,6 +5,10 @@ import (
 	"github.com/tide-sched/tide/report"
 )
 
+// Every sample of the package's tests counts the fragmented GPUs afresh
+// too: a kept count that strays from it panics (fairSample).
+func init() { checkFrag = true }
+
 // RunEager is Run advancing every running job at every round, as before
 // lazy advance (lazy.go), to compare with it.
 func RunEager(cfg Config, jobs []*job.Job) (*report.Run, error) { return runSim(cfg, jobs, true) }

@@ -1,14 +1,20 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/report"
 )
 
 // fairSample adds to smp the GPUs each tenant holds (when the trace has
 // more than one tenant) and the fragmented GPUs: free GPUs that no waiting
 // job fits (report.Fragmented), counted per site and GPU type since a job
-// never spans sites.
+// never spans sites. Its cost follows the pools and the kinds of demand
+// waiting, not the GPUs or the jobs: both are kept as jobs start, stop,
+// wait and GPUs go down (frag).
 func (s *simulator) fairSample(smp *report.Sample) {
 	if s.multiTenant == 0 {
 		s.indexTenants()
@@ -20,17 +26,33 @@ func (s *simulator) fairSample(smp *report.Sample) {
 	if smp.Queued == 0 || int(smp.Allocated) >= c.TotalGPUs() {
 		return
 	}
+	smp.Fragmented = int32(s.frag.fragmented())
+	if checkFrag {
+		if want := s.fragScan(); int(smp.Fragmented) != want {
+			panic(fmt.Sprintf("sim: fragmented GPUs kept %d, counted %d", smp.Fragmented, want))
+		}
+	}
+}
+
+// checkFrag makes every sample count the fragmented GPUs afresh too
+// (fragScan) and panic where the kept count differs (tests).
+var checkFrag bool
+
+// fragScan counts the fragmented GPUs from the engine's jobs and GPUs, a
+// pass over each: the kept count's reference.
+func (s *simulator) fragScan() int {
 	// A waiting job that takes one GPU of any type fits every free GPU:
 	// nothing is fragmented, and no need to count the free GPUs.
 	var waiting []report.Demand
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) == 0 {
 			if st.Job.GPUType == "" && st.Job.MinGPUs == 1 {
-				return
+				return 0
 			}
 			waiting = append(waiting, report.Demand{Type: st.Job.GPUType, GPUs: st.Job.MinGPUs})
 		}
 	}
+	c := s.cfg.Cluster
 	free := map[report.Pool]int{}
 	for g := range c.TotalGPUs() {
 		id := cluster.GPUID(g)
@@ -39,7 +61,115 @@ func (s *simulator) fairSample(smp *report.Sample) {
 			free[report.Pool{Site: n.Site, Type: n.GPUType}]++
 		}
 	}
-	smp.Fragmented = int32(report.Fragmented(free, waiting))
+	return report.Fragmented(free, waiting)
+}
+
+// frag keeps, from sample to sample, what the fragmented GPUs are counted
+// from: the free GPUs of each pool (site and type) and the demands
+// (type, least GPUs) of the waiting jobs, each counted.
+type frag struct {
+	pools  []report.Pool
+	poolOf []int32 // GPU -> index in pools
+	held   []int32 // GPU -> running jobs on it (two when packed, more when fractional)
+	isDown []bool  // GPU -> down, as last told (down)
+	free   []int   // pool -> GPUs with no job that are up
+	// waiting counts the waiting jobs per demand; demands are the demands
+	// with a count, in the order first seen.
+	waiting map[report.Demand]int
+	demands []report.Demand
+	scratch map[report.Pool]int
+}
+
+// init starts f on cluster c, every GPU up and free, no job waiting.
+func (f *frag) init(c *cluster.Cluster) {
+	n := c.TotalGPUs()
+	f.poolOf, f.held, f.isDown = make([]int32, n), make([]int32, n), make([]bool, n)
+	at := map[report.Pool]int32{}
+	for g := range n {
+		nd := c.NodeOf(cluster.GPUID(g))
+		p := report.Pool{Site: nd.Site, Type: nd.GPUType}
+		k, ok := at[p]
+		if !ok {
+			k = int32(len(f.pools))
+			at[p] = k
+			f.pools = append(f.pools, p)
+			f.free = append(f.free, 0)
+		}
+		f.poolOf[g] = k
+		f.free[k]++
+	}
+	f.waiting = map[report.Demand]int{}
+	f.scratch = make(map[report.Pool]int, len(f.pools))
+}
+
+// hold counts d more (or fewer) running jobs on each of gs.
+func (f *frag) hold(gs []cluster.GPUID, d int32) {
+	for _, g := range gs {
+		was := f.held[g]
+		f.held[g] += d
+		if f.isDown[g] {
+			continue
+		}
+		switch {
+		case was == 0 && f.held[g] > 0:
+			f.free[f.poolOf[g]]--
+		case was > 0 && f.held[g] == 0:
+			f.free[f.poolOf[g]]++
+		}
+	}
+}
+
+// down takes the engine's word on whether each of gs is down.
+func (f *frag) down(e *engine.Engine, gs []cluster.GPUID) {
+	for _, g := range gs {
+		d := e.IsDown(g)
+		if d == f.isDown[g] {
+			continue
+		}
+		f.isDown[g] = d
+		if f.held[g] == 0 {
+			if d {
+				f.free[f.poolOf[g]]--
+			} else {
+				f.free[f.poolOf[g]]++
+			}
+		}
+	}
+}
+
+// wait counts job j as waiting (d = 1) or no longer (d = -1).
+func (f *frag) wait(j *job.Job, d int) {
+	k := report.Demand{Type: j.GPUType, GPUs: j.MinGPUs}
+	n, ok := f.waiting[k]
+	if !ok {
+		f.demands = append(f.demands, k)
+	}
+	f.waiting[k] = n + d
+}
+
+// fragmented is report.Fragmented of the free GPUs and waiting demands
+// kept.
+func (f *frag) fragmented() int {
+	if f.waiting[report.Demand{GPUs: 1}] > 0 {
+		return 0 // a job of one GPU of any type fits every free GPU
+	}
+	// The demands waiting; those no job has any more go.
+	ds := f.demands[:0]
+	for _, k := range f.demands {
+		if f.waiting[k] > 0 {
+			ds = append(ds, k)
+		} else {
+			delete(f.waiting, k)
+		}
+	}
+	f.demands = ds
+	clear(f.scratch)
+	for k, n := range f.free {
+		if n > 0 {
+			f.scratch[f.pools[k]] = n
+		}
+	}
+	return report.Fragmented(f.scratch, ds)
 }
 
 // indexTenants numbers the trace's tenants and finds whether it has several.

@@ -82,6 +82,7 @@ type running struct {
 	progress float64
 	gen      int        // bumped on every change; stale events are ignored
 	gpus     int        // GPUs held; the engine may have released them already
+	held     []cluster.GPUID // which (the engine's slice, read only)
 	alloc    perf.Alloc // shape and batch configuration the job runs with
 	pos      int        // index in simulator.live
 	began    float64    // time of this (re)start
@@ -171,6 +172,9 @@ type simulator struct {
 	// tenantLogged are the GPUs per tenant the tenant log says now;
 	// tenantHalves the scratch for counting shared GPUs (fairness.go).
 	tenantLogged, tenantHalves []int
+	// frag is what the fragmentation sample keeps between samples
+	// (fairness.go).
+	frag frag
 
 	// Lazy advance (lazy.go): lazy says rounds leave jobs past their
 	// delay behind; instants are the rounds' times from the instBase-th
@@ -210,6 +214,7 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 		return nil, err
 	}
 	s.eng = eng
+	s.frag.init(cfg.Cluster)
 	s.recs = make([]report.JobRecord, len(jobs))
 	s.held = make([]float64, len(jobs))
 	s.left = make([]float64, len(jobs))
@@ -304,6 +309,7 @@ func (s *simulator) loop() error {
 				s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
 			}
 			s.slotIdx[st.Slot] = int32(order[next])
+			s.frag.wait(j, 1)
 			s.active++
 			s.nEvents++
 			next++
@@ -431,6 +437,7 @@ func (s *simulator) schedule(t float64) error {
 		}
 		switch ch.Kind {
 		case engine.Decline:
+			s.frag.wait(ch.Status.Job, -1)
 			rec.State = string(job.Declined)
 			s.left[idx] = t
 			noteReason(rec, ch.Status.Reason)
@@ -439,6 +446,7 @@ func (s *simulator) schedule(t float64) error {
 			continue
 		case engine.Preempt:
 			s.stop(r)
+			s.frag.wait(ch.Status.Job, 1)
 			rec.Preemptions++
 			continue
 		case engine.Resize:
@@ -449,6 +457,9 @@ func (s *simulator) schedule(t float64) error {
 			rec.Restarts++
 		case engine.Start:
 			rec.Start = t
+		}
+		if ch.Kind != engine.Resize {
+			s.frag.wait(ch.Status.Job, -1)
 		}
 		costs := s.cfg.Model.Costs(ch.Status.Job)
 		delay := costs.Start
@@ -474,6 +485,8 @@ func (s *simulator) schedule(t float64) error {
 		if r.part = ch.Status.Share; r.part > 0 {
 			s.nParts++
 		}
+		r.held = ch.To
+		s.frag.hold(r.held, 1)
 		s.runs[idx] = r
 		s.live = append(s.live, r)
 		s.alloc += len(ch.To)
@@ -538,6 +551,8 @@ func (s *simulator) stop(r *running) {
 	s.live[r.pos], last.pos = last, r.pos
 	s.live = s.live[:len(s.live)-1]
 	s.runs[r.idx] = nil
+	s.frag.hold(r.held, -1)
+	r.held = nil
 	gpus := r.gpus
 	s.alloc -= gpus
 	s.tenantHeld(r.idx, -gpus)

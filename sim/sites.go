@@ -410,6 +410,8 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 	if err != nil {
 		return err
 	}
+	s.frag.down(s.eng, up)
+	s.frag.down(s.eng, down)
 	wait := 0.0
 	for _, ch := range changes {
 		idx := s.index(ch.Status)
@@ -435,6 +437,7 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 		if r != nil {
 			s.stop(r)
 		}
+		s.frag.wait(j, 1)
 	}
 	if wait > 0 {
 		s.out.InferenceWaits++
