@@ -80,16 +80,16 @@ type running struct {
 	rate     float64 // progress per second once the delay is paid
 	until    float64 // progress at which rate changes
 	progress float64
-	gen      int        // bumped on every change; stale events are ignored
-	gpus     int        // GPUs held; the engine may have released them already
+	gen      int             // bumped on every change; stale events are ignored
+	gpus     int             // GPUs held; the engine may have released them already
 	held     []cluster.GPUID // which (the engine's slice, read only)
-	alloc    perf.Alloc // shape and batch configuration the job runs with
-	pos      int        // index in simulator.live
-	began    float64    // time of this (re)start
-	from     float64    // progress at this (re)start
-	site     int        // site index (multi-site runs), else -1
-	partner  string     // the job sharing its GPUs, as rated now (share.go)
-	part     float64    // the part of each GPU a fractional job holds, 0 for whole GPUs (fraction.go)
+	alloc    perf.Alloc      // shape and batch configuration the job runs with
+	pos      int             // index in simulator.live
+	began    float64         // time of this (re)start
+	from     float64         // progress at this (re)start
+	site     int             // site index (multi-site runs), else -1
+	partner  string          // the job sharing its GPUs, as rated now (share.go)
+	part     float64         // the part of each GPU a fractional job holds, 0 for whole GPUs (fraction.go)
 	// lazy says the rounds since synced (an index into the simulator's
 	// round instants) have not been applied to it yet (lazy.go).
 	lazy   bool
