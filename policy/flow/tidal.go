@@ -123,7 +123,16 @@ type Tidal struct {
 	ParkHold float64
 	// Hold keeps a newcomer that admission would decline waiting instead,
 	// and tries it again each round, while its deadline can still be met.
-	Hold     bool
+	Hold bool
+	// HoldSafe makes a held job's re-trial stricter (Flow.holdCap): it is
+	// admitted only if it also meets, and makes no admitted job miss
+	// that meets without it, on the pessimistic plan: the cloud at the
+	// HoldQuantile of its forecast up to the job's deadline, less
+	// HoldReserve GPUs, and the edge servers running jobs at the same
+	// quantile up to then.
+	HoldSafe     bool
+	HoldQuantile float64
+	HoldReserve  int
 	restart  harvest.DeepBoot // for its restart factor
 	flow     *Flow
 	future   map[string]forecast.Series
@@ -148,6 +157,7 @@ type tideView struct {
 	path   []float64 // planned capacity per bin at Quantile
 	later  []float64 // the same at LaterQuantile, for later admission
 	vacate []float64 // the same at VacateQuantile, for moving jobs off
+	hold   []float64 // the same at HoldQuantile, for the hold re-trial
 	offl   []float64 // the same at OffloadQuantile, for the look-ahead on offloads
 	pathAt float64   // Now of the cached path, NaN when none
 	start  float64   // start of the path's bin 0
@@ -187,6 +197,22 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	if t.Hold, err = o.Bool("hold", true); err != nil {
 		return nil, err
+	}
+	if t.HoldSafe, err = o.Bool("hold_safe", true); err != nil {
+		return nil, err
+	}
+	if t.HoldQuantile, err = o.Float("hold_quantile", t.Quantile); err != nil {
+		return nil, err
+	}
+	if !(t.HoldQuantile > 0 && t.HoldQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: hold_quantile=%v: want a number in (0, 1)", t.HoldQuantile)
+	}
+	reserve, err := o.Float("hold_reserve", 0)
+	if err != nil {
+		return nil, err
+	}
+	if t.HoldReserve = int(reserve); float64(t.HoldReserve) != reserve || reserve < 0 {
+		return nil, fmt.Errorf("policy tidal: hold_reserve=%v: want a whole number of GPUs >= 0", reserve)
 	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
 		return nil, err
@@ -248,8 +274,11 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	t.flow.parks = t.Park
 	t.flow.holds = t.Hold
+	if t.Hold && t.HoldSafe {
+		t.flow.holdCap = t.holdCap
+	}
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -267,7 +296,7 @@ func (t *Tidal) Name() string { return t.name }
 // observe records each edge and inference site's capacity now.
 func (t *Tidal) observe(s *engine.Snapshot) {
 	for _, site := range s.Cluster.Sites() {
-		if site.Kind != cluster.SiteEdge && site.Kind != cluster.SiteInference {
+		if site.Kind != cluster.SiteEdge && site.Kind != cluster.SiteInference && site.Kind != cluster.SiteCloud {
 			continue
 		}
 		v := t.views[site.Name]
@@ -311,8 +340,11 @@ func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 	}
 	v.pathAt = s.Now
 	v.start, v.path = t.path(s, v, t.Quantile)
-	v.later, v.vacate, v.offl = v.path, v.path, v.path
+	v.later, v.vacate, v.offl, v.hold = v.path, v.path, v.path, v.path
 	if t.Source == "online" && v.varies {
+		if t.HoldSafe && t.HoldQuantile != t.Quantile {
+			_, v.hold = t.path(s, v, t.HoldQuantile)
+		}
 		if t.OffloadQuantile != t.Quantile {
 			_, v.offl = t.path(s, v, t.OffloadQuantile)
 		}
@@ -403,7 +435,7 @@ func normQuantile(q float64) float64 {
 // begins at or before until.
 func (t *Tidal) safe(s *engine.Snapshot, site string, until float64) float64 {
 	v := t.views[site]
-	if v == nil {
+	if v == nil || v.kind == cluster.SiteCloud { // the cloud's forecast serves the hold re-trial only
 		return math.Inf(1)
 	}
 	t.plan(s, v)
@@ -425,6 +457,15 @@ func (t *Tidal) edgeCap(s *engine.Snapshot, site string, until float64) int {
 	v := t.views[site]
 	if v == nil {
 		return math.MaxInt / 2
+	}
+	if t.flow.pessimistic {
+		// The hold re-trial: the servers kept up, at HoldQuantile, until
+		// the held job's deadline.
+		t.plan(s, v)
+		if math.IsInf(until, 1) {
+			until = t.flow.pessUntil
+		}
+		return int(math.Floor(math.Min(v.cur, t.planned(v, v.hold, 1, until))/v.perSrv + 1e-9))
 	}
 	if math.IsInf(until, 1) {
 		if !t.EdgeVacate {
@@ -731,6 +772,14 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 			if plan.Reasons == nil {
 				plan.Reasons = map[string]engine.Reason{}
 			}
+			if st.Memo[efHeld] != 1 {
+				if plan.Memo == nil {
+					plan.Memo = map[string]engine.Memo{}
+				}
+				m := st.Memo
+				m[efHeld] = 1
+				plan.Memo[id] = m
+			}
 			r := plan.Reasons[id]
 			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it at t=%.0f s, by its deadline; admission tries it again next round", end), r.Text)
 			plan.Reasons[id] = r
@@ -751,6 +800,18 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 		out = append(out, id)
 	}
 	plan.Decline = out
+}
+
+// holdCap is Flow's hook for the hold re-trial: the cloud GPUs the
+// forecast keeps at HoldQuantile from now until j's deadline, less
+// HoldReserve.
+func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
+	capacity := float64(c.cap)
+	if v := t.views[c.site]; v != nil {
+		t.plan(s, v)
+		capacity = math.Min(capacity, t.planned(v, v.hold, 1, j.deadline))
+	}
+	return int(math.Floor(capacity+1e-9)) - t.HoldReserve
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,
