@@ -98,6 +98,11 @@ type Flow struct {
 	// plans the servers running jobs keep up until pessUntil.
 	pessimistic bool
 	pessUntil   float64
+	holdStrict  bool // the re-trial allows no swap: every job that meets without the held job meets with it
+	// holdYield (tidal): a job admitted after being held is of a lower
+	// class than its priority's: it is planned after the other jobs of
+	// its priority, and a newcomer may make it miss.
+	holdYield bool
 
 	// prefix, during admission, is the cloud pass of the admitted jobs
 	// before the newcomer on trial: pass starts from it (admission).
@@ -190,7 +195,11 @@ type fjob struct {
 	admitted bool
 	fresh    bool // arrived since the last round: up for admission
 	held     bool // tidal: turned away in an earlier round, up for admission again
-	ord      int  // its place in the round's order (jobs)
+	// class orders the jobs before their deadlines do, and a newcomer may
+	// make admitted jobs of a lower class miss: 2 x priority + 1, or
+	// 2 x priority for a job tidal held (holdYield).
+	class int
+	ord   int // its place in the round's order (jobs)
 
 	// Outcome of a pass.
 	share    int     // minimum satisfactory share (0: none meets the deadline)
@@ -242,7 +251,10 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	for _, st := range s.Jobs {
 		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
 			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds),
-			held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1}
+			held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1, class: 2*st.Job.Priority + 1}
+		if f.holdYield && st.Memo[efHeld] == 1 {
+			j.class--
+		}
 		if st.Job.Deadline > 0 {
 			j.deadline = st.Job.Deadline
 		}
@@ -622,7 +634,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		}
 		missing := 0
 		for i, b := range base {
-			if !math.IsInf(b.deadline, 1) && !meets[i] && b.st.Job.Priority >= j.st.Job.Priority {
+			if !math.IsInf(b.deadline, 1) && !meets[i] && b.class >= j.class {
 				missing++
 			}
 		}
@@ -632,7 +644,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		}
 		trial := slices.Insert(slices.Clone(base), at, j)
 		test(trial)
-		admit := j.meets && countMissing(trial, j.st.Job.Priority) <= missing
+		admit := j.meets && countMissing(trial, j.class) <= missing
 		if !admit && edge != nil && edge(trial, j, missing) {
 			admit = true
 		}
@@ -677,9 +689,20 @@ func (f *Flow) holdSafe(s *engine.Snapshot, c cloud, e *edges, base, trial []*fj
 		f.pass(s.Now, pc.cap, set)
 	}
 	plan(base)
-	missing := countMissing(base, j.st.Job.Priority)
+	missing := countMissing(base, j.class)
+	met := make([]bool, len(base))
+	for i, x := range base {
+		met[i] = x.meets
+	}
 	plan(trial)
-	ok := j.meets && countMissing(trial, j.st.Job.Priority) <= missing
+	ok := j.meets && countMissing(trial, j.class) <= missing
+	if f.holdStrict {
+		for i, x := range base {
+			if met[i] && !x.meets && !math.IsInf(x.deadline, 1) && x.class >= j.class {
+				ok = false
+			}
+		}
+	}
 	f.pessimistic = false
 	for i, x := range trial {
 		k := keep[i]
@@ -707,12 +730,12 @@ func outcomes(buf []bool, js []*fjob) []bool {
 	return buf
 }
 
-// countMissing counts deadline jobs of priority >= prio that do not meet
+// countMissing counts deadline jobs of class >= class that do not meet
 // their deadline.
-func countMissing(js []*fjob, prio int) int {
+func countMissing(js []*fjob, class int) int {
 	n := 0
 	for _, j := range js {
-		if !math.IsInf(j.deadline, 1) && !j.meets && j.st.Job.Priority >= prio {
+		if !math.IsInf(j.deadline, 1) && !j.meets && j.class >= class {
 			n++
 		}
 	}

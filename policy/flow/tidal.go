@@ -128,17 +128,23 @@ type Tidal struct {
 	// admitted only if it also meets, and makes no admitted job miss
 	// that meets without it, on the pessimistic plan: the cloud at the
 	// HoldQuantile of its forecast up to the job's deadline, less
-	// HoldReserve GPUs, and the edge servers running jobs at the same
-	// quantile up to then.
+	// HoldReserve GPUs (-1: one cloud node's, the N-1 rule), and the edge
+	// servers running jobs at the same quantile up to then. With
+	// HoldStrict no admitted job may stop meeting there, even if another
+	// would meet in its place (EdgeFlow's test counts them).
 	HoldSafe     bool
 	HoldQuantile float64
 	HoldReserve  int
-	restart  harvest.DeepBoot // for its restart factor
-	flow     *Flow
-	future   map[string]forecast.Series
-	views    map[string]*tideView
-	promised map[string]int // edge servers promised later this round, by site
-	name     string
+	HoldStrict   bool
+	// HoldYield makes a job admitted after being held give way: a
+	// newcomer may make it miss (Flow.holdYield).
+	HoldYield bool
+	restart   harvest.DeepBoot // for its restart factor
+	flow      *Flow
+	future    map[string]forecast.Series
+	views     map[string]*tideView
+	promised  map[string]int // edge servers promised later this round, by site
+	name      string
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -207,12 +213,12 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if !(t.HoldQuantile > 0 && t.HoldQuantile < 1) {
 		return nil, fmt.Errorf("policy tidal: hold_quantile=%v: want a number in (0, 1)", t.HoldQuantile)
 	}
-	reserve, err := o.Float("hold_reserve", 0)
+	reserve, err := o.Float("hold_reserve", -1)
 	if err != nil {
 		return nil, err
 	}
-	if t.HoldReserve = int(reserve); float64(t.HoldReserve) != reserve || reserve < 0 {
-		return nil, fmt.Errorf("policy tidal: hold_reserve=%v: want a whole number of GPUs >= 0", reserve)
+	if t.HoldReserve = int(reserve); float64(t.HoldReserve) != reserve || reserve < -1 {
+		return nil, fmt.Errorf("policy tidal: hold_reserve=%v: want a whole number of GPUs >= 0, or -1 (one cloud node's)", reserve)
 	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
 		return nil, err
@@ -277,8 +283,16 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.Hold && t.HoldSafe {
 		t.flow.holdCap = t.holdCap
 	}
+	if t.HoldStrict, err = o.Bool("hold_strict", true); err != nil {
+		return nil, err
+	}
+	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
+		return nil, err
+	}
+	t.flow.holdStrict = t.HoldStrict
+	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -804,14 +818,18 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 
 // holdCap is Flow's hook for the hold re-trial: the cloud GPUs the
 // forecast keeps at HoldQuantile from now until j's deadline, less
-// HoldReserve.
+// HoldReserve (one node's when -1).
 func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 	capacity := float64(c.cap)
 	if v := t.views[c.site]; v != nil {
 		t.plan(s, v)
 		capacity = math.Min(capacity, t.planned(v, v.hold, 1, j.deadline))
 	}
-	return int(math.Floor(capacity+1e-9)) - t.HoldReserve
+	reserve := t.HoldReserve
+	if reserve < 0 {
+		reserve = c.perNode
+	}
+	return int(math.Floor(capacity+1e-9)) - reserve
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,
