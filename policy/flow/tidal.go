@@ -28,7 +28,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge, less one cloud node, keeps every admitted job meeting, and giving way to later newcomers. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -50,6 +50,12 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold=true: a newcomer that admission would decline waits instead, and admission tries it again each round, " +
 			"while the whole cloud could still finish it by its deadline (false: declined at arrival, as EdgeFlow; " +
 			"docs/tidal.md, section 4); " +
+			"hold_safe=true: a held job is admitted again only if it also meets, and makes no admitted job miss, on the " +
+			"pessimistic plan: the cloud at the hold_quantile of its forecast until the job's deadline less hold_reserve GPUs, " +
+			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile; " +
+			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule); " +
+			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
+			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -75,7 +81,11 @@ func tidalPolicies(register func(contract.Info)) {
 //     newcomer admission would still decline is not declined while the
 //     whole cloud could finish it by its deadline (Hold): it waits, and
 //     admission tries it again each round, as admitted jobs end early on
-//     spare GPUs.
+//     spare GPUs. Such a held job is admitted only if the plan also holds
+//     with the cloud at the forecast's HoldQuantile until its deadline,
+//     less one node (HoldSafe, HoldReserve), and the edge servers at the
+//     same quantile, with no admitted job stopping to meet (HoldStrict);
+//     once admitted it gives way to newcomers (HoldYield).
 //   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
 //     job has a deadline; training sites first) are sized by a
 //     multiple-choice knapsack (DeepBoot's, with its restart factor)
