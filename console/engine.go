@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
@@ -47,8 +48,9 @@ func EngineNodes(c *cluster.Cluster, eng *engine.Engine, label func(cluster.GPUI
 
 // FromStatus fills a job's scheduling fields from its engine status: GPUs
 // asked for and held, its place in the policy's order, the policy's reason
-// and predicted start, the run time left (the engine's work left, which is
-// seconds under the duration model both executors use) and its deadline.
+// (its engine times as UTC times: api.WallReason) and predicted start, the
+// run time left (the engine's work left, which is seconds under the
+// duration model both executors use) and its deadline.
 func FromStatus(j *Job, st *engine.Status) {
 	jj := st.Job
 	j.GPUs, j.MinGPUs, j.MaxGPUs, j.GPUType, j.Priority = jj.GPUs, jj.MinGPUs, jj.MaxGPUs, jj.GPUType, jj.Priority
@@ -58,7 +60,7 @@ func FromStatus(j *Job, st *engine.Status) {
 	j.Held = len(st.GPUs)
 	j.Position = st.Reason.Position
 	if st.State.Waiting() || j.Reason == "" {
-		j.Reason = st.Reason.Text
+		j.Reason = api.WallReason(st.Reason.Text)
 	}
 	if st.Reason.PredictedStart > 0 && st.State.Waiting() {
 		t := Unix(st.Reason.PredictedStart)

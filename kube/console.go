@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/console"
 	"github.com/tide-sched/tide/engine"
@@ -200,7 +201,7 @@ func engineMoments(st *engine.Status) []console.Event {
 	if st.Preemptions > 0 && st.LastStop > st.FirstStart {
 		msg := fmt.Sprintf("the last of %d preemption(s)", st.Preemptions)
 		if st.State.Waiting() && st.Reason.Text != "" {
-			msg += ": " + st.Reason.Text
+			msg += ": " + api.WallReason(st.Reason.Text)
 		}
 		out = append(out, console.Event{Time: console.Unix(st.LastStop), Kind: "preempted", Message: msg})
 	}

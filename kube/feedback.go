@@ -110,10 +110,14 @@ var warningReasons = map[string]bool{"InvalidSpec": true, "Unschedulable": true,
 // status or reason changes from old to next: Admitted, Unschedulable,
 // InvalidSpec, FailedCreate, WorkerRejected, WorkerFailed, Preempted,
 // WorkersBound and so on, as kubectl describe tidejob shows them.
+// Conditions that change together for one cause (a decline sets
+// Admitted, Failed and Running with the same reason and message) make one
+// event.
 func (f *feedback) conditionEvents(tj *TideJob, old, next []metav1.Condition) {
 	if f == nil {
 		return
 	}
+	said := map[[2]string]bool{}
 	for _, c := range next {
 		if quietReasons[c.Reason] {
 			continue
@@ -129,6 +133,10 @@ func (f *feedback) conditionEvents(tj *TideJob, old, next []metav1.Condition) {
 		if note == "" {
 			note = fmt.Sprintf("%s is %s", c.Type, c.Status)
 		}
+		if said[[2]string{c.Reason, note}] {
+			continue
+		}
+		said[[2]string{c.Reason, note}] = true
 		f.event(tideJobRef(tj), typ, c.Reason, c.Type, note)
 	}
 }
@@ -301,7 +309,7 @@ func (s *Scheduler) tideReason(w *workload) string {
 	case w.tj == nil && len(w.pods) < w.minW:
 		tide = fmt.Sprintf("gang %s has %d of its %d pods; none is bound before all exist", w.name, len(w.pods), w.minW)
 	case st != nil && st.State == job.Declined && s.work[id] == w:
-		tide = "declined: " + reasonText(st.Reason, "the policy refused it at admission")
+		tide = declinedText(st.Reason)
 	case st == nil || st.State.Terminal() || s.work[id] != w:
 		return ""
 	case len(st.GPUs) > 0:

@@ -40,6 +40,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
@@ -1299,7 +1300,7 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 		msg += ": the plan no longer gives this worker GPUs on " + s.nodeOf(p)
 	}
 	if st := s.eng.Job(id); st != nil && st.Reason.Text != "" {
-		msg += ": " + st.Reason.Text
+		msg += ": " + api.WallReason(st.Reason.Text)
 	}
 	return msg
 }

@@ -447,7 +447,8 @@ func TestPolicyFallbackEvent(t *testing.T) {
 
 // TestConditionEvents: a TideJob gets an event for each condition whose
 // status or reason changes, Warning for problems, none for the quiet
-// defaults or an unchanged condition.
+// defaults or an unchanged condition, one for conditions that change
+// together with the same reason and message.
 func TestConditionEvents(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	f := &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter()}
@@ -461,11 +462,16 @@ func TestConditionEvents(t *testing.T) {
 	f.conditionEvents(tj, old, next)
 	f.conditionEvents(tj, next, next)
 	f.conditionEvents(tj, next, []metav1.Condition{c(CondAdmitted, "True", "Admitted", "")})
+	// Conditions that change together with one reason and message (a
+	// decline sets Admitted, Failed and Running) make one event.
+	f.conditionEvents(tj, nil, []metav1.Condition{c(CondAdmitted, "False", "Declined", "declined: too late"),
+		c(CondFailed, "True", "Declined", "declined: too late"), c(CondRunning, "False", "Declined", "declined: too late; 0 workers")})
 	var got []string
 	for len(rec.Events) > 0 {
 		got = append(got, <-rec.Events)
 	}
-	want := []string{"Warning Unschedulable needs 16 GPUs", "Normal Admitted Admitted is True"}
+	want := []string{"Warning Unschedulable needs 16 GPUs", "Normal Admitted Admitted is True",
+		"Warning Declined declined: too late", "Warning Declined declined: too late; 0 workers"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events %q, want %q", got, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 )
@@ -72,9 +74,10 @@ func setCond(out *TideJobStatus, tj *TideJob, typ string, ok bool, reason, msg s
 }
 
 // reasonText is a policy's reason for a waiting job, with its queue
-// position and predicted start when the policy gives them.
+// position and predicted start when the policy gives them, the engine
+// times it names as UTC times (api.WallReason).
 func reasonText(r engine.Reason, def string) string {
-	msg := r.Text
+	msg := api.WallReason(r.Text)
 	if msg == "" {
 		msg = def
 	}
@@ -85,6 +88,24 @@ func reasonText(r engine.Reason, def string) string {
 		msg += "; predicted start " + time.Unix(int64(r.PredictedStart), 0).UTC().Format(time.RFC3339)
 	}
 	return msg
+}
+
+// declinedText is the message of a job its policy declined (api.Declined).
+func declinedText(r engine.Reason) string {
+	return api.Declined(reasonText(r, ""), "the policy refused it at admission")
+}
+
+// heldPrefix begins the reason of a job its policy neither admits nor
+// declines yet but tries again each round (tidal's hold=true: "held, not
+// declined: ..."). tide kube reports such a job Admitted=False and
+// Running=False with reason Held, and records one Held event when it
+// becomes held.
+const heldPrefix = "held"
+
+// held reports whether the policy holds the waiting job it gave reason r.
+func held(r engine.Reason) bool {
+	rest, ok := strings.CutPrefix(r.Text, heldPrefix)
+	return ok && (rest == "" || rest[0] == ',' || rest[0] == ':' || rest[0] == ' ')
 }
 
 func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapshot) TideJobStatus {
@@ -110,10 +131,9 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		return out
 	}
 	if st != nil && st.State == job.Declined {
-		why := reasonText(st.Reason, "the policy refused it at admission")
-		out.Phase, out.Message = PhaseDeclined, "declined: "+why
-		setCond(&out, tj, CondAdmitted, false, "Declined", why)
-		setCond(&out, tj, CondFailed, true, "Declined", why)
+		out.Phase, out.Message = PhaseDeclined, declinedText(st.Reason)
+		setCond(&out, tj, CondAdmitted, false, "Declined", out.Message)
+		setCond(&out, tj, CondFailed, true, "Declined", out.Message)
 		setCond(&out, tj, CondRunning, false, "Declined", out.Message)
 		return out
 	}
@@ -158,8 +178,12 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 	default:
 		out.Phase, out.Message = PhasePending, reasonText(st.Reason, "waiting for GPUs")
 		reason := "Waiting"
-		if st.State == job.Preempted {
+		switch {
+		case st.State == job.Preempted:
 			out.Phase, reason = PhasePreempted, "Preempted"
+		case held(st.Reason):
+			reason = "Held"
+			setCond(&out, tj, CondAdmitted, false, reason, out.Message)
 		}
 		setCond(&out, tj, CondRunning, false, reason, out.Message)
 		out.QueuePosition = st.Reason.Position

@@ -147,6 +147,9 @@ func (s *Server) round() (took time.Duration) {
 			// The engine has ended the job: a waiting job holds no
 			// attempt, so there is nothing to stop.
 			why := fmt.Sprintf("declined at admission by %s: it cannot meet its deadline", s.policyName)
+			if t := api.DeclineReason(ch.Status.Reason.Text); t != "" {
+				why += "; " + t
+			}
 			r.State, r.Ended, r.Reason = api.StateDeclined, s.clk.Now(), why
 			s.metrics.counters["declined"]++
 			s.addEvent(&store.Event{Job: r.ID, Kind: "declined", Message: why})
@@ -698,5 +701,5 @@ func withReason(msg string, st *engine.Status) string {
 	if st == nil || st.Reason.Text == "" {
 		return msg
 	}
-	return msg + ": " + st.Reason.Text
+	return msg + ": " + api.WallReason(st.Reason.Text)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
 // basicPolicies registers the policies this file defines; Policies calls it.
@@ -25,14 +26,14 @@ func basicPolicies(register func(contract.Info)) {
 		Summary: "shortest remaining time first, preemptive, with oracle knowledge of " +
 			"each job's remaining time (an upper reference, not deployable)",
 		Knobs: "",
-		Build: func(contract.Context, contract.Options) (engine.Policy, error) { return SRTF{}, nil },
+		Build: func(contract.Context, contract.Options) (engine.Policy, error) { return &SRTF{}, nil },
 	})
 	register(contract.Info{
 		Name:           "edf",
 		Summary:        "earliest deadline first, preemptive; jobs without a deadline go last",
 		Knobs:          "",
 		NeedsDeadlines: true,
-		Build:          func(contract.Context, contract.Options) (engine.Policy, error) { return EDF{}, nil },
+		Build:          func(contract.Context, contract.Options) (engine.Policy, error) { return &EDF{}, nil },
 	})
 }
 
@@ -47,6 +48,9 @@ type FIFO struct {
 	// while its allocation and launch stay the same; a cache only, it
 	// changes no decision.
 	ends map[string]fifoEnd
+	// kept is what the rounds planned from what changed read (issue 19).
+	kept roster.Roster
+	run  []engine.Assignment // the last kept plan's Run
 }
 
 type fifoEnd struct {
@@ -61,6 +65,14 @@ func (f *FIFO) Name() string { return "fifo" }
 
 // Schedule implements engine.Policy.
 func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
+	if f.kept.Begin(s) && f.kept.Fits(s) {
+		// Every active job fits: the running ones keep their GPUs and
+		// the waiting ones start in submission order, which is the full
+		// pass's plan (running jobs first, then the queue, all taken).
+		f.kept.Kept++
+		f.run = startAll(f.run, f.kept.Waiting())
+		return engine.Plan{Run: f.run, Keep: true}
+	}
 	// Running jobs first (never preempted), then the queue in submit order.
 	order := make([]*engine.Status, 0, len(s.Jobs))
 	for _, st := range s.Jobs {
@@ -123,17 +135,56 @@ func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment)
 	}
 }
 
+// Incremental implements engine.IncrementalPolicy: FIFO plans a round in
+// which every active job fits from what changed (roster.Roster).
+func (f *FIFO) Incremental() bool { return true }
+
+// KeptRounds is how many rounds this instance planned from what changed
+// (Plan.Keep) rather than in full: for tests and benchmarks.
+func (f *FIFO) KeptRounds() int { return f.kept.Kept }
+
+// startAll is the Run of a Keep plan that starts every job of waiting, in
+// that order, each on the GPUs it asks for, in run's memory.
+func startAll(run []engine.Assignment, waiting []*engine.Status) []engine.Assignment {
+	run = run[:0]
+	for _, st := range waiting {
+		j := st.Job
+		run = append(run, engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType})
+	}
+	return run
+}
+
 // SRTF runs the jobs with the least remaining time first, on their requested
 // GPUs, preempting longer ones. Remaining time comes from the performance
 // model, which in a simulation is the ground truth: an oracle.
-type SRTF struct{}
+type SRTF struct {
+	// kept is what the rounds planned from what changed read (issue 19).
+	kept roster.Roster
+	run  []engine.Assignment
+}
 
 // Name implements engine.Policy.
-func (SRTF) Name() string { return "srtf" }
+func (*SRTF) Name() string { return "srtf" }
+
+// Incremental implements engine.IncrementalPolicy: SRTF plans a round in
+// which every active job fits from what changed. Its order moves with the
+// running jobs' progress, so any other round is planned in full.
+func (p *SRTF) Incremental() bool { return true }
+
+// KeptRounds is how many rounds this instance planned from what changed.
+func (p *SRTF) KeptRounds() int { return p.kept.Kept }
 
 // Schedule implements engine.Policy.
-func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
+func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	rem := func(st *engine.Status) float64 { return s.Remaining(st, st.Job.GPUs, "") }
+	if p.kept.Begin(s) && p.kept.Fits(s) {
+		// Every job runs; the waiting ones start in the full pass's
+		// order, which puts them by remaining time, then submission
+		// (their progress stands still while they wait).
+		p.kept.Kept++
+		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), rem))
+		return engine.Plan{Run: p.run, Keep: true}
+	}
 	order := alloc.SortByKey(s.Jobs, rem)
 	plan := alloc.Greedy(s, order, false)
 	explain.Plan(s, &plan, order, func(st *engine.Status) string {
@@ -143,18 +194,36 @@ func (SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 }
 
 // EDF runs the jobs with the earliest deadlines first, preempting later ones.
-type EDF struct{}
+type EDF struct {
+	// kept is what the rounds planned from what changed read (issue 19).
+	kept roster.Roster
+	run  []engine.Assignment
+}
 
 // Name implements engine.Policy.
-func (EDF) Name() string { return "edf" }
+func (*EDF) Name() string { return "edf" }
+
+// Incremental implements engine.IncrementalPolicy: EDF plans a round in
+// which every active job fits from what changed.
+func (p *EDF) Incremental() bool { return true }
+
+// KeptRounds is how many rounds this instance planned from what changed.
+func (p *EDF) KeptRounds() int { return p.kept.Kept }
 
 // Schedule implements engine.Policy.
-func (EDF) Schedule(s *engine.Snapshot) engine.Plan {
+func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
 	dl := func(st *engine.Status) float64 {
 		if st.Job.Deadline > 0 {
 			return st.Job.Deadline
 		}
 		return math.Inf(1)
+	}
+	if p.kept.Begin(s) && p.kept.Fits(s) {
+		// Every job runs; the waiting ones start by deadline, as the
+		// full pass orders them.
+		p.kept.Kept++
+		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), dl))
+		return engine.Plan{Run: p.run, Keep: true}
 	}
 	order := alloc.SortByKey(s.Jobs, dl)
 	plan := alloc.Greedy(s, order, false)

@@ -9,6 +9,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
 // gandivaPolicies registers the policies this file defines; Policies calls it.
@@ -62,6 +63,9 @@ type Gandiva struct {
 	Grow    bool
 	name    string
 	pk      *gandivaPacking
+	// kept is what the rounds planned from what changed read (issue 19).
+	kept roster.Roster
+	run  []engine.Assignment
 }
 
 // GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
@@ -123,8 +127,37 @@ func NewGandiva(k GandivaKnobs) (*Gandiva, error) {
 // Name implements engine.Policy.
 func (g *Gandiva) Name() string { return g.name }
 
+// Incremental implements engine.IncrementalPolicy: without packing,
+// growing and rotation across types, a round in which every active job
+// fits and no running job is spread over nodes it could leave (Migrate) is
+// planned from what changed: all run, the waiting ones start longest
+// suspended first, as the full pass orders them. Whether jobs fit moves
+// with arrivals and departures only; who goes first when they do not
+// moves with every running job's quantum, so such rounds are planned in
+// full.
+func (g *Gandiva) Incremental() bool { return !g.Pack && !g.Grow && !g.Rotate }
+
+// KeptRounds is how many rounds this instance planned from what changed.
+func (g *Gandiva) KeptRounds() int { return g.kept.Kept }
+
+// spread reports whether st runs spread over more nodes than its size
+// needs: consolidate would try to move it.
+func spread(s *engine.Snapshot, st *engine.Status) bool {
+	return len(st.GPUs) > 0 && len(st.Alloc.PerNode) > 1 && len(st.GPUs) <= s.GPUsPerNode[st.Alloc.GPUType]
+}
+
 // Schedule implements engine.Policy.
 func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
+	if g.Incremental() {
+		if g.Migrate && g.kept.Odd == nil {
+			g.kept.Odd = spread
+		}
+		if g.kept.Begin(s) && g.kept.Fits(s) {
+			g.kept.Kept++
+			g.run = startAll(g.run, alloc.SortByKey(g.kept.Waiting(), lastStop))
+			return engine.Plan{Run: g.run, Keep: true}
+		}
+	}
 	order := g.turns(s)
 	if g.Pack {
 		order = g.pk.update(s, order)
@@ -177,6 +210,10 @@ func (g *Gandiva) turns(s *engine.Snapshot) []*engine.Status {
 		return cmp.Compare(ta, tb)
 	})
 }
+
+// lastStop is a waiting job's place among the suspended: when it was last
+// stopped (or submitted).
+func lastStop(st *engine.Status) float64 { return st.LastStop }
 
 // rotateTypes runs jobs in the given order while their GPU counts fit the
 // cluster, then hands out the types: fastest type first, each to the

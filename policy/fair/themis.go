@@ -12,6 +12,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
 // themisPolicies registers the policies this file defines; Policies calls it.
@@ -64,6 +65,8 @@ type Themis struct {
 	explain explain.Scratch
 	run     []engine.Assignment // the last plan's Run
 	shapes  themisShapes
+	// kept is what the rounds planned from what changed read (issue 19).
+	kept roster.Roster
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -152,14 +155,96 @@ func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, 
 	return perf.Remaining(s.Model, st.Job, a, p)
 }
 
+// Incremental implements engine.IncrementalPolicy: a round in which every
+// active job is rigid and fits, and at most one waits, is planned from
+// what changed (keptRound). Any other round is planned in full: the order
+// in which the auction hands out GPUs moves with every contender's rho,
+// which moves with its age and progress and with the number of active jobs.
+func (t *Themis) Incremental() bool { return true }
+
+// KeptRounds is how many rounds this instance planned from what changed.
+func (t *Themis) KeptRounds() int { return t.kept.Kept }
+
+// keptRound plans s from what changed when it can: when every active job
+// is rigid and they all fit at once, every job that has a bid runs on its
+// count whatever the auction decides (the auction and the leftovers hand
+// out all the GPUs asked for, and the jobs keeping a lease keep theirs).
+// A running job outside its lease has run a whole lease, so its age and
+// its time to finish are positive and its bid is never empty. Which
+// waiting jobs start first decides where the placer puts them, and that
+// order is the auction's, which needs every contender's rho: so only a
+// round with at most one waiting job, whose bid is not empty, is planned
+// here.
+func (t *Themis) keptRound(s *engine.Snapshot) (engine.Plan, bool) {
+	if t.kept.Odd == nil {
+		t.kept.Odd = elastic
+	}
+	if !t.kept.Begin(s) || !t.kept.Fits(s) || len(t.kept.Waiting()) > 1 {
+		return engine.Plan{}, false
+	}
+	run := t.run[:0]
+	for _, st := range t.kept.Waiting() {
+		if len(t.bid(s, st, len(s.Jobs)).counts) == 0 {
+			return engine.Plan{}, false // it waits, with a reason
+		}
+		run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: st.Job.GPUType})
+	}
+	t.run = run
+	t.kept.Kept++
+	return engine.Plan{Run: run, Keep: true}, true
+}
+
+// elastic marks the jobs keptRound cannot plan: the auction may give an
+// elastic job any of its counts.
+func elastic(_ *engine.Snapshot, st *engine.Status) bool { return st.Job.Elastic() }
+
+// bid is st's bid with active jobs sharing the cluster, its counts and
+// gains in t.counts' and t.gains' memory.
+func (t *Themis) bid(s *engine.Snapshot, st *engine.Status, active int) themisBid {
+	// rho(0) and rho(n) share the time to finish on n GPUs, and
+	// T_independent does not depend on the count.
+	tid := t.independent(s, st, active, &t.shapes)
+	age := s.Now - st.Job.Submit
+	n := st.Job.GPUs
+	remN := t.shapes.remaining(s, st, n, st.Progress)
+	rhoK := func(k int) float64 {
+		if k == n {
+			return rhoOf(age+remN, tid)
+		}
+		return rhoOf(age+t.shapes.remaining(s, st, k, st.Progress), tid)
+	}
+	r0 := rhoOf(age+t.Lease+remN, tid)
+	b := themisBid{st: st, rho: r0}
+	if held := len(st.GPUs); held > 0 {
+		b.rho = rhoK(held)
+	}
+	from := len(t.counts)
+	for k := st.Job.MinGPUs; k <= st.Job.MaxGPUs; k++ {
+		if !st.Job.Elastic() && k != n {
+			continue
+		}
+		g := math.Log(r0 / rhoK(k))
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			continue // cannot run on k GPUs
+		}
+		t.counts, t.gains = append(t.counts, k), append(t.gains, g)
+	}
+	b.counts, b.gain = t.counts[from:len(t.counts):len(t.counts)], t.gains[from:len(t.gains):len(t.gains)]
+	return b
+}
+
 // Schedule implements engine.Policy.
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
+	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
+	t.counts, t.gains = t.counts[:0], t.gains[:0]
+	if plan, ok := t.keptRound(s); ok {
+		return plan
+	}
 	free := alloc.NewPool(s)
 	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
 	offered := s.Available("", "")
-	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
 	bids := t.bids[:0]
-	counts, gains := t.counts[:0], t.gains[:0]
+	t.counts, t.gains = t.counts[:0], t.gains[:0]
 	active := len(s.Jobs)
 	for _, st := range s.Jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
@@ -169,38 +254,9 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 				continue
 			}
 		}
-		// rho(0) and rho(n) share the time to finish on n GPUs, and
-		// T_independent does not depend on the count.
-		tid := t.independent(s, st, active, &t.shapes)
-		age := s.Now - st.Job.Submit
-		n := st.Job.GPUs
-		remN := t.shapes.remaining(s, st, n, st.Progress)
-		rhoK := func(k int) float64 {
-			if k == n {
-				return rhoOf(age+remN, tid)
-			}
-			return rhoOf(age+t.shapes.remaining(s, st, k, st.Progress), tid)
-		}
-		r0 := rhoOf(age+t.Lease+remN, tid)
-		b := themisBid{st: st, rho: r0}
-		if held := len(st.GPUs); held > 0 {
-			b.rho = rhoK(held)
-		}
-		from := len(counts)
-		for k := st.Job.MinGPUs; k <= st.Job.MaxGPUs; k++ {
-			if !st.Job.Elastic() && k != n {
-				continue
-			}
-			g := math.Log(r0 / rhoK(k))
-			if math.IsNaN(g) || math.IsInf(g, 0) {
-				continue // cannot run on k GPUs
-			}
-			counts, gains = append(counts, k), append(gains, g)
-		}
-		b.counts, b.gain = counts[from:len(counts):len(counts)], gains[from:len(gains):len(gains)]
-		bids = append(bids, b)
+		bids = append(bids, t.bid(s, st, active))
 	}
-	t.bids, t.counts, t.gains = bids, counts, gains
+	t.bids = bids
 	slices.SortStableFunc(bids, func(a, b themisBid) int { return -cmp.Compare(a.rho, b.rho) })
 	m := int(math.Ceil((1 - t.F) * float64(len(bids))))
 	if len(bids) > 0 {

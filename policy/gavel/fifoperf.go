@@ -39,6 +39,7 @@ func fifoPerfPolicies(register func(contract.Info)) {
 				return nil, err
 			}
 			g.ZeroPriorityWaits = true
+			g.incr.on = true
 			return g, nil
 		}),
 	})

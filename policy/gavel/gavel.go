@@ -103,6 +103,7 @@ type Gavel struct {
 	planned   bool
 	jobs      map[string]*gavelJob
 	pairState map[string]*gavelPairState // by pairKey
+	incr      gavelKept                  // rounds between re-plans from what changed (gavel_kept.go)
 	types     []string                   // cluster GPU types, sorted
 	typeTime  []float64
 	lastReset float64
@@ -217,13 +218,23 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		sort.Strings(g.types)
 		g.typeTime = make([]float64, len(g.types))
 	}
+	followed := g.incr.follow(g, s)
 	idle := true
-	for _, st := range s.Jobs {
-		idle = idle && len(st.GPUs) == 0
+	if followed {
+		idle = g.incr.roster.Running() == 0
+	} else {
+		for _, st := range s.Jobs {
+			idle = idle && len(st.GPUs) == 0
+		}
 	}
 	if g.planned && !idle && s.Now < g.lastPlan+g.Round-1e-6 {
+		if followed {
+			if out, ok := g.keepKept(s); ok {
+				return out
+			}
+		}
 		out := g.keep(s)
-		g.explain(s, &out, "between rounds the last round's plan stands")
+		g.explain(s, &out, noteBetween)
 		return out
 	}
 	p := g.problem(s)
@@ -237,6 +248,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	g.last = g.plan(s, p)
 	g.lastSt = g.lastSt[:0] // its jobs are found at the next keep
+	g.incr.planned(g, s, followed)
 	g.planned, g.lastPlan = true, s.Now
 	out := g.last
 	out.Warnings = warn
@@ -249,11 +261,19 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 // round, plan or keep, so it writes into reused memory (explain.Scratch)
 // and keeps a job's string while its text does not change.
 func (g *Gavel) explain(s *engine.Snapshot, plan *engine.Plan, note string) {
+	g.setNote(note)
+	g.why.PlanAppend(s, plan, nil, g.terms)
+}
+
+// noteBetween is explain's note for the rounds between re-plans.
+const noteBetween = "between rounds the last round's plan stands"
+
+// setNote readies g.terms to explain with note.
+func (g *Gavel) setNote(note string) {
 	g.note = note
 	if g.terms == nil { // made once: a closure made every round would be allocated every round
 		g.terms = g.appendTerms
 	}
-	g.why.PlanAppend(s, plan, nil, g.terms)
 }
 
 // appendTerms appends st's allocation to b (explain's terms).
@@ -374,6 +394,7 @@ func (g *Gavel) account(s *engine.Snapshot) {
 		gj.present = false
 	}
 	for _, st := range s.Jobs {
+		s.Sync(st) // its TypeSeconds, under lazy counters (engine.Config.LazyCounters)
 		gj := g.jobs[st.Job.ID]
 		if gj == nil {
 			gj = &gavelJob{received: make([]float64, len(g.types)), seen: make([]float64, len(g.types)), deficit: make([]float64, len(g.types))}

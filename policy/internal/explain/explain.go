@@ -108,35 +108,11 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 		default:
 			buf = append(buf, "waits"...)
 		}
-		if terms != nil {
-			n := len(buf)
-			buf = terms(append(buf, "; "...), st)
-			if len(buf) == n+2 {
-				buf = buf[:n] // no terms
-			}
-		}
+		buf = withTerms(buf, st, terms)
 		p, inOrder := at[id]
 		waiting := !planned && !declined[id]
-		if inOrder && waiting {
-			buf = append(buf, "; "...)
-			buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
-			buf = append(buf, " running and "...)
-			buf = strconv.AppendInt(buf, int64(p.waitAhead), 10)
-			buf = append(buf, " waiting job(s) ahead"...)
-		}
-		if waiting {
-			buf = append(buf, "; needs "...)
-			buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
-			buf = append(buf, " GPUs, "...)
-			buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
-			buf = append(buf, " free"...)
-		}
-		// The same text as last round: keep its string.
-		text := st.Reason.Text
-		if string(buf) != text {
-			text = string(buf)
-		}
-		r := engine.Reason{Text: text}
+		buf = standing(buf, st, p, inOrder && waiting, waiting, free)
+		r := engine.Reason{Text: sameText(buf, st)}
 		if inOrder && waiting {
 			r.Position = p.pos
 		}
@@ -144,6 +120,95 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 			plan.Reasons = reuse(&sc.reasons, len(s.Jobs)-len(plan.Run))
 		}
 		plan.Reasons[id] = r
+	}
+}
+
+// withTerms appends to buf, after a reason's decision, terms(st): the
+// job's standing in the policy's own terms (none when terms is nil or
+// appends nothing).
+func withTerms(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte) []byte {
+	if terms != nil {
+		n := len(buf)
+		buf = terms(append(buf, "; "...), st)
+		if len(buf) == n+2 {
+			buf = buf[:n] // no terms
+		}
+	}
+	return buf
+}
+
+// standing appends to buf, after a reason's decision and terms, what
+// stands in a job's way: the jobs ahead of it in the order (ahead) and,
+// for a job left waiting, the GPUs it needs against those free.
+func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free int) []byte {
+	if ahead {
+		buf = append(buf, "; "...)
+		buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
+		buf = append(buf, " running and "...)
+		buf = strconv.AppendInt(buf, int64(p.waitAhead), 10)
+		buf = append(buf, " waiting job(s) ahead"...)
+	}
+	if waiting {
+		buf = append(buf, "; needs "...)
+		buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
+		buf = append(buf, " GPUs, "...)
+		buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
+		buf = append(buf, " free"...)
+	}
+	return buf
+}
+
+// sameText is buf as a string, st's last reason's own string when the
+// text has not changed (no allocation).
+func sameText(buf []byte, st *engine.Status) string {
+	if string(buf) == st.Reason.Text {
+		return st.Reason.Text
+	}
+	return string(buf)
+}
+
+// KeptAppend is PlanAppend for a plan that keeps every running job
+// (engine.Plan.Keep, its Run listing only jobs that hold no GPUs, to
+// start): it writes the reasons PlanAppend writes for the full plan that
+// lists the running jobs, unchanged, ahead of these, without walking the
+// running jobs. waiting are the active jobs that hold no GPUs; ordered
+// says they are in the policy's order, every running job ahead of them
+// (FIFO: the running jobs, then the queue), otherwise the policy has no
+// order (PlanAppend's nil order). running and held are the running jobs
+// and the GPUs they hold. The plan declines no job and packs none.
+func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, ordered bool, running, held int, terms func(b []byte, st *engine.Status) []byte) {
+	if ordered && len(plan.Run) == len(waiting) {
+		return // every job runs: PlanAppend's runsAll
+	}
+	given := reuse(&sc.given, len(plan.Run))
+	free := s.Available("", "") - held
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+		free -= a.GPUs
+	}
+	buf := sc.buf
+	defer func() { sc.buf = buf }()
+	p := place{runAhead: running}
+	for _, st := range waiting {
+		id := st.Job.ID
+		if _, planned := given[id]; planned {
+			p.runAhead++
+			continue
+		}
+		if _, ok := plan.Reasons[id]; !ok {
+			buf = withTerms(append(buf[:0], "waits"...), st, terms)
+			p.pos = p.waitAhead + 1
+			buf = standing(buf, st, p, ordered, true, free)
+			r := engine.Reason{Text: sameText(buf, st)}
+			if ordered {
+				r.Position = p.pos
+			}
+			if plan.Reasons == nil {
+				plan.Reasons = reuse(&sc.reasons, len(waiting)-len(plan.Run))
+			}
+			plan.Reasons[id] = r
+		}
+		p.waitAhead++
 	}
 }
 

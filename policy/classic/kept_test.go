@@ -1,0 +1,34 @@
+package classic
+
+import (
+	"testing"
+
+	"github.com/tide-sched/tide/policy/internal/policytest"
+)
+
+// load is the random load the policies of this package are driven
+// through: elastic jobs, nodes that go down and come back, adopted jobs.
+var load = policytest.Load{Elastic: true, Faults: true}
+
+// TestFIFOKeptMatchesFull: FIFO (with and without backfill) plans the
+// rounds in which every job fits from what changed, and every round's
+// changes, reasons and predicted starts are those of the full pass
+// (policytest.Lockstep).
+func TestFIFOKeptMatchesFull(t *testing.T) {
+	fam.KeptMatchesFull(t, load, "fifo", "fifo:backfill=true")
+}
+
+// TestSRTFKeptMatchesFull: the same for SRTF, whose waiting jobs start by
+// remaining time.
+func TestSRTFKeptMatchesFull(t *testing.T) { fam.KeptMatchesFull(t, load, "srtf") }
+
+// TestEDFKeptMatchesFull: the same for EDF, whose waiting jobs start by
+// deadline.
+func TestEDFKeptMatchesFull(t *testing.T) { fam.KeptMatchesFull(t, load, "edf") }
+
+// TestGandivaKeptMatchesFull: the same for Gandiva (with and without
+// migration, short quanta so that jobs take turns), whose waiting jobs
+// start longest suspended first.
+func TestGandivaKeptMatchesFull(t *testing.T) {
+	fam.KeptMatchesFull(t, load, "gandiva", "gandiva:migrate=false", "gandiva:quantum=20")
+}

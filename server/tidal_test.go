@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tide-sched/tide/api"
+)
+
+// TestTidalHoldsLive: tide serve under tidal holds a deadline job that
+// EdgeFlow's admission would decline (policy/flow
+// TestTidalHoldsInsteadOfDeclining), and the API says so, with tidal's
+// reason and its times as UTC times; the job starts once the GPUs free and
+// meets its deadline. A job the whole cloud can no longer end in time is
+// declined, with tidal's reason in the API and the events.
+//
+// On 4 GPUs, a (40 min of work on 4 GPUs by its estimate, due in 45 min)
+// holds them all; its process ends in about 30 s. b (20 min on 4 GPUs,
+// due in 50 min) would end after a's planned end, too late: EdgeFlow
+// declines it, tidal holds it since the whole cloud would end it in 20
+// min. c (20 min on 4 GPUs, due in 20 min 10 s) is held until the whole
+// cloud would end it too late, about 10 s later.
+func TestTidalHoldsLive(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "tidal"
+	ts := startServer(t, cfg)
+	due := func(d time.Duration) (string, time.Time) {
+		at := time.Now().Add(d).Truncate(time.Second).UTC()
+		return at.Format(time.RFC3339), at
+	}
+	a := countSpec(4, 60, 500*time.Millisecond)
+	a.EstimateS = 2400
+	a.Deadline, _ = due(45 * time.Minute)
+	aID := submit(t, ts.admin, a).ID
+	waitJob(t, ts.admin, aID, 30*time.Second, "running", inState(api.StateRunning))
+	b := countSpec(4, 5, 10*time.Millisecond)
+	b.EstimateS = 1200
+	var bDue time.Time
+	b.Deadline, bDue = due(50 * time.Minute)
+	c := countSpec(4, 5, 10*time.Millisecond)
+	c.EstimateS = 1200
+	c.Deadline, _ = due(20*time.Minute + 10*time.Second)
+	bID, cID := submit(t, ts.admin, b).ID, submit(t, ts.admin, c).ID
+
+	// Both are held at first: pending, never launched, tidal's reason.
+	heldAs := map[string]*api.Job{}
+	for _, id := range []string{bID, cID} {
+		j := waitJob(t, ts.admin, id, 20*time.Second, "held", func(j *api.Job) bool {
+			return strings.HasPrefix(j.Reason, "held, not declined") || api.Terminal(j.State)
+		})
+		if j.State != api.StatePending || len(j.Attempts) != 0 {
+			t.Fatalf("job %s: state %s, %d attempts, reason %q; want pending, held, never launched", id, j.State, len(j.Attempts), j.Reason)
+		}
+		t.Logf("job %s held: %s", id, j.Reason)
+		heldAs[id] = j
+	}
+	// b's reason names when the whole cloud would end it (20 min of work
+	// from about now) and its deadline, as UTC times.
+	jb := heldAs[bID]
+	if want := "deadline " + bDue.Format(time.RFC3339); !strings.Contains(jb.Reason, want) {
+		t.Errorf("b's reason %q does not name its deadline as %q", jb.Reason, want)
+	}
+	if m := regexp.MustCompile(`end it at (\S+),`).FindStringSubmatch(jb.Reason); m == nil {
+		t.Errorf("b's reason %q does not say when the whole cloud would end it", jb.Reason)
+	} else if at, err := time.Parse(time.RFC3339, m[1]); err != nil {
+		t.Errorf("b's reason: the whole cloud's end %q is not an RFC 3339 time: %v", m[1], err)
+	} else if lo, hi := jb.Submitted.Add(20*time.Minute-time.Second), time.Now().Add(20*time.Minute+time.Second); at.Before(lo) || at.After(hi) {
+		t.Errorf("b's reason: the whole cloud would end it at %v, want 20 min of work from between its submission and now: %v to %v", at, lo, hi)
+	}
+
+	// c is declined, with tidal's reason, while a still runs.
+	j := waitJob(t, ts.admin, cID, 60*time.Second, "declined", inState(api.StateDeclined, api.StateRunning, api.StateFinished, api.StateFailed))
+	t.Logf("c: %s: %s", j.State, j.Reason)
+	if j.State != api.StateDeclined || len(j.Attempts) != 0 || !strings.Contains(j.Reason, "the whole cloud from now would not end it in time") {
+		t.Errorf("c: state %s, %d attempts, reason %q; want declined with tidal's reason, never launched", j.State, len(j.Attempts), j.Reason)
+	}
+	evs, err := ts.admin.Events(context.Background(), cID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declined := 0
+	for _, ev := range evs {
+		if ev.Kind == "declined" && strings.Contains(ev.Message, "the whole cloud from now would not end it in time") {
+			declined++
+		}
+	}
+	if declined != 1 {
+		t.Errorf("c's events %+v: want one declined event with tidal's reason", evs)
+	}
+
+	// b starts once a has ended, and ends by its deadline.
+	j = waitJob(t, ts.admin, bID, 2*time.Minute, "finished", inState(api.StateFinished, api.StateFailed, api.StateDeclined))
+	aj := waitJob(t, ts.admin, aID, 30*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	if j.State != api.StateFinished || j.Started == nil || aj.Ended == nil || j.Started.Before(*aj.Ended) || j.Ended.After(bDue) {
+		t.Errorf("b: state %s (%s), started %v, ended %v; a ended %v; want finished, started after a ended, by %v", j.State, j.Reason, j.Started, j.Ended, aj.Ended, bDue)
+	}
+}
