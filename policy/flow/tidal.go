@@ -53,7 +53,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_safe=true: a held job is admitted again only if it also meets, and makes no admitted job miss, on the " +
 			"pessimistic plan: the cloud at the hold_quantile of its forecast until the job's deadline less hold_reserve GPUs, " +
 			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile; " +
-			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule); " +
+			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
@@ -138,7 +138,8 @@ type Tidal struct {
 	// admitted only if it also meets, and makes no admitted job miss
 	// that meets without it, on the pessimistic plan: the cloud at the
 	// HoldQuantile of its forecast up to the job's deadline, less
-	// HoldReserve GPUs (-1: one cloud node's, the N-1 rule), and the edge
+	// HoldReserve GPUs (-1: one cloud node's, the N-1 rule, or none on a
+	// one-node cloud), and the edge
 	// servers running jobs at the same quantile up to then. With
 	// HoldStrict no admitted job may stop meeting there, even if another
 	// would meet in its place (EdgeFlow's test counts them).
@@ -828,7 +829,7 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 
 // holdCap is Flow's hook for the hold re-trial: the cloud GPUs the
 // forecast keeps at HoldQuantile from now until j's deadline, less
-// HoldReserve (one node's when -1).
+// HoldReserve (when -1: one node's, unless the cloud is one node).
 func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 	capacity := float64(c.cap)
 	if v := t.views[c.site]; v != nil {
@@ -837,7 +838,13 @@ func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 	}
 	reserve := t.HoldReserve
 	if reserve < 0 {
-		reserve = c.perNode
+		// N-1: the plan holds with the largest node lost. A one-node
+		// cloud has no such plan (every held job would be turned away):
+		// there the forecast alone decides.
+		reserve = 0
+		if len(c.nodes) > 1 {
+			reserve = c.perNode
+		}
 	}
 	return int(math.Floor(capacity+1e-9)) - reserve
 }
