@@ -151,7 +151,7 @@ type liveRun struct {
 	rounds   int
 	spent    map[string]time.Duration // wall time by part of the driver's loop
 	tick     int64                    // the next round falls at tick*round, as in the simulator
-	declined int                      // tide's declined count last seen
+	declined int                      // jobs the driver has seen declined (noteDeclined)
 	calls    *apiCalls                // API requests by client, verb and resource
 	podList  corelisters.PodNamespaceLister
 	kwok     bool      // kwok plays the nodes' kubelets (TIDE_LIVE_KWOK): node status, leases, pod starts
@@ -941,7 +941,8 @@ func (lr *liveRun) settle(ctx context.Context, t float64, round bool) {
 			lr.reclaims(t)
 		}
 		if after.Declined != lr.declined {
-			lr.declined = after.Declined
+			// Until each TideJob tide counts declined reads Declined: a
+			// status write that lost a conflict lands a round later.
 			lr.noteDeclined(ctx)
 		}
 		round = after.Evicted != before.Evicted || after.Bound != before.Bound || after.Created != before.Created
@@ -1197,6 +1198,7 @@ func (lr *liveRun) noteDeclined(ctx context.Context) {
 		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		if lj := lr.byName[u.GetName()]; lj != nil && !lj.done && p == kube.PhaseDeclined {
 			lj.done, lj.rec.State = true, string(job.Declined)
+			lr.declined++
 		}
 	}
 }

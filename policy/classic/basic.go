@@ -49,8 +49,9 @@ type FIFO struct {
 	// changes no decision.
 	ends map[string]fifoEnd
 	// kept is what the rounds planned from what changed read (issue 19).
-	kept roster.Roster
-	run  []engine.Assignment // the last kept plan's Run
+	kept  roster.Roster
+	queue fifoQueue
+	run   []engine.Assignment // the last kept plan's Run
 }
 
 type fifoEnd struct {
@@ -65,14 +66,10 @@ func (f *FIFO) Name() string { return "fifo" }
 
 // Schedule implements engine.Policy.
 func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
-	if f.kept.Begin(s) && f.kept.Fits(s) {
-		// Every active job fits: the running ones keep their GPUs and
-		// the waiting ones start in submission order, which is the full
-		// pass's plan (running jobs first, then the queue, all taken).
-		f.kept.Kept++
-		f.run = startAll(f.run, f.kept.Waiting())
-		return engine.Plan{Run: f.run, Keep: true}
+	if f.kept.Begin(s) {
+		return f.keptRound(s) // fifo_kept.go
 	}
+	f.queue.invalidate()
 	// Running jobs first (never preempted), then the queue in submit order.
 	order := make([]*engine.Status, 0, len(s.Jobs))
 	for _, st := range s.Jobs {
@@ -135,13 +132,19 @@ func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment)
 	}
 }
 
-// Incremental implements engine.IncrementalPolicy: FIFO plans a round in
-// which every active job fits from what changed (roster.Roster).
+// Incremental implements engine.IncrementalPolicy: FIFO plans from what
+// changed every round whose jobs all run on the GPUs they ask for, on
+// one GPU type with none down (fifo_kept.go).
 func (f *FIFO) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed
 // (Plan.Keep) rather than in full: for tests and benchmarks.
 func (f *FIFO) KeptRounds() int { return f.kept.Kept }
+
+// ProgressFree implements engine.ProgressFree: with backfill FIFO predicts
+// no starts, so it never reads progress; without, its predictions read the
+// running jobs' remaining times.
+func (f *FIFO) ProgressFree() bool { return f.Backfill }
 
 // startAll is the Run of a Keep plan that starts every job of waiting, in
 // that order, each on the GPUs it asks for, in run's memory.
@@ -209,6 +212,9 @@ func (p *EDF) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
 func (p *EDF) KeptRounds() int { return p.kept.Kept }
+
+// ProgressFree implements engine.ProgressFree: EDF orders by deadline.
+func (p *EDF) ProgressFree() bool { return true }
 
 // Schedule implements engine.Policy.
 func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {

@@ -140,6 +140,11 @@ func (g *Gandiva) Incremental() bool { return !g.Pack && !g.Grow && !g.Rotate }
 // KeptRounds is how many rounds this instance planned from what changed.
 func (g *Gandiva) KeptRounds() int { return g.kept.Kept }
 
+// ProgressFree implements engine.ProgressFree: Gandiva's turns follow
+// launch and stop times; only rotation (the jobs' speeds on each type),
+// packing and growing read the model.
+func (g *Gandiva) ProgressFree() bool { return g.Incremental() }
+
 // spread reports whether st runs spread over more nodes than its size
 // needs: consolidate would try to move it.
 func spread(s *engine.Snapshot, st *engine.Status) bool {

@@ -45,6 +45,7 @@ type Scratch struct {
 	at       map[string]place
 	reasons  map[string]engine.Reason
 	buf      []byte
+	ends     []End // KeptPredictStarts' listed ends
 }
 
 // place is a job's place in the order: the planned and the waiting jobs
@@ -180,7 +181,10 @@ func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*
 	if ordered && len(plan.Run) == len(waiting) {
 		return // every job runs: PlanAppend's runsAll
 	}
-	given := reuse(&sc.given, len(plan.Run))
+	var given map[string]int // none in most such rounds: no lookups then
+	if len(plan.Run) > 0 {
+		given = reuse(&sc.given, len(plan.Run))
+	}
 	free := s.Available("", "") - held
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
@@ -263,13 +267,9 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
-	type end struct {
-		t    float64
-		gpus int
-	}
 	given := make(map[string]int, len(plan.Run))
 	free := s.Available("", "")
-	var ends []end
+	var pool endPool
 	byID := make(map[string]*engine.Status, len(s.Jobs))
 	for _, st := range s.Jobs {
 		byID[st.Job.ID] = st
@@ -284,8 +284,75 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 		if st == nil {
 			continue
 		}
-		ends = append(ends, end{endOf(st, a), a.GPUs})
+		pool.listed = append(pool.listed, End{endOf(st, a), a.GPUs})
 	}
+	predict(s, plan, order, given, free, &pool, strict, endOf)
+}
+
+// End is a job's predicted end: when, and the GPUs it frees then.
+type End struct {
+	T    float64
+	GPUs int
+}
+
+// KeptPredictStarts is PredictStarts (strict, one GPU type) for a plan
+// that keeps every running job (engine.Plan.Keep), without walking the
+// running jobs: running are their predicted ends (endOf's), earliest
+// first and, among equal ends, in the engine's order of the jobs (the
+// order in which PredictStarts lists them); waiting are the jobs that hold
+// no GPUs, in the policy's order, the running jobs all ahead of them, and
+// the plan starts some of them; free is the GPUs the plan leaves free.
+// It predicts what PredictStarts predicts for the full plan.
+func (sc *Scratch) KeptPredictStarts(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, free int, running []End, endOf func(*engine.Status, engine.Assignment) float64) {
+	if s.Model == nil || len(plan.Run) == len(waiting) {
+		return // nothing to time jobs with, or no job waits
+	}
+	given := reuse(&sc.given, len(plan.Run))
+	for _, a := range plan.Run {
+		given[a.Job] = a.GPUs
+	}
+	pool := endPool{sorted: running, listed: sc.ends[:0]}
+	for _, st := range waiting {
+		if g, ok := given[st.Job.ID]; ok {
+			pool.listed = append(pool.listed, End{endOf(st, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: st.Job.GPUType}), g})
+		}
+	}
+	predict(s, plan, waiting, given, free, &pool, true, endOf)
+	sc.ends = pool.listed
+}
+
+// endPool hands out predicted ends as PredictStarts releases them: the
+// earliest first and, among equal ends, the one listed first. sorted
+// are listed first, already in that order; listed come after them, in
+// the order they were listed.
+type endPool struct {
+	sorted []End
+	i      int // sorted[:i] are handed out
+	listed []End
+}
+
+func (p *endPool) empty() bool { return p.i >= len(p.sorted) && len(p.listed) == 0 }
+
+// pop hands out the next end (the pool is not empty).
+func (p *endPool) pop() End {
+	k := -1
+	for j := range p.listed {
+		if k < 0 || p.listed[j].T < p.listed[k].T {
+			k = j
+		}
+	}
+	if p.i < len(p.sorted) && (k < 0 || !(p.listed[k].T < p.sorted[p.i].T)) {
+		p.i++
+		return p.sorted[p.i-1]
+	}
+	e := p.listed[k]
+	p.listed = append(p.listed[:k], p.listed[k+1:]...)
+	return e
+}
+
+// predict is PredictStarts' pass over the waiting jobs of order (those
+// not given GPUs), releasing pool's ends until each fits.
+func predict(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, given map[string]int, free int, pool *endPool, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
 	now := s.Now
 	blocked := false
 	predicted := 0
@@ -298,16 +365,10 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 		}
 		need := st.Job.GPUs
 		// Release GPUs in end order until the job fits.
-		for free < need && len(ends) > 0 {
-			k := 0
-			for i := range ends {
-				if ends[i].t < ends[k].t {
-					k = i
-				}
-			}
-			now = math.Max(now, ends[k].t)
-			free += ends[k].gpus
-			ends = append(ends[:k], ends[k+1:]...)
+		for free < need && !pool.empty() {
+			e := pool.pop()
+			now = math.Max(now, e.T)
+			free += e.GPUs
 		}
 		if free < need || math.IsInf(now, 1) {
 			blocked = strict
@@ -319,7 +380,7 @@ func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status
 			plan.Reasons[st.Job.ID] = r2
 		}
 		free -= need
-		ends = append(ends, end{now + r, need})
+		pool.listed = append(pool.listed, End{now + r, need})
 	}
 }
 
