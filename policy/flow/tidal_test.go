@@ -101,6 +101,7 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:hold_strict=maybe", contract.Context{}, "hold_strict"},
 		{"tidal:hold_yield=maybe", contract.Context{}, "hold_yield"},
 		{"tidal:hold_safe=maybe", contract.Context{}, "hold_safe"},
+		{"tidal:hold_cloud=max", contract.Context{}, "hold_cloud"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
