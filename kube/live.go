@@ -40,6 +40,12 @@ type Live struct {
 	// its surviving workers, and plans are not placed on trial against
 	// the nodes' room (the driver's nodes hold only GPUs).
 	Placer engine.Placer
+	// Checkpoint, when set, is the seconds job j's checkpoint takes (the
+	// simulator's sim.Migration.Checkpoint for the same file): a policy
+	// without a reclaim cost of its own then has tide take inference GPUs
+	// back from the jobs whose checkpoints cost least, as the simulator
+	// does, rather than by the grace period alone.
+	Checkpoint func(j *job.Job) float64
 	// Paced: the driver paces tide. Run watches the API server but runs
 	// no round of its own, periodic or on changes; the driver steps
 	// Config.Clock (an engine clock it owns) and calls Round once tide's

@@ -209,9 +209,13 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 }
 
 // checkpointCost is a job's reclaim cost when its policy names none: the
-// GPU-seconds of its grace period, the time its workers have to
-// checkpoint.
+// GPU-seconds of its checkpoint, which takes its grace period (the time
+// its workers have to checkpoint) or, under a live driver that gives it,
+// Live.Checkpoint (the simulator's cost for the same file).
 func (s *Scheduler) checkpointCost(st *engine.Status) float64 {
+	if l := s.cfg.Live; l != nil && l.Checkpoint != nil {
+		return float64(len(st.GPUs)) * l.Checkpoint(st.Job)
+	}
 	return float64(len(st.GPUs)) * max(1, s.cfg.Grace.Seconds())
 }
 

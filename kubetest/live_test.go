@@ -367,6 +367,7 @@ func runLive(t *testing.T, e *env, file, spec string) (live, simulated scen.Resu
 	// period of 0 would have the API server delete them itself.
 	grace := 30 * time.Second
 	sch, stop := lr.s.start(kube.Config{Policy: spec, Clock: lr.clk, Grace: &grace, Live: &kube.Live{Policy: r.Config.Policy, Model: r.Config.Model, Placer: r.Config.Placer, Paced: true,
+		Checkpoint: lr.mig.Checkpoint,
 		Job: func(key string, j *job.Job) {
 			if lj := lr.byName[strings.TrimPrefix(key, "tidejob/"+lr.ns+"/")]; lj != nil {
 				id := j.ID
