@@ -83,12 +83,7 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	plan := alloc.Greedy(s, order, !f.Backfill)
-	explain.PlanAppend(s, &plan, order, func(b []byte, st *engine.Status) []byte {
-		// FIFO's only term is the submission order, which the position
-		// and the jobs ahead already give; a submission time would read
-		// as seconds since 1970 live.
-		return append(b, "first come, first served"...)
-	})
+	f.queue.why.PlanAppend(s, &plan, order, fifoTerms)
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
 		explain.PredictStarts(s, &plan, order, true, f.endOf(s))
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -64,8 +65,10 @@ type Gandiva struct {
 	name    string
 	pk      *gandivaPacking
 	// kept is what the rounds planned from what changed read (issue 19).
-	kept roster.Roster
-	run  []engine.Assignment
+	kept  roster.Roster
+	run   []engine.Assignment
+	why   explain.Scratch                          // reasons' memory, reused from round to round
+	terms func(b []byte, st *engine.Status) []byte // appendTerms
 }
 
 // GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
@@ -182,13 +185,24 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.Grow {
 		plan.Run = alloc.Grow(s, plan.Run)
 	}
-	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		if len(st.GPUs) > 0 {
-			return fmt.Sprintf("time slice of %.0f s used up", g.Quantum)
-		}
-		return fmt.Sprintf("suspended since t=%.0f s; the longest suspended run first", st.LastStop)
-	})
+	if g.terms == nil { // made once: a closure made every round would be allocated every round
+		g.terms = g.appendTerms
+	}
+	g.why.PlanAppend(s, &plan, order, g.terms)
 	return plan
+}
+
+// appendTerms appends st's standing in Gandiva's turns to b (explain's
+// terms).
+func (g *Gandiva) appendTerms(b []byte, st *engine.Status) []byte {
+	if len(st.GPUs) > 0 {
+		b = append(b, "time slice of "...)
+		b = strconv.AppendFloat(b, g.Quantum, 'f', 0, 64)
+		return append(b, " s used up"...)
+	}
+	b = append(b, "suspended since t="...)
+	b = strconv.AppendFloat(b, st.LastStop, 'f', 0, 64)
+	return append(b, " s; the longest suspended run first"...)
 }
 
 // turns orders the jobs for time-slicing: running jobs inside their quantum

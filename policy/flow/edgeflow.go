@@ -186,10 +186,10 @@ func (f *Flow) edgeAdmit(s *engine.Snapshot, c cloud, e *edges, trial []*fjob, j
 		// Admitted on a server the forecast brings up later: it waits
 		// in the cloud pass, missing there, until offload moves it.
 		f.admitTest(s, c, e, trial)
-		return countMissing(trial, j.st.Job.Priority) <= missing+1
+		return countMissing(trial, j.class) <= missing+1
 	}
 	f.admitTest(s, c, e, trial)
-	if j.meets && countMissing(trial, j.st.Job.Priority) <= missing {
+	if j.meets && countMissing(trial, j.class) <= missing {
 		return true
 	}
 	j.pin = -1

@@ -85,6 +85,24 @@ type Flow struct {
 	// holds (tidal): a job never admitted is up for admission every
 	// round, even after it ran (on GPUs lent outside the deadline plan).
 	holds bool
+	// holdCap, when set (tidal), makes the re-trial of a held job (one
+	// that admission turned away in an earlier round, marked efHeld)
+	// stricter than EdgeFlow's test: it is admitted only if it also meets,
+	// and makes no admitted job miss that meets without it, on a plan with
+	// the cloud at holdCap(j) GPUs and (pessimistic set while that plan
+	// runs) the edge servers the forecast may take back before j's
+	// deadline taken back. A newcomer in its first round keeps EdgeFlow's
+	// test.
+	holdCap func(s *engine.Snapshot, c cloud, j *fjob) int
+	// pessimistic is set while the hold re-trial's plan runs: edgeCap
+	// plans the servers running jobs keep up until pessUntil.
+	pessimistic bool
+	pessUntil   float64
+	holdStrict  bool // the re-trial allows no swap: every job that meets without the held job meets with it
+	// holdYield (tidal): a job admitted after being held is of a lower
+	// class than its priority's: it is planned after the other jobs of
+	// its priority, and a newcomer may make it miss.
+	holdYield bool
 
 	// prefix, during admission, is the cloud pass of the admitted jobs
 	// before the newcomer on trial: pass starts from it (admission).
@@ -161,6 +179,7 @@ func (f *Flow) Name() string { return f.name }
 // Memo slots.
 const (
 	efAdmitted = 0 // 1 once admitted
+	efHeld     = 1 // 1 once tidal held it (admission turned it away in a round, and it waits)
 )
 
 // fjob is one job as the flow scheduler sees it.
@@ -175,7 +194,12 @@ type fjob struct {
 	margin   float64 // seconds kept before the deadline for a later resize (reserve=late)
 	admitted bool
 	fresh    bool // arrived since the last round: up for admission
-	ord      int  // its place in the round's order (jobs)
+	held     bool // tidal: turned away in an earlier round, up for admission again
+	// class orders the jobs before their deadlines do, and a newcomer may
+	// make admitted jobs of a lower class miss: 2 x priority + 1, or
+	// 2 x priority for a job tidal held (holdYield).
+	class int
+	ord   int // its place in the round's order (jobs)
 
 	// Outcome of a pass.
 	share    int     // minimum satisfactory share (0: none meets the deadline)
@@ -226,7 +250,11 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
 		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
-			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds)}
+			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds),
+			held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1, class: 2*st.Job.Priority + 1}
+		if f.holdYield && st.Memo[efHeld] == 1 {
+			j.class--
+		}
 		if st.Job.Deadline > 0 {
 			j.deadline = st.Job.Deadline
 		}
@@ -575,7 +603,10 @@ func (f *Flow) share(tl *timeline, j *fjob, base, slack float64) {
 // edge, when set (EdgeFlow), is tried on a newcomer the cloud would decline
 // (trial holds it, missing is the admitted jobs' misses without it): true
 // when it admits the job with the help of the edge (edgeAdmit).
-func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool) (kept, declined []*fjob) {
+//
+// held, when set (tidal's holdCap), is asked about a held job that the test
+// admits, with the set before it and the trial: false turns it away again.
+func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func([]*fjob), edge func(trial []*fjob, j *fjob, missing int) bool, held func(base, trial []*fjob, j *fjob) bool) (kept, declined []*fjob) {
 	var base []*fjob
 	for _, j := range js {
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
@@ -603,7 +634,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		}
 		missing := 0
 		for i, b := range base {
-			if !math.IsInf(b.deadline, 1) && !meets[i] && b.st.Job.Priority >= j.st.Job.Priority {
+			if !math.IsInf(b.deadline, 1) && !meets[i] && b.class >= j.class {
 				missing++
 			}
 		}
@@ -613,9 +644,13 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		}
 		trial := slices.Insert(slices.Clone(base), at, j)
 		test(trial)
-		admit := j.meets && countMissing(trial, j.st.Job.Priority) <= missing
+		admit := j.meets && countMissing(trial, j.class) <= missing
 		if !admit && edge != nil && edge(trial, j, missing) {
 			admit = true
+		}
+		if admit && j.held && held != nil && !held(base, trial, j) {
+			admit = false
+			j.pin = -1
 		}
 		if admit {
 			base = trial
@@ -629,6 +664,63 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 	return base, declined
 }
 
+// holdSafe is the hold re-trial's stricter test (holdCap): j, a held job
+// that EdgeFlow's test admits into trial, also meets on the pessimistic
+// plan, and no more jobs of base (of its priority or above) miss there
+// with it than without it, as EdgeFlow's own test counts.
+// The jobs' outcomes and edge servers are as the test left them after.
+func (f *Flow) holdSafe(s *engine.Snapshot, c cloud, e *edges, base, trial []*fjob, j *fjob) bool {
+	type saved struct {
+		o              passOutcome
+		edge, edgeGPUs int
+	}
+	keep := make([]saved, len(trial))
+	for i, x := range trial {
+		keep[i] = saved{passOutcome{x.share, x.now, x.end, x.meets}, x.edge, x.edgeGPUs}
+	}
+	pc := c
+	pc.cap = max(min(f.holdCap(s, c, j), c.cap), 0)
+	f.pessimistic, f.pessUntil = true, j.deadline
+	plan := func(set []*fjob) {
+		if e != nil {
+			f.admitTest(s, pc, e, set)
+			return
+		}
+		f.pass(s.Now, pc.cap, set)
+	}
+	plan(base)
+	missing := countMissing(base, j.class)
+	met := make([]bool, len(base))
+	for i, x := range base {
+		met[i] = x.meets
+	}
+	plan(trial)
+	ok := j.meets && countMissing(trial, j.class) <= missing
+	if f.holdStrict {
+		for i, x := range base {
+			if met[i] && !x.meets && !math.IsInf(x.deadline, 1) && x.class >= j.class {
+				ok = false
+			}
+		}
+	}
+	f.pessimistic = false
+	for i, x := range trial {
+		k := keep[i]
+		x.share, x.now, x.end, x.meets, x.edge, x.edgeGPUs = k.o.share, k.o.now, k.o.end, k.o.meets, k.edge, k.edgeGPUs
+	}
+	if e != nil {
+		for id := range e.used {
+			delete(e.used, id)
+		}
+		for _, x := range trial {
+			if x.edge >= 0 {
+				e.used[x.edge] = true
+			}
+		}
+	}
+	return ok
+}
+
 // outcomes returns whether each job of js meets its deadline, in buf's memory.
 func outcomes(buf []bool, js []*fjob) []bool {
 	buf = buf[:0]
@@ -638,12 +730,12 @@ func outcomes(buf []bool, js []*fjob) []bool {
 	return buf
 }
 
-// countMissing counts deadline jobs of priority >= prio that do not meet
+// countMissing counts deadline jobs of class >= class that do not meet
 // their deadline.
-func countMissing(js []*fjob, prio int) int {
+func countMissing(js []*fjob, class int) int {
 	n := 0
 	for _, j := range js {
-		if !math.IsInf(j.deadline, 1) && !j.meets && j.st.Job.Priority >= prio {
+		if !math.IsInf(j.deadline, 1) && !j.meets && j.class >= class {
 			n++
 		}
 	}
@@ -717,7 +809,11 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 		test = func(set []*fjob) { f.admitTest(s, c, e, set) }
 		edge = func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(s, c, e, set, j, missing) }
 	}
-	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge)
+	var held func(base, trial []*fjob, j *fjob) bool
+	if f.holdCap != nil {
+		held = func(base, trial []*fjob, j *fjob) bool { return f.holdSafe(s, c, e, base, trial, j) }
+	}
+	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge, held)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {

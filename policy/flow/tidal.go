@@ -28,7 +28,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge, less one cloud node, keeps every admitted job meeting, and giving way to later newcomers. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -50,6 +50,13 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold=true: a newcomer that admission would decline waits instead, and admission tries it again each round, " +
 			"while the whole cloud could still finish it by its deadline (false: declined at arrival, as EdgeFlow; " +
 			"docs/tidal.md, section 4); " +
+			"hold_safe=true: a held job is admitted again only if it also meets, and makes no admitted job miss, on the " +
+			"pessimistic plan: the cloud at the hold_quantile of its forecast until the job's deadline less hold_reserve GPUs, " +
+			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile; " +
+			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
+			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
+			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
+			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -75,7 +82,11 @@ func tidalPolicies(register func(contract.Info)) {
 //     newcomer admission would still decline is not declined while the
 //     whole cloud could finish it by its deadline (Hold): it waits, and
 //     admission tries it again each round, as admitted jobs end early on
-//     spare GPUs.
+//     spare GPUs. Such a held job is admitted only if the plan also holds
+//     with the cloud at the forecast's HoldQuantile until its deadline,
+//     less one node (HoldSafe, HoldReserve), and the edge servers at the
+//     same quantile, with no admitted job stopping to meet (HoldStrict);
+//     once admitted it gives way to newcomers (HoldYield).
 //   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
 //     job has a deadline; training sites first) are sized by a
 //     multiple-choice knapsack (DeepBoot's, with its restart factor)
@@ -123,13 +134,33 @@ type Tidal struct {
 	ParkHold float64
 	// Hold keeps a newcomer that admission would decline waiting instead,
 	// and tries it again each round, while its deadline can still be met.
-	Hold     bool
-	restart  harvest.DeepBoot // for its restart factor
-	flow     *Flow
-	future   map[string]forecast.Series
-	views    map[string]*tideView
-	promised map[string]int // edge servers promised later this round, by site
-	name     string
+	Hold bool
+	// HoldSafe makes a held job's re-trial stricter (Flow.holdCap): it is
+	// admitted only if it also meets, and makes no admitted job miss
+	// that meets without it, on the pessimistic plan: the cloud at the
+	// HoldQuantile of its forecast up to the job's deadline, less
+	// HoldReserve GPUs (-1: one cloud node's, the N-1 rule, or none on a
+	// one-node cloud), and the edge
+	// servers running jobs at the same quantile up to then. With
+	// HoldStrict no admitted job may stop meeting there, even if another
+	// would meet in its place (EdgeFlow's test counts them).
+	HoldSafe     bool
+	HoldQuantile float64
+	HoldReserve  int
+	HoldStrict   bool
+	// HoldMin plans the re-trial's cloud at the lower of the forecast's
+	// HoldQuantile and the cloud less HoldReserve (N-1 or the forecast,
+	// whichever is lower), instead of the forecast less HoldReserve.
+	HoldMin bool
+	// HoldYield makes a job admitted after being held give way: a
+	// newcomer may make it miss (Flow.holdYield).
+	HoldYield bool
+	restart   harvest.DeepBoot // for its restart factor
+	flow      *Flow
+	future    map[string]forecast.Series
+	views     map[string]*tideView
+	promised  map[string]int // edge servers promised later this round, by site
+	name      string
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -148,6 +179,7 @@ type tideView struct {
 	path   []float64 // planned capacity per bin at Quantile
 	later  []float64 // the same at LaterQuantile, for later admission
 	vacate []float64 // the same at VacateQuantile, for moving jobs off
+	hold   []float64 // the same at HoldQuantile, for the hold re-trial
 	offl   []float64 // the same at OffloadQuantile, for the look-ahead on offloads
 	pathAt float64   // Now of the cached path, NaN when none
 	start  float64   // start of the path's bin 0
@@ -187,6 +219,22 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	if t.Hold, err = o.Bool("hold", true); err != nil {
 		return nil, err
+	}
+	if t.HoldSafe, err = o.Bool("hold_safe", true); err != nil {
+		return nil, err
+	}
+	if t.HoldQuantile, err = o.Float("hold_quantile", t.Quantile); err != nil {
+		return nil, err
+	}
+	if !(t.HoldQuantile > 0 && t.HoldQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: hold_quantile=%v: want a number in (0, 1)", t.HoldQuantile)
+	}
+	reserve, err := o.Float("hold_reserve", -1)
+	if err != nil {
+		return nil, err
+	}
+	if t.HoldReserve = int(reserve); float64(t.HoldReserve) != reserve || reserve < -1 {
+		return nil, fmt.Errorf("policy tidal: hold_reserve=%v: want a whole number of GPUs >= 0, or -1 (one cloud node's)", reserve)
 	}
 	if t.ParkHold, err = o.Float("park_hold", 3600); err != nil {
 		return nil, err
@@ -248,8 +296,25 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	t.flow.parks = t.Park
 	t.flow.holds = t.Hold
+	if t.Hold && t.HoldSafe {
+		t.flow.holdCap = t.holdCap
+	}
+	if t.HoldStrict, err = o.Bool("hold_strict", true); err != nil {
+		return nil, err
+	}
+	switch hc := o.String("hold_cloud", "sum"); hc {
+	case "sum", "min":
+		t.HoldMin = hc == "min"
+	default:
+		return nil, fmt.Errorf("policy tidal: hold_cloud=%q: want sum or min", hc)
+	}
+	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
+		return nil, err
+	}
+	t.flow.holdStrict = t.HoldStrict
+	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -267,7 +332,7 @@ func (t *Tidal) Name() string { return t.name }
 // observe records each edge and inference site's capacity now.
 func (t *Tidal) observe(s *engine.Snapshot) {
 	for _, site := range s.Cluster.Sites() {
-		if site.Kind != cluster.SiteEdge && site.Kind != cluster.SiteInference {
+		if site.Kind != cluster.SiteEdge && site.Kind != cluster.SiteInference && site.Kind != cluster.SiteCloud {
 			continue
 		}
 		v := t.views[site.Name]
@@ -311,8 +376,11 @@ func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 	}
 	v.pathAt = s.Now
 	v.start, v.path = t.path(s, v, t.Quantile)
-	v.later, v.vacate, v.offl = v.path, v.path, v.path
+	v.later, v.vacate, v.offl, v.hold = v.path, v.path, v.path, v.path
 	if t.Source == "online" && v.varies {
+		if t.HoldSafe && t.HoldQuantile != t.Quantile {
+			_, v.hold = t.path(s, v, t.HoldQuantile)
+		}
 		if t.OffloadQuantile != t.Quantile {
 			_, v.offl = t.path(s, v, t.OffloadQuantile)
 		}
@@ -403,7 +471,7 @@ func normQuantile(q float64) float64 {
 // begins at or before until.
 func (t *Tidal) safe(s *engine.Snapshot, site string, until float64) float64 {
 	v := t.views[site]
-	if v == nil {
+	if v == nil || v.kind == cluster.SiteCloud { // the cloud's forecast serves the hold re-trial only
 		return math.Inf(1)
 	}
 	t.plan(s, v)
@@ -425,6 +493,15 @@ func (t *Tidal) edgeCap(s *engine.Snapshot, site string, until float64) int {
 	v := t.views[site]
 	if v == nil {
 		return math.MaxInt / 2
+	}
+	if t.flow.pessimistic {
+		// The hold re-trial: the servers kept up, at HoldQuantile, until
+		// the held job's deadline.
+		t.plan(s, v)
+		if math.IsInf(until, 1) {
+			until = t.flow.pessUntil
+		}
+		return int(math.Floor(math.Min(v.cur, t.planned(v, v.hold, 1, until))/v.perSrv + 1e-9))
 	}
 	if math.IsInf(until, 1) {
 		if !t.EdgeVacate {
@@ -731,6 +808,14 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 			if plan.Reasons == nil {
 				plan.Reasons = map[string]engine.Reason{}
 			}
+			if st.Memo[efHeld] != 1 {
+				if plan.Memo == nil {
+					plan.Memo = map[string]engine.Memo{}
+				}
+				m := st.Memo
+				m[efHeld] = 1
+				plan.Memo[id] = m
+			}
 			r := plan.Reasons[id]
 			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it at t=%.0f s, by its deadline; admission tries it again next round", end), r.Text)
 			plan.Reasons[id] = r
@@ -751,6 +836,31 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 		out = append(out, id)
 	}
 	plan.Decline = out
+}
+
+// holdCap is Flow's hook for the hold re-trial: the cloud GPUs the
+// forecast keeps at HoldQuantile from now until j's deadline, less
+// HoldReserve (when -1: one node's, unless the cloud is one node).
+func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
+	capacity, forecast := float64(c.cap), float64(c.cap)
+	if v := t.views[c.site]; v != nil {
+		t.plan(s, v)
+		forecast = math.Min(forecast, t.planned(v, v.hold, 1, j.deadline))
+	}
+	reserve := t.HoldReserve
+	if reserve < 0 {
+		// N-1: the plan holds with the largest node lost. A one-node
+		// cloud has no such plan (every held job would be turned away):
+		// there the forecast alone decides.
+		reserve = 0
+		if len(c.nodes) > 1 {
+			reserve = c.perNode
+		}
+	}
+	if t.HoldMin {
+		return int(math.Floor(math.Min(forecast, capacity-float64(reserve)) + 1e-9))
+	}
+	return int(math.Floor(forecast+1e-9)) - reserve
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
 	"github.com/tide-sched/tide/job"
@@ -93,6 +95,13 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:park_hold=-1", contract.Context{}, "park_hold"},
 		{"tidal:park=maybe", contract.Context{}, "park"},
 		{"tidal:hold=maybe", contract.Context{}, "hold"},
+		{"tidal:hold_reserve=-2", contract.Context{}, "hold_reserve"},
+		{"tidal:hold_reserve=1.5", contract.Context{}, "hold_reserve"},
+		{"tidal:hold_quantile=0", contract.Context{}, "hold_quantile"},
+		{"tidal:hold_strict=maybe", contract.Context{}, "hold_strict"},
+		{"tidal:hold_yield=maybe", contract.Context{}, "hold_yield"},
+		{"tidal:hold_safe=maybe", contract.Context{}, "hold_safe"},
+		{"tidal:hold_cloud=max", contract.Context{}, "hold_cloud"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
@@ -193,6 +202,8 @@ func TestTidalHoldsInsteadOfDeclining(t *testing.T) {
 		{"tidal:hold=false", "a:met b:declined c:declined "},
 		{"tidal", "a:met b:met c:declined "},
 		{"tidal:forecast=off", "a:met b:met c:declined "},
+		// A reserve of a GPU leaves b too few in the hold re-trial.
+		{"tidal:hold_reserve=1", "a:met b:declined c:declined "},
 	} {
 		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
 		if got := states(r); got != tc.want {
@@ -202,6 +213,131 @@ func TestTidalHoldsInsteadOfDeclining(t *testing.T) {
 			if b := r.Jobs[1]; !(b.Start > 100) {
 				t.Errorf("tidal: b started at %v: want it held until a ends (about 200 s)", b.Start)
 			}
+		}
+	}
+}
+
+// holdWorld is TestTidalHoldsInsteadOfDeclining's a and b on a cloud of two
+// 4-GPU nodes, one of which goes down at 300 s for good: b, held at
+// arrival, has room on 8 GPUs once a ends (about 200 s), but on the 4
+// left from 300 s it ends at about 1100 s, past its 850 s deadline. It
+// returns the capacity changes, the cloud's realised capacity and the jobs.
+func holdWorld() ([]capacitypkg.Change, forecast.Series, []*job.Job) {
+	changes := []capacitypkg.Change{{T: 300, Site: "cloud", Available: 1, Inference: -1}}
+	fut := forecast.Series{{T: 0, V: 8}, {T: 300, V: 4}}
+	return changes, fut, []*job.Job{flowJob("a", 0, 1600, 800), flowJob("b", 10, 4000, 850)}
+}
+
+func holdRun(t *testing.T, spec string) *report.Run {
+	t.Helper()
+	changes, fut, jobs := holdWorld()
+	p := fam.Parse(t, spec, contract.Context{Future: map[string]forecast.Series{"cloud": fut}})
+	r, err := sim.Run(sim.Config{Cluster: enginetest.MultiSite(2, 4, 0, 0), Model: perf.Duration{}, Policy: p, Placer: place.Pack{},
+		OnEvents: true, Sites: &sim.Sites{Changes: changes}}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestTidalHoldSafePlansOnTheForecast: a held job is admitted again only if
+// it meets on the cloud the forecast keeps until its deadline, less one
+// node. Told that half the cloud goes at 300 s (the oracle), tidal never
+// admits b, which would miss, and declines it once even the whole cloud
+// could not end it in time; planning on the present (forecast=off, or
+// hold_safe=false) with no reserve, it admits b at about 200 s and b
+// misses; with the default reserve of one node it does not.
+func TestTidalHoldSafePlansOnTheForecast(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"tidal:forecast=oracle:hold_reserve=0", "a:met b:declined "},
+		{"tidal:forecast=oracle:hold_reserve=0:hold_safe=false", "a:met b:miss "},
+		{"tidal:forecast=off:hold_reserve=0", "a:met b:miss "},
+		// The default reserve, one node (N-1), covers the node the
+		// forecast does not see going.
+		{"tidal:forecast=off", "a:met b:declined "},
+	} {
+		r := holdRun(t, tc.spec)
+		if got := states(r); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// swapSnapshot is a round at t=1000 on one cloud node of 8 GPUs: x (4000 s
+// of work on one GPU, due at 1590 s) and y (2000 s, due at 1700 s) were
+// admitted, and x's share leaves y missing; j (800 s, due at 1550 s) was
+// held. With j, planned first (earliest deadline), x misses and y meets:
+// as many admitted jobs miss as without j, so EdgeFlow's count admits it.
+func swapSnapshot() *engine.Snapshot {
+	st := func(id string, work, deadline float64, slot int) *engine.Status {
+		j := enginetest.Job(id).At(0).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+		s := &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+		s.Memo[efAdmitted] = 1
+		return s
+	}
+	x, y, j := st("x", 4000, 1590, 0), st("y", 2000, 1700, 1), st("j", 800, 1550, 2)
+	j.Memo[efAdmitted], j.Memo[efHeld] = 0, 1
+	return &engine.Snapshot{Now: 1000, Cluster: enginetest.MultiSite(1, 8, 0, 0), Model: perf.Duration{},
+		GPUsPerNode: map[string]int{"a100": 8}, Jobs: []*engine.Status{x, y, j}}
+}
+
+// TestTidalHoldStrictNoSwap: a held job is not admitted at the price of an
+// admitted job that meets its deadline, even when another admitted job
+// would meet in its place (hold_strict, the default); EdgeFlow's count
+// allows the swap.
+func TestTidalHoldStrictNoSwap(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		runs bool
+	}{{"tidal:hold_reserve=0", false}, {"tidal:hold_reserve=0:hold_strict=false", true}} {
+		s := swapSnapshot()
+		plan := fam.Parse(t, tc.spec, contract.Context{}).Schedule(s)
+		runs := false
+		for _, a := range plan.Run {
+			runs = runs || a.Job == "j"
+		}
+		if runs != tc.runs || slices.Contains(plan.Decline, "j") {
+			t.Errorf("%s: j runs %v (declined %v), want runs %v and held: %+v", tc.spec, runs, plan.Decline, tc.runs, plan.Reasons["j"])
+		}
+	}
+}
+
+// TestTidalHoldYields: a job admitted after being held gives way to a
+// newcomer (hold_yield): TestTidalHoldsInsteadOfDeclining's b, admitted at
+// about 200 s on all 8 GPUs, and c, arriving at 300 s with 1200 s of work
+// due at 500 s, which only all 8 GPUs end in time. EdgeFlow, which declined
+// b, admits c. With hold_yield (the default) tidal admits c too, and b
+// misses; without it, c would make b miss, so c is declined.
+func TestTidalHoldYields(t *testing.T) {
+	jobs := []*job.Job{flowJob("a", 0, 1600, 800), flowJob("b", 10, 4000, 850), flowJob("c", 300, 1200, 500)}
+	c := flowCluster(t, 1, 0)
+	for _, tc := range []struct{ spec, want string }{
+		{"edgeflow", "a:met b:declined c:met "},
+		{"tidal:hold_reserve=0", "a:met b:miss c:met "},
+		{"tidal:hold_reserve=0:hold_yield=false", "a:met b:met c:declined "},
+	} {
+		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// TestTidalHoldCloud: the re-trial's cloud on three 8-GPU nodes when the
+// forecast (the oracle here) says one node goes at 300 s: the forecast
+// less one node (hold_cloud=sum) is 8 GPUs; the lower of the forecast and
+// the cloud less one node (min) is 16, the loss counted once.
+func TestTidalHoldCloud(t *testing.T) {
+	fut := forecast.Series{{T: 0, V: 24}, {T: 300, V: 16}}
+	s := &engine.Snapshot{Now: 100, Cluster: enginetest.MultiSite(3, 8, 0, 0), Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 8}}
+	for _, tc := range []struct {
+		spec string
+		want int
+	}{{"tidal:forecast=oracle", 8}, {"tidal:forecast=oracle:hold_cloud=min", 16}, {"tidal:forecast=off:hold_cloud=min", 16}, {"tidal:forecast=off", 16}} {
+		tl := fam.Parse(t, tc.spec, contract.Context{Future: map[string]forecast.Series{"cloud": fut}}).(*Tidal)
+		tl.observe(s)
+		c, _ := tl.flow.cloudOf(s)
+		if got := tl.holdCap(s, c, &fjob{deadline: 2000}); got != tc.want {
+			t.Errorf("%s: the re-trial plans %d cloud GPUs, want %d", tc.spec, got, tc.want)
 		}
 	}
 }
