@@ -1,8 +1,6 @@
 package classic
 
 import (
-	"container/heap"
-
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/roster"
@@ -48,17 +46,45 @@ type quantumEntry struct {
 	gen       int
 }
 
+// quantumHeap is a min-heap by last start, typed so that pushing and
+// popping box nothing (container/heap's any would allocate each time).
 type quantumHeap []quantumEntry
 
-func (h quantumHeap) Len() int           { return len(h) }
-func (h quantumHeap) Less(a, b int) bool { return h[a].lastStart < h[b].lastStart }
-func (h quantumHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *quantumHeap) Push(x any)        { *h = append(*h, x.(quantumEntry)) }
-func (h *quantumHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = quantumEntry{}
-	*h = old[:len(old)-1]
+func (h *quantumHeap) push(e quantumEntry) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !(a[i].lastStart < a[p].lastStart) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *quantumHeap) pop() quantumEntry {
+	a := *h
+	e := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = quantumEntry{}
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a[l].lastStart < a[m].lastStart {
+			m = l
+		}
+		if r := l + 1; r < n && a[r].lastStart < a[m].lastStart {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
 	return e
 }
 
@@ -80,7 +106,7 @@ func (q *gandivaTurns) follow(g *Gandiva, s *engine.Snapshot) {
 		}
 	}
 	for len(q.fresh) > 0 && s.Now-q.fresh[0].lastStart >= g.Quantum {
-		e := heap.Pop(&q.fresh).(quantumEntry)
+		e := q.fresh.pop()
 		if at := q.at.Get(e.st); at != nil && at.gen == e.gen {
 			q.leave(e.st)
 		}
@@ -115,7 +141,7 @@ func (q *gandivaTurns) enter(g *Gandiva, s *engine.Snapshot, st *engine.Status) 
 		at.fresh, at.held = true, len(st.GPUs)
 		q.n++
 		q.held += at.held
-		heap.Push(&q.fresh, quantumEntry{lastStart: st.LastStart, st: st, gen: at.gen})
+		q.fresh.push(quantumEntry{lastStart: st.LastStart, st: st, gen: at.gen})
 	}
 	return true
 }
