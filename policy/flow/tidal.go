@@ -56,6 +56,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
+			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -147,6 +148,10 @@ type Tidal struct {
 	HoldQuantile float64
 	HoldReserve  int
 	HoldStrict   bool
+	// HoldMin plans the re-trial's cloud at the lower of the forecast's
+	// HoldQuantile and the cloud less HoldReserve (N-1 or the forecast,
+	// whichever is lower), instead of the forecast less HoldReserve.
+	HoldMin bool
 	// HoldYield makes a job admitted after being held give way: a
 	// newcomer may make it miss (Flow.holdYield).
 	HoldYield bool
@@ -297,13 +302,19 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldStrict, err = o.Bool("hold_strict", true); err != nil {
 		return nil, err
 	}
+	switch hc := o.String("hold_cloud", "sum"); hc {
+	case "sum", "min":
+		t.HoldMin = hc == "min"
+	default:
+		return nil, fmt.Errorf("policy tidal: hold_cloud=%q: want sum or min", hc)
+	}
 	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
 		return nil, err
 	}
 	t.flow.holdStrict = t.HoldStrict
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -831,10 +842,10 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 // forecast keeps at HoldQuantile from now until j's deadline, less
 // HoldReserve (when -1: one node's, unless the cloud is one node).
 func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
-	capacity := float64(c.cap)
+	capacity, forecast := float64(c.cap), float64(c.cap)
 	if v := t.views[c.site]; v != nil {
 		t.plan(s, v)
-		capacity = math.Min(capacity, t.planned(v, v.hold, 1, j.deadline))
+		forecast = math.Min(forecast, t.planned(v, v.hold, 1, j.deadline))
 	}
 	reserve := t.HoldReserve
 	if reserve < 0 {
@@ -846,7 +857,10 @@ func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 			reserve = c.perNode
 		}
 	}
-	return int(math.Floor(capacity+1e-9)) - reserve
+	if t.HoldMin {
+		return int(math.Floor(math.Min(forecast, capacity-float64(reserve)) + 1e-9))
+	}
+	return int(math.Floor(forecast+1e-9)) - reserve
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,

@@ -101,6 +101,7 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:hold_strict=maybe", contract.Context{}, "hold_strict"},
 		{"tidal:hold_yield=maybe", contract.Context{}, "hold_yield"},
 		{"tidal:hold_safe=maybe", contract.Context{}, "hold_safe"},
+		{"tidal:hold_cloud=max", contract.Context{}, "hold_cloud"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
 		{"tidal:forecast=crystal", contract.Context{}, "forecast"},
 		{"tidal:forecast=oracle", contract.Context{}, "oracle"},
@@ -317,6 +318,26 @@ func TestTidalHoldYields(t *testing.T) {
 	} {
 		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// TestTidalHoldCloud: the re-trial's cloud on three 8-GPU nodes when the
+// forecast (the oracle here) says one node goes at 300 s: the forecast
+// less one node (hold_cloud=sum) is 8 GPUs; the lower of the forecast and
+// the cloud less one node (min) is 16, the loss counted once.
+func TestTidalHoldCloud(t *testing.T) {
+	fut := forecast.Series{{T: 0, V: 24}, {T: 300, V: 16}}
+	s := &engine.Snapshot{Now: 100, Cluster: enginetest.MultiSite(3, 8, 0, 0), Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 8}}
+	for _, tc := range []struct {
+		spec string
+		want int
+	}{{"tidal:forecast=oracle", 8}, {"tidal:forecast=oracle:hold_cloud=min", 16}, {"tidal:forecast=off:hold_cloud=min", 16}, {"tidal:forecast=off", 16}} {
+		tl := fam.Parse(t, tc.spec, contract.Context{Future: map[string]forecast.Series{"cloud": fut}}).(*Tidal)
+		tl.observe(s)
+		c, _ := tl.flow.cloudOf(s)
+		if got := tl.holdCap(s, c, &fjob{deadline: 2000}); got != tc.want {
+			t.Errorf("%s: the re-trial plans %d cloud GPUs, want %d", tc.spec, got, tc.want)
 		}
 	}
 }
