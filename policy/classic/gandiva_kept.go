@@ -23,10 +23,8 @@ import (
 
 // gandivaTurns keeps the running jobs still inside their quantum.
 type gandivaTurns struct {
-	valid bool // the state is that of round `round` of engine `from`
-	from  *engine.Engine
-	round int
-	fresh quantumHeap // the running jobs inside their quantum, by last start (stale entries skipped)
+	seen  roster.Follower // the round the state is that of
+	fresh quantumHeap     // the running jobs inside their quantum, by last start (stale entries skipped)
 	at    roster.Slots[turnAt]
 	n     int // jobs inside their quantum
 	held  int // the GPUs they hold
@@ -92,7 +90,7 @@ func (h *quantumHeap) pop() quantumEntry {
 // when q holds the round before, else from every active job; then moves
 // out the jobs whose quantum has ended by s.Now.
 func (q *gandivaTurns) follow(g *Gandiva, s *engine.Snapshot) {
-	if !q.valid || q.from != s.From() || s.Round != q.round+1 {
+	if !q.seen.Next(s) {
 		q.rebuild(g, s)
 	} else {
 		for _, st := range s.Changed {
@@ -111,11 +109,10 @@ func (q *gandivaTurns) follow(g *Gandiva, s *engine.Snapshot) {
 			q.leave(e.st)
 		}
 	}
-	q.valid, q.from, q.round = true, s.From(), s.Round
 }
 
 // invalidate says q no longer follows the rounds (a round planned in full).
-func (q *gandivaTurns) invalidate() { q.valid = false }
+func (q *gandivaTurns) invalidate() { q.seen.Stop() }
 
 // rebuild makes q from the active jobs of s.
 func (q *gandivaTurns) rebuild(g *Gandiva, s *engine.Snapshot) {
