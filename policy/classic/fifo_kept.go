@@ -27,11 +27,8 @@ import (
 
 // fifoQueue keeps the running jobs' predicted ends in end order.
 type fifoQueue struct {
-	// valid says ends and unpriced describe the running jobs of round
-	// `round` of engine `from`.
-	valid bool
-	from  *engine.Engine
-	round int
+	// seen says which round ends and unpriced describe.
+	seen roster.Follower
 	// ends are the running jobs whose end the cache (FIFO.ends) holds,
 	// by end, then in the engine's order (submission, then ID); endSt
 	// are their jobs.
@@ -92,7 +89,7 @@ func fifoTerms(b []byte, _ *engine.Status) []byte { return append(b, "first come
 // follow brings q up to round s (which the roster took), from what changed
 // when q holds the round before, else from every active job.
 func (q *fifoQueue) follow(f *FIFO, s *engine.Snapshot) {
-	if !q.valid || q.from != s.From() || s.Round != q.round+1 {
+	if !q.seen.Next(s) {
 		q.rebuild(f, s)
 	} else {
 		for _, st := range s.Changed {
@@ -105,11 +102,10 @@ func (q *fifoQueue) follow(f *FIFO, s *engine.Snapshot) {
 			}
 		}
 	}
-	q.valid, q.from, q.round = true, s.From(), s.Round
 }
 
 // invalidate says q no longer follows the rounds (a round planned in full).
-func (q *fifoQueue) invalidate() { q.valid = false }
+func (q *fifoQueue) invalidate() { q.seen.Stop() }
 
 // rebuild makes q from the active jobs of s.
 func (q *fifoQueue) rebuild(f *FIFO, s *engine.Snapshot) {

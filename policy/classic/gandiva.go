@@ -67,6 +67,7 @@ type Gandiva struct {
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept  roster.Roster
 	run   []engine.Assignment
+	fresh gandivaTurns                             // the running jobs inside their quantum (gandiva_kept.go)
 	why   explain.Scratch                          // reasons' memory, reused from round to round
 	terms func(b []byte, st *engine.Status) []byte // appendTerms
 }
@@ -131,13 +132,12 @@ func NewGandiva(k GandivaKnobs) (*Gandiva, error) {
 func (g *Gandiva) Name() string { return g.name }
 
 // Incremental implements engine.IncrementalPolicy: without packing,
-// growing and rotation across types, a round in which every active job
-// fits and no running job is spread over nodes it could leave (Migrate) is
-// planned from what changed: all run, the waiting ones start longest
-// suspended first, as the full pass orders them. Whether jobs fit moves
-// with arrivals and departures only; who goes first when they do not
-// moves with every running job's quantum, so such rounds are planned in
-// full.
+// growing and rotation across types, and while no running job is spread
+// over nodes it could leave (Migrate), a round in which every active job
+// fits is planned from what changed (all run, the waiting ones start
+// longest suspended first, as the full pass orders them), and so is an
+// oversubscribed round in which no job's slice ends with its GPUs going to
+// another (gandiva_kept.go). A round that preempts is planned in full.
 func (g *Gandiva) Incremental() bool { return !g.Pack && !g.Grow && !g.Rotate }
 
 // KeptRounds is how many rounds this instance planned from what changed.
@@ -160,10 +160,19 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 		if g.Migrate && g.kept.Odd == nil {
 			g.kept.Odd = spread
 		}
-		if g.kept.Begin(s) && g.kept.Fits(s) {
-			g.kept.Kept++
-			g.run = startAll(g.run, alloc.SortByKey(g.kept.Waiting(), lastStop))
-			return engine.Plan{Run: g.run, Keep: true}
+		if g.kept.Begin(s) {
+			g.fresh.follow(g, s)
+			if g.kept.Fits(s) {
+				g.kept.Kept++
+				g.run = startAll(g.run, alloc.SortByKey(g.kept.Waiting(), lastStop))
+				return engine.Plan{Run: g.run, Keep: true}
+			}
+			if plan, ok := g.keptTurns(s); ok { // gandiva_kept.go
+				g.kept.Kept++
+				return plan
+			}
+		} else {
+			g.fresh.invalidate()
 		}
 	}
 	order := g.turns(s)

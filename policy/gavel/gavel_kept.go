@@ -31,8 +31,7 @@ type gavelKept struct {
 	// planOK says jobs, toStart and strays describe the last plan: the
 	// policy made it, and has seen every round of the same engine since.
 	planOK  bool
-	from    *engine.Engine
-	round   int
+	seen    roster.Follower
 	toStart []int // 1 + index in the last plan of its jobs holding no GPUs, ascending
 	strays  int   // running jobs the last plan does not keep on their GPUs
 	run     []engine.Assignment
@@ -67,12 +66,12 @@ func (k *gavelKept) follow(g *Gavel, s *engine.Snapshot) bool {
 	}
 	if !k.roster.Follow(s) {
 		k.planOK = false
+		k.seen.Stop()
 		return false
 	}
-	if k.planOK && (k.from != s.From() || s.Round != k.round+1) {
+	if !k.seen.Next(s) {
 		k.planOK = false
 	}
-	k.from, k.round = s.From(), s.Round
 	if !k.planOK {
 		return true
 	}

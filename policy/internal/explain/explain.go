@@ -190,11 +190,12 @@ func sameText(buf []byte, st *engine.Status) string {
 // start): it writes the reasons PlanAppend writes for the full plan that
 // lists the running jobs, unchanged, ahead of these, without walking the
 // running jobs. waiting are the active jobs that hold no GPUs; ordered
-// says they are in the policy's order, every running job ahead of them
-// (FIFO: the running jobs, then the queue), otherwise the policy has no
-// order (PlanAppend's nil order). running and held are the running jobs
-// and the GPUs they hold. The plan declines no job and packs none.
-func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, ordered bool, running, held int, terms func(b []byte, st *engine.Status) []byte) {
+// says they are in the policy's order, with ahead running jobs ahead of
+// them all and the others behind (FIFO: every running job, then the
+// queue; Gandiva: the jobs inside their quantum, the queue, the others);
+// otherwise the policy has no order (PlanAppend's nil order). held is the
+// GPUs the running jobs hold. The plan declines no job and packs none.
+func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, ordered bool, ahead, held int, terms func(b []byte, st *engine.Status) []byte) {
 	if ordered && len(plan.Run) == len(waiting) {
 		return // every job runs: PlanAppend's runsAll
 	}
@@ -209,7 +210,7 @@ func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*
 	}
 	buf := sc.buf
 	defer func() { sc.buf = buf }()
-	p := place{runAhead: running}
+	p := place{runAhead: ahead}
 	for _, st := range waiting {
 		id := st.Job.ID
 		if _, planned := given[id]; planned {

@@ -26,10 +26,8 @@ type Roster struct {
 	// so it may read only what changes with Snapshot.Changed.
 	Odd func(s *engine.Snapshot, st *engine.Status) bool
 
-	ok    bool // the state is that of round `round` of engine `from`
-	from  *engine.Engine
-	round int
-	jobs  Slots[entry]
+	seen Follower // the rounds the roster holds
+	jobs Slots[entry]
 
 	waiting []*engine.Status // in the engine's order
 	demand  int              // GPUs the active jobs ask for (Job.GPUs)
@@ -66,15 +64,35 @@ func (r *Roster) Begin(s *engine.Snapshot) bool {
 // the roster now holds round s (false on a snapshot without Changed).
 func (r *Roster) Follow(s *engine.Snapshot) bool {
 	if !s.Incremental || s.From() == nil {
-		r.ok = false
+		r.seen.Stop()
 		return false
 	}
-	if !r.ok || r.from != s.From() || s.Round != r.round+1 || !r.apply(s) {
+	if !r.seen.Next(s) || !r.apply(s) {
 		r.rebuild(s)
 	}
-	r.ok, r.from, r.round = true, s.From(), s.Round
 	return true
 }
+
+// Follower tracks whether a keeper of per-round state has seen every
+// round of one engine up to the last: then the next round's
+// Snapshot.Changed brings it up to date.
+type Follower struct {
+	ok    bool
+	from  *engine.Engine
+	round int
+}
+
+// Next reports whether s is the round after the last one followed, of
+// the same engine, and records s as followed.
+func (f *Follower) Next(s *engine.Snapshot) bool {
+	next := f.ok && f.from == s.From() && s.Round == f.round+1
+	f.ok, f.from, f.round = s.From() != nil, s.From(), s.Round
+	return next
+}
+
+// Stop records that the keeper missed a round: the next Next reports
+// false.
+func (f *Follower) Stop() { f.ok = false }
 
 // Waiting are the active jobs that hold no GPUs, in the engine's order
 // (submission time, then ID): shared, valid until the next Begin.
