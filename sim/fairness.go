@@ -73,10 +73,13 @@ type frag struct {
 	held   []int32 // GPU -> running jobs on it (two when packed, more when fractional)
 	isDown []bool  // GPU -> down, as last told (down)
 	free   []int   // pool -> GPUs with no job that are up
-	// waiting counts the waiting jobs per demand; demands are the demands
-	// with a count, in the order first seen.
-	waiting map[report.Demand]int
+	// anyType counts the waiting jobs of any GPU type by their least
+	// GPUs; typed counts the others per demand, and demands are the typed
+	// demands with a count, in the order first seen.
+	anyType []int32
+	typed   map[report.Demand]int
 	demands []report.Demand
+	all     []report.Demand // scratch: the demands Fragmented is given
 	scratch map[report.Pool]int
 }
 
@@ -98,7 +101,7 @@ func (f *frag) init(c *cluster.Cluster) {
 		f.poolOf[g] = k
 		f.free[k]++
 	}
-	f.waiting = map[report.Demand]int{}
+	f.typed = map[report.Demand]int{}
 	f.scratch = make(map[report.Pool]int, len(f.pools))
 }
 
@@ -139,37 +142,57 @@ func (f *frag) down(e *engine.Engine, gs []cluster.GPUID) {
 
 // wait counts job j as waiting (d = 1) or no longer (d = -1).
 func (f *frag) wait(j *job.Job, d int) {
+	if j.GPUType == "" {
+		if j.MinGPUs >= len(f.anyType) {
+			f.anyType = append(f.anyType, make([]int32, j.MinGPUs+1-len(f.anyType))...)
+		}
+		f.anyType[j.MinGPUs] += int32(d)
+		return
+	}
 	k := report.Demand{Type: j.GPUType, GPUs: j.MinGPUs}
-	n, ok := f.waiting[k]
+	n, ok := f.typed[k]
 	if !ok {
 		f.demands = append(f.demands, k)
 	}
-	f.waiting[k] = n + d
+	f.typed[k] = n + d
 }
 
 // fragmented is report.Fragmented of the free GPUs and waiting demands
-// kept.
+// kept. Fragmented reads only the least GPUs waiting per type and of any
+// type, so those are all it is given.
 func (f *frag) fragmented() int {
-	if f.waiting[report.Demand{GPUs: 1}] > 0 {
-		return 0 // a job of one GPU of any type fits every free GPU
+	least := 0 // the least GPUs a waiting job of any type needs, 0 for none
+	for g, n := range f.anyType {
+		if n > 0 {
+			if g == 1 {
+				return 0 // a job of one GPU of any type fits every free GPU
+			}
+			least = g
+			break
+		}
 	}
-	// The demands waiting; those no job has any more go.
+	// The typed demands waiting; those no job has any more go.
 	ds := f.demands[:0]
 	for _, k := range f.demands {
-		if f.waiting[k] > 0 {
+		if f.typed[k] > 0 {
 			ds = append(ds, k)
 		} else {
-			delete(f.waiting, k)
+			delete(f.typed, k)
 		}
 	}
 	f.demands = ds
+	all := append(f.all[:0], ds...)
+	if least > 0 {
+		all = append(all, report.Demand{GPUs: least})
+	}
+	f.all = all
 	clear(f.scratch)
 	for k, n := range f.free {
 		if n > 0 {
 			f.scratch[f.pools[k]] = n
 		}
 	}
-	return report.Fragmented(f.scratch, ds)
+	return report.Fragmented(f.scratch, all)
 }
 
 // indexTenants numbers the trace's tenants and finds whether it has several.

@@ -81,3 +81,41 @@ func TestHiveDInSimulation(t *testing.T) {
 		}
 	}
 }
+
+// TestFragmentedKept replays random traces on a cluster of two GPU types
+// whose jobs ask for GPUs of one type or of any, none for a single GPU of
+// any type (else nothing is ever fragmented), under several policies:
+// every sample's fragmented GPUs, kept as jobs come and go, are checked
+// against a count over every job and GPU (the package's tests set
+// checkFrag: a difference panics), and some samples must find fragmented
+// GPUs.
+func TestFragmentedKept(t *testing.T) {
+	frag := 0
+	for seed := range 6 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 21))
+		jobs := randomTrace(rng, 60, 8)
+		for i, j := range jobs {
+			switch i % 3 {
+			case 0:
+				j.GPUType = "v100"
+			case 1:
+				j.GPUType = "t4"
+			}
+			if j.GPUType == "" && j.GPUs == 1 {
+				j.GPUs, j.MinGPUs, j.MaxGPUs = 2, 2, 2
+			}
+			j.Deadline = 0
+		}
+		for _, spec := range []string{"fifo", "tiresias", "srtf"} {
+			run := runSim(t, "2x4:v100,2x4:t4", spec, perf.Costs{}, jobs...)
+			for _, smp := range run.Timeline {
+				if smp.Fragmented > 0 {
+					frag++
+				}
+			}
+		}
+	}
+	if frag == 0 {
+		t.Fatal("no sample found fragmented GPUs: the traces do not exercise the count")
+	}
+}
