@@ -478,9 +478,13 @@ type Engine struct {
 	// Lazy counters (incremental.go): lazy says rounds log their time in
 	// acctLog (entries from the acctBase-th on) instead of counting every
 	// active job's seconds.
-	lazy       bool
-	acctLog    []float64
-	acctBase   int
+	lazy     bool
+	acctLog  []float64
+	acctBase int
+	// lastOdd is the index (counted from the first time ever logged) of
+	// the last logged time that is not a whole number of seconds, or is
+	// below the time before it; -1 when none (syncWhole).
+	lastOdd    int
 	typeOf     []uint16
 	heldOfType []int
 }
@@ -500,6 +504,7 @@ func New(cfg Config) (*Engine, error) {
 	e.gpuTypeIndex()
 	e.setPolicyMode(cfg.Policy)
 	e.epoch = 1 // a new status (touched 0) is not yet in Changed
+	e.lastOdd = -1
 	return e, nil
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/cluster"
@@ -71,6 +72,9 @@ func (e *Engine) logAccount(now float64) {
 	if n := len(e.acctLog); n > 0 && e.acctLog[n-1] == now {
 		return // counting to the same time twice adds nothing
 	}
+	if n := len(e.acctLog); !whole(now) || (n > 0 && now < e.acctLog[n-1]) {
+		e.lastOdd = e.acctBase + n
+	}
 	e.acctLog = append(e.acctLog, now)
 	if len(e.acctLog) >= maxLog {
 		// Count every active job up to now and start the log afresh: the
@@ -98,8 +102,12 @@ func (e *Engine) sync(st *Status) {
 	if !e.lazy {
 		return
 	}
+	first := st.acct
 	ts := e.acctLog[st.acct-e.acctBase:]
 	st.acct = e.acctBase + len(e.acctLog)
+	if len(ts) > 0 && e.lastOdd < first && e.syncWhole(st, ts[len(ts)-1]) {
+		return
+	}
 	// countTo at each time, with the counters in registers: nothing else
 	// changes the job in between.
 	since := st.since
@@ -131,6 +139,40 @@ func (e *Engine) sync(st *Status) {
 	}
 	st.Waited, st.since = waited, since
 }
+
+// syncWhole is sync through logged times that are whole seconds, in
+// order, up to end: when the job's counters, its GPUs and the seconds to
+// add are whole numbers too (below 2^52), every addition the loop makes
+// is exact, so the sums telescope and adding end - since at once gives
+// the very same bits. It reports false, changing nothing, otherwise.
+func (e *Engine) syncWhole(st *Status, end float64) bool {
+	if !whole(st.since) {
+		return false
+	}
+	d := end - st.since
+	if d <= 0 {
+		return true // every step adds nothing, as in the loop
+	}
+	if len(st.GPUs) > 0 {
+		held := st.HeldGPUs()
+		ex, at, tn := st.Executed+d, st.Attained+d*held, st.typeNow+d
+		if !whole(held) || !whole(st.Executed) || !whole(st.Attained) || !whole(st.typeNow) || !whole(ex) || !whole(at) || !whole(tn) {
+			return false
+		}
+		st.Executed, st.Attained, st.typeNow, st.typeRan, st.since = ex, at, tn, true, end
+		return true
+	}
+	w := st.Waited + d
+	if !whole(st.Waited) || !whole(w) {
+		return false
+	}
+	st.Waited, st.since = w, end
+	return true
+}
+
+// whole reports whether x is a whole number below 2^52 in size: sums and
+// products of such numbers that stay below it are exact.
+func whole(x float64) bool { return x == math.Trunc(x) && math.Abs(x) < 1<<52 }
 
 // Sync brings st's time-dependent counters (Attained, Executed, Waited,
 // TypeSeconds) up to the snapshot's time. Under an engine that keeps them

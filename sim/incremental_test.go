@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -146,6 +147,14 @@ func TestLazyAdvanceMatches(t *testing.T) {
 			now += float64(r.IntN(600))
 			g := []int{1, 1, 2, 4}[r.IntN(4)]
 			d := float64(10+r.IntN(3000)) + r.Float64()
+			if seed%4 >= 2 {
+				// Whole seconds, now and then milliseconds: the lazy
+				// sums through whole instants only are added at once.
+				g = []int{1, 3, 3, 4}[r.IntN(4)]
+				if d = math.Floor(d); r.IntN(4) == 0 {
+					d += float64(1+r.IntN(999)) / 1000
+				}
+			}
 			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
 				Work: d, Unit: job.Seconds, Duration: d})
 		}

@@ -1,5 +1,7 @@
 package sim
 
+import "math"
+
 // Lazy advance (issue 19): a round no longer brings every running job up
 // to now. When the policy never reads progress (engine.ProgressFree) and
 // nothing else needs every job current each round (job agents, sites,
@@ -33,6 +35,9 @@ func (s *simulator) advanceAll(t float64) {
 			s.retune(r)
 		}
 		return
+	}
+	if n := len(s.instants); !whole(t) || (n > 0 && t < s.instants[n-1]) {
+		s.lastOdd = s.instBase + n
 	}
 	s.instants = append(s.instants, t)
 	if !s.lazy {
@@ -84,12 +89,16 @@ func (s *simulator) sync(r *running) {
 	if !r.lazy {
 		return
 	}
+	first := r.synced
 	ts := s.instants[r.synced-s.instBase:]
 	r.synced = s.instBase + len(s.instants)
 	if r.delay > 0 || s.st != nil {
 		for _, t := range ts {
 			s.advance(r, t)
 		}
+		return
+	}
+	if len(ts) > 0 && s.lastOdd < first && s.syncWhole(r, ts[len(ts)-1]) {
 		return
 	}
 	// advance at each instant, for a job past its delay on a run without
@@ -114,6 +123,39 @@ func (s *simulator) sync(r *running) {
 	s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds = held, gs, shared, useful
 	r.progress, r.last = progress, last
 }
+
+// syncWhole is sync's loop through instants that are whole seconds, in
+// order, up to end: when r's sums, its GPUs, its rate and the seconds to
+// add are whole numbers too (below 2^52), every addition the loop makes is
+// exact, so the sums telescope and adding end - last at once gives the
+// very same bits. It reports false, changing nothing, otherwise.
+func (s *simulator) syncWhole(r *running, end float64) bool {
+	if !whole(r.last) {
+		return false
+	}
+	d := end - r.last
+	if d <= 0 {
+		return true // every step adds nothing, as in the loop
+	}
+	rec := &s.recs[r.idx]
+	gpus := charged(r)
+	other := float64(r.gpus) - gpus
+	held, gs, shared, useful, progress := s.held[r.idx]+d, rec.GPUSeconds+d*gpus, rec.SharedGPUSeconds+d*other,
+		rec.UsefulGPUSeconds+d*gpus, r.progress+r.rate*d
+	for _, x := range [...]float64{gpus, other, r.rate, s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds, r.progress,
+		held, gs, shared, useful, progress} {
+		if !whole(x) {
+			return false
+		}
+	}
+	s.held[r.idx], rec.GPUSeconds, rec.SharedGPUSeconds, rec.UsefulGPUSeconds = held, gs, shared, useful
+	r.progress, r.last = progress, end
+	return true
+}
+
+// whole reports whether x is a whole number below 2^52 in size: sums and
+// products of such numbers that stay below it are exact.
+func whole(x float64) bool { return x == math.Trunc(x) && math.Abs(x) < 1<<52 }
 
 // syncAll brings every running job up to the last round's instant and
 // makes rounds eager again.

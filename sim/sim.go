@@ -183,8 +183,12 @@ type simulator struct {
 	lazy     bool
 	instants []float64
 	instBase int
-	delayed  []*running
-	eager    bool
+	// lastOdd is the index (counted from the first instant ever logged)
+	// of the last instant that is not a whole number of seconds, or is
+	// below the one before it; -1 when none (syncWhole).
+	lastOdd int
+	delayed []*running
+	eager   bool
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
@@ -203,7 +207,7 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
 		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
-	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager}
+	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager, lastOdd: -1}
 	_, sharing := cfg.Model.(perf.Sharer)
 	// The engine forgets jobs that ended: the simulator keeps their
 	// records, and a replay of millions of jobs holds only the active ones.
