@@ -152,3 +152,12 @@ func changes(cs []engine.Change) []change {
 	}
 	return out
 }
+
+// TestTiresiasKeptLockstep runs Tiresias through the shared lockstep
+// harness (policytest.Lockstep) too: elastic jobs (which the kept rounds
+// leave to the full pass while one runs on a count it did not ask for),
+// nodes that go down and come back (rounds that are not AddOnly) and
+// adopted jobs, against the same policy planning every round in full.
+func TestTiresiasKeptLockstep(t *testing.T) {
+	fam.KeptMatchesFull(t, load, "tiresias:limits=100/300", "tiresias:preset=pollux")
+}
