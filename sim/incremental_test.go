@@ -190,3 +190,42 @@ func TestLazyAdvanceMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyAdvanceThroughFractions: job a (15 of 16 GPUs, first in
+// Tiresias' one queue below 57,600 GPU-s) runs from 1,583 s to its end at
+// 2,083 s, never touched; jobs of one GPU arrive at 1,831.019, 1,831.524
+// and 1,831.53 s, each a round, and end at fractional times too. a's
+// GPU-seconds counted round by round through those fractions are not the
+// 7,500 whole seconds would give at once: the lazy run must match the
+// eager one, record for record (syncWhole may add a run of round times at
+// once only when they are all whole seconds).
+func TestLazyAdvanceThroughFractions(t *testing.T) {
+	c := buildCluster(t, "2x8:v100")
+	mk := func(id string, at float64, g int, d float64) *job.Job {
+		return &job.Job{ID: id, Submit: at, GPUs: g, MinGPUs: g, MaxGPUs: g, Work: d, Unit: job.Seconds, Duration: d}
+	}
+	jobs := []*job.Job{mk("a", 1583, 15, 500), mk("b", 1831.019, 1, 30), mk("c", 1831.524, 1, 30), mk("d", 1831.53, 1, 30)}
+	run := func(eager bool) string {
+		p, err := classic.NewTiresias(contract.Context{Jobs: jobs}, knobsOf(t, "tiresias:preset=pollux"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sim.Config{Cluster: c, Model: perf.Duration{}, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: true, Seed: 1}
+		out, err := sim.Run(cfg, jobs)
+		if eager {
+			out, err = sim.RunEager(cfg, jobs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eager && out.Jobs[0].GPUSeconds == 15*500 {
+			t.Fatal("the fractions added up exactly: the test does not tell the two sums apart")
+		}
+		var b strings.Builder
+		writeRun(&b, out)
+		return b.String()
+	}
+	if lazy, eager := run(false), run(true); lazy != eager {
+		t.Fatalf("lazily:\n%s\nround by round:\n%s", lazy, eager)
+	}
+}
