@@ -66,20 +66,21 @@ func TestKubeTidalHolds(t *testing.T) {
 	for _, name := range []string{"b", "c"} {
 		eventually(t, 30*time.Second, func() (bool, string) { return held(name) })
 	}
-	// b's reason names when the whole cloud would end it (20 min of work
-	// from about now) and its deadline, as UTC times.
+	// b's message names the latest admission that still ends it by its
+	// deadline (its deadline less its 20 min of work) and its deadline,
+	// as UTC times.
 	tb := s.getTideJob(ns, "b")
 	t.Logf("b held: %s", tb.Status.Message)
 	t.Logf("c held: %s", s.getTideJob(ns, "c").Status.Message)
 	if want := "deadline " + deadlines["b"].UTC().Format(time.RFC3339); !strings.Contains(tb.Status.Message, want) {
 		t.Errorf("b's message %q does not name its deadline (%q)", tb.Status.Message, want)
 	}
-	if m := regexp.MustCompile(`end it at (\S+),`).FindStringSubmatch(tb.Status.Message); m == nil {
-		t.Errorf("b's message %q does not say when the whole cloud would end it", tb.Status.Message)
+	if m := regexp.MustCompile(`admitted by (\S+);`).FindStringSubmatch(tb.Status.Message); m == nil {
+		t.Errorf("b's message %q does not say by when it must be admitted", tb.Status.Message)
 	} else if at, err := time.Parse(time.RFC3339, m[1]); err != nil {
-		t.Errorf("b's message: the whole cloud's end %q is not an RFC 3339 time: %v", m[1], err)
-	} else if lo, hi := tb.CreationTimestamp.Add(20*time.Minute-time.Second), time.Now().Add(20*time.Minute+time.Second); at.Before(lo) || at.After(hi) {
-		t.Errorf("b's message: the whole cloud would end it at %v, want 20 min of work from between its creation and now: %v to %v", at, lo, hi)
+		t.Errorf("b's message: the latest admission %q is not an RFC 3339 time: %v", m[1], err)
+	} else if want := deadlines["b"].UTC().Add(-20 * time.Minute); at.After(want.Add(time.Second)) || at.Before(want.Add(-time.Minute)) {
+		t.Errorf("b's message: latest admission %v, want its deadline less 20 min of work, %v (up to a minute earlier for start-up)", at, want)
 	}
 	// c is declined once the whole cloud would end it too late; b stays
 	// held meanwhile.
@@ -151,7 +152,7 @@ func TestKubeTidalHolds(t *testing.T) {
 			got[name] = append(got[name], ev.Reason)
 			switch ev.Reason {
 			case "Held":
-				ok = ok && ev.Type == corev1.EventTypeNormal && strings.HasPrefix(ev.Note, "held, not declined: the whole cloud would still end it at ")
+				ok = ok && ev.Type == corev1.EventTypeNormal && strings.HasPrefix(ev.Note, "held, not declined: the whole cloud would still end it by its deadline if admitted by ")
 			case "Declined":
 				ok = ok && ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Note, "the whole cloud from now would not end it in time")
 			}

@@ -590,7 +590,7 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		if t.Hold {
 			text += ", and the whole cloud from now would not end it in time"
 		}
-		r.Text = joinReason(text, r.Text)
+		r.Text = joinReason(text, dropDeclined(r.Text))
 		plan.Reasons[id] = r
 	}
 	var left []*engine.Status
@@ -730,6 +730,15 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 	return out
 }
 
+// dropDeclined takes the shared explanation's leading "declined" off a
+// reason text whose own words say what happened to the job.
+func dropDeclined(text string) string {
+	if text == "declined" {
+		return ""
+	}
+	return strings.TrimPrefix(text, "declined; ")
+}
+
 // joinReason joins two reason texts with "; ", skipping an empty one.
 func joinReason(a, b string) string {
 	switch {
@@ -817,7 +826,12 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 				plan.Memo[id] = m
 			}
 			r := plan.Reasons[id]
-			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it at t=%.0f s, by its deadline; admission tries it again next round", end), r.Text)
+			// The latest admission that still ends it in time, not the
+			// end itself: it stays the same while the job waits, so a
+			// live executor does not rewrite the job's status each round.
+			// EdgeFlow's "declined; " would contradict "held".
+			latest := st.Job.Deadline - (end - s.Now)
+			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it by its deadline if admitted by t=%.0f s; admission tries it again each round", latest), dropDeclined(r.Text))
 			plan.Reasons[id] = r
 			continue
 		}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -339,5 +341,37 @@ func TestTidalHoldCloud(t *testing.T) {
 		if got := tl.holdCap(s, c, &fjob{deadline: 2000}); got != tc.want {
 			t.Errorf("%s: the re-trial plans %d cloud GPUs, want %d", tc.spec, got, tc.want)
 		}
+	}
+}
+
+// TestTidalHeldReasonSteady: a held job's reason says it is held, never
+// that it was declined, and names the latest admission that ends it in
+// time, which stays the same while it waits (a live executor rewrites a
+// job's status whenever its reason changes).
+func TestTidalHeldReasonSteady(t *testing.T) {
+	p := fam.Parse(t, "tidal", contract.Context{})
+	var texts []string
+	for _, now := range []float64{1000, 1010, 1030} {
+		s := swapSnapshot()
+		s.Now = now
+		plan := p.Schedule(s)
+		r, ok := plan.Reasons["j"]
+		if !ok || slices.Contains(plan.Decline, "j") {
+			t.Fatalf("t=%v: j declined %v, reason %+v; want it held", now, plan.Decline, r)
+		}
+		if !strings.HasPrefix(r.Text, "held, not declined: ") || strings.Contains(r.Text, "declined;") {
+			t.Errorf("t=%v: j's reason %q: want it held, without EdgeFlow's \"declined\"", now, r.Text)
+		}
+		m := regexp.MustCompile(`admitted by t=(\d+) s`).FindStringSubmatch(r.Text)
+		if m == nil {
+			t.Fatalf("t=%v: j's reason %q does not name the latest admission", now, r.Text)
+		}
+		if latest, _ := strconv.ParseFloat(m[1], 64); latest < now || latest > 1550 {
+			t.Errorf("t=%v: latest admission %v, want between now and j's deadline (1550 s)", now, latest)
+		}
+		texts = append(texts, r.Text)
+	}
+	if texts[0] != texts[1] || texts[1] != texts[2] {
+		t.Errorf("j's reason moved while it waited: %q", texts)
 	}
 }
