@@ -353,12 +353,25 @@ func (Pack) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment)
 	return addEach(c, busy, add, (*freeMap).pack)
 }
 
+// listedBefore reports whether node is among ns: a plan listing a node
+// twice asks for a shape no GPUs have (engine.Assignment.Fits counts each
+// node's GPUs once), and taking from it twice could overdraw it.
+func listedBefore(ns []engine.NodeGPUs, node int) bool {
+	for _, n := range ns {
+		if n.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // exact takes the GPUs a.Nodes names, or nothing when any of those nodes
-// lacks them (or has the wrong type).
+// lacks them (or has the wrong type, or is listed twice).
 func (f *freeMap) exact(a engine.Assignment) []cluster.GPUID {
-	for _, n := range a.Nodes {
+	for i, n := range a.Nodes {
 		if n.Node < 0 || n.Node >= len(f.free) || n.GPUs < 1 || len(f.free[n.Node]) < n.GPUs ||
-			(a.GPUType != "" && f.c.Nodes[n.Node].GPUType != a.GPUType) {
+			(a.GPUType != "" && f.c.Nodes[n.Node].GPUType != a.GPUType) ||
+			listedBefore(a.Nodes[:i], n.Node) {
 			return nil
 		}
 	}

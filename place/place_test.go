@@ -122,6 +122,15 @@ func TestPack(t *testing.T) {
 		run:     []engine.Assignment{ask("a", 2, ""), ask("b", 1, ""), ask("c", 4, "")},
 		want:    map[string][]cluster.GPUID{"a": ids(6, 7), "b": ids(3), "c": ids(8, 9, 10, 11)},
 	}, {
+		// A plan that lists node 0 twice (3 + 3 of its 4 GPUs) asks for a
+		// shape no GPUs have (engine.Assignment.Fits counts a node's GPUs
+		// once): a is not placed, and b, after it, still is.
+		name:    "node listed twice",
+		cluster: "2x4:t4",
+		run: []engine.Assignment{{Job: "a", GPUs: 6, Nodes: []engine.NodeGPUs{{Node: 0, GPUs: 3}, {Node: 0, GPUs: 3}}},
+			ask("b", 4, "")},
+		want: map[string][]cluster.GPUID{"b": ids(0, 1, 2, 3)},
+	}, {
 		// Both nodes have 4 free: a goes to node 0 (lowest index); then
 		// node 0 (2 free) is the best fit for b, keeping node 1 whole for c.
 		name:    "ties to lowest node, consolidating",

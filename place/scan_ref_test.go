@@ -127,9 +127,10 @@ func (f *refMap) mostFree(t string, k int) []cluster.GPUID {
 // exact takes the GPUs a.Nodes names, or nothing when any of those nodes
 // lacks them (or has the wrong type).
 func (f *refMap) exact(a engine.Assignment) []cluster.GPUID {
-	for _, n := range a.Nodes {
+	for i, n := range a.Nodes {
 		if n.Node < 0 || n.Node >= len(f.free) || n.GPUs < 1 || len(f.free[n.Node]) < n.GPUs ||
-			(a.GPUType != "" && f.c.Nodes[n.Node].GPUType != a.GPUType) {
+			(a.GPUType != "" && f.c.Nodes[n.Node].GPUType != a.GPUType) ||
+			listedBefore(a.Nodes[:i], n.Node) {
 			return nil
 		}
 	}
