@@ -11,11 +11,8 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 )
-
-// inFull hides a policy's engine.IncrementalPolicy: the engine hands it no
-// Changed and it plans every round in full.
-type inFull struct{ engine.Policy }
 
 // keptPolicies are the policies that plan rounds from what changed
 // (issue 19; Tiresias is engine.BenchmarkChangedRound's).
@@ -70,7 +67,7 @@ func keptRound(b *testing.B, c *cluster.Cluster, model perf.Model, name string, 
 		b.Fatal(err)
 	}
 	if full {
-		p = inFull{p}
+		p = policytest.FullOnly{Policy: p}
 	}
 	clk := &benchClock{}
 	e, err := engine.New(engine.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Clock: clk,

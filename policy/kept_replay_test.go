@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/sim"
 )
@@ -63,7 +64,7 @@ func TestKeptReplaysMatchFull(t *testing.T) {
 				}
 				pol := p
 				if wrap {
-					pol = inFull{p}
+					pol = policytest.FullOnly{Policy: p}
 				}
 				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: pol, Placer: place.Pack{},
 					Round: 60, OnEvents: seed%3 != 0, Seed: 1}, jobs)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/perf"
@@ -15,10 +14,6 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
-
-// fullOnly hides a policy's engine.IncrementalPolicy: the engine hands it
-// no Changed, so it plans every round in full.
-type fullOnly struct{ engine.Policy }
 
 // TestTiresiasFastMatchesFull drives two engines in lockstep through
 // random arrivals (bursts at one instant among them), completions, demotions
@@ -46,7 +41,7 @@ func TestTiresiasFastMatchesFull(t *testing.T) {
 				}
 				return e
 			}
-			a, b := mk(fast), mk(fullOnly{slow})
+			a, b := mk(fast), mk(policytest.FullOnly{Policy: slow})
 			dur := map[string]float64{}
 			n := 0
 			for step := range 600 {
@@ -98,7 +93,7 @@ func TestTiresiasFastMatchesFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := changes(ca), changes(cb); !reflect.DeepEqual(got, want) {
+				if got, want := policytest.Changes(ca), policytest.Changes(cb); !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s seed %d round %d at %v: changes\n fast %v\n full %v", spec, seed, step, clk.T, got, want)
 				}
 				aa, ba := a.Active(), b.Active()
@@ -136,21 +131,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// change is what TestTiresiasFastMatchesFull compares of an engine.Change.
-type change struct {
-	Kind engine.ChangeKind
-	Job  string
-	To   []cluster.GPUID
-}
-
-func changes(cs []engine.Change) []change {
-	out := []change{}
-	for _, c := range cs {
-		out = append(out, change{c.Kind, c.Status.Job.ID, c.To})
-	}
-	return out
 }
 
 // TestTiresiasKeptLockstep runs Tiresias through the shared lockstep

@@ -142,7 +142,7 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := changes(ca), changes(cb); !reflect.DeepEqual(got, want) {
+			if got, want := Changes(ca), Changes(cb); !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d round %d at %v: changes\n kept %v\n full %v", seed, step, clk.T, got, want)
 			}
 			aa, ba := a.Active(), b.Active()
@@ -169,17 +169,19 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 	}
 }
 
-// change is what Lockstep compares of an engine.Change.
-type change struct {
+// Change is what Lockstep (and the tests that drive engines in lockstep
+// themselves) compare of an engine.Change: its kind, job and GPUs.
+type Change struct {
 	Kind engine.ChangeKind
 	Job  string
 	To   []cluster.GPUID
 }
 
-func changes(cs []engine.Change) []change {
-	out := []change{}
+// Changes is cs as Change values, for reflect.DeepEqual.
+func Changes(cs []engine.Change) []Change {
+	out := []Change{}
 	for _, c := range cs {
-		out = append(out, change{c.Kind, c.Status.Job.ID, c.To})
+		out = append(out, Change{c.Kind, c.Status.Job.ID, c.To})
 	}
 	return out
 }
