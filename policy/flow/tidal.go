@@ -798,6 +798,9 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 // hold takes out of plan.Decline the jobs whose deadline the whole cloud
 // could still meet from now: they wait, and admission tries them again.
 func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
+	if len(plan.Decline) == 0 {
+		return // most rounds: no map of every job to build
+	}
 	c, ok := t.flow.cloudOf(s)
 	if !ok {
 		return
