@@ -189,33 +189,38 @@ type simulator struct {
 	lastOdd int
 	delayed []*running
 	eager   bool
+	// lazyRounds counts the rounds that left running jobs behind, pulls
+	// the jobs a policy's read brought up to date (PullProgress): for
+	// tests.
+	lazyRounds, pulls int
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
 // and returns what happened. A job the cluster or the model cannot run is an
 // error naming the job; nothing is skipped.
 func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
-	return runSim(cfg, jobs, false)
+	run, _, err := runSim(cfg, jobs, false)
+	return run, err
 }
 
 // runSim is Run, with every running job advanced at every round when eager
-// (lazy.go).
-func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
+// (lazy.go); it returns the simulator too (for its counts).
+func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, error) {
 	if cfg.Round == 0 {
 		cfg.Round = 60
 	}
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
-		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
+		return nil, nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
 	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager, lastOdd: -1}
 	_, sharing := cfg.Model.(perf.Sharer)
 	// The engine forgets jobs that ended: the simulator keeps their
 	// records, and a replay of millions of jobs holds only the active ones.
 	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk,
-		Sharing: sharing, ForgetEnded: true, LazyCounters: true})
+		Sharing: sharing, ForgetEnded: true, LazyCounters: true, Progress: s})
 	s.sharing = sharing
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.eng = eng
 	s.frag.init(cfg.Cluster)
@@ -234,13 +239,13 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	byID := make(map[string]bool, len(jobs)) // only to refuse duplicates
 	for i, j := range jobs {
 		if err := j.Validate(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if byID[j.ID] {
-			return nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
+			return nil, nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
 		}
 		if err := cfg.Model.Check(j); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		byID[j.ID] = true
 		s.recs[i] = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs,
@@ -248,17 +253,17 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	}
 	if cfg.Sites != nil {
 		if s.st, err = newSites(*cfg.Sites, cfg.Cluster, len(jobs)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	byID = nil
 	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
 	if err := s.loop(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.finishRecords()
-	return s.out, nil
+	return s.out, s, nil
 }
 
 func (s *simulator) loop() error {
