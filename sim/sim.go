@@ -206,11 +206,24 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 // runSim is Run, with every running job advanced at every round when eager
 // (lazy.go); it returns the simulator too (for its counts).
 func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, error) {
+	s, err := newSim(cfg, jobs, eager)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.loop(); err != nil {
+		return nil, nil, err
+	}
+	s.finishRecords()
+	return s.out, s, nil
+}
+
+// newSim checks cfg and jobs and makes the simulator that replays them.
+func newSim(cfg Config, jobs []*job.Job, eager bool) (*simulator, error) {
 	if cfg.Round == 0 {
 		cfg.Round = 60
 	}
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
-		return nil, nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
+		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
 	}
 	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager, lastOdd: -1}
 	_, sharing := cfg.Model.(perf.Sharer)
@@ -220,7 +233,7 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, e
 		Sharing: sharing, ForgetEnded: true, LazyCounters: true, Progress: s})
 	s.sharing = sharing
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	s.eng = eng
 	s.frag.init(cfg.Cluster)
@@ -239,13 +252,13 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, e
 	byID := make(map[string]bool, len(jobs)) // only to refuse duplicates
 	for i, j := range jobs {
 		if err := j.Validate(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if byID[j.ID] {
-			return nil, nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
+			return nil, fmt.Errorf("job %s: id appears twice in the trace", j.ID)
 		}
 		if err := cfg.Model.Check(j); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		byID[j.ID] = true
 		s.recs[i] = report.JobRecord{ID: j.ID, Tenant: j.Tenant, Model: j.Model, GPUs: j.GPUs,
@@ -253,17 +266,13 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, e
 	}
 	if cfg.Sites != nil {
 		if s.st, err = newSites(*cfg.Sites, cfg.Cluster, len(jobs)); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	byID = nil
 	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
-	if err := s.loop(); err != nil {
-		return nil, nil, err
-	}
-	s.finishRecords()
-	return s.out, s, nil
+	return s, nil
 }
 
 func (s *simulator) loop() error {
@@ -309,18 +318,9 @@ func (s *simulator) loop() error {
 		// 2. Arrivals.
 		arrived := false
 		for next < len(order) && s.jobs[order[next]].Submit <= t {
-			j := s.jobs[order[next]]
-			st, err := s.eng.Submit(j)
-			if err != nil {
+			if err := s.arrive(order[next]); err != nil {
 				return err
 			}
-			if st.Slot >= len(s.slotIdx) {
-				s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
-			}
-			s.slotIdx[st.Slot] = int32(order[next])
-			s.frag.wait(j, 1)
-			s.active++
-			s.nEvents++
 			next++
 			arrived = true
 		}
@@ -366,6 +366,23 @@ func (s *simulator) loop() error {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(s.clk.t, s.done, len(s.jobs))
 	}
+	return nil
+}
+
+// arrive submits job idx (in trace order) to the engine.
+func (s *simulator) arrive(idx int) error {
+	j := s.jobs[idx]
+	st, err := s.eng.Submit(j)
+	if err != nil {
+		return err
+	}
+	if st.Slot >= len(s.slotIdx) {
+		s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
+	}
+	s.slotIdx[st.Slot] = int32(idx)
+	s.frag.wait(j, 1)
+	s.active++
+	s.nEvents++
 	return nil
 }
 
