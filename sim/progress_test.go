@@ -110,18 +110,7 @@ func TestProgressOnDemandMatches(t *testing.T) {
 			}
 			pulled += stats.Pulls
 			t.Logf("%s, %s: %d rounds, %d lazily, %d running jobs brought up to date by a read", l.name, spec, lazy.Rounds, stats.LazyRounds, stats.Pulls)
-			var a, b strings.Builder
-			writeRun(&a, lazy)
-			writeRun(&b, eager)
-			if a.String() != b.String() {
-				al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
-				for i := range min(len(al), len(bl)) {
-					if al[i] != bl[i] {
-						t.Fatalf("%s, %s: line %d differs:\n lazy  %s\n eager %s", l.name, spec, i+1, al[i], bl[i])
-					}
-				}
-				t.Fatalf("%s, %s: %d lines, eager %d", l.name, spec, len(al), len(bl))
-			}
+			sameRuns(t, l.name+", "+spec, lazy, eager)
 		}
 		restore()
 		if pulled == 0 {

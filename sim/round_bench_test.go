@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/cputime"
+	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
@@ -28,7 +28,7 @@ import (
 //	go test ./sim -run '^$' -bench ProgressRound -benchtime 300x
 func BenchmarkProgressRound(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		c := benchCluster(b, n)
+		c := enginetest.Cluster(fmt.Sprintf("%dx4:v100", n/4))
 		for _, spec := range []string{"fifo", "fifo+wait", "srtf", "srtf+wait", "themis", "fifo-perf"} {
 			name, wait := spec, false
 			if len(spec) > 5 && spec[len(spec)-5:] == "+wait" {
@@ -98,17 +98,4 @@ func BenchmarkProgressRound(b *testing.B) {
 			}
 		}
 	}
-}
-
-// benchCluster is n V100s, 4 to a node.
-func benchCluster(b *testing.B, n int) *cluster.Cluster {
-	spec, err := cluster.ParseShorthand(fmt.Sprintf("%dx4:v100", n/4))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := spec.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
 }
