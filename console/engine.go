@@ -58,12 +58,12 @@ func FromStatus(j *Job, st *engine.Status) {
 		j.MinGPUs, j.MaxGPUs = 0, 0
 	}
 	j.Held = len(st.GPUs)
-	j.Position = st.Reason.Position
+	j.Position = st.Reason().Position
 	if st.State.Waiting() || j.Reason == "" {
-		j.Reason = api.WallReason(st.Reason.Text)
+		j.Reason = api.WallReason(st.Reason().Text)
 	}
-	if st.Reason.PredictedStart > 0 && st.State.Waiting() {
-		t := Unix(st.Reason.PredictedStart)
+	if st.Reason().PredictedStart > 0 && st.State.Waiting() {
+		t := Unix(st.Reason().PredictedStart)
 		j.PredictedStart = &t
 	}
 	j.RemainingS = max(0, st.Work-st.Progress)

@@ -887,7 +887,7 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 				v.GPUs = append(v.GPUs, s.devices[g])
 			}
 			if v.Reason == "" {
-				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(st.Reason.Text), st.Reason.Position, toTime(st.Reason.PredictedStart)
+				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(st.Reason().Text), st.Reason().Position, toTime(st.Reason().PredictedStart)
 			}
 		}
 	}
