@@ -186,9 +186,10 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 			setCond(&out, tj, CondAdmitted, false, reason, out.Message)
 		}
 		setCond(&out, tj, CondRunning, false, reason, out.Message)
-		out.QueuePosition = st.Reason().Position
-		if st.Reason().PredictedStart > 0 {
-			t := metav1.NewTime(time.Unix(int64(st.Reason().PredictedStart), 0).UTC())
+		r := st.Reason()
+		out.QueuePosition = r.Position
+		if r.PredictedStart > 0 {
+			t := metav1.NewTime(time.Unix(int64(r.PredictedStart), 0).UTC())
 			out.PredictedStart = &t
 		}
 	}

@@ -698,8 +698,11 @@ func capLog(path string, limit int64) {
 // engine's Status.Reason, "preempted; ..." or "shrunk 4->2 GPUs; ...") to
 // an event's message.
 func withReason(msg string, st *engine.Status) string {
-	if st == nil || st.Reason().Text == "" {
+	if st == nil {
 		return msg
 	}
-	return msg + ": " + api.WallReason(st.Reason().Text)
+	if r := st.Reason(); r.Text != "" {
+		return msg + ": " + api.WallReason(r.Text)
+	}
+	return msg
 }
