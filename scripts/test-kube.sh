@@ -9,10 +9,11 @@
 # (a few minutes; TIDE_NO_HELM=1 skips them).
 # Extra arguments go to `go test` (for example: -run TestKube/Gang -v).
 set -eu
-cd "$(dirname "$0")/../kubetest"
+scripts=$(cd "$(dirname "$0")" && pwd)
+cd "$scripts/../kubetest"
 start=$(date +%s)
 echo "kubernetes suite: building the test binary with kube-apiserver and etcd"
 echo "  (about 7 minutes on 2 cores the first time, seconds once Go's build cache"
 echo "  holds it), then starting them for each test"
-go test -vet=off -count=1 -timeout 60m "$@" .
+"$scripts/gotest.sh" -vet=off -count=1 -timeout 60m "$@" .
 echo "kubernetes suite: $(($(date +%s) - start)) s"
