@@ -58,12 +58,13 @@ func FromStatus(j *Job, st *engine.Status) {
 		j.MinGPUs, j.MaxGPUs = 0, 0
 	}
 	j.Held = len(st.GPUs)
-	j.Position = st.Reason.Position
+	r := st.Reason()
+	j.Position = r.Position
 	if st.State.Waiting() || j.Reason == "" {
-		j.Reason = api.WallReason(st.Reason.Text)
+		j.Reason = api.WallReason(r.Text)
 	}
-	if st.Reason.PredictedStart > 0 && st.State.Waiting() {
-		t := Unix(st.Reason.PredictedStart)
+	if r.PredictedStart > 0 && st.State.Waiting() {
+		t := Unix(r.PredictedStart)
 		j.PredictedStart = &t
 	}
 	j.RemainingS = max(0, st.Work-st.Progress)

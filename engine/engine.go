@@ -91,9 +91,15 @@ type Status struct {
 	// name the job: compare the status too).
 	Slot int
 
-	// Reason is the policy's explanation of its last decision about this
-	// job (Plan.Reasons), the zero Reason when it gave none.
-	Reason Reason
+	// reason is the policy's explanation of a decision about this job
+	// (Reason, reasons.go): the one the round reasonAt gave it, or the
+	// last one for good when reasonAt is reasonFinal; said is the last
+	// non-zero one a round left it waiting with (WaitReason); expl is its
+	// engine's lazily explained round (nil in copies).
+	reason   Reason
+	said     Reason
+	reasonAt int
+	expl     *explained
 
 	// Share is the part of each held GPU's compute a fractional job holds
 	// (job.Job.Demand on its GPUs, fraction.go); 0 for whole GPUs and while
@@ -262,9 +268,17 @@ type Plan struct {
 	Decline []string
 	// Reasons explains, by job ID, the decision about each job the plan
 	// leaves waiting, preempts, shrinks or declines (and may explain jobs it
-	// runs). The engine copies each job's entry to Status.Reason; a job with
-	// no entry gets the zero Reason.
+	// runs). The engine copies each job's entry to the job (Status.Reason);
+	// a job with no entry gets the zero Reason, or, with Explain, the one
+	// Explain gives.
 	Reasons map[string]Reason
+	// Explain, with Keep, gives the reasons of the jobs the plan leaves
+	// waiting when they are read rather than all at once (reasons.go): every
+	// active job that holds no GPUs after the round, is not listed in Run,
+	// Stop or Decline and has no entry in Reasons gets the reason
+	// Explain.Reason gives it, asked when Status.Reason or WaitReason is
+	// read, not before. Without Keep it must be nil.
+	Explain Explainer
 	// Warnings are what went wrong inside the policy without stopping it,
 	// above all a fallback (an LP the solver could not solve, replaced by a
 	// simpler rule). The engine records every one (Engine.Warnings).
@@ -476,6 +490,10 @@ type Engine struct {
 	lastOdd    int
 	typeOf     []uint16
 	heldOfType []int
+	// expl is the round whose reasons the jobs read (reasons.go); inRound
+	// says a round is running.
+	expl    explained
+	inRound bool
 }
 
 // New makes an engine. All Config fields are required.
@@ -522,7 +540,8 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	}
 	now := e.cfg.Clock.Now()
 	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),
-		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot(), acct: e.acctBase + len(e.acctLog)}
+		FirstStart: -1, LastStart: -1, LastStop: now, Finish: -1, since: now, Slot: e.takeSlot(), acct: e.acctBase + len(e.acctLog),
+		expl: &e.expl, reasonAt: e.expl.at} // no reason until a round gives one
 	e.jobs[j.ID] = st
 	e.insertActive(st)
 	e.touch(st)
@@ -622,6 +641,7 @@ func (e *Engine) end(id string, s job.State) error {
 		st.Progress = st.Work
 	}
 	e.release(st)
+	e.endReason(st)
 	st.State, st.Finish = s, now
 	e.touch(st)
 	e.ended++ // compact drops it from active
@@ -686,6 +706,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	for i, st := range jobs {
 		e.sync(st)
 		copies[i] = *st
+		copies[i].reason, copies[i].said, copies[i].expl = st.Reason(), st.WaitReason(), nil
 		copies[i].TypeExecuted = st.typeExecutedNow() // the engine updates its own in place
 		copies[i].typeLive, copies[i].typeRan = false, false
 		jobs[i] = &copies[i]
@@ -727,6 +748,19 @@ func (e *Engine) Schedule() ([]Change, error) {
 	e.handChanged(snap)
 	now := snap.Now
 	e.rounds++
+	e.inRound = true
+	explained := e.expl.at
+	defer func() {
+		e.inRound = false
+		if e.expl.at != explained {
+			e.noteWaits()
+		} else {
+			// The round failed before it explained anything: the
+			// policy has moved on from the round its Explainer answers
+			// for, so its reasons are kept as they are now.
+			e.materialize()
+		}
+	}()
 	// The round must run to its end for the next one's Changed to be
 	// complete for the policy (Snapshot.Incremental).
 	e.incr = false
@@ -747,6 +781,9 @@ func (e *Engine) Schedule() ([]Change, error) {
 	if len(plan.Stop) > 0 {
 		return nil, fmt.Errorf("policy %s at t=%.0f: plan stops jobs (Plan.Stop) without keeping the others (Plan.Keep)", e.cfg.Policy.Name(), now)
 	}
+	if plan.Explain != nil {
+		return nil, fmt.Errorf("policy %s at t=%.0f: plan explains lazily (Plan.Explain) without keeping the running jobs (Plan.Keep)", e.cfg.Policy.Name(), now)
+	}
 	changes, err := e.scheduleAll(plan, now)
 	e.incr = err == nil
 	return changes, err
@@ -761,7 +798,7 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 	}
 	e.memos(plan)
-	e.explain(plan, now)
+	e.explain(plan, planned, now)
 	declined, err := e.decline(plan, now)
 	if err != nil {
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
@@ -853,6 +890,7 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 		}
 		to := placed[a.Job]
 		if to == nil {
+			e.unplaced(st)
 			continue // not placed
 		}
 		ch := Change{Status: st, From: st.GPUs, To: to}
@@ -887,9 +925,10 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 	return changes
 }
 
-// explain records the plan's reasons on every active job and its warnings.
-func (e *Engine) explain(plan Plan, now float64) {
-	e.setReasons(plan.Reasons)
+// explain records the plan's reasons (planned are the jobs its Run
+// lists) and its warnings.
+func (e *Engine) explain(plan Plan, planned []*Status, now float64) {
+	e.setReasons(plan, planned)
 	e.warn(plan.Warnings, now)
 }
 

@@ -324,7 +324,7 @@ func TestPolicyErrorsAndWarnings(t *testing.T) {
 	if _, err := e.Schedule(); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.Job("a").Reason; r != (engine.Reason{Text: "waits", Position: 1, PredictedStart: 60}) {
+	if r := e.Job("a").Reason(); r != (engine.Reason{Text: "waits", Position: 1, PredictedStart: 60}) {
 		t.Errorf("reason %+v", r)
 	}
 	fail = true

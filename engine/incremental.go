@@ -19,6 +19,9 @@ import (
 // touch records that st's state, GPUs or history changed since the last
 // round's snapshot: it joins the next snapshot's Changed, once.
 func (e *Engine) touch(st *Status) {
+	if !e.inRound {
+		e.freezeReason(st) // before it changes
+	}
 	if st.touched == e.epoch {
 		return
 	}
@@ -324,7 +327,7 @@ func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
 		return nil, err
 	}
 	e.memos(plan)
-	e.explain(plan, now)
+	e.explain(plan, planned, now)
 	declined, err := e.decline(plan, now)
 	if err != nil {
 		return nil, err

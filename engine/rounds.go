@@ -24,7 +24,8 @@ type scratch struct {
 	perType []int     // GPUs a plan asks per cluster type index
 	held    map[string][]cluster.GPUID
 	adds    []Assignment // the assignments a round only adds (Adder)
-	// reasoned are the jobs whose Reason was set (non-zero) by a plan.
+	// reasoned are the jobs the last round's plan gave a non-zero entry
+	// in Plan.Reasons (reasons.go).
 	reasoned []*Status
 	// partShare sums the shares of the plan's fractional jobs per GPU type
 	// index, the last entry for jobs of any type; anyParts says the plan
@@ -83,39 +84,6 @@ func typeIndex(c *cluster.Cluster, t string) int {
 	}
 	return -1
 }
-
-// setReasons gives every active job its entry of reasons (the zero Reason
-// when it has none), touching only the jobs named now or before.
-func (e *Engine) setReasons(reasons map[string]Reason) {
-	sc := &e.scratch
-	keep := sc.reasoned[:0]
-	for _, st := range sc.reasoned {
-		if st.State.Terminal() {
-			continue // ended jobs keep their last reason
-		}
-		st.Reason = Reason{}
-	}
-	for id, r := range reasons {
-		st := e.jobs[id]
-		if st == nil || st.State.Terminal() {
-			continue
-		}
-		st.Reason = r
-		if r != (Reason{}) {
-			keep = append(keep, st)
-		}
-	}
-	if len(keep) < len(sc.reasoned) {
-		clear(sc.reasoned[len(keep):]) // let ended jobs go
-	}
-	sc.reasoned = keep
-}
-
-// Reasoned returns the active jobs the last round's plan gave a non-zero
-// Reason (every other active job has the zero Reason), in no particular
-// order; shared, valid until the next round. An executor that records the
-// reasons of waiting jobs reads these instead of every active job.
-func (e *Engine) Reasoned() []*Status { return e.scratch.reasoned }
 
 // compact drops the jobs that ended from the active list: the few that
 // ended since the last round are found by binary search (the list is in

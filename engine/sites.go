@@ -150,6 +150,7 @@ func (e *Engine) decline(p Plan, now float64) ([]Change, error) {
 		}
 		e.accountJob(st, now)
 		e.touch(st)
+		e.endReason(st)
 		st.State, st.Finish = job.Declined, -1
 		for i, a := range e.active {
 			if a == st {

@@ -98,6 +98,7 @@ func (e *Engine) PolicyState() ([]byte, error) {
 // another policy. The engine's policy is replaced by p when p is not nil
 // (a fresh instance, as after a restart).
 func (e *Engine) RestorePolicyState(p Policy, b []byte) error {
+	e.materialize() // the old policy's Explainer goes with it
 	if p != nil {
 		e.cfg.Policy = p
 		e.setPolicyMode(p)

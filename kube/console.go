@@ -200,8 +200,8 @@ func engineMoments(st *engine.Status) []console.Event {
 	}
 	if st.Preemptions > 0 && st.LastStop > st.FirstStart {
 		msg := fmt.Sprintf("the last of %d preemption(s)", st.Preemptions)
-		if st.State.Waiting() && st.Reason.Text != "" {
-			msg += ": " + api.WallReason(st.Reason.Text)
+		if r := st.Reason(); st.State.Waiting() && r.Text != "" {
+			msg += ": " + api.WallReason(r.Text)
 		}
 		out = append(out, console.Event{Time: console.Unix(st.LastStop), Kind: "preempted", Message: msg})
 	}

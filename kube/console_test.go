@@ -20,22 +20,24 @@ func TestEngineTimeline(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		st      engine.Status
+		reason  string // the policy's reason
 		moments string // kinds, in order
 		attempt string // outcome of the last launch; "" none
 		ended   bool
 	}{
-		{"never started", engine.Status{State: job.Pending, FirstStart: -1, LastStart: -1, Finish: -1}, "", "", false},
-		{"running", engine.Status{State: job.Running, FirstStart: 10, LastStart: 10, LastStop: 0, Starts: 1, Finish: -1}, "start", "running", false},
-		{"preempted, waiting", engine.Status{State: job.Preempted, FirstStart: 10, LastStart: 10, LastStop: 50, Starts: 1, Preemptions: 1, Finish: -1,
-			Reason: engine.Reason{Text: "preempted; shorter jobs first"}}, "start preempted", "preempted", true},
-		{"restarted", engine.Status{State: job.Running, FirstStart: 10, LastStart: 80, LastStop: 50, Starts: 2, Preemptions: 1, Finish: -1}, "start preempted restart", "running", false},
-		{"resized", engine.Status{State: job.Running, FirstStart: 10, LastStart: 30, LastStop: 0, Starts: 1, Resizes: 1, Finish: -1}, "start resized", "running", false},
-		{"finished", engine.Status{State: job.Finished, FirstStart: 10, LastStart: 10, Starts: 1, Finish: 90}, "start", "finished", true},
+		{"never started", engine.Status{State: job.Pending, FirstStart: -1, LastStart: -1, Finish: -1}, "", "", "", false},
+		{"running", engine.Status{State: job.Running, FirstStart: 10, LastStart: 10, LastStop: 0, Starts: 1, Finish: -1}, "", "start", "running", false},
+		{"preempted, waiting", engine.Status{State: job.Preempted, FirstStart: 10, LastStart: 10, LastStop: 50, Starts: 1, Preemptions: 1, Finish: -1},
+			"preempted; shorter jobs first", "start preempted", "preempted", true},
+		{"restarted", engine.Status{State: job.Running, FirstStart: 10, LastStart: 80, LastStop: 50, Starts: 2, Preemptions: 1, Finish: -1}, "", "start preempted restart", "running", false},
+		{"resized", engine.Status{State: job.Running, FirstStart: 10, LastStart: 30, LastStop: 0, Starts: 1, Resizes: 1, Finish: -1}, "", "start resized", "running", false},
+		{"finished", engine.Status{State: job.Finished, FirstStart: 10, LastStart: 10, Starts: 1, Finish: 90}, "", "start", "finished", true},
 	} {
+		c.st.SetReason(engine.Reason{Text: c.reason})
 		var kinds []string
 		for _, e := range engineMoments(&c.st) {
 			kinds = append(kinds, e.Kind)
-			if e.Kind == "preempted" && c.st.Reason.Text != "" && !strings.Contains(e.Message, c.st.Reason.Text) {
+			if e.Kind == "preempted" && c.st.Reason().Text != "" && !strings.Contains(e.Message, c.st.Reason().Text) {
 				t.Errorf("%s: the preemption %q lacks the policy's reason", c.name, e.Message)
 			}
 		}

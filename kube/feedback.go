@@ -309,13 +309,13 @@ func (s *Scheduler) tideReason(w *workload) string {
 	case w.tj == nil && len(w.pods) < w.minW:
 		tide = fmt.Sprintf("gang %s has %d of its %d pods; none is bound before all exist", w.name, len(w.pods), w.minW)
 	case st != nil && st.State == job.Declined && s.work[id] == w:
-		tide = declinedText(st.Reason)
+		tide = declinedText(st.Reason())
 	case st == nil || st.State.Terminal() || s.work[id] != w:
 		return ""
 	case len(st.GPUs) > 0:
 		return "" // placed: bound as soon as its nodes have room
 	default:
-		tide = reasonText(st.Reason, "waiting for GPUs")
+		tide = reasonText(st.Reason(), "waiting for GPUs")
 	}
 	return tide
 }

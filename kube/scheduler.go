@@ -1299,8 +1299,10 @@ func (s *Scheduler) preemption(p *corev1.Pod, id string, others []string) string
 	} else {
 		msg += ": the plan no longer gives this worker GPUs on " + s.nodeOf(p)
 	}
-	if st := s.eng.Job(id); st != nil && st.Reason.Text != "" {
-		msg += ": " + api.WallReason(st.Reason.Text)
+	if st := s.eng.Job(id); st != nil {
+		if r := st.Reason(); r.Text != "" {
+			msg += ": " + api.WallReason(r.Text)
+		}
 	}
 	return msg
 }

@@ -394,7 +394,7 @@ func TestPoliciesSeeFeasibility(t *testing.T) {
 				if i > 0 {
 					continue
 				}
-				if r := h.s.eng.Job(h.s.ids["pods/ns/pinned"]).Reason.Text; !strings.Contains(r, "no node can take") {
+				if r := h.s.eng.Job(h.s.ids["pods/ns/pinned"]).Reason().Text; !strings.Contains(r, "no node can take") {
 					t.Errorf("pinned's reason %q, want it to say no node can take it now", r)
 				}
 			}

@@ -131,7 +131,7 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		return out
 	}
 	if st != nil && st.State == job.Declined {
-		out.Phase, out.Message = PhaseDeclined, declinedText(st.Reason)
+		out.Phase, out.Message = PhaseDeclined, declinedText(st.Reason())
 		setCond(&out, tj, CondAdmitted, false, "Declined", out.Message)
 		setCond(&out, tj, CondFailed, true, "Declined", out.Message)
 		setCond(&out, tj, CondRunning, false, "Declined", out.Message)
@@ -176,19 +176,20 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		}
 		setCond(&out, tj, CondRunning, false, reason, out.Message)
 	default:
-		out.Phase, out.Message = PhasePending, reasonText(st.Reason, "waiting for GPUs")
+		out.Phase, out.Message = PhasePending, reasonText(st.Reason(), "waiting for GPUs")
 		reason := "Waiting"
 		switch {
 		case st.State == job.Preempted:
 			out.Phase, reason = PhasePreempted, "Preempted"
-		case held(st.Reason):
+		case held(st.Reason()):
 			reason = "Held"
 			setCond(&out, tj, CondAdmitted, false, reason, out.Message)
 		}
 		setCond(&out, tj, CondRunning, false, reason, out.Message)
-		out.QueuePosition = st.Reason.Position
-		if st.Reason.PredictedStart > 0 {
-			t := metav1.NewTime(time.Unix(int64(st.Reason.PredictedStart), 0).UTC())
+		r := st.Reason()
+		out.QueuePosition = r.Position
+		if r.PredictedStart > 0 {
+			t := metav1.NewTime(time.Unix(int64(r.PredictedStart), 0).UTC())
 			out.PredictedStart = &t
 		}
 	}

@@ -887,7 +887,8 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 				v.GPUs = append(v.GPUs, s.devices[g])
 			}
 			if v.Reason == "" {
-				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(st.Reason.Text), st.Reason.Position, toTime(st.Reason.PredictedStart)
+				r := st.Reason()
+				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(r.Text), r.Position, toTime(r.PredictedStart)
 			}
 		}
 	}

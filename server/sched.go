@@ -147,7 +147,7 @@ func (s *Server) round() (took time.Duration) {
 			// The engine has ended the job: a waiting job holds no
 			// attempt, so there is nothing to stop.
 			why := fmt.Sprintf("declined at admission by %s: it cannot meet its deadline", s.policyName)
-			if t := api.DeclineReason(ch.Status.Reason.Text); t != "" {
+			if t := api.DeclineReason(ch.Status.Reason().Text); t != "" {
 				why += "; " + t
 			}
 			r.State, r.Ended, r.Reason = api.StateDeclined, s.clk.Now(), why
@@ -698,8 +698,11 @@ func capLog(path string, limit int64) {
 // engine's Status.Reason, "preempted; ..." or "shrunk 4->2 GPUs; ...") to
 // an event's message.
 func withReason(msg string, st *engine.Status) string {
-	if st == nil || st.Reason.Text == "" {
+	if st == nil {
 		return msg
 	}
-	return msg + ": " + api.WallReason(st.Reason.Text)
+	if r := st.Reason(); r.Text != "" {
+		return msg + ": " + api.WallReason(r.Text)
+	}
+	return msg
 }

@@ -24,9 +24,10 @@ type full struct{ engine.Policy }
 // TestTiresiasKeptMatchesFull replays random traces under Tiresias twice:
 // as is, planning from what changed (Snapshot.Changed, Plan.Keep) whenever
 // everything fits, and behind a wrapper that makes it plan every round in
-// full. Every job's record and the timeline must be the same, bit for bit.
-// Rounds in which some job does not fit are planned from the kept order
-// (Plan.Stop) too.
+// full. Every job's record (the reason it last waited for included, which
+// the kept rounds leave to Tiresias to work out when read, Plan.Explain)
+// and the timeline must be the same, bit for bit. Rounds in which some job
+// does not fit are planned from the kept order (Plan.Stop) too.
 // The traces mix quiet stretches (the kept rounds) with bursts that
 // overfill the cluster (full rounds, preemptions), jobs arriving at the
 // same instant, jobs that cross the queue limits while running, and jobs
@@ -77,6 +78,9 @@ func TestTiresiasKeptMatchesFull(t *testing.T) {
 				}
 				var b strings.Builder
 				writeRun(&b, out)
+				for _, j := range out.Jobs { // what the policy said of each job (Status.WaitReason)
+					fmt.Fprintf(&b, "%s %q %d %v\n", j.ID, j.Reason, j.QueuePosition, j.PredictedStart)
+				}
 				rounds += out.Rounds
 				return b.String(), p
 			}

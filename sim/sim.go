@@ -466,7 +466,8 @@ func (s *simulator) schedule(t float64) error {
 			s.frag.wait(ch.Status.Job, -1)
 			rec.State = string(job.Declined)
 			s.left[idx] = t
-			noteReason(rec, ch.Status.Reason)
+			noteReason(rec, ch.Status.WaitReason())
+			noteReason(rec, ch.Status.Reason())
 			s.active--
 			s.done++
 			continue
@@ -481,8 +482,10 @@ func (s *simulator) schedule(t float64) error {
 			rec.Restarts++
 		case engine.Restart:
 			rec.Restarts++
+			noteReason(rec, ch.Status.WaitReason())
 		case engine.Start:
 			rec.Start = t
+			noteReason(rec, ch.Status.WaitReason())
 		}
 		if ch.Kind != engine.Resize {
 			s.frag.wait(ch.Status.Job, -1)
@@ -530,13 +533,6 @@ func (s *simulator) schedule(t float64) error {
 	if s.sharing {
 		s.repack(t) // without a perf.Sharer the engine packs no jobs
 	}
-	// Only jobs with a reason change their records: a round in which
-	// every job runs touches none.
-	for _, st := range s.eng.Reasoned() {
-		if len(st.GPUs) == 0 && !st.State.Terminal() {
-			noteReason(&s.recs[s.index(st)], st.Reason)
-		}
-	}
 	return nil
 }
 
@@ -544,7 +540,9 @@ func (s *simulator) schedule(t float64) error {
 func (s *simulator) index(st *engine.Status) int { return int(s.slotIdx[st.Slot]) }
 
 // noteReason keeps the policy's latest explanation for a job it did not
-// run (JobRecord.Reason).
+// run (JobRecord.Reason): the engine's Status.WaitReason as a job starts
+// or restarts and at the end of the run, the reason a job is declined
+// with; records change only as jobs do, not every round.
 func noteReason(rec *report.JobRecord, r engine.Reason) {
 	if r != (engine.Reason{}) {
 		rec.Reason, rec.QueuePosition, rec.PredictedStart = r.Text, r.Position, r.PredictedStart
@@ -720,6 +718,9 @@ func (s *simulator) finishRecords() {
 		rec := &s.recs[i]
 		if st := s.eng.Job(j.ID); st != nil {
 			rec.State = string(st.State)
+			if len(st.GPUs) == 0 && !st.State.Terminal() {
+				noteReason(rec, st.WaitReason()) // still waiting
+			}
 		}
 		rec.LowerBound = LowerBound(s.cfg.Model, s.cfg.Cluster, perNode, j)
 		end := s.left[i]

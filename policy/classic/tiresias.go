@@ -218,6 +218,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		t.inQueue = t.compareIn
 		t.fast.cmp = t.inQueue
 	}
+	t.fast.newRound(s.Round)
 	if t.fastUsable(s) {
 		if plan, ok := t.scheduleFast(s, &memo); ok {
 			return plan
@@ -225,6 +226,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		clear(t.memo)
 		memo = nil
 	}
+	t.keepPrev() // the last round's reasons, before the full pass rebuilds the order
 	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
 	for i, st := range s.Jobs {
 		q, m := t.standing(s, st, &memo)

@@ -66,10 +66,18 @@ type tiresiasFast struct {
 	fill    []ranked // the jobs the greedy pass takes after the prefix
 	stops   []ranked // the running jobs it leaves out
 	starts  []ranked // the waiting jobs it runs
-	waits   []ranked // and those it leaves waiting
 	stopIDs []string
 	reasons map[string]engine.Reason
 	buf     []byte
+	// Reasons worked out when read (tiresias_reasons.go): the figures of
+	// this round and the last, the changes to the order since the last
+	// (while logging), the last round's reasons kept before the order was
+	// built afresh, and Reason's buffer.
+	cur, old lazyFigs
+	log      []orderOp
+	logging  bool
+	prev     []prevReason
+	rbuf     []byte
 }
 
 // fastJob is what tiresiasFast keeps per active job.
@@ -85,6 +93,11 @@ type fastJob struct {
 	said     int
 	saidFigs [3]int // jobs running and waiting ahead, GPUs free
 	saidHeld bool   // it held GPUs (preempted, not waiting)
+	// text is the last reason Reason worked out for it while it waited,
+	// from these figures (as saidFigs), attained service and queue base.
+	text              string
+	textFigs          [3]int
+	textAtt, textBase float64
 }
 
 // crossing is a running job's next possible queue change.
@@ -234,7 +247,9 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 	f.sorted = entries[:0]
 	t.run = run
 	t.keptRound(s)
-	return engine.Plan{Run: run, Memo: *memo, Keep: true}, true
+	// Every job runs: no reason to give; the last round's are asked for
+	// through Reason as its waiting jobs start.
+	return engine.Plan{Run: run, Memo: *memo, Keep: true, Explain: t}, true
 }
 
 // keptRound ends a round planned from what changed.
@@ -285,26 +300,25 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 			stops = append(stops, c)
 		}
 	}
-	// The waiting jobs it takes start, in order; the others wait.
-	starts, waits := f.starts[:0], f.waits[:0]
-	for _, st := range f.waiting {
-		x := int32(st.Slot + 1)
-		if r := f.rank(x); taken(r) {
-			starts = append(starts, ranked{x: x, rank: r})
-		} else {
-			waits = append(waits, ranked{x: x, rank: r})
+	// The waiting jobs it takes start, in order (those of the prefix,
+	// then those of the fill); the others wait, their reasons left to
+	// Reason (tiresias_reasons.go).
+	starts := f.waitingBefore(f.root, 0, p, f.starts[:0])
+	for _, c := range fill {
+		if !f.nd(c.x).run {
+			starts = append(starts, c)
 		}
 	}
-	slices.SortFunc(starts, func(a, b ranked) int { return a.rank - b.rank })
 	run := t.run[:0]
 	for _, c := range starts {
 		j := f.nd(c.x).key.st.Job
 		run = append(run, engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType})
 	}
 	t.run = run
-	// Reasons, as explain.PlanAppend writes them: for every job left out,
-	// its standing, the jobs the plan runs and those it leaves waiting
-	// ahead of it, and the GPUs it leaves free.
+	// The running jobs it leaves out get their reasons now, as
+	// explain.PlanAppend writes them: their standing, the jobs the plan
+	// runs and those it leaves waiting ahead of them, and the GPUs it
+	// leaves free.
 	if f.reasons == nil {
 		f.reasons = map[string]engine.Reason{}
 	}
@@ -312,39 +326,39 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 	if t.terms == nil {
 		t.terms = t.appendTerms
 	}
-	reason := func(c ranked) {
+	stopIDs := f.stopIDs[:0]
+	for _, c := range stops {
 		j := &f.jobs[c.x-1]
 		st := j.st
+		stopIDs = append(stopIDs, st.Job.ID)
 		ahead := p + sort.Search(len(fill), func(i int) bool { return fill[i].rank >= c.rank })
-		figs, held := [3]int{ahead, c.rank - ahead, left}, len(st.GPUs) > 0
-		r := engine.Reason{Text: st.Reason.Text, Position: c.rank - ahead + 1}
-		if j.said != s.Round || figs != j.saidFigs || held != j.saidHeld || r.Text == "" {
+		figs := [3]int{ahead, c.rank - ahead, left}
+		r := engine.Reason{Text: st.Reason().Text, Position: c.rank - ahead + 1}
+		if j.said != s.Round || figs != j.saidFigs || !j.saidHeld || r.Text == "" {
 			// Not the reason the last round gave it from the same
-			// figures (a waiting job's standing does not move): write it.
-			t.standing(s, st, memo) // its counters, for its terms (its queue does not move while it waits)
+			// figures: write it.
+			t.standing(s, st, memo) // its counters, for its terms
 			f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, c.rank-ahead, left)
 			if string(f.buf) != r.Text {
 				r.Text = string(f.buf)
 			}
 		}
-		j.said, j.saidFigs, j.saidHeld = s.Round+1, figs, held
+		j.said, j.saidFigs, j.saidHeld = s.Round+1, figs, true
 		f.reasons[st.Job.ID] = r
 	}
-	stopIDs := f.stopIDs[:0]
-	for _, c := range stops {
-		stopIDs = append(stopIDs, f.jobs[c.x-1].st.Job.ID)
-		reason(c)
-	}
-	for _, c := range waits {
-		reason(c)
+	// This round's figures, for Reason.
+	f.cur.round, f.cur.p, f.cur.left, f.cur.base, f.cur.cached = s.Round+1, p, left, len(f.log), false
+	f.cur.fill = f.cur.fill[:0]
+	for _, c := range fill {
+		f.cur.fill = append(f.cur.fill, c.rank)
 	}
 	clear(stops)
 	clear(starts)
 	clear(fill)
-	f.fill, f.stops, f.starts, f.waits, f.stopIDs = fill[:0], stops[:0], starts[:0], waits[:0], stopIDs
+	f.fill, f.stops, f.starts, f.stopIDs = fill[:0], stops[:0], starts[:0], stopIDs
 	f.queued++
 	t.keptRound(s)
-	return engine.Plan{Run: run, Stop: stopIDs, Memo: *memo, Reasons: f.reasons, Keep: true}
+	return engine.Plan{Run: run, Stop: stopIDs, Memo: *memo, Reasons: f.reasons, Keep: true, Explain: t}
 }
 
 // rebuild makes the kept state from a round planned in full (entries are

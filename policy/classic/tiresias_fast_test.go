@@ -84,6 +84,9 @@ func TestTiresiasFastMatchesFull(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
+					if d := policytest.ReasonsDiffer(a.Job(id), b.Job(id)); d != "" {
+						t.Fatalf("%s seed %d round %d: ended job %s: %s", spec, seed, step, id, d)
+					}
 				}
 				ca, err := a.Schedule()
 				if err != nil {
@@ -103,11 +106,14 @@ func TestTiresiasFastMatchesFull(t *testing.T) {
 				for i, st := range aa {
 					o := ba[i]
 					a.Sync(st)
-					if st.Job.ID != o.Job.ID || st.Memo != o.Memo || st.Reason != o.Reason || !slices.Equal(st.GPUs, o.GPUs) ||
+					if st.Job.ID != o.Job.ID || st.Memo != o.Memo || st.Reason() != o.Reason() || !slices.Equal(st.GPUs, o.GPUs) ||
 						st.State != o.State || st.Attained != o.Attained || st.Waited != o.Waited || st.Preemptions != o.Preemptions ||
 						st.Starts != o.Starts || st.LastStop != o.LastStop {
 						t.Fatalf("%s seed %d round %d: job %s memo %v reason %v GPUs %v; full: %s %v %v %v",
-							spec, seed, step, st.Job.ID, st.Memo, st.Reason, st.GPUs, o.Job.ID, o.Memo, o.Reason, o.GPUs)
+							spec, seed, step, st.Job.ID, st.Memo, st.Reason(), st.GPUs, o.Job.ID, o.Memo, o.Reason(), o.GPUs)
+					}
+					if d := policytest.ReasonsDiffer(st, o); d != "" {
+						t.Fatalf("%s seed %d round %d: job %s: %s", spec, seed, step, st.Job.ID, d)
 					}
 				}
 				rounds++

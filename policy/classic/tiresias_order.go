@@ -160,6 +160,7 @@ func (f *tiresiasFast) place(e tiresiasEntry) {
 		if n.key.queue == e.queue && n.key.entered == e.entered && n.key.st == st && n.run == run {
 			return
 		}
+		f.logOut(x)
 		f.setRoot(f.remove(f.root, x))
 	}
 	n.in, n.l, n.r, n.key, n.run = true, 0, 0, e, run
@@ -167,6 +168,7 @@ func (f *tiresiasFast) place(e tiresiasEntry) {
 	f.fix(x)
 	l, r := f.split(f.root, &n.key)
 	f.setRoot(f.merge(f.merge(l, x), r))
+	f.logIn(x)
 }
 
 // setRoot makes i the root.
@@ -184,6 +186,7 @@ func (f *tiresiasFast) unplace(x int32) {
 	if !n.in {
 		return
 	}
+	f.logOut(x)
 	sub, p := f.merge(n.l, n.r), n.par
 	*n = node{}
 	if p == 0 {
@@ -229,6 +232,7 @@ func (f *tiresiasFast) settle(t *Tiresias) {
 		return tiresiasEntry{st: st, queue: int(m[memoQueue]) - 1, entered: m[memoEntered]}
 	}
 	if f.stale || f.root == 0 || len(f.dirty) > int(f.size(f.root))/4 {
+		t.keepPrev() // the last round's reasons, before the order goes
 		f.stale = false
 		entries := f.sorted[:0]
 		for i := range f.jobs {
@@ -358,6 +362,24 @@ func (f *tiresiasFast) runningFrom(i int32, base, from int, out []ranked) []rank
 		out = append(out, ranked{x: i, rank: me})
 	}
 	return f.runningFrom(n.r, me+1, from, out)
+}
+
+// waitingBefore appends to out the jobs of subtree i (first rank base)
+// before rank to that hold no GPUs, in order, with their ranks.
+func (f *tiresiasFast) waitingBefore(i int32, base, to int, out []ranked) []ranked {
+	if i == 0 || base >= to {
+		return out
+	}
+	n := f.nd(i)
+	if n.size == n.nrun {
+		return out // every job of the subtree runs
+	}
+	out = f.waitingBefore(n.l, base, to, out)
+	me := base + int(f.size(n.l))
+	if me < to && !n.run {
+		out = append(out, ranked{x: i, rank: me})
+	}
+	return f.waitingBefore(n.r, me+1, to, out)
 }
 
 // ranked is a job of the order with its rank.

@@ -179,8 +179,8 @@ func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engin
 // sameText is buf as a string, st's last reason's own string when the
 // text has not changed (no allocation).
 func sameText(buf []byte, st *engine.Status) string {
-	if string(buf) == st.Reason.Text {
-		return st.Reason.Text
+	if string(buf) == st.Reason().Text {
+		return st.Reason().Text
 	}
 	return string(buf)
 }

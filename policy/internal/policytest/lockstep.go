@@ -37,7 +37,11 @@ type Load struct {
 // FullOnly, planning every round in full. Every job's progress is
 // reported before each round, as an executor would. Every round's
 // changes (kind, job and GPUs), and every active job's GPUs, memo and
-// reason (predicted start and queue position included) must be the same.
+// reason (predicted start and queue position included) must be the same,
+// read through the engine (Status.Reason, worked out when read where a
+// policy leaves reasons to an engine.Explainer), and so must every job's
+// wait reason (Status.WaitReason: what the simulator records), while it
+// is active and as it ends.
 // kept says how many rounds a policy planned from what changed; both
 // kinds of round must have been run.
 func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine.Policy) int, load Load) {
@@ -126,6 +130,9 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 						t.Fatal(err)
 					}
 				}
+				if d := ReasonsDiffer(a.Job(id), b.Job(id)); d != "" {
+					t.Fatalf("seed %d round %d: ended job %s: %s", seed, step, id, d)
+				}
 			}
 			// Now and then a node goes down for a while (its jobs are
 			// preempted and the rounds meanwhile are full), or a waiting
@@ -151,9 +158,12 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 			}
 			for i, st := range aa {
 				o := ba[i]
-				if st.Job.ID != o.Job.ID || st.Memo != o.Memo || st.Reason != o.Reason || !slices.Equal(st.GPUs, o.GPUs) {
+				if st.Job.ID != o.Job.ID || st.Memo != o.Memo || st.Reason() != o.Reason() || !slices.Equal(st.GPUs, o.GPUs) {
 					t.Fatalf("seed %d round %d: job %s memo %v reason %+v GPUs %v; full: %s %v %+v %v",
-						seed, step, st.Job.ID, st.Memo, st.Reason, st.GPUs, o.Job.ID, o.Memo, o.Reason, o.GPUs)
+						seed, step, st.Job.ID, st.Memo, st.Reason(), st.GPUs, o.Job.ID, o.Memo, o.Reason(), o.GPUs)
+				}
+				if d := ReasonsDiffer(st, o); d != "" {
+					t.Fatalf("seed %d round %d: job %s: %s", seed, step, st.Job.ID, d)
 				}
 			}
 			rounds++
@@ -167,6 +177,18 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 	if nKept == 0 || nKept == rounds {
 		t.Fatalf("%d of %d rounds planned from what changed: the loads do not exercise both kinds of round", nKept, rounds)
 	}
+}
+
+// ReasonsDiffer says how the reasons of the same job in two engines
+// differ (Status.Reason, Status.WaitReason), "" when they do not.
+func ReasonsDiffer(st, o *engine.Status) string {
+	if r, w := st.Reason(), o.Reason(); r != w {
+		return fmt.Sprintf("reason %+v, full %+v", r, w)
+	}
+	if r, w := st.WaitReason(), o.WaitReason(); r != w {
+		return fmt.Sprintf("wait reason %+v, full %+v", r, w)
+	}
+	return ""
 }
 
 // Change is what Lockstep (and the tests that drive engines in lockstep
