@@ -32,6 +32,9 @@ func (s *simulator) lazyOK() bool {
 // same value to the bit, so a policy that reads the progress of a few
 // running jobs costs those alone.
 func (s *simulator) PullProgress(st *engine.Status) {
+	if !s.lazy {
+		return // the round reported every running job's progress (advanceAll)
+	}
 	r := s.runs[s.index(st)]
 	if r == nil || r.st != st {
 		return
@@ -122,7 +125,7 @@ func (s *simulator) sync(r *running) {
 		}
 		return
 	}
-	if len(ts) > 0 && s.lastOdd < first && s.syncWhole(r, ts[len(ts)-1]) {
+	if len(ts) > 1 && s.lastOdd < first && s.syncWhole(r, ts[len(ts)-1]) {
 		return
 	}
 	// advance at each instant, for a job past its delay on a run without
