@@ -148,6 +148,16 @@ func (g *Gandiva) KeptRounds() int { return g.kept.Kept }
 // packing and growing read the model.
 func (g *Gandiva) ProgressFree() bool { return g.Incremental() }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: with rotation,
+// packing or growing Gandiva reads progress only through the model's
+// rates (alloc.Rate, which pulls it: Snapshot.Progress). Rotation reads
+// every chosen job's rate on each type in every round (TypesBySpeed, on a
+// cluster of several types, and whether it can run on the type), as its
+// rule must: the types are handed out again each round; packing reads the
+// rates of the pairs it tries, growing those of the jobs it grows (rounds
+// in which no job waits).
+func (g *Gandiva) ProgressOnDemand() bool { return true }
+
 // spread reports whether st runs spread over more nodes than its size
 // needs: consolidate would try to move it.
 func spread(s *engine.Snapshot, st *engine.Status) bool {

@@ -66,6 +66,15 @@ func NewGandivaFair(k GandivaFair) (*GandivaFair, error) {
 // Name implements engine.Policy.
 func (g *GandivaFair) Name() string { return "gandiva-fair" }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: Gandiva_fair reads
+// progress only through the model's rates (alloc.Rate, which pulls it:
+// Snapshot.Progress): on a cluster of several types every active job's on
+// each type every round (the types' order and the tenants' speedups for
+// the trade, as its rule must: they move with every job's rate), and on
+// one type only the rates of the jobs its stride scheduling considers
+// (whether they can run on the type).
+func (g *GandivaFair) ProgressOnDemand() bool { return true }
+
 // Entitlements returns each tenant's entitled GPUs of each type, after
 // trading when Trade is set, and the types fastest first.
 func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]float64, []string) {
