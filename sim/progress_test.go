@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,23 @@ func onDemandSpecs(t *testing.T, jobs []*job.Job) []string {
 		"gandiva-fair:trade=false", "aryl:loan=false", "deepboot:loan=false")
 }
 
+// epochSkew is a model of two GPU types whose ratio moves with a job's
+// progress: on v100 a job runs its base rate times 0.5, 1.5, 2.5 or 3.5
+// by the epoch it is in (told apart by where the epoch ends), on any other
+// type at its base rate. A fixed speed factor (perf.SpeedFactors) would
+// leave the ratio of a job's rates on two types the same at any progress,
+// so a policy reading a stale progress would order the types the same.
+type epochSkew struct{ perf.Model }
+
+// Rate implements perf.Model.
+func (m epochSkew) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64) {
+	r, until := m.Model.Rate(j, a, p)
+	if a.GPUType != "v100" || math.IsInf(until, 1) {
+		return r, until
+	}
+	return r * (0.5 + float64(math.Float64bits(until)%4)), until
+}
+
 // deadlineJobs is jobs with a deadline each (Chronus admits by them): its
 // submission plus one to four hours, by its place in the trace.
 func deadlineJobs(jobs []*job.Job) []*job.Job {
@@ -97,12 +115,14 @@ func TestProgressOnDemandMatches(t *testing.T) {
 		round    float64
 		specs    []string
 	}
-	// Two GPU types, the second 2.5 times as fast: the policies that read
-	// the jobs' rates on each type (Gandiva's rotation, Gandiva_fair's
-	// order of types and trade, AlloX's matching) read them there.
+	// Two GPU types, the second's speed moving with each job's epoch
+	// (epochSkew): the policies that read the jobs' rates on each type
+	// (Gandiva's rotation, Gandiva_fair's order of types and trade,
+	// AlloX's matching) read them there, and a stale progress would order
+	// the types otherwise.
 	// Aryl and DeepBoot lend one type's pools (the first): they are left
 	// out there.
-	hetero := perf.SpeedFactors{Base: m6, Speed: map[string]float64{"t4": 1, "v100": 2.5}}
+	hetero := epochSkew{m6}
 	var heteroSpecs []string
 	for _, spec := range specs {
 		if !strings.HasPrefix(spec, "aryl") && !strings.HasPrefix(spec, "deepboot") {
