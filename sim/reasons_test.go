@@ -3,7 +3,6 @@ package sim_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -58,23 +57,9 @@ func TestLazyReasonsMatchFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var b strings.Builder
-				writeRun(&b, out)
-				for _, j := range out.Jobs {
-					fmt.Fprintf(&b, "%s %q %d %v\n", j.ID, j.Reason, j.QueuePosition, j.PredictedStart)
-				}
-				return b.String()
+				return withReasons(out)
 			}
-			want, got := run(true), run(false)
-			if got != want {
-				gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Fatalf("seed %d, %s: line %d differs:\n kept %s\n full %s", seed, spec, i+1, gl[i], wl[i])
-					}
-				}
-				t.Fatalf("seed %d, %s: %d lines, full %d", seed, spec, len(gl), len(wl))
-			}
+			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), run(false), run(true))
 		}
 	}
 }

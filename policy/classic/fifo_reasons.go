@@ -22,19 +22,18 @@ import (
 // and kept by slot. With backfill the jobs started are not a prefix, and
 // every reason is written as before.
 
-// fifoLazy are the figures of a round that left reasons to Reason.
-type fifoLazy struct {
-	round         int // Snapshot.Round + 1; 0 none
-	running, k    int // jobs running before the round, jobs it starts (a prefix)
-	free          int // GPUs it leaves free
-	from          int // index of the first waiting job left to Reason
-	base          int // the roster's log length when taken
-	cached        bool
-	prev, scratch []fifoText
+// fifoFigs are the figures of a round that left reasons to Reason.
+type fifoFigs struct {
+	running, k int // jobs running before the round, jobs it starts (a prefix)
+	free       int // GPUs it leaves free
+	from       int // index of the first waiting job left to Reason
 }
 
-// fifoText is a waiting job's reason kept by slot: the last one worked
-// out, with the figures it was written from.
+// fifoLazy is such a round (lazy_reasons.go).
+type fifoLazy = lazyRound[fifoFigs]
+
+// fifoText is a waiting job's last reason worked out, by slot, with the
+// figures it was written from.
 type fifoText struct {
 	st   *engine.Status
 	r    engine.Reason
@@ -43,24 +42,17 @@ type fifoText struct {
 
 // fifoReasons is FIFO's state for Reason.
 type fifoReasons struct {
-	cur, old fifoLazy
-	texts    []fifoText // by slot
-	buf      []byte
-	before   []*engine.Status
+	lazy   lazyRounds[fifoFigs]
+	texts  []fifoText // by slot
+	buf    []byte
+	before []*engine.Status
 }
 
 // newRound rotates the figures at the start of round Snapshot.Round
 // round (as Tiresias' newRound) and starts logging the waiting jobs'
 // changes while the last round's reasons may be asked for.
 func (f *FIFO) newRound(round int) {
-	z := &f.why
-	z.old, z.cur = z.cur, z.old
-	if z.old.round != round {
-		z.old.round = 0
-	}
-	z.cur.round, z.cur.cached = 0, false
-	z.old.base = 0
-	f.kept.Log(z.old.round > 0 && !z.old.cached)
+	f.kept.Log(f.why.lazy.next(round))
 	if f.kept.BeforeRebuild == nil {
 		f.kept.BeforeRebuild = f.keepPrev
 	}
@@ -71,28 +63,20 @@ func (f *FIFO) newRound(round int) {
 // leaving free GPUs free, and leaves the reasons of the waiting jobs from
 // index from on to Reason.
 func (f *FIFO) explainLazily(s *engine.Snapshot, running, k, free, from int) {
-	c := &f.why.cur
-	c.round, c.running, c.k, c.free, c.from, c.base, c.cached = s.Round+1, running, k, free, from, f.kept.Logged(), false
+	c := &f.why.lazy.cur
+	c.take(s.Round, f.kept.Logged())
+	c.figs = fifoFigs{running: running, k: k, free: free, from: from}
 }
 
 // Reason implements engine.Explainer: the reason of a job that the plan
 // of round `round` (planned from the roster) left waiting.
 func (f *FIFO) Reason(st *engine.Status, round int) engine.Reason {
-	z := &f.why
-	var lazy *fifoLazy
-	switch round + 1 {
-	case z.cur.round:
-		lazy = &z.cur
-	case z.old.round:
-		lazy = &z.old
-	default:
+	lazy := f.why.lazy.at(round)
+	switch {
+	case lazy == nil:
 		return engine.Reason{} // not asked for by the contract
-	}
-	if lazy.cached {
-		if st.Slot >= 0 && st.Slot < len(lazy.prev) && lazy.prev[st.Slot].st == st {
-			return lazy.prev[st.Slot].r
-		}
-		return engine.Reason{}
+	case lazy.cached:
+		return lazy.keptFor(st)
 	}
 	i, ok := f.kept.UndoIndex(st, f.kept.Index(st), lazy.base)
 	if !ok {
@@ -105,7 +89,8 @@ func (f *FIFO) Reason(st *engine.Status, round int) engine.Reason {
 // lazy's round: the one explain.KeptAppend writes.
 func (f *FIFO) waitReason(st *engine.Status, i int, lazy *fifoLazy) engine.Reason {
 	z := &f.why
-	figs := [3]int{lazy.running + lazy.k, i - lazy.k, lazy.free}
+	g := &lazy.figs
+	figs := [3]int{g.running + g.k, i - g.k, g.free}
 	if st.Slot >= len(z.texts) {
 		z.texts = append(z.texts, make([]fifoText, st.Slot+1-len(z.texts))...)
 	}
@@ -125,19 +110,15 @@ func (f *FIFO) waitReason(st *engine.Status, i int, lazy *fifoLazy) engine.Reaso
 // last round left to Reason, and keeps them by slot.
 func (f *FIFO) keepPrev() {
 	z := &f.why
-	o := &z.old
+	o := &z.lazy.old
 	if o.round == 0 || o.cached {
 		return
 	}
 	z.before = f.kept.Before(o.base, z.before)
-	prev := o.scratch[:0]
-	for i := o.from; i < len(z.before); i++ {
-		st := z.before[i]
-		if st.Slot >= len(prev) {
-			prev = append(prev, make([]fifoText, st.Slot+1-len(prev))...)
-		}
-		prev[st.Slot] = fifoText{st: st, r: f.waitReason(st, i, o)}
+	o.startKeeping()
+	for i := o.figs.from; i < len(z.before); i++ {
+		o.keep(z.before[i], f.waitReason(z.before[i], i, o))
 	}
 	clear(z.before)
-	o.scratch, o.prev, o.cached = prev[:0], prev, true
+	o.done()
 }

@@ -101,9 +101,10 @@ func (r *Roster) Before(from int, out []*engine.Status) []*engine.Status {
 	return out
 }
 
-// Index is st's index in Waiting, -1 when it is not there.
+// Index is st's index in Waiting, -1 when it is not there (another
+// status of the same job, another engine's, is not st).
 func (r *Roster) Index(st *engine.Status) int {
-	if i, ok := slices.BinarySearchFunc(r.waiting, st, compare); ok {
+	if i, ok := slices.BinarySearchFunc(r.waiting, st, compare); ok && r.waiting[i] == st {
 		return i
 	}
 	return -1
