@@ -185,7 +185,9 @@ type Snapshot struct {
 func (s *Snapshot) From() *Engine { return s.eng }
 
 // Remaining predicts the seconds st needs to finish on n packed GPUs of type
-// t ("" = the job's type or the cluster's first), ignoring restart costs.
+// t ("" = the job's type or the cluster's first), ignoring restart costs,
+// from its progress now (Snapshot.Progress: it pulls a running job's
+// progress from the executor when the engine has a ProgressSource).
 func (s *Snapshot) Remaining(st *Status, n int, t string) float64 {
 	if t == "" {
 		t = st.Job.GPUType
@@ -193,7 +195,7 @@ func (s *Snapshot) Remaining(st *Status, n int, t string) float64 {
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
-	return perf.Remaining(s.Model, st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), st.Progress)
+	return perf.Remaining(s.Model, st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), s.Progress(st))
 }
 
 // Assignment asks for one job to hold GPUs.
@@ -356,26 +358,6 @@ type IncrementalPolicy interface {
 	Incremental() bool
 }
 
-// ProgressFree is an optional Policy interface: a policy whose
-// ProgressFree reports true never reads a job's Progress, nor anything
-// computed from it (Snapshot.Remaining), while it plans. An executor may
-// then report the progress of a job that keeps running only when it
-// needs to (when it stops or ends) instead of before every round
-// (Engine.NeedsProgress); its Progress in a round's snapshot may be older.
-// Only the policy the engine holds counts: wrappers do not forward it.
-type ProgressFree interface {
-	Policy
-	ProgressFree() bool
-}
-
-// NeedsProgress reports whether the engine's policy may read the progress
-// of running jobs (it is not ProgressFree): an executor reports every
-// running job's progress before each round when it does.
-func (e *Engine) NeedsProgress() bool {
-	p, ok := e.cfg.Policy.(ProgressFree)
-	return !ok || !p.ProgressFree()
-}
-
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
 // job whose assignment matches what it holds (same count, compatible type)
 // must keep them, and GPUs held by jobs not in run are free. Place returns
@@ -446,6 +428,13 @@ type Config struct {
 	// plan that packs jobs is refused; policies read Snapshot.Sharing and
 	// plan without packing instead.
 	Sharing bool
+	// Progress, when set, is the executor's hook for progress on demand
+	// (progress.go): Snapshot.Progress asks it for a running job's progress
+	// when a policy reads it, so the executor need not report every running
+	// job's before each round for a policy that reads progress only so
+	// (ProgressOnDemand). Nil for executors that report progress as their
+	// jobs report it (the live ones).
+	Progress ProgressSource
 }
 
 // Engine holds the jobs and the GPU assignment.

@@ -195,20 +195,28 @@ func TestLazyAdvanceMatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var a, b strings.Builder
-			writeRun(&a, lazy)
-			writeRun(&b, eager)
-			if a.String() != b.String() {
-				al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
-				for i := range min(len(al), len(bl)) {
-					if al[i] != bl[i] {
-						t.Fatalf("seed %d, %s: line %d differs:\n lazy  %s\n eager %s", seed, spec, i+1, al[i], bl[i])
-					}
-				}
-				t.Fatalf("seed %d, %s: %d lines, eager %d", seed, spec, len(al), len(bl))
-			}
+			sameRuns(t, fmt.Sprintf("seed %d, %s", seed, spec), lazy, eager)
 		}
 	}
+}
+
+// sameRuns fails t when the lazy and eager runs' records, counters and
+// timelines (writeRun) differ, naming the first line that does.
+func sameRuns(t *testing.T, what string, lazy, eager *report.Run) {
+	t.Helper()
+	var a, b strings.Builder
+	writeRun(&a, lazy)
+	writeRun(&b, eager)
+	if a.String() == b.String() {
+		return
+	}
+	al, bl := strings.Split(a.String(), "\n"), strings.Split(b.String(), "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			t.Fatalf("%s: line %d differs:\n lazy  %s\n eager %s", what, i+1, al[i], bl[i])
+		}
+	}
+	t.Fatalf("%s: %d lines, eager %d", what, len(al), len(bl))
 }
 
 // TestLazyAdvanceThroughFractions: job a (15 of 16 GPUs, first in

@@ -1,9 +1,15 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"github.com/tide-sched/tide/engine"
+)
 
 // Lazy advance (issue 19): a round no longer brings every running job up
-// to now. When the policy never reads progress (engine.ProgressFree) and
+// to now. When the policy never reads progress (engine.ProgressFree), or
+// reads it only on demand (engine.ProgressOnDemand: the engine then asks
+// PullProgress for the jobs it reads, below), and
 // nothing else needs every job current each round (job agents, sites,
 // shared GPUs, the artifact's whole seconds), a job past its start delay
 // is left where it was, and the round's instant is logged. When the job
@@ -18,6 +24,26 @@ import "math"
 // lazyOK reports whether this round may leave running jobs behind.
 func (s *simulator) lazyOK() bool {
 	return !s.eager && s.obs == nil && s.st == nil && !s.sharing && !s.cfg.WholeSeconds && !s.eng.NeedsProgress()
+}
+
+// PullProgress implements engine.ProgressSource: it brings st, a running
+// job, up to the round's instant if rounds left it behind, and reports its
+// progress as an eager round reports every running job's (advanceAll): the
+// same value to the bit, so a policy that reads the progress of a few
+// running jobs costs those alone.
+func (s *simulator) PullProgress(st *engine.Status) {
+	if !s.lazy {
+		return // the round reported every running job's progress (advanceAll)
+	}
+	r := s.runs[s.index(st)]
+	if r == nil || r.st != st {
+		return
+	}
+	if r.lazy && r.synced < s.instBase+len(s.instants) {
+		s.pulls++
+	}
+	s.sync(r)
+	s.eng.ReportStatus(st, r.progress)
 }
 
 // advanceAll brings the running jobs up to the round at t: the delayed
@@ -36,6 +62,7 @@ func (s *simulator) advanceAll(t float64) {
 		}
 		return
 	}
+	s.lazyRounds++
 	if n := len(s.instants); !whole(t) || (n > 0 && t < s.instants[n-1]) {
 		s.lastOdd = s.instBase + n
 	}
@@ -98,7 +125,7 @@ func (s *simulator) sync(r *running) {
 		}
 		return
 	}
-	if len(ts) > 0 && s.lastOdd < first && s.syncWhole(r, ts[len(ts)-1]) {
+	if len(ts) > 1 && s.lastOdd < first && s.syncWhole(r, ts[len(ts)-1]) {
 		return
 	}
 	// advance at each instant, for a job past its delay on a run without

@@ -189,18 +189,36 @@ type simulator struct {
 	lastOdd int
 	delayed []*running
 	eager   bool
+	// lazyRounds counts the rounds that left running jobs behind, pulls
+	// the jobs a policy's read brought up to date (PullProgress): for
+	// tests.
+	lazyRounds, pulls int
 }
 
 // Run replays jobs (in trace order; they are started in submission order)
 // and returns what happened. A job the cluster or the model cannot run is an
 // error naming the job; nothing is skipped.
 func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
-	return runSim(cfg, jobs, false)
+	run, _, err := runSim(cfg, jobs, false)
+	return run, err
 }
 
 // runSim is Run, with every running job advanced at every round when eager
-// (lazy.go).
-func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
+// (lazy.go); it returns the simulator too (for its counts).
+func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, error) {
+	s, err := newSim(cfg, jobs, eager)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.loop(); err != nil {
+		return nil, nil, err
+	}
+	s.finishRecords()
+	return s.out, s, nil
+}
+
+// newSim checks cfg and jobs and makes the simulator that replays them.
+func newSim(cfg Config, jobs []*job.Job, eager bool) (*simulator, error) {
 	if cfg.Round == 0 {
 		cfg.Round = 60
 	}
@@ -212,7 +230,7 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	// The engine forgets jobs that ended: the simulator keeps their
 	// records, and a replay of millions of jobs holds only the active ones.
 	eng, err := engine.New(engine.Config{Cluster: cfg.Cluster, Model: cfg.Model, Policy: cfg.Policy, Placer: cfg.Placer, Clock: s.clk,
-		Sharing: sharing, ForgetEnded: true, LazyCounters: true})
+		Sharing: sharing, ForgetEnded: true, LazyCounters: true, Progress: s})
 	s.sharing = sharing
 	if err != nil {
 		return nil, err
@@ -254,11 +272,7 @@ func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, error) {
 	byID = nil
 	s.out = &report.Run{Policy: cfg.Policy.Name(), Trace: cfg.Trace, Cluster: cfg.Cluster.String(),
 		TotalGPUs: cfg.Cluster.TotalGPUs(), Seed: cfg.Seed}
-	if err := s.loop(); err != nil {
-		return nil, err
-	}
-	s.finishRecords()
-	return s.out, nil
+	return s, nil
 }
 
 func (s *simulator) loop() error {
@@ -304,18 +318,9 @@ func (s *simulator) loop() error {
 		// 2. Arrivals.
 		arrived := false
 		for next < len(order) && s.jobs[order[next]].Submit <= t {
-			j := s.jobs[order[next]]
-			st, err := s.eng.Submit(j)
-			if err != nil {
+			if err := s.arrive(order[next]); err != nil {
 				return err
 			}
-			if st.Slot >= len(s.slotIdx) {
-				s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
-			}
-			s.slotIdx[st.Slot] = int32(order[next])
-			s.frag.wait(j, 1)
-			s.active++
-			s.nEvents++
 			next++
 			arrived = true
 		}
@@ -361,6 +366,23 @@ func (s *simulator) loop() error {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(s.clk.t, s.done, len(s.jobs))
 	}
+	return nil
+}
+
+// arrive submits job idx (in trace order) to the engine.
+func (s *simulator) arrive(idx int) error {
+	j := s.jobs[idx]
+	st, err := s.eng.Submit(j)
+	if err != nil {
+		return err
+	}
+	if st.Slot >= len(s.slotIdx) {
+		s.slotIdx = slices.Grow(s.slotIdx, st.Slot+1-len(s.slotIdx))[:st.Slot+1]
+	}
+	s.slotIdx[st.Slot] = int32(idx)
+	s.frag.wait(j, 1)
+	s.active++
+	s.nEvents++
 	return nil
 }
 

@@ -111,14 +111,14 @@ func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment)
 		// A running job's end holds while it keeps its allocation; a
 		// waiting job's time to run holds while its progress does.
 		running := len(st.GPUs) > 0
-		if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == st.Progress) {
+		if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == s.Progress(st)) {
 			if running {
 				return e.at
 			}
 			return s.Now + e.at
 		}
-		at := explain.ModelEnd(s, st, a)
-		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: st.Progress, at: at}
+		at := explain.ModelEnd(s, st, a) // pulls a running job's progress (Snapshot.Remaining)
+		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
 		if !running {
 			e.at = at - s.Now
 		}
@@ -142,6 +142,13 @@ func (f *FIFO) KeptRounds() int { return f.kept.Kept }
 // no starts, so it never reads progress; without, its predictions read the
 // running jobs' remaining times.
 func (f *FIFO) ProgressFree() bool { return f.Backfill }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: without backfill
+// FIFO reads a running job's progress (Snapshot.Remaining) only to predict
+// its end, once per launch, at the first round in which some job waits
+// while it runs (endOf's cache, fifoQueue); a simulator need not advance
+// the other running jobs for it.
+func (f *FIFO) ProgressOnDemand() bool { return true }
 
 // startAll is the Run of a Keep plan that starts every job of waiting, in
 // that order, each on the GPUs it asks for, in run's memory.
@@ -173,6 +180,13 @@ func (p *SRTF) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
 func (p *SRTF) KeptRounds() int { return p.kept.Kept }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: SRTF reads progress
+// only through Snapshot.Remaining. A round planned from what changed reads
+// the waiting jobs' alone (their progress stands still); a round planned in
+// full reads every running job's, as its rule must: its order moves with
+// each running job's remaining time.
+func (p *SRTF) ProgressOnDemand() bool { return true }
 
 // Schedule implements engine.Policy.
 func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {

@@ -101,9 +101,9 @@ func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float
 	age := s.Now - st.Job.Submit
 	var sh themisShapes
 	if k == 0 {
-		return rhoOf(age+t.Lease+sh.remaining(s, st, st.Job.GPUs, st.Progress), t.independent(s, st, active, &sh))
+		return rhoOf(age+t.Lease+sh.remaining(s, st, st.Job.GPUs, s.Progress(st)), t.independent(s, st, active, &sh))
 	}
-	return rhoOf(age+sh.remaining(s, st, k, st.Progress), t.independent(s, st, active, &sh))
+	return rhoOf(age+sh.remaining(s, st, k, s.Progress(st)), t.independent(s, st, active, &sh))
 }
 
 // independent is st's T_independent with active jobs sharing the cluster
@@ -165,6 +165,14 @@ func (t *Themis) Incremental() bool { return true }
 // KeptRounds is how many rounds this instance planned from what changed.
 func (t *Themis) KeptRounds() int { return t.kept.Kept }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: Themis reads a
+// job's progress (Snapshot.Progress) only for its bid. A round planned in
+// full bids for every contender, so it reads the progress of every running
+// job whose lease has ended, as the auction's rule must (a contender's rho
+// moves with its progress); the jobs inside their lease keep their GPUs
+// unread. A round planned from what changed reads only its waiting job's.
+func (t *Themis) ProgressOnDemand() bool { return true }
+
 // keptRound plans s from what changed when it can: when every active job
 // is rigid and they all fit at once, every job that has a bid runs on its
 // count whatever the auction decides (the auction and the leftovers hand
@@ -206,12 +214,13 @@ func (t *Themis) bid(s *engine.Snapshot, st *engine.Status, active int) themisBi
 	tid := t.independent(s, st, active, &t.shapes)
 	age := s.Now - st.Job.Submit
 	n := st.Job.GPUs
-	remN := t.shapes.remaining(s, st, n, st.Progress)
+	progress := s.Progress(st)
+	remN := t.shapes.remaining(s, st, n, progress)
 	rhoK := func(k int) float64 {
 		if k == n {
 			return rhoOf(age+remN, tid)
 		}
-		return rhoOf(age+t.shapes.remaining(s, st, k, st.Progress), tid)
+		return rhoOf(age+t.shapes.remaining(s, st, k, progress), tid)
 	}
 	r0 := rhoOf(age+t.Lease+remN, tid)
 	b := themisBid{st: st, rho: r0}

@@ -362,14 +362,15 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	for m, st := range s.Jobs {
 		j := st.Job
 		p.gpus[m] = float64(j.GPUs)
-		p.rem[m] = math.Max(st.Work-st.Progress, 0)
+		progress := s.Progress(st)
+		p.rem[m] = math.Max(st.Work-progress, 0)
 		p.age[m] = math.Max(s.Now-j.Submit, 0)
 		p.tput[m] = make([]float64, K)
 		for k, t := range g.types {
 			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > p.cap[k] {
 				continue
 			}
-			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), st.Progress)
+			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), progress)
 			if r > 0 && g.Agnostic {
 				r = 1
 			}
@@ -386,6 +387,13 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	}
 	return p
 }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: Gavel reads
+// progress (Snapshot.Progress) only in problem, at its re-plans (every
+// Round seconds), where every job's throughput and remaining work enter the
+// allocation: a re-plan reads every running job's progress, as the
+// mechanism must; the rounds between re-plans (keep) read none.
+func (g *Gavel) ProgressOnDemand() bool { return true }
 
 // account adds the time each job received since the last look, and notes
 // arrivals and departures.
