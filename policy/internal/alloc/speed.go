@@ -18,6 +18,16 @@ func Rate(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
 	return r
 }
 
+// Runs reports whether st can run on n packed GPUs of type t: whether the
+// model's rate there is positive. A zero rate says the allocation cannot
+// run the job, whatever its progress (perf.Model), so Runs asks the model
+// at progress 0 and reads no job's progress: a policy that only asks
+// whether a job can run on a type pulls none (engine.ProgressOnDemand).
+func Runs(s *engine.Snapshot, st *engine.Status, n int, t string) bool {
+	r, _ := s.Model.Rate(st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), 0)
+	return r > 0
+}
+
 // TypesBySpeed orders the cluster's GPU types fastest first: by the mean,
 // over the jobs, of each job's rate there relative to its best type. Ties
 // keep the cluster's (alphabetical) order. On a cluster of one type it
