@@ -287,6 +287,38 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
+// TestFindByPIDFileWritten late: the wrapper writes its pid file only
+// after it has started the command, so a server that stops just after a
+// launch (the command already running) may leave the file empty for a
+// moment. Its successor waits for it instead of giving the attempt up as
+// never launched (and restarting a job whose process still ran: seen
+// once under load in server's TestSharedGPUsRecovered).
+func TestFindByPIDFileWrittenLate(t *testing.T) {
+	dir := t.TempDir()
+	pidFile, exitFile := filepath.Join(dir, "pid"), filepath.Join(dir, "exit")
+	if err := os.WriteFile(pidFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), "TIDE_JOB_ID=late", "TIDE_ATTEMPT=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = os.WriteFile(pidFile, []byte(fmt.Sprintf("%d %d\n", cmd.Process.Pid, cmd.Process.Pid)), 0o600)
+	}()
+	p, ok := FindByPIDFile(pidFile, exitFile, "late", 1)
+	if !ok || p.PID() != cmd.Process.Pid {
+		t.Fatalf("FindByPIDFile with the pid file written 300 ms late: %v %v, want pid %d", p, ok, cmd.Process.Pid)
+	}
+	// No pid file at all: the launch never got that far, no waiting.
+	if _, ok := FindByPIDFile(filepath.Join(dir, "none"), exitFile, "late", 1); ok {
+		t.Error("found a process without a pid file")
+	}
+}
+
 func waitPIDFile(t *testing.T, path string) int {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

@@ -289,8 +289,22 @@ func Adopt(pid int, ticks uint64, exitFile string) (p *Proc, ok bool) {
 // pidFile, for attempts whose pid the server never recorded (it died just
 // after the launch). The process must carry TIDE_JOB_ID=jobID and
 // TIDE_ATTEMPT=attempt in its environment.
+//
+// Start creates pidFile empty and the wrapper writes it only once it has
+// started the command, which may already be running (and seen running)
+// then: a pidFile that exists but is still empty is waited for, up to
+// pidFileWait, before the attempt is given up as never launched. Without
+// the wait, a server that stopped just after a launch left its successor
+// to restart a job whose first attempt still ran.
 func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
 	line, ok := readLine(pidFile)
+	for deadline := time.Now().Add(pidFileWait); !ok && time.Now().Before(deadline); {
+		if _, err := os.Stat(pidFile); err != nil {
+			return nil, false // never created: the launch did not get that far
+		}
+		time.Sleep(10 * time.Millisecond)
+		line, ok = readLine(pidFile)
+	}
 	if !ok {
 		return nil, false
 	}
@@ -317,6 +331,10 @@ func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
 	ticks, _, _ := procStat(pid)
 	return Adopt(pid, ticks, exitFile)
 }
+
+// pidFileWait bounds how long FindByPIDFile waits for a wrapper to write
+// its pid file: a fork and a shell's first lines, on a loaded machine.
+const pidFileWait = 2 * time.Second
 
 // ExitCode reads the exit code an attempt's wrapper recorded; ok is false
 // when there is none (the attempt was killed, or never ran).

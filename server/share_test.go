@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,7 +174,7 @@ func TestSharedGPUsRecovered(t *testing.T) {
 	for _, id := range ids {
 		j := waitJob(t, s2.admin, id, 5*time.Second, "running", inState(api.StateRunning))
 		if len(j.Attempts) != 1 || j.Restarts != 0 {
-			t.Errorf("job %s after the restart: %d attempts, %d restarts; want it re-adopted", id, len(j.Attempts), j.Restarts)
+			t.Errorf("job %s after the restart: %d attempts, %d restarts; want it re-adopted; its events:\n%s", id, len(j.Attempts), j.Restarts, jobEvents(s2.admin, id))
 		}
 	}
 	if j := waitJob(t, s2.admin, third.ID, time.Second, "known", inState(api.StatePending, api.StateRunning)); j.State != api.StatePending {
@@ -188,4 +189,18 @@ func TestSharedGPUsRecovered(t *testing.T) {
 	// One daemon or two in turn: the third may launch before the last
 	// adopted job's release, keeping the daemon running.
 	waitMPSStopped(t, calls, "0")
+}
+
+// jobEvents lists a job's events, one a line, for a failure's message: a
+// rare failure under load then says what the server did.
+func jobEvents(c *api.Client, id string) string {
+	evs, err := c.Events(context.Background(), id)
+	if err != nil {
+		return "(events: " + err.Error() + ")"
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "  %s attempt %d %s: %s\n", ev.Time.Format("15:04:05.000"), ev.Attempt, ev.Kind, ev.Message)
+	}
+	return b.String()
 }

@@ -76,25 +76,12 @@ func TestTiresiasKeptMatchesFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var b strings.Builder
-				writeRun(&b, out)
-				for _, j := range out.Jobs { // what the policy said of each job (Status.WaitReason)
-					fmt.Fprintf(&b, "%s %q %d %v\n", j.ID, j.Reason, j.QueuePosition, j.PredictedStart)
-				}
 				rounds += out.Rounds
-				return b.String(), p
+				return withReasons(out), p
 			}
 			want, _ := run(true)
 			got, p := run(false)
-			if got != want {
-				gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-				for i := range min(len(gl), len(wl)) {
-					if gl[i] != wl[i] {
-						t.Fatalf("seed %d, %s: line %d differs:\n kept %s\n full %s", seed, spec, i+1, gl[i], wl[i])
-					}
-				}
-				t.Fatalf("seed %d, %s: %d lines, full %d", seed, spec, len(gl), len(wl))
-			}
+			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), got, want)
 			kept += p.KeptRounds()
 			queued += p.QueuedRounds()
 		}
@@ -105,6 +92,34 @@ func TestTiresiasKeptMatchesFull(t *testing.T) {
 		t.Fatalf("%d of %d rounds were planned from what changed, %d with jobs that do not fit: the traces do not exercise every kind",
 			kept, rounds/2, queued)
 	}
+}
+
+// withReasons is writeRun's text with what the policy said of each job
+// (its record's reason, queue position and predicted start:
+// engine.Status.WaitReason as it started, or at the end).
+func withReasons(out *report.Run) string {
+	var b strings.Builder
+	writeRun(&b, out)
+	for _, j := range out.Jobs {
+		fmt.Fprintf(&b, "%s %q %d %v\n", j.ID, j.Reason, j.QueuePosition, j.PredictedStart)
+	}
+	return b.String()
+}
+
+// sameLines fails t at the first line where got (the kept run's text)
+// and want (the full run's) differ.
+func sameLines(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got == want {
+		return
+	}
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(gl), len(wl)) {
+		if gl[i] != wl[i] {
+			t.Fatalf("%s: line %d differs:\n kept %s\n full %s", what, i+1, gl[i], wl[i])
+		}
+	}
+	t.Fatalf("%s: %d lines, full %d", what, len(gl), len(wl))
 }
 
 // knobsOf parses a Tiresias spec's knobs the simple way this test needs.

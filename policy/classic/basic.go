@@ -52,6 +52,7 @@ type FIFO struct {
 	kept  roster.Roster
 	queue fifoQueue
 	run   []engine.Assignment // the last kept plan's Run
+	why   fifoReasons         // reasons worked out when read (fifo_reasons.go)
 }
 
 type fifoEnd struct {
@@ -66,6 +67,7 @@ func (f *FIFO) Name() string { return "fifo" }
 
 // Schedule implements engine.Policy.
 func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
+	f.newRound(s.Round)
 	if f.kept.Begin(s) {
 		return f.keptRound(s) // fifo_kept.go
 	}

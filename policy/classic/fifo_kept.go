@@ -57,7 +57,9 @@ func (f *FIFO) keptRound(s *engine.Snapshot) engine.Plan {
 		// Every active job fits: the waiting ones start in submission
 		// order, and no job waits, so none needs a reason or a start.
 		f.run = startAll(f.run, waiting)
-		return engine.Plan{Run: f.run, Keep: true}
+		// The last round's reasons are asked for (Reason) as its waiting
+		// jobs start.
+		return engine.Plan{Run: f.run, Keep: true, Explain: f.explainer()}
 	}
 	free := s.Available("", s.Cluster.GPUTypes()[0]) - f.kept.Held()
 	run := f.run[:0]
@@ -72,13 +74,40 @@ func (f *FIFO) keptRound(s *engine.Snapshot) engine.Plan {
 	f.run = run
 	plan := engine.Plan{Run: run, Keep: true}
 	q := &f.queue
-	q.why.KeptAppend(s, &plan, waiting, true, f.kept.Running(), f.kept.Held(), fifoTerms)
+	head := waiting
+	if !f.Backfill {
+		// The jobs started are the first len(run): the reasons of those
+		// left waiting after the first explain.PredictAhead of them are
+		// Reason's to work out when read (fifo_reasons.go).
+		head = head[:min(len(head), len(run)+explain.PredictAhead)]
+		f.explainLazily(s, f.kept.Running(), len(run), s.Available("", "")-f.kept.Held()-sumGPUs(run), len(head))
+		plan.Explain = f
+	}
+	q.why.KeptAppend(s, &plan, head, true, f.kept.Running(), f.kept.Held(), fifoTerms)
 	if !f.Backfill && s.Model != nil {
 		endOf := f.endOf(s)
 		q.price(endOf)
-		q.why.KeptPredictStarts(s, &plan, waiting, free, q.ends, endOf)
+		q.why.KeptPredictStarts(s, &plan, head, free, q.ends, endOf)
 	}
 	return plan
+}
+
+// explainer is f when its rounds may leave reasons to Reason (without
+// backfill), else nil.
+func (f *FIFO) explainer() engine.Explainer {
+	if f.Backfill {
+		return nil
+	}
+	return f
+}
+
+// sumGPUs is the GPUs run asks for.
+func sumGPUs(run []engine.Assignment) int {
+	n := 0
+	for _, a := range run {
+		n += a.GPUs
+	}
+	return n
 }
 
 // fifoTerms is FIFO's standing of a job (explain's terms): its only term

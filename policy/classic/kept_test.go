@@ -18,6 +18,15 @@ func TestFIFOKeptMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, load, "fifo", "fifo:backfill=true")
 }
 
+// TestFIFOLongQueueMatchesFull: the same with bursts of up to 40 jobs at
+// once, so that more jobs wait than explain.PredictAhead past those a
+// round starts and FIFO leaves their reasons to be worked out when read
+// (Plan.Explain, fifo_reasons.go): read through the engine each round, and
+// as each job starts (Status.WaitReason), they must be the full pass's.
+func TestFIFOLongQueueMatchesFull(t *testing.T) {
+	fam.KeptMatchesFull(t, policytest.Load{Burst: 40, Faults: true}, "fifo")
+}
+
 // TestSRTFKeptMatchesFull: the same for SRTF, whose waiting jobs start by
 // remaining time.
 func TestSRTFKeptMatchesFull(t *testing.T) { fam.KeptMatchesFull(t, load, "srtf") }

@@ -73,11 +73,10 @@ type tiresiasFast struct {
 	// this round and the last, the changes to the order since the last
 	// (while logging), the last round's reasons kept before the order was
 	// built afresh, and Reason's buffer.
-	cur, old lazyFigs
-	log      []orderOp
-	logging  bool
-	prev     []prevReason
-	rbuf     []byte
+	lazy    lazyRounds[tiresiasFigs]
+	log     []orderOp
+	logging bool
+	rbuf    []byte
 }
 
 // fastJob is what tiresiasFast keeps per active job.
@@ -347,10 +346,11 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 		f.reasons[st.Job.ID] = r
 	}
 	// This round's figures, for Reason.
-	f.cur.round, f.cur.p, f.cur.left, f.cur.base, f.cur.cached = s.Round+1, p, left, len(f.log), false
-	f.cur.fill = f.cur.fill[:0]
+	cur := &f.lazy.cur
+	cur.take(s.Round, len(f.log))
+	cur.figs.p, cur.figs.left, cur.figs.fill = p, left, cur.figs.fill[:0]
 	for _, c := range fill {
-		f.cur.fill = append(f.cur.fill, c.rank)
+		cur.figs.fill = append(cur.figs.fill, c.rank)
 	}
 	clear(stops)
 	clear(starts)

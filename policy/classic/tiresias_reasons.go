@@ -30,17 +30,17 @@ import (
 // taken out at a rank, put in at a rank), and finds a job's rank back then
 // by undoing the log from its rank now. When the order is built afresh (a
 // full round, or too many moves), old's reasons are worked out first for
-// every job they cover and kept by slot (prev).
+// every job they cover and kept by slot (lazy_reasons.go).
 
-// lazyFigs are the figures of a round planned from the kept order in which
-// some job did not fit.
-type lazyFigs struct {
-	round   int   // Snapshot.Round + 1; 0 none
+// tiresiasFigs are the figures of a round planned from the kept order in
+// which some job did not fit.
+type tiresiasFigs struct {
 	p, left int   // the prefix's jobs, the GPUs left free
 	fill    []int // the ranks taken after the prefix, ascending
-	base    int   // len(log) when taken: later changes are undone
-	cached  bool  // its reasons are in prev (the order was built afresh since)
 }
+
+// lazyFigs is such a round (lazy_reasons.go).
+type lazyFigs = lazyRound[tiresiasFigs]
 
 // orderOp is a change to the order: a job (slot+1) taken out at a rank or
 // put in at a rank (its rank just after).
@@ -50,24 +50,12 @@ type orderOp struct {
 	insert bool
 }
 
-// prevReason is a job's reason kept for lazyFigs.cached.
-type prevReason struct {
-	st *engine.Status
-	r  engine.Reason
-}
-
 // newRound starts the state of the round of Snapshot.Round round: the last
 // round's figures become old ones (the engine may ask for them until this
 // round ends), older ones go.
 func (f *tiresiasFast) newRound(round int) {
-	f.old, f.cur = f.cur, f.old
-	if f.old.round != round { // not the last round's (round-1, plus one)
-		f.old.round = 0
-	}
-	f.cur.round, f.cur.cached = 0, false
+	f.logging = f.lazy.next(round)
 	f.log = f.log[:0]
-	f.old.base = 0
-	f.logging = f.old.round > 0 && !f.old.cached
 }
 
 // logOut and logIn record a change to the order while old figures may
@@ -108,34 +96,26 @@ func (f *tiresiasFast) rankAt(x int32, lazy *lazyFigs) (int, bool) {
 	return r, r >= 0
 }
 
-// taken reports whether the greedy pass of lazy's round took the job at
-// rank r, and how many jobs it took ahead of it.
-func (lazy *lazyFigs) taken(r int) (bool, int) {
-	if r < lazy.p {
+// taken reports whether the greedy pass of the figures' round took the
+// job at rank r, and how many jobs it took ahead of it.
+func (g *tiresiasFigs) taken(r int) (bool, int) {
+	if r < g.p {
 		return true, r
 	}
-	k := sort.SearchInts(lazy.fill, r)
-	return k < len(lazy.fill) && lazy.fill[k] == r, lazy.p + k
+	k := sort.SearchInts(g.fill, r)
+	return k < len(g.fill) && g.fill[k] == r, g.p + k
 }
 
 // Reason implements engine.Explainer: the reason of a job that the plan
 // of round `round` (one planned from the kept order) left waiting.
 func (t *Tiresias) Reason(st *engine.Status, round int) engine.Reason {
 	f := &t.fast
-	var lazy *lazyFigs
-	switch round + 1 {
-	case f.cur.round:
-		lazy = &f.cur
-	case f.old.round:
-		lazy = &f.old
-	default:
+	lazy := f.lazy.at(round)
+	switch {
+	case lazy == nil:
 		return engine.Reason{} // not asked for by the contract
-	}
-	if lazy.cached {
-		if st.Slot >= 0 && st.Slot < len(f.prev) && f.prev[st.Slot].st == st {
-			return f.prev[st.Slot].r
-		}
-		return engine.Reason{}
+	case lazy.cached:
+		return lazy.keptFor(st)
 	}
 	j := f.job(st)
 	if j == nil {
@@ -152,14 +132,14 @@ func (t *Tiresias) Reason(st *engine.Status, round int) engine.Reason {
 // its text kept while its figures and standing do not change.
 func (t *Tiresias) waitReason(j *fastJob, r int, lazy *lazyFigs) engine.Reason {
 	st := j.st
-	_, ahead := lazy.taken(r)
-	figs := [3]int{ahead, r - ahead, lazy.left}
+	_, ahead := lazy.figs.taken(r)
+	figs := [3]int{ahead, r - ahead, lazy.figs.left}
 	base := t.memoOf(st)[memoBaseServ]
 	if j.text == "" || j.textFigs != figs || j.textAtt != st.Attained || j.textBase != base {
 		if t.terms == nil {
 			t.terms = t.appendTerms
 		}
-		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, lazy.left)
+		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, lazy.figs.left)
 		if string(t.fast.rbuf) != j.text {
 			j.text = string(t.fast.rbuf)
 		}
@@ -173,13 +153,11 @@ func (t *Tiresias) waitReason(j *fastJob, r int, lazy *lazyFigs) engine.Reason {
 // then and that its greedy pass did not take.
 func (t *Tiresias) keepPrev() {
 	f := &t.fast
-	if f.old.round == 0 || f.old.cached {
+	o := &f.lazy.old
+	if o.round == 0 || o.cached {
 		return
 	}
-	if len(f.prev) < len(f.jobs) {
-		f.prev = append(f.prev, make([]prevReason, len(f.jobs)-len(f.prev))...)
-	}
-	clear(f.prev)
+	o.startKeeping()
 	var walk func(i int32)
 	walk = func(i int32) {
 		if i == 0 {
@@ -188,15 +166,16 @@ func (t *Tiresias) keepPrev() {
 		n := f.nd(i)
 		walk(n.l)
 		if !n.run {
-			if r, ok := f.rankAt(i, &f.old); ok {
-				if took, _ := f.old.taken(r); !took {
+			if r, ok := f.rankAt(i, o); ok {
+				if took, _ := o.figs.taken(r); !took {
 					j := &f.jobs[i-1]
-					f.prev[i-1] = prevReason{st: j.st, r: t.waitReason(j, r, &f.old)}
+					o.keep(j.st, t.waitReason(j, r, o))
 				}
 			}
 		}
 		walk(n.r)
 	}
 	walk(f.root)
-	f.old.cached, f.logging = true, false
+	o.done()
+	f.logging = false
 }

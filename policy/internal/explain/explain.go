@@ -263,7 +263,12 @@ func runsAll(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status) bool
 }
 
 // predictAhead is how many waiting jobs predictStarts times.
-const predictAhead = 16
+const predictAhead = PredictAhead
+
+// PredictAhead is how many of the waiting jobs PredictStarts and
+// KeptPredictStarts give a predicted start at most: the first ones the plan
+// does not run, in the order.
+const PredictAhead = 16
 
 // PredictStarts sets Reason.PredictedStart for the waiting jobs of a plan
 // whose order does not change while they wait (FIFO): running jobs end

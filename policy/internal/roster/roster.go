@@ -37,6 +37,77 @@ type Roster struct {
 	// Kept counts the rounds the policy planned from the roster (Plan.Keep):
 	// for tests and benchmarks.
 	Kept int
+
+	// BeforeRebuild, when set, is called before the roster is built
+	// afresh from a snapshot (its Waiting and log still those of before).
+	BeforeRebuild func()
+	logging       bool
+	log           []WaitOp
+}
+
+// WaitOp is a change to Waiting's order: job St put in at index At (its
+// index just after) or taken out from it.
+type WaitOp struct {
+	St *engine.Status
+	At int
+	In bool
+}
+
+// Log starts (on) or stops logging the changes to Waiting's order, and
+// forgets those logged: a policy that explains a round's waiting jobs by
+// their index (engine.Explainer) finds an index of a round before by
+// undoing the log (UndoIndex).
+func (r *Roster) Log(on bool) {
+	r.logging = on
+	clear(r.log)
+	r.log = r.log[:0]
+}
+
+// Logged is how many changes were logged since Log.
+func (r *Roster) Logged() int { return len(r.log) }
+
+// UndoIndex returns i, the index now in Waiting of job st (-1 when not in
+// it), as it was before the changes logged from the from-th on, and
+// whether st was in Waiting then.
+func (r *Roster) UndoIndex(st *engine.Status, i, from int) (int, bool) {
+	for k := len(r.log) - 1; k >= from; k-- {
+		op := r.log[k]
+		switch {
+		case op.St == st && op.In:
+			i = -1 // not in before
+		case op.St == st:
+			i = op.At
+		case i < 0:
+		case op.In && op.At < i:
+			i--
+		case !op.In && op.At <= i:
+			i++
+		}
+	}
+	return i, i >= 0
+}
+
+// Before returns Waiting as it was before the changes logged from the
+// from-th on, in out's memory.
+func (r *Roster) Before(from int, out []*engine.Status) []*engine.Status {
+	out = append(out[:0], r.waiting...)
+	for k := len(r.log) - 1; k >= from; k-- {
+		if op := r.log[k]; op.In {
+			out = slices.Delete(out, op.At, op.At+1)
+		} else {
+			out = slices.Insert(out, op.At, op.St)
+		}
+	}
+	return out
+}
+
+// Index is st's index in Waiting, -1 when it is not there (another
+// status of the same job, another engine's, is not st).
+func (r *Roster) Index(st *engine.Status) int {
+	if i, ok := slices.BinarySearchFunc(r.waiting, st, compare); ok && r.waiting[i] == st {
+		return i
+	}
+	return -1
 }
 
 type entry struct {
@@ -133,6 +204,10 @@ func (r *Roster) apply(s *engine.Snapshot) bool {
 
 // rebuild makes the roster from s.Jobs.
 func (r *Roster) rebuild(s *engine.Snapshot) {
+	if r.BeforeRebuild != nil {
+		r.BeforeRebuild()
+	}
+	r.Log(false) // the changes from here on are not logged
 	r.jobs.Clear()
 	clear(r.waiting)
 	r.waiting = r.waiting[:0]
@@ -166,6 +241,9 @@ func (r *Roster) add(s *engine.Snapshot, st *engine.Status) bool {
 		i, _ := slices.BinarySearchFunc(r.waiting, st, compare)
 		r.waiting = slices.Insert(r.waiting, i, st)
 		e.waits = true
+		if r.logging {
+			r.log = append(r.log, WaitOp{St: st, At: i, In: true})
+		}
 	case !waits && e.waits:
 		r.unwait(st)
 		e.waits = false
@@ -223,6 +301,9 @@ func (r *Roster) drop(st *engine.Status) {
 func (r *Roster) unwait(st *engine.Status) {
 	if i, ok := slices.BinarySearchFunc(r.waiting, st, compare); ok {
 		r.waiting = slices.Delete(r.waiting, i, i+1)
+		if r.logging {
+			r.log = append(r.log, WaitOp{St: st, At: i})
+		}
 	}
 }
 
