@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -32,7 +34,10 @@ const efKnobs = "slot=60: seconds a reservation is rounded to (ElasticFlow's sch
 	"spare=time: spare GPUs go to the most completion time saved per extra GPU (paper, EdgeFlow), or gputime: " +
 	"the least GPU-time added per extra GPU; admit=true: decline jobs that cannot meet their deadline; " +
 	"site=: the cloud site (default: the first cloud site); reserve=early: reserve each share from now, or late: as late as the deadline allows " +
-	"(ElasticFlow's code fills back from the deadline; here it meets fewer deadlines)"
+	"(ElasticFlow's code fills back from the deadline; here it meets fewer deadlines); " +
+	"force_admit=: a diagnostic, the oracle of one decision (docs/tidal.md): ID@T, the job whose ID begins with ID " +
+	"waits untried until T seconds and is then admitted whatever the test says; " +
+	"force_decline=: a diagnostic: the job whose ID begins with this is declined at arrival"
 
 // Flow is ElasticFlow and, with Edge set, EdgeFlow: one deadline-aware
 // elastic scheduler over a cloud site, optionally offloading jobs to edge
@@ -104,6 +109,14 @@ type Flow struct {
 	// its priority, and a newcomer may make it miss.
 	holdYield bool
 
+	// forceID, forceAt and declineID are the diagnostics force_admit
+	// (the job whose ID begins with forceID waits untried until forceAt,
+	// then is admitted whatever the test says) and force_decline (the job
+	// whose ID begins with declineID is declined at arrival).
+	forceID   string
+	forceAt   float64
+	declineID string
+
 	// prefix, during admission, is the cloud pass of the admitted jobs
 	// before the newcomer on trial: pass starts from it (admission).
 	prefix *passPrefix
@@ -119,6 +132,10 @@ type FlowKnobs struct {
 	Admit   bool    `knob:"admit"`   // decline jobs that cannot meet their deadline
 	Site    string  `knob:"site"`    // the cloud site; "" = the first cloud site
 	Reserve string  `knob:"reserve"` // early or late
+	// ForceAdmit and ForceDecline are diagnostics (docs/tidal.md, the
+	// oracle of one decision): "ID@T" and "ID", ID a prefix of a job ID.
+	ForceAdmit   string `knob:"force_admit"`
+	ForceDecline string `knob:"force_decline"`
 }
 
 // EdgeKnobs are EdgeFlow's knobs: ElasticFlow's and its edge's
@@ -161,6 +178,15 @@ func newFlow(k EdgeKnobs, edge bool, policy string) (*Flow, error) {
 	if f.Reserve != "late" && f.Reserve != "early" {
 		return nil, fmt.Errorf("policy %s: reserve=%q: want late or early", policy, f.Reserve)
 	}
+	if k.ForceAdmit != "" {
+		id, at, ok := strings.Cut(k.ForceAdmit, "@")
+		t, err := strconv.ParseFloat(at, 64)
+		if !ok || id == "" || err != nil || !(t >= 0) || math.IsInf(t, 1) {
+			return nil, fmt.Errorf("policy %s: force_admit=%q: want ID@T, a job ID's prefix and seconds >= 0", policy, k.ForceAdmit)
+		}
+		f.forceID, f.forceAt = id, t
+	}
+	f.declineID = k.ForceDecline
 	if edge {
 		f.Offload, f.RemoteBps = k.Offload, k.RemoteGiBps
 		if f.Offload != "all" && f.Offload != "missing" && f.Offload != "short" {
@@ -625,6 +651,14 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		if !j.fresh || !f.Admit || math.IsInf(j.deadline, 1) {
 			continue
 		}
+		forced := f.forceID != "" && strings.HasPrefix(j.st.Job.ID, f.forceID)
+		if forced && now < f.forceAt {
+			continue // waits, untried
+		}
+		if f.declineID != "" && strings.HasPrefix(j.st.Job.ID, f.declineID) {
+			declined = append(declined, j)
+			continue
+		}
 		// Priority classes: a newcomer may make admitted jobs of a lower
 		// class miss, never those of its own class or above.
 		if !known || f.fullPasses {
@@ -652,7 +686,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 			admit = false
 			j.pin = -1
 		}
-		if admit {
+		if admit || forced {
 			base = trial
 			meets = outcomes(meets, base)
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -311,6 +312,46 @@ func TestFlowPrefixMatchesFullPasses(t *testing.T) {
 			if got[0] != got[1] {
 				t.Errorf("seed %d %s: the runs differ:\nprefix %s\nfull   %s", seed, name, got[0], got[1])
 			}
+		}
+	}
+}
+
+// TestFlowForcedDecisions: the diagnostic knobs of the oracle of one
+// decision (docs/tidal.md) change exactly the decision they name. On 8
+// GPUs a, b and c each need 1,200 GPU-seconds by t=300: the test admits a
+// and b and declines c.
+func TestFlowForcedDecisions(t *testing.T) {
+	jobs := func() []*job.Job {
+		return []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 1200, 300)}
+	}
+	tests := []struct {
+		spec, want string
+	}{
+		{"elasticflow", "a:met b:met c:declined "},
+		// Declining a at arrival leaves 4 GPUs each to b and c.
+		{"elasticflow:force_decline=a", "a:declined b:met c:met "},
+		// c waits untried until t=100, then is admitted: a and b hold
+		// every GPU until 300, planned before it, so it misses.
+		{"elasticflow:force_admit=c@100", "a:met b:met c:miss "},
+		{"edgeflow:force_admit=c@100", "a:met b:met c:miss "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec, func(t *testing.T) {
+			r := flowRun(t, tc.spec, flowCluster(t, 1, 0), perf.Duration{}, jobs())
+			if got := states(r); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+	// Admitted at arrival whatever the test says: the three share the 8
+	// GPUs and at least one misses, none is declined.
+	r := flowRun(t, "elasticflow:force_admit=c@0", flowCluster(t, 1, 0), perf.Duration{}, jobs())
+	if got := states(r); strings.Contains(got, "declined") || !strings.Contains(got, "miss") {
+		t.Errorf("force_admit=c@0: got %s, want no job declined and one missing", got)
+	}
+	for _, bad := range []string{"c", "@5", "c@", "c@x", "c@-1", "c@+Inf"} {
+		if _, err := fam("elasticflow:force_admit="+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), "force_admit") {
+			t.Errorf("force_admit=%s: got error %v, want one naming force_admit", bad, err)
 		}
 	}
 }
