@@ -24,12 +24,18 @@ import (
 // full and so reads every running job's remaining time. pulls/op is the
 // running jobs a round's reads brought up to date. The rounds are 60 s
 // apart; 20 rounds are run before timing (fifo-perf re-plans every 360 s).
+// Gandiva with Gavel's preset rotates types every round and Gandiva_fair
+// plans every round; on one GPU type neither reads a rate that moves with
+// progress. AlloX and DRF match or fill for the waiting job; Aryl orders
+// every job by its remaining time, every round; Chronus (with GLPK; the
+// jobs have no deadline, so all are best-effort) weighs every job's.
 //
 //	go test ./sim -run '^$' -bench ProgressRound -benchtime 300x
 func BenchmarkProgressRound(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		c := enginetest.Cluster(fmt.Sprintf("%dx4:v100", n/4))
-		for _, spec := range []string{"fifo", "fifo+wait", "srtf", "srtf+wait", "themis", "fifo-perf"} {
+		for _, spec := range []string{"fifo", "fifo+wait", "srtf", "srtf+wait", "themis", "fifo-perf",
+			"gandiva:preset=gavel", "gandiva-fair", "allox+wait", "drf+wait", "aryl:loan=false", "chronus"} {
 			name, wait := spec, false
 			if len(spec) > 5 && spec[len(spec)-5:] == "+wait" {
 				name, wait = spec[:len(spec)-5], true

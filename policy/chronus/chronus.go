@@ -133,6 +133,12 @@ func New(k Knobs) (*Chronus, error) {
 // Name implements engine.Policy.
 func (c *Chronus) Name() string { return c.name }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: Chronus reads
+// progress only through Snapshot.Remaining, every active job's every round
+// (admission and the lease MILP weigh every job's remaining time, as its
+// rule must), so a round pulls every running job.
+func (c *Chronus) ProgressOnDemand() bool { return true }
+
 // chronusJob is one job during a round.
 type chronusJob struct {
 	st   *engine.Status

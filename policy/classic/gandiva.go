@@ -148,6 +148,17 @@ func (g *Gandiva) KeptRounds() int { return g.kept.Kept }
 // packing and growing read the model.
 func (g *Gandiva) ProgressFree() bool { return g.Incremental() }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: with rotation,
+// packing or growing Gandiva reads progress only through the model's
+// rates (alloc.Rate, which pulls it: Snapshot.Progress). Rotation on a
+// cluster of several types reads every chosen job's rate on each type in
+// every round (TypesBySpeed), as its rule must: the types are ordered by
+// the jobs' speeds again each round; on one type it reads none (whether a
+// job can run on a type reads no progress: alloc.Runs). Packing reads the
+// rates of the pairs it tries, growing those of the jobs it grows (in
+// rounds in which no job waits).
+func (g *Gandiva) ProgressOnDemand() bool { return true }
+
 // spread reports whether st runs spread over more nodes than its size
 // needs: consolidate would try to move it.
 func spread(s *engine.Snapshot, st *engine.Status) bool {
@@ -266,7 +277,7 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 		})
 		for _, st := range byTime {
 			if given[st] != "" || st.Job.GPUs > free || (st.Job.GPUType != "" && st.Job.GPUType != t) ||
-				alloc.Rate(s, st, st.Job.GPUs, t) <= 0 {
+				!alloc.Runs(s, st, st.Job.GPUs, t) {
 				continue
 			}
 			given[st] = t

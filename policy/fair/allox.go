@@ -138,6 +138,12 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: AlloX reads the
+// progress (Snapshot.Progress, Snapshot.Remaining) of the waiting jobs it
+// matches alone; running jobs keep their GPUs unread, so no running job's
+// progress is pulled.
+func (x *AlloX) ProgressOnDemand() bool { return true }
+
 // cached is Match through the cache, keyed by job ID.
 func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Status]alloxSlot {
 	// The key holds everything Match reads: the GPUs available of each
@@ -149,7 +155,7 @@ func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.St
 		fmt.Fprintf(&key, "%s=%d,", t, s.Available("", t))
 	}
 	for _, st := range jobs {
-		fmt.Fprintf(&key, "%s@%g,", st.Job.ID, st.Progress)
+		fmt.Fprintf(&key, "%s@%g,", st.Job.ID, s.Progress(st))
 	}
 	byID, ok := x.cache[key.String()]
 	if !ok {

@@ -56,6 +56,10 @@ func (d *DRF) Name() string {
 	return "drf"
 }
 
+// ProgressFree implements engine.ProgressFree: DRF shares GPUs, CPU cores
+// and memory by the jobs' demands, and reads no job's progress.
+func (d *DRF) ProgressFree() bool { return true }
+
 // resources are the dimensions DRF shares: GPUs, CPU cores, memory GiB.
 type resources [3]float64
 

@@ -66,6 +66,15 @@ func NewGandivaFair(k GandivaFair) (*GandivaFair, error) {
 // Name implements engine.Policy.
 func (g *GandivaFair) Name() string { return "gandiva-fair" }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: Gandiva_fair reads
+// progress only through the model's rates (alloc.Rate, which pulls it:
+// Snapshot.Progress): on a cluster of several types every active job's on
+// each type every round (the types' order and, with Trade, the tenants'
+// speedups, as its rule must: they move with every job's rate); on one
+// type none (whether a job can run on the type reads no progress:
+// alloc.Runs).
+func (g *GandivaFair) ProgressOnDemand() bool { return true }
+
 // Entitlements returns each tenant's entitled GPUs of each type, after
 // trading when Trade is set, and the types fastest first.
 func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]float64, []string) {
@@ -172,7 +181,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			for cursor[u] < len(js) {
 				st := js[cursor[u]]
 				if !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
-					alloc.Rate(s, st, st.Job.GPUs, t) > 0 {
+					alloc.Runs(s, st, st.Job.GPUs, t) {
 					return st
 				}
 				cursor[u]++

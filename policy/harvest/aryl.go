@@ -79,6 +79,14 @@ func NewAryl(k Aryl) *Aryl {
 // Name implements engine.Policy.
 func (a *Aryl) Name() string { return a.name }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: Aryl reads progress
+// only through Snapshot.Remaining: every active job's, every round (its
+// shortest-remaining-first order and the knapsack's gains, as its rule
+// must), so a round pulls every running job. Where the simulator keeps
+// every job current anyway (sites with inference load, job agents) it
+// changes nothing.
+func (a *Aryl) ProgressOnDemand() bool { return true }
+
 // idleServerGPUs counts the GPUs of the site's servers that inference
 // leaves wholly idle (all GPUs up).
 func idleServerGPUs(s *engine.Snapshot, site *cluster.Site) int {

@@ -92,6 +92,14 @@ func NewDeepBoot(k DeepBootKnobs) (*DeepBoot, error) {
 // Name implements engine.Policy.
 func (d *DeepBoot) Name() string { return d.name }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: DeepBoot reads
+// progress only through Snapshot.Remaining (loan.Speedup, for jobs without
+// a fitted goodput model): every active job's, every round (the knapsack's
+// speedups, as its rule must), so a round pulls every running job without
+// fitted hints. Where the simulator keeps every job current anyway (sites
+// with inference load, job agents) it changes nothing.
+func (d *DeepBoot) ProgressOnDemand() bool { return true }
+
 // Schedule implements engine.Policy.
 func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	d.timers.observe(s, d.Protect)
