@@ -15,7 +15,7 @@ import (
 
 // TestLazyReasonsMatchFull replays random traces with long queues (bursts
 // on a few nodes, jobs that take the whole cluster, after which many start
-// at once) under FIFO and Tiresias twice: as is,
+// at once) under FIFO, Tiresias and fifo-perf twice: as is,
 // planning from what changed and leaving most waiting jobs' reasons to be
 // worked out when read (engine.Plan.Explain), and behind a wrapper that
 // makes the policy plan every round in full, writing every reason. The
@@ -44,7 +44,7 @@ func TestLazyReasonsMatchFull(t *testing.T) {
 			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
 				Work: d, Unit: job.Seconds, Duration: d})
 		}
-		for _, spec := range []string{"fifo", "tiresias"} {
+		for _, spec := range []string{"fifo", "tiresias", "fifo-perf"} {
 			run := func(wrap bool) string {
 				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
 				if err != nil {

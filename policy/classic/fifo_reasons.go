@@ -29,8 +29,8 @@ type fifoFigs struct {
 	from       int // index of the first waiting job left to Reason
 }
 
-// fifoLazy is such a round (lazy_reasons.go).
-type fifoLazy = lazyRound[fifoFigs]
+// fifoLazy is such a round (explain.Round).
+type fifoLazy = explain.Round[fifoFigs]
 
 // fifoText is a waiting job's last reason worked out, by slot, with the
 // figures it was written from.
@@ -42,7 +42,7 @@ type fifoText struct {
 
 // fifoReasons is FIFO's state for Reason.
 type fifoReasons struct {
-	lazy   lazyRounds[fifoFigs]
+	lazy   explain.Rounds[fifoFigs]
 	texts  []fifoText // by slot
 	buf    []byte
 	before []*engine.Status
@@ -52,7 +52,7 @@ type fifoReasons struct {
 // round (as Tiresias' newRound) and starts logging the waiting jobs'
 // changes while the last round's reasons may be asked for.
 func (f *FIFO) newRound(round int) {
-	f.kept.Log(f.why.lazy.next(round))
+	f.kept.Log(f.why.lazy.Next(round))
 	if f.kept.BeforeRebuild == nil {
 		f.kept.BeforeRebuild = f.keepPrev
 	}
@@ -63,22 +63,19 @@ func (f *FIFO) newRound(round int) {
 // leaving free GPUs free, and leaves the reasons of the waiting jobs from
 // index from on to Reason.
 func (f *FIFO) explainLazily(s *engine.Snapshot, running, k, free, from int) {
-	c := &f.why.lazy.cur
-	c.take(s.Round, f.kept.Logged())
-	c.figs = fifoFigs{running: running, k: k, free: free, from: from}
+	c := &f.why.lazy.Cur
+	c.Take(s.Round, f.kept.Logged())
+	c.Figs = fifoFigs{running: running, k: k, free: free, from: from}
 }
 
 // Reason implements engine.Explainer: the reason of a job that the plan
 // of round `round` (planned from the roster) left waiting.
 func (f *FIFO) Reason(st *engine.Status, round int) engine.Reason {
-	lazy := f.why.lazy.at(round)
-	switch {
-	case lazy == nil:
-		return engine.Reason{} // not asked for by the contract
-	case lazy.cached:
-		return lazy.keptFor(st)
+	lazy, r, done := f.why.lazy.Read(st, round)
+	if done {
+		return r
 	}
-	i, ok := f.kept.UndoIndex(st, f.kept.Index(st), lazy.base)
+	i, ok := f.kept.UndoIndex(st, f.kept.Index(st), lazy.Base())
 	if !ok {
 		return engine.Reason{}
 	}
@@ -89,7 +86,7 @@ func (f *FIFO) Reason(st *engine.Status, round int) engine.Reason {
 // lazy's round: the one explain.KeptAppend writes.
 func (f *FIFO) waitReason(st *engine.Status, i int, lazy *fifoLazy) engine.Reason {
 	z := &f.why
-	g := &lazy.figs
+	g := &lazy.Figs
 	figs := [3]int{g.running + g.k, i - g.k, g.free}
 	if st.Slot >= len(z.texts) {
 		z.texts = append(z.texts, make([]fifoText, st.Slot+1-len(z.texts))...)
@@ -110,15 +107,15 @@ func (f *FIFO) waitReason(st *engine.Status, i int, lazy *fifoLazy) engine.Reaso
 // last round left to Reason, and keeps them by slot.
 func (f *FIFO) keepPrev() {
 	z := &f.why
-	o := &z.lazy.old
-	if o.round == 0 || o.cached {
+	o := &z.lazy.Old
+	if !o.Live() {
 		return
 	}
-	z.before = f.kept.Before(o.base, z.before)
-	o.startKeeping()
-	for i := o.figs.from; i < len(z.before); i++ {
-		o.keep(z.before[i], f.waitReason(z.before[i], i, o))
-	}
+	z.before = f.kept.Before(o.Base(), z.before)
+	o.Keep(func(keep func(*engine.Status, engine.Reason)) {
+		for i := o.Figs.from; i < len(z.before); i++ {
+			keep(z.before[i], f.waitReason(z.before[i], i, o))
+		}
+	})
 	clear(z.before)
-	o.done()
 }

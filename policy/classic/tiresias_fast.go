@@ -73,7 +73,7 @@ type tiresiasFast struct {
 	// this round and the last, the changes to the order since the last
 	// (while logging), the last round's reasons kept before the order was
 	// built afresh, and Reason's buffer.
-	lazy    lazyRounds[tiresiasFigs]
+	lazy    explain.Rounds[tiresiasFigs]
 	log     []orderOp
 	logging bool
 	rbuf    []byte
@@ -346,11 +346,11 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 		f.reasons[st.Job.ID] = r
 	}
 	// This round's figures, for Reason.
-	cur := &f.lazy.cur
-	cur.take(s.Round, len(f.log))
-	cur.figs.p, cur.figs.left, cur.figs.fill = p, left, cur.figs.fill[:0]
+	cur := &f.lazy.Cur
+	cur.Take(s.Round, len(f.log))
+	cur.Figs.p, cur.Figs.left, cur.Figs.fill = p, left, cur.Figs.fill[:0]
 	for _, c := range fill {
-		cur.figs.fill = append(cur.figs.fill, c.rank)
+		cur.Figs.fill = append(cur.Figs.fill, c.rank)
 	}
 	clear(stops)
 	clear(starts)

@@ -30,7 +30,7 @@ import (
 // taken out at a rank, put in at a rank), and finds a job's rank back then
 // by undoing the log from its rank now. When the order is built afresh (a
 // full round, or too many moves), old's reasons are worked out first for
-// every job they cover and kept by slot (lazy_reasons.go).
+// every job they cover and kept by slot (explain.Round.Keep).
 
 // tiresiasFigs are the figures of a round planned from the kept order in
 // which some job did not fit.
@@ -39,8 +39,8 @@ type tiresiasFigs struct {
 	fill    []int // the ranks taken after the prefix, ascending
 }
 
-// lazyFigs is such a round (lazy_reasons.go).
-type lazyFigs = lazyRound[tiresiasFigs]
+// lazyFigs is such a round (explain.Round).
+type lazyFigs = explain.Round[tiresiasFigs]
 
 // orderOp is a change to the order: a job (slot+1) taken out at a rank or
 // put in at a rank (its rank just after).
@@ -54,7 +54,7 @@ type orderOp struct {
 // round's figures become old ones (the engine may ask for them until this
 // round ends), older ones go.
 func (f *tiresiasFast) newRound(round int) {
-	f.logging = f.lazy.next(round)
+	f.logging = f.lazy.Next(round)
 	f.log = f.log[:0]
 }
 
@@ -79,7 +79,7 @@ func (f *tiresiasFast) rankAt(x int32, lazy *lazyFigs) (int, bool) {
 	if f.nd(x).in {
 		r = f.rank(x)
 	}
-	for i := len(f.log) - 1; i >= lazy.base; i-- {
+	for i := len(f.log) - 1; i >= lazy.Base(); i-- {
 		op := f.log[i]
 		switch {
 		case op.x == x && op.insert:
@@ -110,12 +110,9 @@ func (g *tiresiasFigs) taken(r int) (bool, int) {
 // of round `round` (one planned from the kept order) left waiting.
 func (t *Tiresias) Reason(st *engine.Status, round int) engine.Reason {
 	f := &t.fast
-	lazy := f.lazy.at(round)
-	switch {
-	case lazy == nil:
-		return engine.Reason{} // not asked for by the contract
-	case lazy.cached:
-		return lazy.keptFor(st)
+	lazy, known, done := f.lazy.Read(st, round)
+	if done {
+		return known
 	}
 	j := f.job(st)
 	if j == nil {
@@ -132,14 +129,14 @@ func (t *Tiresias) Reason(st *engine.Status, round int) engine.Reason {
 // its text kept while its figures and standing do not change.
 func (t *Tiresias) waitReason(j *fastJob, r int, lazy *lazyFigs) engine.Reason {
 	st := j.st
-	_, ahead := lazy.figs.taken(r)
-	figs := [3]int{ahead, r - ahead, lazy.figs.left}
+	_, ahead := lazy.Figs.taken(r)
+	figs := [3]int{ahead, r - ahead, lazy.Figs.left}
 	base := t.memoOf(st)[memoBaseServ]
 	if j.text == "" || j.textFigs != figs || j.textAtt != st.Attained || j.textBase != base {
 		if t.terms == nil {
 			t.terms = t.appendTerms
 		}
-		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, lazy.figs.left)
+		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, lazy.Figs.left)
 		if string(t.fast.rbuf) != j.text {
 			j.text = string(t.fast.rbuf)
 		}
@@ -153,29 +150,29 @@ func (t *Tiresias) waitReason(j *fastJob, r int, lazy *lazyFigs) engine.Reason {
 // then and that its greedy pass did not take.
 func (t *Tiresias) keepPrev() {
 	f := &t.fast
-	o := &f.lazy.old
-	if o.round == 0 || o.cached {
+	o := &f.lazy.Old
+	if !o.Live() {
 		return
 	}
-	o.startKeeping()
-	var walk func(i int32)
-	walk = func(i int32) {
-		if i == 0 {
-			return
-		}
-		n := f.nd(i)
-		walk(n.l)
-		if !n.run {
-			if r, ok := f.rankAt(i, o); ok {
-				if took, _ := o.figs.taken(r); !took {
-					j := &f.jobs[i-1]
-					o.keep(j.st, t.waitReason(j, r, o))
+	o.Keep(func(keep func(*engine.Status, engine.Reason)) {
+		var walk func(i int32)
+		walk = func(i int32) {
+			if i == 0 {
+				return
+			}
+			n := f.nd(i)
+			walk(n.l)
+			if !n.run {
+				if r, ok := f.rankAt(i, o); ok {
+					if took, _ := o.Figs.taken(r); !took {
+						j := &f.jobs[i-1]
+						keep(j.st, t.waitReason(j, r, o))
+					}
 				}
 			}
+			walk(n.r)
 		}
-		walk(n.r)
-	}
-	walk(f.root)
-	o.done()
+		walk(f.root)
+	})
 	f.logging = false
 }

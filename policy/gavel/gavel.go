@@ -97,6 +97,7 @@ type Gavel struct {
 	kept      []engine.Assignment // keep's last Run: the engine keeps no plan's memory
 	present   present.Set
 	why       explain.Scratch
+	reasons   gavelReasons                             // reasons worked out when read (gavel_reasons.go)
 	note      string                                   // explain's note for appendTerms
 	terms     func(b []byte, st *engine.Status) []byte // appendTerms
 	lastPlan  float64                                  // when it was made
@@ -218,6 +219,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		sort.Strings(g.types)
 		g.typeTime = make([]float64, len(g.types))
 	}
+	g.reasons.lazy.Next(s.Round)
 	followed := g.incr.follow(g, s)
 	idle := true
 	if followed {
@@ -237,6 +239,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 		g.explain(s, &out, noteBetween)
 		return out
 	}
+	g.replanning(s) // the last round's reasons, before the allocations change
 	p := g.problem(s)
 	g.account(s)
 	var warn []engine.Warning

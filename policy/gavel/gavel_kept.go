@@ -192,7 +192,7 @@ func (g *Gavel) keepKept(s *engine.Snapshot) (engine.Plan, bool) {
 	k.run = run
 	out := engine.Plan{Run: run, Keep: true}
 	g.setNote(noteBetween)
-	g.why.KeptAppend(s, &out, k.roster.Waiting(), false, k.roster.Running(), k.roster.Held(), g.terms)
+	g.explainLazily(s, &out, k.roster.Held()) // the waiting jobs' reasons: gavel_reasons.go
 	k.kept++
 	return out, true
 }

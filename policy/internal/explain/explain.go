@@ -176,6 +176,16 @@ func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engin
 	return standing(buf, st, place{runAhead: runAhead, waitAhead: waitAhead}, true, true, free)
 }
 
+// AppendWaits appends to buf the reason KeptAppend (and PlanAppend) write
+// without an order for a waiting job st the plan leaves out: "waits", its
+// terms, then the GPUs it needs against the free GPUs the plan leaves.
+// Policies that work the reasons out when read (engine.Plan.Explain) write
+// the same with it.
+func AppendWaits(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, free int) []byte {
+	buf = withTerms(append(buf, "waits"...), st, terms)
+	return standing(buf, st, place{}, false, true, free)
+}
+
 // sameText is buf as a string, st's last reason's own string when the
 // text has not changed (no allocation).
 func sameText(buf []byte, st *engine.Status) string {
