@@ -23,7 +23,8 @@ import (
 // agents, no deadlines needed), plus a
 // few knob settings that make them read more often or elsewhere: a
 // shorter lease and Gavel round, Gandiva's rotation (the paper's preset
-// with it) and growing, Gandiva_fair without its trade, and the elastic
+// with it) and growing, Gandiva_fair without its trade, DRF with
+// preemption (progress-free), and the elastic
 // harvesting policies on the training cluster alone (rigid jobs, no job
 // agents: the simulator runs them lazily). Chronus needs deadlines
 // (deadlineJobs).
@@ -50,7 +51,7 @@ func onDemandSpecs(t *testing.T, jobs []*job.Job) []string {
 		}
 	}
 	return append(specs, "themis:lease=120", "fifo-perf:round=120", "gandiva:rotate=true", "gandiva:grow=true",
-		"gandiva-fair:trade=false", "aryl:loan=false", "deepboot:loan=false")
+		"gandiva-fair:trade=false", "aryl:loan=false", "deepboot:loan=false", "drf:preempt=true")
 }
 
 // epochSkew is a model of two GPU types whose ratio moves with a job's
