@@ -758,9 +758,17 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 	why := map[string]engine.Reason{}
 	var pools []loan.Pool
 	lent := map[string]int{}
-	for _, p := range loan.Pools(s, true, func(site *cluster.Site) int {
-		n := int(math.Floor(math.Min(t.safe(s, site.Name, s.Now+t.Lead), float64(usable(s, site))) + 1e-9))
-		lent[site.Name] = n
+	// A site's forecast is of all its GPUs: a site of two GPU types (one
+	// pool each) lends them in the order of its nodes until the forecast's
+	// count is spent.
+	unlent := map[string]int{}
+	for _, p := range loan.Pools(s, true, func(site *cluster.Site, gpuType string) int {
+		if _, ok := lent[site.Name]; !ok {
+			unlent[site.Name] = int(math.Floor(math.Min(t.safe(s, site.Name, s.Now+t.Lead), float64(usable(s, site))) + 1e-9))
+		}
+		n := min(unlent[site.Name], s.Available(site.Name, gpuType))
+		unlent[site.Name] -= n
+		lent[site.Name] += n
 		return n
 	}) {
 		kind := s.Cluster.SiteOf(p.Site).Kind

@@ -87,13 +87,13 @@ func (a *Aryl) Name() string { return a.name }
 // changes nothing.
 func (a *Aryl) ProgressOnDemand() bool { return true }
 
-// idleServerGPUs counts the GPUs of the site's servers that inference
-// leaves wholly idle (all GPUs up).
-func idleServerGPUs(s *engine.Snapshot, site *cluster.Site) int {
+// idleServerGPUs counts the GPUs of the site's servers of a GPU type that
+// inference leaves wholly idle (all GPUs up).
+func idleServerGPUs(s *engine.Snapshot, site *cluster.Site, gpuType string) int {
 	k := 0
 	for _, id := range site.Nodes {
 		nd := &s.Cluster.Nodes[id]
-		if s.UpGPUs(nd) == nd.GPUs {
+		if nd.GPUType == gpuType && s.UpGPUs(nd) == nd.GPUs {
 			k += nd.GPUs
 		}
 	}
@@ -102,9 +102,9 @@ func idleServerGPUs(s *engine.Snapshot, site *cluster.Site) int {
 
 // Schedule implements engine.Policy.
 func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
-	var lend func(*cluster.Site) int
+	var lend func(*cluster.Site, string) int
 	if a.Whole {
-		lend = func(site *cluster.Site) int { return idleServerGPUs(s, site) }
+		lend = func(site *cluster.Site, t string) int { return idleServerGPUs(s, site, t) }
 	}
 	pools := loan.Pools(s, a.Loan, lend)
 	type entry struct {

@@ -103,7 +103,7 @@ func (d *DeepBoot) ProgressOnDemand() bool { return true }
 // Schedule implements engine.Policy.
 func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	d.timers.observe(s, d.Protect)
-	pools := loan.Pools(s, d.Loan, func(site *cluster.Site) int { return d.timers.lendable(s, site) })
+	pools := loan.Pools(s, d.Loan, func(site *cluster.Site, t string) int { return d.timers.lendable(s, site, t) })
 	var plan engine.Plan
 	plan.Run, _ = loan.SpeedupKnapsacks(s, pools, slices.Clone(s.Jobs),
 		func(*engine.Status, loan.Pool) float64 { return 1 },
@@ -175,10 +175,13 @@ func (p *protectTimers) observe(s *engine.Snapshot, prot [3]float64) {
 
 // lendable counts the GPUs of an inference site that are up and sleeping
 // (not protected) now.
-func (p *protectTimers) lendable(s *engine.Snapshot, site *cluster.Site) int {
+func (p *protectTimers) lendable(s *engine.Snapshot, site *cluster.Site, gpuType string) int {
 	k := 0
 	for _, id := range site.Nodes {
 		nd := &s.Cluster.Nodes[id]
+		if nd.GPUType != gpuType {
+			continue
+		}
 		for i := 0; i < nd.GPUs; i++ {
 			g := nd.First + cluster.GPUID(i)
 			if s.Up(g) && s.Now >= p.until[g] {

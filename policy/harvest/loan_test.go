@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
@@ -222,5 +224,47 @@ func TestDeepBootGoodput(t *testing.T) {
 	}
 	if got["j1"] <= got["j0"] || got["j0"] < 1 {
 		t.Errorf("plan %v: want j1 (scales in goodput) on more GPUs than j0, j0 still running", got)
+	}
+}
+
+// TestPoolsPerGPUType: on sites of two GPU types, DeepBoot and Aryl (with
+// and without loans) never ask a site for more GPUs of a type than it has,
+// and use both types. A site was one pool of its first node's type
+// counting every GPU: on 8x4 T4 + 8x4 V100, Aryl asked for 64 T4 GPUs.
+func TestPoolsPerGPUType(t *testing.T) {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "train-0", Site: "train", GPUType: "t4", GPUs: 4},
+		{Name: "train-1", Site: "train", GPUType: "v100", GPUs: 4},
+		{Name: "infer-0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "t4", GPUs: 4},
+		{Name: "infer-1", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "v100", GPUs: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"aryl", "aryl:loan=false", "deepboot", "deepboot:loan=false"} {
+		t.Run(spec, func(t *testing.T) {
+			s := &engine.Snapshot{Now: 600, Cluster: c, Model: policytest.SqrtModel{}, GPUsPerNode: map[string]int{"t4": 4, "v100": 4}}
+			for i := range 16 {
+				j := enginetest.Job(fmt.Sprintf("j%d", i)).At(0).Elastic(1, 1, 4).Seconds(3600 * float64(i+1)).Obj()
+				s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: j.Work, FirstStart: -1, LastStart: -1, Finish: -1})
+			}
+			plan := fam.Parse(t, spec, contract.Context{}).Schedule(s)
+			asked := map[string]int{}
+			for _, a := range plan.Run {
+				asked[a.Site+"/"+a.GPUType] += a.GPUs
+			}
+			for key, n := range asked {
+				site, typ, _ := strings.Cut(key, "/")
+				if have := s.Available(site, typ); n > have {
+					t.Errorf("plan asks %s for %d %s GPUs, it has %d (plan %v)", site, n, typ, have, sitePlan(plan))
+				}
+			}
+			if asked["train/t4"] == 0 || asked["train/v100"] == 0 {
+				t.Errorf("training GPUs asked by type %v: want both types used", asked)
+			}
+			if loans := !strings.Contains(spec, "loan=false"); loans && (asked["infer/t4"] == 0 || asked["infer/v100"] == 0) {
+				t.Errorf("inference GPUs asked by type %v: want both types lent", asked)
+			}
+		})
 	}
 }

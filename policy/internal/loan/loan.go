@@ -17,35 +17,54 @@ import (
 // A job never spans sites (the engine's rule), so a job runs either on the
 // training cluster or wholly on loaned inference GPUs.
 
-// Pool is one site's GPUs for a round.
+// Pool is one site's GPUs of one type for a round.
 type Pool struct {
 	Site  string
-	Type  string // GPU type of the site's first node
+	Type  string // the pool's GPU type
 	Infer bool   // an inference site (its GPUs are loaned)
 	Free  int    // GPUs the policy may hand out
 }
 
 // Pools lists the training sites, then (with loan) the inference sites,
-// in the cluster's order, each with its GPUs up now. lendable, when set,
-// says how many of an inference site's up GPUs may be lent.
-func Pools(s *engine.Snapshot, loan bool, lendable func(site *cluster.Site) int) []Pool {
+// in the cluster's order, each with its GPUs up now: one pool per GPU type
+// a site holds, in the order of its nodes (a site with two types was one
+// pool of its first node's type, counting every GPU, and DeepBoot and Aryl
+// asked for more GPUs of that type than it had). lendable, when set, says
+// how many of an inference site's up GPUs of a type may be lent.
+func Pools(s *engine.Snapshot, loan bool, lendable func(site *cluster.Site, gpuType string) int) []Pool {
 	var train, infer []Pool
 	for _, site := range s.Cluster.Sites() {
-		p := Pool{Site: site.Name, Type: s.Cluster.Nodes[site.Nodes[0]].GPUType, Free: s.Available(site.Name, "")}
-		if site.Kind != cluster.SiteInference {
-			train = append(train, p)
+		infers := site.Kind == cluster.SiteInference
+		if infers && !loan {
 			continue
 		}
-		if !loan {
-			continue
+		for _, t := range siteTypes(s, &site) {
+			p := Pool{Site: site.Name, Type: t, Free: s.Available(site.Name, t)}
+			if !infers {
+				train = append(train, p)
+				continue
+			}
+			p.Infer = true
+			if lendable != nil {
+				p.Free = lendable(&site, t)
+			}
+			infer = append(infer, p)
 		}
-		p.Infer = true
-		if lendable != nil {
-			p.Free = lendable(&site)
-		}
-		infer = append(infer, p)
 	}
 	return append(train, infer...)
+}
+
+// siteTypes lists the GPU types of a site's nodes, each once, in the order
+// of the nodes.
+func siteTypes(s *engine.Snapshot, site *cluster.Site) []string {
+	first := s.Cluster.Nodes[site.Nodes[0]].GPUType
+	types := []string{first}
+	for _, id := range site.Nodes[1:] {
+		if t := s.Cluster.Nodes[id].GPUType; t != first && !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }
 
 // SiteOf is the site a running job is on, "" when it holds no GPUs.
