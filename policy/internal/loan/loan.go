@@ -57,10 +57,9 @@ func Pools(s *engine.Snapshot, loan bool, lendable func(site *cluster.Site, gpuT
 // siteTypes lists the GPU types of a site's nodes, each once, in the order
 // of the nodes.
 func siteTypes(s *engine.Snapshot, site *cluster.Site) []string {
-	first := s.Cluster.Nodes[site.Nodes[0]].GPUType
-	types := []string{first}
-	for _, id := range site.Nodes[1:] {
-		if t := s.Cluster.Nodes[id].GPUType; t != first && !slices.Contains(types, t) {
+	var types []string
+	for _, id := range site.Nodes {
+		if t := s.Cluster.Nodes[id].GPUType; !slices.Contains(types, t) {
 			types = append(types, t)
 		}
 	}
