@@ -907,3 +907,11 @@ func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
 	}
 	return best
 }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: tidal reads
+// progress only through the snapshot (its EdgeFlow planner, Flow.jobs;
+// Snapshot.Remaining in its loans and its whole-cloud end; the knapsacks'
+// speedups), never Status.Progress. Like EdgeFlow's, its rule reads every
+// active job each round; where the simulator keeps every job current
+// anyway (scenarios' sites, job agents) it changes nothing.
+func (t *Tidal) ProgressOnDemand() bool { return true }
