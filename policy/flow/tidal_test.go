@@ -375,3 +375,34 @@ func TestTidalHeldReasonSteady(t *testing.T) {
 		t.Errorf("j's reason moved while it waited: %q", texts)
 	}
 }
+
+// TestTidalSwapMooreHodgson: e (8000 s of work on one GPU, due at 1100 s)
+// holds all 8 GPUs until 1000 s. x (14000 s, due at 3000 s) is admitted at
+// 10 s: 8 GPUs from 1000 s end it at 2750 s. j and k (4000 s each, due at
+// 2000 and 2500 s) arrive at 20 and 30 s: with either, x gets 4 GPUs from
+// 1000 to 2000 s and misses, so EdgeFlow declines both, and tidal holds
+// them until even the whole cloud would end them too late. With swap=mh,
+// j takes the place of x, which has not started and has more work left;
+// then k fits beside j; x, held, never fits again: three met instead of
+// two.
+func TestTidalSwapMooreHodgson(t *testing.T) {
+	jobs := []*job.Job{flowJob("e", 0, 8000, 1100), flowJob("x", 10, 14000, 3000), flowJob("j", 20, 4000, 2000), flowJob("k", 30, 4000, 2500)}
+	c := flowCluster(t, 1, 0)
+	for _, tc := range []struct{ spec, want string }{
+		{"edgeflow", "e:met x:met j:declined k:declined "},
+		{"tidal", "e:met x:met j:declined k:declined "},
+		{"tidal:swap=mh", "e:met x:declined j:met k:met "},
+		// x has not started, so any swap_age lets it go.
+		{"tidal:swap=mh:swap_age=3600:swap_tries=5", "e:met x:declined j:met k:met "},
+	} {
+		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
+		if got := states(r); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"swap=yes", "swap_tries=0", "swap_tries=1.5"} {
+		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
