@@ -57,10 +57,10 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
-			"swap=off: mh (Moore-Hodgson): a newcomer turned away takes the place of an admitted job of its priority with more work " +
+			"swap=mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
-			"that met still meets; the job out is held again; swap_tries=1: how many such jobs are tried, most work first; " +
-			"swap_age=-1: seconds a job may have run and still go out (-1: only jobs that never ran); " +
+			"that met still meets; the job out is held again (off: no swap); swap_tries=5: how many such jobs are tried, most work first; " +
+			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -324,20 +324,20 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
 		return nil, err
 	}
-	switch sw := o.String("swap", "off"); sw {
+	switch sw := o.String("swap", "mh"); sw {
 	case "off", "mh":
 		t.Swap = sw == "mh"
 	default:
 		return nil, fmt.Errorf("policy tidal: swap=%q: want off or mh", sw)
 	}
-	tries, err := o.Float("swap_tries", 1)
+	tries, err := o.Float("swap_tries", 5)
 	if err != nil {
 		return nil, err
 	}
 	if t.SwapTries = int(tries); float64(t.SwapTries) != tries || tries < 1 {
 		return nil, fmt.Errorf("policy tidal: swap_tries=%v: want a whole number >= 1", tries)
 	}
-	if t.SwapAge, err = o.Float("swap_age", -1); err != nil {
+	if t.SwapAge, err = o.Float("swap_age", 7200); err != nil {
 		return nil, err
 	}
 	if t.SwapAge < -1 {
