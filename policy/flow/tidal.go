@@ -57,9 +57,9 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
-			"swap=mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
+			"swap=off: mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
-			"that met still meets; the job out is held again (off: no swap); swap_tries=5: how many such jobs are tried, most work first; " +
+			"that met still meets; the job out is held again (docs/tidal.md, fourth pass: strictly above EdgeFlow at all 25 tuning points, below it at 2 held-out ones); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
@@ -324,7 +324,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
 		return nil, err
 	}
-	switch sw := o.String("swap", "mh"); sw {
+	switch sw := o.String("swap", "off"); sw {
 	case "off", "mh":
 		t.Swap = sw == "mh"
 	default:

@@ -309,17 +309,17 @@ func TestTidalHoldStrictNoSwap(t *testing.T) {
 // about 200 s on all 8 GPUs, and c, arriving at 300 s with 1200 s of work
 // due at 500 s, which only all 8 GPUs end in time. EdgeFlow, which declined
 // b, admits c. With hold_yield (the default) tidal admits c too, and b
-// misses; without it, c would make b miss, so c is declined (swap=off).
+// misses; without it, c would make b miss, so c is declined.
 func TestTidalHoldYields(t *testing.T) {
 	jobs := []*job.Job{flowJob("a", 0, 1600, 800), flowJob("b", 10, 4000, 850), flowJob("c", 300, 1200, 500)}
 	c := flowCluster(t, 1, 0)
 	for _, tc := range []struct{ spec, want string }{
 		{"edgeflow", "a:met b:declined c:met "},
-		{"tidal:hold_reserve=0:swap=off", "a:met b:miss c:met "},
-		{"tidal:hold_reserve=0:hold_yield=false:swap=off", "a:met b:met c:declined "},
-		// swap=mh (the default) lets c in anyway: b, with more work
-		// left, goes out for it, held again, and misses.
-		{"tidal:hold_reserve=0:hold_yield=false", "a:met b:miss c:met "},
+		{"tidal:hold_reserve=0", "a:met b:miss c:met "},
+		{"tidal:hold_reserve=0:hold_yield=false", "a:met b:met c:declined "},
+		// swap=mh lets c in anyway: b, with more work left, goes out
+		// for it, held again, and misses.
+		{"tidal:hold_reserve=0:hold_yield=false:swap=mh", "a:met b:miss c:met "},
 	} {
 		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
@@ -393,8 +393,8 @@ func TestTidalSwapMooreHodgson(t *testing.T) {
 	c := flowCluster(t, 1, 0)
 	for _, tc := range []struct{ spec, want string }{
 		{"edgeflow", "e:met x:met j:declined k:declined "},
-		{"tidal:swap=off", "e:met x:met j:declined k:declined "},
-		{"tidal", "e:met x:declined j:met k:met "},
+		{"tidal", "e:met x:met j:declined k:declined "},
+		{"tidal:swap=mh", "e:met x:declined j:met k:met "},
 		// x has not started, so even swap_age=-1 lets it go.
 		{"tidal:swap=mh:swap_age=-1:swap_tries=1", "e:met x:declined j:met k:met "},
 	} {
@@ -408,14 +408,14 @@ func TestTidalSwapMooreHodgson(t *testing.T) {
 	// all 8 from 1000 s, ending at about 2255 s. j (4000 s, due at 2000 s)
 	// arrives at 20 s: planned ahead of x on 4 GPUs until 1020 s, it
 	// leaves x to end at about 2770 s, late, so it is turned away. x has
-	// run 10 s: within the default swap_age it goes out for j, and it
+	// run 10 s: within swap_age's default it goes out for j, and it
 	// ends too late to meet once it is back; with swap_age=-1 (only jobs
 	// that never ran) it stays and j is declined.
 	jobs = []*job.Job{flowJob("e", 0, 4000, 1100), flowJob("x", 10, 14000, 2700), flowJob("j", 20, 4000, 2000)}
 	for _, tc := range []struct{ spec, want string }{
-		{"tidal", "e:met x:miss j:met "},
-		{"tidal:swap_age=-1", "e:met x:met j:declined "},
-		{"tidal:swap_age=5", "e:met x:met j:declined "},
+		{"tidal:swap=mh", "e:met x:miss j:met "},
+		{"tidal:swap=mh:swap_age=-1", "e:met x:met j:declined "},
+		{"tidal:swap=mh:swap_age=5", "e:met x:met j:declined "},
 	} {
 		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
 		if got := states(r); got != tc.want {
