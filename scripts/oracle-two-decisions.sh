@@ -16,26 +16,13 @@
 # may be set.
 set -euo pipefail
 file=${1:?usage: $0 SCENARIO.yaml}
-jobs=${JOBS:-2}
-tide=${TIDE:-}
-if [[ -z $tide ]]; then
-	tide=$(mktemp -d)/tide
-	go build -o "$tide" ./cmd/tide
-fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-"$tide" sim --scenario "$file" --policy edgeflow --report "$dir/base" >/dev/null
-met() { jq -r '.points[0].policies[0] | (.deadline_met_frac * .jobs_with_deadline + 0.5 | floor)'; }
-base=$("$tide" sim --scenario "$file" --policy edgeflow --json | met)
+source "$(dirname "$0")/oracle-common.sh"
 # Columns: 2 id, 6 submit, 7 start, 10 state.
 awk -F, 'NR > 1 && $10 == "declined" { d[++n] = substr($2, 1, 8); ds[n] = $6 }
 	NR > 1 && $10 != "declined" { a[++m] = substr($2, 1, 8); as[m] = $6; ast[m] = $7 }
 	END { for (i = 1; i <= n; i++) for (k = 1; k <= m; k++) if (as[k] < ds[i] && ast[k] > ds[i])
 		printf "force_admit=%s@%.0f:force_decline=%s\n", d[i], ds[i], a[k] }' "$dir/base/jobs-edgeflow.csv" >"$dir/tasks"
-export tide file
-xargs -P "$jobs" -I{} sh -c '
-	n=$("$tide" sim --scenario "$file" --policy "edgeflow:{}" --json | jq -r ".points[0].policies[0] | (.deadline_met_frac * .jobs_with_deadline + 0.5 | floor)")
-	echo "{} $n"' <"$dir/tasks" >"$dir/out"
+run_tasks
 echo "$file: EdgeFlow meets $base"
 best=$(sort -k2 -n "$dir/out" | tail -1 | cut -d' ' -f2)
 [[ -z $best ]] && { echo "no pair to try"; exit 0; }

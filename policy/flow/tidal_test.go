@@ -390,19 +390,12 @@ func TestTidalHeldReasonSteady(t *testing.T) {
 // two.
 func TestTidalSwapMooreHodgson(t *testing.T) {
 	jobs := []*job.Job{flowJob("e", 0, 8000, 1100), flowJob("x", 10, 14000, 3000), flowJob("j", 20, 4000, 2000), flowJob("k", 30, 4000, 2500)}
-	c := flowCluster(t, 1, 0)
-	for _, tc := range []struct{ spec, want string }{
-		{"edgeflow", "e:met x:met j:declined k:declined "},
-		{"tidal", "e:met x:met j:declined k:declined "},
-		{"tidal:swap=mh", "e:met x:declined j:met k:met "},
+	wantStates(t, jobs,
+		[2]string{"edgeflow", "e:met x:met j:declined k:declined "},
+		[2]string{"tidal", "e:met x:met j:declined k:declined "},
+		[2]string{"tidal:swap=mh", "e:met x:declined j:met k:met "},
 		// x has not started, so even swap_age=-1 lets it go.
-		{"tidal:swap=mh:swap_age=-1:swap_tries=1", "e:met x:declined j:met k:met "},
-	} {
-		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
-		if got := states(r); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
-		}
-	}
+		[2]string{"tidal:swap=mh:swap_age=-1:swap_tries=1", "e:met x:declined j:met k:met "})
 	// swap_age: e (4000 s, due at 1100 s) takes a share of 4 GPUs; x
 	// (14000 s, due at 2700 s) starts at 10 s on the other 4 and then has
 	// all 8 from 1000 s, ending at about 2255 s. j (4000 s, due at 2000 s)
@@ -412,19 +405,24 @@ func TestTidalSwapMooreHodgson(t *testing.T) {
 	// ends too late to meet once it is back; with swap_age=-1 (only jobs
 	// that never ran) it stays and j is declined.
 	jobs = []*job.Job{flowJob("e", 0, 4000, 1100), flowJob("x", 10, 14000, 2700), flowJob("j", 20, 4000, 2000)}
-	for _, tc := range []struct{ spec, want string }{
-		{"tidal:swap=mh", "e:met x:miss j:met "},
-		{"tidal:swap=mh:swap_age=-1", "e:met x:met j:declined "},
-		{"tidal:swap=mh:swap_age=5", "e:met x:met j:declined "},
-	} {
-		r := flowRun(t, tc.spec, c, perf.Duration{}, jobs)
-		if got := states(r); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
-		}
-	}
+	wantStates(t, jobs,
+		[2]string{"tidal:swap=mh", "e:met x:miss j:met "},
+		[2]string{"tidal:swap=mh:swap_age=-1", "e:met x:met j:declined "},
+		[2]string{"tidal:swap=mh:swap_age=5", "e:met x:met j:declined "})
 	for _, bad := range []string{"swap=yes", "swap_tries=0", "swap_tries=1.5", "swap_age=-2"} {
 		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
 			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
+
+// wantStates runs jobs under each case's spec on one 8-GPU cloud node
+// (linear scaling) and compares the jobs' states with the case's.
+func wantStates(t *testing.T, jobs []*job.Job, cases ...[2]string) {
+	t.Helper()
+	for _, tc := range cases {
+		if got := states(flowRun(t, tc[0], flowCluster(t, 1, 0), perf.Duration{}, jobs)); got != tc[1] {
+			t.Errorf("%s: %s, want %s", tc[0], got, tc[1])
 		}
 	}
 }
