@@ -99,17 +99,19 @@ func MCKnapsack(items [][]Choice, capacity int) []int {
 	n := len(items)
 	demand := 0
 	tried := make([][]int, n) // per item, the indices of the choices worth trying
+	sorted := make([]bool, n) // per item, whether its choices are listed by GPUs, fewest first
 	for i, it := range items {
-		most, best, sorted := 0, math.Inf(-1), true
+		most, best := 0, math.Inf(-1)
+		sorted[i] = true
 		for k, c := range it {
-			sorted = sorted && (k == 0 || c.GPUs >= it[k-1].GPUs)
+			sorted[i] = sorted[i] && (k == 0 || c.GPUs >= it[k-1].GPUs)
 			most = max(most, c.GPUs)
 		}
 		for k, c := range it {
 			if c.GPUs < 0 || c.GPUs > capacity {
 				continue
 			}
-			if sorted && c.Value <= best {
+			if sorted[i] && c.Value <= best {
 				continue
 			}
 			best = max(best, c.Value)
@@ -130,6 +132,9 @@ func MCKnapsack(items [][]Choice, capacity int) []int {
 			for _, k := range tried[i] {
 				c := items[i][k]
 				if c.GPUs > g {
+					if sorted[i] {
+						break // the rest take more GPUs still
+					}
 					continue
 				}
 				if v := prev[g-c.GPUs] + c.Value; v > cur[g]+1e-12 {
