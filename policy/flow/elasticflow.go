@@ -296,42 +296,7 @@ func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int, p flo
 func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
-		p := s.Progress(st)
-		j := &fjob{st: st, prog: p, rem: math.Max(st.Work-p, 0), deadline: math.Inf(1), edge: -1, pin: -1,
-			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds),
-			held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1, class: 2*st.Job.Priority + 1}
-		if f.holdYield && st.Memo[efHeld] == 1 {
-			j.class--
-		}
-		if st.Job.Deadline > 0 {
-			j.deadline = st.Job.Deadline
-		}
-		best := 0.0
-		for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
-			if g < st.Job.MinGPUs {
-				continue
-			}
-			r := rate(s, st, c.gpuType, g, c.perNode, p)
-			if r > best*(1+1e-9) {
-				j.levels = append(j.levels, g)
-				j.rates = append(j.rates, r)
-				best = r
-			}
-		}
-		costs := s.Model.Costs(st.Job)
-		j.margin = costs.Resize
-		switch {
-		case len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == c.site:
-			j.cur = len(st.GPUs)
-		case st.Starts == 0:
-			j.delay = costs.Start
-		default:
-			j.delay = costs.Restart
-		}
-		if len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site != c.site {
-			j.delay += f.moveCost(st)
-		}
-		out = append(out, j)
+		out = append(out, f.fjobOf(s, c, st))
 	}
 	// Priority classes first, then earliest deadline, then submission.
 	sort.SliceStable(out, func(a, b int) bool {
@@ -348,6 +313,47 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 		j.ord = i
 	}
 	return out
+}
+
+// fjobOf is st as the flow plans it on cloud c: its remaining work and its
+// rates at the levels worth giving, at its progress now.
+func (f *Flow) fjobOf(s *engine.Snapshot, c cloud, st *engine.Status) *fjob {
+	p := s.Progress(st)
+	j := &fjob{st: st, prog: p, rem: math.Max(st.Work-p, 0), deadline: math.Inf(1), edge: -1, pin: -1,
+		admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds),
+		held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1, class: 2*st.Job.Priority + 1}
+	if f.holdYield && st.Memo[efHeld] == 1 {
+		j.class--
+	}
+	if st.Job.Deadline > 0 {
+		j.deadline = st.Job.Deadline
+	}
+	best := 0.0
+	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+		if g < st.Job.MinGPUs {
+			continue
+		}
+		r := rate(s, st, c.gpuType, g, c.perNode, p)
+		if r > best*(1+1e-9) {
+			j.levels = append(j.levels, g)
+			j.rates = append(j.rates, r)
+			best = r
+		}
+	}
+	costs := s.Model.Costs(st.Job)
+	j.margin = costs.Resize
+	switch {
+	case len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site == c.site:
+		j.cur = len(st.GPUs)
+	case st.Starts == 0:
+		j.delay = costs.Start
+	default:
+		j.delay = costs.Restart
+	}
+	if len(st.GPUs) > 0 && s.Cluster.NodeOf(st.GPUs[0]).Site != c.site {
+		j.delay += f.moveCost(st)
+	}
+	return j
 }
 
 // moveCost is EdgeFlow's estimate of a move through remote storage.

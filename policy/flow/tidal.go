@@ -850,7 +850,10 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 }
 
 // hold takes out of plan.Decline the jobs whose deadline the whole cloud
-// could still meet from now: they wait, and admission tries them again.
+// could still meet from now, as admission's own plan counts it (the job
+// alone on every cloud GPU): they wait, and admission tries them again. A
+// job that plan cannot end in time is declined: admission would never take
+// it back, and held, it would wait on an idle cloud until too late.
 func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 	if len(plan.Decline) == 0 {
 		return // most rounds: no map of every job to build
@@ -870,7 +873,9 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 			out = append(out, id)
 			continue
 		}
-		if end := wholeCloudEnd(s, c, st); end <= st.Job.Deadline {
+		alone := t.flow.fjobOf(s, c, st)
+		t.flow.pass(s.Now, c.cap, []*fjob{alone})
+		if end := alone.end; alone.meets {
 			if plan.Reasons == nil {
 				plan.Reasons = map[string]engine.Reason{}
 			}
