@@ -165,10 +165,7 @@ func deadlineJobs(jobs []*job.Job) []*job.Job {
 
 // mixedDeadlines is deadlineJobs with every third job best-effort (no
 // deadline): the flow policies hand those the spare GPUs by their
-// remaining times, and they keep the cluster busy while tidal holds a
-// job (on an idle cluster with nothing to come tidal holds a job it
-// cannot admit until the run is declared stuck: every third job
-// best-effort avoids that).
+// remaining times, so the replays read progress on that path too.
 func mixedDeadlines(jobs []*job.Job) []*job.Job {
 	out := deadlineJobs(jobs)
 	for i, j := range out {
