@@ -74,9 +74,7 @@ func (o *edfOrder) order(s *engine.Snapshot) []*engine.Status {
 
 // rebuild sorts the active jobs of s afresh.
 func (o *edfOrder) rebuild(s *engine.Snapshot) {
-	clear(o.jobs)
-	o.jobs = append(o.jobs[:0], s.Jobs...)
-	slices.SortFunc(o.jobs, edfCompare)
+	o.jobs = alloc.SortByKey(s.Jobs, edfKey) // the sort of before, its keys computed once
 	o.in.Clear()
 	for _, st := range o.jobs {
 		if v, _ := o.in.Add(st); v == nil {
