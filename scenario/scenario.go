@@ -302,6 +302,10 @@ func (sc *Scenario) errAt(field string, path []string, format string, args ...an
 
 func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
+// badSweepValue is a sweep value no parameter takes (every parameter is a
+// count, a scale or seconds, none of them above 1e7).
+func badSweepValue(v float64) bool { return v < 0 || bad(v) || v > 1e7 }
+
 // check validates what can be checked without reading other files.
 func (sc *Scenario) check() error {
 	if sc.Trace.File == "" {
@@ -403,11 +407,30 @@ func (sc *Scenario) check() error {
 			return sc.errAt("sweep.values", []string{"sweep"}, "missing: the values to sweep")
 		}
 		for i, v := range s.Values {
-			if v < 0 || bad(v) || v > 1e7 {
-				return sc.errAt(fmt.Sprintf("sweep.values[%d]", i), []string{"sweep", "values", fmt.Sprintf("[%d]", i)}, "want a finite number >= 0, got %v", v)
+			if badSweepValue(v) {
+				return sc.errAt(fmt.Sprintf("sweep.values[%d]", i), []string{"sweep", "values", fmt.Sprintf("[%d]", i)}, "want a finite number from 0 to 1e7, got %v", v)
 			}
 		}
 	}
+	return nil
+}
+
+// SetSweepValues replaces the values of the file's sweep, as
+// `tide sim --points` does: the parameter stays the file's, so one point
+// of a sweep can be rerun alone. The values are checked as the file's are.
+func (sc *Scenario) SetSweepValues(values []float64) error {
+	if sc.Sweep == nil {
+		return fmt.Errorf("scenario %s has no sweep: --points picks values of a sweep's parameter", sc.File)
+	}
+	if len(values) == 0 {
+		return fmt.Errorf("no sweep value given")
+	}
+	for _, v := range values {
+		if badSweepValue(v) {
+			return fmt.Errorf("sweep value %v of %s: want a finite number from 0 to 1e7", v, sc.Sweep.Param)
+		}
+	}
+	sc.Sweep.Values = append([]float64(nil), values...)
 	return nil
 }
 

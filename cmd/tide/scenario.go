@@ -16,13 +16,18 @@ import (
 // runScenario is `tide sim --scenario FILE`: the experiment the file
 // describes, as a table (one per point, and a deadline summary across a
 // sweep), JSON, or a report directory with a plot of the sweep.
-func runScenario(path string, policies []string, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
+func runScenario(path string, policies []string, points []float64, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return err
 	}
 	if len(policies) > 0 {
 		sc.Policies = policies
+	}
+	if points != nil {
+		if err := sc.SetSweepValues(points); err != nil {
+			return usageError{fmt.Errorf("--points: %w", err)}
+		}
 	}
 	b := newBar(stderr, showBar, sc.Runs())
 	res, err := sc.Run(func() { b.add(1) })
@@ -61,6 +66,23 @@ func runScenario(path string, policies []string, asJSON bool, reportDir string, 
 		fmt.Fprintf(stdout, "\nreport written to %s\n", reportDir)
 	}
 	return nil
+}
+
+// parsePoints reads --points: comma-separated sweep values (nil when the
+// flag is empty).
+func parsePoints(list string) ([]float64, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return nil, fmt.Errorf("--points %q: %q is not a number", list, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

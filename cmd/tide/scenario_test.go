@@ -89,3 +89,54 @@ func TestSimScenarioErrors(t *testing.T) {
 		t.Errorf("missing file: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestSimScenarioPoints: --points reruns one value of a sweep alone, with
+// the same numbers that point has in the whole sweep.
+func TestSimScenarioPoints(t *testing.T) {
+	path := writeScenario(t, "sweep: {param: edge_servers, values: [0, 1, 2]}\n")
+	type points struct {
+		Points []struct {
+			Value    float64           `json:"value"`
+			Policies []json.RawMessage `json:"policies"`
+		} `json:"points"`
+	}
+	read := func(args ...string) points {
+		t.Helper()
+		code, out, errs := tide(t, append([]string{"sim", "--scenario", path, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var p points
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		return p
+	}
+	all, one := read(), read("--points", "2")
+	if len(all.Points) != 3 || len(one.Points) != 1 || one.Points[0].Value != 2 {
+		t.Fatalf("points: whole sweep %d, --points 2 gave %+v", len(all.Points), one.Points)
+	}
+	for i := range one.Points[0].Policies {
+		if string(one.Points[0].Policies[i]) != string(all.Points[2].Policies[i]) {
+			t.Errorf("policy %d at edge_servers=2: alone %s, in the sweep %s", i, one.Points[0].Policies[i], all.Points[2].Policies[i])
+		}
+	}
+	if two := read("--points", "1, 0"); len(two.Points) != 2 || two.Points[0].Value != 1 || two.Points[1].Value != 0 {
+		t.Errorf("--points 1,0: %+v", two.Points)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", path, "--points", "x"}, `"x" is not a number`},
+		{[]string{"--scenario", path, "--points", "-1"}, "want a finite number from 0 to 1e7"},
+		{[]string{"--scenario", writeScenario(t, ""), "--points", "1"}, "has no sweep"},
+		{[]string{"--points", "1"}, "no --scenario given"},
+		{[]string{"--scenario", path, "--points", "1", "--forecast"}, "not per sweep point"},
+	} {
+		code, _, errs := tide(t, append([]string{"sim"}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+		}
+	}
+}

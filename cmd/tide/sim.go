@@ -28,6 +28,7 @@ Examples:
   tide sim --trace philly.csv --sort --cluster 512x4:v100 --policy tiresias
   tide sim --scenario scenarios/elasticflow-128.yaml   # an experiment file (docs/deadlines.md)
   tide sim --scenario scenarios/edgeflow-diurnal.yaml --policy edgeflow,tidal   # its policies replaced
+  tide sim --scenario scenarios/edgeflow-faults.yaml --points 86400   # one point of its sweep (MTBF 1 day)
   tide sim --scenario scenarios/harvest-deepboot.yaml --forecast   # score the capacity forecaster (docs/tidal.md)
 
 Flags:
@@ -45,6 +46,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	cpuprofile := fs.String("cpuprofile", "", cpuprofileUsage+"; the report's writing included")
 	memprofile := fs.String("memprofile", "", "write a heap profile to `FILE` when the simulation ends, before the report is written (what is live then, and what was allocated; read it with go tool pprof)")
 	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored, except --policy, which replaces the file's policies")
+	points := fs.String("points", "", "with --scenario: run only these `VALUES` (comma-separated) of the file's sweep parameter instead of its list, e.g. --points 86400 for one MTBF point of a faults sweep")
 	forecastOnly := fs.Bool("forecast", false, "with --scenario: instead of running, score tide's capacity forecaster (pinball loss) against 'same as now' and 'same as a day ago' on each site whose capacity varies (docs/tidal.md)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simHelp)
@@ -67,10 +69,20 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		pts, err := parsePoints(*points)
+		if err != nil {
+			return usageError{err}
+		}
 		if *forecastOnly {
+			if pts != nil {
+				return usageError{fmt.Errorf("--points: the forecast is scored once per site, not per sweep point")}
+			}
 			return runForecast(*scenarioFile, *asJSON, stdout)
 		}
-		return runScenario(*scenarioFile, policies, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
+		return runScenario(*scenarioFile, policies, pts, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
+	}
+	if *points != "" {
+		return usageError{fmt.Errorf("--points picks sweep values of a --scenario file; no --scenario given")}
 	}
 	win, err := parseWindow(*window)
 	if err != nil {
