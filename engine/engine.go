@@ -211,7 +211,43 @@ func (s *Snapshot) Remaining(st *Status, n int, t string) float64 {
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
-	return perf.Remaining(s.Model, st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), s.Progress(st))
+	per := s.GPUsPerNode[t]
+	a := s.eng.packed(t, n, per)
+	if a.GPUType == "" {
+		a = perf.Packed(t, n, per)
+	}
+	return perf.Remaining(s.Model, st.Job, a, s.Progress(st))
+}
+
+// packedKey names a packed allocation the engine keeps (packed).
+type packedKey struct {
+	t          string
+	n, perNode int
+}
+
+// maxPacked bounds the packed allocations an engine keeps.
+const maxPacked = 4096
+
+// packed is perf.Packed(t, n, perNode), kept from call to call (the
+// models only read an allocation), so that Snapshot.Remaining, which
+// policies ask for every job they rank, allocates nothing; the zero Alloc
+// on a nil engine.
+func (e *Engine) packed(t string, n, perNode int) perf.Alloc {
+	if e == nil {
+		return perf.Alloc{}
+	}
+	k := packedKey{t, n, perNode}
+	if a, ok := e.packedAllocs[k]; ok {
+		return a
+	}
+	a := perf.Packed(t, n, perNode)
+	if e.packedAllocs == nil {
+		e.packedAllocs = map[packedKey]perf.Alloc{}
+	}
+	if len(e.packedAllocs) < maxPacked {
+		e.packedAllocs[k] = a
+	}
+	return a
 }
 
 // Assignment asks for one job to hold GPUs.
@@ -527,6 +563,9 @@ type Engine struct {
 	// says a round is running.
 	expl    explained
 	inRound bool
+	// packedAllocs are the packed allocations Snapshot.Remaining asked
+	// for (packed).
+	packedAllocs map[packedKey]perf.Alloc
 }
 
 // New makes an engine. All Config fields are required.
