@@ -324,12 +324,13 @@ type Plan struct {
 	// a job with no entry gets the zero Reason, or, with Explain, the one
 	// Explain gives.
 	Reasons map[string]Reason
-	// Explain, with Keep, gives the reasons of the jobs the plan leaves
-	// waiting when they are read rather than all at once (reasons.go): every
-	// active job that holds no GPUs after the round, is not listed in Run,
-	// Stop or Decline and has no entry in Reasons gets the reason
-	// Explain.Reason gives it, asked when Status.Reason or WaitReason is
-	// read, not before. Without Keep it must be nil.
+	// Explain gives the reasons of the jobs the plan leaves waiting when
+	// they are read rather than all at once (reasons.go): every active job
+	// that holds no GPUs after the round, is not listed in Run, Stop or
+	// Decline and has no entry in Reasons gets the reason Explain.Reason
+	// gives it, asked when Status.Reason or WaitReason is read, not
+	// before. In a plan without Keep the jobs it preempts are among them
+	// unless Reasons lists them.
 	Explain Explainer
 	// Warnings are what went wrong inside the policy without stopping it,
 	// above all a fallback (an LP the solver could not solve, replaced by a
@@ -852,9 +853,6 @@ func (e *Engine) Schedule() ([]Change, error) {
 	}
 	if len(plan.Stop) > 0 {
 		return nil, fmt.Errorf("policy %s at t=%.0f: plan stops jobs (Plan.Stop) without keeping the others (Plan.Keep)", e.cfg.Policy.Name(), now)
-	}
-	if plan.Explain != nil {
-		return nil, fmt.Errorf("policy %s at t=%.0f: plan explains lazily (Plan.Explain) without keeping the running jobs (Plan.Keep)", e.cfg.Policy.Name(), now)
 	}
 	changes, err := e.scheduleAll(plan, now)
 	e.incr = err == nil

@@ -7,7 +7,7 @@ package engine
 // one job ends and one arrives still wrote a reason for each of the
 // thousands that wait, because the figures in them (the jobs ahead, the
 // GPUs free) move for most of them. Now a job's reason is read through
-// Status.Reason, and a Keep plan may leave its waiting jobs' reasons to
+// Status.Reason, and a plan may leave its waiting jobs' reasons to
 // an Explainer (Plan.Explain) that works each one out when it is read:
 // the engine stores only the entries of Plan.Reasons (the jobs the plan
 // stops, declines or singles out), and a round costs the jobs it lists.
@@ -24,7 +24,7 @@ package engine
 // the engine asks that Explainer, during the next round, for the reason
 // of the round before, which the Explainer must still answer then.
 
-// Explainer works out, when asked, the reasons of the jobs a Keep plan
+// Explainer works out, when asked, the reasons of the jobs a plan
 // leaves waiting (Plan.Explain).
 type Explainer interface {
 	// Reason returns the reason that the plan made for the snapshot of
@@ -185,7 +185,7 @@ func (e *Engine) setReasons(plan Plan, planned []*Status) {
 	}
 	sc.reasoned = reasoned
 	x.x, x.round = plan.Explain, sc.snap.Round
-	if x.x != nil {
+	if x.x != nil && plan.Keep {
 		// The jobs stopped: no Explainer's (planned ones that stay
 		// waiting are marked in apply, unplaced).
 		for _, st := range sc.stops {

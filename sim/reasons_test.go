@@ -15,9 +15,10 @@ import (
 
 // TestLazyReasonsMatchFull replays random traces with long queues (bursts
 // on a few nodes, jobs that take the whole cluster, after which many start
-// at once) under FIFO, Tiresias and fifo-perf twice: as is,
-// planning from what changed and leaving most waiting jobs' reasons to be
-// worked out when read (engine.Plan.Explain), and behind a wrapper that
+// at once) under FIFO (with and without backfill), Tiresias, fifo-perf,
+// SRTF, EDF, Gandiva and Themis twice: as is, planning from what changed
+// and leaving most waiting jobs' reasons to be worked out when read
+// (engine.Plan.Explain), and behind a wrapper that
 // makes the policy plan every round in full, writing every reason. The
 // simulator records each job's reason as it starts and at the end
 // (Status.WaitReason): every record, reasons, queue positions and
@@ -41,10 +42,14 @@ func TestLazyReasonsMatchFull(t *testing.T) {
 				g = 4 * nodes // the whole cluster: the jobs behind it start at once when it ends
 			}
 			d := float64(30 + r.IntN(3000))
-			jobs = append(jobs, &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
-				Work: d, Unit: job.Seconds, Duration: d})
+			j := &job.Job{ID: fmt.Sprintf("j%03d", i), Submit: now, GPUs: g, MinGPUs: g, MaxGPUs: g,
+				Work: d, Unit: job.Seconds, Duration: d}
+			if r.IntN(3) == 0 {
+				j.Deadline = now + float64(r.IntN(20000)) // EDF's order
+			}
+			jobs = append(jobs, j)
 		}
-		for _, spec := range []string{"fifo", "tiresias", "fifo-perf"} {
+		for _, spec := range []string{"fifo", "tiresias", "fifo-perf", "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:quantum=600", "themis"} {
 			run := func(wrap bool) string {
 				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
 				if err != nil {

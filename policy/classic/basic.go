@@ -53,6 +53,8 @@ type FIFO struct {
 	queue fifoQueue
 	run   []engine.Assignment // the last kept plan's Run
 	why   fifoReasons         // reasons worked out when read (fifo_reasons.go)
+	// lazy works out, with backfill, the waiting jobs' reasons when read.
+	lazy explain.Queue
 }
 
 type fifoEnd struct {
@@ -68,6 +70,7 @@ func (f *FIFO) Name() string { return "fifo" }
 // Schedule implements engine.Policy.
 func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 	f.newRound(s.Round)
+	f.lazy.Next(s.Round)
 	if f.kept.Begin(s) {
 		return f.keptRound(s) // fifo_kept.go
 	}
@@ -85,6 +88,9 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	plan := alloc.Greedy(s, order, !f.Backfill)
+	if f.Backfill && lazyGreedy(s, &plan, &f.lazy, order, nil, fifoKeyTerms) {
+		return plan
+	}
 	f.queue.why.PlanAppend(s, &plan, order, fifoTerms)
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
 		explain.PredictStarts(s, &plan, order, true, f.endOf(s))
@@ -168,6 +174,7 @@ type SRTF struct {
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept roster.Roster
 	run  []engine.Assignment
+	why  explain.Queue // the waiting jobs' reasons, worked out when read
 }
 
 // Name implements engine.Policy.
@@ -191,6 +198,7 @@ func (p *SRTF) ProgressOnDemand() bool { return true }
 // Schedule implements engine.Policy.
 func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	rem := func(st *engine.Status) float64 { return s.Remaining(st, st.Job.GPUs, "") }
+	p.why.Next(s.Round)
 	if p.kept.Begin(s) && p.kept.Fits(s) {
 		// Every job runs; the waiting ones start in the full pass's
 		// order, which puts them by remaining time, then submission
@@ -201,10 +209,35 @@ func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	order := alloc.SortByKey(s.Jobs, rem)
 	plan := alloc.Greedy(s, order, false)
+	if lazyGreedy(s, &plan, &p.why, order, func(_ int, st *engine.Status) float64 { return rem(st) }, srtfTerms) {
+		return plan
+	}
 	explain.Plan(s, &plan, order, func(st *engine.Status) string {
 		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem(st), st.Job.GPUs)
 	})
 	return plan
+}
+
+// srtfTerms states a job's remaining time (key), as the full pass's terms.
+func srtfTerms(b []byte, st *engine.Status, rem float64, _ [2]int) []byte {
+	return fmt.Appendf(b, "remaining %.0f s on %d GPUs", rem, st.Job.GPUs)
+}
+
+// lazyGreedy leaves the reasons of the jobs that plan, the greedy pass
+// over order, leaves waiting to q (engine.Plan.Explain, explain.Queue)
+// when s allows it, writing those of the jobs it preempts or shrinks;
+// false when the reasons are to be written in full.
+func lazyGreedy(s *engine.Snapshot, plan *engine.Plan, q *explain.Queue, order []*engine.Status,
+	key func(int, *engine.Status) float64, terms func([]byte, *engine.Status, float64, [2]int) []byte) bool {
+	if !explain.Lazy(s) {
+		return false
+	}
+	given, ok := q.Given(order, plan.Run)
+	if !ok || !q.Record(s, plan, &explain.Order{Jobs: order, Given: given, Key: key, Terms: terms}) {
+		return false
+	}
+	plan.Explain = q
+	return true
 }
 
 // EDF runs the jobs with the earliest deadlines first, preempting later ones.
@@ -212,6 +245,7 @@ type EDF struct {
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept roster.Roster
 	run  []engine.Assignment
+	why  explain.Queue // the waiting jobs' reasons, worked out when read
 }
 
 // Name implements engine.Policy.
@@ -235,6 +269,7 @@ func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return math.Inf(1)
 	}
+	p.why.Next(s.Round)
 	if p.kept.Begin(s) && p.kept.Fits(s) {
 		// Every job runs; the waiting ones start by deadline, as the
 		// full pass orders them.
@@ -244,8 +279,16 @@ func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	order := alloc.SortByKey(s.Jobs, dl)
 	plan := alloc.Greedy(s, order, false)
+	if lazyGreedy(s, &plan, &p.why, order, nil, appendDeadline) {
+		return plan
+	}
 	explain.Plan(s, &plan, order, deadlineTerms)
 	return plan
+}
+
+// appendDeadline appends deadlineTerms(st) to b.
+func appendDeadline(b []byte, st *engine.Status, _ float64, _ [2]int) []byte {
+	return append(b, deadlineTerms(st)...)
 }
 
 // deadlineTerms states a job's deadline.

@@ -83,6 +83,15 @@ func (f *FIFO) keptRound(s *engine.Snapshot) engine.Plan {
 		f.explainLazily(s, f.kept.Running(), len(run), s.Available("", "")-f.kept.Held()-sumGPUs(run), len(head))
 		plan.Explain = f
 	}
+	if f.Backfill && explain.Lazy(s) {
+		// The jobs started are not a prefix: the waiting jobs' reasons
+		// are worked out from a copy of the queue (explain.Queue).
+		if given, ok := f.lazy.Given(head, run); ok && f.lazy.Record(s, &plan,
+			&explain.Order{Jobs: head, Given: given, Terms: fifoKeyTerms, Ahead: f.kept.Running(), Held: f.kept.Held()}) {
+			plan.Explain = &f.lazy
+			return plan
+		}
+	}
 	q.why.KeptAppend(s, &plan, head, true, f.kept.Running(), f.kept.Held(), fifoTerms)
 	if !f.Backfill && s.Model != nil {
 		endOf := f.endOf(s)
@@ -114,6 +123,9 @@ func sumGPUs(run []engine.Assignment) int {
 // is the submission order, which the position and the jobs ahead already
 // give; a submission time would read as seconds since 1970 live.
 func fifoTerms(b []byte, _ *engine.Status) []byte { return append(b, "first come, first served"...) }
+
+// fifoKeyTerms is fifoTerms as explain.Order's Terms.
+func fifoKeyTerms(b []byte, st *engine.Status, _ float64, _ [2]int) []byte { return fifoTerms(b, st) }
 
 // follow brings q up to round s (which the roster took), from what changed
 // when q holds the round before, else from every active job.

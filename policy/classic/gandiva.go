@@ -67,9 +67,11 @@ type Gandiva struct {
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept  roster.Roster
 	run   []engine.Assignment
-	fresh gandivaTurns                             // the running jobs inside their quantum (gandiva_kept.go)
-	why   explain.Scratch                          // reasons' memory, reused from round to round
-	terms func(b []byte, st *engine.Status) []byte // appendTerms
+	fresh gandivaTurns                                         // the running jobs inside their quantum (gandiva_kept.go)
+	why   explain.Scratch                                      // reasons' memory, reused from round to round
+	terms func(b []byte, st *engine.Status) []byte             // appendTerms
+	lazy  explain.Queue                                        // the waiting jobs' reasons, worked out when read
+	keyT  func([]byte, *engine.Status, float64, [2]int) []byte // keyTerms
 }
 
 // GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
@@ -167,6 +169,7 @@ func spread(s *engine.Snapshot, st *engine.Status) bool {
 
 // Schedule implements engine.Policy.
 func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
+	g.lazy.Next(s.Round)
 	if g.Incremental() {
 		if g.Migrate && g.kept.Odd == nil {
 			g.kept.Odd = spread
@@ -195,8 +198,12 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 		plan = rotateTypes(s, order)
 	} else {
 		plan = alloc.Greedy(s, order, false)
+		lazy := g.Incremental() && lazyGreedy(s, &plan, &g.lazy, order, nil, g.keyTermsOnce())
 		if g.Migrate {
-			plan.Run = consolidate(s, plan.Run)
+			plan.Run = consolidate(s, plan.Run) // the same jobs and counts
+		}
+		if lazy {
+			return plan
 		}
 	}
 	if g.Pack {
@@ -223,6 +230,20 @@ func (g *Gandiva) appendTerms(b []byte, st *engine.Status) []byte {
 	b = append(b, "suspended since t="...)
 	b = strconv.AppendFloat(b, st.LastStop, 'f', 0, 64)
 	return append(b, " s; the longest suspended run first"...)
+}
+
+// keyTerms is appendTerms as explain.Order's Terms.
+func (g *Gandiva) keyTerms(b []byte, st *engine.Status, _ float64, _ [2]int) []byte {
+	return g.appendTerms(b, st)
+}
+
+// keyTermsOnce is keyTerms, made once (a method value made every round
+// would be allocated every round).
+func (g *Gandiva) keyTermsOnce() func([]byte, *engine.Status, float64, [2]int) []byte {
+	if g.keyT == nil {
+		g.keyT = g.keyTerms
+	}
+	return g.keyT
 }
 
 // turns orders the jobs for time-slicing: running jobs inside their quantum

@@ -3,6 +3,7 @@ package classic
 import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
@@ -175,6 +176,14 @@ func (g *Gandiva) keptTurns(s *engine.Snapshot) (engine.Plan, bool) {
 		return engine.Plan{}, false // a job whose slice is over is preempted
 	}
 	plan := engine.Plan{Run: run, Keep: true}
+	if explain.Lazy(s) {
+		// The waiting jobs' reasons are worked out when read.
+		if given, ok := g.lazy.Given(q.order, run); ok && g.lazy.Record(s, &plan,
+			&explain.Order{Jobs: q.order, Given: given, Terms: g.keyTermsOnce(), Ahead: q.n, Held: g.kept.Held()}) {
+			plan.Explain = &g.lazy
+			return plan, true
+		}
+	}
 	if g.terms == nil {
 		g.terms = g.appendTerms
 	}

@@ -41,3 +41,14 @@ func TestEDFKeptMatchesFull(t *testing.T) { fam.KeptMatchesFull(t, load, "edf") 
 func TestGandivaKeptMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, load, "gandiva", "gandiva:migrate=false", "gandiva:quantum=20")
 }
+
+// TestLazyQueueMatchesFull: with bursts of up to 40 jobs, SRTF, EDF,
+// Gandiva and FIFO with backfill leave long queues whose reasons they
+// work out when read from a copy of the round's order (explain.Queue,
+// Plan.Explain), in rounds planned in full and, for Gandiva and FIFO, in
+// rounds planned from what changed: read through the engine each round,
+// and as each job starts or ends (Status.WaitReason), they must be those
+// the policy writes for every job when it plans every round in full.
+func TestLazyQueueMatchesFull(t *testing.T) {
+	fam.KeptMatchesFull(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:quantum=600")
+}

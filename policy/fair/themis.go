@@ -67,6 +67,9 @@ type Themis struct {
 	shapes  themisShapes
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept roster.Roster
+	got  []int         // the GPUs the plan gives each bid
+	lazy explain.Queue // the waiting jobs' reasons, worked out when read
+	key  func(int, *engine.Status) float64
 }
 
 // DefaultThemis holds Themis' default knobs.
@@ -246,6 +249,7 @@ func (t *Themis) bid(s *engine.Snapshot, st *engine.Status, active int) themisBi
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
 	t.counts, t.gains = t.counts[:0], t.gains[:0]
+	t.lazy.Next(s.Round)
 	if plan, ok := t.keptRound(s); ok {
 		return plan
 	}
@@ -281,39 +285,45 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 			shrunk++
 		}
 	}
-	take := func(b themisBid, k int) bool {
+	got := resize(t.got, len(bids))
+	clear(got)
+	t.got = got
+	take := func(i, k int) bool { // bid i, on k GPUs
+		b := bids[i]
 		a, ok := free.Take(b.st, k)
 		if ok {
 			plan.Run = append(plan.Run, a)
+			got[i] = a.GPUs
 			if held := len(b.st.GPUs); held > 0 && a.GPUs >= held {
 				shrunk--
 			}
 		}
 		return ok
 	}
-	leftover := func(b themisBid) {
+	leftover := func(i int) {
+		b := bids[i]
 		for k := len(b.counts) - 1; k >= 0; k-- {
-			if take(b, b.counts[k]) {
+			if take(i, b.counts[k]) {
 				break
 			}
 		}
 	}
-	for i, b := range bidders {
+	for i := range bidders {
 		if sold[i] > 0 && kept[i] > 0 {
-			take(b, kept[i])
+			take(i, kept[i])
 		}
 	}
-	for i, b := range bidders {
+	for i := range bidders {
 		if sold[i] == 0 {
-			leftover(b)
+			leftover(i)
 		}
 	}
-	for _, b := range rest {
-		leftover(b)
+	for i := range rest {
+		leftover(m + i)
 	}
-	for i, b := range bidders {
+	for i := range bidders {
 		if sold[i] > 0 && kept[i] == 0 {
-			leftover(b)
+			leftover(i)
 		}
 	}
 	t.run = plan.Run
@@ -323,24 +333,42 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		return plan
 	}
 	t.order = t.order[:0]
+	for _, b := range bids {
+		t.order = append(t.order, b.st)
+	}
+	if explain.Lazy(s) {
+		// The waiting jobs' reasons are worked out when read.
+		if t.key == nil {
+			t.key = func(i int, _ *engine.Status) float64 { return t.bids[i].rho }
+		}
+		if t.lazy.Record(s, &plan, &explain.Order{Jobs: t.order, Given: got, Key: t.key, Figs: [2]int{m, len(bids)}, Terms: themisTerms}) {
+			plan.Explain = &t.lazy
+			return plan
+		}
+	}
 	if t.rho == nil {
 		t.rho = map[*engine.Status]float64{}
 	}
 	clear(t.rho)
 	for _, b := range bids {
-		t.order = append(t.order, b.st)
 		t.rho[b.st] = b.rho
 	}
 	t.explain.PlanAppend(s, &plan, t.order, func(buf []byte, st *engine.Status) []byte {
-		buf = append(buf, "finish-time fairness rho "...)
-		buf = strconv.AppendFloat(buf, t.rho[st], 'f', 2, 64)
-		buf = append(buf, " (the worst off bid first; "...)
-		buf = strconv.AppendInt(buf, int64(m), 10)
-		buf = append(buf, " of "...)
-		buf = strconv.AppendInt(buf, int64(len(bids)), 10)
-		return append(buf, " bids go to auction)"...)
+		return themisTerms(buf, st, t.rho[st], [2]int{m, len(bids)})
 	})
 	return plan
+}
+
+// themisTerms states a bid's rho (key) and the round's auction (figs: the
+// bids that go to auction, of how many), as the full pass's terms.
+func themisTerms(buf []byte, _ *engine.Status, rho float64, figs [2]int) []byte {
+	buf = append(buf, "finish-time fairness rho "...)
+	buf = strconv.AppendFloat(buf, rho, 'f', 2, 64)
+	buf = append(buf, " (the worst off bid first; "...)
+	buf = strconv.AppendInt(buf, int64(figs[0]), 10)
+	buf = append(buf, " of "...)
+	buf = strconv.AppendInt(buf, int64(figs[1]), 10)
+	return append(buf, " bids go to auction)"...)
 }
 
 // partialAllocation runs the auction over budget GPUs and returns each

@@ -14,3 +14,13 @@ import (
 func TestThemisKeptMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, policytest.Load{Elastic: true, Faults: true}, "themis", "themis:lease=60", "themis:f=0")
 }
+
+// TestThemisLazyQueueMatchesFull: the same with bursts of up to 40 jobs,
+// whose congested rounds Themis plans in full leaving the waiting jobs'
+// reasons to be worked out when read (explain.Queue, Plan.Explain): read
+// through the engine each round and as each job starts or ends, they
+// must be those it writes for every job when wrapped (every reason
+// written).
+func TestThemisLazyQueueMatchesFull(t *testing.T) {
+	fam.KeptMatchesFull(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, "themis", "themis:lease=60")
+}
