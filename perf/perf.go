@@ -78,7 +78,8 @@ type Costs struct {
 }
 
 // Model predicts progress. Implementations must be deterministic and safe for
-// concurrent use by readers.
+// concurrent use by readers, and must not keep an Alloc's PerNode after a
+// call returns (callers reuse it).
 type Model interface {
 	// Name identifies the model in reports ("pollux-profiles", "duration", ...).
 	Name() string

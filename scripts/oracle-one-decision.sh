@@ -19,27 +19,14 @@
 set -euo pipefail
 file=${1:?usage: $0 SCENARIO.yaml [STEP_S]}
 step=${2:-3600}
-jobs=${JOBS:-2}
-tide=${TIDE:-}
-if [[ -z $tide ]]; then
-	tide=$(mktemp -d)/tide
-	go build -o "$tide" ./cmd/tide
-fi
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-"$tide" sim --scenario "$file" --policy edgeflow --report "$dir/base" >/dev/null
-met() { jq -r '.points[0].policies[0] | (.deadline_met_frac * .jobs_with_deadline + 0.5 | floor)'; }
-base=$("$tide" sim --scenario "$file" --policy edgeflow --json | met)
+source "$(dirname "$0")/oracle-common.sh"
 # Columns: 2 id, 6 submit, 9 deadline, 10 state, 17 lower bound (the ones
 # before the quoted reason).
 awk -F, -v step="$step" 'NR > 1 && $10 == "declined" {
 	for (t = $6; t < $9 - $17 / 2; t += step) printf "force_admit=%s@%.0f\n", substr($2, 1, 8), t
 }' "$dir/base/jobs-edgeflow.csv" >"$dir/tasks"
 awk -F, 'NR > 1 && $10 != "declined" { printf "force_decline=%s\n", substr($2, 1, 8) }' "$dir/base/jobs-edgeflow.csv" >>"$dir/tasks"
-export tide file
-xargs -P "$jobs" -I{} sh -c '
-	n=$("$tide" sim --scenario "$file" --policy "edgeflow:{}" --json | jq -r ".points[0].policies[0] | (.deadline_met_frac * .jobs_with_deadline + 0.5 | floor)")
-	echo "{} $n"' <"$dir/tasks" >"$dir/out"
+run_tasks
 echo "$file: EdgeFlow meets $base"
 for kind in force_admit force_decline; do
 	best=$(grep "^$kind=" "$dir/out" | sort -k2 -n | tail -1 | cut -d' ' -f2)

@@ -741,10 +741,26 @@ func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job
 		types = []string{j.GPUType}
 	}
 	best := math.Inf(1)
+	var buf []int
 	for _, t := range types {
+		// perf.Packed(t, n, perNode[t]) for each n, grown by one GPU at a
+		// time in one buffer: a job that may take every GPU of a large
+		// cluster would otherwise build thousands of slices of hundreds of
+		// nodes (models keep no Alloc's PerNode, perf.Model).
+		a := perf.Packed(t, j.MinGPUs, perNode[t])
+		a.PerNode = append(buf[:0], a.PerNode...)
+		per := perNode[t]
 		for n := j.MinGPUs; n <= min(j.MaxGPUs, c.GPUsOfType(t)); n++ {
-			best = math.Min(best, perf.Remaining(m, j, perf.Packed(t, n, perNode[t]), 0))
+			if n > j.MinGPUs {
+				if k := len(a.PerNode); k > 0 && (per <= 0 || a.PerNode[k-1] < per) {
+					a.PerNode[k-1]++
+				} else {
+					a.PerNode = append(a.PerNode, 1)
+				}
+			}
+			best = math.Min(best, perf.Remaining(m, j, a, 0))
 		}
+		buf = a.PerNode
 	}
 	if math.IsInf(best, 1) {
 		return 0

@@ -108,6 +108,12 @@ type Flow struct {
 	// class than its priority's: it is planned after the other jobs of
 	// its priority, and a newcomer may make it miss.
 	holdYield bool
+	// swap, when set (tidal's swap=mh), is asked about a newcomer that
+	// admission turns away (trial holds it, meets[i] is whether base[i]
+	// met without it): it returns the set with the newcomer in and one
+	// admitted job out, which it appends to swapped, or nil.
+	swap    func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob
+	swapped []*fjob
 
 	// forceID, forceAt and declineID are the diagnostics force_admit
 	// (the job whose ID begins with forceID waits untried until forceAt,
@@ -691,6 +697,16 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 			meets = outcomes(meets, base)
 			continue
 		}
+		if f.swap != nil {
+			if set := f.swap(test, base, trial, j, meets); set != nil {
+				base = set
+				meets = outcomes(meets, base)
+				if f.prefix != nil {
+					f.prefix = newPassPrefix(now, capacity) // the job out may have been in it
+				}
+				continue
+			}
+		}
 		declined = append(declined, j)
 	}
 	f.prefix = nil
@@ -847,6 +863,7 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if f.holdCap != nil {
 		held = func(base, trial []*fjob, j *fjob) bool { return f.holdSafe(s, c, e, base, trial, j) }
 	}
+	f.swapped = f.swapped[:0]
 	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge, held)
 	used := 0
 	for _, j := range kept {
@@ -860,6 +877,11 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := engine.Plan{Memo: map[string]engine.Memo{}}
 	for _, j := range declined {
 		plan.Decline = append(plan.Decline, j.st.Job.ID)
+	}
+	for _, j := range f.swapped {
+		m := j.st.Memo
+		m[efAdmitted], m[efHeld] = 0, 1 // out again, held: tried again each round
+		plan.Memo[j.st.Job.ID] = m
 	}
 	for _, j := range kept {
 		if j.st.Memo[efAdmitted] != 1 {

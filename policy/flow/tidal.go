@@ -57,6 +57,10 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
+			"swap=off: mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
+			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
+			"that met still meets; the job out is held again (docs/tidal.md, fourth pass: strictly above EdgeFlow at all 25 tuning points, below it at 2 held-out ones); swap_tries=5: how many such jobs are tried, most work first; " +
+			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -155,11 +159,20 @@ type Tidal struct {
 	// HoldYield makes a job admitted after being held give way: a
 	// newcomer may make it miss (Flow.holdYield).
 	HoldYield bool
+	// Swap (swap=mh) is Moore-Hodgson's rule at admission (mhSwap): a
+	// newcomer turned away takes the place of an admitted job of more
+	// work left that has not run for more than SwapAge seconds (-1: that
+	// has never run); SwapTries such jobs are tried, most work first.
+	Swap      bool
+	SwapTries int
+	SwapAge   float64
 	restart   harvest.DeepBoot // for its restart factor
 	flow      *Flow
 	future    map[string]forecast.Series
 	views     map[string]*tideView
-	promised  map[string]int // edge servers promised later this round, by site
+	promised  map[string]int   // edge servers promised later this round, by site
+	snap      *engine.Snapshot // the round's snapshot while the deadline planner runs (mhSwap)
+	cloudNow  cloud            // its cloud
 	name      string
 }
 
@@ -311,10 +324,34 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
 		return nil, err
 	}
+	switch sw := o.String("swap", "off"); sw {
+	case "off", "mh":
+		t.Swap = sw == "mh"
+	default:
+		return nil, fmt.Errorf("policy tidal: swap=%q: want off or mh", sw)
+	}
+	tries, err := o.Float("swap_tries", 5)
+	if err != nil {
+		return nil, err
+	}
+	if t.SwapTries = int(tries); float64(t.SwapTries) != tries || tries < 1 {
+		return nil, fmt.Errorf("policy tidal: swap_tries=%v: want a whole number >= 1", tries)
+	}
+	if t.SwapAge, err = o.Float("swap_age", 7200); err != nil {
+		return nil, err
+	}
+	if t.SwapAge < -1 {
+		return nil, fmt.Errorf("policy tidal: swap_age=%v: want seconds >= 0, or -1 (never ran)", t.SwapAge)
+	}
+	if t.Swap && t.Hold {
+		t.flow.swap = func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob {
+			return t.mhSwap(test, base, trial, j, meets)
+		}
+	}
 	t.flow.holdStrict = t.HoldStrict
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -569,8 +606,17 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		deadlines = deadlines || st.Job.Deadline > 0
 	}
 	var plan engine.Plan
-	if _, ok := t.flow.cloudOf(s); ok && deadlines {
+	if c, ok := t.flow.cloudOf(s); ok && deadlines {
+		t.snap, t.cloudNow = s, c
 		plan = t.flow.Schedule(s)
+		t.snap = nil
+		for _, j := range t.flow.swapped {
+			id := j.st.Job.ID
+			r := plan.Reasons[id]
+			r.Text = joinReason(fmt.Sprintf("held again: a newcomer with less work left took its place (Moore-Hodgson); "+
+				"admission tries it again each round while the whole cloud could still end it by t=%.0f s", j.deadline), r.Text)
+			plan.Reasons[id] = r
+		}
 	}
 	if plan.Reasons == nil {
 		plan.Reasons = map[string]engine.Reason{}
@@ -906,4 +952,67 @@ func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
 		}
 	}
 	return best
+}
+
+// mhSwap is swap=mh (Flow.swap): Moore-Hodgson's rule for the most jobs on
+// time on one machine, at admission. j, a newcomer in its first round that
+// admission turns away, takes the place of an admitted job x of its
+// priority, on no edge server, that has not run for more than SwapAge
+// seconds (-1: never ran), has more work left than j (oneGPUWork) and that
+// the whole cloud could still end in time, if with x out j meets and every
+// job of base that met without j still meets. The SwapTries such jobs with
+// the most work left are tried, most first. x goes back to being held:
+// admission tries it again each round (held jobs' stricter test), and
+// tidal's hold declines it once even the whole cloud would end it too late.
+// It returns the new set, or nil with the outcomes of base as admission
+// had them.
+func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob {
+	s := t.snap
+	if s == nil || j.held || math.IsInf(j.deadline, 1) {
+		return nil
+	}
+	wj := oneGPUWork(j)
+	var out []*fjob
+	for _, x := range base {
+		if !x.admitted || x.edge >= 0 || math.IsInf(x.deadline, 1) || x.st.Job.Priority != j.st.Job.Priority || !(oneGPUWork(x) > wj) {
+			continue
+		}
+		if x.st.FirstStart >= 0 && (t.SwapAge < 0 || s.Now-x.st.FirstStart > t.SwapAge) {
+			continue // it has run for too long to go out
+		}
+		if wholeCloudEnd(s, t.cloudNow, x.st) > x.deadline {
+			continue // out, it could never come back
+		}
+		out = append(out, x)
+	}
+	slices.SortStableFunc(out, func(a, b *fjob) int { return cmp.Compare(oneGPUWork(b), oneGPUWork(a)) })
+	for _, x := range out[:min(len(out), t.SwapTries)] {
+		set := slices.DeleteFunc(slices.Clone(trial), func(y *fjob) bool { return y == x })
+		test(set)
+		ok := j.meets
+		for i, b := range base {
+			if b != x && meets[i] && !b.meets && !math.IsInf(b.deadline, 1) {
+				ok = false
+			}
+		}
+		if ok {
+			t.flow.swapped = append(t.flow.swapped, x)
+			x.admitted = false
+			return set
+		}
+	}
+	test(base) // the outcomes (and edge servers) of the set as it stays
+	return nil
+}
+
+// oneGPUWork is x's work left in GPU-seconds on its fewest GPUs, where it
+// runs most efficiently and where minimum satisfactory shares mostly are
+// (+Inf when it cannot run). On the ITP deadline trace every job has about
+// the same GPU-seconds on the GPUs it asked for, so that count would not
+// tell jobs apart.
+func oneGPUWork(x *fjob) float64 {
+	if len(x.levels) == 0 || x.rates[0] <= 0 {
+		return math.Inf(1)
+	}
+	return float64(x.levels[0]) * x.rem / x.rates[0]
 }

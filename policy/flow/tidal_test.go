@@ -317,6 +317,9 @@ func TestTidalHoldYields(t *testing.T) {
 		{"edgeflow", "a:met b:declined c:met "},
 		{"tidal:hold_reserve=0", "a:met b:miss c:met "},
 		{"tidal:hold_reserve=0:hold_yield=false", "a:met b:met c:declined "},
+		// swap=mh lets c in anyway: b, with more work left, goes out
+		// for it, held again, and misses.
+		{"tidal:hold_reserve=0:hold_yield=false:swap=mh", "a:met b:miss c:met "},
 	} {
 		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
@@ -373,5 +376,53 @@ func TestTidalHeldReasonSteady(t *testing.T) {
 	}
 	if texts[0] != texts[1] || texts[1] != texts[2] {
 		t.Errorf("j's reason moved while it waited: %q", texts)
+	}
+}
+
+// TestTidalSwapMooreHodgson: e (8000 s of work on one GPU, due at 1100 s)
+// holds all 8 GPUs until 1000 s. x (14000 s, due at 3000 s) is admitted at
+// 10 s: 8 GPUs from 1000 s end it at 2750 s. j and k (4000 s each, due at
+// 2000 and 2500 s) arrive at 20 and 30 s: with either, x gets 4 GPUs from
+// 1000 to 2000 s and misses, so EdgeFlow declines both, and tidal holds
+// them until even the whole cloud would end them too late. With swap=mh,
+// j takes the place of x, which has not started and has more work left;
+// then k fits beside j; x, held, never fits again: three met instead of
+// two.
+func TestTidalSwapMooreHodgson(t *testing.T) {
+	jobs := []*job.Job{flowJob("e", 0, 8000, 1100), flowJob("x", 10, 14000, 3000), flowJob("j", 20, 4000, 2000), flowJob("k", 30, 4000, 2500)}
+	wantStates(t, jobs,
+		[2]string{"edgeflow", "e:met x:met j:declined k:declined "},
+		[2]string{"tidal", "e:met x:met j:declined k:declined "},
+		[2]string{"tidal:swap=mh", "e:met x:declined j:met k:met "},
+		// x has not started, so even swap_age=-1 lets it go.
+		[2]string{"tidal:swap=mh:swap_age=-1:swap_tries=1", "e:met x:declined j:met k:met "})
+	// swap_age: e (4000 s, due at 1100 s) takes a share of 4 GPUs; x
+	// (14000 s, due at 2700 s) starts at 10 s on the other 4 and then has
+	// all 8 from 1000 s, ending at about 2255 s. j (4000 s, due at 2000 s)
+	// arrives at 20 s: planned ahead of x on 4 GPUs until 1020 s, it
+	// leaves x to end at about 2770 s, late, so it is turned away. x has
+	// run 10 s: within swap_age's default it goes out for j, and it
+	// ends too late to meet once it is back; with swap_age=-1 (only jobs
+	// that never ran) it stays and j is declined.
+	jobs = []*job.Job{flowJob("e", 0, 4000, 1100), flowJob("x", 10, 14000, 2700), flowJob("j", 20, 4000, 2000)}
+	wantStates(t, jobs,
+		[2]string{"tidal:swap=mh", "e:met x:miss j:met "},
+		[2]string{"tidal:swap=mh:swap_age=-1", "e:met x:met j:declined "},
+		[2]string{"tidal:swap=mh:swap_age=5", "e:met x:met j:declined "})
+	for _, bad := range []string{"swap=yes", "swap_tries=0", "swap_tries=1.5", "swap_age=-2"} {
+		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
+
+// wantStates runs jobs under each case's spec on one 8-GPU cloud node
+// (linear scaling) and compares the jobs' states with the case's.
+func wantStates(t *testing.T, jobs []*job.Job, cases ...[2]string) {
+	t.Helper()
+	for _, tc := range cases {
+		if got := states(flowRun(t, tc[0], flowCluster(t, 1, 0), perf.Duration{}, jobs)); got != tc[1] {
+			t.Errorf("%s: %s, want %s", tc[0], got, tc[1])
+		}
 	}
 }

@@ -164,6 +164,14 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	for k, p := range pools {
 		var in []entry
 		var items [][]loan.Choice
+		choices := 0
+		for _, e := range order {
+			if e.pool == k && a.Elastic {
+				lo, hi := loan.Range(s, e.st, free[k]+e.st.Job.MinGPUs)
+				choices += max(hi-lo, 0)
+			}
+		}
+		counts := loan.CountsFor(free[k], choices)
 		for _, e := range order {
 			if e.pool != k {
 				continue
@@ -176,7 +184,7 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 			lo, hi := loan.Range(s, e.st, free[k]+e.st.Job.MinGPUs)
 			base := s.Remaining(e.st, lo, p.Type)
 			var ch []loan.Choice
-			for n := lo + 1; n <= hi; n++ {
+			for n := lo + 1; n <= hi; n = counts.Next(n, hi) {
 				r := s.Remaining(e.st, n, p.Type)
 				if gain := base - r; gain > 0 && !math.IsInf(gain, 0) {
 					ch = append(ch, loan.Choice{GPUs: n - lo, Value: gain})

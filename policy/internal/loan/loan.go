@@ -86,38 +86,103 @@ type Choice struct {
 // v_i(w))). It returns the chosen choice per item, -1 for none. Ties keep
 // the earlier decision: an item is left out unless a choice adds value, and
 // among equal choices the first listed wins, so results are deterministic.
+//
+// Two shortcuts leave every answer as the plain recurrence gives it: the
+// table stops at the GPUs all items could use together (beyond that every
+// column is the same), and where an item's choices are listed by GPUs,
+// fewest first, a choice worth no more than an earlier one is never tried
+// (the earlier one, on fewer GPUs, always scores at least as much and is
+// tried first). Its cost is the table's columns times the choices tried;
+// callers keep the choices few on large pools (Counts).
 func MCKnapsack(items [][]Choice, capacity int) []int {
 	capacity = max(capacity, 0)
 	n := len(items)
-	// dp[i][g]: best value with items[:i] using at most g GPUs.
-	dp := make([][]float64, n+1)
-	pick := make([][]int, n+1)
-	for i := range dp {
-		dp[i] = make([]float64, capacity+1)
-		pick[i] = make([]int, capacity+1)
+	demand := 0
+	tried := make([][]int, n) // per item, the indices of the choices worth trying
+	for i, it := range items {
+		most, best, sorted := 0, math.Inf(-1), true
+		for k, c := range it {
+			sorted = sorted && (k == 0 || c.GPUs >= it[k-1].GPUs)
+			most = max(most, c.GPUs)
+		}
+		for k, c := range it {
+			if c.GPUs < 0 || c.GPUs > capacity {
+				continue
+			}
+			if sorted && c.Value <= best {
+				continue
+			}
+			best = max(best, c.Value)
+			tried[i] = append(tried[i], k)
+		}
+		demand += most
 	}
-	for i := 1; i <= n; i++ {
+	capacity = min(capacity, demand)
+	w := capacity + 1
+	// prev and cur: the best value with items[:i] on at most g GPUs;
+	// pick[i*w+g] the choice item i takes there.
+	prev, cur := make([]float64, w), make([]float64, w)
+	pick := make([]int32, n*w)
+	for i := 0; i < n; i++ {
+		row := pick[i*w : (i+1)*w]
 		for g := 0; g <= capacity; g++ {
-			dp[i][g], pick[i][g] = dp[i-1][g], -1
-			for k, c := range items[i-1] {
-				if c.GPUs > g || c.GPUs < 0 {
+			cur[g], row[g] = prev[g], -1
+			for _, k := range tried[i] {
+				c := items[i][k]
+				if c.GPUs > g {
 					continue
 				}
-				if v := dp[i-1][g-c.GPUs] + c.Value; v > dp[i][g]+1e-12 {
-					dp[i][g], pick[i][g] = v, k
+				if v := prev[g-c.GPUs] + c.Value; v > cur[g]+1e-12 {
+					cur[g], row[g] = v, int32(k)
 				}
 			}
 		}
+		prev, cur = cur, prev
 	}
 	out := make([]int, n)
 	g := capacity
-	for i := n; i >= 1; i-- {
-		out[i-1] = pick[i][g]
-		if k := out[i-1]; k >= 0 {
-			g -= items[i-1][k].GPUs
+	for i := n - 1; i >= 0; i-- {
+		out[i] = int(pick[i*w+g])
+		if k := out[i]; k >= 0 {
+			g -= items[i][k].GPUs
 		}
 	}
 	return out
+}
+
+// knapsackBudget is the most table cells times choices (MCKnapsack's
+// cost, about a nanosecond each) a pool's knapsack spends trying every GPU
+// count of every job: a few milliseconds a round. Every shipped scenario's
+// pools stay under it.
+const knapsackBudget = 4_000_000
+
+// Counts is the GPU counts a pool's knapsack tries for each job. Within
+// knapsackBudget it is every count from a job's least to its most, as the
+// papers' dynamic programmes do. Above it (a pool of thousands of GPUs and
+// jobs that may each take all of them, as a duration-model trace's jobs
+// may under an elastic policy) it is the least, the most and the powers of
+// two between: the allocations Pollux and Sia restrict elastic jobs to,
+// about 2 log2(GPUs) choices instead of GPUs, so a round on 2,048 GPUs
+// costs milliseconds instead of seconds (docs/harvest.md).
+type Counts struct{ thin bool }
+
+// CountsFor chooses the counts for a pool of capacity GPUs whose jobs may
+// take choices counts in all (the sum over jobs of most - least + 1).
+func CountsFor(capacity, choices int) Counts {
+	return Counts{thin: float64(capacity+1)*float64(choices) > knapsackBudget}
+}
+
+// Next is the count tried after n on the way to hi: n+1, or when thinned
+// the next power of two above n, and hi last.
+func (c Counts) Next(n, hi int) int {
+	if !c.thin || n < 1 {
+		return n + 1
+	}
+	p := 1
+	for p <= n {
+		p <<= 1
+	}
+	return min(p, max(hi, n+1))
 }
 
 // Speedup is a job's speed on n GPUs of type t relative to one GPU.
@@ -164,10 +229,16 @@ func SpeedupKnapsacks(s *engine.Snapshot, pools []Pool, left []*engine.Status,
 	var out []engine.Assignment
 	for _, p := range pools {
 		items := make([][]Choice, len(left))
+		choices := 0
+		for _, st := range left {
+			lo, hi := Range(s, st, p.Free)
+			choices += max(hi-lo+1, 0)
+		}
+		counts := CountsFor(p.Free, choices)
 		for i, st := range left {
 			lo, hi := Range(s, st, p.Free)
 			f, w := factor(st), weight(st, p)
-			for n := lo; n <= hi; n++ {
+			for n := lo; n <= hi; n = counts.Next(n, hi) {
 				v := Speedup(s, st, n, p.Type) * w
 				if SiteOf(s, st) != p.Site || len(st.GPUs) != n {
 					v *= f

@@ -66,3 +66,101 @@ func TestMCKnapsackBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// mcKnapsackPlain is the recurrence as DeepBoot states it, a full table
+// over every capacity and every choice: the reference MCKnapsack's
+// shortcuts must agree with, pick for pick.
+func mcKnapsackPlain(items [][]Choice, capacity int) []int {
+	capacity = max(capacity, 0)
+	n := len(items)
+	dp := make([][]float64, n+1)
+	pick := make([][]int, n+1)
+	for i := range dp {
+		dp[i] = make([]float64, capacity+1)
+		pick[i] = make([]int, capacity+1)
+	}
+	for i := 1; i <= n; i++ {
+		for g := 0; g <= capacity; g++ {
+			dp[i][g], pick[i][g] = dp[i-1][g], -1
+			for k, c := range items[i-1] {
+				if c.GPUs > g || c.GPUs < 0 {
+					continue
+				}
+				if v := dp[i-1][g-c.GPUs] + c.Value; v > dp[i][g]+1e-12 {
+					dp[i][g], pick[i][g] = v, k
+				}
+			}
+		}
+	}
+	out := make([]int, n)
+	g := capacity
+	for i := n; i >= 1; i-- {
+		out[i-1] = pick[i][g]
+		if k := out[i-1]; k >= 0 {
+			g -= items[i-1][k].GPUs
+		}
+	}
+	return out
+}
+
+// TestMCKnapsackShortcuts: the capacity cut and the pruning of dominated
+// choices give the plain recurrence's picks, ties included, on lists by
+// GPU count (the callers' shape, with plateaus and falls as saturating
+// speedups have), on lists in any order, and on pools far larger than the
+// jobs' demand.
+func TestMCKnapsackShortcuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 3))
+	for it := 0; it < 3000; it++ {
+		items := make([][]Choice, r.IntN(6))
+		for i := range items {
+			sorted := r.IntN(3) > 0
+			g, v := r.IntN(3), 0.0
+			for range r.IntN(7) {
+				if sorted {
+					g += r.IntN(3)
+					v += float64(r.IntN(5) - 1) // plateaus and falls as well as rises
+				} else {
+					g, v = r.IntN(6)-r.IntN(2), float64(r.IntN(6))
+				}
+				items[i] = append(items[i], Choice{GPUs: g, Value: v})
+			}
+		}
+		capacity := r.IntN(12)
+		if r.IntN(4) == 0 {
+			capacity = 50 + r.IntN(1000)
+		}
+		if got, want := MCKnapsack(items, capacity), mcKnapsackPlain(items, capacity); !slices.Equal(got, want) {
+			t.Fatalf("instance %d, capacity %d, items %v: picks %v, the plain recurrence %v", it, capacity, items, got, want)
+		}
+	}
+}
+
+// TestCounts: every count within the budget; beyond it the least, the
+// most and the powers of two between, in order and each once.
+func TestCounts(t *testing.T) {
+	walk := func(c Counts, lo, hi int) []int {
+		var out []int
+		for n := lo; n <= hi; n = c.Next(n, hi) {
+			out = append(out, n)
+		}
+		return out
+	}
+	if got := walk(CountsFor(64, 160*64), 1, 6); !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("within the budget: %v", got)
+	}
+	thin := CountsFor(2048, 100*2048)
+	for _, c := range []struct {
+		lo, hi int
+		want   []int
+	}{
+		{1, 2048, []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}},
+		{3, 20, []int{3, 4, 8, 16, 20}},
+		{0, 5, []int{0, 1, 2, 4, 5}},
+		{7, 7, []int{7}},
+		{5, 4, nil},
+	} {
+		if got := walk(thin, c.lo, c.hi); !slices.Equal(got, c.want) {
+			t.Errorf("thinned %d..%d: %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
