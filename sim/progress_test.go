@@ -4,9 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
@@ -17,41 +19,119 @@ import (
 	"github.com/tide-sched/tide/solver"
 )
 
-// onDemandSpecs are the registered policies (and presets) that read
-// progress only on demand (engine.ProgressOnDemand) or never
-// (engine.ProgressFree) and that the simulator may run lazily (no job
-// agents, no deadlines needed), plus a
-// few knob settings that make them read more often or elsewhere: a
-// shorter lease and Gavel round, Gandiva's rotation (the paper's preset
-// with it) and growing, Gandiva_fair without its trade, DRF with
-// preemption (progress-free), and the elastic
-// harvesting policies on the training cluster alone (rigid jobs, no job
-// agents: the simulator runs them lazily). Chronus needs deadlines
-// (deadlineJobs).
-func onDemandSpecs(t *testing.T, jobs []*job.Job) []string {
+// declaredSpecs are the registered policies and presets among those keep
+// selects that read progress only on demand (engine.ProgressOnDemand) or
+// never (engine.ProgressFree), found through the registry, so a policy
+// that declares either is replayed (TestProgressOnDemandMatches requires
+// every one to be). Those that never read progress are run lazily too: a
+// policy that says so wrongly shows there.
+func declaredSpecs(t *testing.T, jobs []*job.Job, keep func(policy.Info) bool) []string {
 	t.Helper()
 	var specs []string
 	for _, info := range policy.All() {
-		if info.Elastic || info.NeedsDeadlines || info.AdaptBatch {
+		if !keep(info) {
 			continue
 		}
 		for _, spec := range append([]string{info.Name}, info.Presets...) {
 			p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
 			if err != nil {
-				t.Logf("%s not run: %v", spec, err) // needs what workload-6 lacks
+				t.Logf("%s not run: %v", spec, err) // needs what the trace lacks
 				continue
 			}
-			// Those that never read progress are run lazily too: a
-			// policy that says so wrongly shows here.
-			free, isFree := p.(engine.ProgressFree)
-			od, isOD := p.(engine.ProgressOnDemand)
-			if (isFree && free.ProgressFree()) || (isOD && od.ProgressOnDemand()) {
+			if declares(p) {
 				specs = append(specs, spec)
 			}
 		}
 	}
+	return specs
+}
+
+// declares reports whether p says it reads progress only on demand or never.
+func declares(p engine.Policy) bool {
+	free, isFree := p.(engine.ProgressFree)
+	od, isOD := p.(engine.ProgressOnDemand)
+	return (isFree && free.ProgressFree()) || (isOD && od.ProgressOnDemand())
+}
+
+// onDemandSpecs are the registered policies (and presets) that read
+// progress only on demand or never and that the simulator may run lazily
+// on rigid jobs without deadlines (declaredSpecs), plus a
+// few knob settings that make them read more often or elsewhere: a
+// shorter lease and Gavel round, Gandiva's rotation (the paper's preset
+// with it) and growing, Gandiva_fair without its trade, DRF with
+// preemption (progress-free), and the elastic
+// harvesting policies on the training cluster alone (rigid jobs, no job
+// agents: the simulator runs them lazily), with their defaults too (no
+// inference site to lend: the same runs). Chronus, EDF and the flow
+// policies need deadlines (deadlineJobs), the elastic ones elastic jobs
+// (elasticSpecs).
+func onDemandSpecs(t *testing.T, jobs []*job.Job) []string {
+	t.Helper()
+	specs := declaredSpecs(t, jobs, func(info policy.Info) bool { return !info.Elastic && !info.NeedsDeadlines && !info.AdaptBatch })
 	return append(specs, "themis:lease=120", "fifo-perf:round=120", "gandiva:rotate=true", "gandiva:grow=true",
-		"gandiva-fair:trade=false", "aryl:loan=false", "deepboot:loan=false", "drf:preempt=true")
+		"gandiva-fair:trade=false", "aryl", "aryl:loan=false", "deepboot", "deepboot:loan=false", "drf:preempt=true")
+}
+
+// elasticSpecs are the registered elastic policies without deadlines that
+// read progress only on demand or never (Optimus, AFS, Pollux), run on
+// workload-6's elastic jobs without job agents (with agents the simulator
+// keeps every job current whatever a policy declares). The harvesting
+// policies (onDemandSpecs: on elastic jobs their knapsacks take 10 to 20 s
+// a run) and tidal (deadlines and edge servers: flowSpecs) are left to
+// their loads.
+func elasticSpecs(t *testing.T, jobs []*job.Job) []string {
+	t.Helper()
+	return declaredSpecs(t, jobs, func(info policy.Info) bool {
+		return info.Elastic && !info.NeedsDeadlines && info.Name != "tidal" && info.Name != "aryl" && info.Name != "deepboot"
+	})
+}
+
+// onDemandOnly is specs less those that never read progress (Pollux,
+// EDF: they pull nothing, so a tiny round log tells nothing more of them).
+func onDemandOnly(t *testing.T, specs []string) []string {
+	t.Helper()
+	var out []string
+	for _, spec := range specs {
+		p, err := policy.Parse(spec, policy.Context{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if free, ok := p.(engine.ProgressFree); !ok || !free.ProgressFree() {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// flowSpecs are the registered policies that need deadlines and read
+// progress only on demand or never, but GLPK's (Chronus: its own loads),
+// and tidal (elastic, deadline jobs planned by EdgeFlow), plus the flow
+// policies' knobs that read elsewhere: reservations from the deadline
+// back, spare GPUs by GPU-time (EdgeFlow's preset offloads only the jobs
+// that miss).
+func flowSpecs(t *testing.T, jobs []*job.Job) []string {
+	t.Helper()
+	specs := declaredSpecs(t, jobs, func(info policy.Info) bool {
+		return (info.NeedsDeadlines && !info.NeedsSolver) || info.Name == "tidal"
+	})
+	return append(specs, "elasticflow:reserve=late", "elasticflow:spare=gputime")
+}
+
+// edgeCluster is a cloud site of 2 nodes of 4 T4 GPUs and an edge site of
+// 4 servers of 2 V100 GPUs (TestProgressOnDemandMatches runs them at 0.8
+// of a T4's speed): on mixedDeadlines(workload-6's first 60 jobs) EdgeFlow
+// meets 23 deadlines there, ElasticFlow 22, so jobs run on the edge.
+func edgeCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
+	spec := cluster.Spec{Sites: []cluster.SiteSpec{
+		{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: 2, GPUs: 4, GPU: "t4"}}},
+		{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: 4, GPUs: 2, GPU: "v100"}}},
+	}}
+	c, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // epochSkew is a model of two GPU types whose ratio moves with a job's
@@ -79,6 +159,22 @@ func deadlineJobs(jobs []*job.Job) []*job.Job {
 		c := *j
 		c.Deadline = c.Submit + 3600*float64(1+i%4)
 		out[i] = &c
+	}
+	return out
+}
+
+// mixedDeadlines is deadlineJobs with every third job best-effort (no
+// deadline): the flow policies hand those the spare GPUs by their
+// remaining times, and they keep the cluster busy while tidal holds a
+// job (on an idle cluster with nothing to come tidal holds a job it
+// cannot admit until the run is declared stuck: every third job
+// best-effort avoids that).
+func mixedDeadlines(jobs []*job.Job) []*job.Job {
+	out := deadlineJobs(jobs)
+	for i, j := range out {
+		if i%3 == 2 {
+			j.Deadline = 0
+		}
 	}
 	return out
 }
@@ -135,8 +231,31 @@ func TestProgressOnDemandMatches(t *testing.T) {
 		{name: "workload6-tinylog", jobs: w6, model: m6, cluster: c6, instants: 3, round: 60, specs: specs},
 		{name: "workload6-hetero", jobs: w6, model: hetero, cluster: buildCluster(t, "8x4:t4,16x4:v100"), onEvents: true, instants: 1 << 16, round: 60, specs: heteroSpecs},
 	}
+	// Elastic jobs without job agents (Optimus and AFS read remaining
+	// times at several counts; Pollux reads none), and the deadline
+	// policies on a cloud and an edge site, the edge servers half as fast
+	// (EdgeFlow's offloading and admission read the jobs' rates there),
+	// workload-6's rates moving with each job's epoch. With 3 instants
+	// only the policies that pull, less tidal's preset without deadlines
+	// (its knapsacks take 25 s a run there; the full log has it).
+	// The jobs are elastic as tide sim replays them for these policies
+	// (assemble.Inputs.JobsFor: 1 GPU up to the cluster's, or what the
+	// batch allows), and the deadline jobs fit the largest site.
+	dl := deadlineJobs(w6[:40])
+	edge, ec, c8 := perf.Scaled{Model: m6, Type: "v100", Ref: "t4", Lambda: 0.8}, edgeCluster(t), buildCluster(t, "8x4:t4")
+	el := policy.Info{Elastic: true}
+	loads = append(loads,
+		load{name: "workload6-elastic", jobs: (&assemble.Inputs{Jobs: w6[:80], Cluster: c6, Model: m6}).JobsFor(el), model: m6, cluster: c6,
+			onEvents: true, instants: 1 << 16, round: 60, specs: elasticSpecs(t, w6)},
+		load{name: "workload6-elastic-tinylog", jobs: (&assemble.Inputs{Jobs: w6[:60], Cluster: c8, Model: m6}).JobsFor(el), model: m6, cluster: c8,
+			instants: 3, round: 60, specs: onDemandOnly(t, elasticSpecs(t, w6))})
+	mix := (&assemble.Inputs{Jobs: mixedDeadlines(w6[:60]), Cluster: ec, Model: edge, CapToSite: true}).JobsFor(el)
+	loads = append(loads,
+		load{name: "workload6-deadlines-edge", jobs: mix, model: edge, cluster: ec, onEvents: true, instants: 1 << 16, round: 60, specs: flowSpecs(t, mix)},
+		load{name: "workload6-deadlines-edge-tinylog", jobs: mix, model: edge, cluster: ec, instants: 3, round: 60,
+			specs: onDemandOnly(t, slices.DeleteFunc(flowSpecs(t, mix), func(spec string) bool { return spec == "tidal:deadlines=false" }))})
 	if solver.Available() == nil {
-		dl := deadlineJobs(w6[:40]) // the lease MILP over all 160 takes minutes
+		// The lease MILP over all 160 takes minutes: 40 jobs (dl).
 		loads = append(loads,
 			load{name: "workload6-deadlines", jobs: dl, model: m6, cluster: c6, onEvents: true, instants: 1 << 16, round: 60, specs: []string{"chronus"}},
 			load{name: "workload6-deadlines-hetero", jobs: dl, model: hetero, cluster: buildCluster(t, "8x4:t4,16x4:v100"), instants: 3, round: 60, specs: []string{"chronus"}})
@@ -158,6 +277,19 @@ func TestProgressOnDemandMatches(t *testing.T) {
 			load{name: "philly200-hetero", jobs: philly, model: perf.SpeedFactors{Base: phillyModel, Speed: map[string]float64{"k80": 0.4, "v100": 1}},
 				cluster: buildCluster(t, "4x4:k80,4x4:v100"), onEvents: true, instants: 1 << 16, round: 600,
 				specs: []string{"gandiva:preset=gavel", "gandiva-fair", "gandiva-fair:trade=false", "allox"}})
+	}
+	// Every registered policy and preset that declares either is replayed
+	// on some load (those needing GLPK where it is there).
+	ran := map[string]bool{}
+	for _, l := range loads {
+		for _, spec := range l.specs {
+			ran[spec] = true
+		}
+	}
+	for _, spec := range declaredSpecs(t, dl, func(info policy.Info) bool { return !info.NeedsSolver || solver.Available() == nil }) {
+		if !ran[spec] {
+			t.Errorf("%s reads progress on demand or never, and no load replays it", spec)
+		}
 	}
 	for _, l := range loads {
 		restore := sim.SetMaxInstants(l.instants)

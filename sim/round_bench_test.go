@@ -30,13 +30,17 @@ import (
 // progress. AlloX and DRF match or fill for the waiting job; Aryl orders
 // every job by its remaining time, every round; Chronus (with GLPK; the
 // jobs have no deadline, so all are best-effort) weighs every job's.
+// ElasticFlow reads every job's remaining work and rates (no deadlines
+// here: all take spare GPUs), AFS every job's remaining time at its
+// minimum; Optimus, with every job at its maximum of one GPU, none.
 //
 //	go test ./sim -run '^$' -bench ProgressRound -benchtime 300x
 func BenchmarkProgressRound(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		c := enginetest.Cluster(fmt.Sprintf("%dx4:v100", n/4))
 		for _, spec := range []string{"fifo", "fifo+wait", "srtf", "srtf+wait", "themis", "fifo-perf",
-			"gandiva:preset=gavel", "gandiva-fair", "allox+wait", "drf+wait", "aryl:loan=false", "chronus"} {
+			"gandiva:preset=gavel", "gandiva-fair", "allox+wait", "drf+wait", "aryl:loan=false", "chronus",
+			"elasticflow", "afs", "optimus"} {
 			name, wait := spec, false
 			if len(spec) > 5 && spec[len(spec)-5:] == "+wait" {
 				name, wait = spec[:len(spec)-5], true

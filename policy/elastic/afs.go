@@ -62,6 +62,13 @@ func (a *AFS) Name() string {
 	return "afs"
 }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: AFS reads progress
+// only through the snapshot (estimator). Its rule orders every job by its
+// remaining time at its minimum each round, so a round pulls every running
+// job; with job agents (the Pollux model) the simulator keeps every job
+// current anyway.
+func (a *AFS) ProgressOnDemand() bool { return true }
+
 // Schedule implements engine.Policy.
 func (a *AFS) Schedule(s *engine.Snapshot) engine.Plan {
 	types, pools, capacity := elasticPools(s, a.Oracle)

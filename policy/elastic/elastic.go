@@ -52,7 +52,7 @@ func (e *elasticJob) remaining(n int) float64 {
 //
 // With Oracle unset (the default) a job that reports fitted hints is
 // predicted from them, as a deployed scheduler would: the remaining
-// progress (Status.Work - Status.Progress) divided by the progress per
+// progress (Status.Work less Snapshot.Progress) divided by the progress per
 // second its goodput model predicts for n packed GPUs. A fixed-batch job
 // runs its own batch size, split into per-GPU batches and accumulation
 // steps by the rule the Pollux artifact's simulator uses
@@ -78,7 +78,7 @@ func (e *estimator) remaining(st *engine.Status, n int, t string) float64 {
 		return math.Inf(1)
 	}
 	if h := st.Hints; !e.oracle && h != nil && h.Fitted && h.Limits.InitBatch > 0 {
-		left := st.Work - st.Progress
+		left := st.Work - e.s.Progress(st)
 		if left <= 0 {
 			return 0
 		}

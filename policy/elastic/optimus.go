@@ -46,7 +46,8 @@ func optimusPolicies(register func(contract.Info)) {
 // times, so a larger batch's statistical efficiency counts; the artifact
 // compares step times at the job's batch). Each GPU type is a separate
 // pool. Optimus' own convergence-curve fitting is not modelled: the
-// remaining work is the job's own (Status.Work - Status.Progress).
+// remaining work is the job's own (Status.Work less its progress,
+// Snapshot.Progress).
 type Optimus struct {
 	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
 }
@@ -58,6 +59,15 @@ func (o *Optimus) Name() string {
 	}
 	return "optimus"
 }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: Optimus reads
+// progress only through the snapshot (estimator: Snapshot.Progress for a
+// job with fitted hints, Snapshot.Remaining otherwise), and only for the
+// jobs it may give a further GPU: once every job has its minimum, each
+// running job below its maximum while GPUs are left, none when the
+// minimums take every GPU. With job agents (the Pollux model) the
+// simulator keeps every job current anyway.
+func (o *Optimus) ProgressOnDemand() bool { return true }
 
 // Schedule implements engine.Policy.
 func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {

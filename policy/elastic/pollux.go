@@ -203,6 +203,15 @@ func NewPollux(search string) *Pollux {
 // Name implements engine.Policy.
 func (p *Pollux) Name() string { return p.name }
 
+// ProgressFree implements engine.ProgressFree: Pollux reads no job's
+// progress. Its speedups come from the goodput models jobs report in their
+// hints (Status.Hints, which job agents fit from what the jobs measure, not
+// from their progress), a job without fitted hints scaling linearly; the
+// restart factor reads a job's age and starts, the cost penalty the
+// model's costs. With job agents (the Pollux model) the simulator keeps
+// every job current anyway: agents observe every running job every round.
+func (p *Pollux) ProgressFree() bool { return true }
+
 // Schedule implements engine.Policy.
 func (p *Pollux) Schedule(s *engine.Snapshot) engine.Plan {
 	pr := newPxProblem(s, p)

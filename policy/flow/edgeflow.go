@@ -69,7 +69,7 @@ func (f *Flow) edgeEnd(s *engine.Snapshot, j *fjob, n *cluster.Node) (end float6
 	if g < j.st.Job.MinGPUs {
 		return 0, 0, false
 	}
-	r := rate(s, j.st, n.GPUType, g, n.GPUs)
+	r := rate(s, j.st, n.GPUType, g, n.GPUs, j.prog)
 	if !(r > 0) {
 		return 0, 0, false
 	}

@@ -208,6 +208,16 @@ func newFlow(k EdgeKnobs, edge bool, policy string) (*Flow, error) {
 // Name implements engine.Policy.
 func (f *Flow) Name() string { return f.name }
 
+// ProgressOnDemand implements engine.ProgressOnDemand: ElasticFlow and
+// EdgeFlow read progress only through Snapshot.Progress (jobs: each job's
+// remaining work and its rates at the levels worth giving). Their rule
+// re-plans every active job's share to its deadline and hands spare GPUs
+// by every job's remaining time each round, so a round pulls every running
+// job: the simulator's rounds stay lazy, and the pulls replace the
+// advance. Where the simulator keeps every job current anyway (scenarios'
+// sites, job agents) it changes nothing.
+func (f *Flow) ProgressOnDemand() bool { return true }
+
 // Memo slots.
 const (
 	efAdmitted = 0 // 1 once admitted
@@ -217,6 +227,7 @@ const (
 // fjob is one job as the flow scheduler sees it.
 type fjob struct {
 	st       *engine.Status
+	prog     float64 // progress now, model units (Snapshot.Progress, read once)
 	rem      float64 // work left, model units
 	deadline float64 // absolute; +Inf without one
 	levels   []int   // cloud GPU counts worth giving, ascending
@@ -272,16 +283,21 @@ func (f *Flow) cloudOf(s *engine.Snapshot) (cloud, bool) {
 	return cloud{}, false
 }
 
-// rate is j's progress per second on g packed GPUs of type t.
-func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int) float64 {
-	r, _ := s.Model.Rate(st.Job, perf.Packed(t, g, perNode), st.Progress)
+// rate is j's progress per second on g packed GPUs of type t, at its
+// progress p (Snapshot.Progress, read once per job by jobs).
+func rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode int, p float64) float64 {
+	r, _ := s.Model.Rate(st.Job, perf.Packed(t, g, perNode), p)
 	return r
 }
 
+// jobs reads every active job: its remaining work and its rates at the
+// levels worth giving, both at its progress now (Snapshot.Progress, which
+// pulls a running job's from the executor: engine.ProgressOnDemand).
 func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	var out []*fjob
 	for _, st := range s.Jobs {
-		j := &fjob{st: st, rem: math.Max(st.Work-st.Progress, 0), deadline: math.Inf(1), edge: -1, pin: -1,
+		p := s.Progress(st)
+		j := &fjob{st: st, prog: p, rem: math.Max(st.Work-p, 0), deadline: math.Inf(1), edge: -1, pin: -1,
 			admitted: st.Memo[efAdmitted] == 1, fresh: st.Memo[efAdmitted] == 0 && (st.Starts == 0 || f.holds),
 			held: st.Memo[efAdmitted] == 0 && st.Memo[efHeld] == 1, class: 2*st.Job.Priority + 1}
 		if f.holdYield && st.Memo[efHeld] == 1 {
@@ -295,7 +311,7 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 			if g < st.Job.MinGPUs {
 				continue
 			}
-			r := rate(s, st, c.gpuType, g, c.perNode)
+			r := rate(s, st, c.gpuType, g, c.perNode, p)
 			if r > best*(1+1e-9) {
 				j.levels = append(j.levels, g)
 				j.rates = append(j.rates, r)

@@ -1016,3 +1016,11 @@ func oneGPUWork(x *fjob) float64 {
 	}
 	return float64(x.levels[0]) * x.rem / x.rates[0]
 }
+
+// ProgressOnDemand implements engine.ProgressOnDemand: tidal reads
+// progress only through the snapshot (its EdgeFlow planner, Flow.jobs;
+// Snapshot.Remaining in its loans and its whole-cloud end; the knapsacks'
+// speedups), never Status.Progress. Like EdgeFlow's, its rule reads every
+// active job each round; where the simulator keeps every job current
+// anyway (scenarios' sites, job agents) it changes nothing.
+func (t *Tidal) ProgressOnDemand() bool { return true }
