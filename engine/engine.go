@@ -128,7 +128,11 @@ type Status struct {
 	resized  int // the round in which Schedule found it placed elsewhere
 	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
 	touched  int // the engine's epoch when it last joined Changed (incremental.go)
-	acct     int // the first of the engine's logged round times not yet counted (lazy counters)
+	// gone says the job has left the active list (its slot and, under
+	// Config.ForgetEnded, its record went) while its entry may still be
+	// there, a tombstone until the list is swept (rounds.go).
+	gone bool
+	acct int // the first of the engine's logged round times not yet counted (lazy counters)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -141,7 +145,8 @@ type Snapshot struct {
 	Cluster *cluster.Cluster
 	Model   perf.Model
 	// Jobs are the jobs that are waiting or running, ordered by submission
-	// time, then ID.
+	// time, then ID. In the rounds of a JobsOnDemand policy it is nil until
+	// ActiveJobs fills it.
 	Jobs []*Status
 	// GPUsPerNode is the largest GPU count of any node per GPU type, to shape
 	// predictions (perf.Packed).
@@ -176,7 +181,18 @@ type Snapshot struct {
 	// share GPUs (in pairs or fractions).
 	AddOnly bool
 
-	eng *Engine
+	eng      *Engine
+	onDemand bool // Jobs is filled by ActiveJobs (JobsOnDemand)
+}
+
+// ActiveJobs returns Jobs, filling it first in a round of a JobsOnDemand
+// policy (where it is nil until asked for): after it, Jobs holds the
+// active jobs for whoever reads the snapshot.
+func (s *Snapshot) ActiveJobs() []*Status {
+	if s.onDemand && s.Jobs == nil {
+		s.Jobs = s.eng.list()
+	}
+	return s.Jobs
 }
 
 // From returns the engine whose round the snapshot is (nil for snapshots
@@ -195,7 +211,43 @@ func (s *Snapshot) Remaining(st *Status, n int, t string) float64 {
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
-	return perf.Remaining(s.Model, st.Job, perf.Packed(t, n, s.GPUsPerNode[t]), s.Progress(st))
+	per := s.GPUsPerNode[t]
+	a := s.eng.packed(t, n, per)
+	if a.GPUType == "" {
+		a = perf.Packed(t, n, per)
+	}
+	return perf.Remaining(s.Model, st.Job, a, s.Progress(st))
+}
+
+// packedKey names a packed allocation the engine keeps (packed).
+type packedKey struct {
+	t          string
+	n, perNode int
+}
+
+// maxPacked bounds the packed allocations an engine keeps.
+const maxPacked = 4096
+
+// packed is perf.Packed(t, n, perNode), kept from call to call (the
+// models only read an allocation), so that Snapshot.Remaining, which
+// policies ask for every job they rank, allocates nothing; the zero Alloc
+// on a nil engine.
+func (e *Engine) packed(t string, n, perNode int) perf.Alloc {
+	if e == nil {
+		return perf.Alloc{}
+	}
+	k := packedKey{t, n, perNode}
+	if a, ok := e.packedAllocs[k]; ok {
+		return a
+	}
+	a := perf.Packed(t, n, perNode)
+	if e.packedAllocs == nil {
+		e.packedAllocs = map[packedKey]perf.Alloc{}
+	}
+	if len(e.packedAllocs) < maxPacked {
+		e.packedAllocs[k] = a
+	}
+	return a
 }
 
 // Assignment asks for one job to hold GPUs.
@@ -359,6 +411,19 @@ type IncrementalPolicy interface {
 	Incremental() bool
 }
 
+// JobsOnDemand is an optional Policy interface: an IncrementalPolicy
+// whose JobsOnDemand reports true reads the active jobs of a round only
+// through Snapshot.ActiveJobs (its snapshots' Jobs is nil until then), so
+// that a round in which it plans from Changed alone need not have the
+// list of active jobs ready: the jobs that end then leave the engine's
+// list lazily, as tombstones swept out in one pass once they are a
+// quarter of it (rounds.go), instead of each moving the entries after it.
+// Only the policy the engine holds counts: wrappers do not forward it.
+type JobsOnDemand interface {
+	IncrementalPolicy
+	JobsOnDemand() bool
+}
+
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
 // job whose assignment matches what it holds (same count, compatible type)
 // must keep them, and GPUs held by jobs not in run are free. Place returns
@@ -457,7 +522,11 @@ type Engine struct {
 	// ended counts entries of active that have become terminal since the
 	// last compact: removing them lazily keeps Finish O(1).
 	ended     int
-	endedList []*Status // the jobs ended since the last compact, while few
+	endedList []*Status // the jobs ended since the last compact
+	// tombs counts the entries of active that have left (Status.gone):
+	// under a JobsOnDemand policy they stay until swept (rounds.go).
+	tombs    int
+	lazyJobs bool // the policy is a JobsOnDemand one that says so
 	// slots are the Status.Slot values free for new jobs; nSlots is how
 	// many were ever handed out.
 	slots  []int
@@ -495,6 +564,9 @@ type Engine struct {
 	// says a round is running.
 	expl    explained
 	inRound bool
+	// packedAllocs are the packed allocations Snapshot.Remaining asked
+	// for (packed).
+	packedAllocs map[packedKey]perf.Alloc
 }
 
 // New makes an engine. All Config fields are required.
@@ -567,10 +639,7 @@ func lessSubmit(a, b *Status) bool {
 func (e *Engine) Job(id string) *Status { return e.jobs[id] }
 
 // Active returns the waiting and running jobs (shared; do not modify).
-func (e *Engine) Active() []*Status {
-	e.compact()
-	return e.active
-}
+func (e *Engine) Active() []*Status { return e.list() }
 
 // Rounds is the number of scheduling rounds run.
 func (e *Engine) Rounds() int { return e.rounds }
@@ -578,9 +647,8 @@ func (e *Engine) Rounds() int { return e.rounds }
 // Allocated is the number of GPUs held by jobs (a shared GPU counts once,
 // whether a packed pair or fractional jobs share it).
 func (e *Engine) Allocated() int {
-	e.compact()
 	n := 0
-	for _, st := range e.active {
+	for _, st := range e.list() {
 		if (st.PackedWith == "" || st.Job.ID < st.PackedWith) && st.Share == 0 {
 			n += len(st.GPUs)
 		}
@@ -669,7 +737,7 @@ func (e *Engine) account(now float64) {
 		e.logAccount(now)
 		return
 	}
-	for _, st := range e.active {
+	for _, st := range e.list() {
 		e.accountJob(st, now)
 	}
 }
@@ -722,18 +790,22 @@ func (e *Engine) Snapshot() *Snapshot {
 // the round cost most for large traces) buys nothing. The pointer slice is
 // the snapshot's own, so a policy that reorders Jobs leaves the engine's
 // order alone; with shared, Jobs is the engine's active list itself (for
-// an IncrementalPolicy, which must not reorder it) and ptrs is returned
-// unused.
+// an IncrementalPolicy, which must not reorder it), nil until
+// Snapshot.ActiveJobs for a JobsOnDemand one, and ptrs is returned unused.
 func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, shared bool) []*Status {
 	now := e.cfg.Clock.Now()
 	e.account(now)
-	jobs := e.active
-	if !shared {
-		ptrs = append(ptrs[:0], e.active...)
+	var jobs []*Status
+	switch {
+	case !shared:
+		ptrs = append(ptrs[:0], e.list()...)
 		jobs = ptrs
+	case !e.lazyJobs:
+		jobs = e.list()
 	}
 	*s = Snapshot{Now: now, Round: e.rounds, Cluster: e.cfg.Cluster, Model: e.cfg.Model,
-		Jobs: jobs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e}
+		Jobs: jobs, GPUsPerNode: e.perNode, Down: e.downView(), Sharing: e.cfg.Sharing, eng: e,
+		onDemand: shared && e.lazyJobs}
 	return ptrs
 }
 
@@ -829,12 +901,13 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 		clear(run) // the assignments' strings belong to the plan
 		return e.apply(plan, planned, placed, nil, now), nil
 	}
+	active := e.list()
 	if sc.held == nil {
-		sc.held = make(map[string][]cluster.GPUID, len(e.active))
+		sc.held = make(map[string][]cluster.GPUID, len(active))
 	}
 	held := sc.held
 	clear(held)
-	for _, st := range e.active {
+	for _, st := range active {
 		if len(st.GPUs) > 0 {
 			held[st.Job.ID] = st.GPUs
 		}
@@ -846,7 +919,7 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 	// 6. Diff. Free GPUs first (preemptions, then the old GPUs of resized
 	// jobs), then hand out new ones in plan order.
 	changes := declined
-	for _, st := range e.active {
+	for _, st := range active {
 		if len(st.GPUs) == 0 {
 			continue
 		}
@@ -1009,7 +1082,7 @@ func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
 // is), and counts the planned jobs that hold no GPUs.
 func (e *Engine) keeps(p Plan, planned []*Status) (kept bool, adds int) {
 	running := 0
-	for _, st := range e.active {
+	for _, st := range e.list() {
 		if len(st.GPUs) > 0 {
 			running++
 		}

@@ -7,3 +7,6 @@ func SetMaxLog(n int) (restore func()) {
 	maxLog = n
 	return func() { maxLog = old }
 }
+
+// Tombs counts the tombstones in the active list (rounds.go).
+func (e *Engine) Tombs() int { return e.tombs }

@@ -52,17 +52,22 @@ func (e *Engine) handChanged(s *Snapshot) {
 func (e *Engine) setPolicyMode(p Policy) {
 	ip, ok := p.(IncrementalPolicy)
 	e.incrPolicy = ok && ip.Incremental()
+	jp, ok := p.(JobsOnDemand)
+	e.lazyJobs = e.incrPolicy && ok && jp.JobsOnDemand()
+	if !e.lazyJobs {
+		e.list() // the tombstones go: the list is read as it is
+	}
 	lazy := e.incrPolicy && e.cfg.LazyCounters
 	switch {
 	case e.lazy && !lazy:
-		for _, st := range e.active {
+		for _, st := range e.list() {
 			e.sync(st)
 		}
 		e.lazy = false
 	case !e.lazy && lazy:
 		e.acctBase += len(e.acctLog)
 		e.acctLog = e.acctLog[:0]
-		for _, st := range e.active {
+		for _, st := range e.list() {
 			st.acct = e.acctBase
 		}
 		e.lazy = true
@@ -84,7 +89,7 @@ func (e *Engine) logAccount(now float64) {
 		// same additions each job's next sync would make, made earlier,
 		// so the log's memory stays bounded (once every maxLog rounds,
 		// a pass over the active jobs).
-		for _, st := range e.active {
+		for _, st := range e.list() {
 			e.sync(st)
 		}
 		e.acctBase += len(e.acctLog)
@@ -351,6 +356,9 @@ func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
 
 // memos stores the plan's memos on their jobs.
 func (e *Engine) memos(plan Plan) {
+	if len(plan.Memo) == 0 {
+		return // a policy's map, emptied but kept, may be large to walk
+	}
 	for id, m := range plan.Memo {
 		if st := e.jobs[id]; st != nil {
 			st.Memo = m

@@ -8,7 +8,8 @@ package engine
 // cost first, and idle GPUs before any job's, so that the simulator and a
 // live cluster reclaim in the same order.
 func (e *Engine) ReclaimCosts(p Policy, fallback func(st *Status) float64) map[*Status]float64 {
-	out := make(map[*Status]float64, len(e.active))
+	active := e.list()
+	out := make(map[*Status]float64, len(active))
 	rc, ok := As[ReclaimCoster](p)
 	var byID map[string]*Status
 	var snap *Snapshot
@@ -19,7 +20,7 @@ func (e *Engine) ReclaimCosts(p Policy, fallback func(st *Status) float64) map[*
 			byID[c.Job.ID] = c
 		}
 	}
-	for _, st := range e.active {
+	for _, st := range active {
 		if len(st.GPUs) == 0 {
 			continue
 		}

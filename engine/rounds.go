@@ -88,12 +88,16 @@ func typeIndex(c *cluster.Cluster, t string) int {
 // compact drops the jobs that ended from the active list: the few that
 // ended since the last round are found by binary search (the list is in
 // submission order), more by one pass. Their slots are freed in the
-// list's order either way.
+// list's order either way. Under a JobsOnDemand policy they leave it
+// lazily instead: each becomes a tombstone (Status.gone), its slot freed
+// in the same order, and the list is swept once the tombstones are a
+// quarter of it (or when someone reads it, list), so a job ending costs
+// O(1) amortized rather than the entries after it moving.
 func (e *Engine) compact() {
 	if e.ended == 0 {
 		return
 	}
-	if len(e.endedList) == e.ended && e.ended <= 16 {
+	if len(e.endedList) == e.ended && (e.ended <= 16 || e.lazyJobs) {
 		slices.SortFunc(e.endedList, func(a, b *Status) int {
 			if lessSubmit(a, b) {
 				return -1
@@ -101,6 +105,11 @@ func (e *Engine) compact() {
 			return 1
 		})
 		for _, st := range e.endedList {
+			if e.lazyJobs {
+				e.left(st)
+				e.tombs++
+				continue
+			}
 			i := sort.Search(len(e.active), func(i int) bool { return !lessSubmit(e.active[i], st) })
 			if i == len(e.active) || e.active[i] != st {
 				e.compactAll()
@@ -111,32 +120,48 @@ func (e *Engine) compact() {
 		}
 		clear(e.endedList)
 		e.endedList, e.ended = e.endedList[:0], 0
+		if e.tombs > 0 && e.tombs >= len(e.active)/4 {
+			e.compactAll()
+		}
 		return
 	}
 	e.compactAll()
 }
 
-// compactAll drops every job that ended from the active list in one pass.
+// list returns the active list with every job that ended out of it.
+func (e *Engine) list() []*Status {
+	e.compact()
+	if e.tombs > 0 {
+		e.compactAll()
+	}
+	return e.active
+}
+
+// compactAll drops every job that ended, and every tombstone, from the
+// active list in one pass.
 func (e *Engine) compactAll() {
 	clear(e.endedList)
 	e.endedList = e.endedList[:0]
 	k := 0
 	for _, st := range e.active {
-		if !st.State.Terminal() {
+		switch {
+		case st.gone:
+		case !st.State.Terminal():
 			e.active[k] = st
 			k++
-		} else {
+		default:
 			e.left(st)
 		}
 	}
 	clear(e.active[k:])
 	e.active = e.active[:k]
-	e.ended = 0
+	e.ended, e.tombs = 0, 0
 }
 
 // left forgets an ended job that has left the active list: its slot is
 // free, and its record too under Config.ForgetEnded.
 func (e *Engine) left(st *Status) {
+	st.gone = true
 	e.slots = append(e.slots, st.Slot)
 	if e.cfg.ForgetEnded && e.jobs[st.Job.ID] == st {
 		delete(e.jobs, st.Job.ID)

@@ -47,7 +47,7 @@ func (e *Engine) SetDown(gpus []cluster.GPUID, down bool) ([]Change, error) {
 		return nil, nil
 	}
 	var changes []Change
-	for _, st := range e.active {
+	for _, st := range e.list() {
 		hit := false
 		for _, g := range st.GPUs {
 			hit = hit || next[g]

@@ -78,7 +78,7 @@ type jobMemo struct {
 // has submitted (and adopted or carried) the jobs again.
 func (e *Engine) PolicyState() ([]byte, error) {
 	st := engineState{Policy: e.cfg.Policy.Name(), Rounds: e.rounds}
-	for _, s := range e.active {
+	for _, s := range e.list() {
 		if s.Memo != (Memo{}) && !s.State.Terminal() {
 			st.Memos = append(st.Memos, jobMemo{s.Job.ID, s.Memo})
 		}
@@ -119,7 +119,7 @@ func (e *Engine) RestorePolicyState(p Policy, b []byte) error {
 	}
 	e.rounds = st.Rounds
 	e.incr = false // the memos change under the policy
-	for _, s := range e.active {
+	for _, s := range e.list() {
 		s.Memo = Memo{}
 	}
 	for _, m := range st.Memos {

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -30,8 +31,13 @@ import (
 // first decision may be its costliest), solver-ms the part of that
 // decision spent inside the LP/MILP solver and decide-cpu-ms the CPU time
 // the process used during it (the figure to compare on a loaded machine,
-// where wall time is mostly the wait for a core). With -benchtime Nx, the run
-// whose slowest decision is fastest is reported.
+// where wall time is mostly the wait for a core). decide-allocs and
+// decide-B are the heap allocations (count, bytes) of that slowest
+// decision; steady-allocs and steady-B those of a fourth decision, 1 s
+// after the third, in which nothing arrived, ended or crossed a round's
+// timer: what a policy allocates when nothing changes (0 for one that
+// reuses its memory). With -benchtime Nx, the run whose slowest decision
+// is fastest is reported (its allocations with it).
 //
 // Every registered policy runs with its defaults; the approximations its
 // authors describe for large clusters, where a knob selects one, run too
@@ -80,13 +86,21 @@ type switchPolicy struct {
 	p       engine.Policy
 	elapsed time.Duration // time inside the last Schedule
 	cpu     float64       // CPU-seconds of the process inside the last Schedule
+	// allocs and bytes are the heap allocations of the last Schedule
+	// (runtime.MemStats, read outside the times above).
+	allocs, bytes uint64
+	mem           runtime.MemStats
 }
 
 func (s *switchPolicy) Name() string { return s.p.Name() }
 func (s *switchPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
+	runtime.ReadMemStats(&s.mem)
+	allocs, bytes := s.mem.Mallocs, s.mem.TotalAlloc
 	start, cpu := time.Now(), cputime.Process()
 	plan := s.p.Schedule(snap)
 	s.elapsed, s.cpu = time.Since(start), cputime.Process()-cpu
+	runtime.ReadMemStats(&s.mem)
+	s.allocs, s.bytes = s.mem.Mallocs-allocs, s.mem.TotalAlloc-bytes
 	return plan
 }
 
@@ -133,6 +147,7 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 	}
 	var best, bestSolver time.Duration = -1, 0
 	bestCPU := 0.0
+	var bestAllocs, bestBytes, steadyAllocs, steadyBytes uint64
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		clk := &benchClock{}
@@ -156,6 +171,7 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 		// solve in each); the slowest decision counts.
 		var worst, worstSolver time.Duration
 		worstCPU := 0.0
+		var worstAllocs, worstBytes uint64
 		b.StartTimer()
 		for r := 0; r < 3; r++ {
 			clk.t += 360
@@ -165,11 +181,18 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 			}
 			if sw.elapsed > worst {
 				worst, worstSolver, worstCPU = sw.elapsed, solver.SolveTime()-solved, sw.cpu
+				worstAllocs, worstBytes = sw.allocs, sw.bytes
 			}
 		}
 		b.StopTimer()
+		// The steady round: 1 s on, nothing new.
+		clk.t++
+		if _, err := e.Schedule(); err != nil {
+			b.Fatal(err)
+		}
 		if best < 0 || worst < best {
 			best, bestSolver, bestCPU = worst, worstSolver, worstCPU
+			bestAllocs, bestBytes, steadyAllocs, steadyBytes = worstAllocs, worstBytes, sw.allocs, sw.bytes
 		}
 	}
 	// The fastest of the b.N runs: on a loaded machine the others mostly
@@ -177,4 +200,8 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 	b.ReportMetric(float64(best.Nanoseconds())/1e6, "decide-ms")
 	b.ReportMetric(float64(bestSolver.Nanoseconds())/1e6, "solver-ms")
 	b.ReportMetric(bestCPU*1e3, "decide-cpu-ms")
+	b.ReportMetric(float64(bestAllocs), "decide-allocs")
+	b.ReportMetric(float64(bestBytes), "decide-B")
+	b.ReportMetric(float64(steadyAllocs), "steady-allocs")
+	b.ReportMetric(float64(steadyBytes), "steady-B")
 }

@@ -449,7 +449,19 @@ type config struct {
 	ok       bool
 }
 
+// configKey names what a config depends on: the GPU counts of the
+// placement's nodes that hold any, in order (computeConfig reads only
+// those), and the batch. It is built without allocating, so that a lookup
+// (every Snapshot.Remaining a policy asks) allocates nothing; placements
+// of more than 12 nodes, or of a node with more than 255 GPUs, use
+// configKeyLong.
 type configKey struct {
+	pl    [12]uint8
+	batch int
+}
+
+// configKeyLong is configKey for the placements it cannot hold.
+type configKeyLong struct {
 	placement string
 	batch     int
 }
@@ -462,15 +474,43 @@ func (p *Profile) Configure(perNode []int, batch int) (Config, bool) {
 }
 
 func (p *Profile) config(perNode []int, batch int) config {
-	key := configKey{placementKey(perNode), batch}
-	if v, ok := p.configCache.Load(key); ok {
-		return v.(config)
+	var key any
+	if k, ok := shortKey(perNode, batch); ok {
+		if v, ok := p.configCache.Load(k); ok {
+			return v.(config)
+		}
+		key = k
+	} else {
+		key = configKeyLong{placementKey(perNode), batch}
+		if v, ok := p.configCache.Load(key); ok {
+			return v.(config)
+		}
 	}
 	c := p.computeConfig(perNode, batch)
 	p.configCache.Store(key, c)
 	return c
 }
 
+// shortKey is perNode's configKey, false when it holds more than 12 nodes
+// with GPUs or a node with more than 255.
+func shortKey(perNode []int, batch int) (configKey, bool) {
+	k := configKey{batch: batch}
+	n := 0
+	for _, g := range perNode {
+		if g == 0 {
+			continue
+		}
+		if n == len(k.pl) || g < 0 || g > 255 {
+			return configKey{}, false
+		}
+		k.pl[n] = uint8(g)
+		n++
+	}
+	return k, true
+}
+
+// placementKey is configKeyLong's name of a placement: its nodes' GPU
+// counts, those that hold none left out.
 func placementKey(perNode []int) string {
 	var b strings.Builder
 	for i, g := range perNode {

@@ -825,3 +825,46 @@ func TestConfigCacheKeys(t *testing.T) {
 		t.Errorf("ncf [12] and [1 2] configured the same: %+v", a)
 	}
 }
+
+// TestConfigCacheShortKeys: a placement's config read through the cache (twice:
+// computed, then found) is the one computed afresh, for placements with
+// idle nodes anywhere, more nodes than the short key holds and a node of
+// more than 255 GPUs; two placements that differ only in idle nodes share
+// an entry, others do not; and a config found in the cache under a short
+// key costs no allocation.
+func TestConfigCacheShortKeys(t *testing.T) {
+	m, err := Load(data.FS, data.ProfilesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Profiles["cifar10"]
+	if p == nil {
+		t.Fatal("no cifar10 profile")
+	}
+	many := make([]int, 20)
+	for i := range many {
+		many[i] = 1 + i%3
+	}
+	placements := [][]int{{1}, {4}, {0, 4}, {4, 0}, {2, 0, 2}, {2, 2}, {1, 3}, {3, 1}, {0, 0, 1, 0, 3}, many, {300}, {0, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4}}
+	for _, pl := range placements {
+		for _, batch := range []int{0, 128, 512} {
+			want := p.computeConfig(pl, batch)
+			for range 2 {
+				if got := p.config(pl, batch); got != want {
+					t.Errorf("config(%v, %d) = %+v, computed afresh %+v", pl, batch, got, want)
+				}
+			}
+		}
+	}
+	n := 0
+	p.configCache.Range(func(k, v any) bool { n++; return true })
+	// {1} {4} {2,2} {1,3} {3,1} many {300} and the last one, at 3 batches:
+	// {0,4} and {4,0} are {4}, {2,0,2} is {2,2}, {0,0,1,0,3} is {1,3}.
+	if n != 8*3 {
+		t.Errorf("%d cache entries, want %d", n, 8*3)
+	}
+	pl := []int{0, 2, 0, 4}
+	if a := testing.AllocsPerRun(100, func() { p.config(pl, 128) }); a != 0 {
+		t.Errorf("a config found in the cache cost %v allocations, want 0", a)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -81,6 +82,14 @@ type Chronus struct {
 	// milp solves the lease problem (solveLeaseMILP when nil; tests force
 	// failures through it).
 	milp func(jobs []leaseJob, capacity []int, now leaseNowWeight, gap float64) (*leasePlan, error)
+
+	// Scratch reused from round to round: the round's jobs, the reasons'
+	// memory, and this round's classes and declined jobs, for appendTerms.
+	buf      []chronusJob
+	explain  explain.Scratch
+	terms    func(b []byte, st *engine.Status) []byte
+	class    map[*engine.Status]int
+	declined []string
 }
 
 // Chronus' memo slots.
@@ -213,9 +222,12 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	k := int(math.Floor(s.Now/c.Lease + 1e-9))
 	capTotal := s.Cluster.TotalGPUs()
 	jobs := make([]*chronusJob, len(s.Jobs))
+	c.buf = slices.Grow(c.buf[:0], len(s.Jobs))[:len(s.Jobs)]
+	defer clear(c.buf) // the statuses are the engine's
 	var admitted []*chronusJob
 	for i, st := range s.Jobs {
-		j := &chronusJob{st: st, memo: st.Memo, rem: s.Remaining(st, st.Job.GPUs, "")}
+		j := &c.buf[i]
+		*j = chronusJob{st: st, memo: st.Memo, rem: s.Remaining(st, st.Job.GPUs, "")}
 		if len(st.GPUs) == 0 {
 			cost := s.Model.Costs(st.Job)
 			j.startCost = cost.Start
@@ -335,24 +347,19 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := alloc.Greedy(s, sts, false)
 	plan.Decline = declined
 	plan.Warnings = warn
-	class := make(map[*engine.Status]int, len(jobs))
-	for _, j := range jobs {
-		class[j.st] = int(j.memo[chronusClass])
+	if c.class == nil {
+		c.class = make(map[*engine.Status]int, len(jobs))
 	}
-	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
-		switch class[st] {
-		case chronusAdmitted:
-			return fmt.Sprintf("admitted (deadline t=%.0f s) but holds no block of this lease; runs on spot GPUs left", st.Job.Deadline)
-		case chronusUnadmitted:
-			if slices.Contains(declined, st.Job.ID) {
-				return fmt.Sprintf("deadline t=%.0f s does not pack into the leases with the admitted jobs", st.Job.Deadline)
-			}
-			return fmt.Sprintf("not admitted (deadline t=%.0f s does not pack with the admitted jobs); spot GPUs, least GPU-time first", st.Job.Deadline)
-		case chronusLost:
-			return "can no longer meet its deadline; ranks last"
-		}
-		return "best effort on spot GPUs, least remaining GPU-time first"
-	})
+	for _, j := range jobs {
+		c.class[j.st] = int(j.memo[chronusClass])
+	}
+	if c.terms == nil { // made once: a closure made every round is allocated every round
+		c.terms = c.appendTerms
+	}
+	c.declined = declined
+	c.explain.PlanAppend(s, &plan, sts, c.terms)
+	c.declined = nil
+	clear(c.class) // the statuses are the engine's
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {
@@ -362,6 +369,27 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	return plan
+}
+
+// appendTerms appends a job's standing in this round to b (its class,
+// its deadline).
+func (c *Chronus) appendTerms(b []byte, st *engine.Status) []byte {
+	deadline := func(b []byte) []byte { return strconv.AppendFloat(b, st.Job.Deadline, 'f', 0, 64) }
+	switch c.class[st] {
+	case chronusAdmitted:
+		b = deadline(append(b, "admitted (deadline t="...))
+		return append(b, " s) but holds no block of this lease; runs on spot GPUs left"...)
+	case chronusUnadmitted:
+		if slices.Contains(c.declined, st.Job.ID) {
+			b = deadline(append(b, "deadline t="...))
+			return append(b, " s does not pack into the leases with the admitted jobs"...)
+		}
+		b = deadline(append(b, "not admitted (deadline t="...))
+		return append(b, " s does not pack with the admitted jobs); spot GPUs, least GPU-time first"...)
+	case chronusLost:
+		return append(b, "can no longer meet its deadline; ranks last"...)
+	}
+	return append(b, "best effort on spot GPUs, least remaining GPU-time first"...)
 }
 
 // admitter admits newcomers one after another: try reports whether a

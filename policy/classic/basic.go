@@ -2,7 +2,6 @@ package classic
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -243,16 +242,18 @@ func lazyGreedy(s *engine.Snapshot, plan *engine.Plan, q *explain.Queue, order [
 // EDF runs the jobs with the earliest deadlines first, preempting later ones.
 type EDF struct {
 	// kept is what the rounds planned from what changed read (issue 19).
-	kept roster.Roster
-	run  []engine.Assignment
-	why  explain.Queue // the waiting jobs' reasons, worked out when read
+	kept  roster.Roster
+	order edfOrder // the active jobs by deadline, kept across rounds (edf_order.go)
+	run   []engine.Assignment
+	why   explain.Queue // the waiting jobs' reasons, worked out when read
 }
 
 // Name implements engine.Policy.
 func (*EDF) Name() string { return "edf" }
 
 // Incremental implements engine.IncrementalPolicy: EDF plans a round in
-// which every active job fits from what changed.
+// which every active job fits from what changed; in the other rounds it
+// keeps its order of the active jobs from the last (edf_order.go).
 func (p *EDF) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
@@ -263,22 +264,18 @@ func (p *EDF) ProgressFree() bool { return true }
 
 // Schedule implements engine.Policy.
 func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
-	dl := func(st *engine.Status) float64 {
-		if st.Job.Deadline > 0 {
-			return st.Job.Deadline
-		}
-		return math.Inf(1)
-	}
 	p.why.Next(s.Round)
 	if p.kept.Begin(s) && p.kept.Fits(s) {
 		// Every job runs; the waiting ones start by deadline, as the
-		// full pass orders them.
+		// full pass orders them. The kept order misses this round.
 		p.kept.Kept++
-		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), dl))
+		p.order.stop()
+		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), edfKey))
 		return engine.Plan{Run: p.run, Keep: true}
 	}
-	order := alloc.SortByKey(s.Jobs, dl)
-	plan := alloc.Greedy(s, order, false)
+	order := p.order.order(s)
+	plan := alloc.GreedyInto(s, order, false, p.run)
+	p.run = plan.Run
 	if lazyGreedy(s, &plan, &p.why, order, nil, appendDeadline) {
 		return plan
 	}

@@ -213,7 +213,7 @@ func (t *Tiresias) queueOf(service float64) int {
 // Schedule implements engine.Policy.
 func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	var memo map[string]engine.Memo // only the memos that change, in t.memo's memory
-	clear(t.memo)
+	t.clearMemo()
 	if t.inQueue == nil {
 		t.inQueue = t.compareIn
 		t.fast.cmp = t.inQueue
@@ -223,12 +223,13 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		if plan, ok := t.scheduleFast(s, &memo); ok {
 			return plan
 		}
-		clear(t.memo)
+		t.clearMemo()
 		memo = nil
 	}
 	t.keepPrev() // the last round's reasons, before the full pass rebuilds the order
-	entries := slices.Grow(t.entries[:0], len(s.Jobs))[:len(s.Jobs)]
-	for i, st := range s.Jobs {
+	jobs := s.ActiveJobs()
+	entries := slices.Grow(t.entries[:0], len(jobs))[:len(jobs)]
+	for i, st := range jobs {
 		q, m := t.standing(s, st, &memo)
 		e := tiresiasEntry{st: st, queue: q, entered: m[memoEntered]}
 		if t.Gittins != nil {
@@ -242,7 +243,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		entries[i] = e
 	}
 	if t.Gittins == nil {
-		entries = t.sortKept(entries, s.Jobs)
+		entries = t.sortKept(entries, jobs)
 		t.prev = append(t.prev[:0], entries...)
 	} else {
 		entries = t.sort(entries) // every running job's index moves each round
@@ -265,6 +266,24 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	clear(order)
 	t.entries, t.queued, t.order = t.entries[:0], t.queued[:0], order[:0]
 	return plan
+}
+
+// memoKeep is the most memos t.memo may have held for it to be cleared
+// and reused; a larger one is dropped. A Go map keeps the room of its
+// largest size, and walking it (the engine walks Plan.Memo every round)
+// costs that room, not its entries: the first round of 100,000 jobs gives
+// every job a memo, and a map kept with room for them made every later
+// round, in which a few jobs change queue, walk 100,000 empty entries.
+const memoKeep = 256
+
+// clearMemo empties t.memo for this round's memos: clears it, or drops it
+// when it grew past memoKeep (standing makes a new one when a memo changes).
+func (t *Tiresias) clearMemo() {
+	if len(t.memo) > memoKeep {
+		t.memo = nil
+		return
+	}
+	clear(t.memo)
 }
 
 // appendTerms appends a waiting job's standing to b: "queue 2 of 4,

@@ -125,6 +125,11 @@ func (h *crossings) Pop() any {
 // move with time).
 func (t *Tiresias) Incremental() bool { return t.Gittins == nil && t.Knob == 0 }
 
+// JobsOnDemand implements engine.JobsOnDemand: a round planned from what
+// changed reads no list of the active jobs; a full one asks for it first
+// (Snapshot.ActiveJobs).
+func (t *Tiresias) JobsOnDemand() bool { return t.Incremental() }
+
 // ProgressFree implements engine.ProgressFree: Tiresias ranks by attained
 // service, never by progress.
 func (t *Tiresias) ProgressFree() bool { return true }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -53,6 +53,17 @@ type AlloX struct {
 	// their progress): the matching only changes when they do, and most
 	// rounds see the same queue.
 	cache map[string]map[string]alloxSlot
+
+	// Scratch reused from round to round: the cache key's bytes, a
+	// matching's slots by status, the reasons' memory, and this round's
+	// figures, for appendTerms.
+	key      []byte
+	slot     map[*engine.Status]alloxSlot
+	explain  explain.Scratch
+	terms    func(b []byte, st *engine.Status) []byte
+	tenants  []string
+	first    int
+	attained map[string]float64
 }
 
 // DefaultAlloX holds AlloX's default knobs.
@@ -127,15 +138,32 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 			plan.Run = append(plan.Run, a)
 		}
 	}
-	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-		u := st.Job.Tenant
-		part := "the rest"
-		if i := slices.Index(tenants, u); i < first {
-			part = "the least served"
-		}
-		return fmt.Sprintf("tenant %q attained %.2f GPU-h, matched with %s; the matching minimises mean completion time", u, attained[u]/3600, part)
-	})
+	if x.terms == nil { // made once: a closure made every round is allocated every round
+		x.terms = x.appendTerms
+	}
+	x.tenants, x.first, x.attained = tenants, first, attained
+	x.explain.PlanAppend(s, &plan, nil, x.terms)
+	x.tenants, x.attained = nil, nil
+	clear(x.slot) // the statuses are the engine's
 	return plan
+}
+
+// appendTerms appends a waiting job's standing to b: "tenant "a" attained
+// 1.50 GPU-h, matched with the least served; the matching minimises mean
+// completion time", as this round ranked its tenant.
+func (x *AlloX) appendTerms(b []byte, st *engine.Status) []byte {
+	u := st.Job.Tenant
+	part := "the rest"
+	if i := slices.Index(x.tenants, u); i < x.first {
+		part = "the least served"
+	}
+	b = append(b, "tenant "...)
+	b = strconv.AppendQuote(b, u)
+	b = append(b, " attained "...)
+	b = strconv.AppendFloat(b, x.attained[u]/3600, 'f', 2, 64)
+	b = append(b, " GPU-h, matched with "...)
+	b = append(b, part...)
+	return append(b, "; the matching minimises mean completion time"...)
 }
 
 // ProgressOnDemand implements engine.ProgressOnDemand: AlloX reads the
@@ -150,14 +178,21 @@ func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.St
 	// type (capacity varies on multi-site clusters) and the jobs'
 	// progress. The cache must never change a plan, only save time: a
 	// fresh instance after a restart plans the same (engine.Stateful).
-	var key strings.Builder
+	key := x.key[:0]
 	for _, t := range s.Cluster.GPUTypes() {
-		fmt.Fprintf(&key, "%s=%d,", t, s.Available("", t))
+		key = append(key, t...)
+		key = append(key, '=')
+		key = strconv.AppendInt(key, int64(s.Available("", t)), 10)
+		key = append(key, ',')
 	}
 	for _, st := range jobs {
-		fmt.Fprintf(&key, "%s@%g,", st.Job.ID, s.Progress(st))
+		key = append(key, st.Job.ID...)
+		key = append(key, '@')
+		key = strconv.AppendFloat(key, s.Progress(st), 'g', -1, 64)
+		key = append(key, ',')
 	}
-	byID, ok := x.cache[key.String()]
+	x.key = key
+	byID, ok := x.cache[string(key)]
 	if !ok {
 		byID = map[string]alloxSlot{}
 		for st, sl := range x.Match(s, jobs) {
@@ -166,9 +201,13 @@ func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.St
 		if x.cache == nil || len(x.cache) > 64 {
 			x.cache = map[string]map[string]alloxSlot{}
 		}
-		x.cache[key.String()] = byID
+		x.cache[string(key)] = byID
 	}
-	out := make(map[*engine.Status]alloxSlot, len(jobs))
+	if x.slot == nil {
+		x.slot = make(map[*engine.Status]alloxSlot, len(jobs))
+	}
+	out := x.slot
+	clear(out)
 	for _, st := range jobs {
 		if sl, ok := byID[st.Job.ID]; ok {
 			out[st] = sl

@@ -1,8 +1,8 @@
 package fair
 
 import (
-	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tide-sched/tide/cluster"
@@ -46,6 +46,29 @@ func drfPolicies(register func(contract.Info)) {
 type DRF struct {
 	Preempt bool             `knob:"preempt"`
 	Weights contract.Weights `knob:"weights"`
+
+	// Scratch reused from round to round: the last plan's Run (the engine
+	// is done with it by the next round), the reasons' memory, and this
+	// round's shares, for appendTerms.
+	run     []engine.Assignment
+	explain explain.Scratch
+	terms   func(b []byte, st *engine.Status) []byte
+	use     map[string]resources
+	capa    resources
+}
+
+// appendTerms appends a waiting job's standing to b: "tenant "a" holds a
+// dominant share of 0.25 (weight 1); the lowest share is served first",
+// its tenant's share as this round left it.
+func (d *DRF) appendTerms(b []byte, st *engine.Status) []byte {
+	t := st.Job.Tenant
+	b = append(b, "tenant "...)
+	b = strconv.AppendQuote(b, t)
+	b = append(b, " holds a dominant share of "...)
+	b = strconv.AppendFloat(b, dominant(d.use[t], d.capa), 'f', 2, 64)
+	b = append(b, " (weight "...)
+	b = strconv.AppendFloat(b, d.Weights.Of(t), 'g', -1, 64)
+	return append(b, "); the lowest share is served first"...)
 }
 
 // Name implements engine.Policy.
@@ -102,7 +125,7 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 	free := alloc.NewPool(s)
 	left := capa
 	use := map[string]resources{}
-	var plan engine.Plan
+	plan := engine.Plan{Run: d.run[:0]}
 	give := func(st *engine.Status) bool {
 		dem := demand(st.Job, st.Job.GPUs, capa)
 		for i := 1; i < len(dem); i++ {
@@ -155,10 +178,12 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 		if !found {
-			explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-				t := st.Job.Tenant
-				return fmt.Sprintf("tenant %q holds a dominant share of %.2f (weight %g); the lowest share is served first", t, dominant(use[t], capa), d.Weights.Of(t))
-			})
+			if d.terms == nil { // made once: a closure made every round is allocated every round
+				d.terms = d.appendTerms
+			}
+			d.use, d.capa = use, capa
+			d.explain.PlanAppend(s, &plan, nil, d.terms)
+			d.run, d.use = plan.Run, nil
 			return plan
 		}
 		// The tenant's earliest job that fits starts; jobs that fit

@@ -2,9 +2,9 @@ package harvest
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -56,6 +56,12 @@ type Aryl struct {
 	Whole   bool `knob:"whole"`
 	Elastic bool `knob:"elastic"` // false: jobs run rigid, on the GPUs they asked for
 	name    string
+
+	// Scratch reused from round to round: the reasons' memory, and this
+	// round's remaining times, for appendTerms.
+	explain explain.Scratch
+	terms   func(b []byte, st *engine.Status) []byte
+	rem     map[*engine.Status]float64
 }
 
 // DefaultAryl holds Aryl's default knobs.
@@ -131,11 +137,12 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		free[i] = p.Free
 	}
 	// Base workers. A job on loaned servers stays in their pool while it fits.
+	try := make([]int, 0, 2*len(pools))
 	for i := range order {
 		e := &order[i]
 		need := e.need
 		cur := loan.SiteOf(s, e.st)
-		try := make([]int, 0, len(pools))
+		try = try[:0]
 		for k, p := range pools {
 			if p.Infer && p.Site == cur {
 				try = append(try, k)
@@ -197,14 +204,27 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		plan.Run = append(plan.Run, loan.LargestFirst(run)...)
 	}
 	sts := make([]*engine.Status, len(order))
-	rem := make(map[*engine.Status]float64, len(order))
-	for i, e := range order {
-		sts[i], rem[e.st] = e.st, e.rem
+	if a.rem == nil {
+		a.rem = make(map[*engine.Status]float64, len(order))
 	}
-	explain.Plan(s, &plan, sts, func(st *engine.Status) string {
-		return fmt.Sprintf("remaining %.0f s on its base workers; shortest first", rem[st])
-	})
+	clear(a.rem)
+	for i, e := range order {
+		sts[i], a.rem[e.st] = e.st, e.rem
+	}
+	if a.terms == nil { // made once: a closure made every round is allocated every round
+		a.terms = a.appendTerms
+	}
+	a.explain.PlanAppend(s, &plan, sts, a.terms)
+	clear(a.rem) // the statuses are the engine's
 	return plan
+}
+
+// appendTerms appends a waiting job's standing to b: "remaining 3600 s on
+// its base workers; shortest first", as this round ranked it.
+func (a *Aryl) appendTerms(b []byte, st *engine.Status) []byte {
+	b = append(b, "remaining "...)
+	b = strconv.AppendFloat(b, a.rem[st], 'f', 0, 64)
+	return append(b, " s on its base workers; shortest first"...)
 }
 
 // ReclaimCost implements engine.ReclaimCoster: the GPU-seconds of restart a

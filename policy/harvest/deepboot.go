@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -60,6 +61,13 @@ type DeepBoot struct {
 	Protect      [3]float64 // A, B, C seconds
 	name         string
 	timers       *protectTimers
+
+	// Scratch reused from round to round: the reasons' memory, and this
+	// round's snapshot and pool count, for appendTerms.
+	explain explain.Scratch
+	terms   func(b []byte, st *engine.Status) []byte
+	snap    *engine.Snapshot
+	pools   int
 }
 
 // DeepBootKnobs are DeepBoot's knobs (`tide policies deepboot`).
@@ -108,10 +116,24 @@ func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	plan.Run, _ = loan.SpeedupKnapsacks(s, pools, slices.Clone(s.Jobs),
 		func(*engine.Status, loan.Pool) float64 { return 1 },
 		func(st *engine.Status) float64 { return d.RestartFactor(s, st) })
-	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-		return fmt.Sprintf("restart factor %.2f; the knapsack over %d pool(s) gave the GPUs to more speedup", d.RestartFactor(s, st), len(pools))
-	})
+	if d.terms == nil { // made once: a closure made every round is allocated every round
+		d.terms = d.appendTerms
+	}
+	d.snap, d.pools = s, len(pools)
+	d.explain.PlanAppend(s, &plan, nil, d.terms)
+	d.snap = nil
 	return plan
+}
+
+// appendTerms appends a waiting job's standing to b: "restart factor 0.50;
+// the knapsack over 2 pool(s) gave the GPUs to more speedup", in this
+// round's snapshot.
+func (d *DeepBoot) appendTerms(b []byte, st *engine.Status) []byte {
+	b = append(b, "restart factor "...)
+	b = strconv.AppendFloat(b, d.RestartFactor(d.snap, st), 'f', 2, 64)
+	b = append(b, "; the knapsack over "...)
+	b = strconv.AppendInt(b, int64(d.pools), 10)
+	return append(b, " pool(s) gave the GPUs to more speedup"...)
 }
 
 // RestartFactor is DeepBoot's (Pollux's) penalty on changing a job's
