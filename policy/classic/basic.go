@@ -171,9 +171,10 @@ func startAll(run []engine.Assignment, waiting []*engine.Status) []engine.Assign
 // model, which in a simulation is the ground truth: an oracle.
 type SRTF struct {
 	// kept is what the rounds planned from what changed read (issue 19).
-	kept roster.Roster
-	run  []engine.Assignment
-	why  explain.Queue // the waiting jobs' reasons, worked out when read
+	kept  roster.Roster
+	order srtfOrder // the waiting jobs by remaining time, kept across rounds (srtf_order.go)
+	run   []engine.Assignment
+	why   explain.Queue // the waiting jobs' reasons, worked out when read
 }
 
 // Name implements engine.Policy.
@@ -203,11 +204,13 @@ func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 		// order, which puts them by remaining time, then submission
 		// (their progress stands still while they wait).
 		p.kept.Kept++
+		p.order.stop()
 		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), rem))
 		return engine.Plan{Run: p.run, Keep: true}
 	}
-	order := alloc.SortByKey(s.Jobs, rem)
-	plan := alloc.Greedy(s, order, false)
+	order := p.order.order(s, rem)
+	plan := alloc.GreedyInto(s, order, false, p.run)
+	p.run = plan.Run
 	if lazyGreedy(s, &plan, &p.why, order, func(_ int, st *engine.Status) float64 { return rem(st) }, srtfTerms) {
 		return plan
 	}
