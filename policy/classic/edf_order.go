@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/internal/alloc"
@@ -48,11 +47,7 @@ func edfCompare(a, b *engine.Status) int {
 	if c := cmp.Compare(edfKey(a), edfKey(b)); c != 0 {
 		return c
 	}
-	ja, jb := a.Job, b.Job
-	if ja.Submit != jb.Submit {
-		return cmp.Compare(ja.Submit, jb.Submit)
-	}
-	return strings.Compare(ja.ID, jb.ID)
+	return submitOrder(a, b)
 }
 
 // stop says o no longer follows the rounds (a round it did not see).
@@ -122,15 +117,7 @@ func (o *edfOrder) apply(s *engine.Snapshot) bool {
 	}
 	// Many arrivals: sort them and merge, in one pass over the order.
 	slices.SortFunc(o.came, edfCompare)
-	next, i := o.next[:0], 0
-	for _, st := range o.came {
-		for i < len(o.jobs) && edfCompare(o.jobs[i], st) < 0 {
-			next = append(next, o.jobs[i])
-			i++
-		}
-		next = append(next, st)
-	}
-	next = append(next, o.jobs[i:]...)
+	next := mergeInto(o.next[:0], o.jobs, o.came, edfCompare)
 	clear(o.jobs)
 	o.jobs, o.next = next, o.jobs[:0]
 	return len(o.jobs) == len(s.Jobs)

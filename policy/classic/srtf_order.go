@@ -38,11 +38,31 @@ func srtfCompare(a, b srtfKeyed) int {
 	if c := cmp.Compare(a.k, b.k); c != 0 {
 		return c
 	}
-	ja, jb := a.st.Job, b.st.Job
+	return submitOrder(a.st, b.st)
+}
+
+// submitOrder is the engine's order of active jobs, the tie-break of
+// alloc.SortByKey: submission time, then ID.
+func submitOrder(a, b *engine.Status) int {
+	ja, jb := a.Job, b.Job
 	if ja.Submit != jb.Submit {
 		return cmp.Compare(ja.Submit, jb.Submit)
 	}
 	return strings.Compare(ja.ID, jb.ID)
+}
+
+// mergeInto appends to dst the merge of a and b, both sorted by c (on a
+// tie, a's first).
+func mergeInto[T any](dst, a, b []T, c func(T, T) int) []T {
+	i := 0
+	for _, y := range b {
+		for i < len(a) && c(a[i], y) < 0 {
+			dst = append(dst, a[i])
+			i++
+		}
+		dst = append(dst, y)
+	}
+	return append(dst, a[i:]...)
 }
 
 // srtfOrder is SRTF's order of the active jobs, the waiting ones kept.
@@ -157,15 +177,7 @@ func (o *srtfOrder) apply(s *engine.Snapshot, rem func(*engine.Status) float64) 
 	} else {
 		// Many: sort them and merge, in one pass over the order.
 		slices.SortFunc(came, srtfCompare)
-		next, i := o.next[:0], 0
-		for _, c := range came {
-			for i < len(o.wait) && srtfCompare(o.wait[i], c) < 0 {
-				next = append(next, o.wait[i])
-				i++
-			}
-			next = append(next, c)
-		}
-		next = append(next, o.wait[i:]...)
+		next := mergeInto(o.next[:0], o.wait, came, srtfCompare)
 		clear(o.wait)
 		o.wait, o.next = next, o.wait[:0]
 	}
