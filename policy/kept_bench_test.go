@@ -41,7 +41,8 @@ var queuedPolicies = []string{"fifo", "fifo:backfill=true", "srtf", "edf", "gand
 // every round: FIFO plans such rounds from what changed, Gandiva and FIFO
 // with backfill too while no job's turn ends (Gandiva's 60 s quanta end
 // some every round here), the others in full (EDF from the order it keeps
-// across rounds, policy/classic/edf_order.go).
+// across rounds, SRTF from its waiting jobs' kept order:
+// policy/classic/edf_order.go, srtf_order.go).
 //
 //	go test ./policy -run '^$' -bench KeptRound -benchtime 2000x
 func BenchmarkKeptRound(b *testing.B) {
