@@ -156,9 +156,12 @@ func TestCancel(t *testing.T) {
 	waitJob(t, ts.admin, run.ID, 10*time.Second, "running", func(j *api.Job) bool { return j.Progress > 0 })
 	queued := submit(t, ts.admin, countSpec(4, 10, 20*time.Millisecond))
 	ctx := context.Background()
-	// The gauges while one job runs on every GPU and another waits.
+	// The gauges while one job runs on every GPU and another waits. The
+	// queue's gauge counts the waiting job from its submission on; the
+	// round that considers it comes after (a second round in all).
 	waitJob(t, ts.admin, queued.ID, 5*time.Second, "considered by a round", func(*api.Job) bool {
-		return strings.Contains(scrape(t, ts), "tide_queue_length 1\n")
+		m := scrape(t, ts)
+		return strings.Contains(m, "tide_queue_length 1\n") && metricValue(t, m, "tide_round_duration_seconds_count") >= 2
 	})
 	m := scrape(t, ts)
 	for _, want := range []string{"tide_running_jobs 1", "tide_gpus_allocated 4", `tide_jobs{state="pending"} 1`, `tide_jobs{state="running"} 1`, "tide_jobs_submitted_total 2", "tide_jobs_started_total 1"} {
