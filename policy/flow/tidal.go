@@ -968,7 +968,9 @@ func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
 // job of base that met without j still meets. The SwapTries such jobs with
 // the most work left are tried, most first. x goes back to being held:
 // admission tries it again each round (held jobs' stricter test), and
-// tidal's hold declines it once even the whole cloud would end it too late.
+// tidal's hold declines it once admission's plan, it alone on the whole
+// cloud, would end it too late (x is chosen by wholeCloudEnd, the
+// integrated remaining time, which swap=mh was tuned with).
 // It returns the new set, or nil with the outcomes of base as admission
 // had them.
 func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob {
