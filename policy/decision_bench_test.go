@@ -33,10 +33,10 @@ import (
 // the process used during it (the figure to compare on a loaded machine,
 // where wall time is mostly the wait for a core). decide-allocs and
 // decide-B are the heap allocations (count, bytes) of that slowest
-// decision; steady-allocs and steady-B those of a fourth decision, 1 s
-// after the third, in which nothing arrived, ended or crossed a round's
-// timer: what a policy allocates when nothing changes (0 for one that
-// reuses its memory). With -benchtime Nx, the run whose slowest decision
+// decision; steady-allocs and steady-B those of the last of three
+// decisions 1 s apart after the third, in which nothing arrived, ended or
+// crossed a round's timer: what a policy allocates when nothing changes (0
+// for one that reuses its memory). With -benchtime Nx, the run whose slowest decision
 // is fastest is reported (its allocations with it).
 //
 // Every registered policy runs with its defaults; the approximations its
@@ -104,27 +104,41 @@ func (s *switchPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-func benchDecision(b *testing.B, policySpec string, gpus, n int) {
+// decisionInputs are the jobs, model and cluster of BenchmarkDecision and
+// TestSteadyRoundAllocations: workload-6's jobs repeated n times over with
+// a deadline 4 h after each submission, the Pollux profiles, gpus T4s in
+// nodes of 4, and the policy parsed from spec beside the FIFO that fills
+// the cluster first.
+type decisionInputs struct {
+	jobs    []*job.Job
+	model   perf.Model
+	cluster *cluster.Cluster
+	policy  engine.Policy
+	fifo    engine.Policy
+}
+
+func newDecisionInputs(tb testing.TB, policySpec string, gpus, n int) decisionInputs {
+	tb.Helper()
 	f, err := data.FS.Open(data.DefaultTrace)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	tr, err := trace.Read(f, data.DefaultTrace, trace.Pollux, trace.Options{})
 	f.Close()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	m, err := pollux.Load(data.FS, data.ProfilesDir)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	spec, err := cluster.ParseShorthand(fmt.Sprintf("%dx4:t4", gpus/4))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := spec.Build()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
@@ -139,34 +153,49 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 	}
 	p, err := policy.Parse(policySpec, policy.Context{Jobs: jobs, Service: service})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	fifo, err := policy.Parse("fifo:backfill=true", policy.Context{Jobs: jobs})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return decisionInputs{jobs: jobs, model: m, cluster: c, policy: p, fifo: fifo}
+}
+
+// busyEngine submits the inputs' jobs to a new engine whose policy sw
+// holds, and runs the FIFO round that puts the cluster in its busy state
+// (some jobs running, the rest waiting); sw then holds the policy under
+// test.
+func (in decisionInputs) busyEngine(tb testing.TB) (*engine.Engine, *benchClock, *switchPolicy) {
+	tb.Helper()
+	clk := &benchClock{}
+	sw := &switchPolicy{p: in.fifo}
+	e, err := engine.New(engine.Config{Cluster: in.cluster, Model: in.model, Policy: sw, Placer: place.Pack{}, Clock: clk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, j := range in.jobs {
+		jc := *j
+		if _, err := e.Submit(&jc); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	clk.t = float64(len(in.jobs))
+	if _, err := e.Schedule(); err != nil {
+		tb.Fatal(err)
+	}
+	sw.p = in.policy
+	return e, clk, sw
+}
+
+func benchDecision(b *testing.B, policySpec string, gpus, n int) {
+	in := newDecisionInputs(b, policySpec, gpus, n)
 	var best, bestSolver time.Duration = -1, 0
 	bestCPU := 0.0
 	var bestAllocs, bestBytes, steadyAllocs, steadyBytes uint64
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
-		clk := &benchClock{}
-		sw := &switchPolicy{p: fifo}
-		e, err := engine.New(engine.Config{Cluster: c, Model: m, Policy: sw, Placer: place.Pack{}, Clock: clk})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, j := range jobs {
-			jc := *j
-			if _, err := e.Submit(&jc); err != nil {
-				b.Fatal(err)
-			}
-		}
-		clk.t = float64(n)
-		if _, err := e.Schedule(); err != nil {
-			b.Fatal(err)
-		}
-		sw.p = p
+		e, clk, sw := in.busyEngine(b)
 		// Three rounds 360 s apart (Gavel's round: round-based policies
 		// solve in each); the slowest decision counts.
 		var worst, worstSolver time.Duration
@@ -185,10 +214,14 @@ func benchDecision(b *testing.B, policySpec string, gpus, n int) {
 			}
 		}
 		b.StopTimer()
-		// The steady round: 1 s on, nothing new.
-		clk.t++
-		if _, err := e.Schedule(); err != nil {
-			b.Fatal(err)
+		// The steady rounds: 1 s apart, nothing new; the last counts, as in
+		// TestSteadyRoundAllocations (the first may still size what the
+		// policy keeps).
+		for r := 0; r < 3; r++ {
+			clk.t++
+			if _, err := e.Schedule(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if best < 0 || worst < best {
 			best, bestSolver, bestCPU = worst, worstSolver, worstCPU
