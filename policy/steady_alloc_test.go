@@ -24,7 +24,6 @@ var steadyAllocsPending = map[string]string{
 	"fifo":             "not yet measured per part",
 	"gandiva":          "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
-	"pollux":           "not yet measured per part",
 	"srtf":             "not yet measured per part",
 	"themis":           "not yet measured per part",
 	"tidal":            "not yet measured per part",
