@@ -15,9 +15,7 @@ import (
 var steadyAllocsPending = map[string]string{
 	"afs":              "not yet measured per part",
 	"allox":            "not yet measured per part",
-	"aryl":             "not yet measured per part",
 	"chronus":          "not yet measured per part",
-	"deepboot":         "not yet measured per part",
 	"drf":              "not yet measured per part",
 	"edf":              "not yet measured per part",
 	"edgeflow":         "not yet measured per part",
