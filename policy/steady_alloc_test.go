@@ -14,9 +14,7 @@ import (
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
 	"allox":            "not yet measured per part",
-	"aryl":             "not yet measured per part",
 	"chronus":          "not yet measured per part",
-	"deepboot":         "not yet measured per part",
 	"drf":              "not yet measured per part",
 	"edf":              "not yet measured per part",
 	"edgeflow":         "not yet measured per part",
