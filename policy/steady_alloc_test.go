@@ -20,8 +20,6 @@ var steadyAllocsPending = map[string]string{
 	"deepboot":         "not yet measured per part",
 	"drf":              "not yet measured per part",
 	"edf":              "not yet measured per part",
-	"edgeflow":         "not yet measured per part",
-	"elasticflow":      "not yet measured per part",
 	"fifo":             "not yet measured per part",
 	"gandiva":          "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
