@@ -15,8 +15,6 @@ import (
 var steadyAllocsPending = map[string]string{
 	"allox":            "not yet measured per part",
 	"edf":              "not yet measured per part",
-	"edgeflow":         "not yet measured per part",
-	"elasticflow":      "not yet measured per part",
 	"fifo":             "not yet measured per part",
 	"gandiva":          "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
