@@ -14,11 +14,7 @@ import (
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
 	"allox":            "not yet measured per part",
-	"chronus":          "not yet measured per part",
-	"drf":              "not yet measured per part",
 	"edf":              "not yet measured per part",
-	"edgeflow":         "not yet measured per part",
-	"elasticflow":      "not yet measured per part",
 	"fifo":             "not yet measured per part",
 	"gandiva":          "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
