@@ -13,16 +13,12 @@ import (
 // this list when TestSteadyRoundAllocations finds it allocates nothing,
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
-	"afs":              "not yet measured per part",
 	"allox":            "not yet measured per part",
-	"aryl":             "not yet measured per part",
 	"chronus":          "not yet measured per part",
-	"deepboot":         "not yet measured per part",
 	"drf":              "not yet measured per part",
 	"edgeflow":         "not yet measured per part",
 	"elasticflow":      "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
-	"optimus":          "not yet measured per part",
 	"pollux":           "not yet measured per part",
 	"themis":           "not yet measured per part",
 	"tidal":            "not yet measured per part",
