@@ -14,10 +14,6 @@ import (
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
 	"allox":            "not yet measured per part",
-	"chronus":          "not yet measured per part",
-	"drf":              "not yet measured per part",
-	"edgeflow":         "not yet measured per part",
-	"elasticflow":      "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
 	"pollux":           "not yet measured per part",
 	"themis":           "not yet measured per part",
