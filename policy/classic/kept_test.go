@@ -52,3 +52,16 @@ func TestGandivaKeptMatchesFull(t *testing.T) {
 func TestLazyQueueMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:quantum=600")
 }
+
+// TestOnDemandMatchesPlain: FIFO (with and without backfill), SRTF, EDF
+// and Gandiva read the active jobs on demand (engine.JobsOnDemand): their
+// rounds, driven through the loads above (long queues too), must be the
+// same job for job, reasons included, as the same policy's reading
+// Snapshot.Jobs every round (policytest.OnDemandMatches).
+func TestOnDemandMatchesPlain(t *testing.T) {
+	specs := []string{"fifo", "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:migrate=false", "gandiva:quantum=20"}
+	fam.OnDemandMatchesPlain(t, load, specs...)
+	t.Run("long-queues", func(t *testing.T) {
+		fam.OnDemandMatchesPlain(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, specs...)
+	})
+}

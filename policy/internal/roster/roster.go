@@ -202,7 +202,9 @@ func (r *Roster) apply(s *engine.Snapshot) bool {
 	return true
 }
 
-// rebuild makes the roster from s.Jobs.
+// rebuild makes the roster from the active jobs of s (Snapshot.ActiveJobs:
+// a policy that reads them on demand, engine.JobsOnDemand, may use a
+// roster).
 func (r *Roster) rebuild(s *engine.Snapshot) {
 	if r.BeforeRebuild != nil {
 		r.BeforeRebuild()
@@ -212,7 +214,7 @@ func (r *Roster) rebuild(s *engine.Snapshot) {
 	clear(r.waiting)
 	r.waiting = r.waiting[:0]
 	r.demand, r.held, r.running, r.odd = 0, 0, 0, 0
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		r.add(s, st) // the engine's slots are unique among its active jobs
 	}
 }
