@@ -15,7 +15,6 @@ import (
 var steadyAllocsPending = map[string]string{
 	"allox":            "not yet measured per part",
 	"gandiva-fair":     "not yet measured per part",
-	"pollux":           "not yet measured per part",
 	"themis":           "not yet measured per part",
 	"tidal":            "not yet measured per part",
 	"tiresias-gittins": "its decision changes in the measured round: the running jobs' Gittins indexes move with their attained service, so 3 jobs start 1 s after the last round, and the reasons of the jobs left waiting change text (a new string each, 168 at 200 GPUs); nothing else allocates",
