@@ -317,20 +317,52 @@ func (c Counts) Next(n, hi int) int {
 // run on one GPU is measured from its minimum. When the model cannot
 // predict (no remaining time), the speedup is n: linear.
 func Speedup(s *engine.Snapshot, st *engine.Status, n int, t string) float64 {
+	o := speedupFor(s, st, t)
+	return o.at(n)
+}
+
+// speedupOf is Speedup for one job on GPU type t at any count, the
+// remaining time on its minimum, which every count divides, worked out
+// once (the model's remaining times are most of a knapsack's set-up).
+type speedupOf struct {
+	s      *engine.Snapshot
+	st     *engine.Status
+	t      string
+	fitted bool    // valued by its goodput model
+	lo     int     // the count speedups are measured from
+	base   float64 // the remaining time on lo GPUs
+}
+
+// speedupFor prepares Speedup for st on type t.
+func speedupFor(s *engine.Snapshot, st *engine.Status, t string) speedupOf {
+	o := speedupOf{s: s, st: st, t: t}
 	if h := st.Hints; h != nil && h.Fitted {
-		per := max(s.GPUsPerNode[t], 1)
-		return h.Function().Speedup((n+per-1)/per, n)
+		o.fitted = true
+		return o
 	}
-	lo := max(st.Job.MinGPUs, 1)
-	base := s.Remaining(st, lo, t)
-	r := s.Remaining(st, n, t)
+	o.lo = max(st.Job.MinGPUs, 1)
+	o.base = s.Remaining(st, o.lo, t)
+	return o
+}
+
+// at is Speedup(s, st, n, t). A remaining time is the same each time it
+// is asked for in a round, so base stands for the one on lo GPUs.
+func (o *speedupOf) at(n int) float64 {
+	if o.fitted {
+		per := max(o.s.GPUsPerNode[o.t], 1)
+		return o.st.Hints.Function().Speedup((n+per-1)/per, n)
+	}
+	base, r := o.base, o.base
+	if n != o.lo {
+		r = o.s.Remaining(o.st, n, o.t)
+	}
 	if !(base > 0) || math.IsInf(base, 0) || !(r > 0) || math.IsInf(r, 0) {
 		if math.IsInf(r, 1) && !math.IsInf(base, 1) {
 			return 0 // the model says it cannot run on n
 		}
 		return float64(n)
 	}
-	return float64(lo) * base / r
+	return float64(o.lo) * base / r
 }
 
 // Range is the GPU counts a job may take in a pool of free GPUs:
@@ -382,9 +414,14 @@ func (sp *Speedups) Knapsacks(s *engine.Snapshot, pools []Pool, left []*engine.S
 			lo, hi := Range(s, st, p.Free)
 			f, w := factor(st), weight(st, p)
 			ch := items[i][:0]
+			var speedup speedupOf
+			if lo <= hi {
+				speedup = speedupFor(s, st, p.Type)
+			}
+			site := SiteOf(s, st)
 			for n := lo; n <= hi; n = counts.Next(n, hi) {
-				v := Speedup(s, st, n, p.Type) * w
-				if SiteOf(s, st) != p.Site || len(st.GPUs) != n {
+				v := speedup.at(n) * w
+				if site != p.Site || len(st.GPUs) != n {
 					v *= f
 				}
 				if v > 0 {
