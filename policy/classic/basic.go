@@ -207,6 +207,7 @@ type SRTF struct {
 	why   explain.Queue   // the waiting jobs' reasons, worked out when read
 	full  explain.Scratch // the reasons' memory in rounds that write them all
 	pool  alloc.Pool      // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops stopKeeper      // a congested round's plan as Keep and Stop (keep_stops.go)
 	// The round's snapshot while it is planned (remaining reads it), and
 	// the method values made once from it.
 	snap  *engine.Snapshot
@@ -258,6 +259,7 @@ func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := p.pool.Greedy(s, order, false, p.run)
 	p.run = plan.Run
 	if lazyGreedy(s, &plan, &p.why, order, p.key, srtfTerms) {
+		p.stops.keep(s, &plan, order) // the engine then touches only the jobs that change (keep_stops.go)
 		return plan
 	}
 	p.full.PlanAppend(s, &plan, order, p.terms)
@@ -323,6 +325,7 @@ type EDF struct {
 	why   explain.Queue   // the waiting jobs' reasons, worked out when read
 	full  explain.Scratch // the reasons' memory in rounds that write them all
 	pool  alloc.Pool      // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops stopKeeper      // a congested round's plan as Keep and Stop (keep_stops.go)
 }
 
 // Name implements engine.Policy.
@@ -360,6 +363,7 @@ func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := p.pool.Greedy(s, order, false, p.run)
 	p.run = plan.Run
 	if lazyGreedy(s, &plan, &p.why, order, nil, appendDeadline) {
+		p.stops.keep(s, &plan, order) // the engine then touches only the jobs that change (keep_stops.go)
 		return plan
 	}
 	p.full.PlanAppend(s, &plan, order, deadlineTerms)

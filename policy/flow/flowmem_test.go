@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
@@ -171,5 +173,72 @@ func TestAppendTermsMatchesSprintf(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// testClock is an engine clock the test sets.
+type testClock struct{ t float64 }
+
+func (c *testClock) Now() float64 { return c.t }
+
+// countingPolicy counts the heap allocations of its policy's last
+// Schedule (runtime.MemStats, read outside it).
+type countingPolicy struct {
+	p      engine.Policy
+	allocs uint64
+	ms     runtime.MemStats
+}
+
+func (c *countingPolicy) Name() string { return c.p.Name() }
+func (c *countingPolicy) Schedule(s *engine.Snapshot) engine.Plan {
+	runtime.ReadMemStats(&c.ms)
+	before := c.ms.Mallocs
+	plan := c.p.Schedule(s)
+	runtime.ReadMemStats(&c.ms)
+	c.allocs = c.ms.Mallocs - before
+	return plan
+}
+
+// TestEdgeFlowSteadyRoundWithEdgeAllocatesNothing: EdgeFlow's steady
+// round allocates nothing with jobs on edge servers too (offloading,
+// edgeEnd and the edge assignments; TestSteadyRoundAllocations' cluster
+// has no edge). One cloud node of 8 GPUs runs a and b; c meets its
+// deadline only on an edge server (TestEdgeFlowOffloads); d and e, with
+// no deadline and deadlines no share meets, wait or are declined.
+func TestEdgeFlowSteadyRoundWithEdgeAllocatesNothing(t *testing.T) {
+	f, err := NewEdgeFlow(DefaultEdge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &countingPolicy{p: f}
+	clk := &testClock{}
+	c := flowCluster(t, 1, 2)
+	e, err := engine.New(engine.Config{Cluster: c, Model: slowEdge(), Policy: cp, Placer: place.Pack{}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []*job.Job{flowJob("a", 0, 1200, 300), flowJob("b", 0, 1200, 300), flowJob("c", 0, 100, 310),
+		flowJob("d", 0, 5000, 0), flowJob("e", 0, 1e6, 400)} {
+		if _, err := e.Submit(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := 0; r < 3; r++ {
+		if _, err := e.Schedule(); err != nil {
+			t.Fatal(err)
+		}
+		clk.t += 5
+	}
+	if st := e.Job("c"); len(st.GPUs) == 0 || c.NodeOf(st.GPUs[0]).SiteKind != cluster.SiteEdge {
+		t.Fatalf("c is not on an edge server: %v", st.GPUs)
+	}
+	for r := 0; r < 3; r++ {
+		clk.t++
+		if _, err := e.Schedule(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp.allocs != 0 {
+		t.Errorf("a steady round with a job on the edge allocates %d times", cp.allocs)
 	}
 }
