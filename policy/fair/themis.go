@@ -184,6 +184,12 @@ func (sh *packedShapes) packed(t string, k, perNode int) perf.Alloc {
 // which moves with its age and progress and with the number of active jobs.
 func (t *Themis) Incremental() bool { return true }
 
+// JobsOnDemand implements engine.JobsOnDemand: a round planned from what
+// changed reads the roster (its waiting jobs, its count of the active
+// ones), not the list of the active jobs; a full round asks for the list
+// first (Snapshot.ActiveJobs), and so does the roster when it rebuilds.
+func (t *Themis) JobsOnDemand() bool { return true }
+
 // KeptRounds is how many rounds this instance planned from what changed.
 func (t *Themis) KeptRounds() int { return t.kept.Kept }
 
@@ -214,7 +220,7 @@ func (t *Themis) keptRound(s *engine.Snapshot) (engine.Plan, bool) {
 	}
 	run := t.run[:0]
 	for _, st := range t.kept.Waiting() {
-		if len(t.bid(s, st, len(s.Jobs)).counts) == 0 {
+		if len(t.bid(s, st, t.kept.Active()).counts) == 0 {
 			return engine.Plan{}, false // it waits, with a reason
 		}
 		run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: st.Job.GPUType})
@@ -277,8 +283,9 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	offered := s.Available("", "")
 	bids := t.bids[:0]
 	t.counts, t.gains = t.counts[:0], t.gains[:0]
-	active := len(s.Jobs)
-	for _, st := range s.Jobs {
+	jobs := s.ActiveJobs() // a round planned in full reads them all
+	active := len(jobs)
+	for _, st := range jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
 			if a, ok := free.Take(st, len(st.GPUs)); ok {
 				plan.Run = append(plan.Run, a)
@@ -346,7 +353,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	t.run = plan.Run
-	if len(plan.Run) == len(s.Jobs) && shrunk == 0 {
+	if len(plan.Run) == len(jobs) && shrunk == 0 {
 		// Every job runs on at least what it holds: no job needs a
 		// reason (explain.PlanAppend would find none, at a cost).
 		return plan

@@ -178,6 +178,10 @@ func (r *Roster) Held() int { return r.held }
 // Running is how many jobs hold GPUs.
 func (r *Roster) Running() int { return r.running }
 
+// Active is how many jobs are active, running or waiting: len(Snapshot.Jobs)
+// without reading them (engine.JobsOnDemand).
+func (r *Roster) Active() int { return r.running + len(r.waiting) }
+
 // Fits reports whether every active job fits the cluster's GPUs at once,
 // each on the count it asks for: then a greedy pass in any order runs
 // them all. Valid after a Begin that reported true.
