@@ -116,7 +116,6 @@ type Knapsack struct {
 	tried []Choice // the choices worth trying, item after item
 	index []int32  // each tried choice's index in its item's list
 	from  []int    // item i's tried choices are tried[from[i]:from[i+1]]
-	keep  []bool   // per item, whether its choices are listed by GPUs, fewest first
 	lo    []int    // item i's row of picks holds columns lo[i]..hi[i]
 	hi    []int
 	at    []int // and starts at at[i] in the pick table
@@ -150,13 +149,18 @@ type Knapsack struct {
 //     max(0, W - S_(i+1)) + 1 cells: at most the GPUs the items ask beyond
 //     the pool, and one cell when all fit.
 //
+// A row is filled a choice at a time, one straight pass over its cells
+// each (a cell still tries its item's choices in their order, keeping a
+// later one only when it adds over 1e-12, so every cell ends as the
+// recurrence leaves it, ties included).
+//
 // So its cost is the cells kept times the choices tried, and its memory one
 // byte a cell (two or four when an item tries over 255 or 65,535 choices).
 func (k *Knapsack) Solve(items [][]Choice, capacity int) []int {
 	capacity = max(capacity, 0)
 	n := len(items)
 	k.tried, k.index = k.tried[:0], k.index[:0]
-	k.from, k.keep = append(k.from[:0], 0), k.keep[:0]
+	k.from = append(k.from[:0], 0)
 	demand, top, widest := 0, 0, 0 // top: the most GPUs the tried choices take together
 	for _, it := range items {
 		most, best, sorted := 0, math.Inf(-1), true
@@ -176,7 +180,7 @@ func (k *Knapsack) Solve(items [][]Choice, capacity int) []int {
 			k.tried, k.index = append(k.tried, c), append(k.index, int32(j))
 			hi = max(hi, c.GPUs)
 		}
-		k.from, k.keep = append(k.from, len(k.tried)), append(k.keep, sorted)
+		k.from = append(k.from, len(k.tried))
 		widest = max(widest, len(k.tried)-k.from[len(k.from)-2])
 		demand += most
 		top += hi
@@ -225,25 +229,28 @@ func solve[T uint8 | uint16 | uint32](k *Knapsack, items [][]Choice, w int, pick
 		if len(tried) == 0 {
 			continue // the row is the one before
 		}
-		lo, hi, sorted := k.lo[i], k.hi[i], k.keep[i]
+		lo, hi := k.lo[i], k.hi[i]
 		for g := last + 1; g <= hi; g++ {
 			prev[g] = prev[last] // flat from the previous row's P on
 		}
 		row := pick[k.at[i] : k.at[i]+hi-lo+1]
-		for g := lo; g <= hi; g++ {
-			best, took := prev[g], 0
-			for j, c := range tried {
-				if c.GPUs > g {
-					if sorted {
-						break // the rest take more GPUs still
-					}
-					continue
-				}
-				if v := prev[g-c.GPUs] + c.Value; v > best+1e-12 {
-					best, took = v, j+1
+		// Each cell tries the choices in order, as the recurrence does;
+		// the choices go outside so that each is a pass over the row.
+		copy(cur[lo:hi+1], prev[lo:hi+1])
+		clear(row)
+		for j, c := range tried {
+			if c.GPUs > hi {
+				continue // no cell of the row can take it
+			}
+			from := max(lo, c.GPUs)
+			src := prev[from-c.GPUs : hi+1-c.GPUs]
+			dst := cur[from : hi+1][:len(src)]
+			took := row[from-lo:][:len(src)]
+			for x, p := range src {
+				if v := p + c.Value; v > dst[x]+1e-12 {
+					dst[x], took[x] = v, T(j+1)
 				}
 			}
-			cur[g], row[g-lo] = best, T(took)
 		}
 		prev, cur, last = cur, prev, hi
 	}
