@@ -98,6 +98,9 @@ type Chronus struct {
 	decline               []string
 	sts                   []*engine.Status
 	run                   []engine.Assignment
+	// pool is the greedy pass's, kept (alloc.Pool.Greedy): GreedyInto's
+	// sync.Pool drops its pools at a garbage collection.
+	pool alloc.Pool
 }
 
 // Chronus' memo slots.
@@ -360,7 +363,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		sts[i] = j.st
 	}
 	c.jobs, c.admitted, c.order, c.sts = jobs, admitted, order, sts
-	plan := alloc.GreedyInto(s, sts, false, c.run)
+	plan := c.pool.Greedy(s, sts, false, c.run)
 	c.run = plan.Run
 	if len(declined) > 0 {
 		plan.Decline = declined
@@ -379,7 +382,11 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	c.declined = declined
 	c.explain.PlanAppend(s, &plan, sts, c.terms)
 	c.declined = nil
-	clear(c.class) // the statuses are the engine's
+	// The statuses are the engine's. Key by key: clear draws a new hash
+	// seed, under which the map refilled next round may grow again.
+	for st := range c.class {
+		delete(c.class, st)
+	}
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {

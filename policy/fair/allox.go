@@ -179,7 +179,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	x.first = first
 	x.explain.PlanAppend(s, &plan, nil, x.terms)
 	x.run = plan.Run
-	clear(x.slot)    // the statuses are the engine's
+	empty(x.slot)    // the statuses are the engine's
 	clear(x.waiting) // as are these
 	clear(x.ranked)
 	return plan
@@ -250,7 +250,7 @@ func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.St
 		x.slot = make(map[*engine.Status]alloxSlot, len(jobs))
 	}
 	out := x.slot
-	clear(out)
+	empty(out)
 	for _, st := range jobs {
 		if sl, ok := byID[st.Job.ID]; ok {
 			out[st] = sl

@@ -197,7 +197,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 		x.planned = map[*engine.Status]bool{}
 	}
 	planned := x.planned
-	clear(planned)
+	empty(planned)
 	plan := engine.Plan{Run: x.run[:0]}
 	left := slices.Grow(x.left[:0], len(types))[:len(types)]
 	x.left = left
@@ -285,7 +285,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	x.explain.PlanAppend(s, &plan, nil, x.terms)
 	x.run = plan.Run
-	clear(planned) // the statuses are the engine's
+	empty(planned) // the statuses are the engine's
 	return plan
 }
 

@@ -88,6 +88,16 @@ func (g *tenantGroups[V]) Group(jobs []*engine.Status) []*tenantGroup[V] {
 	return g.sorted
 }
 
+// empty deletes m's keys one by one. clear(m) empties it too but draws a
+// new hash seed, under which a large map refilled with the same keys may
+// split its tables again, allocating (as explain's maps found): a map
+// emptied and refilled every round is emptied so instead.
+func empty[K comparable, V any](m map[K]V) {
+	for k := range m {
+		delete(m, k)
+	}
+}
+
 // Of is tenant t's group of the round, nil when t has no jobs in it.
 func (g *tenantGroups[V]) Of(t string) *tenantGroup[V] {
 	i, ok := g.index[t]

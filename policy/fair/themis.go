@@ -375,7 +375,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	if t.rho == nil {
 		t.rho = map[*engine.Status]float64{}
 	}
-	clear(t.rho)
+	empty(t.rho)
 	for _, b := range bids {
 		t.rho[b.st] = b.rho
 	}
