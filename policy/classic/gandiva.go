@@ -78,6 +78,7 @@ type Gandiva struct {
 	order    []*engine.Status
 	moves    migration
 	pool     alloc.Pool // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops    stopKeeper // a preempting round's plan as Keep and Stop (keep_stops.go)
 }
 
 // GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
@@ -217,6 +218,9 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 			plan.Run = g.moves.consolidate(s, order, plan.Run) // the same jobs and counts
 		}
 		if lazy {
+			// A round that moves no job goes as Keep and Stop
+			// (keep_stops.go); one that migrates, in full.
+			g.stops.keep(s, &plan, order)
 			return plan
 		}
 	}

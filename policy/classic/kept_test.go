@@ -69,13 +69,14 @@ func TestOnDemandMatchesPlain(t *testing.T) {
 }
 
 // TestCongestedKeepStopsMatchesFull: SRTF's and EDF's rounds in which
-// some job does not fit go to the engine as "keep the running jobs, stop
+// some job does not fit, and Gandiva's that preempt and migrate no job, go
+// to the engine as "keep the running jobs, stop
 // these, start those" (Plan.Keep, Plan.Stop; keep_stops.go): driven
 // through the loads above against the same policies planning every round
 // in full, every round's changes, GPUs and reasons must be the same, and
 // such rounds must have been run.
 func TestCongestedKeepStopsMatchesFull(t *testing.T) {
-	for _, spec := range []string{"srtf", "edf"} {
+	for _, spec := range []string{"srtf", "edf", "gandiva", "gandiva:migrate=false", "gandiva:quantum=20"} {
 		t.Run(spec, func(t *testing.T) {
 			var built []engine.Policy
 			for _, l := range []policytest.Load{load, {Seeds: 3, Burst: 40, Faults: true}} {
@@ -91,6 +92,8 @@ func TestCongestedKeepStopsMatchesFull(t *testing.T) {
 				case *SRTF:
 					n += p.stops.n
 				case *EDF:
+					n += p.stops.n
+				case *Gandiva:
 					n += p.stops.n
 				}
 			}
