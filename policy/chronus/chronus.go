@@ -90,6 +90,17 @@ type Chronus struct {
 	terms    func(b []byte, st *engine.Status) []byte
 	class    map[*engine.Status]int
 	declined []string
+	// The round's lists, kept so that a steady round allocates nothing
+	// (issue 19): the jobs, the admitted ones, those declined, the order
+	// (as jobs and as statuses) and the last plan's Run (the engine keeps
+	// none of a plan's slices).
+	jobs, admitted, order []*chronusJob
+	decline               []string
+	sts                   []*engine.Status
+	run                   []engine.Assignment
+	// pool is the greedy pass's, kept (alloc.Pool.Greedy): GreedyInto's
+	// sync.Pool drops its pools at a garbage collection.
+	pool alloc.Pool
 }
 
 // Chronus' memo slots.
@@ -221,10 +232,17 @@ func (l *leaseJob) feasible() bool {
 func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	k := int(math.Floor(s.Now/c.Lease + 1e-9))
 	capTotal := s.Cluster.TotalGPUs()
-	jobs := make([]*chronusJob, len(s.Jobs))
+	jobs := slices.Grow(c.jobs[:0], len(s.Jobs))[:len(s.Jobs)]
 	c.buf = slices.Grow(c.buf[:0], len(s.Jobs))[:len(s.Jobs)]
-	defer clear(c.buf) // the statuses are the engine's
-	var admitted []*chronusJob
+	admitted := c.admitted[:0]
+	defer func() {
+		// The statuses are the engine's: let ended jobs go.
+		clear(c.buf)
+		clear(c.jobs)
+		clear(c.admitted)
+		clear(c.order)
+		clear(c.sts)
+	}()
 	for i, st := range s.Jobs {
 		j := &c.buf[i]
 		*j = chronusJob{st: st, memo: st.Memo, rem: s.Remaining(st, st.Job.GPUs, "")}
@@ -246,7 +264,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	// is on it), as the artifact does: the rest of a lease already under way
 	// is promised to no one.
 	next := int(math.Ceil(s.Now/c.Lease - 1e-9))
-	var declined []string
+	declined := c.decline[:0]
 	var adm *admitter // made at the first newcomer
 	for _, j := range jobs {
 		if int(j.memo[chronusClass]) != chronusNew {
@@ -330,7 +348,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return 2
 	}
-	order := slices.DeleteFunc(slices.Clone(jobs), func(j *chronusJob) bool { return slices.Contains(declined, j.st.Job.ID) })
+	order := slices.DeleteFunc(append(c.order[:0], jobs...), func(j *chronusJob) bool { return slices.Contains(declined, j.st.Job.ID) })
 	slices.SortStableFunc(order, func(a, b *chronusJob) int {
 		if ga, gb := group(a), group(b); ga != gb {
 			return cmp.Compare(ga, gb)
@@ -340,12 +358,17 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return cmp.Compare(key(a), key(b)) // stable: submission order on ties
 	})
-	sts := make([]*engine.Status, len(order))
+	sts := slices.Grow(c.sts[:0], len(order))[:len(order)]
 	for i, j := range order {
 		sts[i] = j.st
 	}
-	plan := alloc.Greedy(s, sts, false)
-	plan.Decline = declined
+	c.jobs, c.admitted, c.order, c.sts = jobs, admitted, order, sts
+	plan := c.pool.Greedy(s, sts, false, c.run)
+	c.run = plan.Run
+	if len(declined) > 0 {
+		plan.Decline = declined
+	}
+	c.decline = declined
 	plan.Warnings = warn
 	if c.class == nil {
 		c.class = make(map[*engine.Status]int, len(jobs))
@@ -359,7 +382,11 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	c.declined = declined
 	c.explain.PlanAppend(s, &plan, sts, c.terms)
 	c.declined = nil
-	clear(c.class) // the statuses are the engine's
+	// The statuses are the engine's. Key by key: clear draws a new hash
+	// seed, under which the map refilled next round may grow again.
+	for st := range c.class {
+		delete(c.class, st)
+	}
 	for _, j := range jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {

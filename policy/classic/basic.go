@@ -1,7 +1,8 @@
 package classic
 
 import (
-	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -50,8 +51,14 @@ type FIFO struct {
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept  roster.Roster
 	queue fifoQueue
-	run   []engine.Assignment // the last kept plan's Run
-	why   fifoReasons         // reasons worked out when read (fifo_reasons.go)
+	run   []engine.Assignment // the last plan's Run: the engine is done with it by the next round
+	order []*engine.Status    // scratch: a full round's order
+	pool  alloc.Pool          // the greedy pass's, kept (alloc.Pool.Greedy)
+	// snap is the round being planned while endAt may read it; endFn is
+	// endAt, made once.
+	snap  *engine.Snapshot
+	endFn func(*engine.Status, engine.Assignment) float64
+	why   fifoReasons // reasons worked out when read (fifo_reasons.go)
 	// lazy works out, with backfill, the waiting jobs' reasons when read.
 	lazy explain.Queue
 }
@@ -68,6 +75,7 @@ func (f *FIFO) Name() string { return "fifo" }
 
 // Schedule implements engine.Policy.
 func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
+	defer func() { f.snap = nil }() // keep no snapshot past its round
 	f.newRound(s.Round)
 	f.lazy.Next(s.Round)
 	if f.kept.Begin(s) {
@@ -75,34 +83,41 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	f.queue.invalidate()
 	// Running jobs first (never preempted), then the queue in submit order.
-	order := make([]*engine.Status, 0, len(s.Jobs))
-	for _, st := range s.Jobs {
+	jobs := s.ActiveJobs()
+	order := slices.Grow(f.order[:0], len(jobs))
+	for _, st := range jobs {
 		if len(st.GPUs) > 0 {
 			order = append(order, st)
 		}
 	}
-	for _, st := range s.Jobs {
+	for _, st := range jobs {
 		if len(st.GPUs) == 0 {
 			order = append(order, st)
 		}
 	}
-	plan := alloc.Greedy(s, order, !f.Backfill)
+	// The order's memory is kept for the next round, not its jobs.
+	defer func() { clear(order); f.order = order[:0] }()
+	plan := f.pool.Greedy(s, order, !f.Backfill, f.run)
+	f.run = plan.Run
 	if f.Backfill && lazyGreedy(s, &plan, &f.lazy, order, nil, fifoKeyTerms) {
 		return plan
 	}
 	f.queue.why.PlanAppend(s, &plan, order, fifoTerms)
 	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
-		explain.PredictStarts(s, &plan, order, true, f.endOf(s))
+		f.queue.why.PredictStarts(s, &plan, order, true, f.endOf(s, len(jobs)))
 	}
 	return plan
 }
 
 // endOf returns the cached end of a running job, computing it once per
-// launch and allocation; jobs that left are dropped.
-func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment) float64 {
-	if len(f.ends) > 2*len(s.Jobs)+16 {
-		live := make(map[string]fifoEnd, len(s.Jobs))
-		for _, st := range s.Jobs {
+// launch and allocation; jobs that left are dropped once the cache holds
+// more than twice the active jobs (active of them: the list itself is
+// read only then, as a JobsOnDemand policy must).
+func (f *FIFO) endOf(s *engine.Snapshot, active int) func(*engine.Status, engine.Assignment) float64 {
+	if len(f.ends) > 2*active+16 {
+		jobs := s.ActiveJobs()
+		live := make(map[string]fifoEnd, len(jobs))
+		for _, st := range jobs {
 			if e, ok := f.ends[st.Job.ID]; ok {
 				live[st.Job.ID] = e
 			}
@@ -112,26 +127,35 @@ func (f *FIFO) endOf(s *engine.Snapshot) func(*engine.Status, engine.Assignment)
 	if f.ends == nil {
 		f.ends = map[string]fifoEnd{}
 	}
-	return func(st *engine.Status, a engine.Assignment) float64 {
-		// A running job's end holds while it keeps its allocation; a
-		// waiting job's time to run holds while its progress does.
-		running := len(st.GPUs) > 0
-		if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == s.Progress(st)) {
-			if running {
-				return e.at
-			}
-			return s.Now + e.at
-		}
-		at := explain.ModelEnd(s, st, a) // pulls a running job's progress (Snapshot.Remaining)
-		e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
-		if !running {
-			e.at = at - s.Now
-		}
-		if !running || len(st.GPUs) == a.GPUs {
-			f.ends[st.Job.ID] = e
-		}
-		return at
+	f.snap = s // Schedule lets it go as it returns
+	if f.endFn == nil {
+		f.endFn = f.endAt // made once: a closure made every round would be allocated every round
 	}
+	return f.endFn
+}
+
+// endAt is when st ends on a, from the cache when it holds st's end for
+// its launch and allocation (endOf's), in the round being planned.
+func (f *FIFO) endAt(st *engine.Status, a engine.Assignment) float64 {
+	s := f.snap
+	// A running job's end holds while it keeps its allocation; a
+	// waiting job's time to run holds while its progress does.
+	running := len(st.GPUs) > 0
+	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == s.Progress(st)) {
+		if running {
+			return e.at
+		}
+		return s.Now + e.at
+	}
+	at := explain.ModelEnd(s, st, a) // pulls a running job's progress (Snapshot.Remaining)
+	e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
+	if !running {
+		e.at = at - s.Now
+	}
+	if !running || len(st.GPUs) == a.GPUs {
+		f.ends[st.Job.ID] = e
+	}
+	return at
 }
 
 // Incremental implements engine.IncrementalPolicy: FIFO plans from what
@@ -142,6 +166,12 @@ func (f *FIFO) Incremental() bool { return true }
 // KeptRounds is how many rounds this instance planned from what changed
 // (Plan.Keep) rather than in full: for tests and benchmarks.
 func (f *FIFO) KeptRounds() int { return f.kept.Kept }
+
+// JobsOnDemand implements engine.JobsOnDemand: a round planned from what
+// changed reads the roster, not the list of the active jobs; a full round
+// (and a rebuild of what FIFO keeps) asks for the list first
+// (Snapshot.ActiveJobs).
+func (f *FIFO) JobsOnDemand() bool { return true }
 
 // ProgressFree implements engine.ProgressFree: with backfill FIFO predicts
 // no starts, so it never reads progress; without, its predictions read the
@@ -174,7 +204,16 @@ type SRTF struct {
 	kept  roster.Roster
 	order srtfOrder // the waiting jobs by remaining time, kept across rounds (srtf_order.go)
 	run   []engine.Assignment
-	why   explain.Queue // the waiting jobs' reasons, worked out when read
+	why   explain.Queue   // the waiting jobs' reasons, worked out when read
+	full  explain.Scratch // the reasons' memory in rounds that write them all
+	pool  alloc.Pool      // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops stopKeeper      // a congested round's plan as Keep and Stop (keep_stops.go)
+	// The round's snapshot while it is planned (remaining reads it), and
+	// the method values made once from it.
+	snap  *engine.Snapshot
+	rem   func(*engine.Status) float64
+	key   func(int, *engine.Status) float64
+	terms func([]byte, *engine.Status) []byte
 }
 
 // Name implements engine.Policy.
@@ -188,6 +227,11 @@ func (p *SRTF) Incremental() bool { return true }
 // KeptRounds is how many rounds this instance planned from what changed.
 func (p *SRTF) KeptRounds() int { return p.kept.Kept }
 
+// JobsOnDemand implements engine.JobsOnDemand: a round in which every job
+// fits reads the roster; a full round asks for the active jobs first
+// (Snapshot.ActiveJobs).
+func (p *SRTF) JobsOnDemand() bool { return true }
+
 // ProgressOnDemand implements engine.ProgressOnDemand: SRTF reads progress
 // only through Snapshot.Remaining. A round planned from what changed reads
 // the waiting jobs' alone (their progress stands still); a round planned in
@@ -197,7 +241,9 @@ func (p *SRTF) ProgressOnDemand() bool { return true }
 
 // Schedule implements engine.Policy.
 func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
-	rem := func(st *engine.Status) float64 { return s.Remaining(st, st.Job.GPUs, "") }
+	p.init()
+	p.snap = s
+	defer func() { p.snap = nil }() // keep no snapshot past its round
 	p.why.Next(s.Round)
 	if p.kept.Begin(s) && p.kept.Fits(s) {
 		// Every job runs; the waiting ones start in the full pass's
@@ -205,24 +251,52 @@ func (p *SRTF) Schedule(s *engine.Snapshot) engine.Plan {
 		// (their progress stands still while they wait).
 		p.kept.Kept++
 		p.order.stop()
-		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), rem))
+		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), p.rem))
 		return engine.Plan{Run: p.run, Keep: true}
 	}
-	order := p.order.order(s, rem)
-	plan := alloc.GreedyInto(s, order, false, p.run)
+	s.ActiveJobs()
+	order := p.order.order(s, p.rem)
+	plan := p.pool.Greedy(s, order, false, p.run)
 	p.run = plan.Run
-	if lazyGreedy(s, &plan, &p.why, order, func(_ int, st *engine.Status) float64 { return rem(st) }, srtfTerms) {
+	if lazyGreedy(s, &plan, &p.why, order, p.key, srtfTerms) {
+		p.stops.keep(s, &plan, order) // the engine then touches only the jobs that change (keep_stops.go)
 		return plan
 	}
-	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("remaining %.0f s on %d GPUs", rem(st), st.Job.GPUs)
-	})
+	p.full.PlanAppend(s, &plan, order, p.terms)
 	return plan
 }
 
-// srtfTerms states a job's remaining time (key), as the full pass's terms.
+// init makes SRTF's method values once (one made every round would be
+// allocated every round).
+func (p *SRTF) init() {
+	if p.rem == nil {
+		p.rem, p.key, p.terms = p.remaining, p.keyOf, p.appendTerms
+	}
+}
+
+// remaining is st's remaining time on the GPUs it asks for, SRTF's key,
+// in the round being planned.
+func (p *SRTF) remaining(st *engine.Status) float64 {
+	return p.snap.Remaining(st, st.Job.GPUs, "")
+}
+
+// keyOf is remaining as explain.Order's Key.
+func (p *SRTF) keyOf(_ int, st *engine.Status) float64 { return p.remaining(st) }
+
+// appendTerms appends st's remaining time (srtfTerms) to b, explain's
+// terms in a round whose reasons are written in full.
+func (p *SRTF) appendTerms(b []byte, st *engine.Status) []byte {
+	return srtfTerms(b, st, p.remaining(st), [2]int{})
+}
+
+// srtfTerms states a job's remaining time (key), as the full pass's terms:
+// "remaining 120 s on 4 GPUs" (fmt's %.0f and %d, without boxing them).
 func srtfTerms(b []byte, st *engine.Status, rem float64, _ [2]int) []byte {
-	return fmt.Appendf(b, "remaining %.0f s on %d GPUs", rem, st.Job.GPUs)
+	b = append(b, "remaining "...)
+	b = strconv.AppendFloat(b, rem, 'f', 0, 64)
+	b = append(b, " s on "...)
+	b = strconv.AppendInt(b, int64(st.Job.GPUs), 10)
+	return append(b, " GPUs"...)
 }
 
 // lazyGreedy leaves the reasons of the jobs that plan, the greedy pass
@@ -248,7 +322,10 @@ type EDF struct {
 	kept  roster.Roster
 	order edfOrder // the active jobs by deadline, kept across rounds (edf_order.go)
 	run   []engine.Assignment
-	why   explain.Queue // the waiting jobs' reasons, worked out when read
+	why   explain.Queue   // the waiting jobs' reasons, worked out when read
+	full  explain.Scratch // the reasons' memory in rounds that write them all
+	pool  alloc.Pool      // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops stopKeeper      // a congested round's plan as Keep and Stop (keep_stops.go)
 }
 
 // Name implements engine.Policy.
@@ -261,6 +338,11 @@ func (p *EDF) Incremental() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
 func (p *EDF) KeptRounds() int { return p.kept.Kept }
+
+// JobsOnDemand implements engine.JobsOnDemand: a round in which every job
+// fits reads the roster; a full round asks for the active jobs first
+// (Snapshot.ActiveJobs).
+func (p *EDF) JobsOnDemand() bool { return true }
 
 // ProgressFree implements engine.ProgressFree: EDF orders by deadline.
 func (p *EDF) ProgressFree() bool { return true }
@@ -276,25 +358,30 @@ func (p *EDF) Schedule(s *engine.Snapshot) engine.Plan {
 		p.run = startAll(p.run, alloc.SortByKey(p.kept.Waiting(), edfKey))
 		return engine.Plan{Run: p.run, Keep: true}
 	}
+	s.ActiveJobs()
 	order := p.order.order(s)
-	plan := alloc.GreedyInto(s, order, false, p.run)
+	plan := p.pool.Greedy(s, order, false, p.run)
 	p.run = plan.Run
 	if lazyGreedy(s, &plan, &p.why, order, nil, appendDeadline) {
+		p.stops.keep(s, &plan, order) // the engine then touches only the jobs that change (keep_stops.go)
 		return plan
 	}
-	explain.Plan(s, &plan, order, deadlineTerms)
+	p.full.PlanAppend(s, &plan, order, deadlineTerms)
 	return plan
 }
 
-// appendDeadline appends deadlineTerms(st) to b.
+// appendDeadline is deadlineTerms as explain.Order's Terms.
 func appendDeadline(b []byte, st *engine.Status, _ float64, _ [2]int) []byte {
-	return append(b, deadlineTerms(st)...)
+	return deadlineTerms(b, st)
 }
 
-// deadlineTerms states a job's deadline.
-func deadlineTerms(st *engine.Status) string {
+// deadlineTerms appends a job's deadline to b: "deadline t=3600 s" (fmt's
+// %.0f, without boxing it), or "no deadline".
+func deadlineTerms(b []byte, st *engine.Status) []byte {
 	if st.Job.Deadline > 0 {
-		return fmt.Sprintf("deadline t=%.0f s", st.Job.Deadline)
+		b = append(b, "deadline t="...)
+		b = strconv.AppendFloat(b, st.Job.Deadline, 'f', 0, 64)
+		return append(b, " s"...)
 	}
-	return "no deadline"
+	return append(b, "no deadline"...)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
@@ -31,6 +30,8 @@ type edfOrder struct {
 	jobs []*engine.Status // the active jobs, by edfBefore
 	came []*engine.Status // scratch: the jobs that arrived this round
 	next []*engine.Status // scratch: the merge of jobs and came
+	// keyed is sort's scratch: the jobs with their keys.
+	keyed []srtfKeyed
 }
 
 // edfKey is EDF's key: a job's deadline, +Inf for none (last).
@@ -59,7 +60,7 @@ func (o *edfOrder) stop() { o.seen.Stop() }
 func (o *edfOrder) order(s *engine.Snapshot) []*engine.Status {
 	if !s.Incremental || s.From() == nil {
 		o.seen.Stop()
-		return alloc.SortByKey(s.Jobs, edfKey)
+		return o.sort(s.Jobs)
 	}
 	if !o.seen.Next(s) || !o.apply(s) {
 		o.rebuild(s)
@@ -69,7 +70,7 @@ func (o *edfOrder) order(s *engine.Snapshot) []*engine.Status {
 
 // rebuild sorts the active jobs of s afresh.
 func (o *edfOrder) rebuild(s *engine.Snapshot) {
-	o.jobs = alloc.SortByKey(s.Jobs, edfKey) // the sort of before, its keys computed once
+	o.sort(s.Jobs)
 	o.in.Clear()
 	for _, st := range o.jobs {
 		if v, _ := o.in.Add(st); v == nil {
@@ -77,6 +78,25 @@ func (o *edfOrder) rebuild(s *engine.Snapshot) {
 			return
 		}
 	}
+}
+
+// sort sorts jobs into o.jobs and returns it: alloc.SortByKey's order
+// under edfKey (each key computed once), in memory kept from round to
+// round.
+func (o *edfOrder) sort(jobs []*engine.Status) []*engine.Status {
+	keyed := slices.Grow(o.keyed[:0], len(jobs))
+	for _, st := range jobs {
+		keyed = append(keyed, srtfKeyed{edfKey(st), st})
+	}
+	slices.SortFunc(keyed, srtfCompare) // the key, then submission, then ID: SortByKey's
+	clear(o.jobs)
+	o.jobs = slices.Grow(o.jobs[:0], len(keyed))
+	for _, k := range keyed {
+		o.jobs = append(o.jobs, k.st)
+	}
+	clear(keyed)
+	o.keyed = keyed[:0]
+	return o.jobs
 }
 
 // apply brings the order up to s from s.Changed; false when a job's slot

@@ -94,7 +94,7 @@ func (f *FIFO) keptRound(s *engine.Snapshot) engine.Plan {
 	}
 	q.why.KeptAppend(s, &plan, head, true, f.kept.Running(), f.kept.Held(), fifoTerms)
 	if !f.Backfill && s.Model != nil {
-		endOf := f.endOf(s)
+		endOf := f.endOf(s, f.kept.Running()+len(waiting))
 		q.price(endOf)
 		q.why.KeptPredictStarts(s, &plan, head, free, q.ends, endOf)
 	}
@@ -154,7 +154,7 @@ func (q *fifoQueue) rebuild(f *FIFO, s *engine.Snapshot) {
 	clear(q.unpriced)
 	q.unpriced = q.unpriced[:0]
 	q.at.Clear()
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		if len(st.GPUs) > 0 && !q.note(f, st) {
 			return // slots not one engine's: the next round rebuilds again
 		}

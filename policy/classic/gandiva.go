@@ -72,6 +72,13 @@ type Gandiva struct {
 	terms func(b []byte, st *engine.Status) []byte             // appendTerms
 	lazy  explain.Queue                                        // the waiting jobs' reasons, worked out when read
 	keyT  func([]byte, *engine.Status, float64, [2]int) []byte // keyTerms
+	// Scratch reused from round to round: turns' keys and order, and
+	// consolidate's memory.
+	turnKeys []turnKey
+	order    []*engine.Status
+	moves    migration
+	pool     alloc.Pool // the greedy pass's, kept (alloc.Pool.Greedy)
+	stops    stopKeeper // a preempting round's plan as Keep and Stop (keep_stops.go)
 }
 
 // GandivaKnobs are Gandiva's knobs (`tide policies gandiva`); nil ones
@@ -145,6 +152,12 @@ func (g *Gandiva) Incremental() bool { return !g.Pack && !g.Grow && !g.Rotate }
 // KeptRounds is how many rounds this instance planned from what changed.
 func (g *Gandiva) KeptRounds() int { return g.kept.Kept }
 
+// JobsOnDemand implements engine.JobsOnDemand: a round planned from what
+// changed reads the roster and the running jobs inside their quantum; a
+// full round (and a rebuild of either) asks for the active jobs first
+// (Snapshot.ActiveJobs).
+func (g *Gandiva) JobsOnDemand() bool { return g.Incremental() }
+
 // ProgressFree implements engine.ProgressFree: Gandiva's turns follow
 // launch and stop times; only rotation (the jobs' speeds on each type),
 // packing and growing read the model.
@@ -190,6 +203,7 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	order := g.turns(s)
+	defer clear(order) // keep the memory, not the jobs
 	if g.Pack {
 		order = g.pk.update(s, order)
 	}
@@ -197,12 +211,16 @@ func (g *Gandiva) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.Rotate {
 		plan = rotateTypes(s, order)
 	} else {
-		plan = alloc.Greedy(s, order, false)
+		plan = g.pool.Greedy(s, order, false, g.run)
+		g.run = plan.Run
 		lazy := g.Incremental() && lazyGreedy(s, &plan, &g.lazy, order, nil, g.keyTermsOnce())
 		if g.Migrate {
-			plan.Run = consolidate(s, plan.Run) // the same jobs and counts
+			plan.Run = g.moves.consolidate(s, order, plan.Run) // the same jobs and counts
 		}
 		if lazy {
+			// A round that moves no job goes as Keep and Stop
+			// (keep_stops.go); one that migrates, in full.
+			g.stops.keep(s, &plan, order)
 			return plan
 		}
 	}
@@ -249,26 +267,49 @@ func (g *Gandiva) keyTermsOnce() func([]byte, *engine.Status, float64, [2]int) [
 // turns orders the jobs for time-slicing: running jobs inside their quantum
 // (longest running last... first started first), then waiting jobs longest
 // suspended first, then running jobs whose quantum is spent, earliest
-// started first. When all jobs fit, the order does not matter: all run.
+// started first; ties by submission, then ID. When all jobs fit, the order
+// does not matter: all run. The slice is g's, valid until the next call.
 func (g *Gandiva) turns(s *engine.Snapshot) []*engine.Status {
-	class := func(st *engine.Status) (int, float64) {
+	jobs := s.ActiveJobs()
+	keyed := slices.Grow(g.turnKeys[:0], len(jobs))
+	for _, st := range jobs {
+		k := turnKey{st: st}
 		switch {
 		case len(st.GPUs) > 0 && s.Now-st.LastStart < g.Quantum:
-			return 0, st.LastStart
+			k.class, k.t = 0, st.LastStart
 		case len(st.GPUs) == 0:
-			return 1, st.LastStop
+			k.class, k.t = 1, st.LastStop
 		default:
-			return 2, st.LastStart
+			k.class, k.t = 2, st.LastStart
 		}
+		keyed = append(keyed, k)
 	}
-	return alloc.SortJobs(s.Jobs, func(a, b *engine.Status) int {
-		ca, ta := class(a)
-		cb, tb := class(b)
-		if ca != cb {
-			return cmp.Compare(ca, cb)
+	// The order is total (IDs are unique): any sort gives the one
+	// alloc.SortJobs gave.
+	slices.SortFunc(keyed, func(a, b turnKey) int {
+		if a.class != b.class {
+			return cmp.Compare(a.class, b.class)
 		}
-		return cmp.Compare(ta, tb)
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return submitOrder(a.st, b.st)
 	})
+	order := slices.Grow(g.order[:0], len(keyed))
+	for _, k := range keyed {
+		order = append(order, k.st)
+	}
+	clear(keyed) // keep the memory, not the jobs
+	g.turnKeys, g.order = keyed[:0], order
+	return order
+}
+
+// turnKey is a job's place in Gandiva's turns: its class (inside its
+// quantum, waiting, quantum spent) and the time that orders it inside.
+type turnKey struct {
+	class int
+	t     float64
+	st    *engine.Status
 }
 
 // lastStop is a waiting job's place among the suspended: when it was last
@@ -319,11 +360,13 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 // one-node shape on a node of its type with room (GPUs not held by the
 // other jobs that stay), preferring the node where it already has most
 // GPUs, then the fullest. Migrating jobs move to the front of the plan so
-// the placer gives them the room before new jobs take it.
-func consolidate(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
+// the placer gives them the room before new jobs take it. run lists jobs
+// of order (the snapshot's); the plan it returns is in m's memory, valid
+// until the next call.
+func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []engine.Assignment {
 	c := s.Cluster
 	spread := false // does any job that one node could hold span several?
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		if len(st.Alloc.PerNode) > 1 && len(st.GPUs) <= s.GPUsPerNode[st.Alloc.GPUType] {
 			spread = true
 			break
@@ -332,30 +375,37 @@ func consolidate(s *engine.Snapshot, run []engine.Assignment) []engine.Assignmen
 	if !spread {
 		return run // nothing to move: the common round costs no lookups
 	}
-	byID := make(map[string]*engine.Status, len(s.Jobs))
-	for _, st := range s.Jobs {
-		byID[st.Job.ID] = st
-	}
-	free := make([]int, len(c.Nodes))
+	sts := m.planned(s, order, run)
+	defer clear(sts)
+	free := slices.Grow(m.free[:0], len(c.Nodes))[:len(c.Nodes)]
+	mine := slices.Grow(m.mine[:0], len(c.Nodes))[:len(c.Nodes)]
+	m.free, m.mine = free, mine
+	clear(mine)
 	for _, n := range c.Nodes {
 		free[n.ID] = n.GPUs
 	}
-	for _, a := range run {
-		for _, g := range byID[a.Job].GPUs {
+	for i := range run {
+		for _, g := range sts[i].GPUs {
 			free[c.NodeOf(g).ID]--
 		}
 	}
-	var moved, rest []engine.Assignment
-	for _, a := range run {
-		st := byID[a.Job]
+	moved, rest := m.moved[:0], m.rest[:0]
+	nodes := m.nodes[:0]
+	for i, a := range run {
+		st := sts[i]
 		if len(st.GPUs) != a.GPUs || len(st.Alloc.PerNode) <= 1 || a.GPUs > s.GPUsPerNode[st.Alloc.GPUType] {
 			rest = append(rest, a)
 			continue
 		}
-		mine := map[int]int{}
+		touched := m.touched[:0]
 		for _, g := range st.GPUs {
-			mine[c.NodeOf(g).ID]++
+			id := c.NodeOf(g).ID
+			if mine[id] == 0 {
+				touched = append(touched, id)
+			}
+			mine[id]++
 		}
+		m.touched = touched
 		best := -1
 		for _, n := range c.Nodes {
 			if n.GPUType != st.Alloc.GPUType || free[n.ID]+mine[n.ID] < a.GPUs {
@@ -365,17 +415,71 @@ func consolidate(s *engine.Snapshot, run []engine.Assignment) []engine.Assignmen
 				best = n.ID
 			}
 		}
+		if best >= 0 {
+			for _, id := range touched {
+				free[id] += mine[id]
+			}
+			free[best] -= a.GPUs
+		}
+		for _, id := range touched {
+			mine[id] = 0
+		}
 		if best < 0 {
 			rest = append(rest, a)
 			continue
 		}
-		for id, k := range mine {
-			free[id] += k
-		}
-		free[best] -= a.GPUs
 		a.GPUType = st.Alloc.GPUType
-		a.Nodes = []engine.NodeGPUs{{Node: best, GPUs: a.GPUs}}
+		nodes = append(nodes, engine.NodeGPUs{Node: best, GPUs: a.GPUs})
 		moved = append(moved, a)
 	}
-	return append(moved, rest...)
+	// Each moved job's shape is its own entry of nodes (its memory
+	// settled once nodes has grown).
+	for i := range moved {
+		moved[i].Nodes = nodes[i : i+1 : i+1]
+	}
+	out := append(append(m.out[:0], moved...), rest...)
+	m.moved, m.rest, m.nodes, m.out = moved, rest, nodes, out
+	return out
+}
+
+// migration is the memory consolidate reuses from round to round.
+type migration struct {
+	free, mine []int // per node: GPUs left; GPUs of the job looked at
+	touched    []int // the nodes mine counts
+	moved      []engine.Assignment
+	rest       []engine.Assignment
+	out        []engine.Assignment
+	nodes      []engine.NodeGPUs
+	sts        []*engine.Status
+	byID       map[string]*engine.Status
+}
+
+// planned returns, in m's memory, the status of each job run lists: found
+// by walking order alongside run when run lists jobs of order in order's
+// order (as the greedy pass plans), else by ID among the active jobs.
+func (m *migration) planned(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []*engine.Status {
+	sts := slices.Grow(m.sts[:0], len(run))[:len(run)]
+	m.sts = sts
+	k := 0
+	for i, a := range run {
+		for k < len(order) && order[k].Job.ID != a.Job {
+			k++
+		}
+		if k == len(order) {
+			if m.byID == nil {
+				m.byID = map[string]*engine.Status{}
+			}
+			for _, st := range s.ActiveJobs() {
+				m.byID[st.Job.ID] = st
+			}
+			for i, a := range run {
+				sts[i] = m.byID[a.Job]
+			}
+			clear(m.byID)
+			return sts
+		}
+		sts[i] = order[k]
+		k++
+	}
+	return sts
 }

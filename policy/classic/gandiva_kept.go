@@ -121,7 +121,7 @@ func (q *gandivaTurns) rebuild(g *Gandiva, s *engine.Snapshot) {
 	q.fresh = q.fresh[:0]
 	q.at.Clear()
 	q.n, q.held = 0, 0
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		if !q.enter(g, s, st) {
 			return // slots not one engine's: the next round rebuilds again
 		}

@@ -3,6 +3,8 @@ package classic
 import (
 	"testing"
 
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
@@ -51,4 +53,54 @@ func TestGandivaKeptMatchesFull(t *testing.T) {
 // the policy writes for every job when it plans every round in full.
 func TestLazyQueueMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:quantum=600")
+}
+
+// TestOnDemandMatchesPlain: FIFO (with and without backfill), SRTF, EDF
+// and Gandiva read the active jobs on demand (engine.JobsOnDemand): their
+// rounds, driven through the loads above (long queues too), must be the
+// same job for job, reasons included, as the same policy's reading
+// Snapshot.Jobs every round (policytest.OnDemandMatches).
+func TestOnDemandMatchesPlain(t *testing.T) {
+	specs := []string{"fifo", "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:migrate=false", "gandiva:quantum=20"}
+	fam.OnDemandMatchesPlain(t, load, specs...)
+	t.Run("long-queues", func(t *testing.T) {
+		fam.OnDemandMatchesPlain(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, specs...)
+	})
+}
+
+// TestCongestedKeepStopsMatchesFull: SRTF's and EDF's rounds in which
+// some job does not fit, and Gandiva's that preempt and migrate no job, go
+// to the engine as "keep the running jobs, stop
+// these, start those" (Plan.Keep, Plan.Stop; keep_stops.go): driven
+// through the loads above against the same policies planning every round
+// in full, every round's changes, GPUs and reasons must be the same, and
+// such rounds must have been run.
+func TestCongestedKeepStopsMatchesFull(t *testing.T) {
+	for _, spec := range []string{"srtf", "edf", "gandiva", "gandiva:migrate=false", "gandiva:quantum=20"} {
+		t.Run(spec, func(t *testing.T) {
+			var built []engine.Policy
+			for _, l := range []policytest.Load{load, {Seeds: 3, Burst: 40, Faults: true}} {
+				policytest.Lockstep(t, func(int) engine.Policy {
+					p := fam.Parse(t, spec, contract.Context{})
+					built = append(built, p)
+					return p
+				}, func(p engine.Policy) int { return p.(interface{ KeptRounds() int }).KeptRounds() }, l)
+			}
+			n := 0
+			for _, p := range built {
+				switch p := p.(type) {
+				case *SRTF:
+					n += p.stops.n
+				case *EDF:
+					n += p.stops.n
+				case *Gandiva:
+					n += p.stops.n
+				}
+			}
+			t.Logf("%d rounds planned as Keep and Stop", n)
+			if n == 0 {
+				t.Fatal("no round was planned as Keep and Stop: the loads do not exercise it")
+			}
+		})
+	}
 }

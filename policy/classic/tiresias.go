@@ -67,6 +67,7 @@ type Tiresias struct {
 	order   []*engine.Status
 	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
 	explain explain.Scratch
+	pool    alloc.Pool                               // the greedy pass's, kept (alloc.Pool.Greedy)
 	memo    map[string]engine.Memo                   // the last plan's Memo: the engine keeps no plan's maps
 	terms   func(b []byte, st *engine.Status) []byte // appendTerms
 	inQueue func(a, b tiresiasEntry) int             // compareIn
@@ -252,7 +253,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	for _, e := range entries {
 		order = append(order, e.st)
 	}
-	plan := alloc.GreedyInto(s, order, false, t.run)
+	plan := t.pool.Greedy(s, order, false, t.run)
 	t.run = plan.Run
 	plan.Memo = memo
 	if t.terms == nil { // made once: a closure made every round would be allocated every round

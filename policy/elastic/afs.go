@@ -2,13 +2,11 @@ package elastic
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
-	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // afsPolicies registers the policies this file defines; Policies calls it.
@@ -51,7 +49,8 @@ func afsPolicies(register func(contract.Info)) {
 // cannot run there) leaves the comparisons. A job's maximum and the
 // remaining-time estimate are Optimus' (elasticMaxGPUs, estimator).
 type AFS struct {
-	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
+	Oracle bool          `knob:"oracle"` // predict with the performance model, not the hints
+	kept   *elasticRound // the memory of its rounds, made at the first
 }
 
 // Name implements engine.Policy.
@@ -69,22 +68,32 @@ func (a *AFS) Name() string {
 // current anyway.
 func (a *AFS) ProgressOnDemand() bool { return true }
 
-// Schedule implements engine.Policy.
+// Schedule implements engine.Policy. A round allocates nothing once the
+// policy's memory has grown (elasticRound), but a reason whose text changed.
 func (a *AFS) Schedule(s *engine.Snapshot) engine.Plan {
-	types, pools, capacity := elasticPools(s, a.Oracle)
-	for _, t := range types {
-		afsAllocate(pools[t], capacity[t])
+	if a.kept == nil {
+		a.kept = new(elasticRound)
 	}
-	plan := elasticPlan(types, pools)
-	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-		return fmt.Sprintf("jobs start on their minimum (%d GPUs) shortest remaining first, then GPUs go by AFS' pairwise speedup rule", st.Job.MinGPUs)
-	})
+	r := a.kept
+	r.pool(s, a.Oracle)
+	types := s.Cluster.GPUTypes()
+	for t := range types {
+		r.afsAllocate(r.pools[t], r.capacity[t])
+	}
+	plan := r.plan(types)
+	r.explain.PlanAppend(s, &plan, nil, afsTerms)
 	return plan
 }
 
+// afsTerms are AFS' reason terms.
+func afsTerms(b []byte, st *engine.Status) []byte {
+	return append(appendMinTerm(b, st), " shortest remaining first, then GPUs go by AFS' pairwise speedup rule"...)
+}
+
 // afsAllocate hands out free GPUs of one pool (jobs in arrival order).
-func afsAllocate(jobs []*elasticJob, free int) {
-	order := slices.Clone(jobs)
+func (r *elasticRound) afsAllocate(jobs []*elasticJob, free int) {
+	order := append(r.order[:0], jobs...)
+	r.order = order
 	slices.SortStableFunc(order, func(a, b *elasticJob) int {
 		return cmp.Compare(a.remaining(a.min), b.remaining(b.min))
 	})
@@ -94,12 +103,9 @@ func afsAllocate(jobs []*elasticJob, free int) {
 			free -= e.min
 		}
 	}
-	open := func(e *elasticJob) bool {
-		return e.n > 0 && e.n < e.max && !math.IsInf(e.remaining(e.n+1), 1)
-	}
-	var cands []*elasticJob
+	cands := r.cands[:0]
 	for _, e := range jobs {
-		if open(e) {
+		if afsOpen(e) {
 			cands = append(cands, e)
 		}
 	}
@@ -118,10 +124,18 @@ func afsAllocate(jobs []*elasticJob, free int) {
 		}
 		c.n++
 		free--
-		if !open(c) {
-			cands = slices.DeleteFunc(cands, func(e *elasticJob) bool { return e == c })
+		if !afsOpen(c) {
+			i := slices.Index(cands, c)
+			cands = slices.Delete(cands, i, i+1)
 		}
 	}
+	r.cands = cands
+}
+
+// afsOpen reports whether e takes part in AFS' comparisons: it runs, is
+// below its maximum and can run on one GPU more.
+func afsOpen(e *elasticJob) bool {
+	return e.n > 0 && e.n < e.max && !math.IsInf(e.remaining(e.n+1), 1)
 }
 
 // afsRatio is a/b, with 1 for equal values (0/0 for a finished job, Inf/Inf

@@ -3,12 +3,14 @@ package elastic
 import (
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/policy/internal/alloc"
+	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // What the elastic policies Optimus and AFS share: one estimate of a job's
@@ -129,74 +131,162 @@ func elasticGoodput(f goodput.Function, j *job.Job, nodes, replicas int) float64
 
 func elasticDivUp(a, b int) int { return (a + b - 1) / b }
 
+// elasticRound is the memory Optimus and AFS keep from round to round, so
+// that a round allocates nothing once it has grown to the cluster's types
+// and the snapshot's jobs: the jobs of the round and their memoised
+// remaining times, the pools, the orders the rules sort, the plan's
+// assignments and the reasons' scratch. A round overwrites all of it; the
+// engine reads a plan (its Run and Reasons) during its round and keeps
+// neither, so reusing them at the next round is safe.
+type elasticRound struct {
+	est      estimator
+	jobs     []elasticJob    // the pooled jobs; cap fixed within a round, so pointers into it hold
+	capacity []int           // GPUs of each type, by index in the cluster's types
+	load     []int           // minimum GPUs bound to each type so far
+	bound    []int           // each snapshot job's type index, or unbound / outside
+	pools    [][]*elasticJob // each type's jobs in the snapshot's order
+	order    []*elasticJob   // the rule's sorted copy of a pool
+	cands    []*elasticJob   // AFS' jobs that may take one more GPU
+	given    []*elasticJob   // elasticPlan's jobs given GPUs
+	run      []engine.Assignment
+	explain  explain.Scratch
+}
+
+// Type indexes of elasticRound.bound besides the cluster's own.
+const (
+	elasticUnbound = -1 // not bound yet
+	elasticOutside = -2 // bound to a type the cluster lacks: never runs
+)
+
 // elasticPools binds every active job to one GPU type and returns the jobs
 // of each type, in the snapshot's order (submission, then ID), with the
-// type's GPU count. A job asking for a type gets it; one that accepts any
-// type keeps the type it runs on now, and a waiting one takes the type with
-// the most GPUs left after the minimum counts of the jobs bound before it
-// (the first type in the cluster's order on a tie). A job whose minimum
-// exceeds its pool never runs and is left out.
+// type's GPU count, as maps by type (see elasticRound.pool, which it runs).
 func elasticPools(s *engine.Snapshot, oracle bool) (types []string, pools map[string][]*elasticJob, capacity map[string]int) {
+	r := new(elasticRound)
+	r.pool(s, oracle)
 	types = s.Cluster.GPUTypes()
+	pools = make(map[string][]*elasticJob, len(types))
 	capacity = make(map[string]int, len(types))
-	for _, t := range types {
-		capacity[t] = s.Cluster.GPUsOfType(t)
+	for i, t := range types {
+		capacity[t] = r.capacity[i]
+		if len(r.pools[i]) > 0 {
+			pools[t] = r.pools[i]
+		}
 	}
-	est := &estimator{s: s, oracle: oracle}
-	load := make(map[string]int, len(types))
-	bound := make([]string, len(s.Jobs))
+	return types, pools, capacity
+}
+
+// pool binds every active job to one GPU type and fills r.pools (by index
+// in s.Cluster.GPUTypes()) with the jobs of each type, in the snapshot's
+// order (submission, then ID), and r.capacity with the type's GPU count. A
+// job asking for a type gets it; one that accepts any type keeps the type
+// it runs on now, and a waiting one takes the type with the most GPUs left
+// after the minimum counts of the jobs bound before it (the first type in
+// the cluster's order on a tie). A job whose minimum exceeds its pool, or
+// whose type the cluster lacks, never runs and is left out.
+func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
+	types := s.Cluster.GPUTypes()
+	r.capacity = resize(r.capacity, len(types))
+	r.load = resize(r.load, len(types))
+	for i, t := range types {
+		r.capacity[i] = s.Cluster.GPUsOfType(t)
+		r.load[i] = 0
+	}
+	capacity, load := r.capacity, r.load
+	r.est = estimator{s: s, oracle: oracle}
+	r.bound = resize(r.bound, len(s.Jobs))
+	bound := r.bound
 	// First the jobs whose type is settled, so waiting any-type jobs see
 	// their load.
 	for i, st := range s.Jobs {
+		bound[i] = elasticUnbound
 		switch {
 		case st.Job.GPUType != "":
-			bound[i] = st.Job.GPUType
+			bound[i] = typeIndex(types, st.Job.GPUType)
 		case len(types) == 1:
-			bound[i] = types[0]
+			bound[i] = 0
 		case st.Alloc.GPUType != "" && len(st.GPUs) > 0:
-			bound[i] = st.Alloc.GPUType
+			bound[i] = typeIndex(types, st.Alloc.GPUType)
 		default:
 			continue
 		}
-		load[bound[i]] += st.Job.MinGPUs
+		if bound[i] >= 0 {
+			load[bound[i]] += st.Job.MinGPUs
+		}
 	}
 	for i, st := range s.Jobs {
-		if bound[i] != "" {
+		if bound[i] != elasticUnbound {
 			continue
 		}
-		best := ""
-		for _, t := range types {
-			if capacity[t] >= st.Job.MinGPUs && (best == "" || capacity[t]-load[t] > capacity[best]-load[best]) {
+		best := -1
+		for t := range types {
+			if capacity[t] >= st.Job.MinGPUs && (best < 0 || capacity[t]-load[t] > capacity[best]-load[best]) {
 				best = t
 			}
 		}
-		if best == "" {
+		if best < 0 {
+			bound[i] = elasticOutside
 			continue
 		}
 		bound[i] = best
 		load[best] += st.Job.MinGPUs
 	}
-	pools = make(map[string][]*elasticJob, len(types))
+	if len(r.pools) < len(types) {
+		r.pools = append(r.pools, make([][]*elasticJob, len(types)-len(r.pools))...)
+	}
+	r.pools = r.pools[:len(types)]
+	for t := range r.pools {
+		r.pools[t] = r.pools[t][:0]
+	}
+	// Every pooled job's elasticJob lives in r.jobs, whose capacity is set
+	// before the first pointer into it is taken; a reused one keeps its
+	// memo's memory.
+	if cap(r.jobs) < len(s.Jobs) {
+		r.jobs = append(r.jobs[:cap(r.jobs)], make([]elasticJob, len(s.Jobs)-cap(r.jobs))...)
+	}
+	jobs := r.jobs[:0]
 	for i, st := range s.Jobs {
 		t := bound[i]
-		if t == "" || st.Job.MinGPUs > capacity[t] {
+		if t < 0 || st.Job.MinGPUs > capacity[t] {
 			continue
 		}
-		e := &elasticJob{st: st, typ: t, min: st.Job.MinGPUs, est: est}
+		jobs = jobs[:len(jobs)+1]
+		e := &jobs[len(jobs)-1]
+		*e = elasticJob{st: st, typ: types[t], min: st.Job.MinGPUs, est: &r.est, rem: e.rem[:0]}
 		e.max = min(alloc.MaxGPUs(s, st), capacity[t])
-		pools[t] = append(pools[t], e)
+		r.pools[t] = append(r.pools[t], e)
 	}
-	return types, pools, capacity
+	r.jobs = jobs
 }
 
-// elasticPlan turns the GPU counts given into a plan: largest allocations
-// first (they are the hardest to place), then by submission and ID. On a
-// one-type cluster an assignment keeps the job's own (possibly empty) type,
-// as greedy does; otherwise it names the pool's type.
-func elasticPlan(types []string, pools map[string][]*elasticJob) engine.Plan {
-	var given []*elasticJob
-	for _, t := range types {
-		for _, e := range pools[t] {
+// typeIndex is t's index in types, elasticOutside when types lacks it.
+func typeIndex(types []string, t string) int {
+	for i, u := range types {
+		if u == t {
+			return i
+		}
+	}
+	return elasticOutside
+}
+
+// resize is xs with length n, reusing its memory when it has room (the
+// values are left as they were: the caller sets them).
+func resize[T any](xs []T, n int) []T {
+	if cap(xs) < n {
+		return make([]T, n)
+	}
+	return xs[:n]
+}
+
+// plan turns the GPU counts given into a plan: largest allocations first
+// (they are the hardest to place), then by submission and ID. On a
+// one-type cluster an assignment keeps the job's own (possibly empty)
+// type, as greedy does; otherwise it names the pool's type. The plan's Run
+// is r's memory, valid until r's next round.
+func (r *elasticRound) plan(types []string) engine.Plan {
+	given := r.given[:0]
+	for t := range types {
+		for _, e := range r.pools[t] {
 			if e.n > 0 {
 				given = append(given, e)
 			}
@@ -208,15 +298,29 @@ func elasticPlan(types []string, pools map[string][]*elasticJob) engine.Plan {
 		}
 		return elasticLess(a.st, b.st)
 	})
-	var plan engine.Plan
+	r.given = given
+	run := r.run[:0]
 	for _, e := range given {
 		t := e.typ
 		if len(types) == 1 {
 			t = e.st.Job.GPUType
 		}
-		plan.Run = append(plan.Run, engine.Assignment{Job: e.st.Job.ID, GPUs: e.n, GPUType: t})
+		run = append(run, engine.Assignment{Job: e.st.Job.ID, GPUs: e.n, GPUType: t})
+	}
+	r.run = run
+	var plan engine.Plan
+	if len(run) > 0 {
+		plan.Run = run
 	}
 	return plan
+}
+
+// appendMinTerm appends the start of both policies' reason terms: "jobs
+// start on their minimum (N GPUs)".
+func appendMinTerm(b []byte, st *engine.Status) []byte {
+	b = append(b, "jobs start on their minimum ("...)
+	b = strconv.AppendInt(b, int64(st.Job.MinGPUs), 10)
+	return append(b, " GPUs)"...)
 }
 
 // elasticLess orders jobs by submission time, then ID.

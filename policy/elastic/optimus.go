@@ -1,12 +1,10 @@
 package elastic
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
-	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
 // optimusPolicies registers the policies this file defines; Policies calls it.
@@ -49,7 +47,8 @@ func optimusPolicies(register func(contract.Info)) {
 // remaining work is the job's own (Status.Work less its progress,
 // Snapshot.Progress).
 type Optimus struct {
-	Oracle bool `knob:"oracle"` // predict with the performance model, not the hints
+	Oracle bool          `knob:"oracle"` // predict with the performance model, not the hints
+	kept   *elasticRound // the memory of its rounds, made at the first
 }
 
 // Name implements engine.Policy.
@@ -69,22 +68,32 @@ func (o *Optimus) Name() string {
 // simulator keeps every job current anyway.
 func (o *Optimus) ProgressOnDemand() bool { return true }
 
-// Schedule implements engine.Policy.
+// Schedule implements engine.Policy. A round allocates nothing once the
+// policy's memory has grown (elasticRound), but a reason whose text changed.
 func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {
-	types, pools, capacity := elasticPools(s, o.Oracle)
-	for _, t := range types {
-		optimusAllocate(pools[t], capacity[t])
+	if o.kept == nil {
+		o.kept = new(elasticRound)
 	}
-	plan := elasticPlan(types, pools)
-	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-		return fmt.Sprintf("jobs start on their minimum (%d GPUs) fewest first, then each free GPU goes where it saves the most remaining time", st.Job.MinGPUs)
-	})
+	r := o.kept
+	r.pool(s, o.Oracle)
+	types := s.Cluster.GPUTypes()
+	for t := range types {
+		r.optimusAllocate(r.pools[t], r.capacity[t])
+	}
+	plan := r.plan(types)
+	r.explain.PlanAppend(s, &plan, nil, optimusTerms)
 	return plan
 }
 
+// optimusTerms are Optimus' reason terms.
+func optimusTerms(b []byte, st *engine.Status) []byte {
+	return append(appendMinTerm(b, st), " fewest first, then each free GPU goes where it saves the most remaining time"...)
+}
+
 // optimusAllocate hands out free GPUs of one pool (jobs in arrival order).
-func optimusAllocate(jobs []*elasticJob, free int) {
-	order := slices.Clone(jobs)
+func (r *elasticRound) optimusAllocate(jobs []*elasticJob, free int) {
+	order := append(r.order[:0], jobs...)
+	r.order = order
 	slices.SortStableFunc(order, func(a, b *elasticJob) int { return a.min - b.min })
 	for _, e := range order {
 		if e.min <= free {

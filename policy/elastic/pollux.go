@@ -108,6 +108,9 @@ type Pollux struct {
 	Pop, Gens   int    // GA population and generations
 	Tries       int    // the fast search's most LNS tries; 0: 500 + 20 x nodes
 	name        string
+	// kept is the problem Schedule reuses round to round (its memory and
+	// the speedup curves of the jobs' hints), made at the first round.
+	kept *pxProblem
 }
 
 // PolluxKnobs are Pollux's knobs (`tide policies pollux`).
@@ -212,22 +215,35 @@ func (p *Pollux) Name() string { return p.name }
 // every job current anyway: agents observe every running job every round.
 func (p *Pollux) ProgressFree() bool { return true }
 
-// Schedule implements engine.Policy.
+// Schedule implements engine.Policy. The fast search's round allocates
+// nothing once the policy's memory has grown to the snapshot (pxProblem's
+// kept buffers, its cell arena, the curves of hints it has seen), but a
+// reason whose text changed and a curve's first row of a shape; the GA
+// allocates its population every round.
 func (p *Pollux) Schedule(s *engine.Snapshot) engine.Plan {
-	pr := newPxProblem(s, p)
-	if pr == nil {
+	if p.kept == nil {
+		p.kept = new(pxProblem)
+	}
+	pr := p.kept
+	if !pr.reset(s, p) {
 		return engine.Plan{}
 	}
 	defer pr.publish()
 	plan := pr.plan(pr.solve(s.Round))
-	order := make([]*engine.Status, len(pr.jobs))
+	order := pr.statuses[:0]
 	for i := range pr.jobs {
-		order[i] = pr.jobs[i].st
+		order = append(order, pr.jobs[i].st)
 	}
-	explain.Plan(s, &plan, order, func(st *engine.Status) string {
-		return fmt.Sprintf("attained %.2f GPU-h; the search gave its GPUs to allocations of more total speedup", st.Attained/3600)
-	})
+	pr.statuses = order
+	pr.explain.PlanAppend(s, &plan, order, polluxTerms)
 	return plan
+}
+
+// polluxTerms are Pollux's reason terms.
+func polluxTerms(b []byte, st *engine.Status) []byte {
+	b = append(b, "attained "...)
+	b = strconv.AppendFloat(b, st.Attained/3600, 'f', 2, 64)
+	return append(b, " GPU-h; the search gave its GPUs to allocations of more total speedup"...)
 }
 
 // solve runs the configured search and returns one row of cells per job.
@@ -276,29 +292,81 @@ type pxProblem struct {
 	fairR     int     // fair-share replicas, ceil(GPUs/jobs)
 	fairN     int     // fair-share nodes, ceil(nodes/GPUs)
 	eps       float64 // the artifact's 1e-3 added to speedups
-	curves    map[*goodput.Hints]*pxCurve
+	// curves are this round's speedup curves by hints; with own, the
+	// problem is a policy's kept one and own holds the curves of its last
+	// round, which this round reuses (they are the problem's alone: rows
+	// shared with pxCache are copied before they are written), and fresh
+	// the hints whose curves came from pxCache this round (publish).
+	curves, own map[*goodput.Hints]*pxCurve
+	fresh       []*goodput.Hints
+
+	// The memory a kept problem reuses round to round: reset overwrites
+	// all of it, the searches' scratch is theirs while they run.
+	nodeIdx  []int            // cluster node ID -> index in nodes, -1 if no GPUs
+	order    []*engine.Status // the jobs in the artifact's order
+	statuses []*engine.Status // Schedule's order for the reasons
+	states   [2]*pxState      // searchFast's two states
+	arena    pxArena          // the fast search's rows
+	scratch  pxScratch
+	pcg      rand.PCG
+	rng      *rand.Rand // over pcg
+	run      []engine.Assignment
+	nodeGPUs []engine.NodeGPUs // the plan's Nodes, one slice per assignment
+	explain  explain.Scratch
 }
 
+// newPxProblem is the problem of one round on snapshot s, nil when the
+// cluster has no GPU or s no job.
 func newPxProblem(s *engine.Snapshot, p *Pollux) *pxProblem {
-	c := s.Cluster
-	pr := &pxProblem{pol: p, eps: 1e-3, curves: map[*goodput.Hints]*pxCurve{}}
-	typeIdx := map[string]int{}
-	for _, t := range c.GPUTypes() {
-		typeIdx[t] = len(pr.types)
-		pr.types = append(pr.types, t)
+	pr := new(pxProblem)
+	if !pr.reset(s, p) {
+		return nil
 	}
-	pr.gpn = make([]int, len(pr.types))
-	pr.typeGPUs = make([]int, len(pr.types))
-	pr.typeJobs = make([][]int, len(pr.types))
-	pr.typeNodes = make([]int, len(pr.types))
-	nodeIdx := make([]int, len(c.Nodes)) // cluster node ID -> index in pr.nodes, -1 if no GPUs
+	return pr
+}
+
+// reset makes pr the problem of one round on snapshot s, reusing pr's
+// memory, and reports false (pr unusable) when the cluster has no GPU or s
+// no job.
+func (pr *pxProblem) reset(s *engine.Snapshot, p *Pollux) bool {
+	c := s.Cluster
+	pr.pol, pr.eps = p, 1e-3
+	if pr.curves == nil {
+		pr.curves = map[*goodput.Hints]*pxCurve{}
+	} else {
+		// A kept problem: last round's curves are its own now.
+		if pr.own == nil {
+			pr.own = map[*goodput.Hints]*pxCurve{}
+		}
+		pr.own, pr.curves = pr.curves, pr.own
+		clear(pr.curves)
+	}
+	pr.fresh = pr.fresh[:0]
+	pr.arena.reset()
+	pr.types = append(pr.types[:0], c.GPUTypes()...)
+	pr.gpn = resize(pr.gpn, len(pr.types))
+	pr.typeGPUs = resize(pr.typeGPUs, len(pr.types))
+	pr.typeNodes = resize(pr.typeNodes, len(pr.types))
+	clear(pr.gpn)
+	clear(pr.typeGPUs)
+	clear(pr.typeNodes)
+	if len(pr.typeJobs) < len(pr.types) {
+		pr.typeJobs = append(pr.typeJobs, make([][]int, len(pr.types)-len(pr.typeJobs))...)
+	}
+	pr.typeJobs = pr.typeJobs[:len(pr.types)]
+	for t := range pr.typeJobs {
+		pr.typeJobs[t] = pr.typeJobs[t][:0]
+	}
+	pr.nodes = pr.nodes[:0]
+	pr.nodeIdx = resize(pr.nodeIdx, len(c.Nodes))
+	nodeIdx := pr.nodeIdx
 	total := 0
 	for i, nd := range c.Nodes {
 		nodeIdx[i] = -1
 		if nd.GPUs <= 0 {
 			continue
 		}
-		t := typeIdx[nd.GPUType]
+		t, _ := pxTypeIndex(pr.types, nd.GPUType)
 		nodeIdx[i] = len(pr.nodes)
 		pr.nodes = append(pr.nodes, pxNode{id: nd.ID, cap: nd.GPUs, typ: t})
 		pr.gpn[t] = max(pr.gpn[t], nd.GPUs)
@@ -307,11 +375,12 @@ func newPxProblem(s *engine.Snapshot, p *Pollux) *pxProblem {
 		total += nd.GPUs
 	}
 	if len(pr.nodes) == 0 || len(s.Jobs) == 0 {
-		return nil
+		return false
 	}
 	// The artifact's job order: least attained service first, then FIFO.
 	// It decides who wins a node in the repair step.
-	order := slices.Clone(s.Jobs)
+	order := append(pr.order[:0], s.Jobs...)
+	pr.order = order
 	slices.SortStableFunc(order, func(a, b *engine.Status) int {
 		if c := cmp.Compare(a.Attained, b.Attained); c != 0 {
 			return c
@@ -327,9 +396,14 @@ func newPxProblem(s *engine.Snapshot, p *Pollux) *pxProblem {
 	pr.scale = float64(len(pr.nodes)) / float64(total)
 	pr.fairR = (total + len(order) - 1) / len(order)
 	pr.fairN = (len(pr.nodes) + total - 1) / total
-	pr.jobs = make([]pxJob, len(order))
+	// Each job's cells reuse the memory of the last round's job at its
+	// place.
+	if cap(pr.jobs) < len(order) {
+		pr.jobs = append(pr.jobs[:cap(pr.jobs)], make([]pxJob, len(order)-cap(pr.jobs))...)
+	}
+	pr.jobs = pr.jobs[:len(order)]
 	for i, st := range order {
-		pr.jobs[i] = pr.newJob(s, st, typeIdx, nodeIdx)
+		pr.jobs[i] = pr.newJob(s, st, nodeIdx, pr.jobs[i].base[:0])
 		if t := pr.jobs[i].typ; t >= 0 {
 			pr.typeJobs[t] = append(pr.typeJobs[t], i)
 		}
@@ -337,7 +411,17 @@ func newPxProblem(s *engine.Snapshot, p *Pollux) *pxProblem {
 	if p.RestartGPUs {
 		pr.pricePerGPU(total)
 	}
-	return pr
+	return true
+}
+
+// pxTypeIndex is t's index in types, false when types lacks it.
+func pxTypeIndex(types []string, t string) (int, bool) {
+	for i, u := range types {
+		if u == t {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // pricePerGPU turns each running job's idled fraction (gpuCost, D/(age+D)
@@ -364,9 +448,11 @@ func (pr *pxProblem) pricePerGPU(gpus int) {
 	}
 }
 
-func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[string]int, nodeIdx []int) pxJob {
+// newJob is the job of status st this round, its current cells appended to
+// base (empty; memory to reuse).
+func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, nodeIdx []int, base []pxCell) pxJob {
 	j := st.Job
-	jb := pxJob{st: st, typ: -1}
+	jb := pxJob{st: st, typ: -1, base: base}
 	// The GPU type: the job's own, else the one it runs on, else the type
 	// with the most GPUs (Pollux assumes one type; this keeps each job on one).
 	t := j.GPUType
@@ -374,13 +460,14 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[s
 		t = s.Cluster.NodeOf(st.GPUs[0]).GPUType
 	}
 	if t == "" {
+		best := 0
 		for k, name := range pr.types {
-			if t == "" || pr.typeGPUs[k] > pr.typeGPUs[typeIdx[t]] {
-				t = name
+			if t == "" || pr.typeGPUs[k] > pr.typeGPUs[best] {
+				t, best = name, k
 			}
 		}
 	}
-	if k, ok := typeIdx[t]; ok {
+	if k, ok := pxTypeIndex(pr.types, t); ok {
 		jb.typ = k
 	}
 	// Replica limits (simulator.py, get_pollux_job_info): twice the most
@@ -453,7 +540,10 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, typeIdx map[s
 	if h := st.Hints; h != nil && h.Fitted && h.Limits.InitBatch > 0 {
 		cv := pr.curves[h]
 		if cv == nil {
-			cv = pxCurveFor(h)
+			if cv = pr.own[h]; cv == nil {
+				cv = pxCurveFor(h)
+				pr.fresh = append(pr.fresh, h)
+			}
 			pr.curves[h] = cv
 		}
 		if fair := cv.goodput(pr.fairN, pr.fairR); fair > 0 && !math.IsInf(fair, 0) && !math.IsNaN(fair) {
@@ -566,9 +656,16 @@ func (pr *pxProblem) utility(sol [][]pxCell, scratch []bool) float64 {
 	return speed / float64(gpus)
 }
 
-// plan turns a solution into assignments, in job order.
+// plan turns a solution into assignments, in job order. The plan's Run and
+// its Nodes are pr's memory, valid until pr's next round.
 func (pr *pxProblem) plan(sol [][]pxCell) engine.Plan {
-	var plan engine.Plan
+	cells := 0
+	for _, row := range sol {
+		cells += len(row)
+	}
+	nodes := resize(pr.nodeGPUs, cells)
+	pr.nodeGPUs = nodes
+	run := pr.run[:0]
 	for j, row := range sol {
 		if len(row) == 0 {
 			continue
@@ -578,11 +675,18 @@ func (pr *pxProblem) plan(sol [][]pxCell) engine.Plan {
 		if len(pr.types) > 1 {
 			a.GPUType = pr.types[jb.typ]
 		}
-		for _, c := range row {
+		a.Nodes = nodes[:len(row):len(row)]
+		nodes = nodes[len(row):]
+		for k, c := range row {
 			a.GPUs += int(c.gpus)
-			a.Nodes = append(a.Nodes, engine.NodeGPUs{Node: pr.nodes[c.node].id, GPUs: int(c.gpus)})
+			a.Nodes[k] = engine.NodeGPUs{Node: pr.nodes[c.node].id, GPUs: int(c.gpus)}
 		}
-		plan.Run = append(plan.Run, a)
+		run = append(run, a)
+	}
+	pr.run = run
+	var plan engine.Plan
+	if len(run) > 0 {
+		plan.Run = run
 	}
 	return plan
 }
@@ -650,14 +754,25 @@ func pxCurveFor(h *goodput.Hints) *pxCurve {
 	return &pxCurve{fn: c.fn, rows: slices.Clone(c.rows), owned: make([]bool, len(c.rows))}
 }
 
-// publish stores this round's curves for the next.
+// publish stores the curves this round took from pxCache or made, for the
+// other problems' rounds (a kept problem keeps its own: it publishes a
+// curve once, at the round that first saw its hints). Its rows are shared
+// with pxCache from then on, so the problem copies them before writing
+// again.
 func (pr *pxProblem) publish() {
+	if len(pr.fresh) == 0 {
+		return
+	}
 	pxCache.Lock()
 	defer pxCache.Unlock()
-	for h, c := range pr.curves {
+	for _, h := range pr.fresh {
+		c := pr.curves[h]
 		if pxCache.cur == nil || len(pxCache.cur) >= pxCacheSize {
 			pxCache.prev, pxCache.cur = pxCache.cur, make(map[*goodput.Hints]*pxCurve, pxCacheSize)
 		}
-		pxCache.cur[h] = &pxCurve{fn: c.fn, rows: c.rows}
+		// The cache's own list of rows (the problem may replace or add
+		// rows in its own); the rows themselves are shared.
+		pxCache.cur[h] = &pxCurve{fn: c.fn, rows: slices.Clone(c.rows)}
+		clear(c.owned)
 	}
 }

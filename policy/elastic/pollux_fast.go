@@ -62,9 +62,86 @@ type pxOpen struct {
 	maxFree int
 }
 
+// pxArena hands out the fast search's rows from blocks it keeps from round
+// to round: a row, once made, is never written again (set and the searches
+// only replace a job's row), so rows need no memory of their own. reset
+// makes every row dead at the start of a round; release, rows made since a
+// mark that nothing refers to any more (a rejected LNS try).
+type pxArena struct {
+	blocks [][]pxCell
+	b, i   int // the next cell: blocks[b][i]
+}
+
+// pxArenaBlock is the cells of one block: 64 KiB.
+const pxArenaBlock = 8192
+
+func (a *pxArena) reset() { a.b, a.i = 0, 0 }
+
+// mark is where the arena stands, for release.
+func (a *pxArena) mark() [2]int { return [2]int{a.b, a.i} }
+
+// release makes every row made since mark m dead.
+func (a *pxArena) release(m [2]int) { a.b, a.i = m[0], m[1] }
+
+// row is a new row of n cells (their values are the caller's to set), its
+// capacity n so that no append reaches the next row.
+func (a *pxArena) row(n int) []pxCell {
+	for {
+		if a.b == len(a.blocks) {
+			a.blocks = append(a.blocks, make([]pxCell, max(pxArenaBlock, n)))
+		}
+		if blk := a.blocks[a.b]; a.i+n <= len(blk) {
+			a.i += n
+			return blk[a.i-n : a.i : a.i]
+		}
+		a.b, a.i = a.b+1, 0
+	}
+}
+
+// pxScratch is the memory of the fast search's steps (fill, place, the
+// knapsack, options, lns, searchFast), kept by the problem: the steps never
+// run nested, and each overwrites what it uses.
+type pxScratch struct {
+	all, group, todo, failed, bestFailed []int
+	removed                              []int
+	picks                                []pxPick   // options' lists, back to back
+	opts                                 [][]pxPick // fill's options per job of a group
+	chosen                               []pxPick   // the knapsack's picks
+	dp, next                             []float64
+	choice                               []uint8
+	best, saved                          [][]pxCell
+	onNode, inSet                        []bool
+	banned                               map[[2]int]bool
+}
+
+// newState is an empty allocation (no job holds anything) of its own.
 func (pr *pxProblem) newState() *pxState {
-	s := &pxState{pr: pr, rows: make([][]pxCell, len(pr.jobs)), terms: make([]float64, len(pr.jobs)),
-		free: make([]int, len(pr.nodes)), dist: make([]int32, len(pr.nodes))}
+	return pr.resetState(new(pxState))
+}
+
+// state is pr's kept state k (0 or 1) of the fast search, emptied.
+func (pr *pxProblem) state(k int) *pxState {
+	if pr.states[k] == nil {
+		pr.states[k] = new(pxState)
+	}
+	return pr.resetState(pr.states[k])
+}
+
+// resetState makes s an empty allocation of pr, reusing its memory.
+func (pr *pxProblem) resetState(s *pxState) *pxState {
+	s.pr = pr
+	s.rows = resize(s.rows, len(pr.jobs))
+	clear(s.rows)
+	s.terms = resize(s.terms, len(pr.jobs))
+	s.free = resize(s.free, len(pr.nodes))
+	s.dist = resize(s.dist, len(pr.nodes))
+	s.cand = nil
+	// openNodes' answers of the last round are stale: gen moves on, and
+	// there is one per type.
+	s.gen++
+	if s.open != nil && len(s.open) != len(pr.types) {
+		s.open = nil
+	}
 	for i, n := range pr.nodes {
 		s.free[i], s.dist[i] = n.cap, -1
 	}
@@ -192,7 +269,9 @@ func (s *pxState) single(t, r int) []pxCell {
 	if best < 0 {
 		return nil
 	}
-	return []pxCell{{node: int32(best), gpus: int32(r)}}
+	row := s.pr.arena.row(1)
+	row[0] = pxCell{node: int32(best), gpus: int32(r)}
+	return row
 }
 
 // spread is r GPUs on exactly n of the open nodes (s.cand, filled by
@@ -205,7 +284,7 @@ func (s *pxState) spread(r, n int) []pxCell {
 	if k := s.minNodes(r); k == 0 || k > n {
 		return nil
 	}
-	row := make([]pxCell, 0, n)
+	row := s.pr.arena.row(n)[:0]
 	acc := 0
 	for i := 0; i < n-1; i++ {
 		g := min(s.free[s.cand[i]], r-acc-(n-1-i))
@@ -327,10 +406,15 @@ type pxPick struct {
 // shapes must fit what the state leaves free (j's own allocation removed);
 // otherwise any count of the job's type counts as packable on
 // ceil(r / GPUs per node) nodes.
+//
+// The list is appended to pr.scratch.picks, so that lists made one after
+// the other stay valid together; the caller empties picks when it no
+// longer reads any of them.
 func (s *pxState) options(j int, live bool, banned map[[2]int]bool) []pxPick {
 	pr := s.pr
 	jb := &pr.jobs[j]
-	var o []pxPick
+	start := len(pr.scratch.picks)
+	o := pr.scratch.picks[start:]
 	if jb.keepOK && (!live || s.fits(j, jb.base)) && !banned[[2]int{j, -1}] {
 		// Its alternative: the same size, moved.
 		o = append(o, pxPick{r: jb.baseR, n: len(jb.base), keep: true, cost: pr.term(j, len(jb.base), jb.baseR, false),
@@ -384,16 +468,25 @@ func (s *pxState) options(j int, live bool, banned map[[2]int]bool) []pxPick {
 			kept = append(kept, p)
 		}
 	}
-	return kept
+	// o was appended in place after picks[:start] (or, grown, elsewhere);
+	// picks takes its memory either way, the list kept at its end.
+	pr.scratch.picks = append(pr.scratch.picks[:start], kept...)
+	return pr.scratch.picks[start : start+len(kept) : start+len(kept)]
 }
 
 // pxKnapsack solves a multiple-choice knapsack: one option per job (opts
 // lightest first), at most capacity GPUs in all, least total cost. Ties go
-// to lighter options. It returns the picks and their total cost.
-func pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float64) {
-	// dp[c]: least cost of the jobs so far on at most c GPUs.
-	dp, next := make([]float64, capacity+1), make([]float64, capacity+1)
-	choice := make([]uint8, len(opts)*(capacity+1))
+// to lighter options. It returns the picks and their total cost; the picks
+// and its tables are sc's memory.
+func (sc *pxScratch) pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float64) {
+	// dp[c]: least cost of the jobs so far on at most c GPUs. Every entry
+	// is written before it is read: dp's row 0 below, next's and choice's
+	// in the loop.
+	sc.dp, sc.next = resize(sc.dp, capacity+1), resize(sc.next, capacity+1)
+	clear(sc.dp)
+	dp, next := sc.dp, sc.next
+	sc.choice = resize(sc.choice, len(opts)*(capacity+1))
+	choice := sc.choice
 	for i, o := range opts {
 		row := choice[i*(capacity+1) : (i+1)*(capacity+1)]
 		for c := 0; c <= capacity; c++ {
@@ -410,7 +503,8 @@ func pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float64) {
 		}
 		dp, next = next, dp
 	}
-	picks := make([]pxPick, len(opts))
+	picks := resize(sc.chosen, len(opts))
+	sc.chosen = picks
 	c := capacity
 	for i := len(opts) - 1; i >= 0; i-- {
 		picks[i] = opts[i][choice[i*(capacity+1)+c]]
@@ -425,8 +519,13 @@ func pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float64) {
 // shape; a job whose current allocation is no longer free takes a fresh
 // shape of the same size. Jobs that fit nowhere stay without GPUs. It
 // returns the jobs that did not get their pick's term.
+//
+// The failed list is s.pr.scratch.failed's memory, overwritten by the next
+// call.
 func (s *pxState) place(jobs []int, picks []pxPick, order pxOrder) (failed []int) {
-	var todo []int
+	sc := &s.pr.scratch
+	todo, failed := sc.todo[:0], sc.failed[:0]
+	defer func() { sc.todo, sc.failed = todo, failed }()
 	for i := range jobs {
 		if picks[i].r > 0 {
 			todo = append(todo, i)
@@ -498,16 +597,18 @@ func (s *pxState) place(jobs []int, picks []pxPick, order pxOrder) (failed []int
 func (s *pxState) fill(jobs []int, live bool, banned map[[2]int]bool) (bound float64) {
 	const tries = 3
 	pr := s.pr
+	sc := &pr.scratch
 	if banned == nil {
-		banned = map[[2]int]bool{}
+		banned = sc.bannedMap()
 	}
 	for t := range pr.types {
-		var group []int
+		group := sc.group[:0]
 		for _, j := range jobs {
 			if pr.jobs[j].typ == t {
 				group = append(group, j)
 			}
 		}
+		sc.group = group
 		if len(group) == 0 {
 			continue
 		}
@@ -520,18 +621,26 @@ func (s *pxState) fill(jobs []int, live bool, banned map[[2]int]bool) (bound flo
 				}
 			}
 		}
-		var best [][]pxCell
+		best := sc.best[:0]
 		bestT := math.Inf(1)
-		opts := make([][]pxPick, len(group))
+		// A job's options are at most keep, nothing and one per count: room
+		// for them all, so that options' lists never move.
+		need := 0
+		for _, j := range group {
+			need += 2 + max(pr.jobs[j].maxR-pr.jobs[j].minR+1, 0)
+		}
+		sc.opts = resize(sc.opts, len(group))
+		opts := sc.opts
 		for try := range tries {
+			sc.picks = slices.Grow(sc.picks[:0], need)
 			for i, j := range group {
 				opts[i] = s.options(j, live, banned)
 			}
-			picks, cost := pxKnapsack(opts, capacity)
+			picks, cost := sc.pxKnapsack(opts, capacity)
 			if try == 0 {
 				bound += cost
 			}
-			var failed []int
+			failed := sc.bestFailed[:0]
 			for order := range pxOrders {
 				f := s.place(group, picks, order)
 				sum := 0.0
@@ -539,7 +648,7 @@ func (s *pxState) fill(jobs []int, live bool, banned map[[2]int]bool) (bound flo
 					sum += s.terms[j]
 				}
 				if sum < bestT {
-					bestT, failed = sum, f
+					bestT, failed = sum, append(failed[:0], f...)
 					best = best[:0]
 					for _, j := range group {
 						best = append(best, s.rows[j])
@@ -549,6 +658,7 @@ func (s *pxState) fill(jobs []int, live bool, banned map[[2]int]bool) (bound flo
 					s.set(j, nil)
 				}
 			}
+			sc.bestFailed = failed
 			if len(failed) == 0 {
 				break
 			}
@@ -563,23 +673,35 @@ func (s *pxState) fill(jobs []int, live bool, banned map[[2]int]bool) (bound flo
 		for i, j := range group {
 			s.set(j, best[i])
 		}
+		sc.best = best
 	}
 	return bound
+}
+
+// bannedMap is sc's banned map, emptied: fill's when its caller bans
+// nothing.
+func (sc *pxScratch) bannedMap() map[[2]int]bool {
+	if sc.banned == nil {
+		sc.banned = map[[2]int]bool{}
+	}
+	clear(sc.banned)
+	return sc.banned
 }
 
 // searchFast is the fast search; see the comment at the top of the file.
 func (pr *pxProblem) searchFast(round int) [][]pxCell {
 	const sweeps = 50
 	// From the knapsack's counts.
-	a := pr.newState()
-	all := make([]int, len(pr.jobs))
+	a := pr.state(0)
+	all := resize(pr.scratch.all, len(pr.jobs))
+	pr.scratch.all = all
 	for j := range all {
 		all[j] = j
 	}
 	bound := a.fill(all, false, nil)
 	a.improve(sweeps)
 	// From the current allocation.
-	b := pr.newState()
+	b := pr.state(1)
 	for j := range pr.jobs {
 		if jb := &pr.jobs[j]; jb.keepOK && b.fits(j, jb.base) {
 			b.set(j, jb.base)
@@ -594,7 +716,13 @@ func (pr *pxProblem) searchFast(round int) [][]pxCell {
 	if b.total() <= bound {
 		return b.rows
 	}
-	rng := rand.New(rand.NewPCG(pr.pol.Seed, uint64(round)))
+	// The same stream as rand.New(rand.NewPCG(seed, round)), over pr's
+	// generator.
+	pr.pcg.Seed(pr.pol.Seed, uint64(round))
+	if pr.rng == nil {
+		pr.rng = rand.New(&pr.pcg)
+	}
+	rng := pr.rng
 	iters := pxLNSIters(len(pr.nodes))
 	if pr.pol.Tries > 0 {
 		iters = min(iters, pr.pol.Tries)
@@ -615,12 +743,17 @@ func pxLNSPatience(nodes int) int { return 200 + 4*nodes }
 // reaches bound.
 func (s *pxState) lns(rng *rand.Rand, iters, patience int, bound float64) {
 	pr := s.pr
+	sc := &pr.scratch
 	n, jn := len(pr.nodes), len(pr.jobs)
-	onNode := make([]bool, n)
-	inSet := make([]bool, jn)
-	var removed []int
-	var saved [][]pxCell
+	sc.onNode, sc.inSet = resize(sc.onNode, n), resize(sc.inSet, jn)
+	onNode, inSet := sc.onNode, sc.inSet
+	clear(onNode)
+	clear(inSet)
+	removed, saved := sc.removed[:0], sc.saved[:0]
+	defer func() { sc.removed, sc.saved = removed, saved }()
 	for it, since := 0, 0; it < iters && since < patience; it, since = it+1, since+1 {
+		// The rows made from here on are dead if the try is rejected.
+		mark := pr.arena.mark()
 		// Destroy.
 		removed = removed[:0]
 		for range 1 + rng.IntN(min(3, n)) {
@@ -662,7 +795,9 @@ func (s *pxState) lns(rng *rand.Rand, iters, patience int, bound float64) {
 			s.grow(removed)
 		case rng.IntN(2) == 0:
 			j := removed[rng.IntN(len(removed))]
-			s.fill(removed, true, map[[2]int]bool{{j, -1}: true})
+			banned := sc.bannedMap()
+			banned[[2]int{j, -1}] = true
+			s.fill(removed, true, banned)
 		default:
 			s.fill(removed, true, nil)
 		}
@@ -691,6 +826,8 @@ func (s *pxState) lns(rng *rand.Rand, iters, patience int, bound float64) {
 		for i, j := range removed {
 			s.set(j, saved[i])
 		}
+		// Every job holds a row made before the try again.
+		pr.arena.release(mark)
 	}
 }
 
@@ -709,6 +846,7 @@ func (s *pxState) grow(jobs []int) {
 				r0 += int(c.gpus)
 			}
 			s.set(j, nil)
+			pr.scratch.picks = pr.scratch.picks[:0]
 			for _, p := range s.options(j, true, nil) {
 				if p.r <= r0 {
 					continue

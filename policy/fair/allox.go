@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -57,13 +58,28 @@ type AlloX struct {
 	// Scratch reused from round to round: the cache key's bytes, a
 	// matching's slots by status, the reasons' memory, and this round's
 	// figures, for appendTerms.
-	key      []byte
-	slot     map[*engine.Status]alloxSlot
-	explain  explain.Scratch
-	terms    func(b []byte, st *engine.Status) []byte
-	tenants  []string
-	first    int
-	attained map[string]float64
+	key     []byte
+	slot    map[*engine.Status]alloxSlot
+	explain explain.Scratch
+	terms   func(b []byte, st *engine.Status) []byte
+	// The round's pool, tenants (each with its attained GPU-seconds and
+	// its rank by them, for appendTerms), tenants by attainment, waiting
+	// jobs and the last plan's Run (the engine keeps none of a plan's
+	// slices): kept so that a steady round allocates nothing but the
+	// reasons whose text changed (issue 19).
+	pool    alloc.Pool
+	tenants tenantGroups[alloxTenant]
+	ranked  []*tenantGroup[alloxTenant]
+	waiting []*engine.Status
+	run     []engine.Assignment
+	first   int
+}
+
+// alloxTenant is a tenant's part of a round: its active jobs' attained
+// GPU-seconds and its rank by them (0 the least).
+type alloxTenant struct {
+	attained float64
+	rank     int
 }
 
 // DefaultAlloX holds AlloX's default knobs.
@@ -86,13 +102,14 @@ func (x *AlloX) Name() string { return "allox" }
 
 // Schedule implements engine.Policy.
 func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
-	free := alloc.NewPool(s)
-	var plan engine.Plan
-	tenants, groups := alloc.ByTenant(s.Jobs)
-	attained := map[string]float64{}
-	for _, u := range tenants {
-		for _, st := range groups[u] {
-			attained[u] += st.Attained
+	free := &x.pool
+	free.Reset(s)
+	plan := engine.Plan{Run: x.run[:0]}
+	groups := x.tenants.Group(s.Jobs)
+	for _, g := range groups {
+		g.v.attained = 0
+		for _, st := range g.jobs {
+			g.v.attained += st.Attained
 			if len(st.GPUs) > 0 {
 				if a, ok := free.Take(st, len(st.GPUs)); ok {
 					plan.Run = append(plan.Run, a)
@@ -100,22 +117,40 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 	}
-	slices.SortStableFunc(tenants, func(a, b string) int { return cmp.Compare(attained[a], attained[b]) })
+	tenants := append(x.ranked[:0], groups...) // by name
+	slices.SortStableFunc(tenants, func(a, b *tenantGroup[alloxTenant]) int { return cmp.Compare(a.v.attained, b.v.attained) })
+	for i, g := range tenants {
+		g.v.rank = i
+	}
+	x.ranked = tenants
 	first := int(math.Ceil(x.Alpha * float64(len(tenants))))
-	for _, part := range [][]string{tenants[:first], tenants[first:]} {
+	for pi := 0; pi < 2; pi++ {
+		part := tenants[:first]
+		if pi == 1 {
+			part = tenants[first:]
+		}
 		if free.Room() == 0 {
 			break // nothing to start: skip the matching
 		}
-		var waiting []*engine.Status
-		for _, u := range part {
-			for _, st := range groups[u] {
+		waiting := x.waiting[:0]
+		for _, g := range part {
+			for _, st := range g.jobs {
 				if len(st.GPUs) == 0 {
 					waiting = append(waiting, st)
 				}
 			}
 		}
+		x.waiting = waiting
 		if x.Window > 0 && len(waiting) > x.Window {
-			waiting = alloc.SortJobs(waiting, func(a, b *engine.Status) int { return 0 })[:x.Window]
+			// The earliest submitted (alloc.SortJobs' order, in place).
+			slices.SortFunc(waiting, func(a, b *engine.Status) int {
+				ja, jb := a.Job, b.Job
+				if ja.Submit != jb.Submit {
+					return cmp.Compare(ja.Submit, jb.Submit)
+				}
+				return strings.Compare(ja.ID, jb.ID)
+			})
+			waiting = waiting[:x.Window]
 		}
 		slot := x.cached(s, waiting)
 		// Per type, the largest position first; ties by shorter time.
@@ -141,10 +176,12 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	if x.terms == nil { // made once: a closure made every round is allocated every round
 		x.terms = x.appendTerms
 	}
-	x.tenants, x.first, x.attained = tenants, first, attained
+	x.first = first
 	x.explain.PlanAppend(s, &plan, nil, x.terms)
-	x.tenants, x.attained = nil, nil
-	clear(x.slot) // the statuses are the engine's
+	x.run = plan.Run
+	empty(x.slot)    // the statuses are the engine's
+	clear(x.waiting) // as are these
+	clear(x.ranked)
 	return plan
 }
 
@@ -154,13 +191,19 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 func (x *AlloX) appendTerms(b []byte, st *engine.Status) []byte {
 	u := st.Job.Tenant
 	part := "the rest"
-	if i := slices.Index(x.tenants, u); i < x.first {
+	var attained float64
+	if g := x.tenants.Of(u); g == nil || g.v.rank < x.first { // no tenant ranks before the first
 		part = "the least served"
+		if g != nil {
+			attained = g.v.attained
+		}
+	} else {
+		attained = g.v.attained
 	}
 	b = append(b, "tenant "...)
 	b = strconv.AppendQuote(b, u)
 	b = append(b, " attained "...)
-	b = strconv.AppendFloat(b, x.attained[u]/3600, 'f', 2, 64)
+	b = strconv.AppendFloat(b, attained/3600, 'f', 2, 64)
 	b = append(b, " GPU-h, matched with "...)
 	b = append(b, part...)
 	return append(b, "; the matching minimises mean completion time"...)
@@ -207,7 +250,7 @@ func (x *AlloX) cached(s *engine.Snapshot, jobs []*engine.Status) map[*engine.St
 		x.slot = make(map[*engine.Status]alloxSlot, len(jobs))
 	}
 	out := x.slot
-	clear(out)
+	empty(out)
 	for _, st := range jobs {
 		if sl, ok := byID[st.Job.ID]; ok {
 			out[st] = sl

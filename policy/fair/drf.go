@@ -2,6 +2,7 @@ package fair
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,8 +54,19 @@ type DRF struct {
 	run     []engine.Assignment
 	explain explain.Scratch
 	terms   func(b []byte, st *engine.Status) []byte
-	use     map[string]resources
 	capa    resources
+	// The round's pool and tenants, kept so that a steady round allocates
+	// nothing (issue 19): each tenant's resources in use and its queue of
+	// candidates.
+	pool    alloc.Pool
+	tenants tenantGroups[drfTenant]
+}
+
+// drfTenant is a tenant's part of a round: what its jobs use and its
+// candidates still queued.
+type drfTenant struct {
+	use   resources
+	queue []*engine.Status
 }
 
 // appendTerms appends a waiting job's standing to b: "tenant "a" holds a
@@ -65,7 +77,11 @@ func (d *DRF) appendTerms(b []byte, st *engine.Status) []byte {
 	b = append(b, "tenant "...)
 	b = strconv.AppendQuote(b, t)
 	b = append(b, " holds a dominant share of "...)
-	b = strconv.AppendFloat(b, dominant(d.use[t], d.capa), 'f', 2, 64)
+	var use resources // a tenant without jobs uses nothing
+	if g := d.tenants.Of(t); g != nil {
+		use = g.v.use
+	}
+	b = strconv.AppendFloat(b, dominant(use, d.capa), 'f', 2, 64)
 	b = append(b, " (weight "...)
 	b = strconv.AppendFloat(b, d.Weights.Of(t), 'g', -1, 64)
 	return append(b, "); the lowest share is served first"...)
@@ -122,11 +138,16 @@ func dominant(use, capa resources) float64 {
 // Schedule implements engine.Policy.
 func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 	capa := capacity(s.Cluster)
-	free := alloc.NewPool(s)
+	free := &d.pool
+	free.Reset(s)
 	left := capa
-	use := map[string]resources{}
 	plan := engine.Plan{Run: d.run[:0]}
-	give := func(st *engine.Status) bool {
+	tenants := d.tenants.Group(s.Jobs)
+	for _, g := range tenants {
+		clear(g.v.queue) // the last round's statuses
+		g.v.use, g.v.queue = resources{}, g.v.queue[:0]
+	}
+	give := func(g *tenantGroup[drfTenant], st *engine.Status) bool {
 		dem := demand(st.Job, st.Job.GPUs, capa)
 		for i := 1; i < len(dem); i++ {
 			if capa[i] > 0 && dem[i] > left[i]+1e-9 {
@@ -138,67 +159,66 @@ func (d *DRF) Schedule(s *engine.Snapshot) engine.Plan {
 			return false
 		}
 		plan.Run = append(plan.Run, a)
-		u := use[st.Job.Tenant]
 		for i := range dem {
 			left[i] -= dem[i]
-			u[i] += dem[i]
+			g.v.use[i] += dem[i]
 		}
-		use[st.Job.Tenant] = u
 		return true
 	}
-	tenants, groups := alloc.ByTenant(s.Jobs)
 	// Each tenant's candidates: with Preempt its running jobs, then its
 	// waiting ones, each in submission order; without, running jobs keep
 	// their resources first and only waiting jobs queue.
-	queue := map[string][]*engine.Status{}
-	for _, t := range tenants {
-		var running, waiting []*engine.Status
-		for _, st := range groups[t] {
+	for _, g := range tenants {
+		for _, st := range g.jobs {
 			switch {
 			case len(st.GPUs) == 0:
-				waiting = append(waiting, st)
 			case d.Preempt:
-				running = append(running, st)
+				g.v.queue = append(g.v.queue, st)
 			default:
-				give(st)
+				give(g, st)
 			}
 		}
-		queue[t] = append(running, waiting...)
+		for _, st := range g.jobs {
+			if len(st.GPUs) == 0 {
+				g.v.queue = append(g.v.queue, st)
+			}
+		}
 	}
 	for {
-		best, bestShare := "", math.Inf(1)
-		found := false
-		for _, t := range tenants {
-			if len(queue[t]) == 0 {
+		var best *tenantGroup[drfTenant]
+		bestShare := math.Inf(1)
+		for _, g := range tenants {
+			if len(g.v.queue) == 0 {
 				continue
 			}
-			if sh := dominant(use[t], capa) / d.Weights.Of(t); !found || sh < bestShare ||
-				(sh == bestShare && strings.Compare(t, best) < 0) {
-				best, bestShare, found = t, sh, true
+			if sh := dominant(g.v.use, capa) / d.Weights.Of(g.name); best == nil || sh < bestShare ||
+				(sh == bestShare && strings.Compare(g.name, best.name) < 0) {
+				best, bestShare = g, sh
 			}
 		}
-		if !found {
+		if best == nil {
 			if d.terms == nil { // made once: a closure made every round is allocated every round
 				d.terms = d.appendTerms
 			}
-			d.use, d.capa = use, capa
+			d.capa = capa
 			d.explain.PlanAppend(s, &plan, nil, d.terms)
-			d.run, d.use = plan.Run, nil
+			d.run = plan.Run
 			return plan
 		}
 		// The tenant's earliest job that fits starts; jobs that fit
 		// nothing now are dropped from this round's queue.
-		q := queue[best]
+		q := best.v.queue
 		started := false
 		for i, st := range q {
-			if give(st) {
-				queue[best] = append(q[:i:i], q[i+1:]...)
+			if give(best, st) {
+				best.v.queue = slices.Delete(q, i, i+1)
 				started = true
 				break
 			}
 		}
 		if !started {
-			queue[best] = nil
+			clear(q)
+			best.v.queue = q[:0]
 		}
 	}
 }

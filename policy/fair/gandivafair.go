@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
@@ -49,6 +50,8 @@ type GandivaFair struct {
 	Tickets contract.Weights `knob:"tickets"`
 	Trade   bool             `knob:"trade"`
 	Quantum float64          `knob:"quantum"` // seconds, > 0
+
+	x gfScratch
 }
 
 // DefaultGandivaFair holds Gandiva_fair's default knobs.
@@ -75,45 +78,97 @@ func (g *GandivaFair) Name() string { return "gandiva-fair" }
 // alloc.Runs).
 func (g *GandivaFair) ProgressOnDemand() bool { return true }
 
+// gfTenant is a tenant's part of a Gandiva_fair round, by type index (in
+// the round's types, fastest first): its entitled GPUs and the GPU-seconds
+// it received and is planned; the time its entitlement accrues over; its
+// speedup of the pair of types being traded; its jobs least run first,
+// and the cursor of the type being handed out.
+type gfTenant struct {
+	ent, used []float64
+	span      float64
+	ratio     float64
+	sorted    []*engine.Status
+	cursor    int
+}
+
+// gfScratch is the memory Gandiva_fair keeps from round to round, so that
+// a steady round on a cluster of one GPU type allocates nothing but the
+// reasons whose text changed (issue 19): the tenants, the types in order,
+// the GPUs left of each, the jobs planned, the model's shapes, the last
+// plan's Run (the engine keeps none of a plan's slices) and the reasons'
+// memory.
+type gfScratch struct {
+	tenants tenantGroups[gfTenant]
+	order   []*tenantGroup[gfTenant]
+	types   []string
+	left    []int
+	planned map[*engine.Status]bool
+	shapes  packedShapes
+	run     []engine.Assignment
+	explain explain.Scratch
+	terms   func(b []byte, st *engine.Status) []byte
+}
+
 // Entitlements returns each tenant's entitled GPUs of each type, after
 // trading when Trade is set, and the types fastest first.
 func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]float64, []string) {
-	tenants, groups := alloc.ByTenant(s.Jobs)
-	types := alloc.TypesBySpeed(s, s.Jobs)
-	total := 0.0
-	for _, u := range tenants {
-		total += g.Tickets.Of(u)
-	}
+	tenants, types := g.entitle(s)
 	ent := map[string]map[string]float64{}
 	for _, u := range tenants {
-		ent[u] = map[string]float64{}
-		for _, t := range types {
-			ent[u][t] = float64(s.Available("", t)) * g.Tickets.Of(u) / total
+		ent[u.name] = map[string]float64{}
+		for ti, t := range types {
+			ent[u.name][t] = u.v.ent[ti]
+		}
+	}
+	return ent, slices.Clone(types)
+}
+
+// entitle works out each tenant's entitled GPUs of each type, after
+// trading when Trade is set, in g's memory: the round's tenants (by name)
+// and the types fastest first, valid until the next call.
+func (g *GandivaFair) entitle(s *engine.Snapshot) ([]*tenantGroup[gfTenant], []string) {
+	x := &g.x
+	tenants := x.tenants.Group(s.Jobs)
+	if cl := s.Cluster.GPUTypes(); len(cl) < 2 {
+		x.types = append(x.types[:0], cl...) // nothing to order (alloc.TypesBySpeed reads no rate)
+	} else {
+		x.types = append(x.types[:0], alloc.TypesBySpeed(s, s.Jobs)...)
+	}
+	types := x.types
+	total := 0.0
+	for _, u := range tenants {
+		total += g.Tickets.Of(u.name)
+	}
+	for _, u := range tenants {
+		u.v.ent = slices.Grow(u.v.ent[:0], len(types))[:len(types)]
+		for ti, t := range types {
+			u.v.ent[ti] = float64(s.Available("", t)) * g.Tickets.Of(u.name) / total
 		}
 	}
 	if !g.Trade {
-		return ent, types
+		return tenants, types
 	}
-	for i, fast := range types {
-		for _, slow := range types[i+1:] {
-			ratio := map[string]float64{}
+	for fi, fast := range types {
+		for si := fi + 1; si < len(types); si++ {
+			slow := types[si]
 			for _, u := range tenants {
-				ratio[u] = alloc.Speedup(s, groups[u], fast, slow)
+				u.v.ratio = alloc.Speedup(s, u.jobs, fast, slow)
 			}
-			order := slices.Clone(tenants)
-			slices.SortStableFunc(order, func(a, b string) int { return -cmp.Compare(ratio[a], ratio[b]) })
+			order := append(x.order[:0], tenants...)
+			x.order = order
+			slices.SortStableFunc(order, func(a, b *tenantGroup[gfTenant]) int { return -cmp.Compare(a.v.ratio, b.v.ratio) })
 			for b, sl := 0, len(order)-1; b < sl; {
-				buyer, seller := order[b], order[sl]
-				if !(ratio[buyer] > ratio[seller]) {
+				buyer, seller := &order[b].v, &order[sl].v
+				if !(buyer.ratio > seller.ratio) {
 					break
 				}
-				price := (ratio[buyer] + ratio[seller]) / 2
-				x := math.Min(ent[seller][fast], ent[buyer][slow]/price)
-				ent[seller][fast] -= x
-				ent[buyer][fast] += x
-				ent[buyer][slow] -= x * price
-				ent[seller][slow] += x * price
-				if ent[seller][fast] <= 1e-9 {
+				price := (buyer.ratio + seller.ratio) / 2
+				q := math.Min(seller.ent[fi], buyer.ent[si]/price)
+				seller.ent[fi] -= q
+				buyer.ent[fi] += q
+				buyer.ent[si] -= q * price
+				seller.ent[si] += q * price
+				if seller.ent[fi] <= 1e-9 {
 					sl--
 				} else {
 					b++
@@ -121,39 +176,49 @@ func (g *GandivaFair) Entitlements(s *engine.Snapshot) (map[string]map[string]fl
 			}
 		}
 	}
-	return ent, types
+	clear(x.order)
+	return tenants, types
 }
 
 // Schedule implements engine.Policy.
 func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
-	ent, types := g.Entitlements(s)
-	tenants, groups := alloc.ByTenant(s.Jobs)
+	x := &g.x
+	tenants, types := g.entitle(s)
 	// A tenant's entitlement accrues from its earliest active job's
 	// submission, so a newcomer is not owed the time before it came.
-	span := map[string]float64{}
 	for _, u := range tenants {
 		first := math.Inf(1)
-		for _, st := range groups[u] {
+		for _, st := range u.jobs {
 			first = math.Min(first, st.Job.Submit)
 		}
-		span[u] = math.Max(s.Now-first, 0) + g.Quantum
+		u.v.span = math.Max(s.Now-first, 0) + g.Quantum
 	}
-	planned := map[*engine.Status]bool{}
-	var plan engine.Plan
-	left := map[string]int{}
-	used := map[string]map[string]float64{} // type -> tenant -> GPU-seconds received and planned
-	for _, t := range types {
-		left[t] = s.Available("", t)
-		used[t] = map[string]float64{}
-		for _, st := range s.Jobs {
-			used[t][st.Job.Tenant] += st.TypeSeconds(t) * float64(st.Job.GPUs)
+	if x.planned == nil {
+		x.planned = map[*engine.Status]bool{}
+	}
+	planned := x.planned
+	empty(planned)
+	plan := engine.Plan{Run: x.run[:0]}
+	left := slices.Grow(x.left[:0], len(types))[:len(types)]
+	x.left = left
+	// GPU-seconds received and planned, by type and tenant.
+	for _, u := range tenants {
+		u.v.used = slices.Grow(u.v.used[:0], len(types))[:len(types)]
+		clear(u.v.used)
+	}
+	for ti, t := range types {
+		left[ti] = s.Available("", t)
+		for _, u := range tenants {
+			for _, st := range u.jobs {
+				u.v.used[ti] += st.TypeSeconds(t) * float64(st.Job.GPUs)
+			}
 		}
 	}
-	add := func(st *engine.Status, t string) {
+	add := func(st *engine.Status, ti int) {
 		planned[st] = true
-		left[t] -= st.Job.GPUs
-		used[t][st.Job.Tenant] += g.Quantum * float64(st.Job.GPUs)
-		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: t}
+		left[ti] -= st.Job.GPUs
+		x.tenants.Of(st.Job.Tenant).v.used[ti] += g.Quantum * float64(st.Job.GPUs)
+		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: types[ti]}
 		if len(types) == 1 {
 			a.GPUType = st.Job.GPUType
 		}
@@ -161,44 +226,49 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	// Jobs inside their quantum stay where they are.
 	for _, st := range s.Jobs {
-		if t := st.Alloc.GPUType; len(st.GPUs) > 0 && s.Now-st.LastStart < g.Quantum && st.Job.GPUs <= left[t] {
-			add(st, t)
+		if len(st.GPUs) == 0 || !(s.Now-st.LastStart < g.Quantum) {
+			continue
+		}
+		if ti := slices.Index(types, st.Alloc.GPUType); ti >= 0 && st.Job.GPUs <= left[ti] {
+			add(st, ti)
 		}
 	}
 	// Each tenant's jobs, least run first: a tenant's next job is the first
 	// of them still unplanned that fits. What is left of a type only
 	// shrinks while it is handed out, so a job skipped once stays skipped
 	// for that type and a cursor per tenant walks each list once.
-	sorted := map[string][]*engine.Status{}
 	for _, u := range tenants {
-		sorted[u] = slices.Clone(groups[u])
-		slices.SortStableFunc(sorted[u], func(a, b *engine.Status) int { return cmp.Compare(a.Executed, b.Executed) })
+		clear(u.v.sorted) // the last round's statuses
+		u.v.sorted = append(u.v.sorted[:0], u.jobs...)
+		slices.SortStableFunc(u.v.sorted, func(a, b *engine.Status) int { return cmp.Compare(a.Executed, b.Executed) })
 	}
-	for _, t := range types {
-		cursor := map[string]int{}
-		next := func(u string) *engine.Status {
-			js := sorted[u]
-			for cursor[u] < len(js) {
-				st := js[cursor[u]]
-				if !planned[st] && st.Job.GPUs <= left[t] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
-					alloc.Runs(s, st, st.Job.GPUs, t) {
+	for ti, t := range types {
+		for _, u := range tenants {
+			u.v.cursor = 0
+		}
+		next := func(u *gfTenant) *engine.Status {
+			js := u.sorted
+			for u.cursor < len(js) {
+				st := js[u.cursor]
+				if !planned[st] && st.Job.GPUs <= left[ti] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
+					g.runs(s, st, t) {
 					return st
 				}
-				cursor[u]++
+				u.cursor++
 			}
 			return nil
 		}
-		for left[t] > 0 {
+		for left[ti] > 0 {
 			bestV := math.Inf(1)
 			var pick *engine.Status
 			for _, u := range tenants {
-				cand := next(u)
+				cand := next(&u.v)
 				if cand == nil {
 					continue
 				}
 				v := math.Inf(1)
-				if e := ent[u][t]; e > 1e-9 {
-					v = used[t][u] / (e * span[u])
+				if e := u.v.ent[ti]; e > 1e-9 {
+					v = u.v.used[ti] / (e * u.v.span)
 				}
 				if pick == nil || v < bestV {
 					bestV, pick = v, cand
@@ -207,17 +277,44 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			if pick == nil {
 				break
 			}
-			add(pick, t)
+			add(pick, ti)
 		}
 	}
-	explain.Plan(s, &plan, nil, func(st *engine.Status) string {
-		u := st.Job.Tenant
-		recv, owed := 0.0, 0.0
-		for _, t := range types {
-			recv += used[t][u]
-			owed += ent[u][t] * span[u]
-		}
-		return fmt.Sprintf("tenant %q received %.2f of its entitled GPU-h (%.2f); within a tenant the least run job first, run %.0f s", u, recv/3600, owed/3600, st.Executed)
-	})
+	if x.terms == nil { // made once: a closure made every round is allocated every round
+		x.terms = g.appendTerms
+	}
+	x.explain.PlanAppend(s, &plan, nil, x.terms)
+	x.run = plan.Run
+	empty(planned) // the statuses are the engine's
 	return plan
+}
+
+// runs is alloc.Runs with the shapes kept: whether st can run on its GPU
+// count of type t.
+func (g *GandivaFair) runs(s *engine.Snapshot, st *engine.Status, t string) bool {
+	r, _ := s.Model.Rate(st.Job, g.x.shapes.packed(t, st.Job.GPUs, s.GPUsPerNode[t]), 0)
+	return r > 0
+}
+
+// appendTerms appends a waiting job's standing to b: "tenant "a" received
+// 1.50 of its entitled GPU-h (2.00); within a tenant the least run job
+// first, run 120 s", its tenant's figures as this round left them.
+func (g *GandivaFair) appendTerms(b []byte, st *engine.Status) []byte {
+	u := st.Job.Tenant
+	recv, owed := 0.0, 0.0
+	if t := g.x.tenants.Of(u); t != nil {
+		for ti := range g.x.types {
+			recv += t.v.used[ti]
+			owed += t.v.ent[ti] * t.v.span
+		}
+	}
+	b = append(b, "tenant "...)
+	b = strconv.AppendQuote(b, u)
+	b = append(b, " received "...)
+	b = strconv.AppendFloat(b, recv/3600, 'f', 2, 64)
+	b = append(b, " of its entitled GPU-h ("...)
+	b = strconv.AppendFloat(b, owed/3600, 'f', 2, 64)
+	b = append(b, "); within a tenant the least run job first, run "...)
+	b = strconv.AppendFloat(b, st.Executed, 'f', 0, 64)
+	return append(b, " s"...)
 }

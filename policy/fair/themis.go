@@ -64,7 +64,8 @@ type Themis struct {
 	rho     map[*engine.Status]float64
 	explain explain.Scratch
 	run     []engine.Assignment // the last plan's Run
-	shapes  themisShapes
+	pool    alloc.Pool          // the round's free GPUs, kept (issue 19)
+	shapes  packedShapes
 	// kept is what the rounds planned from what changed read (issue 19).
 	kept roster.Roster
 	got  []int         // the GPUs the plan gives each bid
@@ -102,7 +103,7 @@ type themisBid struct {
 // (k = 0: it waits one more lease), with active jobs sharing the cluster.
 func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float64 {
 	age := s.Now - st.Job.Submit
-	var sh themisShapes
+	var sh packedShapes
 	if k == 0 {
 		return rhoOf(age+t.Lease+sh.remaining(s, st, st.Job.GPUs, s.Progress(st)), t.independent(s, st, active, &sh))
 	}
@@ -111,7 +112,7 @@ func (t *Themis) Rho(s *engine.Snapshot, st *engine.Status, k, active int) float
 
 // independent is st's T_independent with active jobs sharing the cluster
 // (it does not depend on what st holds, so Schedule computes it once per job).
-func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int, sh *themisShapes) float64 {
+func (t *Themis) independent(s *engine.Snapshot, st *engine.Status, active int, sh *packedShapes) float64 {
 	n := st.Job.GPUs
 	share := float64(s.Available("", "")) / float64(max(active, 1))
 	alone := sh.remaining(s, st, n, 0)
@@ -127,20 +128,29 @@ func rhoOf(tsh, tid float64) float64 {
 	return tsh / tid
 }
 
-// themisShapes keeps the packed allocations a round asks the model about
-// (engine.Snapshot.Remaining builds one per call), by GPU type and count.
-type themisShapes []themisShape
+// packedShapes keeps the packed allocations the rounds ask the model about
+// (engine.Snapshot.Remaining and alloc.Rate build one per call), by GPU
+// type, count and GPUs per node: kept from round to round, so that a
+// steady round allocates none (issue 19); a cluster whose nodes change
+// asks for shapes of other keys. Models keep no Alloc's PerNode
+// (perf.Model), so one shape serves every call.
+type packedShapes []packedShape
 
-type themisShape struct {
+type packedShape struct {
 	gpuType string
 	n       int
+	perNode int
 	a       perf.Alloc
 }
+
+// maxShapes bounds the shapes kept: past it they are forgotten and made
+// again as asked.
+const maxShapes = 256
 
 // remaining is st's time to finish from progress p on k packed GPUs of the
 // type it runs on (or asks for): Snapshot.Remaining's computation, with the
 // shape kept in sh.
-func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
+func (sh *packedShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, p float64) float64 {
 	t := st.Alloc.GPUType
 	if t == "" {
 		t = st.Job.GPUType
@@ -148,14 +158,23 @@ func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, 
 	if t == "" {
 		t = s.Cluster.GPUTypes()[0]
 	}
+	return perf.Remaining(s.Model, st.Job, sh.packed(t, k, s.GPUsPerNode[t]), p)
+}
+
+// packed is perf.Packed(t, k, perNode), kept.
+func (sh *packedShapes) packed(t string, k, perNode int) perf.Alloc {
 	for i := range *sh {
-		if e := &(*sh)[i]; e.n == k && e.gpuType == t {
-			return perf.Remaining(s.Model, st.Job, e.a, p)
+		if e := &(*sh)[i]; e.n == k && e.perNode == perNode && e.gpuType == t {
+			return e.a
 		}
 	}
-	a := perf.Packed(t, k, s.GPUsPerNode[t])
-	*sh = append(*sh, themisShape{t, k, a})
-	return perf.Remaining(s.Model, st.Job, a, p)
+	if len(*sh) >= maxShapes {
+		clear(*sh)
+		*sh = (*sh)[:0]
+	}
+	a := perf.Packed(t, k, perNode)
+	*sh = append(*sh, packedShape{t, k, perNode, a})
+	return a
 }
 
 // Incremental implements engine.IncrementalPolicy: a round in which every
@@ -164,6 +183,12 @@ func (sh *themisShapes) remaining(s *engine.Snapshot, st *engine.Status, k int, 
 // in which the auction hands out GPUs moves with every contender's rho,
 // which moves with its age and progress and with the number of active jobs.
 func (t *Themis) Incremental() bool { return true }
+
+// JobsOnDemand implements engine.JobsOnDemand: a round planned from what
+// changed reads the roster (its waiting jobs, its count of the active
+// ones), not the list of the active jobs; a full round asks for the list
+// first (Snapshot.ActiveJobs), and so does the roster when it rebuilds.
+func (t *Themis) JobsOnDemand() bool { return true }
 
 // KeptRounds is how many rounds this instance planned from what changed.
 func (t *Themis) KeptRounds() int { return t.kept.Kept }
@@ -195,7 +220,7 @@ func (t *Themis) keptRound(s *engine.Snapshot) (engine.Plan, bool) {
 	}
 	run := t.run[:0]
 	for _, st := range t.kept.Waiting() {
-		if len(t.bid(s, st, len(s.Jobs)).counts) == 0 {
+		if len(t.bid(s, st, t.kept.Active()).counts) == 0 {
 			return engine.Plan{}, false // it waits, with a reason
 		}
 		run = append(run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: st.Job.GPUType})
@@ -247,19 +272,20 @@ func (t *Themis) bid(s *engine.Snapshot, st *engine.Status, active int) themisBi
 
 // Schedule implements engine.Policy.
 func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
-	t.shapes = t.shapes[:0] // the cluster's shapes may change between rounds
 	t.counts, t.gains = t.counts[:0], t.gains[:0]
 	t.lazy.Next(s.Round)
 	if plan, ok := t.keptRound(s); ok {
 		return plan
 	}
-	free := alloc.NewPool(s)
+	free := &t.pool
+	free.Reset(s)
 	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
 	offered := s.Available("", "")
 	bids := t.bids[:0]
 	t.counts, t.gains = t.counts[:0], t.gains[:0]
-	active := len(s.Jobs)
-	for _, st := range s.Jobs {
+	jobs := s.ActiveJobs() // a round planned in full reads them all
+	active := len(jobs)
+	for _, st := range jobs {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
 			if a, ok := free.Take(st, len(st.GPUs)); ok {
 				plan.Run = append(plan.Run, a)
@@ -327,7 +353,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	t.run = plan.Run
-	if len(plan.Run) == len(s.Jobs) && shrunk == 0 {
+	if len(plan.Run) == len(jobs) && shrunk == 0 {
 		// Every job runs on at least what it holds: no job needs a
 		// reason (explain.PlanAppend would find none, at a cost).
 		return plan
@@ -349,7 +375,7 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	if t.rho == nil {
 		t.rho = map[*engine.Status]float64{}
 	}
-	clear(t.rho)
+	empty(t.rho)
 	for _, b := range bids {
 		t.rho[b.st] = b.rho
 	}

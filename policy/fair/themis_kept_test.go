@@ -24,3 +24,16 @@ func TestThemisKeptMatchesFull(t *testing.T) {
 func TestThemisLazyQueueMatchesFull(t *testing.T) {
 	fam.KeptMatchesFull(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, "themis", "themis:lease=60")
 }
+
+// TestThemisOnDemandMatchesPlain: Themis reads the active jobs on demand
+// (engine.JobsOnDemand): its rounds, through the loads above (elastic
+// jobs, faults, bursts of up to 40), must be the same job for job, reasons
+// included, as the same policy's reading Snapshot.Jobs every round
+// (policytest.OnDemandMatches).
+func TestThemisOnDemandMatchesPlain(t *testing.T) {
+	specs := []string{"themis", "themis:lease=60", "themis:f=0"}
+	fam.OnDemandMatchesPlain(t, policytest.Load{Elastic: true, Faults: true}, specs...)
+	t.Run("long-queues", func(t *testing.T) {
+		fam.OnDemandMatchesPlain(t, policytest.Load{Seeds: 3, Burst: 40, Faults: true}, specs...)
+	})
+}

@@ -3,7 +3,7 @@ package flow
 import (
 	"cmp"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -34,14 +34,24 @@ func edgeFlowPolicies(register func(contract.Info)) {
 	})
 }
 
+// edgeCand is a job offload may move to an edge server, with the most
+// slack (deadline less end) it has on one.
+type edgeCand struct {
+	j     *fjob
+	slack float64
+}
+
 // edges are the edge servers of a snapshot that are up.
 type edges struct {
 	nodes []*cluster.Node
 	used  map[int]bool
 }
 
+// edgesOf reads the snapshot's edge servers that are up into f's kept
+// memory.
 func (f *Flow) edgesOf(s *engine.Snapshot) *edges {
-	e := &edges{used: map[int]bool{}}
+	e := &f.mem.edges
+	e.reset()
 	for _, site := range s.Cluster.Sites() {
 		if site.Kind != cluster.SiteEdge {
 			continue
@@ -69,7 +79,7 @@ func (f *Flow) edgeEnd(s *engine.Snapshot, j *fjob, n *cluster.Node) (end float6
 	if g < j.st.Job.MinGPUs {
 		return 0, 0, false
 	}
-	r := rate(s, j.st, n.GPUType, g, n.GPUs, j.prog)
+	r := f.rate(s, j.st, n.GPUType, g, n.GPUs, j.prog)
 	if !(r > 0) {
 		return 0, 0, false
 	}
@@ -97,7 +107,7 @@ func (f *Flow) admitTest(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	f.keepEdge(s, e, js)
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
-	taken := map[int]bool{}
+	taken := emptied(&f.mem.taken)
 	for k := range e.used {
 		taken[k] = true
 	}
@@ -143,7 +153,7 @@ func (f *Flow) keepEdge(s *engine.Snapshot, e *edges, js []*fjob) {
 	if f.edgeCap != nil {
 		// More jobs on a site than the forecast keeps servers for: the
 		// latest deadlines go back to the cloud pass before the drop.
-		held := map[string]int{}
+		held := emptied(&f.mem.siteHeld)
 		for _, j := range js {
 			if j.edge >= 0 {
 				held[s.Cluster.Nodes[j.edge].Site]++
@@ -206,7 +216,7 @@ func (f *Flow) pinEdge(s *engine.Snapshot, e *edges, set []*fjob, j *fjob) bool 
 	if math.IsInf(j.deadline, 1) {
 		return false
 	}
-	held := map[int]bool{}
+	held := emptied(&f.mem.held)
 	for _, x := range set {
 		if x == j {
 			continue
@@ -246,11 +256,8 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 	f.pass(s.Now, c.cap, js)
 	f.edgeOutcome(s, js)
 	before := countMissing(js, math.MinInt)
-	type cand struct {
-		j     *fjob
-		slack float64
-	}
-	var missing, meeting []cand
+	missing, meeting := f.mem.missing[:0], f.mem.meeting[:0]
+	defer func() { f.mem.missing, f.mem.meeting = missing, meeting }()
 	for _, j := range js {
 		if j.edge >= 0 || math.IsInf(j.deadline, 1) {
 			continue
@@ -269,19 +276,31 @@ func (f *Flow) offload(s *engine.Snapshot, c cloud, e *edges, js []*fjob) {
 			// moving it costs a checkpoint through remote storage and
 			// would undo pullBack.
 			if len(j.st.GPUs) == 0 {
-				meeting = append(meeting, cand{j, best})
+				meeting = append(meeting, edgeCand{j, best})
 			}
 		} else {
-			missing = append(missing, cand{j, best})
+			missing = append(missing, edgeCand{j, best})
 		}
 	}
-	sort.SliceStable(missing, func(a, b int) bool { return missing[a].slack < missing[b].slack })
-	sort.SliceStable(meeting, func(a, b int) bool { return cmp.Compare(meeting[a].j.share, meeting[b].j.share) > 0 })
+	// Least slack first, then the largest shares (stable). The comparison
+	// says "before" exactly where the less functions it replaced did.
+	slices.SortStableFunc(missing, func(a, b edgeCand) int {
+		if a.slack < b.slack {
+			return -1
+		}
+		if b.slack < a.slack {
+			return 1
+		}
+		return 0
+	})
+	slices.SortStableFunc(meeting, func(a, b edgeCand) int { return cmp.Compare(b.j.share, a.j.share) })
 	order := missing
 	if f.Offload == "all" || (f.Offload == "short" && before > 0) {
 		order = append(order, meeting...)
+		missing = order // its memory, grown
 	}
-	var moved []*fjob
+	moved := f.mem.moved[:0]
+	defer func() { f.mem.moved = moved }()
 	for _, cd := range order {
 		j := cd.j
 		// The smallest idle server where it meets its deadline.
@@ -349,9 +368,9 @@ func (f *Flow) edgeOutcome(s *engine.Snapshot, js []*fjob) {
 	}
 }
 
-// assign gives the jobs on edge servers their assignments.
-func (e *edges) assign(js []*fjob) []engine.Assignment {
-	var out []engine.Assignment
+// assign appends to out the assignments of the jobs on edge servers (their
+// Nodes in f's kept memory).
+func (f *Flow) assign(e *edges, out []engine.Assignment, js []*fjob) []engine.Assignment {
 	for _, j := range js {
 		if j.edge < 0 {
 			continue
@@ -365,8 +384,10 @@ func (e *edges) assign(js []*fjob) []engine.Assignment {
 		if n == nil {
 			continue
 		}
+		start := len(f.mem.nodes)
+		f.mem.nodeGPUs(n.ID, j.edgeGPUs)
 		out = append(out, engine.Assignment{Job: j.st.Job.ID, GPUs: j.edgeGPUs, GPUType: n.GPUType, Site: n.Site,
-			Nodes: []engine.NodeGPUs{{Node: n.ID, GPUs: j.edgeGPUs}}})
+			Nodes: f.mem.nodesFrom(start)})
 	}
 	return out
 }

@@ -62,6 +62,25 @@ type Aryl struct {
 	explain explain.Scratch
 	terms   func(b []byte, st *engine.Status) []byte
 	rem     map[*engine.Status]float64
+	// and the round's working memory (run is a plan's Run: the engine is
+	// done with it by the next round).
+	pools []loan.Pool
+	order []arylEntry
+	free  []int
+	try   []int
+	in    []arylEntry
+	items [][]loan.Choice
+	run   []engine.Assignment
+	sts   []*engine.Status
+	ks    loan.Knapsack
+}
+
+// arylEntry is a job in Aryl's order for a round.
+type arylEntry struct {
+	st   *engine.Status
+	pool int
+	need int     // base workers: its minimum, or what it asked for when not elastic
+	rem  float64 // on need GPUs of the training type
 }
 
 // DefaultAryl holds Aryl's default knobs.
@@ -112,14 +131,10 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	if a.Whole {
 		lend = func(site *cluster.Site, t string) int { return idleServerGPUs(s, site, t) }
 	}
-	pools := loan.Pools(s, a.Loan, lend)
-	type entry struct {
-		st   *engine.Status
-		pool int
-		need int     // base workers: its minimum, or what it asked for when not elastic
-		rem  float64 // on need GPUs of the training type
-	}
-	order := make([]entry, len(s.Jobs))
+	pools := loan.AppendPools(a.pools, s, a.Loan, lend)
+	a.pools = pools
+	order := grow(a.order, len(s.Jobs))
+	a.order = order
 	for i, st := range s.Jobs {
 		t := ""
 		if len(pools) > 0 {
@@ -129,15 +144,16 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		if !a.Elastic {
 			need = max(st.Job.GPUs, st.Job.MinGPUs)
 		}
-		order[i] = entry{st: st, pool: -1, need: need, rem: s.Remaining(st, need, t)}
+		order[i] = arylEntry{st: st, pool: -1, need: need, rem: s.Remaining(st, need, t)}
 	}
-	slices.SortStableFunc(order, func(x, y entry) int { return cmp.Compare(x.rem, y.rem) })
-	free := make([]int, len(pools))
+	slices.SortStableFunc(order, func(x, y arylEntry) int { return cmp.Compare(x.rem, y.rem) })
+	free := grow(a.free, len(pools))
+	a.free = free
 	for i, p := range pools {
 		free[i] = p.Free
 	}
 	// Base workers. A job on loaned servers stays in their pool while it fits.
-	try := make([]int, 0, 2*len(pools))
+	try := a.try[:0]
 	for i := range order {
 		e := &order[i]
 		need := e.need
@@ -159,11 +175,12 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 		}
 	}
+	a.try = try
 	// Extra workers, per pool.
 	var plan engine.Plan
+	run := a.run[:0]
 	for k, p := range pools {
-		var in []entry
-		var items [][]loan.Choice
+		in := a.in[:0]
 		choices := 0
 		for _, e := range order {
 			if e.pool == k && a.Elastic {
@@ -173,27 +190,31 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		counts := loan.CountsFor(free[k], choices)
 		for _, e := range order {
-			if e.pool != k {
-				continue
+			if e.pool == k {
+				in = append(in, e)
 			}
-			in = append(in, e)
-			if !a.Elastic {
-				items = append(items, nil)
-				continue
-			}
-			lo, hi := loan.Range(s, e.st, free[k]+e.st.Job.MinGPUs)
-			base := s.Remaining(e.st, lo, p.Type)
-			var ch []loan.Choice
-			for n := lo + 1; n <= hi; n = counts.Next(n, hi) {
-				r := s.Remaining(e.st, n, p.Type)
-				if gain := base - r; gain > 0 && !math.IsInf(gain, 0) {
-					ch = append(ch, loan.Choice{GPUs: n - lo, Value: gain})
+		}
+		a.in = in
+		if len(a.items) < len(in) {
+			a.items = append(a.items, make([][]loan.Choice, len(in)-len(a.items))...)
+		}
+		items := a.items[:len(in)]
+		for i, e := range in {
+			ch := items[i][:0]
+			if a.Elastic {
+				lo, hi := loan.Range(s, e.st, free[k]+e.st.Job.MinGPUs)
+				base := s.Remaining(e.st, lo, p.Type)
+				for n := lo + 1; n <= hi; n = counts.Next(n, hi) {
+					r := s.Remaining(e.st, n, p.Type)
+					if gain := base - r; gain > 0 && !math.IsInf(gain, 0) {
+						ch = append(ch, loan.Choice{GPUs: n - lo, Value: gain})
+					}
 				}
 			}
-			items = append(items, ch)
+			items[i] = ch
 		}
-		pick := loan.MCKnapsack(items, free[k])
-		var run []engine.Assignment
+		pick := a.ks.Solve(items, free[k])
+		first := len(run)
 		for i, e := range in {
 			n := e.need
 			if pick[i] >= 0 {
@@ -201,9 +222,11 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 			}
 			run = append(run, engine.Assignment{Job: e.st.Job.ID, GPUs: n, GPUType: p.Type, Site: p.Site})
 		}
-		plan.Run = append(plan.Run, loan.LargestFirst(run)...)
+		loan.LargestFirst(run[first:])
 	}
-	sts := make([]*engine.Status, len(order))
+	a.run, plan.Run = run, run
+	sts := grow(a.sts, len(order))
+	a.sts = sts
 	if a.rem == nil {
 		a.rem = make(map[*engine.Status]float64, len(order))
 	}
@@ -217,6 +240,15 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	a.explain.PlanAppend(s, &plan, sts, a.terms)
 	clear(a.rem) // the statuses are the engine's
 	return plan
+}
+
+// grow returns b with length n, reusing its memory when it holds n; the
+// contents are not cleared.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }
 
 // appendTerms appends a waiting job's standing to b: "remaining 3600 s on

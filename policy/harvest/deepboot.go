@@ -3,7 +3,6 @@ package harvest
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/tide-sched/tide/cluster"
@@ -68,6 +67,11 @@ type DeepBoot struct {
 	terms   func(b []byte, st *engine.Status) []byte
 	snap    *engine.Snapshot
 	pools   int
+	// and the round's pools and knapsacks, whose tables are the largest
+	// memory of a round (a plan's Run among them: the engine is done with
+	// it by the next round).
+	poolBuf  []loan.Pool
+	speedups loan.Speedups
 }
 
 // DeepBootKnobs are DeepBoot's knobs (`tide policies deepboot`).
@@ -111,9 +115,10 @@ func (d *DeepBoot) ProgressOnDemand() bool { return true }
 // Schedule implements engine.Policy.
 func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 	d.timers.observe(s, d.Protect)
-	pools := loan.Pools(s, d.Loan, func(site *cluster.Site, t string) int { return d.timers.lendable(s, site, t) })
+	pools := loan.AppendPools(d.poolBuf, s, d.Loan, func(site *cluster.Site, t string) int { return d.timers.lendable(s, site, t) })
+	d.poolBuf = pools
 	var plan engine.Plan
-	plan.Run, _ = loan.SpeedupKnapsacks(s, pools, slices.Clone(s.Jobs),
+	plan.Run, _ = d.speedups.Knapsacks(s, pools, s.Jobs,
 		func(*engine.Status, loan.Pool) float64 { return 1 },
 		func(st *engine.Status) float64 { return d.RestartFactor(s, st) })
 	if d.terms == nil { // made once: a closure made every round is allocated every round

@@ -35,6 +35,11 @@ func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []e
 	// its own.
 	free := pools.Get().(*Pool)
 	defer free.put()
+	return free.greedy(s, order, strict, run)
+}
+
+// greedy is GreedyInto's pass with p as the pool of GPUs left.
+func (free *Pool) greedy(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
 	free.init(s, free.counts)
 	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
 	single := len(free.types) == 1

@@ -4,6 +4,7 @@ package explain
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/tide-sched/tide/engine"
@@ -45,7 +46,20 @@ type Scratch struct {
 	at       map[string]place
 	reasons  map[string]engine.Reason
 	buf      []byte
-	ends     []End // KeptPredictStarts' listed ends
+	ends     []End // KeptPredictStarts' and PredictStarts' listed ends
+	// byID finds a planned job's status when the plan does not list the
+	// jobs in the order's order (PredictStarts).
+	byID map[string]*engine.Status
+	sts  []*engine.Status // PredictStarts: the status of each planned job
+}
+
+// sameText is buf as a string, st's last reason's own string when the
+// text has not changed (no allocation).
+func sameText(buf []byte, st *engine.Status) string {
+	if r := st.Reason().Text; string(buf) == r {
+		return r
+	}
+	return string(buf)
 }
 
 // place is a job's place in the order: the planned and the waiting jobs
@@ -186,15 +200,6 @@ func AppendWaits(buf []byte, st *engine.Status, terms func(b []byte, st *engine.
 	return standing(buf, st, place{}, false, true, free)
 }
 
-// sameText is buf as a string, st's last reason's own string when the
-// text has not changed (no allocation).
-func sameText(buf []byte, st *engine.Status) string {
-	if string(buf) == st.Reason().Text {
-		return st.Reason().Text
-	}
-	return string(buf)
-}
-
 // KeptAppend is PlanAppend for a plan that keeps every running job
 // (engine.Plan.Keep, its Run listing only jobs that hold no GPUs, to
 // start): it writes the reasons PlanAppend writes for the full plan that
@@ -245,11 +250,17 @@ func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*
 }
 
 // reuse returns *m emptied, made with room for n entries when it is nil.
+// It is emptied key by key, not with clear: clear draws the map a new
+// hash seed, and a large map refilled with the same keys under a new seed
+// may split its tables again, an allocation in a round in which nothing
+// changed (FIFO's at 5,000 jobs, now and then).
 func reuse[V any](m *map[string]V, n int) map[string]V {
 	if *m == nil {
 		*m = make(map[string]V, n)
 	}
-	clear(*m)
+	for k := range *m {
+		delete(*m, k)
+	}
 	return *m
 }
 
@@ -294,32 +305,67 @@ const PredictAhead = 16
 // endOf(st, a) is when st would end on assignment a if it ran from now
 // (+Inf unknown); nil computes it from the model each time.
 func PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
+	new(Scratch).PredictStarts(s, plan, order, strict, endOf)
+}
+
+// PredictStarts is the package's PredictStarts using sc's memory: a policy
+// that predicts every round (FIFO) allocates nothing for it once sc has
+// grown. order's jobs are the snapshot's.
+func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
 	if s.Model == nil || runsAll(s, plan, order) {
 		return // nothing to time jobs with, or no job waits
 	}
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
-	given := make(map[string]int, len(plan.Run))
+	given := reuse(&sc.given, len(plan.Run))
 	free := s.Available("", "")
-	var pool endPool
-	byID := make(map[string]*engine.Status, len(s.Jobs))
-	for _, st := range s.Jobs {
-		byID[st.Job.ID] = st
-	}
-	for _, a := range plan.Run {
+	pool := endPool{listed: sc.ends[:0]}
+	sts := sc.planned(s, order, plan.Run)
+	for i, a := range plan.Run {
 		given[a.Job] = a.GPUs
 		if a.PackWith != "" && a.Job > a.PackWith {
 			continue
 		}
 		free -= a.GPUs
-		st := byID[a.Job]
+		st := sts[i]
 		if st == nil {
 			continue
 		}
 		pool.listed = append(pool.listed, End{endOf(st, a), a.GPUs})
 	}
 	predict(s, plan, order, given, free, &pool, strict, endOf)
+	sc.ends = pool.listed[:0]
+	clear(sts) // let the jobs go
+}
+
+// planned returns, in sc's memory, the status of each job run lists (nil
+// for one not active in s): found by walking order alongside run when run
+// lists jobs of order in order's order (as a greedy pass plans), else by
+// ID.
+func (sc *Scratch) planned(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []*engine.Status {
+	sts := slices.Grow(sc.sts[:0], len(run))[:len(run)]
+	sc.sts = sts
+	k := 0
+	for i, a := range run {
+		for k < len(order) && order[k].Job.ID != a.Job {
+			k++
+		}
+		if k == len(order) {
+			byID := reuse(&sc.byID, len(s.Jobs))
+			for _, st := range s.Jobs {
+				byID[st.Job.ID] = st
+			}
+			for i, a := range run {
+				sts[i] = byID[a.Job]
+			}
+			clear(byID)
+			return sts
+		}
+		sts[i] = order[k]
+		k++
+	}
+	return sts
 }
 
 // End is a job's predicted end: when, and the GPUs it frees then.

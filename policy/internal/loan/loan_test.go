@@ -164,3 +164,81 @@ func TestCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestKnapsackReuse: one Knapsack solving instance after instance, large
+// and small in turn (its tables then hold the last instance's values
+// beyond this one's), gives the plain recurrence's picks each time, with
+// items that try a few choices, 16 to 40 and over 255 (a pick table of two
+// bytes a cell), and pools just short of the items' demand and far short
+// of it (the rows kept narrow or wide).
+func TestKnapsackReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 19))
+	var k Knapsack
+	for it := 0; it < 600; it++ {
+		items := make([][]Choice, r.IntN(9))
+		demand := 0
+		for i := range items {
+			most := 0
+			switch r.IntN(7) {
+			case 0: // many choices in any order: none is pruned
+				for range 256 + r.IntN(60) {
+					c := Choice{GPUs: r.IntN(9), Value: float64(r.IntN(40))}
+					items[i] = append(items[i], c)
+					most = max(most, c.GPUs)
+				}
+			case 1: // by GPUs, each worth more than the last: 16 to 40 tried
+				g, v := r.IntN(2), 0.0
+				for range 16 + r.IntN(25) {
+					g += r.IntN(2)
+					v += float64(1 + r.IntN(3))
+					items[i] = append(items[i], Choice{GPUs: g, Value: v})
+					most = max(most, g)
+				}
+			default: // by GPUs, fewest first, as the callers list them
+				g, v := r.IntN(3), 0.0
+				for range r.IntN(12) {
+					g += r.IntN(4)
+					v += float64(r.IntN(7) - 1)
+					items[i] = append(items[i], Choice{GPUs: g, Value: v})
+					most = max(most, g)
+				}
+			}
+			demand += most
+		}
+		var capacity int
+		switch r.IntN(3) {
+		case 0:
+			capacity = r.IntN(demand + 2)
+		case 1:
+			capacity = max(demand-r.IntN(4), 0) // just short: narrow rows
+		default:
+			capacity = demand + r.IntN(50)
+		}
+		want := mcKnapsackPlain(items, capacity)
+		if got := k.Solve(items, capacity); !slices.Equal(got, want) {
+			t.Fatalf("instance %d, capacity %d, items %v: picks %v, the plain recurrence %v", it, capacity, items, got, want)
+		}
+	}
+}
+
+// BenchmarkKnapsack: one Solve, reusing its Knapsack, on a pool of 10,000
+// GPUs and 5,000 jobs that each try the thinned counts 1, 2, 4, ... up to
+// 1 to 8 GPUs, values rising with a concave speedup: the jobs ask for
+// about 1.9 times the pool.
+func BenchmarkKnapsack(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	items := make([][]Choice, 5000)
+	for i := range items {
+		most := 1 << r.IntN(4)
+		w := 0.5 + r.Float64()
+		for n := 1; n <= most; n *= 2 {
+			items[i] = append(items[i], Choice{GPUs: n, Value: w * math.Sqrt(float64(n))})
+		}
+	}
+	var k Knapsack
+	k.Solve(items, 10000)
+	b.ResetTimer()
+	for b.Loop() {
+		k.Solve(items, 10000)
+	}
+}

@@ -46,6 +46,29 @@ type Load struct {
 // kinds of round must have been run.
 func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine.Policy) int, load Load) {
 	t.Helper()
+	lockstep(t, build, kept, load, func(p engine.Policy) engine.Policy { return FullOnly{p} })
+}
+
+// OnDemandMatches is Lockstep with the other engine running the same
+// policy with its engine.JobsOnDemand hidden (enginetest.NotOnDemand): one
+// engine hands the policy the active jobs only when it asks for them, and
+// jobs that end leave its list lazily; the other hands it Snapshot.Jobs
+// every round. Both plan the same rounds from what changed, and every
+// round's changes, GPUs, memos and reasons must be the same. The policy
+// must read the jobs on demand, and both kinds of round must be run.
+func OnDemandMatches(t *testing.T, build func(seed int) engine.Policy, kept func(engine.Policy) int, load Load) {
+	t.Helper()
+	if p := build(0); !enginetest.OnDemand(p) {
+		t.Fatalf("policy %s does not read the active jobs on demand (engine.JobsOnDemand)", p.Name())
+	}
+	lockstep(t, build, kept, load, func(p engine.Policy) engine.Policy { return enginetest.NotOnDemand{Policy: p} })
+}
+
+// lockstep is Lockstep against the policy as other wraps it: behind
+// FullOnly it plans no round from what changed; otherwise as many as the
+// policy itself.
+func lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine.Policy) int, load Load, other func(engine.Policy) engine.Policy) {
+	t.Helper()
 	if load.Seeds == 0 {
 		load.Seeds = 6
 	}
@@ -69,7 +92,9 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 			}
 			return e
 		}
-		a, b := mk(fast), mk(FullOnly{slow})
+		wrapped := other(slow)
+		_, full := wrapped.(FullOnly)
+		a, b := mk(fast), mk(wrapped)
 		n := 0
 		var down []cluster.GPUID
 		for step := range load.Steps {
@@ -169,8 +194,10 @@ func Lockstep(t *testing.T, build func(seed int) engine.Policy, kept func(engine
 			rounds++
 		}
 		nKept += kept(fast)
-		if k := kept(slow); k != 0 {
+		if k := kept(slow); full && k != 0 {
 			t.Fatalf("the wrapped policy planned %d rounds from what changed", k)
+		} else if !full && k != kept(fast) {
+			t.Fatalf("the wrapped policy planned %d rounds from what changed, the policy %d", k, kept(fast))
 		}
 	}
 	t.Logf("%d of %d rounds planned from what changed", nKept, rounds)
@@ -258,8 +285,23 @@ func (f Builder) KeptMatchesFull(t *testing.T, load Load, specs ...string) {
 	t.Helper()
 	for _, spec := range specs {
 		t.Run(spec, func(t *testing.T) {
-			Lockstep(t, func(int) engine.Policy { return f.Parse(t, spec, contract.Context{}) },
-				func(p engine.Policy) int { return p.(interface{ KeptRounds() int }).KeptRounds() }, load)
+			Lockstep(t, func(int) engine.Policy { return f.Parse(t, spec, contract.Context{}) }, keptRounds, load)
 		})
 	}
 }
+
+// OnDemandMatchesPlain runs OnDemandMatches for each spec, as a subtest:
+// the policy as f parses it, reading the active jobs on demand, against
+// the same reading Snapshot.Jobs. The policy reports its rounds planned
+// from what changed with KeptRounds.
+func (f Builder) OnDemandMatchesPlain(t *testing.T, load Load, specs ...string) {
+	t.Helper()
+	for _, spec := range specs {
+		t.Run(spec, func(t *testing.T) {
+			OnDemandMatches(t, func(int) engine.Policy { return f.Parse(t, spec, contract.Context{}) }, keptRounds, load)
+		})
+	}
+}
+
+// keptRounds is a policy's KeptRounds.
+func keptRounds(p engine.Policy) int { return p.(interface{ KeptRounds() int }).KeptRounds() }

@@ -178,6 +178,10 @@ func (r *Roster) Held() int { return r.held }
 // Running is how many jobs hold GPUs.
 func (r *Roster) Running() int { return r.running }
 
+// Active is how many jobs are active, running or waiting: len(Snapshot.Jobs)
+// without reading them (engine.JobsOnDemand).
+func (r *Roster) Active() int { return r.running + len(r.waiting) }
+
 // Fits reports whether every active job fits the cluster's GPUs at once,
 // each on the count it asks for: then a greedy pass in any order runs
 // them all. Valid after a Begin that reported true.
@@ -202,7 +206,9 @@ func (r *Roster) apply(s *engine.Snapshot) bool {
 	return true
 }
 
-// rebuild makes the roster from s.Jobs.
+// rebuild makes the roster from the active jobs of s (Snapshot.ActiveJobs:
+// a policy that reads them on demand, engine.JobsOnDemand, may use a
+// roster).
 func (r *Roster) rebuild(s *engine.Snapshot) {
 	if r.BeforeRebuild != nil {
 		r.BeforeRebuild()
@@ -212,7 +218,7 @@ func (r *Roster) rebuild(s *engine.Snapshot) {
 	clear(r.waiting)
 	r.waiting = r.waiting[:0]
 	r.demand, r.held, r.running, r.odd = 0, 0, 0, 0
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		r.add(s, st) // the engine's slots are unique among its active jobs
 	}
 }

@@ -1,0 +1,46 @@
+package elastic
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tide-sched/tide/policy/contract"
+)
+
+// TestPolluxSteadyRoundsAllocateNothing: with jobs that report fitted
+// hints (pxRandomSnap: unfitted, near-linear and poorly scaling jobs, about
+// half holding GPUs), the fast search's rounds on an unchanged snapshot
+// allocate nothing once the policy's memory has grown: its kept problem,
+// the cell arena, and the speedup curves of hints it has seen (their rows
+// fill as the searches ask for new shapes, so a few rounds warm them). The
+// round number changes every round, so each round's large-neighbourhood
+// search draws other random tries, as in a simulation. Each plan's reasons
+// are fed back as an engine does (Status.SetReason): a reason whose text is
+// unchanged costs nothing, a changed one a string.
+func TestPolluxSteadyRoundsAllocateNothing(t *testing.T) {
+	for _, sz := range []struct{ nodes, gpn, jobs int }{{4, 4, 12}, {16, 4, 40}, {16, 4, 160}, {64, 4, 200}} {
+		for _, spec := range []string{"pollux", "pollux:restart_cost=job"} {
+			t.Run(fmt.Sprintf("%dx%d-%djobs/%s", sz.nodes, sz.gpn, sz.jobs, spec), func(t *testing.T) {
+				s := pxRandomSnap(3, sz.nodes, sz.gpn, sz.jobs)
+				p := fam.Parse(t, spec, contract.Context{})
+				round := 0
+				next := func() {
+					round++
+					s.Round = round
+					plan := p.Schedule(s)
+					for _, st := range s.Jobs {
+						if r, ok := plan.Reasons[st.Job.ID]; ok {
+							st.SetReason(r)
+						}
+					}
+				}
+				for range 10 {
+					next()
+				}
+				if got := testing.AllocsPerRun(5, next); got != 0 {
+					t.Errorf("a steady round allocates %v times", got)
+				}
+			})
+		}
+	}
+}
