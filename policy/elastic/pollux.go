@@ -249,10 +249,19 @@ func polluxTerms(b []byte, st *engine.Status) []byte {
 // solve runs the configured search and returns one row of cells per job.
 func (pr *pxProblem) solve(round int) [][]pxCell {
 	if pr.pol.Search == "ga" {
-		rng := rand.New(rand.NewPCG(pr.pol.Seed, uint64(round)))
-		return pr.searchGA(rng)
+		return pr.searchGA(pr.reseed(round))
 	}
 	return pr.searchFast(round)
+}
+
+// reseed is pr's generator seeded with the seed knob and the round: the
+// same stream as rand.New(rand.NewPCG(seed, round)), in memory kept.
+func (pr *pxProblem) reseed(round int) *rand.Rand {
+	pr.pcg.Seed(pr.pol.Seed, uint64(round))
+	if pr.rng == nil {
+		pr.rng = rand.New(&pr.pcg)
+	}
+	return pr.rng
 }
 
 // pxCell is one job's GPUs on one node (a nonzero entry of the allocation
@@ -306,6 +315,7 @@ type pxProblem struct {
 	order    []*engine.Status // the jobs in the artifact's order
 	statuses []*engine.Status // Schedule's order for the reasons
 	states   [2]*pxState      // searchFast's two states
+	ga       *pxGA            // the GA's memory
 	arena    pxArena          // the fast search's rows
 	scratch  pxScratch
 	pcg      rand.PCG
