@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/policy/contract"
 )
 
@@ -76,5 +78,28 @@ func TestPolluxGAReusesItsMemory(t *testing.T) {
 				t.Errorf("a round allocates %v times on average", got)
 			}
 		})
+	}
+}
+
+// TestPolluxCurvesFollowTheHints: the curves a policy keeps from round to
+// round are those of the hints its jobs report now; a round on jobs with
+// other hints keeps none of the last round's.
+func TestPolluxCurvesFollowTheHints(t *testing.T) {
+	p := NewPollux("fast")
+	fitted := func(s *engine.Snapshot) int {
+		n := map[*goodput.Hints]bool{}
+		for _, st := range s.Jobs {
+			if h := st.Hints; h != nil && h.Fitted && h.Limits.InitBatch > 0 {
+				n[h] = true
+			}
+		}
+		return len(n)
+	}
+	for i, s := range []*engine.Snapshot{pxRandomSnap(1, 8, 4, 30), pxRandomSnap(1, 8, 4, 30), pxRandomSnap(2, 4, 4, 12)} {
+		s.Round = i + 1
+		p.Schedule(s)
+		if got, want := len(p.kept.curves), fitted(s); got != want || want == 0 {
+			t.Errorf("round %d: %d curves kept, the jobs report %d fitted hints", i+1, got, want)
+		}
 	}
 }
