@@ -236,8 +236,16 @@ func (e *Engine) packed(t string, n, perNode int) perf.Alloc {
 	if e == nil {
 		return perf.Alloc{}
 	}
+	// The last type and node size asked for first, by GPU count: a
+	// policy ranks many jobs of one type in a row, and the map's key
+	// hashes a string.
+	f := &e.packedFast
+	if t == f.t && perNode == f.perNode && n >= 0 && n < len(f.byN) && f.byN[n].GPUType != "" {
+		return f.byN[n]
+	}
 	k := packedKey{t, n, perNode}
 	if a, ok := e.packedAllocs[k]; ok {
+		f.note(k, a)
 		return a
 	}
 	a := perf.Packed(t, n, perNode)
@@ -246,8 +254,36 @@ func (e *Engine) packed(t string, n, perNode int) perf.Alloc {
 	}
 	if len(e.packedAllocs) < maxPacked {
 		e.packedAllocs[k] = a
+		f.note(k, a)
 	}
 	return a
+}
+
+// packedByN keeps the packed allocations of one GPU type and node size by
+// GPU count (up to maxPackedByN GPUs), in front of Engine.packedAllocs.
+type packedByN struct {
+	t       string
+	perNode int
+	byN     []perf.Alloc // the zero Alloc: not kept
+}
+
+// maxPackedByN bounds the GPU counts packedByN keeps.
+const maxPackedByN = 256
+
+// note keeps a, the packed allocation of k, when k is of f's type and
+// node size, else makes f that of k's.
+func (f *packedByN) note(k packedKey, a perf.Alloc) {
+	if k.n < 0 || k.n >= maxPackedByN || a.GPUType == "" {
+		return
+	}
+	if k.t != f.t || k.perNode != f.perNode {
+		f.t, f.perNode = k.t, k.perNode
+		clear(f.byN)
+	}
+	if k.n >= len(f.byN) {
+		f.byN = append(f.byN, make([]perf.Alloc, k.n+1-len(f.byN))...)
+	}
+	f.byN[k.n] = a
 }
 
 // Assignment asks for one job to hold GPUs.
@@ -567,6 +603,7 @@ type Engine struct {
 	// packedAllocs are the packed allocations Snapshot.Remaining asked
 	// for (packed).
 	packedAllocs map[packedKey]perf.Alloc
+	packedFast   packedByN // the last type's, by GPU count
 }
 
 // New makes an engine. All Config fields are required.

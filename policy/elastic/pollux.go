@@ -249,10 +249,19 @@ func polluxTerms(b []byte, st *engine.Status) []byte {
 // solve runs the configured search and returns one row of cells per job.
 func (pr *pxProblem) solve(round int) [][]pxCell {
 	if pr.pol.Search == "ga" {
-		rng := rand.New(rand.NewPCG(pr.pol.Seed, uint64(round)))
-		return pr.searchGA(rng)
+		return pr.searchGA(pr.reseed(round))
 	}
 	return pr.searchFast(round)
+}
+
+// reseed is pr's generator seeded with the seed knob and the round: the
+// same stream as rand.New(rand.NewPCG(seed, round)), in memory kept.
+func (pr *pxProblem) reseed(round int) *rand.Rand {
+	pr.pcg.Seed(pr.pol.Seed, uint64(round))
+	if pr.rng == nil {
+		pr.rng = rand.New(&pr.pcg)
+	}
+	return pr.rng
 }
 
 // pxCell is one job's GPUs on one node (a nonzero entry of the allocation
@@ -292,13 +301,18 @@ type pxProblem struct {
 	fairR     int     // fair-share replicas, ceil(GPUs/jobs)
 	fairN     int     // fair-share nodes, ceil(nodes/GPUs)
 	eps       float64 // the artifact's 1e-3 added to speedups
-	// curves are this round's speedup curves by hints; with own, the
-	// problem is a policy's kept one and own holds the curves of its last
-	// round, which this round reuses (they are the problem's alone: rows
-	// shared with pxCache are copied before they are written), and fresh
-	// the hints whose curves came from pxCache this round (publish).
-	curves, own map[*goodput.Hints]*pxCurve
-	fresh       []*goodput.Hints
+	// curves are the speedup curves by hints of this round and, in a
+	// problem a policy keeps, of the rounds before while their hints are
+	// still reported: a round reuses them (they are the problem's alone:
+	// rows shared with pxCache are copied before they are written) and
+	// drops those no job reported (pxCurve.round, this round's number in
+	// pr.round). The map is never emptied or cleared while jobs report
+	// hints: either draws a new hash seed, under which a large map may
+	// grow again in a round that adds nothing. fresh are the hints whose
+	// curves came from pxCache or were made this round (publish).
+	curves map[*goodput.Hints]*pxCurve
+	round  int
+	fresh  []*goodput.Hints
 
 	// The memory a kept problem reuses round to round: reset overwrites
 	// all of it, the searches' scratch is theirs while they run.
@@ -306,6 +320,7 @@ type pxProblem struct {
 	order    []*engine.Status // the jobs in the artifact's order
 	statuses []*engine.Status // Schedule's order for the reasons
 	states   [2]*pxState      // searchFast's two states
+	ga       *pxGA            // the GA's memory
 	arena    pxArena          // the fast search's rows
 	scratch  pxScratch
 	pcg      rand.PCG
@@ -333,14 +348,8 @@ func (pr *pxProblem) reset(s *engine.Snapshot, p *Pollux) bool {
 	pr.pol, pr.eps = p, 1e-3
 	if pr.curves == nil {
 		pr.curves = map[*goodput.Hints]*pxCurve{}
-	} else {
-		// A kept problem: last round's curves are its own now.
-		if pr.own == nil {
-			pr.own = map[*goodput.Hints]*pxCurve{}
-		}
-		pr.own, pr.curves = pr.curves, pr.own
-		clear(pr.curves)
 	}
+	pr.round++
 	pr.fresh = pr.fresh[:0]
 	pr.arena.reset()
 	pr.types = append(pr.types[:0], c.GPUTypes()...)
@@ -406,6 +415,12 @@ func (pr *pxProblem) reset(s *engine.Snapshot, p *Pollux) bool {
 		pr.jobs[i] = pr.newJob(s, st, nodeIdx, pr.jobs[i].base[:0])
 		if t := pr.jobs[i].typ; t >= 0 {
 			pr.typeJobs[t] = append(pr.typeJobs[t], i)
+		}
+	}
+	// The curves of hints no job reported this round go.
+	for h, c := range pr.curves {
+		if c.round != pr.round {
+			delete(pr.curves, h)
 		}
 	}
 	if p.RestartGPUs {
@@ -540,12 +555,11 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, nodeIdx []int
 	if h := st.Hints; h != nil && h.Fitted && h.Limits.InitBatch > 0 {
 		cv := pr.curves[h]
 		if cv == nil {
-			if cv = pr.own[h]; cv == nil {
-				cv = pxCurveFor(h)
-				pr.fresh = append(pr.fresh, h)
-			}
+			cv = pxCurveFor(h)
+			pr.fresh = append(pr.fresh, h)
 			pr.curves[h] = cv
 		}
+		cv.round = pr.round
 		if fair := cv.goodput(pr.fairN, pr.fairR); fair > 0 && !math.IsInf(fair, 0) && !math.IsNaN(fair) {
 			jb.curve, jb.fairGP = cv, fair
 		}
@@ -701,6 +715,7 @@ type pxCurve struct {
 	fn    goodput.Function
 	rows  [][]float64 // rows[r-1][n-1]; NaN = not computed
 	owned []bool      // rows this round's copy may write
+	round int         // the last round of its problem that read it (pxProblem.round)
 }
 
 const pxCurveMaxNodes = 64 // larger node counts are computed, not memoised

@@ -109,6 +109,7 @@ type pxScratch struct {
 	chosen                               []pxPick   // the knapsack's picks
 	dp, next                             []float64
 	choice                               []uint8
+	at                                   []int // where each job's row of choice starts
 	best, saved                          [][]pxCell
 	onNode, inSet                        []bool
 	banned                               map[[2]int]bool
@@ -479,23 +480,39 @@ func (s *pxState) options(j int, live bool, banned map[[2]int]bool) []pxPick {
 // to lighter options. It returns the picks and their total cost; the picks
 // and its tables are sc's memory.
 func (sc *pxScratch) pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float64) {
-	// dp[c]: least cost of the jobs so far on at most c GPUs. Every entry
-	// is written before it is read: dp's row 0 below, next's and choice's
-	// in the loop.
+	// dp[c]: least cost of the jobs so far on at most c GPUs. Job i's row
+	// covers c up to w_i, the capacity or the GPUs of the heaviest options
+	// of the jobs so far if fewer: beyond it every choice of theirs fits, so
+	// dp and the choice are those at w_i (and where the GPUs are many and the
+	// jobs small, as at 10,000 GPUs, the table is much smaller than jobs x
+	// GPUs). Reads beyond the last row's width are read at it; every entry
+	// read is written first: dp's row 0 below, next's and choice's in the
+	// loop.
 	sc.dp, sc.next = resize(sc.dp, capacity+1), resize(sc.next, capacity+1)
 	clear(sc.dp)
 	dp, next := sc.dp, sc.next
-	sc.choice = resize(sc.choice, len(opts)*(capacity+1))
-	choice := sc.choice
+	// at[i]: where job i's row starts in choice; at[i+1]-at[i]-1 is w_i.
+	sc.at = resize(sc.at, len(opts)+1)
+	at, w := sc.at, 0
+	at[0] = 0
 	for i, o := range opts {
-		row := choice[i*(capacity+1) : (i+1)*(capacity+1)]
-		for c := 0; c <= capacity; c++ {
+		w = min(capacity, w+o[len(o)-1].r)
+		at[i+1] = at[i] + w + 1
+	}
+	sc.choice = resize(sc.choice, at[len(opts)])
+	choice := sc.choice
+	w = 0
+	for i, o := range opts {
+		prev := w
+		row := choice[at[i]:at[i+1]]
+		w = len(row) - 1
+		for c := 0; c <= w; c++ {
 			best, arg := math.Inf(1), 0
 			for k, p := range o {
 				if p.r > c {
 					break
 				}
-				if v := dp[c-p.r] + p.cost; v < best {
+				if v := dp[min(c-p.r, prev)] + p.cost; v < best {
 					best, arg = v, k
 				}
 			}
@@ -507,10 +524,11 @@ func (sc *pxScratch) pxKnapsack(opts [][]pxPick, capacity int) ([]pxPick, float6
 	sc.chosen = picks
 	c := capacity
 	for i := len(opts) - 1; i >= 0; i-- {
-		picks[i] = opts[i][choice[i*(capacity+1)+c]]
+		row := choice[at[i]:at[i+1]]
+		picks[i] = opts[i][row[min(c, len(row)-1)]]
 		c -= picks[i].r
 	}
-	return picks, dp[capacity]
+	return picks, dp[w]
 }
 
 // place puts jobs (none of which holds anything) on their knapsack picks,
@@ -716,13 +734,7 @@ func (pr *pxProblem) searchFast(round int) [][]pxCell {
 	if b.total() <= bound {
 		return b.rows
 	}
-	// The same stream as rand.New(rand.NewPCG(seed, round)), over pr's
-	// generator.
-	pr.pcg.Seed(pr.pol.Seed, uint64(round))
-	if pr.rng == nil {
-		pr.rng = rand.New(&pr.pcg)
-	}
-	rng := pr.rng
+	rng := pr.reseed(round)
 	iters := pxLNSIters(len(pr.nodes))
 	if pr.pol.Tries > 0 {
 		iters = min(iters, pr.pol.Tries)

@@ -30,9 +30,14 @@ type pxInd struct {
 	hash  uint64
 	rank  int
 	crowd float64
+	gen   int // 1 + the last generation it survived (settle); 0: none yet
 }
 
-// pxGA is one search's state and scratch space.
+// pxGA is one search's state and scratch space. A problem keeps its GA
+// from round to round (pxProblem.ga): individuals that die go back to
+// free, and rows live in two arenas, new ones in arenas[cur]; after each
+// generation compact copies the survivors' rows to the other and makes it
+// the current one, so the memory is that of a population or two, reused.
 type pxGA struct {
 	pr      *pxProblem
 	rng     *rand.Rand
@@ -43,6 +48,95 @@ type pxGA struct {
 	changes []pxChange
 	chosen  []int32
 	perm    []int
+
+	arenas      [2]pxArena
+	cur         int
+	free        []*pxInd
+	pop, union  []*pxInd // evolve's population and the population with its offspring
+	out         []*pxInd // survive's survivors
+	off, kids   []*pxInd // mate's offspring and one mating's children
+	second      []*pxInd
+	seen        pxSeen
+	idx, win    []int      // tournament's
+	pairs       [][2]int   // tournament's
+	count, cur2 []int      // pxFronts': dominated-by counts, the front's indexes
+	next        []int      // pxFronts': the next front's indexes
+	beats       [][]int    // pxFronts': whom each dominates
+	fronts      [][]*pxInd // pxFronts' fronts, back to back in frontMem
+	frontMem    []*pxInd
+	crowdIdx    []int
+}
+
+// pxSeen is a set of individuals by hash (their rows compared on a hash
+// match): a chain per hash through next, reused call to call.
+type pxSeen struct {
+	head map[uint64]int32
+	ind  []*pxInd
+	next []int32
+}
+
+func (sn *pxSeen) reset() {
+	if sn.head == nil {
+		sn.head = map[uint64]int32{}
+	}
+	clear(sn.head)
+	sn.ind, sn.next = sn.ind[:0], sn.next[:0]
+}
+
+func (sn *pxSeen) add(in *pxInd) {
+	prev, ok := sn.head[in.hash]
+	if !ok {
+		prev = -1
+	}
+	sn.head[in.hash] = int32(len(sn.ind))
+	sn.ind = append(sn.ind, in)
+	sn.next = append(sn.next, prev)
+}
+
+// has reports whether the set holds individual rows equal to in's.
+func (sn *pxSeen) has(in *pxInd) bool {
+	i, ok := sn.head[in.hash]
+	for ok && i >= 0 {
+		if pxEqual(sn.ind[i].rows, in.rows) {
+			return true
+		}
+		i = sn.next[i]
+	}
+	return false
+}
+
+// newInd is a new individual (all else zero) whose rows are a copy of the
+// list rows (the rows themselves shared), from the free ones when it can.
+func (g *pxGA) newInd(rows [][]pxCell) *pxInd {
+	var in *pxInd
+	if n := len(g.free); n > 0 {
+		in, g.free = g.free[n-1], g.free[:n-1]
+		*in = pxInd{rows: append(in.rows[:0], rows...)}
+	} else {
+		in = &pxInd{rows: slices.Clone(rows)}
+	}
+	return in
+}
+
+// row is a new row of n cells (length n, capacity n) from the current
+// arena.
+func (g *pxGA) row(n int) []pxCell { return g.arenas[g.cur].row(n) }
+
+// compact copies the rows of pop to the other arena and makes it current:
+// rows made since the last compaction that no survivor holds are dead.
+func (g *pxGA) compact(pop []*pxInd) {
+	to := &g.arenas[1-g.cur]
+	to.reset()
+	for _, in := range pop {
+		for j, row := range in.rows {
+			if len(row) > 0 {
+				r := to.row(len(row))
+				copy(r, row)
+				in.rows[j] = r
+			}
+		}
+	}
+	g.cur = 1 - g.cur
 }
 
 type pxChange struct{ job, node, gpus int32 }
@@ -56,49 +150,105 @@ const (
 )
 
 func (pr *pxProblem) searchGA(rng *rand.Rand) [][]pxCell {
-	best, _ := pr.evolve(rng, nil)
+	best, _ := pr.evolve(rng, nil, false)
 	return best
+}
+
+// gaFor is pr's GA, made at its first search and reset for this one.
+func (pr *pxProblem) gaFor(rng *rand.Rand) *pxGA {
+	if pr.ga == nil {
+		pr.ga = new(pxGA)
+	}
+	g := pr.ga
+	g.pr, g.rng = pr, rng
+	g.base = resize(g.base, len(pr.jobs))
+	for j := range pr.jobs {
+		g.base[j] = pr.jobs[j].base
+	}
+	g.used = resize(g.used, len(pr.nodes))
+	g.mark = resize(g.mark, len(pr.nodes))
+	if cap(g.on) < len(pr.nodes) {
+		g.on = append(g.on[:cap(g.on)], make([][]int32, len(pr.nodes)-cap(g.on))...)
+	}
+	g.on = g.on[:len(pr.nodes)]
+	// Every individual of the last search is free, every row dead.
+	g.free = append(g.free, g.pop...)
+	g.pop = g.pop[:0]
+	g.arenas[0].reset()
+	g.arenas[1].reset()
+	return g
 }
 
 // evolve runs the GA from the current allocation and the individuals of
 // init (a previous round's population, as the artifact keeps; nil for
-// none), and returns the best individual and the final population.
-func (pr *pxProblem) evolve(rng *rand.Rand, init [][][]pxCell) ([][]pxCell, [][][]pxCell) {
-	g := &pxGA{pr: pr, rng: rng, base: make([][]pxCell, len(pr.jobs)), used: make([]int, len(pr.nodes)),
-		mark: make([]bool, len(pr.nodes)), on: make([][]int32, len(pr.nodes))}
-	for j := range pr.jobs {
-		g.base[j] = pr.jobs[j].base
-	}
-	var pop []*pxInd
-	seen := map[uint64][]*pxInd{}
-	for _, rows := range append([][][]pxCell{g.base}, init...) {
-		in := &pxInd{rows: slices.Clone(rows)}
+// none), and returns the best individual (pr's memory, valid until its
+// next search) and, with keep, the final population (memory of its own).
+func (pr *pxProblem) evolve(rng *rand.Rand, init [][][]pxCell, keep bool) ([][]pxCell, [][][]pxCell) {
+	g := pr.gaFor(rng)
+	pop := g.union[:0]
+	g.seen.reset()
+	for k := -1; k < len(init); k++ {
+		rows := g.base
+		if k >= 0 {
+			rows = init[k]
+		}
+		in := g.newInd(rows)
 		g.repair(in.rows)
 		in.hash = pxHash(in.rows)
-		if slices.ContainsFunc(seen[in.hash], func(o *pxInd) bool { return pxEqual(o.rows, in.rows) }) {
+		if g.seen.has(in) {
+			g.free = append(g.free, in)
 			continue
 		}
-		seen[in.hash] = append(seen[in.hash], in)
+		g.seen.add(in)
 		g.eval(in)
 		pop = append(pop, in)
 	}
-	pop = g.survive(pop, min(len(pop), pr.pol.Pop))
+	g.union = pop
+	pop = g.settle(pop, min(len(pop), pr.pol.Pop), 0)
 	for gen := 1; gen < pr.pol.Gens; gen++ {
 		off := g.mate(pop, pr.pol.Pop)
 		for _, o := range off {
 			g.eval(o)
 		}
-		pop = g.survive(append(pop, off...), pr.pol.Pop)
+		g.union = append(append(g.union[:0], pop...), off...)
+		pop = g.settle(g.union, pr.pol.Pop, gen)
 	}
+	g.pop = append(g.pop[:0], pop...)
 	best := pop[0]
-	final := make([][][]pxCell, len(pop))
-	for i, in := range pop {
-		final[i] = in.rows
+	for _, in := range pop {
 		if in.rank == 0 && (in.f[0] < best.f[0] || (in.f[0] == best.f[0] && in.f[1] < best.f[1])) {
 			best = in
 		}
 	}
+	var final [][][]pxCell
+	if keep {
+		final = make([][][]pxCell, len(pop))
+		for i, in := range pop {
+			final[i] = make([][]pxCell, len(in.rows))
+			for j, row := range in.rows {
+				final[i][j] = slices.Clone(row)
+			}
+		}
+	}
 	return best.rows, final
+}
+
+// settle is survive on all, the population of generation gen: the
+// individuals of all that do not survive are freed, and the survivors'
+// rows compacted. The survivors are g.out's memory.
+func (g *pxGA) settle(all []*pxInd, n, gen int) []*pxInd {
+	pop := g.survive(all, n)
+	mark := gen + 1 // a new individual's gen is 0
+	for _, in := range pop {
+		in.gen = mark
+	}
+	for _, in := range all {
+		if in.gen != mark {
+			g.free = append(g.free, in)
+		}
+	}
+	g.compact(pop)
+	return pop
 }
 
 func (g *pxGA) eval(in *pxInd) {
@@ -129,47 +279,46 @@ func pxEqual(a, b [][]pxCell) bool {
 // mate makes n new individuals (fewer if it keeps producing duplicates):
 // binary tournaments pick parents, then crossover, mutation and repair;
 // duplicates of the population or of each other are dropped.
+//
+// The offspring are g.off's memory; the children dropped are freed.
 func (g *pxGA) mate(pop []*pxInd, n int) []*pxInd {
-	seen := map[uint64][]*pxInd{}
+	seen := &g.seen
+	seen.reset()
 	for _, in := range pop {
-		seen[in.hash] = append(seen[in.hash], in)
+		seen.add(in)
 	}
-	var off []*pxInd
+	off := g.off[:0]
 	for try := 0; len(off) < n && try < pxMaxMatings; try++ {
 		left := n - len(off)
 		parents := g.tournament(pop, (left+1)/2)
-		kids := make([]*pxInd, 0, 2*len(parents))
-		second := make([]*pxInd, 0, len(parents))
+		kids, second := g.kids[:0], g.second[:0]
 		for _, pp := range parents {
 			a, b := pop[pp[0]].rows, pop[pp[1]].rows
-			c1, c2 := slices.Clone(a), slices.Clone(b)
+			k1, k2 := g.newInd(a), g.newInd(b)
+			c1, c2 := k1.rows, k2.rows
 			if g.rng.Float64() < pxCrossoverProb {
 				pt := g.rng.IntN(len(a))
 				copy(c1[:pt], b[:pt])
 				copy(c2[:pt], a[:pt])
 			}
-			kids = append(kids, &pxInd{rows: c1})
-			second = append(second, &pxInd{rows: c2})
+			kids = append(kids, k1)
+			second = append(second, k2)
 		}
 		kids = append(kids, second...)
+		g.kids, g.second = kids, second
 		for _, k := range kids {
 			g.mutate(k.rows)
 			g.repair(k.rows)
 			k.hash = pxHash(k.rows)
-			dup := false
-			for _, o := range seen[k.hash] {
-				if pxEqual(o.rows, k.rows) {
-					dup = true
-					break
-				}
-			}
-			if dup || len(off) == n {
+			if len(off) == n || seen.has(k) {
+				g.free = append(g.free, k)
 				continue
 			}
-			seen[k.hash] = append(seen[k.hash], k)
+			seen.add(k)
 			off = append(off, k)
 		}
 	}
+	g.off = off
 	return off
 }
 
@@ -177,11 +326,19 @@ func (g *pxGA) mate(pop []*pxInd, n int) []*pxInd {
 // returns matings pairs of winners.
 func (g *pxGA) tournament(pop []*pxInd, matings int) [][2]int {
 	need := 4 * matings
-	idx := make([]int, 0, need+len(pop))
+	idx := g.idx[:0]
 	for len(idx) < need {
-		idx = append(idx, g.rng.Perm(len(pop))...)
+		// rng.Perm(len(pop)), in idx's memory: the same draws.
+		k := len(idx)
+		for i := range len(pop) {
+			idx = append(idx, i)
+		}
+		p := idx[k:]
+		g.rng.Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
 	}
-	win := make([]int, 2*matings)
+	g.idx = idx
+	g.win = resize(g.win, 2*matings)
+	win := g.win
 	for i := range win {
 		a, b := idx[2*i], idx[2*i+1]
 		switch {
@@ -199,7 +356,8 @@ func (g *pxGA) tournament(pop []*pxInd, matings int) [][2]int {
 			win[i] = b
 		}
 	}
-	pairs := make([][2]int, matings)
+	g.pairs = resize(g.pairs, matings)
+	pairs := g.pairs
 	for m := range pairs {
 		pairs[m] = [2]int{win[2*m], win[2*m+1]}
 	}
@@ -247,7 +405,7 @@ func (g *pxGA) mutate(rows [][]pxCell) {
 		if g.rng.Float64() >= pxZeroRowProb || len(row) == 0 {
 			continue
 		}
-		var out []pxCell
+		out := g.row(len(row))[:0]
 		cut := false
 		for _, c := range row {
 			if g.rng.Float64() < pxZeroCellProb {
@@ -317,14 +475,14 @@ func (g *pxGA) mutate(rows [][]pxCell) {
 		for k < len(g.changes) && g.changes[k].job == j {
 			k++
 		}
-		rows[j] = pxApplyChanges(rows[j], g.changes[i:k])
+		rows[j] = pxApplyChanges(g.row(len(rows[j]) + k - i)[:0], rows[j], g.changes[i:k])
 		i = k
 	}
 }
 
-// pxApplyChanges returns row with the given (node-sorted) counts set.
-func pxApplyChanges(row []pxCell, ch []pxChange) []pxCell {
-	out := make([]pxCell, 0, len(row)+len(ch))
+// pxApplyChanges returns row with the given (node-sorted) counts set,
+// appended to out (room for len(row)+len(ch) cells).
+func pxApplyChanges(out, row []pxCell, ch []pxChange) []pxCell {
 	i := 0
 	for _, c := range ch {
 		for i < len(row) && row[i].node < c.node {
@@ -351,7 +509,7 @@ func (g *pxGA) repair(rows [][]pxCell) {
 			if len(row) <= 1 {
 				continue
 			}
-			var out []pxCell
+			out := g.row(len(row))[:0]
 			cut := false
 			for _, c := range row {
 				if g.mark[c.node] {
@@ -381,7 +539,7 @@ func (g *pxGA) repair(rows [][]pxCell) {
 			g.perm = append(g.perm, i)
 		}
 		g.rng.Shuffle(len(g.perm), func(a, b int) { g.perm[a], g.perm[b] = g.perm[b], g.perm[a] })
-		var out []pxCell
+		out := g.row(len(row))[:0]
 		acc := 0
 		for _, i := range g.perm {
 			k := min(int(row[i].gpus), maxR-acc)
@@ -410,7 +568,7 @@ func (g *pxGA) repair(rows [][]pxCell) {
 			k := min(int(c.gpus), avail)
 			if k != int(c.gpus) && !cut {
 				cut = true
-				out = append(out[:0], row[:i]...)
+				out = append(g.row(len(row))[:0], row[:i]...)
 			}
 			if k > 0 {
 				g.used[c.node] += k
@@ -438,10 +596,13 @@ func (g *pxGA) repair(rows [][]pxCell) {
 // survive keeps n individuals: whole non-dominated fronts in rank order,
 // the last one cut by crowding distance (ties in random order). It sets
 // each survivor's rank and crowding distance.
+//
+// The survivors are g.out's memory.
 func (g *pxGA) survive(pop []*pxInd, n int) []*pxInd {
-	out := make([]*pxInd, 0, n)
-	for rank, front := range pxFronts(pop) {
-		pxCrowding(front)
+	out := g.out[:0]
+	defer func() { g.out = out }()
+	for rank, front := range g.pxFronts(pop) {
+		g.pxCrowding(front)
 		for _, in := range front {
 			in.rank = rank
 		}
@@ -458,12 +619,26 @@ func (g *pxGA) survive(pop []*pxInd, n int) []*pxInd {
 	return out
 }
 
-// pxFronts sorts pop into fronts (Deb's fast non-dominated sort).
-func pxFronts(pop []*pxInd) [][]*pxInd {
+// pxFronts sorts pop into fronts (Deb's fast non-dominated sort). The
+// fronts are g's memory.
+func (g *pxGA) pxFronts(pop []*pxInd) [][]*pxInd {
 	n := len(pop)
-	count := make([]int, n)
-	beats := make([][]int, n)
-	var cur []int
+	g.count = resize(g.count, n)
+	count := g.count
+	clear(count)
+	if cap(g.beats) < n {
+		g.beats = append(g.beats[:cap(g.beats)], make([][]int, n-cap(g.beats))...)
+	}
+	beats := g.beats[:n]
+	for a := range beats {
+		// Room for all: the memory stays the same from call to call.
+		beats[a] = slices.Grow(beats[a][:0], n)
+	}
+	// Every individual is in one front: room for all of them.
+	mem := slices.Grow(g.frontMem[:0], n)
+	g.frontMem = mem
+	cur, next := g.cur2[:0], g.next[:0]
+	defer func() { g.cur2, g.next = cur, next }()
 	for a := range n {
 		for b := range n {
 			if pxDominates(pop[a].f, pop[b].f) {
@@ -476,10 +651,11 @@ func pxFronts(pop []*pxInd) [][]*pxInd {
 			cur = append(cur, a)
 		}
 	}
-	var fronts [][]*pxInd
+	fronts := g.fronts[:0]
 	for len(cur) > 0 {
-		front := make([]*pxInd, len(cur))
-		var next []int
+		front := mem[len(mem) : len(mem)+len(cur) : len(mem)+len(cur)]
+		mem = mem[:len(mem)+len(cur)]
+		next = next[:0]
 		for i, a := range cur {
 			front[i] = pop[a]
 			for _, b := range beats[a] {
@@ -490,15 +666,16 @@ func pxFronts(pop []*pxInd) [][]*pxInd {
 		}
 		slices.Sort(next)
 		fronts = append(fronts, front)
-		cur = next
+		cur, next = next, cur
 	}
+	g.fronts = fronts
 	return fronts
 }
 
 // crowding sets the crowding distance of each individual of a front, as
 // pymoo 0.4 computes it: the normalised gap between its neighbours summed
 // over objectives, averaged; the extremes (and fronts of two) get 1e14.
-func pxCrowding(front []*pxInd) {
+func (g *pxGA) pxCrowding(front []*pxInd) {
 	const far = 1e14
 	n := len(front)
 	if n <= 2 {
@@ -510,7 +687,8 @@ func pxCrowding(front []*pxInd) {
 	for _, in := range front {
 		in.crowd = 0
 	}
-	idx := make([]int, n)
+	g.crowdIdx = resize(g.crowdIdx, n)
+	idx := g.crowdIdx
 	for k := range 2 {
 		for i := range idx {
 			idx[i] = i

@@ -560,7 +560,7 @@ func pxWarmGA(s *engine.Snapshot, rounds int) float64 {
 	best := math.Inf(-1)
 	for r := range rounds {
 		var sol [][]pxCell
-		sol, pop = pr.evolve(rand.New(rand.NewPCG(0, uint64(s.Round+r))), pop)
+		sol, pop = pr.evolve(rand.New(rand.NewPCG(0, uint64(s.Round+r))), pop, true)
 		best = max(best, pr.fitness(sol))
 	}
 	return best
