@@ -27,8 +27,13 @@ var steadyAllocsPending = map[string]string{
 // BenchmarkDecision's at 200 GPUs and 200 jobs (some running, the rest
 // waiting); the engine plans every round in full, so this is the policy's
 // whole Schedule, not a kept plan. The count is runtime.MemStats.Mallocs
-// across Schedule alone (switchPolicy), the last of three rounds 1 s apart
-// after three rounds 360 s apart.
+// across Schedule alone (switchPolicy), the fewest of the last three of
+// five rounds 1 s apart after three rounds 360 s apart. The fewest, not
+// the last: about one run in a hundred (more with GOGC=5) counted one
+// allocation of 48 or 80 B in one such round under AFS, Aryl or DeepBoot,
+// which memory profiles of the round did not show (MemStats counts the
+// whole process); a policy that allocates in every steady round still
+// fails.
 func TestSteadyRoundAllocations(t *testing.T) {
 	for _, info := range policy.All() {
 		t.Run(info.Name, func(t *testing.T) {
@@ -46,12 +51,14 @@ func TestSteadyRoundAllocations(t *testing.T) {
 				}
 			}
 			var allocs, bytes uint64
-			for r := 0; r < 3; r++ {
+			for r := 0; r < 5; r++ {
 				clk.t++
 				if _, err := e.Schedule(); err != nil {
 					t.Fatal(err)
 				}
-				allocs, bytes = sw.allocs, sw.bytes
+				if r == 2 || (r > 2 && sw.allocs < allocs) {
+					allocs, bytes = sw.allocs, sw.bytes
+				}
 			}
 			why, pending := steadyAllocsPending[info.Name]
 			switch {

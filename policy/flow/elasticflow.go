@@ -98,6 +98,10 @@ type Flow struct {
 	// deadline taken back. A newcomer in its first round keeps EdgeFlow's
 	// test.
 	holdCap func(s *engine.Snapshot, c cloud, j *fjob) int
+	// heldTest, when set (tidal's rollout), is the re-trial of a held job
+	// instead of holdSafe (which it may call itself): as holdSafe, it
+	// leaves the jobs' outcomes and edge servers as the test left them.
+	heldTest func(s *engine.Snapshot, c cloud, e *edges, base, trial []*fjob, j *fjob) bool
 	// pessimistic is set while the hold re-trial's plan runs: edgeCap
 	// plans the servers running jobs keep up until pessUntil.
 	pessimistic bool
@@ -1038,6 +1042,9 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	var held func(base, trial []*fjob, j *fjob) bool
 	if f.holdCap != nil {
 		held = f.steps.holdSafe
+	}
+	if f.heldTest != nil {
+		held = func(base, trial []*fjob, j *fjob) bool { return f.heldTest(s, c, e, base, trial, j) }
 	}
 	f.swapped = f.swapped[:0]
 	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge, held)

@@ -61,6 +61,14 @@ func tidalPolicies(register func(contract.Info)) {
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass: strictly above EdgeFlow at all 25 tuning points, below it at 2 held-out ones); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
+			"rollout=off: gate or replace: a held job that EdgeFlow's test would admit again is admitted only if a play of the " +
+			"jobs known now, forward under EdgeFlow's own rule on the cloud forecast, meets strictly more deadlines with it than " +
+			"without (gate: the pessimistic plan must let it in too; replace: the play instead of that plan; robust: the play, " +
+			"and no fewer on the pessimistic cloud); with swap=mh an exchange needs the play too (docs/tidal.md, fifth pass); " +
+			"rollout_quantile=0.5: the cloud forecast's quantile the play runs on; rollout_step=600: seconds between its steps " +
+			"at most; rollout_arrivals=0: seconds of past arrivals the play expects again as newcomers (0: none); " +
+			"rollout_faults=0: K plays with cloud nodes lost at the rate and for the time seen so far, at K phases (0: one play, " +
+			"no faults); " +
 			"vacate_quantile=quantile: the quantile that edge_vacate plans on; " +
 			"restart_penalty=240: D of DeepBoot's restart factor on a changed allocation outside the deadline planner " +
 			"(which takes EdgeFlow's knobs, the rest of this list); " + efKnobs + "; " + edgeKnobs,
@@ -166,14 +174,38 @@ type Tidal struct {
 	Swap      bool
 	SwapTries int
 	SwapAge   float64
-	restart   harvest.DeepBoot // for its restart factor
-	flow      *Flow
-	future    map[string]forecast.Series
-	views     map[string]*tideView
-	promised  map[string]int   // edge servers promised later this round, by site
-	snap      *engine.Snapshot // the round's snapshot while the deadline planner runs (mhSwap)
-	cloudNow  cloud            // its cloud
-	name      string
+	// RolloutMode (rollout=) plays tidal's choice and EdgeFlow's forward
+	// where they differ (tidal_rollout.go): off; gate: a held job is
+	// admitted again only if the pessimistic plan lets it in and the play
+	// meets more with it; replace: the play alone decides (after
+	// EdgeFlow's test). With Swap, an exchange needs the play too.
+	RolloutMode  string
+	RollQuantile float64 // the cloud forecast's quantile the play runs on
+	RollStep     float64 // seconds between the play's steps at most
+	// RollArrivals (rollout_arrivals=, seconds): the play expects the
+	// arrivals of the last RollArrivals seconds again in the next (0:
+	// none), so that a held job's admission is weighed against the
+	// newcomers its room would turn away.
+	RollArrivals float64
+	// RollFaults (rollout_faults=K): where the cloud has lost nodes, the
+	// play runs K times, each with a node lost at the rate and for the
+	// time seen so far, at K phases of that rate, and sums the deadlines
+	// met (0: one play on the forecast alone).
+	RollFaults int
+	arrivals   []arrival // every deadline job seen, as it arrived (RollArrivals)
+	seen       map[string]bool
+	rollNext   []arrival
+	roll       []rollJob
+	rollLive   []*fjob
+	rollTL     timeline
+	restart    harvest.DeepBoot // for its restart factor
+	flow       *Flow
+	future     map[string]forecast.Series
+	views      map[string]*tideView
+	promised   map[string]int   // edge servers promised later this round, by site
+	snap       *engine.Snapshot // the round's snapshot while the deadline planner runs (mhSwap)
+	cloudNow   cloud            // its cloud
+	name       string
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -194,10 +226,14 @@ type tideView struct {
 	vacate []float64 // the same at VacateQuantile, for moving jobs off
 	hold   []float64 // the same at HoldQuantile, for the hold re-trial
 	offl   []float64 // the same at OffloadQuantile, for the look-ahead on offloads
+	roll   []float64 // the same at RollQuantile, for the rollout's cloud
 	pathAt float64   // Now of the cached path, NaN when none
 	start  float64   // start of the path's bin 0
 	bin    float64
 	prefix []float64 // prefix[k]: least planned capacity over bins 1..k (prefix[0] = cur)
+	// What the rounds have seen of drops (the rollout's faults): GPUs
+	// lost in drops, GPU-seconds below the site's GPUs, seconds observed.
+	lost, down, obs, lastAt float64
 }
 
 func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
@@ -348,10 +384,45 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 			return t.mhSwap(test, base, trial, j, meets)
 		}
 	}
+	switch t.RolloutMode = o.String("rollout", "off"); t.RolloutMode {
+	case "off":
+	case "gate", "replace", "robust":
+		if t.Hold {
+			t.flow.heldTest = t.rollHeld
+		}
+	default:
+		return nil, fmt.Errorf("policy tidal: rollout=%q: want off, gate, replace or robust", t.RolloutMode)
+	}
+	if t.RollQuantile, err = o.Float("rollout_quantile", 0.5); err != nil {
+		return nil, err
+	}
+	if !(t.RollQuantile > 0 && t.RollQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: rollout_quantile=%v: want a number in (0, 1)", t.RollQuantile)
+	}
+	if t.RollArrivals, err = o.Float("rollout_arrivals", 0); err != nil {
+		return nil, err
+	}
+	if t.RollArrivals < 0 {
+		return nil, fmt.Errorf("policy tidal: rollout_arrivals=%v: want seconds >= 0", t.RollArrivals)
+	}
+	t.seen = map[string]bool{}
+	rf, err := o.Float("rollout_faults", 0)
+	if err != nil {
+		return nil, err
+	}
+	if t.RollFaults = int(rf); float64(t.RollFaults) != rf || rf < 0 {
+		return nil, fmt.Errorf("policy tidal: rollout_faults=%v: want a whole number >= 0", rf)
+	}
+	if t.RollStep, err = o.Float("rollout_step", 600); err != nil {
+		return nil, err
+	}
+	if !(t.RollStep > 0) {
+		return nil, fmt.Errorf("policy tidal: rollout_step=%v: want seconds > 0", t.RollStep)
+	}
 	t.flow.holdStrict = t.HoldStrict
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -383,6 +454,15 @@ func (t *Tidal) observe(s *engine.Snapshot) {
 			t.views[site.Name] = v
 		}
 		now := float64(usable(s, &site))
+		if v.seen && s.Now > v.lastAt {
+			dt := s.Now - v.lastAt
+			v.obs += dt
+			v.down += (float64(v.gpus) - v.cur) * dt
+		}
+		if v.seen && now < v.cur {
+			v.lost += v.cur - now
+		}
+		v.lastAt = s.Now
 		v.varies = v.varies || (v.seen && now != v.cur)
 		v.seen, v.cur = true, now
 		_ = v.f.Observe(s.Now, now) // rounds never go back in time
@@ -413,8 +493,11 @@ func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 	}
 	v.pathAt = s.Now
 	v.start, v.path = t.path(s, v, t.Quantile)
-	v.later, v.vacate, v.offl, v.hold = v.path, v.path, v.path, v.path
+	v.later, v.vacate, v.offl, v.hold, v.roll = v.path, v.path, v.path, v.path, v.path
 	if t.Source == "online" && v.varies {
+		if t.RolloutMode != "off" && t.RollQuantile != t.Quantile {
+			_, v.roll = t.path(s, v, t.RollQuantile)
+		}
 		if t.HoldSafe && t.HoldQuantile != t.Quantile {
 			_, v.hold = t.path(s, v, t.HoldQuantile)
 		}
@@ -608,6 +691,9 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	var plan engine.Plan
 	if c, ok := t.flow.cloudOf(s); ok && deadlines {
 		t.snap, t.cloudNow = s, c
+		if t.RolloutMode != "off" && t.RollArrivals > 0 {
+			t.record(s, c)
+		}
 		plan = t.flow.Schedule(s)
 		t.snap = nil
 		for _, j := range t.flow.swapped {
@@ -1001,6 +1087,12 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 			if b != x && meets[i] && !b.meets && !math.IsInf(b.deadline, 1) {
 				ok = false
 			}
+		}
+		if ok && t.RolloutMode != "off" {
+			// The play of both, continued by EdgeFlow's rule: the
+			// exchange only if it meets strictly more.
+			c := t.cloudNow
+			ok = t.play(s, c, set, nil, c.cap) > t.play(s, c, trial, j, c.cap)
 		}
 		if ok {
 			t.flow.swapped = append(t.flow.swapped, x)
