@@ -278,22 +278,7 @@ func TestFlowPrefixMatchesFullPasses(t *testing.T) {
 		"edgeflow:reserve=late":    func() (*Flow, error) { k := DefaultEdge; k.Reserve = "late"; return NewEdgeFlow(k) },
 	}
 	for seed := range 6 {
-		var jobs []*job.Job
-		at := 0.0
-		for i := range 60 {
-			if rng.IntN(3) > 0 {
-				at += float64(rng.IntN(200))
-			}
-			work := 300 + float64(rng.IntN(40))*120
-			n := 1 + rng.IntN(4)
-			b := enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, n, n<<rng.IntN(4)).Seconds(work)
-			if rng.IntN(6) > 0 {
-				b.Deadline(at + work/float64(1+rng.IntN(8)) + float64(rng.IntN(20))*60)
-			}
-			j := b.Obj()
-			j.Priority = rng.IntN(3) / 2
-			jobs = append(jobs, j)
-		}
+		jobs := randomFlowJobs(rng)
 		c := flowCluster(t, 2, 3)
 		for name, mk := range policies {
 			var got [2]string
@@ -354,4 +339,29 @@ func TestFlowForcedDecisions(t *testing.T) {
 			t.Errorf("force_admit=%s: got error %v, want one naming force_admit", bad, err)
 		}
 	}
+}
+
+// randomFlowJobs draws 60 elastic jobs (1 to 4 GPUs at least, up to 16 at
+// most), most of them with a deadline and a third of them with priority,
+// arriving in bursts: the runs that compare two ways of computing one
+// plan (TestFlowPrefixMatchesFullPasses, TestFlowSpareHeapMatchesScanRuns)
+// use them.
+func randomFlowJobs(rng *rand.Rand) []*job.Job {
+	var jobs []*job.Job
+	at := 0.0
+	for i := range 60 {
+		if rng.IntN(3) > 0 {
+			at += float64(rng.IntN(200))
+		}
+		work := 300 + float64(rng.IntN(40))*120
+		n := 1 + rng.IntN(4)
+		b := enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, n, n<<rng.IntN(4)).Seconds(work)
+		if rng.IntN(6) > 0 {
+			b.Deadline(at + work/float64(1+rng.IntN(8)) + float64(rng.IntN(20))*60)
+		}
+		j := b.Obj()
+		j.Priority = rng.IntN(3) / 2
+		jobs = append(jobs, j)
+	}
+	return jobs
 }

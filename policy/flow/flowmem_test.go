@@ -9,7 +9,6 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/sim"
@@ -105,22 +104,7 @@ func TestFlowSpareHeapMatchesScanRuns(t *testing.T) {
 		"edgeflow": func() (*Flow, error) { return NewEdgeFlow(DefaultEdge) },
 	}
 	for seed := range 4 {
-		var jobs []*job.Job
-		at := 0.0
-		for i := range 60 {
-			if rng.IntN(3) > 0 {
-				at += float64(rng.IntN(200))
-			}
-			work := 300 + float64(rng.IntN(40))*120
-			n := 1 + rng.IntN(4)
-			b := enginetest.Job(fmt.Sprintf("j%02d", i)).At(at).Elastic(1, n, n<<rng.IntN(4)).Seconds(work)
-			if rng.IntN(6) > 0 {
-				b.Deadline(at + work/float64(1+rng.IntN(8)) + float64(rng.IntN(20))*60)
-			}
-			j := b.Obj()
-			j.Priority = rng.IntN(3) / 2
-			jobs = append(jobs, j)
-		}
+		jobs := randomFlowJobs(rng)
 		c := flowCluster(t, 2, 3)
 		for name, mk := range policies {
 			var got [2]string
