@@ -225,7 +225,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	if followed {
 		idle = g.incr.roster.Running() == 0
 	} else {
-		for _, st := range s.Jobs {
+		for _, st := range s.ActiveJobs() {
 			idle = idle && len(st.GPUs) == 0
 		}
 	}
@@ -235,10 +235,12 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 				return out
 			}
 		}
+		s.ActiveJobs() // keep and its reasons read Snapshot.Jobs (JobsOnDemand)
 		out := g.keep(s)
 		g.explain(s, &out, noteBetween)
 		return out
 	}
+	s.ActiveJobs()  // a re-plan reads Snapshot.Jobs throughout (JobsOnDemand)
 	g.replanning(s) // the last round's reasons, before the allocations change
 	p := g.problem(s)
 	g.account(s)

@@ -53,6 +53,12 @@ type keptEntry struct {
 // plan packs no pairs).
 func (g *Gavel) Incremental() bool { return g.incr.on && !g.SpaceSharing }
 
+// JobsOnDemand implements engine.JobsOnDemand: a round between re-plans
+// planned from what changed reads no active job but those in Changed; the
+// other rounds (a re-plan, a keep the kept state cannot follow, a rebuild)
+// ask for the list first (Snapshot.ActiveJobs).
+func (g *Gavel) JobsOnDemand() bool { return g.Incremental() }
+
 // KeptRounds is how many rounds this instance planned from what changed:
 // for tests and benchmarks.
 func (g *Gavel) KeptRounds() int { return g.incr.kept }
@@ -156,7 +162,7 @@ func (k *gavelKept) rebuild(g *Gavel, s *engine.Snapshot) {
 	}
 	k.jobs.Clear()
 	k.toStart, k.strays = k.toStart[:0], 0 // place inserts in order
-	for _, st := range s.Jobs {
+	for _, st := range s.ActiveJobs() {
 		e, _ := k.jobs.Add(st)
 		if e == nil {
 			return

@@ -95,7 +95,7 @@ func (g *Gavel) replanning(s *engine.Snapshot) {
 	z := &g.reasons
 	if o := &z.lazy.Old; o.Live() {
 		o.Keep(func(keep func(*engine.Status, engine.Reason)) {
-			for _, st := range s.Jobs {
+			for _, st := range s.ActiveJobs() {
 				if len(st.GPUs) == 0 {
 					keep(st, g.waitReason(st, o.Figs.free))
 				}
