@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	apiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 	"sigs.k8s.io/yaml"
 
@@ -347,12 +348,18 @@ func (s *scenario) kubelet(nss ...string) {
 func (s *scenario) end(ns string, phase corev1.PodPhase, names ...string) {
 	s.t.Helper()
 	for _, name := range names {
-		p, err := s.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		// The kubelet loop and tide write the same pod's status: read it
+		// again on a conflict, as a kubelet would.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := s.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			p.Status.Phase = phase
+			_, err = s.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			s.t.Fatal(err)
-		}
-		p.Status.Phase = phase
-		if _, err := s.cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 			s.t.Fatal(err)
 		}
 	}
