@@ -375,7 +375,7 @@ func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run 
 	if !spread {
 		return run // nothing to move: the common round costs no lookups
 	}
-	sts := m.planned(s, order, run)
+	sts := m.planned.Of(s, order, run)
 	defer clear(sts)
 	free := slices.Grow(m.free[:0], len(c.Nodes))[:len(c.Nodes)]
 	mine := slices.Grow(m.mine[:0], len(c.Nodes))[:len(c.Nodes)]
@@ -450,36 +450,5 @@ type migration struct {
 	rest       []engine.Assignment
 	out        []engine.Assignment
 	nodes      []engine.NodeGPUs
-	sts        []*engine.Status
-	byID       map[string]*engine.Status
-}
-
-// planned returns, in m's memory, the status of each job run lists: found
-// by walking order alongside run when run lists jobs of order in order's
-// order (as the greedy pass plans), else by ID among the active jobs.
-func (m *migration) planned(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []*engine.Status {
-	sts := slices.Grow(m.sts[:0], len(run))[:len(run)]
-	m.sts = sts
-	k := 0
-	for i, a := range run {
-		for k < len(order) && order[k].Job.ID != a.Job {
-			k++
-		}
-		if k == len(order) {
-			if m.byID == nil {
-				m.byID = map[string]*engine.Status{}
-			}
-			for _, st := range s.ActiveJobs() {
-				m.byID[st.Job.ID] = st
-			}
-			for i, a := range run {
-				sts[i] = m.byID[a.Job]
-			}
-			clear(m.byID)
-			return sts
-		}
-		sts[i] = order[k]
-		k++
-	}
-	return sts
+	planned    explain.Planned
 }

@@ -46,11 +46,8 @@ type Scratch struct {
 	at       map[string]place
 	reasons  map[string]engine.Reason
 	buf      []byte
-	ends     []End // KeptPredictStarts' and PredictStarts' listed ends
-	// byID finds a planned job's status when the plan does not list the
-	// jobs in the order's order (PredictStarts).
-	byID map[string]*engine.Status
-	sts  []*engine.Status // PredictStarts: the status of each planned job
+	ends     []End   // KeptPredictStarts' and PredictStarts' listed ends
+	planned  Planned // PredictStarts: the status of each planned job
 }
 
 // sameText is buf as a string, st's last reason's own string when the
@@ -321,7 +318,7 @@ func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []
 	given := reuse(&sc.given, len(plan.Run))
 	free := s.Available("", "")
 	pool := endPool{listed: sc.ends[:0]}
-	sts := sc.planned(s, order, plan.Run)
+	sts := sc.planned.Of(s, order, plan.Run)
 	for i, a := range plan.Run {
 		given[a.Job] = a.GPUs
 		if a.PackWith != "" && a.Job > a.PackWith {
@@ -339,21 +336,31 @@ func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []
 	clear(sts) // let the jobs go
 }
 
-// planned returns, in sc's memory, the status of each job run lists (nil
-// for one not active in s): found by walking order alongside run when run
-// lists jobs of order in order's order (as a greedy pass plans), else by
-// ID.
-func (sc *Scratch) planned(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []*engine.Status {
-	sts := slices.Grow(sc.sts[:0], len(run))[:len(run)]
-	sc.sts = sts
+// Planned is the memory of Of, reused from call to call (the zero
+// Planned is ready).
+type Planned struct {
+	sts []*engine.Status
+	// byID finds a planned job's status when the plan does not list the
+	// jobs in the order's order.
+	byID map[string]*engine.Status
+}
+
+// Of returns, in p's memory (valid until the next call), the status of
+// each job run lists (nil for one not active in s): found by walking order
+// alongside run when run lists jobs of order in order's order (as a greedy
+// pass plans), else by ID among the active jobs.
+func (p *Planned) Of(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []*engine.Status {
+	sts := slices.Grow(p.sts[:0], len(run))[:len(run)]
+	p.sts = sts
 	k := 0
 	for i, a := range run {
 		for k < len(order) && order[k].Job.ID != a.Job {
 			k++
 		}
 		if k == len(order) {
-			byID := reuse(&sc.byID, len(s.Jobs))
-			for _, st := range s.Jobs {
+			jobs := s.ActiveJobs()
+			byID := reuse(&p.byID, len(jobs))
+			for _, st := range jobs {
 				byID[st.Job.ID] = st
 			}
 			for i, a := range run {
