@@ -74,15 +74,7 @@ func (a *AFS) Schedule(s *engine.Snapshot) engine.Plan {
 	if a.kept == nil {
 		a.kept = new(elasticRound)
 	}
-	r := a.kept
-	r.pool(s, a.Oracle)
-	types := s.Cluster.GPUTypes()
-	for t := range types {
-		r.afsAllocate(r.pools[t], r.capacity[t])
-	}
-	plan := r.plan(types)
-	r.explain.PlanAppend(s, &plan, nil, afsTerms)
-	return plan
+	return a.kept.schedule(s, a.Oracle, (*elasticRound).afsAllocate, afsTerms)
 }
 
 // afsTerms are AFS' reason terms.

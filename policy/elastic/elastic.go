@@ -278,6 +278,20 @@ func resize[T any](xs []T, n int) []T {
 	return xs[:n]
 }
 
+// schedule is a round of AFS or Optimus: the jobs pooled by GPU type, each
+// pool's free GPUs handed out by the policy's allocate, the plan and its
+// reasons (terms), all in r's memory.
+func (r *elasticRound) schedule(s *engine.Snapshot, oracle bool, allocate func(r *elasticRound, jobs []*elasticJob, free int), terms func([]byte, *engine.Status) []byte) engine.Plan {
+	r.pool(s, oracle)
+	types := s.Cluster.GPUTypes()
+	for t := range types {
+		allocate(r, r.pools[t], r.capacity[t])
+	}
+	plan := r.plan(types)
+	r.explain.PlanAppend(s, &plan, nil, terms)
+	return plan
+}
+
 // plan turns the GPU counts given into a plan: largest allocations first
 // (they are the hardest to place), then by submission and ID. On a
 // one-type cluster an assignment keeps the job's own (possibly empty)

@@ -74,15 +74,7 @@ func (o *Optimus) Schedule(s *engine.Snapshot) engine.Plan {
 	if o.kept == nil {
 		o.kept = new(elasticRound)
 	}
-	r := o.kept
-	r.pool(s, o.Oracle)
-	types := s.Cluster.GPUTypes()
-	for t := range types {
-		r.optimusAllocate(r.pools[t], r.capacity[t])
-	}
-	plan := r.plan(types)
-	r.explain.PlanAppend(s, &plan, nil, optimusTerms)
-	return plan
+	return o.kept.schedule(s, o.Oracle, (*elasticRound).optimusAllocate, optimusTerms)
 }
 
 // optimusTerms are Optimus' reason terms.
