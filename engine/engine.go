@@ -180,6 +180,14 @@ type Snapshot struct {
 	// places jobs around the GPUs held (Adder), no GPU is down and no jobs
 	// share GPUs (in pairs or fractions).
 	AddOnly bool
+	// Explains says the engine takes this round's Plan.Explain from the
+	// policy it holds whatever else the round is: it is set in every round
+	// for a policy that implements ExplainsWhenRead and reports true, and
+	// is false for any other (Incremental alone says the same for an
+	// IncrementalPolicy, in its rounds planned from what changed). A
+	// policy reads it, with From, to decide whether to leave its waiting
+	// jobs' reasons to an Explainer or write them in Plan.Reasons.
+	Explains bool
 
 	eng      *Engine
 	onDemand bool // Jobs is filled by ActiveJobs (JobsOnDemand)
@@ -460,6 +468,22 @@ type JobsOnDemand interface {
 	JobsOnDemand() bool
 }
 
+// ExplainsWhenRead is an optional Policy interface: a policy whose
+// ExplainsWhenRead reports true may, in any round (planned in full or not,
+// the first included), leave the reasons of the jobs its plan leaves
+// waiting to Plan.Explain, and the engine tells it so (Snapshot.Explains).
+// Its Explainer must answer as the Explainer contract says (reasons.go):
+// for round r until the policy is next asked to plan, and during the round
+// after. Only the policy the engine holds counts: a wrapper forwards it
+// only if it hands the inner policy the engine's own snapshot and returns
+// the inner plan's Explain as it is (a wrapper that rebuilds the plan or
+// the snapshot must not, so that the inner policy then writes every
+// reason in Plan.Reasons).
+type ExplainsWhenRead interface {
+	Policy
+	ExplainsWhenRead() bool
+}
+
 // Placer maps a plan onto GPUs. held gives the GPUs each job holds now; a
 // job whose assignment matches what it holds (same count, compatible type)
 // must keep them, and GPUs held by jobs not in run are free. Place returns
@@ -584,6 +608,7 @@ type Engine struct {
 	epoch      int
 	incr       bool
 	incrPolicy bool // the policy is an IncrementalPolicy that says so
+	explains   bool // the policy is an ExplainsWhenRead that says so
 	// Lazy counters (incremental.go): lazy says rounds log their time in
 	// acctLog (entries from the acctBase-th on) instead of counting every
 	// active job's seconds.

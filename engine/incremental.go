@@ -42,6 +42,7 @@ func (e *Engine) handChanged(s *Snapshot) {
 	if e.incrPolicy {
 		s.Changed, s.Incremental, s.AddOnly = out, e.incr, e.addOnly()
 	}
+	s.Explains = e.explains
 	e.epoch++
 }
 
@@ -52,6 +53,8 @@ func (e *Engine) handChanged(s *Snapshot) {
 func (e *Engine) setPolicyMode(p Policy) {
 	ip, ok := p.(IncrementalPolicy)
 	e.incrPolicy = ok && ip.Incremental()
+	xp, ok := p.(ExplainsWhenRead)
+	e.explains = ok && xp.ExplainsWhenRead()
 	jp, ok := p.(JobsOnDemand)
 	e.lazyJobs = e.incrPolicy && ok && jp.JobsOnDemand()
 	if !e.lazyJobs {

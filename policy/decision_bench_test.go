@@ -93,6 +93,15 @@ type switchPolicy struct {
 }
 
 func (s *switchPolicy) Name() string { return s.p.Name() }
+
+// ExplainsWhenRead forwards the policy's engine.ExplainsWhenRead: the
+// wrapper hands it the engine's snapshot and returns its plan as it is,
+// as an engine holding the policy itself does (tide sim), so the policy
+// may leave its reasons to be worked out when read here too.
+func (s *switchPolicy) ExplainsWhenRead() bool {
+	x, ok := s.p.(engine.ExplainsWhenRead)
+	return ok && x.ExplainsWhenRead()
+}
 func (s *switchPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
 	runtime.ReadMemStats(&s.mem)
 	allocs, bytes := s.mem.Mallocs, s.mem.TotalAlloc

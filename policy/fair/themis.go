@@ -190,6 +190,11 @@ func (t *Themis) Incremental() bool { return true }
 // first (Snapshot.ActiveJobs), and so does the roster when it rebuilds.
 func (t *Themis) JobsOnDemand() bool { return true }
 
+// ExplainsWhenRead implements engine.ExplainsWhenRead: the reasons of the
+// jobs a round leaves waiting are worked out when read (explain.Queue) in
+// its rounds planned in full too, the first included.
+func (t *Themis) ExplainsWhenRead() bool { return true }
+
 // KeptRounds is how many rounds this instance planned from what changed.
 func (t *Themis) KeptRounds() int { return t.kept.Kept }
 

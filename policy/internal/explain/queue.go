@@ -98,9 +98,11 @@ func (q *Queue) Next(round int) {
 // Lazy reports whether a round of s may leave its waiting jobs' reasons
 // to be worked out when read: s is an engine's snapshot that carries what
 // changed (an engine that hands a policy Snapshot.Changed takes
-// engine.Plan.Explain). A snapshot built by hand, or a wrapper's, gets
-// every reason in Plan.Reasons.
-func Lazy(s *engine.Snapshot) bool { return s.Incremental && s.From() != nil }
+// engine.Plan.Explain), or one whose engine says it takes the plan's
+// Explain in every round (Snapshot.Explains, for an
+// engine.ExplainsWhenRead policy). A snapshot built by hand, or a
+// wrapper's, gets every reason in Plan.Reasons.
+func Lazy(s *engine.Snapshot) bool { return (s.Incremental || s.Explains) && s.From() != nil }
 
 // Given returns the GPUs run gives each job of order, in q's memory, when
 // run lists jobs of order in order's order (as alloc.Greedy plans), each
