@@ -13,8 +13,7 @@ import (
 // this list when TestSteadyRoundAllocations finds it allocates nothing,
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
-	"tidal":            "not yet measured per part",
-	"tiresias-gittins": "its decision changes in the measured round: the running jobs' Gittins indexes move with their attained service, so 3 jobs start 1 s after the last round, and the reasons of the jobs left waiting change text (a new string each, 168 at 200 GPUs); nothing else allocates",
+	"tidal": "not yet measured per part",
 }
 
 // TestSteadyRoundAllocations checks that every registered policy's
