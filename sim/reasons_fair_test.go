@@ -13,9 +13,10 @@ import (
 	"github.com/tide-sched/tide/sim"
 )
 
-// TestLazyReasonsMatchFullFair is TestLazyReasonsMatchFull for AlloX and
-// Gandiva_fair, which leave their waiting jobs' reasons to be worked out
-// when read in every round (engine.ExplainsWhenRead): random traces of
+// TestLazyReasonsMatchFullFair is TestLazyReasonsMatchFull for AlloX,
+// Gandiva_fair and Themis, which leave their waiting jobs' reasons (and
+// Themis its preempted jobs') to be worked out when read in every round
+// (engine.ExplainsWhenRead): random traces of
 // several tenants on clusters of one, two or three GPU types (a faster
 // type, jobs that ask for a type), replayed under each policy and its
 // knobs as is and behind full{} (which hides ExplainsWhenRead, so every
@@ -54,7 +55,7 @@ func TestLazyReasonsMatchFullFair(t *testing.T) {
 		}
 		model := perf.SpeedFactors{Base: base, Speed: speed}
 		for _, spec := range []string{"allox", "allox:alpha=0.5", "allox:window=4", "gandiva-fair",
-			"gandiva-fair:trade=false", "gandiva-fair:quantum=600:tickets=a@3/b@1"} {
+			"gandiva-fair:trade=false", "gandiva-fair:quantum=600:tickets=a@3/b@1", "themis", "themis:lease=60", "themis:f=0"} {
 			run := func(wrap bool) string {
 				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
 				if err != nil {
@@ -71,14 +72,16 @@ func TestLazyReasonsMatchFullFair(t *testing.T) {
 			}
 			lazy := run(false)
 			sameLines(t, fmt.Sprintf("seed %d, %s on %s", seed, spec, fmt.Sprintf(shape, nodes)), lazy, run(true))
-			for _, what := range []string{`"waits; tenant `, `"preempted; tenant `, "the least served", "the rest"} {
+			for _, what := range []string{`"waits; tenant `, `"preempted; tenant `, "the least served", "the rest",
+				`"preempted; finish-time fairness`, `"waits; finish-time fairness`} {
 				seen[what] += strings.Count(lazy, what)
 			}
 		}
 	}
 	// The traces must exercise what the reasons say, or the test proves
 	// nothing: jobs left waiting (worked out when read), jobs preempted
-	// (written), and both of AlloX's parts with alpha < 1.
+	// (written; Themis': worked out), and both of AlloX's parts with
+	// alpha < 1.
 	for what, n := range seen {
 		if n == 0 {
 			t.Errorf("no record says %s", what)
