@@ -43,6 +43,7 @@ const (
 	glpENOPFS = 0x0A
 	glpENODFS = 0x0B
 	glpEMIPGP = 0x0E
+	glpESTOP  = 0x0D
 )
 
 // Offsets of the parameter fields tide sets, in bytes, in glp_smcp and
@@ -55,6 +56,8 @@ const (
 	smcpPresolve = 72 // int
 	iocpMsgLev   = 0  // int
 	iocpTmLim    = 32 // int, ms
+	iocpCbFunc   = 48 // void (*)(glp_tree *, void *)
+	iocpCbInfo   = 56 // void *
 	iocpMipGap   = 72 // double
 	iocpPresolve = 96 // int
 	// paramWords is the parameter buffer in 8-byte words: 1 KiB, well over
@@ -65,29 +68,32 @@ const (
 
 // glpk is the loaded library.
 type glpk struct {
-	version     func() string
-	termOut     func(flag int32) int32
-	createProb  func() uintptr
-	deleteProb  func(p uintptr)
-	setObjDir   func(p uintptr, dir int32)
-	addRows     func(p uintptr, n int32) int32
-	addCols     func(p uintptr, n int32) int32
-	setRowBnds  func(p uintptr, i, typ int32, lb, ub float64)
-	setColBnds  func(p uintptr, j, typ int32, lb, ub float64)
-	setObjCoef  func(p uintptr, j int32, c float64)
-	setColKind  func(p uintptr, j, kind int32)
-	loadMatrix  func(p uintptr, ne int32, ia, ja, ar unsafe.Pointer)
-	initSmcp    func(parm unsafe.Pointer)
-	simplex     func(p uintptr, parm unsafe.Pointer) int32
-	initIocp    func(parm unsafe.Pointer)
-	intopt      func(p uintptr, parm unsafe.Pointer) int32
-	getStatus   func(p uintptr) int32
-	getObjVal   func(p uintptr) float64
-	getColPrim  func(p uintptr, j int32) float64
-	mipStatus   func(p uintptr) int32
-	mipObjVal   func(p uintptr) float64
-	mipColVal   func(p uintptr, j int32) float64
-	versionText string
+	version    func() string
+	termOut    func(flag int32) int32
+	createProb func() uintptr
+	deleteProb func(p uintptr)
+	setObjDir  func(p uintptr, dir int32)
+	addRows    func(p uintptr, n int32) int32
+	addCols    func(p uintptr, n int32) int32
+	setRowBnds func(p uintptr, i, typ int32, lb, ub float64)
+	setColBnds func(p uintptr, j, typ int32, lb, ub float64)
+	setObjCoef func(p uintptr, j int32, c float64)
+	setColKind func(p uintptr, j, kind int32)
+	loadMatrix func(p uintptr, ne int32, ia, ja, ar unsafe.Pointer)
+	initSmcp   func(parm unsafe.Pointer)
+	simplex    func(p uintptr, parm unsafe.Pointer) int32
+	initIocp   func(parm unsafe.Pointer)
+	intopt     func(p uintptr, parm unsafe.Pointer) int32
+	getStatus  func(p uintptr) int32
+	getObjVal  func(p uintptr) float64
+	getColPrim func(p uintptr, j int32) float64
+	mipStatus  func(p uintptr) int32
+	mipObjVal  func(p uintptr) float64
+	mipColVal  func(p uintptr, j int32) float64
+	// Branch-and-cut callback API (node limit).
+	iosTreeSize  func(t uintptr, aCnt, nCnt, tCnt *int32)
+	iosTerminate func(t uintptr)
+	versionText  string
 }
 
 var (
@@ -97,7 +103,35 @@ var (
 	// solveMu serialises solves: GLPK keeps its environment in thread-local
 	// (or, in builds without TLS, global) state.
 	solveMu sync.Mutex
+
+	// The node-limit callback: made once (purego callbacks are never
+	// freed and their number is bounded), its state in nodeCB, which
+	// solveMu guards like every other solve.
+	nodeCBOnce sync.Once
+	nodeCBPtr  uintptr
+	nodeCB     struct {
+		g       *glpk
+		limit   int32 // stop once the search tree has had more nodes than this
+		stopped bool  // the callback asked GLPK to terminate
+	}
 )
+
+// nodeLimitCallback is glp_iocp.cb_func when Options.NodeLimit is set: GLPK
+// calls it at each step of branch-and-cut (whatever the reason), and it
+// stops the search once the tree has had more than the limit nodes in all
+// (t_cnt of glp_ios_tree_size, which counts nodes already removed too). The
+// count depends only on the model, so where the search stops does too.
+func nodeLimitCallback(tree, _ uintptr) {
+	if nodeCB.stopped {
+		return
+	}
+	var active, current, total int32
+	nodeCB.g.iosTreeSize(tree, &active, &current, &total)
+	if total > nodeCB.limit {
+		nodeCB.stopped = true
+		nodeCB.g.iosTerminate(tree)
+	}
+}
 
 // libraryNames are tried in order; TIDE_GLPK_LIB, when set, replaces them.
 func libraryNames() []string {
@@ -160,6 +194,8 @@ func open() (g *glpk, err error) {
 	reg(&g.mipStatus, "glp_mip_status")
 	reg(&g.mipObjVal, "glp_mip_obj_val")
 	reg(&g.mipColVal, "glp_mip_col_val")
+	reg(&g.iosTreeSize, "glp_ios_tree_size")
+	reg(&g.iosTerminate, "glp_ios_terminate")
 	g.versionText = g.version()
 	return g, nil
 }
@@ -343,8 +379,23 @@ func (g *glpk) solveMILP(p uintptr, m *Model, opt Options, sol *Solution) (*Solu
 	parm.setInt(iocpTmLim, msLimit(opt))
 	parm.setFloat(iocpMipGap, opt.MIPGap)
 	parm.setInt(iocpPresolve, glpOn) // solve the LP relaxation itself
+	nodeCB.stopped = false
+	if opt.NodeLimit > 0 {
+		nodeCBOnce.Do(func() { nodeCBPtr = purego.NewCallback(nodeLimitCallback) })
+		nodeCB.g, nodeCB.limit = g, int32(min(opt.NodeLimit, math.MaxInt32))
+		*(*uintptr)(unsafe.Add(parm.ptr(), iocpCbFunc)) = nodeCBPtr
+		*(*uintptr)(unsafe.Add(parm.ptr(), iocpCbInfo)) = 0
+	}
 	ret := g.intopt(p, parm.ptr())
 	runtime.KeepAlive(&parm)
+	if ret == glpESTOP && nodeCB.stopped {
+		sol.NodeLimited = true
+		if g.mipStatus(p) != glpFeas && g.mipStatus(p) != glpOpt {
+			return sol, fmt.Errorf("solver: GLPK branch-and-cut passed its node limit (%d) before finding an integer solution: %w", opt.NodeLimit, ErrNodeLimit)
+		}
+		sol.Status = Feasible
+		return sol.fill(g.mipObjVal(p), len(m.vars), func(j int32) float64 { return g.mipColVal(p, j) }), nil
+	}
 	switch ret {
 	case 0, glpETMLIM, glpEMIPGP:
 	case glpENOPFS:

@@ -15,7 +15,8 @@
 // A Model is not safe for concurrent modification; Solve may be called from
 // any goroutine (solves are serialised inside the package, GLPK keeping
 // per-thread state). Solving the same model twice gives the same answer:
-// GLPK is deterministic when no time limit is set.
+// GLPK is deterministic when no time limit is set (a node
+// limit keeps it so).
 package solver
 
 import (
@@ -213,6 +214,13 @@ type Options struct {
 	// MIPGap stops a MILP once the relative gap between the best solution
 	// and the best bound is at most this (0: GLPK's default, 0).
 	MIPGap float64
+	// NodeLimit stops a MILP's branch-and-cut once its search tree has had
+	// more than this many nodes (0: none) and returns the best integer
+	// solution found by then, Status Feasible with NodeLimited set, or
+	// ErrNodeLimit (wrapped) when none was found. Unlike TimeLimit it is a
+	// deterministic budget: the same model stops at the same node on every
+	// machine. LPs ignore it.
+	NodeLimit int
 	// Presolve runs GLPK's LP presolver before the simplex method (MILPs
 	// always use the MIP presolver).
 	Presolve bool
@@ -224,6 +232,9 @@ type Solution struct {
 	Objective float64   // valid when Status is Optimal or Feasible
 	Values    []float64 // by variable; valid when Status is Optimal or Feasible
 	MILP      bool      // solved by branch-and-cut (the model had integer variables)
+	// NodeLimited says Options.NodeLimit stopped the search: Values are
+	// the best integer solution found, not proven optimal.
+	NodeLimited bool
 }
 
 // Value is v's value in the solution.
@@ -232,6 +243,10 @@ func (s *Solution) Value(v Var) float64 { return s.Values[v] }
 // ErrNoGLPK is returned (wrapped) by Solve and Available when GLPK cannot be
 // loaded.
 var ErrNoGLPK = errors.New("GLPK not found: apt-get install libglpk40 (or set TIDE_GLPK_LIB to the path of libglpk.so)")
+
+// ErrNodeLimit is returned (wrapped) by Solve when Options.NodeLimit stopped
+// a MILP before it found any integer solution.
+var ErrNodeLimit = errors.New("node limit reached with no integer solution")
 
 // IsMILP reports whether the model has integer variables.
 func (m *Model) IsMILP() bool {
@@ -250,8 +265,8 @@ func (m *Model) Solve(opt Options) (*Solution, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	if math.IsNaN(opt.MIPGap) || opt.MIPGap < 0 || opt.TimeLimit < 0 {
-		return nil, fmt.Errorf("solver: options: want MIPGap >= 0 and TimeLimit >= 0, got %v and %v", opt.MIPGap, opt.TimeLimit)
+	if math.IsNaN(opt.MIPGap) || opt.MIPGap < 0 || opt.TimeLimit < 0 || opt.NodeLimit < 0 {
+		return nil, fmt.Errorf("solver: options: want MIPGap >= 0, TimeLimit >= 0 and NodeLimit >= 0, got %v, %v and %d", opt.MIPGap, opt.TimeLimit, opt.NodeLimit)
 	}
 	lib, err := load()
 	if err != nil {
