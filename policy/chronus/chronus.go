@@ -331,8 +331,7 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	var warn []engine.Warning
 	if boundary {
 		if err := c.solve(admitted, k, capTotal, unadmitted); err != nil {
-			warn = append(warn, engine.Warning{Kind: engine.WarnFallback,
-				Reason: fmt.Sprintf("%s: lease MILP failed, admitted jobs packed greedily for the lease: %v", c.name, err)})
+			warn = append(warn, engine.Warning{Kind: engine.WarnFallback, Reason: leaseWarning(c.name, err)})
 		}
 	}
 	// Order: guaranteed jobs, then (between boundaries) the spot jobs running
@@ -667,8 +666,8 @@ func (c *Chronus) solve(admitted []*chronusJob, k, capTotal int, unadmitted bool
 		milp = solveLeaseMILP
 	}
 	hp, err := milp(head, capacity, now, c.Gap)
-	if err != nil {
-		hp, _ = packLeases(head, capacity) // GLPK failed: the artifact's fallback
+	if hp == nil { // GLPK failed (a plan with an error: its node budget ran out)
+		hp, _ = packLeases(head, capacity) // the artifact's fallback
 	}
 	for i := range head {
 		p.Option[order[i]], p.Blocks[order[i]] = hp.Option[i], hp.Blocks[i]
