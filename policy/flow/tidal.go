@@ -222,6 +222,15 @@ type Tidal struct {
 	pools    []loan.Pool
 	speedups loan.Speedups
 	explain  explain.Scratch
+	// park's: the edge nodes used and jobs per edge site, the room left
+	// per site, the jobs waiting to park, those left, and the parked
+	// jobs' Nodes.
+	parkUsed    map[int]bool
+	parkPerSite map[string]int
+	parkRoom    map[string]int
+	parkWait    []*engine.Status
+	parkLeft    []*engine.Status
+	parkNodes   []engine.NodeGPUs
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -704,6 +713,7 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	tr := &t.round
 	tr.begin(s)
+	t.parkNodes = t.parkNodes[:0]
 	if t.flow.reasonTo == nil { // made once: a closure made each round is allocated each round
 		t.flow.reasonTo = func(st *engine.Status, text []byte, r engine.Reason) {
 			if i, ok := tr.index(st.Job.ID); ok {
@@ -808,8 +818,8 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 // keeps up for ParkHold seconds: a job already there stays, then earliest
 // deadlines first. It returns the jobs still left.
 func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Status) []*engine.Status {
-	used := map[int]bool{}
-	perSite := map[string]int{}
+	used, perSite, room := emptyKeys(&t.parkUsed), emptyKeys(&t.parkPerSite), emptyKeys(&t.parkRoom)
+	tr := &t.round
 	for _, a := range plan.Run {
 		for _, n := range a.Nodes {
 			if nd := &s.Cluster.Nodes[n.Node]; nd.SiteKind == cluster.SiteEdge && !used[n.Node] {
@@ -818,7 +828,6 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 			}
 		}
 	}
-	room := map[string]int{}
 	for _, site := range s.Cluster.Sites() {
 		if site.Kind != cluster.SiteEdge {
 			continue
@@ -855,10 +864,12 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 		}
 		used[n.ID] = true
 		room[n.Site]--
+		t.parkNodes = append(t.parkNodes, engine.NodeGPUs{Node: n.ID, GPUs: g})
+		k := len(t.parkNodes)
 		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: n.GPUType, Site: n.Site,
-			Nodes: []engine.NodeGPUs{{Node: n.ID, GPUs: g}}})
-		if i, ok := t.round.index(st.Job.ID); ok {
-			tr := &t.round
+			Nodes: t.parkNodes[k-1 : k : k]})
+		if i, ok := tr.index(st.Job.ID); ok {
+			tr.slots[i].parked = tr.stamp
 			lo := tr.mark()
 			tr.buf = append(tr.buf, "parked on edge server "...)
 			tr.buf = append(tr.buf, n.Name...)
@@ -869,20 +880,24 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 		}
 		return true
 	}
-	parked := map[string]bool{}
+	parked := func(st *engine.Status) bool { // take marks it
+		i, ok := tr.index(st.Job.ID)
+		return ok && tr.slots[i].parked == tr.stamp
+	}
 	for _, st := range left {
 		if len(st.GPUs) > 0 && admitted(st) {
-			if n := s.Cluster.NodeOf(st.GPUs[0]); n.SiteKind == cluster.SiteEdge && take(st, n) {
-				parked[st.Job.ID] = true
+			if n := s.Cluster.NodeOf(st.GPUs[0]); n.SiteKind == cluster.SiteEdge {
+				take(st, n)
 			}
 		}
 	}
-	var wait []*engine.Status
+	wait := t.parkWait[:0]
 	for _, st := range left {
-		if !parked[st.Job.ID] && admitted(st) {
+		if !parked(st) && admitted(st) {
 			wait = append(wait, st)
 		}
 	}
+	t.parkWait = wait
 	slices.SortStableFunc(wait, func(a, b *engine.Status) int { return cmp.Compare(a.Job.Deadline, b.Job.Deadline) })
 	for _, st := range wait {
 		for _, site := range s.Cluster.Sites() {
@@ -891,21 +906,21 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 			}
 			for _, id := range site.Nodes {
 				if take(st, &s.Cluster.Nodes[id]) {
-					parked[st.Job.ID] = true
 					break
 				}
 			}
-			if parked[st.Job.ID] {
+			if parked(st) {
 				break
 			}
 		}
 	}
-	out := left[:0:0]
+	out := t.parkLeft[:0]
 	for _, st := range left {
-		if !parked[st.Job.ID] {
+		if !parked(st) {
 			out = append(out, st)
 		}
 	}
+	t.parkLeft = out
 	return out
 }
 

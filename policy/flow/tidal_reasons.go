@@ -30,9 +30,9 @@ type tideRound struct {
 
 // tideSlot is what a round decided of one job and its reason so far.
 type tideSlot struct {
-	reason, placed, declined int // stamps: it has a reason, is planned, is declined
-	lo, hi                   int // its reason's text: buf[lo:hi]
-	r                        engine.Reason
+	reason, placed, declined, parked int // stamps: it has a reason, is planned, is declined, is parked
+	lo, hi                           int // its reason's text: buf[lo:hi]
+	r                                engine.Reason
 }
 
 // begin starts a round on s's jobs: the index is rebuilt only when the
@@ -173,4 +173,16 @@ func keptText(text []byte, st *engine.Status) string {
 		return r
 	}
 	return string(text)
+}
+
+// emptyKeys returns *m emptied key by key (see tideRound.begin), made
+// when nil.
+func emptyKeys[K comparable, V any](m *map[K]V) map[K]V {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	for k := range *m {
+		delete(*m, k)
+	}
+	return *m
 }
