@@ -124,15 +124,17 @@ type Status struct {
 	typeNow  float64
 	typeLive bool
 	typeRan  bool
-	checked  int // the round in which check last saw this job planned
-	resized  int // the round in which Schedule found it placed elsewhere
-	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
-	touched  int // the engine's epoch when it last joined Changed (incremental.go)
 	// gone says the job has left the active list (its slot and, under
 	// Config.ForgetEnded, its record went) while its entry may still be
-	// there, a tombstone until the list is swept (rounds.go).
-	gone bool
-	acct int // the first of the engine's logged round times not yet counted (lazy counters)
+	// there, a tombstone until the list is swept (rounds.go). It sits
+	// beside the counters a round's pass updates (since, typeNow), which
+	// reads it for every entry: in the same cache line, not one more.
+	gone    bool
+	checked int // the round in which check last saw this job planned
+	resized int // the round in which Schedule found it placed elsewhere
+	planPos int // 1 + its index in the last checked plan (a lookup hint), 0 if none
+	touched int // the engine's epoch when it last joined Changed (incremental.go)
+	acct    int // the first of the engine's logged round times not yet counted (lazy counters)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
