@@ -194,6 +194,14 @@ func (in decisionInputs) busyEngine(tb testing.TB) (*engine.Engine, *benchClock,
 		tb.Fatal(err)
 	}
 	sw.p = in.policy
+	// The engine reads a policy's optional interfaces when it takes the
+	// policy (engine.ExplainsWhenRead: Snapshot.Explains), so it is handed
+	// sw again, now holding the policy under test: else sw forwards the
+	// FIFO's answer, and a policy that works its waiting jobs' reasons out
+	// when read would be measured writing them all.
+	if err := e.RestorePolicyState(sw, nil); err != nil {
+		tb.Fatal(err)
+	}
 	return e, clk, sw
 }
 

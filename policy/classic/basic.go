@@ -280,8 +280,10 @@ func (p *SRTF) remaining(st *engine.Status) float64 {
 	return p.snap.Remaining(st, st.Job.GPUs, "")
 }
 
-// keyOf is remaining as explain.Order's Key.
-func (p *SRTF) keyOf(_ int, st *engine.Status) float64 { return p.remaining(st) }
+// keyOf is remaining as explain.Order's Key, for the job at index i of
+// the round's order (srtfOrder.order's): the key the order read, not read
+// again.
+func (p *SRTF) keyOf(i int, st *engine.Status) float64 { return p.order.Key(i, st) }
 
 // appendTerms appends st's remaining time (srtfTerms) to b, explain's
 // terms in a round whose reasons are written in full.

@@ -19,7 +19,8 @@ import (
 // Snapshot.Changed lists: srtfOrder takes those out of the waiting order
 // and puts the jobs that now wait in (their key computed once, as they
 // come), and each round sorts only the running jobs, whose remaining time
-// moves, and merges them with the waiting order. On a snapshot that does
+// moves (from their order of the last round, srtf_run.go), and merges them
+// with the waiting order. On a snapshot that does
 // not carry Changed (the first round, after a failed round or a restored
 // state, a wrapper's, one built by hand) or one that does not follow the
 // last it saw, it sorts every active job as before and keeps the waiting
@@ -70,9 +71,12 @@ type srtfOrder struct {
 	seen roster.Follower       // the rounds wait describes
 	in   roster.Slots[float64] // the waiting jobs' keys
 	wait []srtfKeyed           // the waiting jobs, by srtfCompare
-	run  []srtfKeyed           // scratch: the running jobs, then those that came to wait
-	next []srtfKeyed           // scratch: the merge of wait and the jobs that came
+	run  []srtfKeyed           // the running jobs, by srtfCompare (the last round's, kept: srtf_run.go)
+	came []srtfKeyed           // scratch: the jobs that came to wait, or to run
+	next []srtfKeyed           // scratch: the merge of wait (or run) and the jobs that came
 	jobs []*engine.Status      // the order handed out
+	keys []float64             // the key of each job of jobs (Key)
+	ran  srtfRan               // which jobs run this round (srtf_run.go)
 }
 
 // stop says o no longer follows the rounds (a round it did not see).
@@ -84,32 +88,32 @@ func (o *srtfOrder) stop() { o.seen.Stop() }
 // o's, valid until the next call.
 func (o *srtfOrder) order(s *engine.Snapshot, rem func(*engine.Status) float64) []*engine.Status {
 	kept := s.Incremental && s.From() != nil && o.seen.Next(s) && o.apply(s, rem)
-	// The running jobs' remaining time moves: sort them and merge.
-	o.run = o.run[:0]
-	for _, st := range s.Jobs {
-		if len(st.GPUs) > 0 {
-			o.run = append(o.run, srtfKeyed{rem(st), st})
-		}
-	}
+	// The running jobs' remaining time moves: read it, in the last
+	// round's order, and sort (srtf_run.go); then merge.
+	o.running(s, rem)
 	if !kept || len(o.run)+len(o.wait) != len(s.Jobs) {
 		o.rebuild(s, rem)
 	}
-	slices.SortFunc(o.run, srtfCompare)
-	o.jobs = o.jobs[:0]
+	o.jobs, o.keys = o.jobs[:0], o.keys[:0]
 	i := 0
 	for _, r := range o.run {
 		for i < len(o.wait) && srtfCompare(o.wait[i], r) < 0 {
-			o.jobs = append(o.jobs, o.wait[i].st)
+			o.jobs, o.keys = append(o.jobs, o.wait[i].st), append(o.keys, o.wait[i].k)
 			i++
 		}
-		o.jobs = append(o.jobs, r.st)
+		o.jobs, o.keys = append(o.jobs, r.st), append(o.keys, r.k)
 	}
 	for _, w := range o.wait[i:] {
-		o.jobs = append(o.jobs, w.st)
+		o.jobs, o.keys = append(o.jobs, w.st), append(o.keys, w.k)
 	}
-	clear(o.run)
 	return o.jobs
 }
+
+// Key is the key (remaining time) of the job at index i of the order the
+// last call to order returned: the value rem gave it, read once a round
+// for a running job, once as it came to wait for a waiting one (its
+// progress stands still while it waits).
+func (o *srtfOrder) Key(i int, _ *engine.Status) float64 { return o.keys[i] }
 
 // rebuild sorts the waiting jobs of s afresh; on a snapshot of no engine
 // (or not one engine's slots) the next round sorts again.
@@ -156,7 +160,7 @@ func (o *srtfOrder) apply(s *engine.Snapshot, rem func(*engine.Status) float64) 
 		o.wait = slices.Delete(o.wait, i, i+1)
 		o.in.Drop(st)
 	}
-	came := o.run[:0]
+	came := o.came[:0]
 	for _, st := range s.Changed {
 		if st.State.Terminal() || len(st.GPUs) > 0 {
 			continue
@@ -181,6 +185,6 @@ func (o *srtfOrder) apply(s *engine.Snapshot, rem func(*engine.Status) float64) 
 		clear(o.wait)
 		o.wait, o.next = next, o.wait[:0]
 	}
-	o.run = came[:0]
+	o.came = came[:0]
 	return true
 }

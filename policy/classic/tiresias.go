@@ -67,10 +67,14 @@ type Tiresias struct {
 	order   []*engine.Status
 	run     []engine.Assignment // the last plan's Run: the engine is done with it by the next round
 	explain explain.Scratch
+	why     explain.Queue                            // the waiting jobs' reasons, worked out when read (tiresias_why.go)
 	pool    alloc.Pool                               // the greedy pass's, kept (alloc.Pool.Greedy)
 	memo    map[string]engine.Memo                   // the last plan's Memo: the engine keeps no plan's maps
 	terms   func(b []byte, st *engine.Status) []byte // appendTerms
-	inQueue func(a, b tiresiasEntry) int             // compareIn
+	// queueKey and whyTerms are queueOfJob and appendWhy (tiresias_why.go).
+	queueKey func(int, *engine.Status) float64
+	whyTerms func(b []byte, st *engine.Status, q float64, _ [2]int) []byte
+	inQueue  func(a, b tiresiasEntry) int // compareIn
 
 	// The last round's order, kept to build this round's (2D-LAS only,
 	// sortKept): prev are its entries; present finds this round's.
@@ -220,6 +224,7 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 		t.fast.cmp = t.inQueue
 	}
 	t.fast.newRound(s.Round)
+	t.why.Next(s.Round)
 	if t.fastUsable(s) {
 		if plan, ok := t.scheduleFast(s, &memo); ok {
 			return plan
@@ -257,9 +262,11 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 	t.run = plan.Run
 	plan.Memo = memo
 	if t.terms == nil { // made once: a closure made every round would be allocated every round
-		t.terms = t.appendTerms
+		t.terms, t.queueKey, t.whyTerms = t.appendTerms, t.queueOfJob, t.appendWhy
 	}
-	t.explain.PlanAppend(s, &plan, order, t.terms)
+	if !t.lazyFull(s, &plan, order) {
+		t.explain.PlanAppend(s, &plan, order, t.terms)
+	}
 	t.fast.rebuild(t, s, entries)
 	// Keep the buffers, not the snapshot's jobs they point to.
 	clear(t.entries)
@@ -291,7 +298,11 @@ func (t *Tiresias) clearMemo() {
 // attained 7.25 GPU-h", its queue as this round's Schedule computed it
 // (with the memos t.memo holds for the jobs whose memo changed).
 func (t *Tiresias) appendTerms(b []byte, st *engine.Status) []byte {
-	q := t.queueOf(st.Attained - t.memoOf(st)[memoBaseServ])
+	return t.appendQueue(b, st, t.queueOf(st.Attained-t.memoOf(st)[memoBaseServ]))
+}
+
+// appendQueue appends appendTerms' text for st in queue q (0-based).
+func (t *Tiresias) appendQueue(b []byte, st *engine.Status, q int) []byte {
 	b = append(b, "queue "...)
 	b = strconv.AppendInt(b, int64(q+1), 10)
 	b = append(b, " of "...)

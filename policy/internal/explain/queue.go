@@ -46,6 +46,15 @@ type Order struct {
 	// running jobs, all ahead of Jobs, and the GPUs they hold
 	// (KeptAppend's ahead and held); 0 for a plan that lists every job.
 	Ahead, Held int
+	// Preempted, for a plan that lists every job it runs (not
+	// engine.Plan.Keep), leaves the reasons of the jobs it preempts (they
+	// hold GPUs and the plan gives them none) to Reason too, worked out
+	// when read once they hold none: PlanAppend's "preempted" text. The
+	// policy's Terms must then read of such a job, when the reason is
+	// read, what they read when the round was planned (its key aside):
+	// Tiresias' attained service, which stands still from the moment it
+	// is preempted. False: Record writes them in plan.Reasons.
+	Preempted bool
 }
 
 // Queue keeps what the reasons of a round's waiting jobs are worked out
@@ -75,6 +84,7 @@ type queueRound struct {
 type queueEnt struct {
 	runAhead, waitAhead int32
 	waits               bool // left waiting without GPUs: Reason's
+	preempted           bool // held GPUs the plan gives it none of (Order.Preempted)
 	key                 float64
 }
 
@@ -170,6 +180,9 @@ func (q *Queue) Record(s *engine.Snapshot, plan *engine.Plan, o *Order) bool {
 		} else {
 			waits++
 			e.waits = len(st.GPUs) == 0
+			if !e.waits && o.Preempted && !plan.Keep {
+				e.waits, e.preempted = true, true
+			}
 		}
 		if !e.waits && len(st.GPUs) > g {
 			q.writeHeld(plan, st, g, e, c, len(s.Jobs))
@@ -240,7 +253,11 @@ func (q *Queue) Reason(st *engine.Status, round int) engine.Reason {
 		return engine.Reason{}
 	}
 	e := c.ents[i]
-	buf := q.withTerms(append(q.buf[:0], "waits"...), st, e, c)
+	buf := append(q.buf[:0], "waits"...)
+	if e.preempted {
+		buf = append(q.buf[:0], "preempted"...)
+	}
+	buf = q.withTerms(buf, st, e, c)
 	buf = standing(buf, st, place{runAhead: int(e.runAhead), waitAhead: int(e.waitAhead)}, true, true, c.free)
 	q.buf = buf
 	if st.Slot >= len(q.texts) {
