@@ -13,9 +13,7 @@ import (
 // this list when TestSteadyRoundAllocations finds it allocates nothing,
 // and the test fails while one that no longer allocates is still listed.
 var steadyAllocsPending = map[string]string{
-	"allox":        "reasons: a waiting job's text states its tenant's attained GPU-h, which moves every second; this test's rounds get every reason written (the wrapper is no IncrementalPolicy), one new string per waiting job",
-	"gandiva-fair": "reasons: a waiting job's text states its tenant's received and entitled GPU-h, which move every second; written in full here, one new string per waiting job",
-	"tidal":        "not yet measured per part",
+	"tidal": "not yet measured per part",
 }
 
 // TestSteadyRoundAllocations checks that every registered policy's

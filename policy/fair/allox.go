@@ -73,6 +73,10 @@ type AlloX struct {
 	waiting []*engine.Status
 	run     []engine.Assignment
 	first   int
+	// waits works the waiting jobs' reasons out when read (waits.go);
+	// figs is x.figs, made once.
+	waits waitReasons
+	figs  func(st *engine.Status) waitFigs
 }
 
 // alloxTenant is a tenant's part of a round: its active jobs' attained
@@ -102,6 +106,7 @@ func (x *AlloX) Name() string { return "allox" }
 
 // Schedule implements engine.Policy.
 func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
+	x.waits.Next(s.Round)
 	free := &x.pool
 	free.Reset(s)
 	plan := engine.Plan{Run: x.run[:0]}
@@ -113,6 +118,7 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 			if len(st.GPUs) > 0 {
 				if a, ok := free.Take(st, len(st.GPUs)); ok {
 					plan.Run = append(plan.Run, a)
+					x.waits.Give(st, a.GPUs)
 				}
 			}
 		}
@@ -171,13 +177,19 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 				a.GPUType = st.Job.GPUType
 			}
 			plan.Run = append(plan.Run, a)
+			x.waits.Give(st, a.GPUs)
 		}
 	}
 	if x.terms == nil { // made once: a closure made every round is allocated every round
-		x.terms = x.appendTerms
+		x.terms, x.figs, x.waits.terms = x.appendTerms, x.figsOf, alloxTerms
 	}
 	x.first = first
-	x.explain.PlanAppend(s, &plan, nil, x.terms)
+	if explain.Lazy(s) {
+		// The waiting jobs' reasons are worked out when read.
+		x.waits.Record(s, &plan, x.figs, x.terms)
+	} else {
+		x.explain.PlanAppend(s, &plan, nil, x.terms)
+	}
 	x.run = plan.Run
 	empty(x.slot)    // the statuses are the engine's
 	clear(x.waiting) // as are these
@@ -189,25 +201,45 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 // 1.50 GPU-h, matched with the least served; the matching minimises mean
 // completion time", as this round ranked its tenant.
 func (x *AlloX) appendTerms(b []byte, st *engine.Status) []byte {
-	u := st.Job.Tenant
-	part := "the rest"
-	var attained float64
-	if g := x.tenants.Of(u); g == nil || g.v.rank < x.first { // no tenant ranks before the first
-		part = "the least served"
+	return alloxTerms(b, st, x.figsOf(st))
+}
+
+// figsOf is what appendTerms states of st as this round ranked its tenant:
+// the tenant's attained GPU-seconds, and 1 when it is matched with the
+// least served (0 with the rest).
+func (x *AlloX) figsOf(st *engine.Status) waitFigs {
+	var f waitFigs
+	if g := x.tenants.Of(st.Job.Tenant); g == nil || g.v.rank < x.first { // no tenant ranks before the first
+		f[1] = 1
 		if g != nil {
-			attained = g.v.attained
+			f[0] = g.v.attained
 		}
 	} else {
-		attained = g.v.attained
+		f[0] = g.v.attained
+	}
+	return f
+}
+
+// alloxTerms is appendTerms from the figures figsOf gave (the text a
+// reason worked out when read states: waitReasons).
+func alloxTerms(b []byte, st *engine.Status, f waitFigs) []byte {
+	part := "the rest"
+	if f[1] != 0 {
+		part = "the least served"
 	}
 	b = append(b, "tenant "...)
-	b = strconv.AppendQuote(b, u)
+	b = strconv.AppendQuote(b, st.Job.Tenant)
 	b = append(b, " attained "...)
-	b = strconv.AppendFloat(b, attained/3600, 'f', 2, 64)
+	b = strconv.AppendFloat(b, f[0]/3600, 'f', 2, 64)
 	b = append(b, " GPU-h, matched with "...)
 	b = append(b, part...)
 	return append(b, "; the matching minimises mean completion time"...)
 }
+
+// ExplainsWhenRead implements engine.ExplainsWhenRead: the reasons of the
+// jobs a round leaves waiting are worked out when read (waitReasons), in
+// every round; behind a wrapper every reason is written.
+func (x *AlloX) ExplainsWhenRead() bool { return true }
 
 // ProgressOnDemand implements engine.ProgressOnDemand: AlloX reads the
 // progress (Snapshot.Progress, Snapshot.Remaining) of the waiting jobs it

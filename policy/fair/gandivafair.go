@@ -107,6 +107,10 @@ type gfScratch struct {
 	run     []engine.Assignment
 	explain explain.Scratch
 	terms   func(b []byte, st *engine.Status) []byte
+	// waits works the waiting jobs' reasons out when read (waits.go);
+	// figs is GandivaFair.figsOf, made once.
+	waits waitReasons
+	figs  func(st *engine.Status) waitFigs
 }
 
 // Entitlements returns each tenant's entitled GPUs of each type, after
@@ -183,6 +187,7 @@ func (g *GandivaFair) entitle(s *engine.Snapshot) ([]*tenantGroup[gfTenant], []s
 // Schedule implements engine.Policy.
 func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	x := &g.x
+	x.waits.Next(s.Round)
 	tenants, types := g.entitle(s)
 	// A tenant's entitlement accrues from its earliest active job's
 	// submission, so a newcomer is not owed the time before it came.
@@ -223,6 +228,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			a.GPUType = st.Job.GPUType
 		}
 		plan.Run = append(plan.Run, a)
+		x.waits.Give(st, a.GPUs)
 	}
 	// Jobs inside their quantum stay where they are.
 	for _, st := range s.Jobs {
@@ -281,9 +287,14 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	if x.terms == nil { // made once: a closure made every round is allocated every round
-		x.terms = g.appendTerms
+		x.terms, x.figs, x.waits.terms = g.appendTerms, g.figsOf, gandivaFairTerms
 	}
-	x.explain.PlanAppend(s, &plan, nil, x.terms)
+	if explain.Lazy(s) {
+		// The waiting jobs' reasons are worked out when read.
+		x.waits.Record(s, &plan, x.figs, x.terms)
+	} else {
+		x.explain.PlanAppend(s, &plan, nil, x.terms)
+	}
 	x.run = plan.Run
 	empty(planned) // the statuses are the engine's
 	return plan
@@ -300,21 +311,38 @@ func (g *GandivaFair) runs(s *engine.Snapshot, st *engine.Status, t string) bool
 // 1.50 of its entitled GPU-h (2.00); within a tenant the least run job
 // first, run 120 s", its tenant's figures as this round left them.
 func (g *GandivaFair) appendTerms(b []byte, st *engine.Status) []byte {
-	u := st.Job.Tenant
+	return gandivaFairTerms(b, st, g.figsOf(st))
+}
+
+// figsOf is what appendTerms states of st as this round left its tenant:
+// the GPU-seconds the tenant received and is planned, those it is
+// entitled to, and st's seconds run.
+func (g *GandivaFair) figsOf(st *engine.Status) waitFigs {
 	recv, owed := 0.0, 0.0
-	if t := g.x.tenants.Of(u); t != nil {
+	if t := g.x.tenants.Of(st.Job.Tenant); t != nil {
 		for ti := range g.x.types {
 			recv += t.v.used[ti]
 			owed += t.v.ent[ti] * t.v.span
 		}
 	}
+	return waitFigs{recv, owed, st.Executed}
+}
+
+// gandivaFairTerms is appendTerms from the figures figsOf gave (the text a
+// reason worked out when read states: waitReasons).
+func gandivaFairTerms(b []byte, st *engine.Status, f waitFigs) []byte {
 	b = append(b, "tenant "...)
-	b = strconv.AppendQuote(b, u)
+	b = strconv.AppendQuote(b, st.Job.Tenant)
 	b = append(b, " received "...)
-	b = strconv.AppendFloat(b, recv/3600, 'f', 2, 64)
+	b = strconv.AppendFloat(b, f[0]/3600, 'f', 2, 64)
 	b = append(b, " of its entitled GPU-h ("...)
-	b = strconv.AppendFloat(b, owed/3600, 'f', 2, 64)
+	b = strconv.AppendFloat(b, f[1]/3600, 'f', 2, 64)
 	b = append(b, "); within a tenant the least run job first, run "...)
-	b = strconv.AppendFloat(b, st.Executed, 'f', 0, 64)
+	b = strconv.AppendFloat(b, f[2], 'f', 0, 64)
 	return append(b, " s"...)
 }
+
+// ExplainsWhenRead implements engine.ExplainsWhenRead: the reasons of the
+// jobs a round leaves waiting are worked out when read (waitReasons), in
+// every round; behind a wrapper every reason is written.
+func (g *GandivaFair) ExplainsWhenRead() bool { return true }

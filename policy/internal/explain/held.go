@@ -1,0 +1,45 @@
+package explain
+
+import (
+	"strconv"
+
+	"github.com/tide-sched/tide/engine"
+)
+
+// The reasons PlanAppend writes without an order (nil), piece by piece,
+// for policies that leave their waiting jobs' reasons to an
+// engine.Explainer in every round (engine.ExplainsWhenRead: AlloX,
+// Gandiva_fair) and still write those of the jobs they preempt or shrink
+// in engine.Plan.Reasons: AppendWaits for a waiting job, AppendHeld for one
+// that holds GPUs, PlanFree for the GPUs both state as free.
+
+// PlanFree returns the GPUs of s that run leaves free, as PlanAppend
+// counts them (a pair of packed jobs shares its GPUs: counted once).
+func PlanFree(s *engine.Snapshot, run []engine.Assignment) int {
+	free := s.Available("", "")
+	for _, a := range run {
+		if a.PackWith == "" || a.Job < a.PackWith {
+			free -= a.GPUs
+		}
+	}
+	return free
+}
+
+// AppendHeld appends to buf the reason PlanAppend writes, with no order,
+// for job st, which holds GPUs of which the plan gives it g (fewer; 0: the
+// plan does not run it): "shrunk 4->2 GPUs" or "preempted", then terms(st)
+// and, for a preempted job, the GPUs it needs against the free GPUs the
+// plan leaves (PlanFree). Its Reason.Position is 0.
+func AppendHeld(buf []byte, st *engine.Status, g int, terms func(b []byte, st *engine.Status) []byte, free int) []byte {
+	if g > 0 {
+		buf = append(buf, "shrunk "...)
+		buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
+		buf = append(buf, "->"...)
+		buf = strconv.AppendInt(buf, int64(g), 10)
+		buf = append(buf, " GPUs"...)
+	} else {
+		buf = append(buf, "preempted"...)
+	}
+	buf = withTerms(buf, st, terms)
+	return standing(buf, st, place{}, false, g == 0, free)
+}
