@@ -44,6 +44,9 @@ func (t *Tiresias) lazyFull(s *engine.Snapshot, plan *engine.Plan, order []*engi
 	if t.Incremental() || !explain.Lazy(s) {
 		return false
 	}
+	if runsEvery(s, plan, order) {
+		return true // no job waits or is preempted: no reason to give (PlanAppend writes none)
+	}
 	given, ok := t.why.Given(order, plan.Run)
 	if !ok || !t.why.Record(s, plan, &explain.Order{Jobs: order, Given: given, Key: t.queueKey, Terms: t.whyTerms, Preempted: true}) {
 		return false
@@ -62,4 +65,21 @@ func (t *Tiresias) queueOfJob(_ int, st *engine.Status) float64 {
 // Terms.
 func (t *Tiresias) appendWhy(b []byte, st *engine.Status, q float64, _ [2]int) []byte {
 	return t.appendQueue(b, st, int(q))
+}
+
+// runsEvery reports whether plan, the greedy pass over order, runs every
+// active job of s on at least the GPUs it holds, in order's order, and
+// declines none: then no job has a reason, and the round records nothing
+// (a round of a cluster with room, the commonest, costs one pass over the
+// plan, as explain.PlanAppend's own check).
+func runsEvery(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status) bool {
+	if len(plan.Decline) > 0 || len(plan.Run) != len(s.Jobs) || len(order) != len(plan.Run) {
+		return false
+	}
+	for i, a := range plan.Run {
+		if st := order[i]; a.Job != st.Job.ID || len(st.GPUs) > a.GPUs {
+			return false
+		}
+	}
+	return true
 }

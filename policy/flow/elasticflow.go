@@ -107,6 +107,15 @@ type Flow struct {
 	pessimistic bool
 	pessUntil   float64
 	holdStrict  bool // the re-trial allows no swap: every job that meets without the held job meets with it
+	// holdKeep (tidal's hold_keep): a held job is admitted again only if
+	// every deadline job that meets on EdgeFlow's own plan without it
+	// still meets with it (holdStrict asks that only on the pessimistic
+	// plan, where the jobs it would push out may already miss).
+	holdKeep bool
+	// testCap, when set (tidal's admit_cloud=mean), is the cloud GPUs the
+	// admission test plans on (at most those up now); placement keeps
+	// every GPU up.
+	testCap func(s *engine.Snapshot, c cloud) int
 	// holdYield (tidal): a job admitted after being held is of a lower
 	// class than its priority's: it is planned after the other jobs of
 	// its priority, and a newcomer may make it miss.
@@ -749,6 +758,9 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		m.trial = trial
 		test(trial)
 		admit := j.meets && countMissing(trial, j.class) <= missing
+		if admit && j.held && f.holdKeep && !keepsMet(base, meets) {
+			admit = false // holdKeep: a held job takes no admitted job's place
+		}
 		if !admit && edge != nil && edge(trial, j, missing) {
 			admit = true
 		}
@@ -828,6 +840,17 @@ func (f *Flow) holdSafe(s *engine.Snapshot, c cloud, e *edges, base, trial []*fj
 		}
 	}
 	return ok
+}
+
+// keepsMet reports whether every deadline job of base that met (met[i],
+// its outcome before the trial) still meets after it.
+func keepsMet(base []*fjob, met []bool) bool {
+	for i, b := range base {
+		if met[i] && !b.meets && !math.IsInf(b.deadline, 1) {
+			return false
+		}
+	}
+	return true
 }
 
 // outcomes returns whether each job of js meets its deadline, in buf's memory.
@@ -1029,12 +1052,15 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	// The steps admission is handed read the round from f.round; they are
 	// made once (closures over s, c and e made each round escape through
 	// f.swap and allocated).
-	f.round = roundCtx{s: s, c: c, e: e}
+	f.round = roundCtx{s: s, c: c, tc: c, e: e}
+	if f.testCap != nil {
+		f.round.tc.cap = min(f.testCap(s, c), c.cap)
+	}
 	defer func() { f.round = roundCtx{} }() // keep no snapshot alive
 	if f.steps.pass == nil {
 		f.steps = f.makeSteps()
 	}
-	place, test := f.steps.pass, f.steps.pass
+	place, test := f.steps.pass, f.steps.test
 	var edge func([]*fjob, *fjob, int) bool
 	if e != nil {
 		place, test, edge = f.steps.offload, f.steps.admitTest, f.steps.edgeAdmit
@@ -1047,7 +1073,7 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 		held = func(base, trial []*fjob, j *fjob) bool { return f.heldTest(s, c, e, base, trial, j) }
 	}
 	f.swapped = f.swapped[:0]
-	kept, declined := f.admission(s.Now, c.cap, js, test, place, edge, held)
+	kept, declined := f.admission(s.Now, f.round.tc.cap, js, test, place, edge, held)
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {
@@ -1091,25 +1117,27 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 // roundCtx is the round Schedule plans: its snapshot, cloud and edge
 // servers (nil without EdgeFlow).
 type roundCtx struct {
-	s *engine.Snapshot
-	c cloud
-	e *edges
+	s  *engine.Snapshot
+	c  cloud
+	tc cloud // c as the admission test plans it (testCap)
+	e  *edges
 }
 
 // roundSteps are the steps Schedule hands admission, over f.round.
 type roundSteps struct {
-	pass, offload, admitTest func([]*fjob)
-	edgeAdmit                func(set []*fjob, j *fjob, missing int) bool
-	holdSafe                 func(base, trial []*fjob, j *fjob) bool
+	pass, test, offload, admitTest func([]*fjob)
+	edgeAdmit                      func(set []*fjob, j *fjob, missing int) bool
+	holdSafe                       func(base, trial []*fjob, j *fjob) bool
 }
 
 func (f *Flow) makeSteps() roundSteps {
 	r := &f.round
 	return roundSteps{
 		pass:      func(set []*fjob) { f.pass(r.s.Now, r.c.cap, set) },
+		test:      func(set []*fjob) { f.pass(r.s.Now, r.tc.cap, set) },
 		offload:   func(set []*fjob) { f.offload(r.s, r.c, r.e, set) },
-		admitTest: func(set []*fjob) { f.admitTest(r.s, r.c, r.e, set) },
-		edgeAdmit: func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(r.s, r.c, r.e, set, j, missing) },
+		admitTest: func(set []*fjob) { f.admitTest(r.s, r.tc, r.e, set) },
+		edgeAdmit: func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(r.s, r.tc, r.e, set, j, missing) },
 		holdSafe:  func(base, trial []*fjob, j *fjob) bool { return f.holdSafe(r.s, r.c, r.e, base, trial, j) },
 	}
 }

@@ -56,6 +56,10 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
+			"admit_cloud=now: the cloud the admission test of newcomers plans on: the GPUs up now (EdgeFlow's), or mean: at most " +
+			"its GPUs less the share of GPU-time the rounds have seen down so far (docs/tidal.md, sixth pass); " +
+			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
+			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
 			"swap=off: mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
@@ -160,6 +164,10 @@ type Tidal struct {
 	HoldQuantile float64
 	HoldReserve  int
 	HoldStrict   bool
+	// HoldKeep: a held job is admitted again only if no deadline job
+	// that meets on EdgeFlow's own plan without it stops meeting with it
+	// (Flow.holdKeep; docs/tidal.md, sixth pass).
+	HoldKeep bool
 	// HoldMin plans the re-trial's cloud at the lower of the forecast's
 	// HoldQuantile and the cloud less HoldReserve (N-1 or the forecast,
 	// whichever is lower), instead of the forecast less HoldReserve.
@@ -419,10 +427,22 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if !(t.RollStep > 0) {
 		return nil, fmt.Errorf("policy tidal: rollout_step=%v: want seconds > 0", t.RollStep)
 	}
+	if t.HoldKeep, err = o.Bool("hold_keep", false); err != nil {
+		return nil, err
+	}
+	switch ac := o.String("admit_cloud", "now"); ac {
+	case "now", "mean":
+		if ac == "mean" && t.Hold {
+			t.flow.testCap = t.meanCap
+		}
+	default:
+		return nil, fmt.Errorf("policy tidal: admit_cloud=%q: want now or mean", ac)
+	}
 	t.flow.holdStrict = t.HoldStrict
+	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -1023,6 +1043,22 @@ func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 		return int(math.Floor(math.Min(forecast, capacity-float64(reserve)) + 1e-9))
 	}
 	return int(math.Floor(forecast+1e-9)) - reserve
+}
+
+// meanCap is admit_cloud=mean (Flow.testCap): the cloud GPUs up on average
+// over what the rounds have observed so far (its GPUs less the share of
+// GPU-time they saw down), which is all of them until a fault is seen.
+// EdgeFlow's test plans on the GPUs up now for the whole future, so under
+// faults it admits jobs whose plan ends them seconds before their
+// deadlines on a cloud that loses GPU-time at that rate (docs/tidal.md,
+// sixth pass).
+func (t *Tidal) meanCap(s *engine.Snapshot, c cloud) int {
+	v := t.views[c.site]
+	if v == nil || v.obs <= 0 || v.gpus <= 0 {
+		return c.cap
+	}
+	down := v.down / (float64(v.gpus) * v.obs)
+	return int(math.Floor(float64(v.gpus)*(1-down) + 1e-9))
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/forecast"
@@ -102,6 +103,8 @@ func TestTidalKnobs(t *testing.T) {
 		{"tidal:hold_quantile=0", contract.Context{}, "hold_quantile"},
 		{"tidal:hold_strict=maybe", contract.Context{}, "hold_strict"},
 		{"tidal:hold_yield=maybe", contract.Context{}, "hold_yield"},
+		{"tidal:hold_keep=maybe", contract.Context{}, "hold_keep"},
+		{"tidal:admit_cloud=max", contract.Context{}, "admit_cloud"},
 		{"tidal:hold_safe=maybe", contract.Context{}, "hold_safe"},
 		{"tidal:hold_cloud=max", contract.Context{}, "hold_cloud"},
 		{"tidal:lead=-1", contract.Context{}, "lead"},
@@ -304,6 +307,27 @@ func TestTidalHoldStrictNoSwap(t *testing.T) {
 	}
 }
 
+// TestTidalHoldKeep: with hold_keep a held job is not admitted at the
+// price of an admitted job that meets on EdgeFlow's own plan (x in
+// swapSnapshot), even with no pessimistic plan to ask (hold_safe=false),
+// where EdgeFlow's count alone would let it in.
+func TestTidalHoldKeep(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		runs bool
+	}{{"tidal:hold_safe=false", true}, {"tidal:hold_safe=false:hold_keep=true", false}, {"tidal:hold_reserve=0:hold_strict=false:hold_keep=true", false}} {
+		s := swapSnapshot()
+		plan := fam.Parse(t, tc.spec, contract.Context{}).Schedule(s)
+		runs := false
+		for _, a := range plan.Run {
+			runs = runs || a.Job == "j"
+		}
+		if runs != tc.runs || slices.Contains(plan.Decline, "j") {
+			t.Errorf("%s: j runs %v (declined %v), want runs %v and held: %+v", tc.spec, runs, plan.Decline, tc.runs, plan.Reasons["j"])
+		}
+	}
+}
+
 // TestTidalHoldYields: a job admitted after being held gives way to a
 // newcomer (hold_yield): TestTidalHoldsInsteadOfDeclining's b, admitted at
 // about 200 s on all 8 GPUs, and c, arriving at 300 s with 1200 s of work
@@ -344,6 +368,41 @@ func TestTidalHoldCloud(t *testing.T) {
 		if got := tl.holdCap(s, c, &fjob{deadline: 2000}); got != tc.want {
 			t.Errorf("%s: the re-trial plans %d cloud GPUs, want %d", tc.spec, got, tc.want)
 		}
+	}
+}
+
+// TestTidalMeanCap: admit_cloud=mean plans the admission test on the
+// cloud's GPUs less the share of GPU-time the rounds saw down. Two 4-GPU
+// nodes observed at 0, 100, 200 and 400 s, node 0 down from 100 to 200 s:
+// 4 x 100 GPU-seconds down of 8 x 400, so 8 x (1 - 1/8) = 7 GPUs, and the
+// cloud's 8 before any GPU was seen down.
+func TestTidalMeanCap(t *testing.T) {
+	tl := fam.Parse(t, "tidal:admit_cloud=mean", contract.Context{}).(*Tidal)
+	cl := enginetest.MultiSite(2, 4, 0, 0)
+	snap := func(now float64, down bool) *engine.Snapshot {
+		s := &engine.Snapshot{Now: now, Cluster: cl, Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 4}}
+		if down {
+			s.Down = make([]bool, cl.TotalGPUs())
+			for i := range 4 {
+				s.Down[cl.Nodes[0].First+cluster.GPUID(i)] = true
+			}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		now  float64
+		down bool
+		want int
+	}{{0, false, 8}, {100, true, 8}, {200, false, 6}, {400, false, 7}} {
+		s := snap(tc.now, tc.down)
+		tl.observe(s)
+		c, _ := tl.flow.cloudOf(s)
+		if got := tl.meanCap(s, c); got != tc.want {
+			t.Errorf("t=%v: the admission test plans %d cloud GPUs, want %d", tc.now, got, tc.want)
+		}
+	}
+	if tl.flow.testCap == nil || fam.Parse(t, "tidal", contract.Context{}).(*Tidal).flow.testCap != nil {
+		t.Error("admit_cloud=mean must set the admission test's cloud, and the default must not")
 	}
 }
 
