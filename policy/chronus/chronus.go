@@ -101,6 +101,10 @@ type Chronus struct {
 	// pool is the greedy pass's, kept (alloc.Pool.Greedy): GreedyInto's
 	// sync.Pool drops its pools at a garbage collection.
 	pool alloc.Pool
+	// lazy works out the waiting jobs' reasons when read (explain.Queue),
+	// from each one's class as the round took it; key takes it.
+	lazy explain.Queue
+	key  func(i int, st *engine.Status) float64
 }
 
 // Chronus' memo slots.
@@ -158,6 +162,14 @@ func (c *Chronus) Name() string { return c.name }
 // (admission and the lease MILP weigh every job's remaining time, as its
 // rule must), so a round pulls every running job.
 func (c *Chronus) ProgressOnDemand() bool { return true }
+
+// ExplainsWhenRead implements engine.ExplainsWhenRead: the reasons of the
+// jobs a round leaves waiting are worked out when read (explain.Queue),
+// every round: a waiting job's text states the jobs ahead of it and the
+// GPUs free, which move as jobs are admitted, lose their deadlines or
+// change places, so writing them costs a new string for each that moved
+// (issue 19).
+func (c *Chronus) ExplainsWhenRead() bool { return true }
 
 // chronusJob is one job during a round.
 type chronusJob struct {
@@ -230,6 +242,7 @@ func (l *leaseJob) feasible() bool {
 
 // Schedule implements engine.Policy.
 func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
+	c.lazy.Next(s.Round)
 	k := int(math.Floor(s.Now/c.Lease + 1e-9))
 	capTotal := s.Cluster.TotalGPUs()
 	jobs := slices.Grow(c.jobs[:0], len(s.Jobs))[:len(s.Jobs)]
@@ -370,14 +383,25 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	c.decline = declined
 	plan.Warnings = warn
+	if c.terms == nil { // made once: a closure made every round is allocated every round
+		c.terms = c.appendTerms
+		c.key = func(i int, _ *engine.Status) float64 { return c.order[i].memo[chronusClass] }
+	}
+	if explain.Lazy(s) {
+		// The waiting jobs' reasons are worked out when read; a plan
+		// that declines jobs is explained in full (Record says false).
+		if given, ok := c.lazy.Given(sts, plan.Run); ok &&
+			c.lazy.Record(s, &plan, &explain.Order{Jobs: sts, Given: given, Key: c.key, Terms: chronusTerms}) {
+			plan.Explain = &c.lazy
+			c.memos(&plan)
+			return plan
+		}
+	}
 	if c.class == nil {
 		c.class = make(map[*engine.Status]int, len(jobs))
 	}
 	for _, j := range jobs {
 		c.class[j.st] = int(j.memo[chronusClass])
-	}
-	if c.terms == nil { // made once: a closure made every round is allocated every round
-		c.terms = c.appendTerms
 	}
 	c.declined = declined
 	c.explain.PlanAppend(s, &plan, sts, c.terms)
@@ -387,7 +411,13 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 	for st := range c.class {
 		delete(c.class, st)
 	}
-	for _, j := range jobs {
+	c.memos(&plan)
+	return plan
+}
+
+// memos lists in plan the memos of the round's jobs that changed.
+func (c *Chronus) memos(plan *engine.Plan) {
+	for _, j := range c.jobs {
 		if j.memo != j.st.Memo {
 			if plan.Memo == nil {
 				plan.Memo = map[string]engine.Memo{}
@@ -395,22 +425,28 @@ func (c *Chronus) Schedule(s *engine.Snapshot) engine.Plan {
 			plan.Memo[j.st.Job.ID] = j.memo
 		}
 	}
-	return plan
 }
 
 // appendTerms appends a job's standing in this round to b (its class,
 // its deadline).
 func (c *Chronus) appendTerms(b []byte, st *engine.Status) []byte {
+	if c.class[st] == chronusUnadmitted && slices.Contains(c.declined, st.Job.ID) {
+		b = strconv.AppendFloat(append(b, "deadline t="...), st.Job.Deadline, 'f', 0, 64)
+		return append(b, " s does not pack into the leases with the admitted jobs"...)
+	}
+	return chronusTerms(b, st, float64(c.class[st]), [2]int{})
+}
+
+// chronusTerms appends the standing of a job of class class (one of the
+// chronus* classes) that the round does not decline to b: its class, its
+// deadline.
+func chronusTerms(b []byte, st *engine.Status, class float64, _ [2]int) []byte {
 	deadline := func(b []byte) []byte { return strconv.AppendFloat(b, st.Job.Deadline, 'f', 0, 64) }
-	switch c.class[st] {
+	switch int(class) {
 	case chronusAdmitted:
 		b = deadline(append(b, "admitted (deadline t="...))
 		return append(b, " s) but holds no block of this lease; runs on spot GPUs left"...)
 	case chronusUnadmitted:
-		if slices.Contains(c.declined, st.Job.ID) {
-			b = deadline(append(b, "deadline t="...))
-			return append(b, " s does not pack into the leases with the admitted jobs"...)
-		}
 		b = deadline(append(b, "not admitted (deadline t="...))
 		return append(b, " s does not pack with the admitted jobs); spot GPUs, least GPU-time first"...)
 	case chronusLost:

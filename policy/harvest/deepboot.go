@@ -67,6 +67,10 @@ type DeepBoot struct {
 	terms   func(b []byte, st *engine.Status) []byte
 	snap    *engine.Snapshot
 	pools   int
+	// lazy works out the waiting jobs' reasons when read, from each one's
+	// restart factor as the round took it (explain.Waits); key takes it.
+	lazy explain.Waits
+	key  func(st *engine.Status) float64
 	// and the round's pools and knapsacks, whose tables are the largest
 	// memory of a round (a plan's Run among them: the engine is done with
 	// it by the next round).
@@ -112,8 +116,16 @@ func (d *DeepBoot) Name() string { return d.name }
 // with inference load, job agents) it changes nothing.
 func (d *DeepBoot) ProgressOnDemand() bool { return true }
 
+// ExplainsWhenRead implements engine.ExplainsWhenRead: the reasons of the
+// jobs a round leaves waiting are worked out when read (explain.Waits),
+// every round: a waiting job's text states its restart factor, which
+// moves with its age, so writing them costs a new string for each job
+// whose factor crossed a hundredth (issue 19).
+func (d *DeepBoot) ExplainsWhenRead() bool { return true }
+
 // Schedule implements engine.Policy.
 func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
+	d.lazy.Next(s.Round)
 	d.timers.observe(s, d.Protect)
 	pools := loan.AppendPools(d.poolBuf, s, d.Loan, func(site *cluster.Site, t string) int { return d.timers.lendable(s, site, t) })
 	d.poolBuf = pools
@@ -123,21 +135,32 @@ func (d *DeepBoot) Schedule(s *engine.Snapshot) engine.Plan {
 		func(st *engine.Status) float64 { return d.RestartFactor(s, st) })
 	if d.terms == nil { // made once: a closure made every round is allocated every round
 		d.terms = d.appendTerms
+		d.key = func(st *engine.Status) float64 { return d.RestartFactor(d.snap, st) }
 	}
 	d.snap, d.pools = s, len(pools)
+	defer func() { d.snap = nil }()
+	if explain.Lazy(s) && d.lazy.Record(s, &plan, d.key, [2]int{len(pools)}, deepBootTerms) {
+		plan.Explain = &d.lazy // the waiting jobs' reasons, worked out when read
+		return plan
+	}
 	d.explain.PlanAppend(s, &plan, nil, d.terms)
-	d.snap = nil
 	return plan
 }
 
-// appendTerms appends a waiting job's standing to b: "restart factor 0.50;
-// the knapsack over 2 pool(s) gave the GPUs to more speedup", in this
-// round's snapshot.
+// appendTerms appends a waiting job's standing to b (deepBootTerms), in
+// this round's snapshot.
 func (d *DeepBoot) appendTerms(b []byte, st *engine.Status) []byte {
+	return deepBootTerms(b, st, d.RestartFactor(d.snap, st), [2]int{d.pools})
+}
+
+// deepBootTerms appends a waiting job's standing to b from its restart
+// factor and the round's pool count (figs[0]): "restart factor 0.50; the
+// knapsack over 2 pool(s) gave the GPUs to more speedup".
+func deepBootTerms(b []byte, _ *engine.Status, factor float64, figs [2]int) []byte {
 	b = append(b, "restart factor "...)
-	b = strconv.AppendFloat(b, d.RestartFactor(d.snap, st), 'f', 2, 64)
+	b = strconv.AppendFloat(b, factor, 'f', 2, 64)
 	b = append(b, "; the knapsack over "...)
-	b = strconv.AppendInt(b, int64(d.pools), 10)
+	b = strconv.AppendInt(b, int64(figs[0]), 10)
 	return append(b, " pool(s) gave the GPUs to more speedup"...)
 }
 
