@@ -124,15 +124,17 @@ type Status struct {
 	typeNow  float64
 	typeLive bool
 	typeRan  bool
-	checked  int // the round in which check last saw this job planned
-	resized  int // the round in which Schedule found it placed elsewhere
-	planPos  int // 1 + its index in the last checked plan (a lookup hint), 0 if none
-	touched  int // the engine's epoch when it last joined Changed (incremental.go)
 	// gone says the job has left the active list (its slot and, under
 	// Config.ForgetEnded, its record went) while its entry may still be
-	// there, a tombstone until the list is swept (rounds.go).
-	gone bool
-	acct int // the first of the engine's logged round times not yet counted (lazy counters)
+	// there, a tombstone until the list is swept (rounds.go). It sits
+	// beside the counters a round's pass updates (since, typeNow), which
+	// reads it for every entry: in the same cache line, not one more.
+	gone    bool
+	checked int // the round in which check last saw this job planned
+	resized int // the round in which Schedule found it placed elsewhere
+	planPos int // 1 + its index in the last checked plan (a lookup hint), 0 if none
+	touched int // the engine's epoch when it last joined Changed (incremental.go)
+	acct    int // the first of the engine's logged round times not yet counted (lazy counters)
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -459,9 +461,9 @@ type IncrementalPolicy interface {
 // whose JobsOnDemand reports true reads the active jobs of a round only
 // through Snapshot.ActiveJobs (its snapshots' Jobs is nil until then), so
 // that a round in which it plans from Changed alone need not have the
-// list of active jobs ready: the jobs that end then leave the engine's
-// list lazily, as tombstones swept out in one pass once they are a
-// quarter of it (rounds.go), instead of each moving the entries after it.
+// list of active jobs ready: the tombstones the jobs that end leave in
+// the engine's list (rounds.go) are then swept out in one pass only once
+// they are a quarter of it, not by every round.
 // Only the policy the engine holds counts: wrappers do not forward it.
 type JobsOnDemand interface {
 	IncrementalPolicy
@@ -584,7 +586,9 @@ type Engine struct {
 	ended     int
 	endedList []*Status // the jobs ended since the last compact
 	// tombs counts the entries of active that have left (Status.gone):
-	// under a JobsOnDemand policy they stay until swept (rounds.go).
+	// they stay until swept (rounds.go), by the next round's pass over
+	// the active jobs or, under a JobsOnDemand policy, once they are a
+	// quarter of the list.
 	tombs    int
 	lazyJobs bool // the policy is a JobsOnDemand one that says so
 	// slots are the Status.Slot values free for new jobs; nSlots is how
@@ -799,9 +803,31 @@ func (e *Engine) account(now float64) {
 		e.logAccount(now)
 		return
 	}
-	for _, st := range e.list() {
-		e.accountJob(st, now)
+	if e.tombs == 0 {
+		for _, st := range e.active {
+			e.accountJob(st, now)
+		}
+		return
 	}
+	// The pass sweeps the tombstones compact left (every entry is active
+	// or a tombstone once compact has run), moving the entries from the
+	// first tombstone on as it meets them: the jobs that ended since the
+	// last round cost it a skipped entry each, not a move of the list.
+	active := e.active
+	i := 0
+	for ; i < len(active) && !active[i].gone; i++ {
+		e.accountJob(active[i], now)
+	}
+	k := i
+	for ; i < len(active); i++ {
+		if st := active[i]; !st.gone {
+			e.accountJob(st, now)
+			active[k] = st
+			k++
+		}
+	}
+	clear(active[k:])
+	e.active, e.tombs = active[:k], 0
 }
 
 // accountJob brings st's counters up to now.

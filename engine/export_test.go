@@ -10,3 +10,7 @@ func SetMaxLog(n int) (restore func()) {
 
 // Tombs counts the tombstones in the active list (rounds.go).
 func (e *Engine) Tombs() int { return e.tombs }
+
+// Compact drops the jobs that ended since the last compact from the
+// active list as a round's start does (rounds.go), without the round.
+func (e *Engine) Compact() { e.compact() }

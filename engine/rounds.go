@@ -2,7 +2,6 @@ package engine
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/tide-sched/tide/cluster"
 )
@@ -13,7 +12,8 @@ import (
 // allocates nothing once the engine has seen its largest
 // round: the buffers below are reused, jobs named by a plan are found
 // through the previous plan's order before falling back to the ID map, and
-// jobs that end leave the active list lazily.
+// jobs that end leave the active list lazily (compact), swept out by the
+// round's own pass over the active jobs (account).
 
 // scratch is the memory a round reuses.
 type scratch struct {
@@ -85,47 +85,38 @@ func typeIndex(c *cluster.Cluster, t string) int {
 	return -1
 }
 
-// compact drops the jobs that ended from the active list: the few that
-// ended since the last round are found by binary search (the list is in
-// submission order), more by one pass. Their slots are freed in the
-// list's order either way. Under a JobsOnDemand policy they leave it
-// lazily instead: each becomes a tombstone (Status.gone), its slot freed
-// in the same order, and the list is swept once the tombstones are a
-// quarter of it (or when someone reads it, list), so a job ending costs
-// O(1) amortized rather than the entries after it moving.
+// compact drops the jobs that ended since the last compact from the
+// active list, under every policy: each becomes a tombstone (Status.gone)
+// with its slot freed, in the list's order (they are sorted by submission
+// first). The tombstones are swept out in one pass: by the next round's
+// pass over the active jobs where it makes one (account: a round whose
+// counters are kept eagerly, every round of a policy that plans in
+// full), by the first read of the list (list), and at once when they
+// would be a quarter of it. A job ending thus costs O(1) amortized (and
+// O(log k) for the sort of the k that ended since the last compact)
+// rather than a move of the entries after it. Which slots are freed, and
+// in which order, is what removing them at once would give: a sweep frees
+// the ended jobs it meets in the list's order too.
 func (e *Engine) compact() {
 	if e.ended == 0 {
 		return
 	}
-	if len(e.endedList) == e.ended && (e.ended <= 16 || e.lazyJobs) {
-		slices.SortFunc(e.endedList, func(a, b *Status) int {
-			if lessSubmit(a, b) {
-				return -1
-			}
-			return 1
-		})
-		for _, st := range e.endedList {
-			if e.lazyJobs {
-				e.left(st)
-				e.tombs++
-				continue
-			}
-			i := sort.Search(len(e.active), func(i int) bool { return !lessSubmit(e.active[i], st) })
-			if i == len(e.active) || e.active[i] != st {
-				e.compactAll()
-				return
-			}
-			e.active = slices.Delete(e.active, i, i+1)
-			e.left(st)
-		}
-		clear(e.endedList)
-		e.endedList, e.ended = e.endedList[:0], 0
-		if e.tombs > 0 && e.tombs >= len(e.active)/4 {
-			e.compactAll()
-		}
+	if len(e.endedList) != e.ended || e.tombs+e.ended >= len(e.active)/4 {
+		e.compactAll()
 		return
 	}
-	e.compactAll()
+	slices.SortFunc(e.endedList, func(a, b *Status) int {
+		if lessSubmit(a, b) {
+			return -1
+		}
+		return 1
+	})
+	for _, st := range e.endedList {
+		e.left(st)
+	}
+	e.tombs += e.ended
+	clear(e.endedList)
+	e.endedList, e.ended = e.endedList[:0], 0
 }
 
 // list returns the active list with every job that ended out of it.

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -215,6 +216,104 @@ func BenchmarkChangedRound(b *testing.B) {
 					if q := tiresias.(interface{ QueuedRounds() int }).QueuedRounds(); !full && q < b.N {
 						b.Fatalf("%d of %d rounds planned from the kept order", q, b.N)
 					}
+				}
+			})
+		}
+	}
+}
+
+// waitAll plans every round in full and runs nothing: what is left of a
+// round is the engine's own work, which for a policy that reads
+// Snapshot.Jobs (not an engine.IncrementalPolicy) is a pass over every
+// active job.
+type waitAll struct{}
+
+func (waitAll) Name() string                          { return "wait-all" }
+func (waitAll) Schedule(*engine.Snapshot) engine.Plan { return engine.Plan{} }
+
+// BenchmarkDepartureRound runs rounds of a policy that plans every round
+// in full (waitAll) with 10,000 and 100,000 jobs active, in each round
+// DEPS jobs ending at spread positions of the active list (those that have
+// been active longest at first, as a replay's do) and as many arriving
+// after the others. It reports the CPU time of a round (cpu-ns/op) and its
+// allocations (allocs/op): a round's own pass over the active jobs is its
+// cost; the jobs that end must add O(1) each, not a move of the list's
+// entries after them.
+//
+//	go test ./engine -run '^$' -bench DepartureRound -benchtime 200x
+func BenchmarkDepartureRound(b *testing.B) {
+	spec, err := cluster.ParseShorthand("2x8:v100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := spec.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mk := func(i int, at float64) *job.Job {
+		return &job.Job{ID: fmt.Sprintf("j%07d", i), Submit: at, GPUs: 1 + i%2, Work: 1e9, Unit: job.Seconds, Duration: 1e9}
+	}
+	for _, n := range []int{10000, 100000} {
+		for _, deps := range []int{0, 1, 16} {
+			b.Run(fmt.Sprintf("%djobs/%ddeps", n, deps), func(b *testing.B) {
+				clk := &roundClock{}
+				e, err := engine.New(engine.Config{Cluster: c, Model: perf.Duration{}, Policy: waitAll{}, Placer: place.Pack{}, Clock: clk,
+					ForgetEnded: true, LazyCounters: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range n {
+					if _, err := e.Submit(mk(i, 0)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				clk.t = 1
+				if _, err := e.Schedule(); err != nil {
+					b.Fatal(err)
+				}
+				clk.t++
+				// The jobs to come and the order in which the jobs end,
+				// made before the clock starts: the jobs active now end in
+				// a random order (each from a random position of the
+				// list), then those that arrived, oldest first.
+				next := make([]*job.Job, b.N*deps)
+				for i := range next {
+					next[i] = mk(n+i, clk.t+float64(i/max(deps, 1)))
+				}
+				ends := make([]string, 0, len(next))
+				first := e.Active()
+				for _, k := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+					if len(ends) == len(next) {
+						break
+					}
+					ends = append(ends, first[k].Job.ID)
+				}
+				for i := 0; len(ends) < len(next); i++ {
+					ends = append(ends, next[i].ID)
+				}
+				b.ReportAllocs()
+				runtime.GC()
+				cpu := cputime.Process()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for d := range deps {
+						k := i*deps + d
+						if err := e.Finish(ends[k]); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := e.Submit(next[k]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if _, err := e.Schedule(); err != nil {
+						b.Fatal(err)
+					}
+					clk.t++
+				}
+				b.StopTimer()
+				b.ReportMetric((cputime.Process()-cpu)*1e9/float64(b.N), "cpu-ns/op")
+				if got := len(e.Active()); got != n {
+					b.Fatalf("%d jobs active, want %d", got, n)
 				}
 			})
 		}
