@@ -126,6 +126,10 @@ type Flow struct {
 	// admitted job out, which it appends to swapped, or nil.
 	swap    func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob
 	swapped []*fjob
+	// reasonTo, when set (tidal, which adds its own words to them), takes
+	// the reasons explain works out, as bytes valid during the call
+	// (explain.Scratch.PlanTo), instead of the plan's Reasons.
+	reasonTo func(st *engine.Status, text []byte, r engine.Reason)
 
 	// forceID, forceAt and declineID are the diagnostics force_admit
 	// (the job whose ID begins with forceID waits untried until forceAt,
@@ -345,7 +349,7 @@ func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 
 // fjobOf is st as the flow plans it on cloud c: its remaining work and its
 // rates at the levels worth giving, at its progress now. It is a new fjob
-// (tidal's hold plans one alone after the round).
+// (tidal's record keeps its levels and rates).
 func (f *Flow) fjobOf(s *engine.Snapshot, c cloud, st *engine.Status) *fjob {
 	j := new(fjob)
 	f.fillJob(j, s, c, st)
@@ -1153,12 +1157,12 @@ func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free i
 		order = append(order, j.st)
 	}
 	m.statuses = order
-	m.sc.PlanAppend(s, plan, order, func(b []byte, st *engine.Status) []byte {
+	m.sc.PlanTo(s, plan, order, func(b []byte, st *engine.Status) []byte {
 		if j := byStatus[st]; j != nil {
 			b = appendTerms(b, j, free)
 		}
 		return b
-	})
+	}, f.reasonTo)
 }
 
 // appendTerms appends to b j's standing in ElasticFlow's terms: the share

@@ -214,6 +214,31 @@ type Tidal struct {
 	snap       *engine.Snapshot // the round's snapshot while the deadline planner runs (mhSwap)
 	cloudNow   cloud            // its cloud
 	name       string
+
+	// The memory of a round, kept from round to round (issue #19 point
+	// 1: a round in which nothing changed allocates nothing): its jobs'
+	// reasons and decisions, the plan's Run, the jobs left to the loans,
+	// hold's job alone, and the loans' pools, counts and knapsacks.
+	round    tideRound
+	run      []engine.Assignment
+	left     []*engine.Status
+	alone    fjob
+	aloneSet [1]*fjob
+	lent     map[string]int
+	unlent   map[string]int
+	poolBuf  []loan.Pool
+	pools    []loan.Pool
+	speedups loan.Speedups
+	explain  explain.Scratch
+	// park's: the edge nodes used and jobs per edge site, the room left
+	// per site, the jobs waiting to park, those left, and the parked
+	// jobs' Nodes.
+	parkUsed    map[int]bool
+	parkPerSite map[string]int
+	parkRoom    map[string]int
+	parkWait    []*engine.Status
+	parkLeft    []*engine.Status
+	parkNodes   []engine.NodeGPUs
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -700,7 +725,24 @@ func (t *Tidal) edgeLater(s *engine.Snapshot, j *fjob) bool {
 // Schedule implements engine.Policy.
 func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 	t.observe(s)
-	t.promised = map[string]int{}
+	if t.promised == nil {
+		t.promised = map[string]int{}
+	}
+	for site := range t.promised { // key by key: see tideRound.begin
+		delete(t.promised, site)
+	}
+	tr := &t.round
+	tr.begin(s)
+	t.parkNodes = t.parkNodes[:0]
+	if t.flow.reasonTo == nil { // made once: a closure made each round is allocated each round
+		t.flow.reasonTo = func(st *engine.Status, text []byte, r engine.Reason) {
+			if i, ok := tr.index(st.Job.ID); ok {
+				lo := tr.mark()
+				tr.buf = append(tr.buf, text...)
+				tr.set(i, lo, r)
+			}
+		}
+	}
 	deadlines := false
 	for _, st := range s.Jobs {
 		if !t.Deadlines {
@@ -717,69 +759,77 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		plan = t.flow.Schedule(s)
 		t.snap = nil
 		for _, j := range t.flow.swapped {
-			id := j.st.Job.ID
-			r := plan.Reasons[id]
-			r.Text = joinReason(fmt.Sprintf("held again: a newcomer with less work left took its place (Moore-Hodgson); "+
-				"admission tries it again each round while the whole cloud could still end it by t=%.0f s", j.deadline), r.Text)
-			plan.Reasons[id] = r
+			if i, ok := tr.index(j.st.Job.ID); ok {
+				lo := tr.mark()
+				tr.buf = append(tr.buf, "held again: a newcomer with less work left took its place (Moore-Hodgson); "+
+					"admission tries it again each round while the whole cloud could still end it by t="...)
+				tr.buf = strconv.AppendFloat(tr.buf, j.deadline, 'f', 0, 64)
+				tr.buf = append(tr.buf, " s"...)
+				tr.prepend(i, lo, false)
+			}
 		}
 	}
-	if plan.Reasons == nil {
-		plan.Reasons = map[string]engine.Reason{}
-	}
-	placed := map[string]bool{}
+	// The plan's Run is the round's own memory (tidal appends to the
+	// planner's, whose room may not last).
+	t.run = append(t.run[:0], plan.Run...)
+	plan.Run = t.run
 	for _, a := range plan.Run {
-		placed[a.Job] = true
+		if i, ok := tr.index(a.Job); ok {
+			tr.slots[i].placed = tr.stamp
+		}
 	}
 	if t.Hold {
 		t.hold(s, &plan)
 	}
-	declined := map[string]bool{}
 	for _, id := range plan.Decline {
-		declined[id] = true
-		r := plan.Reasons[id]
-		text := "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"
-		if t.Hold {
-			text += ", and the whole cloud from now would not end it in time"
+		i, ok := tr.index(id)
+		if !ok {
+			continue
 		}
-		r.Text = joinReason(text, dropDeclined(r.Text))
-		plan.Reasons[id] = r
+		tr.slots[i].declined = tr.stamp
+		lo := tr.mark()
+		tr.buf = append(tr.buf, "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"...)
+		if t.Hold {
+			tr.buf = append(tr.buf, ", and the whole cloud from now would not end it in time"...)
+		}
+		tr.prepend(i, lo, true)
 	}
-	var left []*engine.Status
-	for _, st := range s.Jobs {
-		if !placed[st.Job.ID] && !declined[st.Job.ID] {
+	left := t.left[:0]
+	for i, st := range tr.jobs {
+		if sl := &tr.slots[i]; sl.placed != tr.stamp && sl.declined != tr.stamp {
 			left = append(left, st)
 		}
 	}
+	t.left = left
 	if t.Park && deadlines {
 		left = t.park(s, &plan, left)
 	}
-	run, why := t.loan(s, left, len(plan.Run) > 0 || deadlines)
-	plan.Run = append(plan.Run, run...)
-	for id, r := range why {
-		if old, ok := plan.Reasons[id]; ok && r.Position > 0 {
-			// Still waiting: the deadline planner's terms come first.
-			old.Text = joinReason(old.Text, r.Text)
-			plan.Reasons[id] = old
-			continue
-		}
-		plan.Reasons[id] = r
-	}
+	plan.Run = append(plan.Run, t.loan(s, left, len(plan.Run) > 0 || deadlines)...)
 	for _, a := range plan.Run {
-		if _, ok := plan.Reasons[a.Job]; ok {
+		i, ok := tr.index(a.Job)
+		if !ok || tr.has(i) {
 			continue
 		}
 		site := a.Site
 		if site == "" && len(a.Nodes) > 0 {
 			site = s.Cluster.Nodes[a.Nodes[0].Node].Site
 		}
-		text := fmt.Sprintf("%d GPUs: EdgeFlow's share for its deadline", a.GPUs)
+		lo := tr.mark()
 		if v := t.views[site]; v != nil && v.kind == cluster.SiteEdge {
-			text = fmt.Sprintf("edge server on %s: the forecast (q=%s) keeps enough servers up until it ends", site, strconv.FormatFloat(t.Quantile, 'g', -1, 64))
+			tr.buf = append(tr.buf, "edge server on "...)
+			tr.buf = append(tr.buf, site...)
+			tr.buf = append(tr.buf, ": the forecast (q="...)
+			tr.buf = strconv.AppendFloat(tr.buf, t.Quantile, 'g', -1, 64)
+			tr.buf = append(tr.buf, ") keeps enough servers up until it ends"...)
+		} else {
+			tr.buf = strconv.AppendInt(tr.buf, int64(a.GPUs), 10)
+			tr.buf = append(tr.buf, " GPUs: EdgeFlow's share for its deadline"...)
 		}
-		plan.Reasons[a.Job] = engine.Reason{Text: text}
+		tr.set(i, lo, engine.Reason{})
 	}
-	explain.Plan(s, &plan, nil, nil) // the jobs it preempts or shrinks
+	t.run = plan.Run // its room, for the next round
+	plan.Reasons = tr.reasons()
+	t.explain.PlanAppend(s, &plan, nil, nil) // the jobs it preempts or shrinks
 	return plan
 }
 
@@ -788,8 +838,8 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 // keeps up for ParkHold seconds: a job already there stays, then earliest
 // deadlines first. It returns the jobs still left.
 func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Status) []*engine.Status {
-	used := map[int]bool{}
-	perSite := map[string]int{}
+	used, perSite, room := emptyKeys(&t.parkUsed), emptyKeys(&t.parkPerSite), emptyKeys(&t.parkRoom)
+	tr := &t.round
 	for _, a := range plan.Run {
 		for _, n := range a.Nodes {
 			if nd := &s.Cluster.Nodes[n.Node]; nd.SiteKind == cluster.SiteEdge && !used[n.Node] {
@@ -798,7 +848,6 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 			}
 		}
 	}
-	room := map[string]int{}
 	for _, site := range s.Cluster.Sites() {
 		if site.Kind != cluster.SiteEdge {
 			continue
@@ -835,27 +884,40 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 		}
 		used[n.ID] = true
 		room[n.Site]--
+		t.parkNodes = append(t.parkNodes, engine.NodeGPUs{Node: n.ID, GPUs: g})
+		k := len(t.parkNodes)
 		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: n.GPUType, Site: n.Site,
-			Nodes: []engine.NodeGPUs{{Node: n.ID, GPUs: g}}})
-		r := plan.Reasons[st.Job.ID]
-		r.Text = joinReason(fmt.Sprintf("parked on edge server %s until its cloud share starts: the forecast keeps it up for %gs", n.Name, t.ParkHold), r.Text)
-		plan.Reasons[st.Job.ID] = r
+			Nodes: t.parkNodes[k-1 : k : k]})
+		if i, ok := tr.index(st.Job.ID); ok {
+			tr.slots[i].parked = tr.stamp
+			lo := tr.mark()
+			tr.buf = append(tr.buf, "parked on edge server "...)
+			tr.buf = append(tr.buf, n.Name...)
+			tr.buf = append(tr.buf, " until its cloud share starts: the forecast keeps it up for "...)
+			tr.buf = strconv.AppendFloat(tr.buf, t.ParkHold, 'g', -1, 64)
+			tr.buf = append(tr.buf, 's')
+			tr.prepend(i, lo, false)
+		}
 		return true
 	}
-	parked := map[string]bool{}
+	parked := func(st *engine.Status) bool { // take marks it
+		i, ok := tr.index(st.Job.ID)
+		return ok && tr.slots[i].parked == tr.stamp
+	}
 	for _, st := range left {
 		if len(st.GPUs) > 0 && admitted(st) {
-			if n := s.Cluster.NodeOf(st.GPUs[0]); n.SiteKind == cluster.SiteEdge && take(st, n) {
-				parked[st.Job.ID] = true
+			if n := s.Cluster.NodeOf(st.GPUs[0]); n.SiteKind == cluster.SiteEdge {
+				take(st, n)
 			}
 		}
 	}
-	var wait []*engine.Status
+	wait := t.parkWait[:0]
 	for _, st := range left {
-		if !parked[st.Job.ID] && admitted(st) {
+		if !parked(st) && admitted(st) {
 			wait = append(wait, st)
 		}
 	}
+	t.parkWait = wait
 	slices.SortStableFunc(wait, func(a, b *engine.Status) int { return cmp.Compare(a.Job.Deadline, b.Job.Deadline) })
 	for _, st := range wait {
 		for _, site := range s.Cluster.Sites() {
@@ -864,57 +926,45 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 			}
 			for _, id := range site.Nodes {
 				if take(st, &s.Cluster.Nodes[id]) {
-					parked[st.Job.ID] = true
 					break
 				}
 			}
-			if parked[st.Job.ID] {
+			if parked(st) {
 				break
 			}
 		}
 	}
-	out := left[:0:0]
+	out := t.parkLeft[:0]
 	for _, st := range left {
-		if !parked[st.Job.ID] {
+		if !parked(st) {
 			out = append(out, st)
 		}
 	}
+	t.parkLeft = out
 	return out
-}
-
-// dropDeclined takes the shared explanation's leading "declined" off a
-// reason text whose own words say what happened to the job.
-func dropDeclined(text string) string {
-	if text == "declined" {
-		return ""
-	}
-	return strings.TrimPrefix(text, "declined; ")
-}
-
-// joinReason joins two reason texts with "; ", skipping an empty one.
-func joinReason(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "; " + b
 }
 
 // loan sizes the jobs in left by the knapsack over the pools: the training
 // sites (unless the deadline planner already used them) and then each
 // inference site, lending the GPUs its forecast keeps idle until Lead from
-// now.
-func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining bool) ([]engine.Assignment, map[string]engine.Reason) {
-	why := map[string]engine.Reason{}
-	var pools []loan.Pool
-	lent := map[string]int{}
+// now. It gives each job of left its reason (after the deadline planner's
+// terms for one still waiting) and returns the assignments, in t's memory.
+func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining bool) []engine.Assignment {
+	lent, unlent := t.lent, t.unlent
+	if lent == nil {
+		lent, unlent = map[string]int{}, map[string]int{}
+		t.lent, t.unlent = lent, unlent
+	}
+	for site := range lent { // key by key: see tideRound.begin
+		delete(lent, site)
+	}
+	for site := range unlent {
+		delete(unlent, site)
+	}
 	// A site's forecast is of all its GPUs: a site of two GPU types (one
 	// pool each) lends them in the order of its nodes until the forecast's
 	// count is spent.
-	unlent := map[string]int{}
-	for _, p := range loan.Pools(s, true, func(site *cluster.Site, gpuType string) int {
+	all := loan.AppendPools(t.poolBuf, s, true, func(site *cluster.Site, gpuType string) int {
 		if _, ok := lent[site.Name]; !ok {
 			unlent[site.Name] = int(math.Floor(math.Min(t.safe(s, site.Name, s.Now+t.Lead), float64(usable(s, site))) + 1e-9))
 		}
@@ -922,13 +972,17 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		unlent[site.Name] -= n
 		lent[site.Name] += n
 		return n
-	}) {
+	})
+	t.poolBuf = all
+	pools := t.pools[:0]
+	for _, p := range all {
 		kind := s.Cluster.SiteOf(p.Site).Kind
 		if kind == cluster.SiteEdge || (flowUsedTraining && !p.Infer) {
 			continue
 		}
 		pools = append(pools, p)
 	}
+	t.pools = pools
 	perHour := func(st *engine.Status, p loan.Pool) float64 {
 		lo := max(st.Job.MinGPUs, 1)
 		base := s.Remaining(st, lo, p.Type) * float64(lo)
@@ -937,22 +991,54 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		}
 		return 1
 	}
-	out, left := loan.SpeedupKnapsacks(s, pools, left, perHour, func(st *engine.Status) float64 { return t.restart.RestartFactor(s, st) })
-	infer := map[string]bool{}
-	for _, p := range pools {
-		infer[p.Site] = p.Infer
-	}
+	out, left := t.speedups.Knapsacks(s, pools, left, perHour, func(st *engine.Status) float64 { return t.restart.RestartFactor(s, st) })
+	tr := &t.round
 	for _, a := range out {
-		text := fmt.Sprintf("%d GPUs of %s: knapsack of speedup per remaining hour", a.GPUs, a.Site)
-		if infer[a.Site] {
-			text = fmt.Sprintf("%d loaned GPUs of %s: the forecast keeps %d idle through the next %gs", a.GPUs, a.Site, lent[a.Site], t.Lead)
+		i, ok := tr.index(a.Job)
+		if !ok {
+			continue
 		}
-		why[a.Job] = engine.Reason{Text: text}
+		infer := false // the last pool of its site says (as a map of them would)
+		for _, p := range pools {
+			if p.Site == a.Site {
+				infer = p.Infer
+			}
+		}
+		lo := tr.mark()
+		tr.buf = strconv.AppendInt(tr.buf, int64(a.GPUs), 10)
+		if infer {
+			tr.buf = append(tr.buf, " loaned GPUs of "...)
+			tr.buf = append(tr.buf, a.Site...)
+			tr.buf = append(tr.buf, ": the forecast keeps "...)
+			tr.buf = strconv.AppendInt(tr.buf, int64(lent[a.Site]), 10)
+			tr.buf = append(tr.buf, " idle through the next "...)
+			tr.buf = strconv.AppendFloat(tr.buf, t.Lead, 'g', -1, 64)
+			tr.buf = append(tr.buf, 's')
+		} else {
+			tr.buf = append(tr.buf, " GPUs of "...)
+			tr.buf = append(tr.buf, a.Site...)
+			tr.buf = append(tr.buf, ": knapsack of speedup per remaining hour"...)
+		}
+		tr.set(i, lo, engine.Reason{})
 	}
-	for i, st := range left {
-		why[st.Job.ID] = engine.Reason{Text: "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle", Position: i + 1}
+	const waiting = "waiting: no GPUs free in the cloud, on the edge or on inference GPUs the forecast keeps idle"
+	for k, st := range left {
+		i, ok := tr.index(st.Job.ID)
+		if !ok {
+			continue
+		}
+		lo := tr.mark()
+		if tr.has(i) {
+			// Still waiting: the deadline planner's terms come first.
+			tr.buf = append(tr.buf, tr.text(i)...)
+			join(tr, lo, waiting)
+			tr.set(i, lo, tr.reason(i))
+			continue
+		}
+		tr.buf = append(tr.buf, waiting...)
+		tr.set(i, lo, engine.Reason{Position: k + 1})
 	}
-	return out, why
+	return out
 }
 
 // hold takes out of plan.Decline the jobs whose deadline the whole cloud
@@ -968,23 +1054,22 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 	if !ok {
 		return
 	}
-	byID := map[string]*engine.Status{}
-	for _, st := range s.Jobs {
-		byID[st.Job.ID] = st
-	}
+	tr := &t.round
 	out := plan.Decline[:0]
 	for _, id := range plan.Decline {
-		st := byID[id]
-		if st == nil {
+		i, ok := tr.index(id)
+		if !ok {
 			out = append(out, id)
 			continue
 		}
-		alone := t.flow.fjobOf(s, c, st)
-		t.flow.pass(s.Now, c.cap, []*fjob{alone})
+		st := tr.jobs[i]
+		// The job alone, in memory kept from round to round (the planner's
+		// are its round's jobs).
+		alone := &t.alone
+		t.aloneSet[0] = alone
+		t.flow.fillJob(alone, s, c, st)
+		t.flow.pass(s.Now, c.cap, t.aloneSet[:])
 		if end := alone.end; alone.meets {
-			if plan.Reasons == nil {
-				plan.Reasons = map[string]engine.Reason{}
-			}
 			if st.Memo[efHeld] != 1 {
 				if plan.Memo == nil {
 					plan.Memo = map[string]engine.Memo{}
@@ -993,14 +1078,16 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 				m[efHeld] = 1
 				plan.Memo[id] = m
 			}
-			r := plan.Reasons[id]
 			// The latest admission that still ends it in time, not the
 			// end itself: it stays the same while the job waits, so a
 			// live executor does not rewrite the job's status each round.
 			// EdgeFlow's "declined; " would contradict "held".
 			latest := st.Job.Deadline - (end - s.Now)
-			r.Text = joinReason(fmt.Sprintf("held, not declined: the whole cloud would still end it by its deadline if admitted by t=%.0f s; admission tries it again each round", latest), dropDeclined(r.Text))
-			plan.Reasons[id] = r
+			lo := tr.mark()
+			tr.buf = append(tr.buf, "held, not declined: the whole cloud would still end it by its deadline if admitted by t="...)
+			tr.buf = strconv.AppendFloat(tr.buf, latest, 'f', 0, 64)
+			tr.buf = append(tr.buf, " s; admission tries it again each round"...)
+			tr.prepend(i, lo, true)
 			continue
 		}
 		if st.Starts > 0 {

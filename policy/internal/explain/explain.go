@@ -65,6 +65,15 @@ type place struct{ pos, runAhead, waitAhead int }
 
 // PlanAppend is the package's PlanAppend using sc's memory.
 func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte) {
+	sc.PlanTo(s, plan, order, terms, nil)
+}
+
+// PlanTo is PlanAppend for a policy that goes on to add to the reasons
+// (tidal joins its own words to them): it hands each reason to put, its
+// text in a buffer put may read only during the call, instead of writing
+// it into plan.Reasons, so that no string is made for a text that is not
+// the job's final one. A nil put writes plan.Reasons as PlanAppend does.
+func (sc *Scratch) PlanTo(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, terms func(b []byte, st *engine.Status) []byte, put func(st *engine.Status, text []byte, r engine.Reason)) {
 	if runsAll(s, plan, order) {
 		return // nothing waits, is preempted, shrunk or declined
 	}
@@ -124,10 +133,15 @@ func (sc *Scratch) PlanAppend(s *engine.Snapshot, plan *engine.Plan, order []*en
 		p, inOrder := at[id]
 		waiting := !planned && !declined[id]
 		buf = standing(buf, st, p, inOrder && waiting, waiting, free)
-		r := engine.Reason{Text: sameText(buf, st)}
+		var r engine.Reason
 		if inOrder && waiting {
 			r.Position = p.pos
 		}
+		if put != nil {
+			put(st, buf, r)
+			continue
+		}
+		r.Text = sameText(buf, st)
 		if plan.Reasons == nil {
 			plan.Reasons = reuse(&sc.reasons, len(s.Jobs)-len(plan.Run))
 		}
