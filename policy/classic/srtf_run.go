@@ -131,14 +131,17 @@ func (o *srtfOrder) running(s *engine.Snapshot, rem func(*engine.Status) float64
 // insertion pass and reports true; it gives up, reporting false with a
 // still a permutation of itself, once the pass has moved more entries
 // than a has (a sort then costs less).
-func sortedByInsertion(a []srtfKeyed) bool {
+func sortedByInsertion(a []srtfKeyed) bool { return insertionSorted(a, srtfCompare) }
+
+// insertionSorted is sortedByInsertion by c.
+func insertionSorted[T any](a []T, c func(T, T) int) bool {
 	moves := 0
 	for i := 1; i < len(a); i++ {
-		if srtfCompare(a[i-1], a[i]) <= 0 {
+		if c(a[i-1], a[i]) <= 0 {
 			continue
 		}
 		x, j := a[i], i
-		for j > 0 && srtfCompare(a[j-1], x) > 0 {
+		for j > 0 && c(a[j-1], x) > 0 {
 			a[j] = a[j-1]
 			j--
 		}

@@ -81,6 +81,10 @@ type Tiresias struct {
 	prev    []tiresiasEntry
 	mids    []int // per queue, where the jobs that moved start
 	present present.Set
+	// 2D-Gittins' (tiresias_gittins_order.go): the merge's scratch and
+	// each job's last index.
+	merge  []tiresiasEntry
+	ixMemo []gittinsMemo
 
 	// fast is what the rounds planned from what changed keep
 	// (tiresias_fast.go).
@@ -244,16 +248,16 @@ func (t *Tiresias) Schedule(s *engine.Snapshot) engine.Plan {
 			if q < len(t.Limits) {
 				d = t.Limits[q] - service
 			}
-			e.index = t.Gittins.Index(service, d)
+			e.index = t.gittinsIndex(st, service, d)
 		}
 		entries[i] = e
 	}
 	if t.Gittins == nil {
 		entries = t.sortKept(entries, jobs)
-		t.prev = append(t.prev[:0], entries...)
 	} else {
-		entries = t.sort(entries) // every running job's index moves each round
+		entries = t.sortGittins(entries, jobs) // every running job's index moves each round: repaired
 	}
+	t.prev = append(t.prev[:0], entries...)
 	order := slices.Grow(t.order[:0], len(entries))
 	for _, e := range entries {
 		order = append(order, e.st)
