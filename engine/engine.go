@@ -810,22 +810,27 @@ func (e *Engine) account(now float64) {
 		return
 	}
 	// The pass sweeps the tombstones compact left (every entry is active
-	// or a tombstone once compact has run), moving the entries from the
-	// first tombstone on as it meets them: the jobs that ended since the
-	// last round cost it a skipped entry each, not a move of the list.
+	// or a tombstone once compact has run): at each tombstone it moves
+	// the run of active entries before it down over the tombstones met so
+	// far, in one copy (the entries just read), so the jobs that ended
+	// since the last round cost it one move of the list in all, however
+	// many they are, not one each.
 	active := e.active
-	i := 0
-	for ; i < len(active) && !active[i].gone; i++ {
-		e.accountJob(active[i], now)
-	}
-	k := i
-	for ; i < len(active); i++ {
-		if st := active[i]; !st.gone {
+	k, from := 0, 0 // active[from:i] are active entries still to move to k
+	for i, st := range active {
+		if !st.gone {
 			e.accountJob(st, now)
-			active[k] = st
-			k++
+			continue
 		}
+		if k != from {
+			copy(active[k:], active[from:i])
+		}
+		k, from = k+i-from, i+1
 	}
+	if k != from {
+		copy(active[k:], active[from:])
+	}
+	k += len(active) - from
 	clear(active[k:])
 	e.active, e.tombs = active[:k], 0
 }

@@ -92,11 +92,13 @@ func typeIndex(c *cluster.Cluster, t string) int {
 // pass over the active jobs where it makes one (account: a round whose
 // counters are kept eagerly, every round of a policy that plans in
 // full), by the first read of the list (list), and at once when they
-// would be a quarter of it. A job ending thus costs O(1) amortized (and
-// O(log k) for the sort of the k that ended since the last compact)
-// rather than a move of the entries after it. Which slots are freed, and
-// in which order, is what removing them at once would give: a sweep frees
-// the ended jobs it meets in the list's order too.
+// would be a quarter of it. A job ending thus costs compact O(log k)
+// (the sort of the k that ended since the last compact), and the sweep
+// at most one move of the list for all the jobs that ended, inside a
+// pass the round makes anyway (O(1) amortized where the quarter sweeps),
+// rather than a move of the entries after it each. Which slots are
+// freed, and in which order, is what removing them at once would give: a
+// sweep frees the ended jobs it meets in the list's order too.
 func (e *Engine) compact() {
 	if e.ended == 0 {
 		return
