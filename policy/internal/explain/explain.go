@@ -117,15 +117,11 @@ func (sc *Scratch) PlanTo(s *engine.Snapshot, plan *engine.Plan, order []*engine
 		case declined[id]:
 			buf = append(buf, "declined"...)
 		case planned && len(st.GPUs) > g:
-			buf = append(buf, "shrunk "...)
-			buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
-			buf = append(buf, "->"...)
-			buf = strconv.AppendInt(buf, int64(g), 10)
-			buf = append(buf, " GPUs"...)
+			buf = appendLoss(buf, st, g, true)
 		case planned:
 			continue
 		case len(st.GPUs) > 0:
-			buf = append(buf, "preempted"...)
+			buf = appendLoss(buf, st, 0, false)
 		default:
 			buf = append(buf, "waits"...)
 		}

@@ -31,15 +31,20 @@ func PlanFree(s *engine.Snapshot, run []engine.Assignment) int {
 // and, for a preempted job, the GPUs it needs against the free GPUs the
 // plan leaves (PlanFree). Its Reason.Position is 0.
 func AppendHeld(buf []byte, st *engine.Status, g int, terms func(b []byte, st *engine.Status) []byte, free int) []byte {
-	if g > 0 {
-		buf = append(buf, "shrunk "...)
-		buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
-		buf = append(buf, "->"...)
-		buf = strconv.AppendInt(buf, int64(g), 10)
-		buf = append(buf, " GPUs"...)
-	} else {
-		buf = append(buf, "preempted"...)
-	}
+	buf = appendLoss(buf, st, g, g > 0)
 	buf = withTerms(buf, st, terms)
 	return standing(buf, st, place{}, false, g == 0, free)
+}
+
+// appendLoss appends what a plan does to job st, which holds GPUs: with
+// shrunk, "shrunk H->g GPUs" (H the GPUs it holds), else "preempted".
+func appendLoss(buf []byte, st *engine.Status, g int, shrunk bool) []byte {
+	if !shrunk {
+		return append(buf, "preempted"...)
+	}
+	buf = append(buf, "shrunk "...)
+	buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
+	buf = append(buf, "->"...)
+	buf = strconv.AppendInt(buf, int64(g), 10)
+	return append(buf, " GPUs"...)
 }

@@ -1,8 +1,6 @@
 package explain
 
 import (
-	"strconv"
-
 	"github.com/tide-sched/tide/engine"
 )
 
@@ -200,15 +198,7 @@ func (q *Queue) Record(s *engine.Snapshot, plan *engine.Plan, o *Order) bool {
 // the plan gives it g of (fewer, or none): PlanAppend's.
 func (q *Queue) writeHeld(plan *engine.Plan, st *engine.Status, g int, e queueEnt, c *queueRound, jobs int) {
 	buf := q.buf[:0]
-	if g > 0 {
-		buf = append(buf, "shrunk "...)
-		buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
-		buf = append(buf, "->"...)
-		buf = strconv.AppendInt(buf, int64(g), 10)
-		buf = append(buf, " GPUs"...)
-	} else {
-		buf = append(buf, "preempted"...)
-	}
+	buf = appendLoss(buf, st, g, g > 0)
 	buf = q.withTerms(buf, st, e, c)
 	r := engine.Reason{}
 	if g == 0 {

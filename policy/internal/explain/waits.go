@@ -1,8 +1,6 @@
 package explain
 
 import (
-	"strconv"
-
 	"github.com/tide-sched/tide/engine"
 )
 
@@ -115,15 +113,7 @@ func (w *Waits) Record(s *engine.Snapshot, plan *engine.Plan, key func(st *engin
 // fewer; else none).
 func (w *Waits) writeHeld(plan *engine.Plan, st *engine.Status, g int, planned bool, key float64, c *waitsRound, room int) {
 	buf := w.buf[:0]
-	if planned {
-		buf = append(buf, "shrunk "...)
-		buf = strconv.AppendInt(buf, int64(len(st.GPUs)), 10)
-		buf = append(buf, "->"...)
-		buf = strconv.AppendInt(buf, int64(g), 10)
-		buf = append(buf, " GPUs"...)
-	} else {
-		buf = append(buf, "preempted"...)
-	}
+	buf = appendLoss(buf, st, g, planned)
 	buf = w.withTerms(buf, st, key, c)
 	buf = standing(buf, st, place{}, false, !planned, c.free)
 	if plan.Reasons == nil {
