@@ -38,7 +38,7 @@ var queuedPolicies = []string{"fifo", "fifo:backfill=true", "srtf", "edf", "gand
 // allocation (up to 1,920 s), so its rounds explain up to ~1,900 waiting
 // jobs each. "queued" (queuedPolicies, also at 100,000 jobs) is "kept" on
 // a cluster a tenth too small, so that about a tenth of the jobs wait in
-// every round: FIFO plans such rounds from what changed, Gandiva and FIFO
+// every round, and "queued-full" the same made to plan every round in full: FIFO plans such rounds from what changed, Gandiva and FIFO
 // with backfill too while no job's turn ends (Gandiva's 60 s quanta end
 // some every round here), the others in full (EDF from the order it keeps
 // across rounds, SRTF from its waiting jobs' kept order:
@@ -81,6 +81,9 @@ func BenchmarkKeptRound(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/queued/%djobs", name, n), func(b *testing.B) {
 				keptRound(b, small, model, name, false, false, n)
 			})
+			b.Run(fmt.Sprintf("%s/queued-full/%djobs", name, n), func(b *testing.B) {
+				keptRound(b, small, model, name, true, false, n)
+			})
 		}
 	}
 }
@@ -89,7 +92,11 @@ func BenchmarkKeptRound(b *testing.B) {
 func keptRound(b *testing.B, c *cluster.Cluster, model perf.Model, name string, full, quiet bool, n int) {
 	mk := func(i int, at float64) *job.Job {
 		g := 1 + i%2
-		d := 1e9 - float64(i) // remaining times differ (SRTF's order)
+		// Remaining times differ and are scattered over submission order
+		// (i*k mod 2^20 is a permutation of 0..2^20-1 for odd k), so
+		// that SRTF's order is neither submission order nor its reverse,
+		// both of which a sort handles in linear time.
+		d := 1e9 - float64(uint32(i)*2654435761%(1<<20))
 		return &job.Job{ID: fmt.Sprintf("j%07d", i), Submit: at, GPUs: g, MinGPUs: g, MaxGPUs: g,
 			Work: d, Unit: job.Seconds, Duration: d, Deadline: 1e10 + float64(i%97)}
 	}

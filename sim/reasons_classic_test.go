@@ -9,7 +9,6 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -51,27 +50,10 @@ func TestLazyReasonsClassic(t *testing.T) {
 				Work: d, Unit: job.Seconds, Duration: d})
 		}
 		for _, spec := range []string{"tiresias-gittins", "tiresias-gittins:preset=pollux", "tiresias-gittins:knob=1", "tiresias:knob=2"} {
-			run := func(wrap bool) string {
-				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wrap {
-					p = full{p}
-				}
-				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, Seed: 1}, jobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !wrap {
-					for _, j := range out.Jobs {
-						preempted += strings.Count(j.Reason, "preempted;")
-						waits += strings.Count(j.Reason, "waits;")
-					}
-				}
-				return withReasons(out)
-			}
-			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), run(false), run(true))
+			lazy := lockstep(t, fmt.Sprintf("seed %d, %s", seed, spec), spec, jobs,
+				sim.Config{Cluster: c, Model: model, Placer: place.Pack{}, Round: 60, Seed: 1}, nil)
+			preempted += strings.Count(lazy, "preempted;")
+			waits += strings.Count(lazy, "waits;")
 		}
 	}
 	// The comparison covers both kinds of reason the Explainer gives.

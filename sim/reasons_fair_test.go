@@ -9,7 +9,6 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/sim"
 )
 
@@ -56,22 +55,8 @@ func TestLazyReasonsMatchFullFair(t *testing.T) {
 		model := perf.SpeedFactors{Base: base, Speed: speed}
 		for _, spec := range []string{"allox", "allox:alpha=0.5", "allox:window=4", "gandiva-fair",
 			"gandiva-fair:trade=false", "gandiva-fair:quantum=600:tickets=a@3/b@1", "themis", "themis:lease=60", "themis:f=0"} {
-			run := func(wrap bool) string {
-				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wrap {
-					p = full{p}
-				}
-				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, Seed: 1}, jobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return withReasons(out)
-			}
-			lazy := run(false)
-			sameLines(t, fmt.Sprintf("seed %d, %s on %s", seed, spec, fmt.Sprintf(shape, nodes)), lazy, run(true))
+			lazy := lockstep(t, fmt.Sprintf("seed %d, %s on %s", seed, spec, fmt.Sprintf(shape, nodes)), spec, jobs,
+				sim.Config{Cluster: c, Model: model, Placer: place.Pack{}, Round: 60, Seed: 1}, nil)
 			for _, what := range []string{`"waits; tenant `, `"preempted; tenant `, "the least served", "the rest",
 				`"preempted; finish-time fairness`, `"waits; finish-time fairness`} {
 				seen[what] += strings.Count(lazy, what)

@@ -13,7 +13,6 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
-	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver"
 )
@@ -59,23 +58,8 @@ func TestLazyReasonsMatchFullChronus(t *testing.T) {
 			jobs = append(jobs, j)
 		}
 		for _, spec := range []string{"chronus:horizon=10:maxjobs=5", "chronus:horizon=10:maxjobs=5:decline=true", "chronus:horizon=10:maxjobs=5:objective=maximize"} {
-			run := func(wrap bool) string {
-				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wrap {
-					p = full{p}
-				}
-				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60,
-					OnEvents: seed%2 == 1, Seed: 1}, jobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return withReasons(out)
-			}
-			got := run(false)
-			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), got, run(true))
+			got := lockstep(t, fmt.Sprintf("seed %d, %s", seed, spec), spec, jobs, sim.Config{Cluster: c, Model: model,
+				Placer: place.Pack{}, Round: 60, OnEvents: seed%2 == 1, Seed: 1}, nil)
 			seen.count(got)
 		}
 	}
@@ -118,23 +102,9 @@ func TestLazyReasonsMatchFullDeepBoot(t *testing.T) {
 				Work: d, Unit: job.Seconds, Duration: d})
 		}
 		for _, spec := range []string{"deepboot", "deepboot:loan=false", "deepboot:restart_penalty=300", "aryl"} {
-			run := func(wrap bool) string {
-				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wrap {
-					p = fullReclaim{full{p}, p.(engine.ReclaimCoster)}
-				}
-				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60,
-					OnEvents: seed%2 == 0, Seed: 1, Sites: &sim.Sites{Changes: changes}}, jobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return withReasons(out)
-			}
-			got := run(false)
-			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), got, run(true))
+			got := lockstep(t, fmt.Sprintf("seed %d, %s", seed, spec), spec, jobs, sim.Config{Cluster: c, Model: model,
+				Placer: place.Pack{}, Round: 60, OnEvents: seed%2 == 0, Seed: 1, Sites: &sim.Sites{Changes: changes}},
+				func(p engine.Policy) engine.Policy { return fullReclaim{full{p}, p.(engine.ReclaimCoster)} })
 			seen.count(got)
 		}
 	}

@@ -50,23 +50,41 @@ func TestLazyReasonsMatchFull(t *testing.T) {
 			jobs = append(jobs, j)
 		}
 		for _, spec := range []string{"fifo", "tiresias", "fifo-perf", "fifo:backfill=true", "srtf", "edf", "gandiva", "gandiva:quantum=600", "themis"} {
-			run := func(wrap bool) string {
-				p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if wrap {
-					p = full{p}
-				}
-				out, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, Seed: 1}, jobs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return withReasons(out)
-			}
-			sameLines(t, fmt.Sprintf("seed %d, %s", seed, spec), run(false), run(true))
+			lockstep(t, fmt.Sprintf("seed %d, %s", seed, spec), spec, jobs,
+				sim.Config{Cluster: c, Model: model, Placer: place.Pack{}, Round: 60, Seed: 1}, nil)
 		}
 	}
 }
 
 var _ engine.Policy = full{}
+
+// lockstep replays jobs under the policy spec names twice with cfg (its
+// Policy set each time): as is, and behind wrap (full{} when nil), which
+// must hide whatever lets the policy leave reasons to be worked out when
+// read. It fails t where the two runs' records (withReasons: every job's
+// reason, queue position and predicted start, and the timeline) differ,
+// and returns the first run's.
+func lockstep(t *testing.T, what, spec string, jobs []*job.Job, cfg sim.Config, wrap func(engine.Policy) engine.Policy) string {
+	t.Helper()
+	if wrap == nil {
+		wrap = func(p engine.Policy) engine.Policy { return full{p} }
+	}
+	run := func(wrapped bool) string {
+		p, err := policy.Parse(spec, policy.Context{Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wrapped {
+			p = wrap(p)
+		}
+		cfg.Policy = p
+		out, err := sim.Run(cfg, jobs)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return withReasons(out)
+	}
+	got := run(false)
+	sameLines(t, what, got, run(true))
+	return got
+}
