@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/kept"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
@@ -137,7 +138,7 @@ func (o *edfOrder) apply(s *engine.Snapshot) bool {
 	}
 	// Many arrivals: sort them and merge, in one pass over the order.
 	slices.SortFunc(o.came, edfCompare)
-	next := mergeInto(o.next[:0], o.jobs, o.came, edfCompare)
+	next := kept.MergeInto(o.next[:0], o.jobs, o.came, edfCompare)
 	clear(o.jobs)
 	o.jobs, o.next = next, o.jobs[:0]
 	return len(o.jobs) == len(s.Jobs)

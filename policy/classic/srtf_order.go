@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/kept"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
 
@@ -50,20 +51,6 @@ func submitOrder(a, b *engine.Status) int {
 		return cmp.Compare(ja.Submit, jb.Submit)
 	}
 	return strings.Compare(ja.ID, jb.ID)
-}
-
-// mergeInto appends to dst the merge of a and b, both sorted by c (on a
-// tie, a's first).
-func mergeInto[T any](dst, a, b []T, c func(T, T) int) []T {
-	i := 0
-	for _, y := range b {
-		for i < len(a) && c(a[i], y) < 0 {
-			dst = append(dst, a[i])
-			i++
-		}
-		dst = append(dst, y)
-	}
-	return append(dst, a[i:]...)
 }
 
 // srtfOrder is SRTF's order of the active jobs, the waiting ones kept.
@@ -181,7 +168,7 @@ func (o *srtfOrder) apply(s *engine.Snapshot, rem func(*engine.Status) float64) 
 	} else {
 		// Many: sort them and merge, in one pass over the order.
 		slices.SortFunc(came, srtfCompare)
-		next := mergeInto(o.next[:0], o.wait, came, srtfCompare)
+		next := kept.MergeInto(o.next[:0], o.wait, came, srtfCompare)
 		clear(o.wait)
 		o.wait, o.next = next, o.wait[:0]
 	}

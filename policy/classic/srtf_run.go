@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/kept"
 )
 
 // SRTF's running jobs, sorted from their order of the last round (issue 19).
@@ -25,7 +26,7 @@ import (
 // order they had at the last round (those that still run), which is
 // sorted but for the few that moved, an insertion pass puts those back
 // (falling back to a full sort when it has moved too much), and the jobs
-// that started since are sorted apart and merged in. The order is
+// that started since are sorted apart and merged in (package kept). The order is
 // srtfCompare's, a total order (IDs are unique), so the result is the one
 // sorting every running job gives (TestSRTFRunOrder compares them over
 // random rounds).
@@ -122,7 +123,7 @@ func (o *srtfOrder) running(s *engine.Snapshot, rem func(*engine.Status) float64
 		return
 	}
 	slices.SortFunc(came[:n], srtfCompare)
-	next := mergeInto(o.next[:0], run, came[:n], srtfCompare)
+	next := kept.MergeInto(o.next[:0], run, came[:n], srtfCompare)
 	clear(run)
 	o.run, o.next = next, run[:0]
 }
@@ -131,24 +132,4 @@ func (o *srtfOrder) running(s *engine.Snapshot, rem func(*engine.Status) float64
 // insertion pass and reports true; it gives up, reporting false with a
 // still a permutation of itself, once the pass has moved more entries
 // than a has (a sort then costs less).
-func sortedByInsertion(a []srtfKeyed) bool { return insertionSorted(a, srtfCompare) }
-
-// insertionSorted is sortedByInsertion by c.
-func insertionSorted[T any](a []T, c func(T, T) int) bool {
-	moves := 0
-	for i := 1; i < len(a); i++ {
-		if c(a[i-1], a[i]) <= 0 {
-			continue
-		}
-		x, j := a[i], i
-		for j > 0 && c(a[j-1], x) > 0 {
-			a[j] = a[j-1]
-			j--
-		}
-		a[j] = x
-		if moves += i - j; moves > len(a) {
-			return false
-		}
-	}
-	return true
-}
+func sortedByInsertion(a []srtfKeyed) bool { return kept.InsertionSorted(a, srtfCompare) }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/kept"
 )
 
 // 2D-Gittins' order, from the last round's (issue 19).
@@ -17,7 +18,7 @@ import (
 // round's order: the jobs still in the queue they were in, in that order,
 // which an insertion pass puts back in order (a full sort when too much
 // moved); the jobs that changed queue or arrived, sorted apart, are merged
-// in. The order is compareIn's, total (IDs are unique), so the result is
+// in (kept.Sort). The order is compareIn's, total (IDs are unique), so the result is
 // the one sorting every queue gives (TestGittinsKeptOrder). And a job's
 // index is computed again only when its service or its quantum changed
 // (gittinsIndex): Index is a pure function of the two.
@@ -83,20 +84,7 @@ func (t *Tiresias) sortGittins(entries []tiresiasEntry, jobs []*engine.Status) [
 	}
 	from := 0
 	for q := range nq {
-		in, m := queued[from:next[q]], mid[q]-from
-		kept, came := in[:m], in[m:]
-		if !insertionSorted(kept, t.inQueue) {
-			slices.SortFunc(kept, t.inQueue)
-		}
-		if len(came) > 0 {
-			slices.SortFunc(came, t.inQueue)
-			if len(kept) > 0 && t.inQueue(kept[len(kept)-1], came[0]) > 0 {
-				merged := mergeInto(t.merge[:0], kept, came, t.inQueue)
-				copy(in, merged)
-				clear(merged)
-				t.merge = merged[:0]
-			}
-		}
+		t.merge = kept.Sort(queued[from:next[q]], mid[q]-from, t.inQueue, t.merge)
 		from = next[q]
 	}
 	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid

@@ -1,0 +1,90 @@
+// Package kept sorts a round's jobs starting from the order they had at
+// the last round (issue 19: a policy that sorts every active job each
+// round keeps its order where the paper's rule allows).
+//
+// Between two rounds most jobs stay, and their keys either stand still or
+// move a little, so last round's order of the jobs still there is sorted,
+// or nearly: an insertion pass repairs it in about one comparison a job.
+// The jobs that came since are few; they are sorted apart and merged in.
+//
+// Every function here takes the order as a comparison c in the manner of
+// slices.SortFunc. Where the caller wants the result of sorting every job
+// afresh, c must be a total order on the items (no two distinct items
+// compare equal: break ties by ID, or by the item's index in this round's
+// input, which is what makes the result the one slices.SortStableFunc
+// gives on that input). A total order has one sorted permutation, so any
+// way of reaching it is the full sort's result, job for job.
+package kept
+
+import "slices"
+
+// InsertionSorted sorts a, expected nearly sorted, by c with an insertion
+// pass and reports true. The pass is stable: an item moves only past items
+// that compare greater. It gives up once it has moved items past more
+// than len(a) others in all (a comparison sort then costs less) and
+// reports false, a then being a permutation of itself in no particular
+// order; the caller sorts it.
+func InsertionSorted[T any](a []T, c func(T, T) int) bool {
+	moves := 0
+	for i := 1; i < len(a); i++ {
+		if c(a[i-1], a[i]) <= 0 {
+			continue
+		}
+		x, j := a[i], i
+		for j > 0 && c(a[j-1], x) > 0 {
+			a[j] = a[j-1]
+			j--
+		}
+		a[j] = x
+		if moves += i - j; moves > len(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// MergeInto appends to dst the merge of a and b, both sorted by c, and
+// returns it. It is stable: on a tie a's item comes first, so the result
+// is what slices.SortStableFunc gives on a followed by b. dst must not
+// overlap a or b. (policy/classic's mergeInto, which this replaces, said
+// so but put b's first; its callers' orders are total, so no tie ever
+// reached it.)
+func MergeInto[T any](dst, a, b []T, c func(T, T) int) []T {
+	i := 0
+	for _, y := range b {
+		for i < len(a) && c(a[i], y) <= 0 {
+			dst = append(dst, a[i])
+			i++
+		}
+		dst = append(dst, y)
+	}
+	return append(dst, a[i:]...)
+}
+
+// Sort sorts a by c, a total order, in place: a[:m] are the items of the
+// last round's order still there, in that order (nearly sorted by c), and
+// a[m:] those that came since, in any order. The result is the one
+// slices.SortFunc gives on a. buf is scratch memory for the merge, handed
+// back (cleared, its length 0) to be passed again next round; it must not
+// overlap a.
+//
+// Its cost is an insertion pass over a[:m] (a comparison sort when too
+// much moved), a sort of a[m:], and a merge when a[m:] does not simply
+// follow a[:m].
+func Sort[T any](a []T, m int, c func(T, T) int, buf []T) []T {
+	kept, came := a[:m], a[m:]
+	if !InsertionSorted(kept, c) {
+		slices.SortFunc(kept, c)
+	}
+	if len(came) == 0 {
+		return buf[:0]
+	}
+	slices.SortFunc(came, c)
+	if len(kept) == 0 || c(kept[len(kept)-1], came[0]) <= 0 {
+		return buf[:0]
+	}
+	merged := MergeInto(buf[:0], kept, came, c)
+	copy(a, merged)
+	clear(merged) // let buf hold no item past this call
+	return merged[:0]
+}
