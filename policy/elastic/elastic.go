@@ -273,10 +273,7 @@ func typeIndex(types []string, t string) int {
 // resize is xs with length n, reusing its memory when it has room (the
 // values are left as they were: the caller sets them).
 func resize[T any](xs []T, n int) []T {
-	if cap(xs) < n {
-		return make([]T, n)
-	}
-	return xs[:n]
+	return slices.Grow(xs[:0], n)[:n]
 }
 
 // schedule is a round of AFS or Optimus: the jobs pooled by GPU type, each
