@@ -9,7 +9,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/internal/minheap"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/report"
@@ -106,25 +106,17 @@ type event struct {
 	late bool
 }
 
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(a, b int) bool {
-	if h[a].t != h[b].t {
-		return h[a].t < h[b].t
+// eventFirst is the order of the simulator's events (a heap:
+// internal/minheap): by time, a boundary that is not late first, then by
+// run.
+func eventFirst(a, b event) bool {
+	if a.t != b.t {
+		return a.t < b.t
 	}
-	if h[a].late != h[b].late {
-		return !h[a].late
+	if a.late != b.late {
+		return !a.late
 	}
-	return h[a].idx < h[b].idx
-}
-func (h eventHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+	return a.idx < b.idx
 }
 
 type simulator struct {
@@ -146,7 +138,7 @@ type simulator struct {
 	live     []*running // the non-nil entries of runs, in no particular order
 	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
 	sharing  bool       // the model rates pairs (perf.Sharer): only then may the engine pack jobs
-	events   eventHeap
+	events   []event
 	out      *report.Run
 	alloc    int // GPUs held
 	useful   int // GPUs held by jobs past their delay
@@ -391,7 +383,7 @@ func (s *simulator) arrive(idx int) error {
 func (s *simulator) boundaries(t float64, late bool) bool {
 	finished := false
 	for len(s.events) > 0 && (s.events[0].t < t || (s.events[0].t == t && (late || !s.events[0].late))) {
-		ev := heap.Pop(&s.events).(event)
+		ev := minheap.Pop(&s.events, eventFirst)
 		r := s.runs[ev.idx]
 		if r == nil || r.gen != ev.gen {
 			continue
@@ -649,7 +641,7 @@ func (s *simulator) push(r *running) {
 			late = t == step && math.Mod(step, s.cfg.Round) == 0
 		}
 	}
-	heap.Push(&s.events, event{t: t, idx: r.idx, gen: r.gen, late: late})
+	minheap.Push(&s.events, event{t: t, idx: r.idx, gen: r.gen, late: late}, eventFirst)
 }
 
 // boundary handles r's event at t; it reports whether r finished.

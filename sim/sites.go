@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"sort"
@@ -9,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/internal/minheap"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/report"
@@ -105,11 +105,9 @@ type capEvent struct {
 	k    int // diurnal sample index
 }
 
-type capHeap []capEvent
-
-func (h capHeap) Len() int { return len(h) }
-func (h capHeap) Less(a, b int) bool {
-	x, y := h[a], h[b]
+// capFirst is the order of the capacity events (a heap:
+// internal/minheap): by time, then kind, then source.
+func capFirst(x, y capEvent) bool {
 	if x.t != y.t {
 		return x.t < y.t
 	}
@@ -117,14 +115,6 @@ func (h capHeap) Less(a, b int) bool {
 		return x.kind < y.kind
 	}
 	return x.src < y.src
-}
-func (h capHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *capHeap) Push(x any)   { *h = append(*h, x.(capEvent)) }
-func (h *capHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 type faultGen struct {
@@ -139,7 +129,7 @@ type sites struct {
 	c         *cluster.Cluster
 	capDown   []bool // per GPU: taken by capacity (inference, busy edge server)
 	faultDown []bool // per GPU: its node has failed
-	queue     capHeap
+	queue     []capEvent
 	gens      []faultGen
 	siteOf    []int // node -> site index
 	lastSite  []int // job index -> site it last ran in, -1 never
@@ -193,7 +183,7 @@ func newSites(cfg Sites, c *cluster.Cluster, jobs int) (*sites, error) {
 		if i > 0 && ch.T < cfg.Changes[i-1].T {
 			return nil, fmt.Errorf("%s field \"time\": changes must be in time order", where(ch))
 		}
-		heap.Push(&st.queue, capEvent{t: ch.T, kind: evFile, src: i})
+		minheap.Push(&st.queue, capEvent{t: ch.T, kind: evFile, src: i}, capFirst)
 	}
 	seen := map[string]bool{}
 	for i := range st.cfg.Diurnal {
@@ -208,7 +198,7 @@ func newSites(cfg Sites, c *cluster.Cluster, jobs int) (*sites, error) {
 			return nil, fmt.Errorf("sim: diurnal: two waves for site %q", d.Site)
 		}
 		seen[d.Site] = true
-		heap.Push(&st.queue, capEvent{t: 0, kind: evDiurnal, src: i})
+		minheap.Push(&st.queue, capEvent{t: 0, kind: evDiurnal, src: i}, capFirst)
 	}
 	for i := range st.cfg.Faults {
 		f := &st.cfg.Faults[i]
@@ -224,7 +214,7 @@ func newSites(cfg Sites, c *cluster.Cluster, jobs int) (*sites, error) {
 			fail, rep := g.next()
 			g.rep = rep
 			st.gens = append(st.gens, g)
-			heap.Push(&st.queue, capEvent{t: fail, kind: evFail, src: len(st.gens) - 1})
+			minheap.Push(&st.queue, capEvent{t: fail, kind: evFail, src: len(st.gens) - 1}, capFirst)
 		}
 	}
 	return st, nil
@@ -277,7 +267,7 @@ func (s *simulator) capacity(t float64) (bool, error) {
 	}
 	changed := false
 	for st.next() <= t {
-		ev := heap.Pop(&st.queue).(capEvent)
+		ev := minheap.Pop(&st.queue, capFirst)
 		s.nEvents++
 		var err error
 		var did bool
@@ -291,17 +281,17 @@ func (s *simulator) capacity(t float64) (bool, error) {
 			ch.Available = min(ch.Available, len(site.Nodes))
 			ch.Inference = min(ch.Inference, site.GPUs)
 			did, err = s.setSite(ch, t)
-			heap.Push(&st.queue, capEvent{t: float64(ev.k+1) * d.Step, kind: evDiurnal, src: ev.src, k: ev.k + 1})
+			minheap.Push(&st.queue, capEvent{t: float64(ev.k+1) * d.Step, kind: evDiurnal, src: ev.src, k: ev.k + 1}, capFirst)
 		case evFail:
 			g := &st.gens[ev.src]
 			did, err = s.fault(g.node, true, t)
-			heap.Push(&st.queue, capEvent{t: g.rep, kind: evRepair, src: ev.src})
+			minheap.Push(&st.queue, capEvent{t: g.rep, kind: evRepair, src: ev.src}, capFirst)
 		case evRepair:
 			g := &st.gens[ev.src]
 			did, err = s.fault(g.node, false, t)
 			fail, rep := g.next()
 			g.rep = rep
-			heap.Push(&st.queue, capEvent{t: fail, kind: evFail, src: ev.src})
+			minheap.Push(&st.queue, capEvent{t: fail, kind: evFail, src: ev.src}, capFirst)
 		}
 		if err != nil {
 			return false, err

@@ -1,11 +1,11 @@
 package classic
 
 import (
-	"container/heap"
 	"slices"
 	"sort"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/internal/minheap"
 	"github.com/tide-sched/tide/policy/internal/explain"
 )
 
@@ -45,7 +45,7 @@ type tiresiasFast struct {
 	// other than the GPUs they ask for, packed jobs).
 	demand, odd int
 	waiting     []*engine.Status
-	due         crossings
+	due         []crossing
 	later       []crossing // pushed after this round's pops
 	sorted      []tiresiasEntry
 	kept        int // rounds planned from what changed
@@ -106,19 +106,8 @@ type crossing struct {
 	gen int
 }
 
-type crossings []crossing
-
-func (h crossings) Len() int           { return len(h) }
-func (h crossings) Less(a, b int) bool { return h[a].at < h[b].at }
-func (h crossings) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *crossings) Push(x any)        { *h = append(*h, x.(crossing)) }
-func (h *crossings) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	old[len(old)-1] = crossing{}
-	*h = old[:len(old)-1]
-	return c
-}
+// crossingFirst is the order of the crossings' heap: earliest first.
+func crossingFirst(a, b crossing) bool { return a.at < b.at }
 
 // Incremental implements engine.IncrementalPolicy: 2D-LAS without the
 // starvation knob plans from what changed (Gittins indexes and promotions
@@ -211,7 +200,7 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 	}
 	// The running jobs whose service may have crossed a limit.
 	for len(f.due) > 0 && f.due[0].at <= s.Now {
-		c := heap.Pop(&f.due).(crossing)
+		c := minheap.Pop(&f.due, crossingFirst)
 		st := c.st
 		if j := f.job(st); j == nil || j.gen != c.gen || len(st.GPUs) == 0 {
 			continue // stale: it stopped or ended (Changed says when it runs again)
@@ -221,7 +210,7 @@ func (t *Tiresias) scheduleFast(s *engine.Snapshot, memo *map[string]engine.Memo
 		f.push(t, st, q, m[memoBaseServ], s.Now)
 	}
 	for _, c := range f.later {
-		heap.Push(&f.due, c)
+		minheap.Push(&f.due, c, crossingFirst)
 	}
 	if f.odd > 0 {
 		return engine.Plan{}, false
@@ -390,7 +379,7 @@ func (f *tiresiasFast) rebuild(t *Tiresias, s *engine.Snapshot, entries []tiresi
 		}
 	}
 	f.due = append(f.due, f.later...)
-	heap.Init(&f.due)
+	minheap.Init(f.due, crossingFirst)
 	f.build(entries)
 	f.ok, f.from, f.round = true, s.From(), s.Round
 }
