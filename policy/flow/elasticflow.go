@@ -266,6 +266,7 @@ type fjob struct {
 	// 2 x priority for a job tidal held (holdYield).
 	class int
 	ord   int // its place in the round's order (jobs)
+	at    int // its index in the snapshot's Jobs (jobs)
 
 	// Outcome of a pass.
 	share    int     // minimum satisfactory share (0: none meets the deadline)
@@ -320,31 +321,15 @@ func (f *Flow) rate(s *engine.Snapshot, st *engine.Status, t string, g, perNode 
 // jobs are f's kept memory (flowMem.pool), valid until the next round.
 func (f *Flow) jobs(s *engine.Snapshot, c cloud) []*fjob {
 	m := &f.mem
-	out := m.js[:0]
 	for i, st := range s.Jobs {
 		if i == len(m.pool) {
 			m.pool = append(m.pool, new(fjob))
 		}
-		j := m.pool[i]
-		f.fillJob(j, s, c, st)
-		out = append(out, j)
+		f.fillJob(m.pool[i], s, c, st)
 	}
 	// Priority classes first, then earliest deadline, then submission
-	// (stable: the snapshot's order).
-	slices.SortStableFunc(out, func(x, y *fjob) int {
-		if x.st.Job.Priority != y.st.Job.Priority {
-			if x.st.Job.Priority > y.st.Job.Priority {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(x.deadline, y.deadline)
-	})
-	for i, j := range out {
-		j.ord = i
-	}
-	m.js = out
-	return out
+	// (the snapshot's order), from the last round's order (flow_order.go).
+	return m.sortJobs(s.Jobs)
 }
 
 // fjobOf is st as the flow plans it on cloud c: its remaining work and its

@@ -4,6 +4,7 @@ import (
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/kept"
 )
 
 // flowMem is the memory a Flow keeps from round to round, so that a round
@@ -11,15 +12,17 @@ import (
 // point 1: ElasticFlow's full round allocated 777 times at 200 GPUs, most
 // of it one fjob and its levels per active job). Each buffer belongs to one
 // step of a round and is reset where that step begins; nothing in it is
-// read across rounds. The engine keeps none of a plan's slices or maps
+// read across rounds but ord, the last round's order of the jobs, which
+// the next round's order starts from (flow_order.go). The engine keeps none of a plan's slices or maps
 // after the round (engine.Plan), so the plan's Run, Decline, Memo and
 // Reasons are kept here too; tidal adds to them within its round.
 type flowMem struct {
-	pool  []*fjob // the round's jobs, reused: pool[i] is the i-th active job read
-	js    []*fjob // jobs' order
-	base  []*fjob // admission's admitted set
-	trial []*fjob // admission's trial set, never base's memory
-	meets []bool  // admission's outcomes of base
+	pool  []*fjob           // the round's jobs, reused: pool[i] is the i-th active job read
+	js    []*fjob           // jobs' order
+	ord   kept.Order[*fjob] // the last round's order of the jobs (flow_order.go)
+	base  []*fjob           // admission's admitted set
+	trial []*fjob           // admission's trial set, never base's memory
+	meets []bool            // admission's outcomes of base
 	// declined is admission's declined jobs.
 	declined []*fjob
 	prefix   passPrefix // admission's kept pass (Flow.prefix points here)

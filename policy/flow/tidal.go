@@ -17,6 +17,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/harvest"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/kept"
 	"github.com/tide-sched/tide/policy/internal/loan"
 )
 
@@ -239,6 +240,11 @@ type Tidal struct {
 	parkWait    []*engine.Status
 	parkLeft    []*engine.Status
 	parkNodes   []engine.NodeGPUs
+	// The order park offers edge servers in, kept from round to round,
+	// and its scratch (tidal_park_order.go).
+	parkOrder  kept.Order[parkKeyed]
+	parkKeyed  []parkKeyed
+	parkSorted []parkKeyed
 }
 
 // tideBins is how far ahead a path is forecast: two days of 600 s bins.
@@ -918,7 +924,7 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 		}
 	}
 	t.parkWait = wait
-	slices.SortStableFunc(wait, func(a, b *engine.Status) int { return cmp.Compare(a.Job.Deadline, b.Job.Deadline) })
+	t.sortParkWait(wait) // by deadline, ties in left's order (tidal_park_order.go)
 	for _, st := range wait {
 		for _, site := range s.Cluster.Sites() {
 			if site.Kind != cluster.SiteEdge || room[site.Name] <= 0 {

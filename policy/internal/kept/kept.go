@@ -6,6 +6,8 @@
 // move a little, so last round's order of the jobs still there is sorted,
 // or nearly: an insertion pass repairs it in about one comparison a job.
 // The jobs that came since are few; they are sorted apart and merged in.
+// Sort does that on a slice laid out so; Order keeps a round's order of
+// engine jobs and lays the next round's out so, finding the jobs by slot.
 //
 // Every function here takes the order as a comparison c in the manner of
 // slices.SortFunc. Where the caller wants the result of sorting every job
@@ -16,7 +18,12 @@
 // way of reaching it is the full sort's result, job for job.
 package kept
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/policy/internal/present"
+)
 
 // InsertionSorted sorts a, expected nearly sorted, by c with an insertion
 // pass and reports true. The pass is stable: an item moves only past items
@@ -87,4 +94,70 @@ func Sort[T any](a []T, m int, c func(T, T) int, buf []T) []T {
 	copy(a, merged)
 	clear(merged) // let buf hold no item past this call
 	return merged[:0]
+}
+
+// Order is the last round's order of a policy's jobs, kept for the next
+// round's sort to start from (Order.Sort). The zero value is ready: its
+// first sort starts from nothing.
+type Order[T any] struct {
+	prev    []*engine.Status // the last order's jobs, in that order
+	present present.Set      // finds prev's jobs among this round's
+	took    []bool           // scratch: by index in this round's jobs, in the kept part
+	buf     []T              // Sort's scratch
+}
+
+// Sort appends to dst[:0] the items sorted by c and returns it; dst must
+// not overlap items. items[i] is the job jobs[i] (the two of one length;
+// job(items[i]) is jobs[i]), and c must be a total order on them (break ties by the index i: the
+// result is then the one slices.SortStableFunc gives on items): the
+// result is the one slices.SortFunc gives, whatever order the last round
+// left.
+//
+// It starts from the order the last call returned, the jobs of it that
+// are in jobs (found by engine slot, present.Set) first in that order,
+// the others after them in items' order, and repairs that with Sort. So
+// the last round's order is only where the sort starts: a round the
+// policy did not see, or keys that moved, leave it further from sorted,
+// and the insertion pass gives up for a full sort. Where there is no last
+// order (the first call, after Forget) or jobs are not one engine's
+// statuses (two in a slot, a slot < 0: present.Set.Mark), the items are
+// sorted afresh. Either way the order is kept for the next call.
+func (o *Order[T]) Sort(dst, items []T, jobs []*engine.Status, c func(T, T) int, job func(T) *engine.Status) []T {
+	n := len(items)
+	out := dst[:0]
+	if len(o.prev) > 0 && o.present.Mark(jobs) {
+		took := slices.Grow(o.took[:0], n)[:n]
+		clear(took)
+		for _, st := range o.prev {
+			if i, ok := o.present.Index(st); ok && !took[i] {
+				took[i] = true
+				out = append(out, items[i])
+			}
+		}
+		k := len(out)
+		for i, x := range items {
+			if !took[i] {
+				out = append(out, x)
+			}
+		}
+		o.took = took
+		o.buf = Sort(out, k, c, o.buf)
+	} else {
+		out = append(out, items...)
+		slices.SortFunc(out, c)
+	}
+	clear(o.prev) // let the jobs that ended go
+	o.prev = o.prev[:0]
+	for _, x := range out {
+		o.prev = append(o.prev, job(x))
+	}
+	return out
+}
+
+// Forget drops the kept order: the next Sort sorts afresh. (Sort needs
+// no Forget to stay right, see there; it saves the repair's cost where a
+// caller knows the last order is far from this round's.)
+func (o *Order[T]) Forget() {
+	clear(o.prev)
+	o.prev = o.prev[:0]
 }
