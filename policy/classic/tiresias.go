@@ -97,7 +97,7 @@ type tiresiasEntry struct {
 	queue   int
 	entered float64
 	index   float64 // Gittins index, higher first
-	kept    bool    // sortKept found it in the last round's order, with the same place
+	kept    bool    // layKept found it in the last round's order, in the same place
 }
 
 // Memo slots used by Tiresias.
@@ -359,42 +359,12 @@ func (t *Tiresias) sort(entries []tiresiasEntry) []tiresiasEntry {
 //
 // jobs are the snapshot's jobs, in entries' order.
 func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []tiresiasEntry {
-	if len(t.prev) == 0 {
-		return t.sort(entries)
-	}
-	if t.inQueue == nil {
-		t.inQueue = t.compareIn
-	}
-	if !t.present.Mark(jobs) {
-		return t.sort(entries)
-	}
-	nq, counts, queued := t.buckets(entries)
-	next := counts[:nq]
 	// The jobs of the last order, in that order, that are still active and
 	// in the same place (queue and entry time): they were sorted then and
 	// their keys have not changed, so they are sorted now.
-	for _, p := range t.prev {
-		i, ok := t.present.Index(p.st)
-		if !ok {
-			continue // ended
-		}
-		e := &entries[i]
-		if e.queue != p.queue || e.entered != p.entered {
-			continue // moved
-		}
-		e.kept = true
-		queued[next[e.queue]] = *e
-		next[e.queue]++
-	}
-	mid := slices.Grow(t.mids[:0], nq)[:nq]
-	copy(mid, next)
-	for i := range entries {
-		if e := &entries[i]; !e.kept {
-			queued[next[e.queue]] = *e
-			next[e.queue]++
-		} else {
-			e.kept = false
-		}
+	nq, next, mid, queued, ok := t.layKept(entries, jobs, true)
+	if !ok {
+		return t.sort(entries)
 	}
 	from := 0
 	for q := range nq {
@@ -404,8 +374,54 @@ func (t *Tiresias) sortKept(entries []tiresiasEntry, jobs []*engine.Status) []ti
 		}
 		from = next[q]
 	}
-	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid
 	return queued
+}
+
+// layKept lays entries out by queue where sortKept and sortGittins start
+// from the last round's order (t.prev): in each queue, first the jobs of
+// that order still active and in the same queue (and, with entered, that
+// entered it at the same time: 2D-LAS' order inside a queue depends on
+// it), in that order, then the others in entries' order. next[q] is where
+// queue q ends and mid[q] where its others begin, in queued (t.queued's
+// memory). ok is false, and nothing laid out, where there is no last
+// order to start from (the first round, a snapshot whose jobs are not one
+// engine's: present.Set.Mark).
+//
+// jobs are the snapshot's jobs, in entries' order.
+func (t *Tiresias) layKept(entries []tiresiasEntry, jobs []*engine.Status, entered bool) (nq int, next, mid []int, queued []tiresiasEntry, ok bool) {
+	if len(t.prev) == 0 || !t.present.Mark(jobs) {
+		return 0, nil, nil, nil, false
+	}
+	if t.inQueue == nil {
+		t.inQueue = t.compareIn
+	}
+	nq, counts, queued := t.buckets(entries)
+	next = counts[:nq]
+	for _, p := range t.prev {
+		i, ok := t.present.Index(p.st)
+		if !ok {
+			continue // ended
+		}
+		e := &entries[i]
+		if e.queue != p.queue || e.kept || (entered && e.entered != p.entered) {
+			continue // moved
+		}
+		e.kept = true
+		queued[next[e.queue]] = *e
+		next[e.queue]++
+	}
+	mid = slices.Grow(t.mids[:0], nq)[:nq]
+	copy(mid, next)
+	for i := range entries {
+		if e := &entries[i]; !e.kept {
+			queued[next[e.queue]] = *e
+			next[e.queue]++
+		} else {
+			e.kept = false
+		}
+	}
+	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid
+	return nq, next, mid, queued, true
 }
 
 // buckets returns the number of queues, where each queue starts in an

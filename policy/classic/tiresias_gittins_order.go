@@ -49,44 +49,16 @@ func (t *Tiresias) gittinsIndex(st *engine.Status, service, d float64) float64 {
 // sortGittins is sort, built from the last round's order (t.prev): jobs
 // are the snapshot's jobs, in entries' order.
 func (t *Tiresias) sortGittins(entries []tiresiasEntry, jobs []*engine.Status) []tiresiasEntry {
-	if len(t.prev) == 0 || !t.present.Mark(jobs) {
-		return t.sort(entries)
-	}
-	if t.inQueue == nil {
-		t.inQueue = t.compareIn
-	}
-	nq, counts, queued := t.buckets(entries)
-	next := counts[:nq]
 	// The jobs of the last order still active and in the same queue, in
-	// that order, with this round's indexes.
-	for _, p := range t.prev {
-		i, ok := t.present.Index(p.st)
-		if !ok {
-			continue // ended
-		}
-		e := &entries[i]
-		if e.queue != p.queue || e.kept {
-			continue // moved
-		}
-		e.kept = true
-		queued[next[e.queue]] = *e
-		next[e.queue]++
-	}
-	mid := slices.Grow(t.mids[:0], nq)[:nq]
-	copy(mid, next)
-	for i := range entries {
-		if e := &entries[i]; !e.kept {
-			queued[next[e.queue]] = *e
-			next[e.queue]++
-		} else {
-			e.kept = false
-		}
+	// that order, with this round's indexes, then the others.
+	nq, next, mid, queued, ok := t.layKept(entries, jobs, false)
+	if !ok {
+		return t.sort(entries)
 	}
 	from := 0
 	for q := range nq {
 		t.merge = kept.Sort(queued[from:next[q]], mid[q]-from, t.inQueue, t.merge)
 		from = next[q]
 	}
-	t.counts, t.queued, t.entries, t.mids = counts, queued, entries, mid
 	return queued
 }

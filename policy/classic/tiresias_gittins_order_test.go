@@ -17,10 +17,22 @@ import (
 // the last round's must be the one sorting the queues afresh gives
 // (queue, then compareIn), every round, snapshots that are not one
 // engine's among them.
-func TestGittinsKeptOrder(t *testing.T) {
+func TestGittinsKeptOrder(t *testing.T) { testKeptOrder(t, true) }
+
+// TestLASKeptOrder is TestGittinsKeptOrder for 2D-LAS' order (sortKept):
+// no index; a job that changes queue enters it now, and some enter their
+// own queue again (a new entry time in the same queue).
+func TestLASKeptOrder(t *testing.T) { testKeptOrder(t, false) }
+
+// testKeptOrder drives sortGittins (gittins) or sortKept through random
+// rounds, as TestGittinsKeptOrder says.
+func testKeptOrder(t *testing.T, gittins bool) {
 	for seed := range 20 {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x6177))
-		tr := &Tiresias{Limits: []float64{10, 20, 30}, Gittins: NewGittins([]float64{1, 2, 3}, 5)}
+		tr := &Tiresias{Limits: []float64{10, 20, 30}}
+		if gittins {
+			tr.Gittins = NewGittins([]float64{1, 2, 3}, 5)
+		}
 		var active []tiresiasEntry
 		var free []int
 		slots, next := 0, 0
@@ -33,7 +45,11 @@ func TestGittinsKeptOrder(t *testing.T) {
 			}
 			st := &engine.Status{Job: &job.Job{ID: fmt.Sprintf("j%04d", next), Submit: float64(next / 4)}, Slot: slot}
 			next++
-			return tiresiasEntry{st: st, queue: r.IntN(4), entered: float64(r.IntN(5)), index: float64(r.IntN(8)) / 8}
+			e := tiresiasEntry{st: st, queue: r.IntN(4), entered: float64(r.IntN(5))}
+			if gittins {
+				e.index = float64(r.IntN(8)) / 8
+			}
+			return e
 		}
 		for range 40 + r.IntN(40) {
 			active = append(active, newJob())
@@ -56,9 +72,12 @@ func TestGittinsKeptOrder(t *testing.T) {
 				case k == 0:
 					e.queue, e.entered = r.IntN(4), float64(round)
 					moved++
+				case k == 1 && !gittins: // entered its queue again
+					e.entered = float64(round)
+					moved++
 				case k == 1:
 					e.index = float64(r.IntN(8)) / 8
-				case k < 8:
+				case k < 8 && gittins:
 					e.index -= 0.01 * float64(r.IntN(3))
 				}
 			}
@@ -76,7 +95,12 @@ func TestGittinsKeptOrder(t *testing.T) {
 				b.Slot = sa // two jobs in one slot: not one engine's
 				undo = func() { a.Slot, b.Slot = sa, sb }
 			}
-			got := tr.sortGittins(slices.Clone(active), jobs)
+			var got []tiresiasEntry
+			if gittins {
+				got = tr.sortGittins(slices.Clone(active), jobs)
+			} else {
+				got = tr.sortKept(slices.Clone(active), jobs)
+			}
 			tr.prev = append(tr.prev[:0], got...)
 			want := slices.Clone(active)
 			slices.SortFunc(want, func(a, b tiresiasEntry) int {

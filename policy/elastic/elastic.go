@@ -146,6 +146,7 @@ type elasticRound struct {
 	bound    []int           // each snapshot job's type index, or unbound / outside
 	pools    [][]*elasticJob // each type's jobs in the snapshot's order
 	order    []*elasticJob   // the rule's sorted copy of a pool
+	counts   []int           // Optimus' counting sort's counts (optimusByMin)
 	cands    []*elasticJob   // AFS' jobs that may take one more GPU
 	given    []*elasticJob   // elasticPlan's jobs given GPUs
 	run      []engine.Assignment

@@ -1,8 +1,6 @@
 package elastic
 
 import (
-	"slices"
-
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
 )
@@ -82,11 +80,11 @@ func optimusTerms(b []byte, st *engine.Status) []byte {
 	return append(appendMinTerm(b, st), " fewest first, then each free GPU goes where it saves the most remaining time"...)
 }
 
-// optimusAllocate hands out free GPUs of one pool (jobs in arrival order).
+// optimusAllocate hands out free GPUs of one pool (jobs in the snapshot's
+// order: submission, then ID). The minimums go smallest first, ties in the
+// pool's order (optimusByMin).
 func (r *elasticRound) optimusAllocate(jobs []*elasticJob, free int) {
-	order := append(r.order[:0], jobs...)
-	r.order = order
-	slices.SortStableFunc(order, func(a, b *elasticJob) int { return a.min - b.min })
+	order := r.optimusByMin(jobs)
 	for _, e := range order {
 		if e.min <= free {
 			e.n = e.min

@@ -1262,9 +1262,7 @@ func (f *Flow) fit(s *engine.Snapshot, c cloud, free []int, st *engine.Status, g
 		m.nodeGPUs(best, g)
 		return m.nodesFrom(start)
 	}
-	ids := append(m.ids[:0], c.nodes...)
-	m.ids = ids
-	slices.SortStableFunc(ids, func(a, b int) int { return cmp.Compare(free[b], free[a]) })
+	ids := m.byFree(c.nodes, free)
 	left := g
 	for _, id := range ids {
 		if left == 0 || free[id] == 0 {

@@ -73,24 +73,3 @@ func BenchmarkFlowOrder(b *testing.B) {
 		}
 	}
 }
-
-// fullFlowSortInto is fullFlowSort in dst's memory.
-func fullFlowSortInto(dst, js []*fjob) []*fjob {
-	dst = append(dst, js...)
-	slices.SortStableFunc(dst, func(x, y *fjob) int {
-		if x.st.Job.Priority != y.st.Job.Priority {
-			if x.st.Job.Priority > y.st.Job.Priority {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case x.deadline < y.deadline:
-			return -1
-		case x.deadline > y.deadline:
-			return 1
-		}
-		return 0
-	})
-	return dst
-}

@@ -15,9 +15,12 @@ import (
 // fullFlowSort is the order Flow.jobs gave before it kept its order: a
 // stable sort of the snapshot's jobs by priority (highest first), then
 // deadline.
-func fullFlowSort(js []*fjob) []*fjob {
-	out := slices.Clone(js)
-	slices.SortStableFunc(out, func(x, y *fjob) int {
+func fullFlowSort(js []*fjob) []*fjob { return fullFlowSortInto(nil, js) }
+
+// fullFlowSortInto is fullFlowSort appended to dst.
+func fullFlowSortInto(dst, js []*fjob) []*fjob {
+	dst = append(dst, js...)
+	slices.SortStableFunc(dst, func(x, y *fjob) int {
 		if x.st.Job.Priority != y.st.Job.Priority {
 			if x.st.Job.Priority > y.st.Job.Priority {
 				return -1
@@ -26,7 +29,7 @@ func fullFlowSort(js []*fjob) []*fjob {
 		}
 		return cmp.Compare(x.deadline, y.deadline)
 	})
-	return out
+	return dst
 }
 
 // fakeJobs is an engine's active jobs as a kept order sees them, for the

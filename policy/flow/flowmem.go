@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"slices"
+
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/explain"
@@ -40,7 +42,9 @@ type flowMem struct {
 	free  []int
 	order []*fjob
 	ids   []int
-	cur   []engine.NodeGPUs
+	// byFreeAt is byFree's scratch: where each count of free GPUs starts.
+	byFreeAt []int
+	cur      []engine.NodeGPUs
 
 	byStatus map[*engine.Status]*fjob // explain's terms
 	statuses []*engine.Status         // explain's order
@@ -108,4 +112,40 @@ func emptied[K comparable, V any](m *map[K]V) map[K]V {
 	}
 	clear(*m)
 	return *m
+}
+
+// byFree returns nodes ordered by their free GPUs (free[id]), most first,
+// ties in nodes' order: the order a stable sort by free GPUs gives, made
+// by counting (a node's free GPUs are few: at most its GPUs), so that a
+// job placed on several nodes costs a pass over the cloud's nodes rather
+// than a sort of them (at 10,000 GPUs the sort, once per such job, was a
+// tenth of ElasticFlow's, EdgeFlow's and tidal's decision time). The
+// slice is m's (ids), valid until the next call.
+func (m *flowMem) byFree(nodes, free []int) []int {
+	if len(nodes) == 0 {
+		return m.ids[:0]
+	}
+	most, least := free[nodes[0]], free[nodes[0]]
+	for _, id := range nodes {
+		most, least = max(most, free[id]), min(least, free[id])
+	}
+	// at[k] is where the nodes with most-k free GPUs start.
+	at := slices.Grow(m.byFreeAt[:0], most-least+1)[:most-least+1]
+	clear(at)
+	for _, id := range nodes {
+		at[most-free[id]]++
+	}
+	sum := 0
+	for k, n := range at {
+		at[k] = sum
+		sum += n
+	}
+	ids := slices.Grow(m.ids[:0], len(nodes))[:len(nodes)]
+	for _, id := range nodes {
+		k := most - free[id]
+		ids[at[k]] = id
+		at[k]++
+	}
+	m.ids, m.byFreeAt = ids, at
+	return ids
 }
