@@ -267,6 +267,7 @@ type fjob struct {
 	class int
 	ord   int // its place in the round's order (jobs)
 	at    int // its index in the snapshot's Jobs (jobs)
+	prio  int // its Job's Priority (jobs)
 
 	// Outcome of a pass.
 	share    int     // minimum satisfactory share (0: none meets the deadline)

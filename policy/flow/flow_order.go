@@ -34,7 +34,7 @@ import (
 // then earliest deadline (+Inf without one), then their index in the
 // snapshot's Jobs.
 func flowCompare(x, y *fjob) int {
-	if px, py := x.st.Job.Priority, y.st.Job.Priority; px != py {
+	if px, py := x.prio, y.prio; px != py {
 		return cmp.Compare(py, px)
 	}
 	if c := cmp.Compare(x.deadline, y.deadline); c != 0 {
@@ -45,11 +45,12 @@ func flowCompare(x, y *fjob) int {
 
 // sortJobs returns the round's jobs, pool[i] being jobs[i] (the
 // snapshot's), in flowCompare's order, in m.js' memory; it sets each
-// job's at (its index in jobs) and ord (its place in the order).
+// job's at (its index in jobs), prio (its priority, read once: the
+// comparisons read only the fjobs) and ord (its place in the order).
 func (m *flowMem) sortJobs(jobs []*engine.Status) []*fjob {
 	all := m.pool[:len(jobs)]
 	for i, j := range all {
-		j.at = i
+		j.at, j.prio = i, j.st.Job.Priority
 	}
 	out := m.ord.Sort(m.js[:0], all, jobs, flowCompare, fjobStatus)
 	for i, j := range out {

@@ -107,25 +107,32 @@ type Order[T any] struct {
 }
 
 // Sort appends to dst[:0] the items sorted by c and returns it; dst must
-// not overlap items. items[i] is the job jobs[i] (the two of one length;
-// job(items[i]) is jobs[i]), and c must be a total order on them (break ties by the index i: the
-// result is then the one slices.SortStableFunc gives on items): the
-// result is the one slices.SortFunc gives, whatever order the last round
-// left.
+// not overlap items. items[i] is the job jobs[i] (the two of one length,
+// job(items[i]) == jobs[i]), and c must be a total order on the items
+// (break ties by the index i: the result is then the one
+// slices.SortStableFunc gives on items). The result is the one
+// slices.SortFunc gives, whatever order the last round left.
 //
-// It starts from the order the last call returned, the jobs of it that
-// are in jobs (found by engine slot, present.Set) first in that order,
-// the others after them in items' order, and repairs that with Sort. So
-// the last round's order is only where the sort starts: a round the
-// policy did not see, or keys that moved, leave it further from sorted,
-// and the insertion pass gives up for a full sort. Where there is no last
-// order (the first call, after Forget) or jobs are not one engine's
-// statuses (two in a slot, a slot < 0: present.Set.Mark), the items are
-// sorted afresh. Either way the order is kept for the next call.
+// Items already in order are taken as they are (one pass, which stops at
+// the first item out of order). Else it starts from the order the last
+// call returned: the jobs of it that are in jobs (found by engine slot,
+// present.Set) first, in that order, then the others in items' order,
+// repaired by Sort. So the last round's order is only where the sort
+// starts: a round the policy did not see, or keys that moved, leave it
+// further from sorted, and the insertion pass gives up for a full sort.
+// Where there is no last order (the first call, after Forget) or jobs are
+// not one engine's statuses (two in a slot, a slot < 0:
+// present.Set.Mark), the items are sorted afresh. Either way the order is
+// kept for the next call.
 func (o *Order[T]) Sort(dst, items []T, jobs []*engine.Status, c func(T, T) int, job func(T) *engine.Status) []T {
 	n := len(items)
 	out := dst[:0]
-	if len(o.prev) > 0 && o.present.Mark(jobs) {
+	if slices.IsSortedFunc(items, c) {
+		// In order already (the snapshot's order often is: keys that
+		// follow submission): a pass that stops at the first item out of
+		// order costs less than laying out the last order.
+		out = append(out, items...)
+	} else if len(o.prev) > 0 && o.present.Mark(jobs) {
 		took := slices.Grow(o.took[:0], n)[:n]
 		clear(took)
 		for _, st := range o.prev {

@@ -124,18 +124,19 @@ func TestOrderRounds(t *testing.T) {
 				t.Fatalf("seed %d round %d:\n got %v\nwant %v", seed, round, dst, want)
 			}
 			// The same round again, as the engine hands it: the order is
-			// kept, so one insertion pass finds it sorted (n-1
-			// comparisons, where a sort from the snapshot's order makes
-			// more).
+			// kept, so the check for items already in order (which stops
+			// at the first out of order) and one insertion pass find it
+			// sorted, at most 2(n-1) comparisons, where a sort from the
+			// snapshot's order makes more.
 			if byHand || len(snap) < 2 {
 				continue
 			}
 			compared := 0
 			count := func(a, b jobItem) int { compared++; return byKeyIndex(a, b) }
 			dst = o.Sort(dst, items, snap, count, jobOf)
-			if !slices.Equal(dst, want) || compared != len(snap)-1 {
-				t.Fatalf("seed %d round %d, again: %d comparisons for %d jobs (want %d), got %v\nwant %v",
-					seed, round, compared, len(snap), len(snap)-1, dst, want)
+			if !slices.Equal(dst, want) || compared > 2*(len(snap)-1) {
+				t.Fatalf("seed %d round %d, again: %d comparisons for %d jobs (at most %d), got %v\nwant %v",
+					seed, round, compared, len(snap), 2*(len(snap)-1), dst, want)
 			}
 		}
 		if kept < 250 || stirred < 5 {
