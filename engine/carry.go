@@ -26,6 +26,7 @@ func (e *Engine) Carry(id string, prev *Status) error {
 	e.touch(st)
 	st.Attained, st.Executed, st.Waited = prev.Attained, prev.Executed, prev.Waited
 	st.TypeExecuted = prev.typeExecutedNow()
+	st.clearOne() // the map holds prev's every type
 	st.restartSegment()
 	st.FirstStart, st.LastStop = prev.FirstStart, prev.LastStop
 	if prev.LastStart >= 0 {

@@ -49,8 +49,8 @@ type Memo [4]float64
 
 // Status is the engine's record of one job. Engine.Snapshot holds copies;
 // the snapshot a policy gets in a round points at the engine's own records,
-// which it must only read. The GPUs slice is shared and must not be
-// modified by readers.
+// which it must only read. The GPUs slice and Alloc.PerNode are shared and
+// must not be modified by readers.
 type Status struct {
 	Job   *job.Job
 	State job.State
@@ -66,11 +66,15 @@ type Status struct {
 	// TypeExecuted is the seconds held on each GPU type (nil until the job
 	// first runs): heterogeneity-aware policies (Gavel, Gandiva's rotation
 	// across types, Gandiva_fair) read how much of each type a job
-	// received, through TypeSeconds. In a round's snapshot it counts up to
-	// the start of the job's current allocation (the engine adds the
-	// allocation's seconds when it ends, so accounting a running job costs
-	// no map work); in Engine.Snapshot's copies it counts up to the
-	// snapshot. Readers must not modify it.
+	// received, through TypeSeconds. In Engine.Snapshot's copies it holds
+	// every type the job has held, counted up to the snapshot. The
+	// engine's own records (a round's snapshot, Job, Active) are read
+	// through TypeSeconds alone: there the map counts up to the start of
+	// the job's current allocation (the engine adds the allocation's
+	// seconds when it ends, so accounting a running job costs no map
+	// work), and it stays nil while the job has been counted on one type
+	// only (those seconds are kept beside it, segment.go, so the commonest
+	// job makes no map). Readers must not modify it.
 	TypeExecuted map[string]float64
 
 	FirstStart float64 // first start time, -1 if never
@@ -135,6 +139,12 @@ type Status struct {
 	planPos int // 1 + its index in the last checked plan (a lookup hint), 0 if none
 	touched int // the engine's epoch when it last joined Changed (incremental.go)
 	acct    int // the first of the engine's logged round times not yet counted (lazy counters)
+	// oneType and oneSecs are the seconds written down for the only type
+	// the job has been counted on, while oneSet (TypeExecuted is then nil;
+	// segment.go).
+	oneType string
+	oneSecs float64
+	oneSet  bool
 }
 
 // Snapshot is what a policy sees. It is read-only: policies must not modify
@@ -502,12 +512,17 @@ type Placer interface {
 // hold none start. PlaceAdded places add, in order, on the GPUs busy does
 // not mark (busy[g]: GPU g is held; the engine's, read-only), and must give
 // each job the GPUs Place would give it in that round, when every running
-// job is planned unchanged and kept where it is. The engine calls it only
-// when no GPU is down and no jobs share GPUs (in pairs or fractions), so
-// its cost can follow the jobs placed rather than the jobs running.
+// job is planned unchanged and kept where it is. It writes them into
+// placed, by job ID, and leaves out the jobs it cannot place: placed is
+// the caller's map, empty on entry, which the engine reuses round after
+// round (so the commonest changing round makes no map), so the placer must
+// not keep it; the GPU slices it puts there are the caller's to keep (they
+// become the jobs' Status.GPUs). The engine calls it only when no GPU is
+// down and no jobs share GPUs (in pairs or fractions), so its cost can
+// follow the jobs placed rather than the jobs running.
 type Adder interface {
 	Placer
-	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment) map[string][]cluster.GPUID
+	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment, placed map[string][]cluster.GPUID)
 }
 
 // ChangeKind says what an executor must do to a job.
@@ -576,7 +591,8 @@ type Engine struct {
 	co      []*Status // GPU -> second holder when two jobs share it; nil until then
 	rounds  int
 	perNode map[string]int
-	down    []bool // GPU -> not available; replaced, never modified, when it changes
+	oneNode [][]int // k -> []int{k}, shared by the allocations on one node (shape)
+	down    []bool  // GPU -> not available; replaced, never modified, when it changes
 	nDown   int
 	// warnings are every Plan.Warnings so far, with their rounds.
 	warnings []RoundWarning
@@ -644,8 +660,18 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: the cluster has no GPUs")
 	}
 	e := &Engine{cfg: cfg, jobs: map[string]*Status{}, owner: make([]*Status, cfg.Cluster.TotalGPUs()), busy: make([]bool, cfg.Cluster.TotalGPUs()), given: make([]int, cfg.Cluster.TotalGPUs()), perNode: map[string]int{}}
+	most := 0
 	for _, n := range cfg.Cluster.Nodes {
 		e.perNode[n.GPUType] = max(e.perNode[n.GPUType], n.GPUs)
+		most = max(most, n.GPUs)
+	}
+	// oneNode[k] is the shape PerNode of k GPUs on one node, []int{k}, one
+	// for every job of that shape (shape).
+	counts := make([]int, most+1)
+	e.oneNode = make([][]int, most+1)
+	for k := range counts {
+		counts[k] = k
+		e.oneNode[k] = counts[k : k+1 : k+1]
 	}
 	e.gpuTypeIndex()
 	e.setPolicyMode(cfg.Policy)
@@ -871,6 +897,7 @@ func (e *Engine) Snapshot() *Snapshot {
 		copies[i].reason, copies[i].said, copies[i].expl = st.Reason(), st.WaitReason(), nil
 		copies[i].TypeExecuted = st.typeExecutedNow() // the engine updates its own in place
 		copies[i].typeLive, copies[i].typeRan = false, false
+		copies[i].clearOne() // in the map now
 		jobs[i] = &copies[i]
 	}
 	return s
@@ -987,12 +1014,18 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 			}
 		}
 		sc.adds = run
-		placed = adder.PlaceAdded(e.cfg.Cluster, e.busy, run)
-		if err := e.checkPlacement(Plan{Run: run}, placed, true); err != nil {
+		placed = e.placeAdded(adder, run)
+		err := e.checkPlacement(Plan{Run: run}, placed, true)
+		var changes []Change
+		if err == nil {
+			changes = e.apply(plan, planned, placed, nil, now)
+		}
+		e.placedDone(run)
+		clear(run) // the assignments' strings belong to the plan
+		if err != nil {
 			return nil, fmt.Errorf("placer %s at t=%.0f: %w", e.cfg.Placer.Name(), now, err)
 		}
-		clear(run) // the assignments' strings belong to the plan
-		return e.apply(plan, planned, placed, nil, now), nil
+		return changes, nil
 	}
 	active := e.list()
 	if sc.held == nil {
@@ -1138,6 +1171,41 @@ func (e *Engine) DrainWarnings() []RoundWarning {
 // most MaxWarnings between drains.
 func (e *Engine) WarningsDropped() int { return e.dropped }
 
+// placeAdded has adder place run into the round's reused map (Adder), which
+// placedDone empties once the round is done with it.
+func (e *Engine) placeAdded(adder Adder, run []Assignment) map[string][]cluster.GPUID {
+	sc := &e.scratch
+	if sc.added == nil {
+		sc.added = make(map[string][]cluster.GPUID)
+	}
+	adder.PlaceAdded(e.cfg.Cluster, e.busy, run, sc.added)
+	return sc.added
+}
+
+// keptAdded is the most jobs a round may place for the map placeAdded
+// filled to be kept for the next round.
+const keptAdded = 64
+
+// placedDone empties the map placeAdded filled for run. A map grown for a
+// round that placed many jobs (the first round may start thousands) is
+// dropped instead: clearing or ranging over a map costs its capacity, not
+// its entries, and checkPlacement ranges over it every round. A kept map
+// loses run's jobs by deletion, and is cleared only when a placer put
+// other keys there (checkPlacement fails that round).
+func (e *Engine) placedDone(run []Assignment) {
+	m := e.scratch.added
+	if len(run) > keptAdded || len(m) > keptAdded {
+		e.scratch.added = nil
+		return
+	}
+	for _, a := range run {
+		delete(m, a.Job)
+	}
+	if len(m) > 0 {
+		clear(m)
+	}
+}
+
 func sameGPUs(a, b []cluster.GPUID) bool {
 	if len(a) != len(b) {
 		return false
@@ -1151,9 +1219,25 @@ func sameGPUs(a, b []cluster.GPUID) bool {
 }
 
 // shape turns a GPU list into the allocation shape the model needs: GPUs
-// per node in the order nodes first appear.
+// per node in the order nodes first appear. An allocation on one node
+// gets its PerNode from oneNode, shared with every other one of its size
+// (Alloc.PerNode is read, never modified: perf.Model keeps none and the
+// statuses' readers must not modify them), so most starts make no slice.
 func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
 	c := e.cfg.Cluster
+	if k := len(gpus); k > 0 && k < len(e.oneNode) {
+		n := c.NodeOf(gpus[0])
+		one := true
+		for _, g := range gpus[1:] {
+			if c.NodeOf(g).ID != n.ID {
+				one = false
+				break
+			}
+		}
+		if one {
+			return perf.Alloc{GPUType: n.GPUType, PerNode: e.oneNode[k]}
+		}
+	}
 	a := perf.Alloc{}
 	last := -1
 	for _, g := range gpus {

@@ -350,7 +350,8 @@ func (e *Engine) scheduleKeep(plan Plan, snap *Snapshot) ([]Change, error) {
 	if len(plan.Run) == 0 {
 		return declined, nil
 	}
-	placed := e.cfg.Placer.(Adder).PlaceAdded(e.cfg.Cluster, e.busy, plan.Run)
+	placed := e.placeAdded(e.cfg.Placer.(Adder), plan.Run)
+	defer e.placedDone(plan.Run)
 	if err := e.checkPlacement(Plan{Run: plan.Run}, placed, true); err != nil {
 		return nil, fmt.Errorf("placer %s: %w", e.cfg.Placer.Name(), err)
 	}

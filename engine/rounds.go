@@ -23,7 +23,8 @@ type scratch struct {
 	last    []*Status // the last plan checked, by assignment (lookup hints)
 	perType []int     // GPUs a plan asks per cluster type index
 	held    map[string][]cluster.GPUID
-	adds    []Assignment // the assignments a round only adds (Adder)
+	adds    []Assignment               // the assignments a round only adds (Adder)
+	added   map[string][]cluster.GPUID // their GPUs, by job (placeAdded)
 	// reasoned are the jobs the last round's plan gave a non-zero entry
 	// in Plan.Reasons (reasons.go).
 	reasoned []*Status

@@ -282,12 +282,22 @@ func (f *freeMap) available(t string) (string, int) {
 // take removes k free GPUs from node n (lowest ids first) and returns a
 // copy of them (the free lists are scratch).
 func (f *freeMap) take(n, k int) []cluster.GPUID {
-	g := append([]cluster.GPUID(nil), f.free[n][:k]...)
-	for _, id := range g {
+	var dst []cluster.GPUID // nil for k = 0
+	if k > 0 {
+		dst = make([]cluster.GPUID, 0, k)
+	}
+	return f.takeTo(dst, n, k)
+}
+
+// takeTo is take appending the GPUs to dst: a job's GPUs from several
+// nodes go into one slice made for them all, not one per node.
+func (f *freeMap) takeTo(dst []cluster.GPUID, n, k int) []cluster.GPUID {
+	for _, id := range f.free[n][:k] {
 		f.seen[id] = true
 	}
+	dst = append(dst, f.free[n][:k]...)
 	f.setFree(n, f.free[n][k:])
-	return g
+	return dst
 }
 
 // MostFree is the Pollux artifact's placer: a job takes GPUs from the node
@@ -304,8 +314,8 @@ func (MostFree) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run [
 }
 
 // PlaceAdded implements engine.Adder.
-func (MostFree) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment) map[string][]cluster.GPUID {
-	return addEach(c, busy, add, (*freeMap).mostFree)
+func (MostFree) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment, placed map[string][]cluster.GPUID) {
+	addEach(c, busy, add, placed, (*freeMap).mostFree)
 }
 
 // mostFree takes k GPUs of type t from the nodes with the most free GPUs.
@@ -323,7 +333,10 @@ func (f *freeMap) mostFree(t string, k int) []cluster.GPUID {
 		if best < 0 {
 			break
 		}
-		gpus = append(gpus, f.take(best, min(len(f.free[best]), k-len(gpus)))...)
+		if gpus == nil {
+			gpus = make([]cluster.GPUID, 0, k) // nil when nothing is free
+		}
+		gpus = f.takeTo(gpus, best, min(len(f.free[best]), k-len(gpus)))
 	}
 	return gpus
 }
@@ -349,8 +362,8 @@ func (Pack) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []eng
 }
 
 // PlaceAdded implements engine.Adder.
-func (Pack) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment) map[string][]cluster.GPUID {
-	return addEach(c, busy, add, (*freeMap).pack)
+func (Pack) PlaceAdded(c *cluster.Cluster, busy []bool, add []engine.Assignment, placed map[string][]cluster.GPUID) {
+	addEach(c, busy, add, placed, (*freeMap).pack)
 }
 
 // listedBefore reports whether node is among ns: a plan listing a node
@@ -375,9 +388,13 @@ func (f *freeMap) exact(a engine.Assignment) []cluster.GPUID {
 			return nil
 		}
 	}
-	var gs []cluster.GPUID
+	k := 0
 	for _, n := range a.Nodes {
-		gs = append(gs, f.take(n.Node, n.GPUs)...)
+		k += n.GPUs
+	}
+	gs := make([]cluster.GPUID, 0, k)
+	for _, n := range a.Nodes {
+		gs = f.takeTo(gs, n.Node, n.GPUs)
 	}
 	return gs
 }
@@ -400,19 +417,18 @@ func placeEach(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine
 }
 
 // addEach is placeEach for engine.Adder: every GPU busy marks is kept by
-// its holder and each job of add is placed, in order, around them.
-func addEach(c *cluster.Cluster, busy []bool, add []engine.Assignment,
-	pick func(f *freeMap, t string, k int) []cluster.GPUID) map[string][]cluster.GPUID {
+// its holder and each job of add is placed, in order, around them, into
+// out (the caller's map, reused across rounds: no map is made per call).
+func addEach(c *cluster.Cluster, busy []bool, add []engine.Assignment, out map[string][]cluster.GPUID,
+	pick func(f *freeMap, t string, k int) []cluster.GPUID) {
 	f := newFreeMap(c)
 	defer f.done()
 	f.refresh(busy)
-	out := make(map[string][]cluster.GPUID, len(add))
 	for _, a := range add {
 		if gs := f.place(a, pick); gs != nil {
 			out[a.Job] = gs
 		}
 	}
-	return out
 }
 
 // place gives a the GPUs pick chooses (or a.Nodes names), nil when they
@@ -473,9 +489,12 @@ func (f *freeMap) pack(t string, k int) []cluster.GPUID {
 		}
 	}
 	f.ids = ids
-	var gpus []cluster.GPUID
+	if len(ids) == 0 {
+		return nil
+	}
+	gpus := make([]cluster.GPUID, 0, k)
 	for _, id := range ids {
-		gpus = append(gpus, f.take(id, min(len(f.free[id]), k-len(gpus)))...)
+		gpus = f.takeTo(gpus, id, min(len(f.free[id]), k-len(gpus)))
 	}
 	return gpus
 }

@@ -422,7 +422,7 @@ func checkAdded(c *cluster.Cluster, ad engine.Adder, held map[string][]cluster.G
 		return 0, nil // a job that held GPUs left the plan: its GPUs are freed
 	}
 	busyCopy := slices.Clone(busy)
-	out := ad.PlaceAdded(c, busy, add)
+	out := placeAdded(ad, c, busy, add)
 	if !slices.Equal(busy, busyCopy) {
 		return 1, fmt.Errorf("PlaceAdded changed busy")
 	}
@@ -540,4 +540,11 @@ type freshPlacer struct{}
 func (freshPlacer) Name() string { return "fresh" }
 func (freshPlacer) Place(c *cluster.Cluster, _ map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
 	return place.Pack{}.Place(c, nil, run)
+}
+
+// placeAdded is ad's placement of add around busy, in a map of its own.
+func placeAdded(ad engine.Adder, c *cluster.Cluster, busy []bool, add []engine.Assignment) map[string][]cluster.GPUID {
+	out := map[string][]cluster.GPUID{}
+	ad.PlaceAdded(c, busy, add, out)
+	return out
 }
