@@ -1228,24 +1228,25 @@ func sameGPUs(a, b []cluster.GPUID) bool {
 // per node in the order nodes first appear. An allocation on one node
 // gets its PerNode from oneNode, shared with every other one of its size
 // (Alloc.PerNode is read, never modified: perf.Model keeps none and the
-// statuses' readers must not modify them), so most starts make no slice.
+// statuses' readers must not modify them), so most starts make no slice;
+// one across nodes makes one, of the length its nodes are counted to.
 func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
+	if len(gpus) == 0 {
+		return perf.Alloc{}
+	}
 	c := e.cfg.Cluster
-	if k := len(gpus); k > 0 && k < len(e.oneNode) {
-		n := c.NodeOf(gpus[0])
-		one := true
-		for _, g := range gpus[1:] {
-			if c.NodeOf(g).ID != n.ID {
-				one = false
-				break
-			}
-		}
-		if one {
-			return perf.Alloc{GPUType: n.GPUType, PerNode: e.oneNode[k]}
+	runs, last := 0, -1 // runs: the entries of PerNode
+	for _, g := range gpus {
+		if n := c.NodeOf(g).ID; n != last {
+			runs++
+			last = n
 		}
 	}
-	a := perf.Alloc{}
-	last := -1
+	if k := len(gpus); runs == 1 && k < len(e.oneNode) {
+		return perf.Alloc{GPUType: c.NodeOf(gpus[0]).GPUType, PerNode: e.oneNode[k]}
+	}
+	a := perf.Alloc{PerNode: make([]int, 0, runs)}
+	last = -1
 	for _, g := range gpus {
 		n := c.NodeOf(g)
 		if a.GPUType == "" {
