@@ -931,11 +931,15 @@ func (e *Engine) snapshot(s *Snapshot, ptrs []*Status, shared bool) []*Status {
 
 // Schedule runs one round and returns the changes for the executor, in a
 // deterministic order: preemptions first (they free GPUs), then resizes and
-// starts in plan order.
+// starts in plan order. The slice is the engine's, reused by its next
+// Schedule (a round that changes jobs then makes none): read it before
+// then, and copy what is kept longer.
 func (e *Engine) Schedule() ([]Change, error) {
 	// 1-2. Account and snapshot, into memory reused every round (policies
 	// must not keep a snapshot).
 	sc := &e.scratch
+	clear(sc.changes) // last round's, handed out until now
+	sc.changes = sc.changes[:0]
 	snap := &sc.snap
 	sc.ptrs = e.snapshot(snap, sc.ptrs, e.incrPolicy)
 	e.handChanged(snap)
@@ -969,6 +973,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 			return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, err)
 		}
 		e.incr = true
+		sc.keepChanges(changes)
 		return changes, nil
 	}
 	if len(plan.Stop) > 0 {
@@ -976,6 +981,7 @@ func (e *Engine) Schedule() ([]Change, error) {
 	}
 	changes, err := e.scheduleAll(plan, now)
 	e.incr = err == nil
+	sc.keepChanges(changes)
 	return changes, err
 }
 
@@ -1018,7 +1024,7 @@ func (e *Engine) scheduleAll(plan Plan, now float64) ([]Change, error) {
 		err := e.checkPlacement(Plan{Run: run}, placed, true)
 		var changes []Change
 		if err == nil {
-			changes = e.apply(plan, planned, placed, nil, now)
+			changes = e.apply(plan, planned, placed, sc.changes[:0], now)
 		}
 		e.placedDone(run)
 		clear(run) // the assignments' strings belong to the plan
@@ -1222,24 +1228,25 @@ func sameGPUs(a, b []cluster.GPUID) bool {
 // per node in the order nodes first appear. An allocation on one node
 // gets its PerNode from oneNode, shared with every other one of its size
 // (Alloc.PerNode is read, never modified: perf.Model keeps none and the
-// statuses' readers must not modify them), so most starts make no slice.
+// statuses' readers must not modify them), so most starts make no slice;
+// one across nodes makes one, of the length its nodes are counted to.
 func (e *Engine) shape(gpus []cluster.GPUID) perf.Alloc {
+	if len(gpus) == 0 {
+		return perf.Alloc{}
+	}
 	c := e.cfg.Cluster
-	if k := len(gpus); k > 0 && k < len(e.oneNode) {
-		n := c.NodeOf(gpus[0])
-		one := true
-		for _, g := range gpus[1:] {
-			if c.NodeOf(g).ID != n.ID {
-				one = false
-				break
-			}
-		}
-		if one {
-			return perf.Alloc{GPUType: n.GPUType, PerNode: e.oneNode[k]}
+	runs, last := 0, -1 // runs: the entries of PerNode
+	for _, g := range gpus {
+		if n := c.NodeOf(g).ID; n != last {
+			runs++
+			last = n
 		}
 	}
-	a := perf.Alloc{}
-	last := -1
+	if k := len(gpus); runs == 1 && k < len(e.oneNode) {
+		return perf.Alloc{GPUType: c.NodeOf(gpus[0]).GPUType, PerNode: e.oneNode[k]}
+	}
+	a := perf.Alloc{PerNode: make([]int, 0, runs)}
+	last = -1
 	for _, g := range gpus {
 		n := c.NodeOf(g)
 		if a.GPUType == "" {

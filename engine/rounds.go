@@ -39,6 +39,17 @@ type scratch struct {
 	// index (incremental.go).
 	stops []*Status
 	freed []int
+	// changes is the memory of the changes Schedule returns: the last
+	// round's, cleared when the next one starts (Schedule).
+	changes []Change
+}
+
+// keepChanges keeps changes, a round's result built on sc.changes (grown
+// as needed), for the next round to reuse.
+func (sc *scratch) keepChanges(changes []Change) {
+	if cap(changes) >= cap(sc.changes) {
+		sc.changes = changes
+	}
 }
 
 // perTypeCounts returns a zeroed count per GPU type of c.

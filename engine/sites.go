@@ -133,10 +133,10 @@ func (e *Engine) checkSites(a Assignment, gpus []cluster.GPUID) error {
 // decline applies plan.Decline: each named job must be waiting and never
 // started; it becomes declined and leaves the active set.
 func (e *Engine) decline(p Plan, now float64) ([]Change, error) {
+	out := e.scratch.changes[:0] // the round's changes start here (Schedule)
 	if len(p.Decline) == 0 {
-		return nil, nil
+		return out, nil
 	}
-	var out []Change
 	for _, id := range p.Decline {
 		st := e.jobs[id]
 		if st == nil || st.State.Terminal() {
