@@ -12,6 +12,7 @@ import (
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/alloc"
 	"github.com/tide-sched/tide/policy/internal/explain"
+	"github.com/tide-sched/tide/policy/internal/kept"
 )
 
 // alloxPolicies registers the policies this file defines; Policies calls it.
@@ -71,8 +72,14 @@ type AlloX struct {
 	tenants tenantGroups[alloxTenant]
 	ranked  []*tenantGroup[alloxTenant]
 	waiting []*engine.Status
-	run     []engine.Assignment
-	first   int
+	// byAge is each part's (the least served tenants, the rest) waiting
+	// jobs by submission when more than Window wait, from the last such
+	// round's order (kept.Order: a job's key never changes, so the order
+	// is repaired, not sorted afresh); early is the memory it fills.
+	byAge [2]kept.Order[*engine.Status]
+	early []*engine.Status
+	run   []engine.Assignment
+	first int
 	// waits works the waiting jobs' reasons out when read (waits.go);
 	// figs is x.figs, made once.
 	waits waitReasons
@@ -148,15 +155,10 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		x.waiting = waiting
 		if x.Window > 0 && len(waiting) > x.Window {
-			// The earliest submitted (alloc.SortJobs' order, in place).
-			slices.SortFunc(waiting, func(a, b *engine.Status) int {
-				ja, jb := a.Job, b.Job
-				if ja.Submit != jb.Submit {
-					return cmp.Compare(ja.Submit, jb.Submit)
-				}
-				return strings.Compare(ja.ID, jb.ID)
-			})
-			waiting = waiting[:x.Window]
+			// The earliest submitted (alloc.SortJobs' order, a total one:
+			// IDs are unique).
+			x.early = x.byAge[pi].Sort(x.early, waiting, waiting, bySubmission, func(st *engine.Status) *engine.Status { return st })
+			waiting = x.early[:x.Window]
 		}
 		slot := x.cached(s, waiting)
 		// Per type, the largest position first; ties by shorter time.
@@ -193,8 +195,18 @@ func (x *AlloX) Schedule(s *engine.Snapshot) engine.Plan {
 	x.run = plan.Run
 	empty(x.slot)    // the statuses are the engine's
 	clear(x.waiting) // as are these
+	clear(x.early)
 	clear(x.ranked)
 	return plan
+}
+
+// bySubmission is alloc.SortJobs' order: submission time, then ID.
+func bySubmission(a, b *engine.Status) int {
+	ja, jb := a.Job, b.Job
+	if ja.Submit != jb.Submit {
+		return cmp.Compare(ja.Submit, jb.Submit)
+	}
+	return strings.Compare(ja.ID, jb.ID)
 }
 
 // appendTerms appends a waiting job's standing to b: "tenant "a" attained
