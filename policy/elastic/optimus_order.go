@@ -3,6 +3,8 @@ package elastic
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tide-sched/tide/policy/internal/kept"
 )
 
 // Optimus' order of the minimums (issue 19: a policy that sorts every
@@ -54,21 +56,6 @@ func (r *elasticRound) optimusByMin(jobs []*elasticJob) []*elasticJob {
 		slices.SortStableFunc(order, func(a, b *elasticJob) int { return cmp.Compare(a.min, b.min) })
 		return order
 	}
-	// counts[k+1] counts the jobs of minimum lo+k; summed, counts[k] is
-	// where the first of them goes, and each job placed moves it on.
-	counts := resize(r.counts, span+2)
-	r.counts = counts
-	clear(counts)
-	for _, e := range jobs {
-		counts[e.min-lo+1]++
-	}
-	for k := 1; k < len(counts); k++ {
-		counts[k] += counts[k-1]
-	}
-	for _, e := range jobs {
-		k := e.min - lo
-		order[counts[k]] = e
-		counts[k]++
-	}
-	return order
+	r.order, r.counts = kept.ByCount(order, jobs, func(e *elasticJob) int { return e.min }, lo, hi, r.counts)
+	return r.order
 }

@@ -1,8 +1,6 @@
 package flow
 
 import (
-	"slices"
-
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/explain"
@@ -129,23 +127,7 @@ func (m *flowMem) byFree(nodes, free []int) []int {
 	for _, id := range nodes {
 		most, least = max(most, free[id]), min(least, free[id])
 	}
-	// at[k] is where the nodes with most-k free GPUs start.
-	at := slices.Grow(m.byFreeAt[:0], most-least+1)[:most-least+1]
-	clear(at)
-	for _, id := range nodes {
-		at[most-free[id]]++
-	}
-	sum := 0
-	for k, n := range at {
-		at[k] = sum
-		sum += n
-	}
-	ids := slices.Grow(m.ids[:0], len(nodes))[:len(nodes)]
-	for _, id := range nodes {
-		k := most - free[id]
-		ids[at[k]] = id
-		at[k]++
-	}
-	m.ids, m.byFreeAt = ids, at
-	return ids
+	// Most free first: the key is how many fewer than the most a node has.
+	m.ids, m.byFreeAt = kept.ByCount(m.ids, nodes, func(id int) int { return most - free[id] }, 0, most-least, m.byFreeAt)
+	return m.ids
 }
