@@ -9,8 +9,12 @@
 // Sort does that on a slice laid out so; Order keeps a round's order of
 // engine jobs and lays the next round's out so, finding the jobs by slot.
 //
-// Every function here takes the order as a comparison c in the manner of
-// slices.SortFunc. Where the caller wants the result of sorting every job
+// Where a round rebuilds its jobs anyway and the key is a small integer
+// (a job's minimum GPUs, a node's free GPUs), ByCount orders them by
+// counting, which costs less than keeping an order (count.go).
+//
+// Every function here but ByCount takes the order as a comparison c in
+// the manner of slices.SortFunc. Where the caller wants the result of sorting every job
 // afresh, c must be a total order on the items (no two distinct items
 // compare equal: break ties by ID, or by the item's index in this round's
 // input, which is what makes the result the one slices.SortStableFunc
