@@ -55,6 +55,14 @@ func (sc *Scenario) future(p *point) (map[string]forecast.Series, error) {
 
 // capacities is Capacities at point p, until end seconds.
 func (sc *Scenario) capacities(p *point, end float64) ([]SiteSeries, error) {
+	return sc.capacitiesBy(p, end, func(taken, failed float64) float64 { return taken + failed })
+}
+
+// capacitiesBy is capacities with down(taken, failed) the GPUs a site has
+// down when capacity takes taken and failures failed: their sum counts a
+// failed server that capacity also takes twice; the larger of the two
+// never counts more than the simulator has down (bound's pools).
+func (sc *Scenario) capacitiesBy(p *point, end float64, down func(taken, failed float64) float64) ([]SiteSeries, error) {
 	var out []SiteSeries
 	for _, site := range p.c.Sites() {
 		gpus := float64(site.GPUs)
@@ -121,7 +129,7 @@ func (sc *Scenario) capacities(p *point, end float64) ([]SiteSeries, error) {
 				taken = e.taken
 			}
 			failed += e.fault
-			v := max(gpus-taken-failed, 0)
+			v := max(gpus-down(taken, failed), 0)
 			if last := &s[len(s)-1]; last.T == e.t {
 				last.V = v
 			} else {

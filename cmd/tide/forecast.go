@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -93,4 +94,59 @@ func runForecast(path string, asJSON bool, stdout io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// runBound is `tide sim --scenario FILE --bound`: at each sweep point (or
+// those of --points), the most deadlines any schedule could meet.
+func runBound(path string, points []float64, asJSON bool, stdout io.Writer) error {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return err
+	}
+	if points != nil {
+		if err := sc.SetSweepValues(points); err != nil {
+			return usageError{fmt.Errorf("--points: %w", err)}
+		}
+	}
+	res, err := sc.Bounds()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := struct {
+			Scenario string                `json:"scenario"`
+			Points   []scenario.PointBound `json:"points"`
+		}{Scenario: sc.Name, Points: res}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	fmt.Fprintf(stdout, "scenario %s: the most deadlines any schedule could meet (fluid upper bound; no policy can meet more)\n\n", sc.Name)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	param := "point"
+	if len(res) > 0 && res[0].Param != "" {
+		param = res[0].Param
+	}
+	fmt.Fprintf(tw, "%s\tjobs with deadlines\tat most met\t(%%)\tno pool could end alone\twindows\n", param)
+	for _, r := range res {
+		v := "-"
+		if r.Param != "" {
+			v = strconv.FormatFloat(r.Value, 'g', -1, 64)
+		}
+		pct := 0.0
+		if r.Jobs > 0 {
+			pct = 100 * float64(r.Bound) / float64(r.Jobs)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%d\n", v, r.Jobs, r.Bound, pct, r.Alone, r.Windows)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range res {
+		if !r.Exact {
+			fmt.Fprintln(stdout, "\nsome jobs' rates change with their progress: those count only their least GPU-seconds and time (a looser bound)")
+			break
+		}
+	}
+	return nil
 }

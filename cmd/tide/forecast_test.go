@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tide-sched/tide/solver"
 )
 
 // TestSimScenarioPolicyOverride: --policy replaces the file's policies; a
@@ -61,5 +63,65 @@ func TestSimScenarioForecast(t *testing.T) {
 	}
 	if len(o.Rows) != 4 || o.Rows[0].Site != "edge" || o.Rows[0].N == 0 {
 		t.Fatalf("want 4 horizons of site edge, got %s", out)
+	}
+}
+
+// TestSimScenarioBound: --bound prints, per sweep point, the most deadlines
+// any schedule could meet; no policy run on the same file meets more.
+func TestSimScenarioBound(t *testing.T) {
+	if err := solver.Available(); err != nil {
+		t.Skipf("GLPK not available (scripts/test installs it): %v", err)
+	}
+	path := writeScenario(t, "sweep: {param: edge_servers, values: [0, 2]}\n")
+	code, out, errs := tide(t, "sim", "--scenario", path, "--bound", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var b struct {
+		Points []struct {
+			Value float64 `json:"value"`
+			Jobs  int     `json:"jobs"`
+			Bound int     `json:"bound"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	code, out, errs = tide(t, "sim", "--scenario", path, "--policy", "edgeflow,elasticflow,edf", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Points []struct {
+			Policies []struct {
+				Name string   `json:"name"`
+				N    int      `json:"jobs_with_deadline"`
+				Met  *float64 `json:"deadline_met_frac"`
+			} `json:"policies"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(b.Points) != 2 || len(r.Points) != 2 {
+		t.Fatalf("want two points each: %+v, %+v", b, r)
+	}
+	for i, p := range r.Points {
+		if b.Points[i].Jobs != 10 {
+			t.Errorf("point %v: %d jobs with deadlines, want 10", b.Points[i].Value, b.Points[i].Jobs)
+		}
+		for _, s := range p.Policies {
+			if met := int(*s.Met*float64(s.N) + 0.5); met > b.Points[i].Bound {
+				t.Errorf("point %v: %s met %d, above the bound %d", b.Points[i].Value, s.Name, met, b.Points[i].Bound)
+			}
+		}
+	}
+	code, out, _ = tide(t, "sim", "--scenario", path, "--bound", "--points", "2")
+	if code != 0 || !strings.Contains(out, "at most met") || !strings.Contains(out, "edge_servers") {
+		t.Errorf("table: exit %d, %q", code, out)
+	}
+	code, _, errs = tide(t, "sim", "--bound")
+	if code != 2 || !strings.Contains(errs, "--scenario") {
+		t.Errorf("--bound without --scenario: exit %d, %q: want a usage error naming --scenario", code, errs)
 	}
 }

@@ -30,6 +30,7 @@ Examples:
   tide sim --scenario scenarios/edgeflow-diurnal.yaml --policy edgeflow,tidal   # its policies replaced
   tide sim --scenario scenarios/edgeflow-faults.yaml --points 86400   # one point of its sweep (MTBF 1 day)
   tide sim --scenario scenarios/harvest-deepboot.yaml --forecast   # score the capacity forecaster (docs/tidal.md)
+  tide sim --scenario scenarios/edgeflow-faults.yaml --bound   # the most deadlines any schedule could meet, per point
 
 Flags:
 `
@@ -48,6 +49,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 	scenarioFile := fs.String("scenario", "", "run the experiment in a scenario `FILE` (YAML: cluster with sites, availability, trace, model, policies, sweep; see docs/deadlines.md); other input flags are ignored, except --policy, which replaces the file's policies")
 	points := fs.String("points", "", "with --scenario: run only these `VALUES` (comma-separated) of the file's sweep parameter instead of its list, e.g. --points 86400 for one MTBF point of a faults sweep")
 	forecastOnly := fs.Bool("forecast", false, "with --scenario: instead of running, score tide's capacity forecaster (pinball loss) against 'same as now' and 'same as a day ago' on each site whose capacity varies (docs/tidal.md)")
+	boundOnly := fs.Bool("bound", false, "with --scenario: instead of running, compute at each sweep point the most deadlines any schedule could meet on its jobs, model and realised capacity (a fluid upper bound solved with GLPK: no policy can meet more; docs/tidal.md)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, simHelp)
 		fs.PrintDefaults()
@@ -79,10 +81,16 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 			}
 			return runForecast(*scenarioFile, *asJSON, stdout)
 		}
+		if *boundOnly {
+			return runBound(*scenarioFile, pts, *asJSON, stdout)
+		}
 		return runScenario(*scenarioFile, policies, pts, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
 	}
 	if *points != "" {
 		return usageError{fmt.Errorf("--points picks sweep values of a --scenario file; no --scenario given")}
+	}
+	if *boundOnly || *forecastOnly {
+		return usageError{fmt.Errorf("--bound and --forecast read a --scenario file (its sites and capacity); no --scenario given")}
 	}
 	win, err := parseWindow(*window)
 	if err != nil {

@@ -1,0 +1,136 @@
+package bound
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/tide-sched/tide/forecast"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/solver"
+)
+
+// sqrtModel runs a job of Work w at sqrt(g) units per second on g GPUs: on
+// 1, 2, 3 and 4 GPUs it takes w, w/1.414, w/1.732 and w/2 seconds, and
+// spends w, 1.414w, 1.732w and 2w GPU-seconds.
+type sqrtModel struct{}
+
+func (sqrtModel) Name() string              { return "sqrt" }
+func (sqrtModel) Check(*job.Job) error      { return nil }
+func (sqrtModel) Work(j *job.Job) float64   { return j.Work }
+func (sqrtModel) Costs(*job.Job) perf.Costs { return perf.Costs{} }
+func (sqrtModel) Rate(_ *job.Job, a perf.Alloc, _ float64) (float64, float64) {
+	return math.Sqrt(float64(a.GPUs())), math.Inf(1)
+}
+
+// halfway runs at 1 unit per second per GPU up to half its work and at a
+// tenth of that after, whatever the count: its rate moves with progress.
+type halfway struct{ sqrtModel }
+
+func (halfway) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64) {
+	if p < j.Work/2 {
+		return float64(a.GPUs()), j.Work / 2
+	}
+	return float64(a.GPUs()) / 10, math.Inf(1)
+}
+
+func jobs(n int, work, submit, deadline float64) []*job.Job {
+	var out []*job.Job
+	for i := 0; i < n; i++ {
+		out = append(out, &job.Job{ID: string(rune('a' + i)), Submit: submit, Deadline: deadline, Work: work, GPUs: 1, MinGPUs: 1, MaxGPUs: 64})
+	}
+	return out
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if err := solver.Available(); err != nil {
+		if errors.Is(err, solver.ErrNoGLPK) {
+			t.Skipf("GLPK not installed (scripts/test installs it): %v", err)
+		}
+		t.Fatal(err)
+	}
+}
+
+func pool(gpus int) Pool {
+	return Pool{Name: "cloud", GPUTypes: []string{"x"}, PerNode: gpus, GPUs: gpus}
+}
+
+func TestDeadlines(t *testing.T) {
+	need(t)
+	duration := perf.Duration{}
+	for _, tc := range []struct {
+		name  string
+		m     perf.Model
+		jobs  []*job.Job
+		pools []Pool
+		want  int
+		alone int
+	}{
+		// Three jobs of 100 GPU-seconds in [0, 250] on one GPU: 250
+		// GPU-seconds hold two.
+		{"one GPU, two of three fit", duration, jobs(3, 100, 0, 250), []Pool{pool(1)}, 2, 0},
+		{"one GPU, all three fit", duration, jobs(3, 100, 0, 300), []Pool{pool(1)}, 3, 0},
+		// The same three on a GPU that is down for 100 of the 300 s.
+		{"capacity dips", duration, jobs(3, 100, 0, 300), []Pool{{Name: "c", GPUTypes: []string{"x"}, PerNode: 1, GPUs: 1,
+			Capacity: forecast.Series{{T: 0, V: 1}, {T: 100, V: 0}, {T: 200, V: 1}}}}, 2, 0},
+		// Two jobs of work 100 due in 60 s on 4 GPUs at sqrt(g): alone,
+		// each needs at least 3 GPUs for part of its run. On the
+		// envelope between 3 GPUs (57.7 s, 173.2 GPU-s) and 2 (70.7 s,
+		// 141.4 GPU-s), 60 s costs at least 167 GPU-s: two need 335, the
+		// pool has 240. Counting only the least GPU-seconds (100 each)
+		// would let both in.
+		{"the deadline makes jobs dear", sqrtModel{}, jobs(2, 100, 0, 60), []Pool{pool(4)}, 1, 0},
+		// Due in 40 s: even 4 GPUs (50 s) are too slow.
+		{"too slow alone", sqrtModel{}, jobs(2, 100, 0, 40), []Pool{pool(4)}, 0, 2},
+		// A second pool of 4 GPUs takes the other job.
+		{"two pools", sqrtModel{}, jobs(2, 100, 0, 60), []Pool{pool(4), {Name: "edge", GPUTypes: []string{"x"}, PerNode: 4, GPUs: 4}}, 2, 0},
+		// An edge pool whose jobs hold at most one GPU: 100 s alone, too
+		// slow for a 60 s deadline, so it adds nothing.
+		{"one GPU per job on the edge", sqrtModel{}, jobs(2, 100, 0, 60), []Pool{pool(4), {Name: "edge", GPUTypes: []string{"x"}, PerNode: 1, GPUs: 8, MaxJob: 1}}, 1, 0},
+		// Windows apart: each job has the pool to itself.
+		{"windows apart", duration, append(jobs(1, 100, 0, 100), jobs(1, 100, 100, 200)...), []Pool{pool(1)}, 2, 0},
+		// Rates that move with progress: the least GPU-seconds (work 100:
+		// 50 at 1 unit/s, then 50 at 0.1: 550 on one GPU) and the least
+		// time (on 2 GPUs: 25 + 250 = 275 s) still bound it. Two jobs
+		// due at 600 on 2 GPUs: 1,100 GPU-s needed, 1,200 there.
+		{"rates that move", halfway{}, jobs(2, 100, 0, 600), []Pool{pool(2)}, 2, 0},
+		{"rates that move, too little", halfway{}, jobs(3, 100, 0, 600), []Pool{pool(2)}, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := tc.jobs
+			for i, j := range js {
+				j.ID = string(rune('a' + i))
+			}
+			got, err := Deadlines(js, tc.m, tc.pools, solver.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Bound != tc.want || got.Alone != tc.alone || got.Jobs != len(js) {
+				t.Errorf("got %+v, want bound %d, alone %d of %d", got, tc.want, tc.alone, len(js))
+			}
+		})
+	}
+}
+
+func TestDeadlinesIgnoresJobsWithoutDeadline(t *testing.T) {
+	need(t)
+	js := jobs(3, 100, 0, 300)
+	js[0].Deadline = 0
+	got, err := Deadlines(js, perf.Duration{}, []Pool{pool(1)}, solver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Jobs != 2 || got.Bound != 2 {
+		t.Errorf("got %+v, want 2 jobs with deadlines, both met", got)
+	}
+}
+
+func TestDeadlinesErrors(t *testing.T) {
+	for _, pools := range [][]Pool{nil, {{Name: "p", GPUs: 0, GPUTypes: []string{"x"}}}, {{Name: "p", GPUs: 4}}} {
+		if _, err := Deadlines(jobs(1, 1, 0, 10), perf.Duration{}, pools, solver.Options{}); err == nil {
+			t.Errorf("pools %+v: no error", pools)
+		}
+	}
+}
