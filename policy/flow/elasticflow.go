@@ -116,6 +116,13 @@ type Flow struct {
 	// admission test plans on (at most those up now); placement keeps
 	// every GPU up.
 	testCap func(s *engine.Snapshot, c cloud) int
+	// testPath, when set (tidal's admit_cloud=path), is the cloud's GPUs
+	// ahead as the admission test plans them: caps[k] from ts[k] on
+	// (ascending, after now); the GPUs up now hold until ts[0]. nil: the
+	// GPUs up now throughout (EdgeFlow's).
+	testPath func(s *engine.Snapshot, c cloud) (ts []float64, caps []int)
+	// usePath: the pass running is the admission test's, on testPath.
+	usePath bool
 	// holdYield (tidal): a job admitted after being held is of a lower
 	// class than its priority's: it is planned after the other jobs of
 	// its priority, and a newcomer may make it miss.
@@ -414,6 +421,17 @@ func (tl *timeline) reset(now float64, capacity int) {
 	tl.free = append(tl.free[:0], capacity)
 }
 
+// resetPath is reset with caps[k] GPUs from ts[k] on (those after now).
+func (tl *timeline) resetPath(now float64, capacity int, ts []float64, caps []int) {
+	tl.reset(now, capacity)
+	for k, t := range ts {
+		if t > now {
+			tl.t = append(tl.t, t)
+			tl.free = append(tl.free, caps[k])
+		}
+	}
+}
+
 // copyFrom makes tl a copy of o, in tl's memory.
 func (tl *timeline) copyFrom(o *timeline) {
 	tl.t = append(tl.t[:0], o.t...)
@@ -539,7 +557,7 @@ func (tl *timeline) split(t float64) {
 // and sets each job's share, current GPUs, end and meets. When js begins
 // with f.prefix's jobs, as they were, it starts from there instead.
 func (f *Flow) pass(now float64, capacity int, js []*fjob) {
-	if p := f.prefix; p != nil && p.fits(now, capacity, js) {
+	if p := f.prefix; p != nil && p.path == f.usePath && p.fits(now, capacity, js) {
 		p.restore()
 		p.trial.copyFrom(&p.tl)
 		for _, j := range js[len(p.jobs):] {
@@ -548,7 +566,11 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 		return
 	}
 	tl := &f.mem.tl
-	tl.reset(now, capacity)
+	if f.usePath {
+		tl.resetPath(now, capacity, f.round.pts, f.round.pcaps)
+	} else {
+		tl.reset(now, capacity)
+	}
 	for _, j := range js {
 		f.passOne(tl, j)
 	}
@@ -591,6 +613,7 @@ type passPrefix struct {
 	out      []passOutcome // what the pass gave each one
 	tl       timeline      // after jobs
 	trial    timeline      // a trial's timeline (memory reused)
+	path     bool          // tl began on the admission test's path (testPath)
 }
 
 // passOutcome is what pass sets on a job.
@@ -603,9 +626,19 @@ type passOutcome struct {
 // reset makes p the empty prefix of a pass from now on capacity GPUs, in
 // p's memory.
 func (p *passPrefix) reset(now float64, capacity int) {
-	p.now, p.capacity = now, capacity
+	p.now, p.capacity, p.path = now, capacity, false
 	p.jobs, p.edge, p.out = p.jobs[:0], p.edge[:0], p.out[:0]
 	p.tl.reset(now, capacity)
+}
+
+// resetPrefix is p.reset for admission's test: on the round's test path
+// when there is one (testPath).
+func (f *Flow) resetPrefix(p *passPrefix, now float64, capacity int) {
+	p.reset(now, capacity)
+	if f.round.pts != nil {
+		p.tl.resetPath(now, capacity, f.round.pts, f.round.pcaps)
+		p.path = true
+	}
 }
 
 // advance plans js, the admitted jobs that follow p's, onto p's timeline.
@@ -708,7 +741,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 	defer func() { m.meets = meets }()
 	known := false
 	if !f.fullPasses {
-		m.prefix.reset(now, capacity)
+		f.resetPrefix(&m.prefix, now, capacity)
 		f.prefix = &m.prefix
 		defer func() { f.prefix = nil }()
 	}
@@ -768,7 +801,7 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 				base = set
 				meets = outcomes(meets, base)
 				if f.prefix != nil {
-					f.prefix.reset(now, capacity) // the job out may have been in it
+					f.resetPrefix(f.prefix, now, capacity) // the job out may have been in it
 				}
 				continue
 			}
@@ -1046,6 +1079,9 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if f.testCap != nil {
 		f.round.tc.cap = min(f.testCap(s, c), c.cap)
 	}
+	if f.testPath != nil {
+		f.round.pts, f.round.pcaps = f.testPath(s, c)
+	}
 	defer func() { f.round = roundCtx{} }() // keep no snapshot alive
 	if f.steps.pass == nil {
 		f.steps = f.makeSteps()
@@ -1110,7 +1146,11 @@ type roundCtx struct {
 	s  *engine.Snapshot
 	c  cloud
 	tc cloud // c as the admission test plans it (testCap)
-	e  *edges
+	// pts, pcaps: the cloud ahead as the admission test plans it
+	// (testPath); nil: tc.cap throughout.
+	pts   []float64
+	pcaps []int
+	e     *edges
 }
 
 // roundSteps are the steps Schedule hands admission, over f.round.
@@ -1123,10 +1163,18 @@ type roundSteps struct {
 func (f *Flow) makeSteps() roundSteps {
 	r := &f.round
 	return roundSteps{
-		pass:      func(set []*fjob) { f.pass(r.s.Now, r.c.cap, set) },
-		test:      func(set []*fjob) { f.pass(r.s.Now, r.tc.cap, set) },
-		offload:   func(set []*fjob) { f.offload(r.s, r.c, r.e, set) },
-		admitTest: func(set []*fjob) { f.admitTest(r.s, r.tc, r.e, set) },
+		pass: func(set []*fjob) { f.pass(r.s.Now, r.c.cap, set) },
+		test: func(set []*fjob) {
+			f.usePath = r.pts != nil
+			f.pass(r.s.Now, r.tc.cap, set)
+			f.usePath = false
+		},
+		offload: func(set []*fjob) { f.offload(r.s, r.c, r.e, set) },
+		admitTest: func(set []*fjob) {
+			f.usePath = r.pts != nil
+			f.admitTest(r.s, r.tc, r.e, set)
+			f.usePath = false
+		},
 		edgeAdmit: func(set []*fjob, j *fjob, missing int) bool { return f.edgeAdmit(r.s, r.tc, r.e, set, j, missing) },
 		holdSafe:  func(base, trial []*fjob, j *fjob) bool { return f.holdSafe(r.s, r.c, r.e, base, trial, j) },
 	}

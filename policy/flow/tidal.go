@@ -57,8 +57,10 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
-			"admit_cloud=now: the cloud the admission test of newcomers plans on: the GPUs up now (EdgeFlow's), or mean: at most " +
-			"its GPUs less the share of GPU-time the rounds have seen down so far (docs/tidal.md, sixth pass); " +
+			"admit_cloud=now: the cloud the admission test plans on: the GPUs up now (EdgeFlow's), mean: at most " +
+			"its GPUs less the share of GPU-time the rounds have seen down so far (newcomers only; docs/tidal.md, sixth pass), or path: " +
+			"the GPUs up now until the next forecast bin, then the cloud forecast's admit_quantile bin by bin (a node down now comes back " +
+			"when the forecast says; docs/tidal.md, seventh pass); admit_quantile=0.5; " +
 			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
 			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
@@ -240,6 +242,12 @@ type Tidal struct {
 	parkWait    []*engine.Status
 	parkLeft    []*engine.Status
 	parkNodes   []engine.NodeGPUs
+
+	// AdmitQuantile is the cloud forecast's quantile that admit_cloud=path
+	// plans the admission test on.
+	AdmitQuantile float64
+	admTs         []float64
+	admCaps       []int
 	// The order park offers edge servers in, kept from round to round,
 	// and its scratch (tidal_park_order.go).
 	parkOrder  kept.Order[parkKeyed]
@@ -461,19 +469,28 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldKeep, err = o.Bool("hold_keep", false); err != nil {
 		return nil, err
 	}
+	if t.AdmitQuantile, err = o.Float("admit_quantile", 0.5); err != nil {
+		return nil, err
+	}
+	if !(t.AdmitQuantile > 0 && t.AdmitQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: admit_quantile=%v: want a number in (0, 1)", t.AdmitQuantile)
+	}
 	switch ac := o.String("admit_cloud", "now"); ac {
-	case "now", "mean":
+	case "now", "mean", "path":
 		if ac == "mean" && t.Hold {
 			t.flow.testCap = t.meanCap
 		}
+		if ac == "path" {
+			t.flow.testPath = t.admitPath
+		}
 	default:
-		return nil, fmt.Errorf("policy tidal: admit_cloud=%q: want now or mean", ac)
+		return nil, fmt.Errorf("policy tidal: admit_cloud=%q: want now, mean or path", ac)
 	}
 	t.flow.holdStrict = t.HoldStrict
 	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -1136,6 +1153,29 @@ func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 		return int(math.Floor(math.Min(forecast, capacity-float64(reserve)) + 1e-9))
 	}
 	return int(math.Floor(forecast+1e-9)) - reserve
+}
+
+// admitPath is admit_cloud=path (Flow.testPath): the cloud ahead as its
+// forecast gives it at AdmitQuantile, bin by bin after the one now, at most
+// its GPUs; nil when the cloud has never changed (EdgeFlow's test). A node
+// down now counts as down until the forecast brings it back, where
+// EdgeFlow's test plans the GPUs up now for the whole future.
+func (t *Tidal) admitPath(s *engine.Snapshot, c cloud) ([]float64, []int) {
+	v := t.views[c.site]
+	if v == nil || !v.varies || t.Source == "off" {
+		return nil, nil
+	}
+	start, path := t.path(s, v, t.AdmitQuantile)
+	if path == nil {
+		return nil, nil
+	}
+	ts, caps := t.admTs[:0], t.admCaps[:0]
+	for k := 1; k < len(path); k++ {
+		ts = append(ts, start+float64(k)*v.bin)
+		caps = append(caps, int(math.Floor(math.Min(path[k], float64(v.gpus))+1e-9)))
+	}
+	t.admTs, t.admCaps = ts, caps
+	return ts, caps
 }
 
 // meanCap is admit_cloud=mean (Flow.testCap): the cloud GPUs up on average

@@ -485,3 +485,81 @@ func wantStates(t *testing.T, jobs []*job.Job, cases ...[2]string) {
 		}
 	}
 }
+
+// TestTidalAdmitPath: one of two 4-GPU cloud nodes is down at t=1000 s.
+// x (admitted, 8,000 s of work on one GPU, due at 4000 s) waits for the 4
+// GPUs up now; j (6,000 s, due at 3000 s) arrives. Planned in deadline
+// order on the GPUs up now, j takes them until 2500 s and x then ends at
+// 4500 s, late: EdgeFlow's test turns j away. With admit_cloud=path the
+// test plans the cloud as its forecast gives it, here the node back at
+// 1600 s: x runs on it from then and ends at 3600 s, so j is admitted.
+// With no forecast of the cloud the test is EdgeFlow's.
+func TestTidalAdmitPath(t *testing.T) {
+	cl := enginetest.MultiSite(2, 4, 0, 0)
+	snap := func() *engine.Snapshot {
+		st := func(id string, work, deadline float64, slot int) *engine.Status {
+			j := enginetest.Job(id).At(1000).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+			return &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+		}
+		x, j := st("x", 8000, 4000, 0), st("j", 6000, 3000, 1)
+		x.Memo[efAdmitted] = 1
+		s := &engine.Snapshot{Now: 1000, Cluster: cl, Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 4},
+			Jobs: []*engine.Status{x, j}, Down: make([]bool, cl.TotalGPUs())}
+		for i := range 4 {
+			s.Down[cl.Nodes[0].First+cluster.GPUID(i)] = true
+		}
+		return s
+	}
+	admitted := func(plan engine.Plan) bool {
+		m, ok := plan.Memo["j"]
+		return ok && m[efAdmitted] == 1
+	}
+	for _, tc := range []struct {
+		spec string
+		path bool // the cloud's forecast brings the node back at 1600 s
+		want bool
+	}{
+		{"edgeflow", false, false},
+		{"tidal", false, false},
+		{"tidal:admit_cloud=path", false, false}, // no forecast yet: EdgeFlow's test
+		{"tidal:admit_cloud=path", true, true},
+	} {
+		p := fam.Parse(t, tc.spec, contract.Context{})
+		if tl, ok := p.(*Tidal); ok && tc.path {
+			tl.flow.testPath = func(s *engine.Snapshot, c cloud) ([]float64, []int) {
+				return []float64{1600}, []int{8}
+			}
+		}
+		if got := admitted(p.Schedule(snap())); got != tc.want {
+			t.Errorf("%s (path %v): j admitted %v, want %v", tc.spec, tc.path, got, tc.want)
+		}
+	}
+	// The hook itself: once the cloud has been seen to change, the path
+	// is the forecast's, bin by bin after now, never above the cloud's GPUs.
+	tl := fam.Parse(t, "tidal:admit_cloud=path", contract.Context{}).(*Tidal)
+	if tl.flow.testPath == nil || fam.Parse(t, "tidal", contract.Context{}).(*Tidal).flow.testPath != nil {
+		t.Fatal("admit_cloud=path must set the admission test's path, and the default must not")
+	}
+	for _, now := range []float64{0, 600, 1200, 1800} {
+		s := snap()
+		s.Now = now
+		if now != 1200 {
+			s.Down = nil
+		}
+		tl.observe(s)
+	}
+	s := snap()
+	s.Now = 2400
+	s.Down = nil
+	tl.observe(s)
+	c, _ := tl.flow.cloudOf(s)
+	ts, caps := tl.admitPath(s, c)
+	if len(ts) == 0 || len(ts) != len(caps) {
+		t.Fatalf("path %v %v: want one capacity per bin", ts, caps)
+	}
+	for k := range ts {
+		if ts[k] <= s.Now || (k > 0 && ts[k] <= ts[k-1]) || caps[k] < 0 || caps[k] > 8 {
+			t.Fatalf("bin %d: t=%v, %d GPUs: want ascending times after now and 0-8 GPUs", k, ts[k], caps[k])
+		}
+	}
+}
