@@ -1,7 +1,6 @@
 package bound
 
 import (
-	"errors"
 	"math"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/solver"
+	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // sqrtModel runs a job of Work w at sqrt(g) units per second on g GPUs: on
@@ -43,22 +43,12 @@ func jobs(n int, work, submit, deadline float64) []*job.Job {
 	return out
 }
 
-func need(t *testing.T) {
-	t.Helper()
-	if err := solver.Available(); err != nil {
-		if errors.Is(err, solver.ErrNoGLPK) {
-			t.Skipf("GLPK not installed (scripts/test installs it): %v", err)
-		}
-		t.Fatal(err)
-	}
-}
-
 func pool(gpus int) Pool {
 	return Pool{Name: "cloud", GPUTypes: []string{"x"}, PerNode: gpus, GPUs: gpus}
 }
 
 func TestDeadlines(t *testing.T) {
-	need(t)
+	solvertest.Require(t)
 	duration := perf.Duration{}
 	for _, tc := range []struct {
 		name  string
@@ -115,7 +105,7 @@ func TestDeadlines(t *testing.T) {
 }
 
 func TestDeadlinesIgnoresJobsWithoutDeadline(t *testing.T) {
-	need(t)
+	solvertest.Require(t)
 	js := jobs(3, 100, 0, 300)
 	js[0].Deadline = 0
 	got, err := Deadlines(js, perf.Duration{}, []Pool{pool(1)}, solver.Options{})

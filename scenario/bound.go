@@ -26,11 +26,7 @@ type PointBound struct {
 // once (the simulator's rule), so the pools never have less than the runs
 // had.
 func (sc *Scenario) Bounds() ([]PointBound, error) {
-	in, err := sc.read()
-	if err != nil {
-		return nil, err
-	}
-	pts, err := sc.points(in)
+	_, pts, err := sc.readPoints()
 	if err != nil {
 		return nil, err
 	}

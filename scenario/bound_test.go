@@ -1,29 +1,23 @@
 package scenario
 
 import (
-	"errors"
 	"os"
 	"testing"
 
 	"github.com/tide-sched/tide/report"
-	"github.com/tide-sched/tide/solver"
+	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // TestBoundsAbovePolicies checks Bounds against real runs: on the first
 // jobs of shipped deadline scenarios (faults on cloud and edge, a diurnal
 // edge at four times the arrival rate), no policy meets more deadlines
 // than the bound says any schedule could, and the bound is below the job
-// count somewhere (it says something). Needs ../shared/data and GLPK.
+// count somewhere (it says something). Needs ../shared/data and GLPK (solvertest.Require).
 func TestBoundsAbovePolicies(t *testing.T) {
 	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
 		t.Skip("../shared/data absent: ", err)
 	}
-	if err := solver.Available(); err != nil {
-		if errors.Is(err, solver.ErrNoGLPK) {
-			t.Skipf("GLPK not installed (scripts/test installs it): %v", err)
-		}
-		t.Fatal(err)
-	}
+	solvertest.Require(t)
 	below := false
 	for _, tc := range []struct {
 		file  string

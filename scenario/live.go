@@ -24,11 +24,7 @@ func (sc *Scenario) Live() (*Live, error) {
 	if sc.Sweep != nil {
 		return nil, sc.errAt("sweep", []string{"sweep"}, "a live run runs one point; remove the sweep")
 	}
-	in, err := sc.read()
-	if err != nil {
-		return nil, err
-	}
-	pts, err := sc.points(in)
+	in, pts, err := sc.readPoints()
 	if err != nil {
 		return nil, err
 	}

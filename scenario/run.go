@@ -314,14 +314,23 @@ func (sc *Scenario) points(in *inputs) ([]*point, error) {
 	return out, nil
 }
 
+// readPoints reads the scenario's inputs and builds its points.
+func (sc *Scenario) readPoints() (*inputs, []*point, error) {
+	in, err := sc.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	pts, err := sc.points(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, pts, nil
+}
+
 // Run runs every policy at every point, in parallel; results come in the
 // scenario's order. done, when set, is called after each run.
 func (sc *Scenario) Run(done func()) ([]Result, error) {
-	in, err := sc.read()
-	if err != nil {
-		return nil, err
-	}
-	pts, err := sc.points(in)
+	in, pts, err := sc.readPoints()
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tide-sched/tide/solver"
+	"github.com/tide-sched/tide/solver/solvertest"
 )
 
 // TestSimScenarioPolicyOverride: --policy replaces the file's policies; a
@@ -69,9 +69,7 @@ func TestSimScenarioForecast(t *testing.T) {
 // TestSimScenarioBound: --bound prints, per sweep point, the most deadlines
 // any schedule could meet; no policy run on the same file meets more.
 func TestSimScenarioBound(t *testing.T) {
-	if err := solver.Available(); err != nil {
-		t.Skipf("GLPK not available (scripts/test installs it): %v", err)
-	}
+	solvertest.Require(t)
 	path := writeScenario(t, "sweep: {param: edge_servers, values: [0, 2]}\n")
 	code, out, errs := tide(t, "sim", "--scenario", path, "--bound", "--json")
 	if code != 0 {
