@@ -24,8 +24,8 @@ type PointBound struct {
 // speed, which only raises the bound); an edge site's job holds at most one
 // server's GPUs. Capacity counts a server that is both failed and taken
 // once (the simulator's rule), so the pools never have less than the runs
-// had.
-func (sc *Scenario) Bounds() ([]PointBound, error) {
+// had. done, when set, is called after each point.
+func (sc *Scenario) Bounds(done func()) ([]PointBound, error) {
 	_, pts, err := sc.readPoints()
 	if err != nil {
 		return nil, err
@@ -41,6 +41,9 @@ func (sc *Scenario) Bounds() ([]PointBound, error) {
 			return nil, fmt.Errorf("scenario %s: %s %v: %w", sc.File, p.param, p.value, err)
 		}
 		out = append(out, PointBound{Param: p.param, Value: p.value, Result: r})
+		if done != nil {
+			done()
+		}
 	}
 	return out, nil
 }

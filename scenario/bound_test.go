@@ -39,7 +39,7 @@ func TestBoundsAbovePolicies(t *testing.T) {
 			}
 		}
 		sc.Policies = []string{"edgeflow", "tidal", "elasticflow", "edf"}
-		bounds, err := sc.Bounds()
+		bounds, err := sc.Bounds(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -379,9 +379,13 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 
 // Runs is how many simulations Run performs.
 func (sc *Scenario) Runs() int {
-	n := 1
+	return sc.Points() * len(sc.Policies)
+}
+
+// Points is how many points the scenario has: its sweep's values, or 1.
+func (sc *Scenario) Points() int {
 	if sc.Sweep != nil {
-		n = len(sc.Sweep.Values)
+		return len(sc.Sweep.Values)
 	}
-	return n * len(sc.Policies)
+	return 1
 }

@@ -98,7 +98,7 @@ func runForecast(path string, asJSON bool, stdout io.Writer) error {
 
 // runBound is `tide sim --scenario FILE --bound`: at each sweep point (or
 // those of --points), the most deadlines any schedule could meet.
-func runBound(path string, points []float64, asJSON bool, stdout io.Writer) error {
+func runBound(path string, points []float64, asJSON bool, stdout, stderr io.Writer, showBar bool) error {
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return err
@@ -108,7 +108,10 @@ func runBound(path string, points []float64, asJSON bool, stdout io.Writer) erro
 			return usageError{fmt.Errorf("--points: %w", err)}
 		}
 	}
-	res, err := sc.Bounds()
+	b := newBar(stderr, showBar, sc.Points())
+	b.unit = "points"
+	res, err := sc.Bounds(func() { b.add(1) })
+	b.finish()
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func runScenario(path string, policies []string, points []float64, asJSON bool, 
 		}
 	}
 	b := newBar(stderr, showBar, sc.Runs())
+	b.unit = "runs"
 	res, err := sc.Run(func() { b.add(1) })
 	b.finish()
 	if err != nil {

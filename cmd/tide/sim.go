@@ -82,7 +82,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 			return runForecast(*scenarioFile, *asJSON, stdout)
 		}
 		if *boundOnly {
-			return runBound(*scenarioFile, pts, *asJSON, stdout)
+			return runBound(*scenarioFile, pts, *asJSON, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
 		}
 		return runScenario(*scenarioFile, policies, pts, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
 	}
@@ -200,10 +200,11 @@ type bar struct {
 	done    int
 	start   time.Time
 	lastPct int
+	unit    string // what total counts: jobs, runs, points
 }
 
 func newBar(w io.Writer, on bool, total int) *bar {
-	return &bar{w: w, on: on, total: total, start: time.Now(), lastPct: -1}
+	return &bar{w: w, on: on, total: total, start: time.Now(), lastPct: -1, unit: "jobs"}
 }
 
 func (b *bar) add(n int) {
@@ -220,8 +221,8 @@ func (b *bar) add(n int) {
 	b.lastPct = pct
 	width := 40
 	fill := width * pct / 100
-	fmt.Fprintf(b.w, "\r[%s%s] %3d%%  %d/%d jobs  %.1fs", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		pct, b.done, b.total, time.Since(b.start).Seconds())
+	fmt.Fprintf(b.w, "\r[%s%s] %3d%%  %d/%d %s  %.1fs", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		pct, b.done, b.total, b.unit, time.Since(b.start).Seconds())
 }
 
 func (b *bar) finish() {
