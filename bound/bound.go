@@ -26,6 +26,11 @@
 // Gavel tables); where it does, each pool counts only the least
 // GPU-seconds and the least time at any count, a weaker bound that is
 // still valid.
+//
+// Cost. The windows grow with the square of the jobs, and the program is
+// solved to a proven optimum: BenchmarkDeadlines takes 0.03 s for 50 jobs,
+// 1.8 s for 100 and 12 s for 150; the shipped scenarios (195 jobs) about
+// 20 s a point. It is meant for scenario-sized traces, not Philly's.
 package bound
 
 import (
