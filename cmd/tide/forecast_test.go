@@ -118,8 +118,19 @@ func TestSimScenarioBound(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "at most met") || !strings.Contains(out, "edge_servers") {
 		t.Errorf("table: exit %d, %q", code, out)
 	}
-	code, _, errs = tide(t, "sim", "--bound")
-	if code != 2 || !strings.Contains(errs, "--scenario") {
-		t.Errorf("--bound without --scenario: exit %d, %q: want a usage error naming --scenario", code, errs)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--bound"}, "--scenario"},
+		{[]string{"sim", "--scenario", path, "--bound", "--policy", "edf"}, "--policy"},
+		{[]string{"sim", "--scenario", path, "--bound", "--report", t.TempDir()}, "--report"},
+		{[]string{"sim", "--scenario", path, "--bound", "--forecast"}, "give one"},
+		{[]string{"sim", "--scenario", path, "--forecast", "--policy", "edf"}, "--policy"},
+	} {
+		code, _, errs := tide(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%q: exit %d, %q: want a usage error naming %s", tc.args, code, errs, tc.want)
+		}
 	}
 }

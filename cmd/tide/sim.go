@@ -75,6 +75,22 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
+		if *forecastOnly || *boundOnly {
+			// They run no policy and write no report: a flag that
+			// would be ignored is refused instead.
+			what := "--forecast"
+			if *boundOnly {
+				what = "--bound"
+			}
+			switch {
+			case *forecastOnly && *boundOnly:
+				return usageError{fmt.Errorf("--forecast and --bound: give one")}
+			case policies != nil:
+				return usageError{fmt.Errorf("--policy: %s runs no policy", what)}
+			case *reportDir != "":
+				return usageError{fmt.Errorf("--report: %s writes no report (--json prints its figures)", what)}
+			}
+		}
 		if *forecastOnly {
 			if pts != nil {
 				return usageError{fmt.Errorf("--points: the forecast is scored once per site, not per sweep point")}
