@@ -99,14 +99,9 @@ func runForecast(path string, asJSON bool, stdout io.Writer) error {
 // runBound is `tide sim --scenario FILE --bound`: at each sweep point (or
 // those of --points), the most deadlines any schedule could meet.
 func runBound(path string, points []float64, asJSON bool, stdout, stderr io.Writer, showBar bool) error {
-	sc, err := scenario.Load(path)
+	sc, err := loadScenario(path, points)
 	if err != nil {
 		return err
-	}
-	if points != nil {
-		if err := sc.SetSweepValues(points); err != nil {
-			return usageError{fmt.Errorf("--points: %w", err)}
-		}
 	}
 	b := newBar(stderr, showBar, sc.Points())
 	b.unit = "points"

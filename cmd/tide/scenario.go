@@ -13,21 +13,31 @@ import (
 	"github.com/tide-sched/tide/scenario"
 )
 
+// loadScenario reads a scenario file with its sweep cut to points (--points)
+// when given.
+func loadScenario(path string, points []float64) (*scenario.Scenario, error) {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if points != nil {
+		if err := sc.SetSweepValues(points); err != nil {
+			return nil, usageError{fmt.Errorf("--points: %w", err)}
+		}
+	}
+	return sc, nil
+}
+
 // runScenario is `tide sim --scenario FILE`: the experiment the file
 // describes, as a table (one per point, and a deadline summary across a
 // sweep), JSON, or a report directory with a plot of the sweep.
 func runScenario(path string, policies []string, points []float64, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
-	sc, err := scenario.Load(path)
+	sc, err := loadScenario(path, points)
 	if err != nil {
 		return err
 	}
 	if len(policies) > 0 {
 		sc.Policies = policies
-	}
-	if points != nil {
-		if err := sc.SetSweepValues(points); err != nil {
-			return usageError{fmt.Errorf("--points: %w", err)}
-		}
 	}
 	b := newBar(stderr, showBar, sc.Runs())
 	b.unit = "runs"
