@@ -171,10 +171,8 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 			for pi := range pools {
 				terms[pi], most[pi] = terms[pi][:0], 0
 			}
-			for _, jv := range bySubmit {
-				if jv.j.Submit < a {
-					continue
-				}
+			from, _ := slices.BinarySearchFunc(bySubmit, a, func(jv *jobVars, a float64) int { return cmp.Compare(jv.j.Submit, a) })
+			for _, jv := range bySubmit[from:] {
 				if jv.j.Deadline > b {
 					continue
 				}

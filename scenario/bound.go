@@ -20,9 +20,9 @@ type PointBound struct {
 // Bounds computes, at each point of the scenario (its sweep, as
 // SetSweepValues left it), the most deadlines any schedule could meet on
 // its jobs, model, sites and realised capacity (bound.Deadlines). Each site
-// is one pool of its fastest GPU type (its GPUs counted at that type's
-// speed, which only raises the bound); an edge site's job holds at most one
-// server's GPUs. Capacity counts a server that is both failed and taken
+// is one pool: a job there runs at its fastest over the site's GPU types
+// and fits the roomiest GPU's memory (both only raise the bound); an edge
+// site's job holds at most one server's GPUs. Capacity counts a server that is both failed and taken
 // once (the simulator's rule), so the pools never have less than the runs
 // had. done, when set, is called after each point.
 func (sc *Scenario) Bounds(done func()) ([]PointBound, error) {
