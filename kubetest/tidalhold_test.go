@@ -29,13 +29,15 @@ import (
 // restart of tide while b is held keeps it held (nothing of the hold is
 // kept but the TideJobs and their pods). When a ends early, b is admitted,
 // starts and meets its deadline.
+// swap=off: under the default swap=mh, b would take a's place instead
+// (tide serve's TestTidalSwapsLive shows that).
 func TestKubeTidalHolds(t *testing.T) {
 	e := startEnv(t)
 	const ns = "tidal-hold"
 	s := e.scenario(t, "tide-tidal-hold", ns)
 	s.node("th-0", 4, "A100")
 	s.kubeletLoop(ns, 0)
-	_, stop := s.start(kube.Config{Policy: "tidal"})
+	_, stop := s.start(kube.Config{Policy: "tidal:swap=off"})
 	deadlines := map[string]time.Time{}
 	due := func(name string, d time.Duration, run string) func(*kube.TideJob) {
 		return func(tj *kube.TideJob) {
@@ -102,7 +104,7 @@ func TestKubeTidalHolds(t *testing.T) {
 
 	// A restart while b is held: still held, a undisturbed, c still declined.
 	stop()
-	s.start(kube.Config{Policy: "tidal"})
+	s.start(kube.Config{Policy: "tidal:swap=off"})
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if ok, why := held("b"); !ok {
 			t.Fatalf("after the restart: %s", why)

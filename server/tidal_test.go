@@ -22,10 +22,11 @@ import (
 // due in 50 min) would end after a's planned end, too late: EdgeFlow
 // declines it, tidal holds it since the whole cloud would end it in 20
 // min. c (20 min on 4 GPUs, due in 20 min 10 s) is held until the whole
-// cloud would end it too late, about 10 s later.
+// cloud would end it too late, about 10 s later. swap=off: under the
+// default swap=mh, b would take a's place instead (TestTidalSwapsLive).
 func TestTidalHoldsLive(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	cfg.Policy = "tidal"
+	cfg.Policy = "tidal:swap=off"
 	ts := startServer(t, cfg)
 	due := func(d time.Duration) (string, time.Time) {
 		at := time.Now().Add(d).Truncate(time.Second).UTC()
@@ -97,5 +98,46 @@ func TestTidalHoldsLive(t *testing.T) {
 	aj := waitJob(t, ts.admin, aID, 30*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
 	if j.State != api.StateFinished || j.Started == nil || aj.Ended == nil || j.Started.Before(*aj.Ended) || j.Ended.After(bDue) {
 		t.Errorf("b: state %s (%s), started %v, ended %v; a ended %v; want finished, started after a ended, by %v", j.State, j.Reason, j.Started, j.Ended, aj.Ended, bDue)
+	}
+}
+
+// TestTidalSwapsLive: under tidal's default swap=mh, tide serve takes a
+// running job out for a newcomer that meets in its place, and says so.
+// TestTidalHoldsLive's a (40 min of work on all 4 GPUs by its estimate,
+// due in 45 min) runs; b (20 min, due in 50 min) would end after a's
+// planned end, so EdgeFlow declines it. a has more work left and has run
+// less than swap_age, and the whole cloud could still end it in time: b
+// takes its place. a is preempted, with the reason, and held; b runs and
+// ends; a is admitted again once b's GPUs free, and ends.
+func TestTidalSwapsLive(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Policy = "tidal"
+	ts := startServer(t, cfg)
+	due := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+	a := countSpec(4, 60, 500*time.Millisecond)
+	a.EstimateS = 2400
+	a.Deadline = due(45 * time.Minute)
+	aID := submit(t, ts.admin, a).ID
+	waitJob(t, ts.admin, aID, 30*time.Second, "running", inState(api.StateRunning))
+	b := countSpec(4, 5, 10*time.Millisecond)
+	b.EstimateS = 1200
+	b.Deadline = due(50 * time.Minute)
+	bID := submit(t, ts.admin, b).ID
+
+	const why = "a newcomer with less work left took its place (Moore-Hodgson)"
+	aj := waitJob(t, ts.admin, aID, 30*time.Second, "taken out for b", func(j *api.Job) bool {
+		return strings.Contains(j.Reason, why) || api.Terminal(j.State)
+	})
+	if api.Terminal(aj.State) {
+		t.Fatalf("a: state %s, reason %q; want taken out for b with %q", aj.State, aj.Reason, why)
+	}
+	t.Logf("a: %s: %s", aj.State, aj.Reason)
+	bj := waitJob(t, ts.admin, bID, time.Minute, "finished", inState(api.StateFinished, api.StateFailed, api.StateDeclined))
+	aj = waitJob(t, ts.admin, aID, 2*time.Minute, "finished", inState(api.StateFinished, api.StateFailed, api.StateDeclined))
+	if bj.State != api.StateFinished || aj.State != api.StateFinished {
+		t.Fatalf("b %s (%s), a %s (%s): want both finished", bj.State, bj.Reason, aj.State, aj.Reason)
+	}
+	if len(aj.Attempts) < 2 || aj.Started == nil || bj.Started == nil || bj.Ended == nil || !aj.Ended.After(*bj.Ended) {
+		t.Errorf("a: %d attempts, ended %v; b started %v, ended %v: want a run twice, ending after b", len(aj.Attempts), aj.Ended, bj.Started, bj.Ended)
 	}
 }

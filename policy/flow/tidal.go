@@ -29,7 +29,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge, less one cloud node, keeps every admitted job meeting, and giving way to later newcomers. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge, less one cloud node, keeps every admitted job meeting, and giving way to later newcomers; a newcomer turned away takes the place of an admitted job of more work left when that meets more (Moore-Hodgson); where cloud nodes have gone down, the admission test plans the cloud on its forecast. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -57,16 +57,16 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
-			"admit_cloud=now: the cloud the admission test plans on: the GPUs up now (EdgeFlow's), mean: at most " +
+			"admit_cloud=path: the cloud the admission test plans on: now: the GPUs up now (EdgeFlow's), mean: at most " +
 			"its GPUs less the share of GPU-time the rounds have seen down so far (newcomers only; docs/tidal.md, sixth pass), or path: " +
 			"the GPUs up now until the next forecast bin, then the cloud forecast's admit_quantile bin by bin (a node down now comes back " +
-			"when the forecast says; docs/tidal.md, seventh pass); admit_quantile=0.5; " +
+			"when the forecast says; docs/tidal.md, seventh pass; the same as now while the cloud has never changed); admit_quantile=0.2; " +
 			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
 			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
-			"swap=off: mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
+			"swap=mh: off, or mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
-			"that met still meets; the job out is held again (docs/tidal.md, fourth pass: strictly above EdgeFlow at all 25 tuning points, below it at 2 held-out ones); swap_tries=5: how many such jobs are tried, most work first; " +
+			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"rollout=off: gate or replace: a held job that EdgeFlow's test would admit again is admitted only if a play of the " +
 			"jobs known now, forward under EdgeFlow's own rule on the cloud forecast, meets strictly more deadlines with it than " +
@@ -407,7 +407,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldYield, err = o.Bool("hold_yield", true); err != nil {
 		return nil, err
 	}
-	switch sw := o.String("swap", "off"); sw {
+	switch sw := o.String("swap", "mh"); sw {
 	case "off", "mh":
 		t.Swap = sw == "mh"
 	default:
@@ -469,13 +469,13 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.HoldKeep, err = o.Bool("hold_keep", false); err != nil {
 		return nil, err
 	}
-	if t.AdmitQuantile, err = o.Float("admit_quantile", 0.5); err != nil {
+	if t.AdmitQuantile, err = o.Float("admit_quantile", 0.2); err != nil {
 		return nil, err
 	}
 	if !(t.AdmitQuantile > 0 && t.AdmitQuantile < 1) {
 		return nil, fmt.Errorf("policy tidal: admit_quantile=%v: want a number in (0, 1)", t.AdmitQuantile)
 	}
-	switch ac := o.String("admit_cloud", "now"); ac {
+	switch ac := o.String("admit_cloud", "path"); ac {
 	case "now", "mean", "path":
 		if ac == "mean" && t.Hold {
 			t.flow.testCap = t.meanCap

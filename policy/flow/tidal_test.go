@@ -340,8 +340,8 @@ func TestTidalHoldYields(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{"edgeflow", "a:met b:declined c:met "},
 		{"tidal:hold_reserve=0", "a:met b:miss c:met "},
-		{"tidal:hold_reserve=0:hold_yield=false", "a:met b:met c:declined "},
-		// swap=mh lets c in anyway: b, with more work left, goes out
+		{"tidal:hold_reserve=0:hold_yield=false:swap=off", "a:met b:met c:declined "},
+		// swap=mh (the default) lets c in anyway: b, with more work left, goes out
 		// for it, held again, and misses.
 		{"tidal:hold_reserve=0:hold_yield=false:swap=mh", "a:met b:miss c:met "},
 	} {
@@ -451,8 +451,8 @@ func TestTidalSwapMooreHodgson(t *testing.T) {
 	jobs := []*job.Job{flowJob("e", 0, 8000, 1100), flowJob("x", 10, 14000, 3000), flowJob("j", 20, 4000, 2000), flowJob("k", 30, 4000, 2500)}
 	wantStates(t, jobs,
 		[2]string{"edgeflow", "e:met x:met j:declined k:declined "},
-		[2]string{"tidal", "e:met x:met j:declined k:declined "},
-		[2]string{"tidal:swap=mh", "e:met x:declined j:met k:met "},
+		[2]string{"tidal:swap=off", "e:met x:met j:declined k:declined "},
+		[2]string{"tidal", "e:met x:declined j:met k:met "}, // swap=mh is the default
 		// x has not started, so even swap_age=-1 lets it go.
 		[2]string{"tidal:swap=mh:swap_age=-1:swap_tries=1", "e:met x:declined j:met k:met "})
 	// swap_age: e (4000 s, due at 1100 s) takes a share of 4 GPUs; x
@@ -520,12 +520,16 @@ func TestTidalAdmitPath(t *testing.T) {
 		want bool
 	}{
 		{"edgeflow", false, false},
-		{"tidal", false, false},
-		{"tidal:admit_cloud=path", false, false}, // no forecast yet: EdgeFlow's test
-		{"tidal:admit_cloud=path", true, true},
+		{"tidal:admit_cloud=now:swap=off", false, false},
+		{"tidal:admit_cloud=now:swap=off", true, false}, // the hook unused
+		// admit_cloud=path is the default. swap=off: with swap=mh, j
+		// would take the place of x, which has more work and has not
+		// started, on either cloud.
+		{"tidal:swap=off", false, false}, // no forecast yet: EdgeFlow's test
+		{"tidal:swap=off", true, true},
 	} {
 		p := fam.Parse(t, tc.spec, contract.Context{})
-		if tl, ok := p.(*Tidal); ok && tc.path {
+		if tl, ok := p.(*Tidal); ok && tc.path && tl.flow.testPath != nil {
 			tl.flow.testPath = func(s *engine.Snapshot, c cloud) ([]float64, []int) {
 				return []float64{1600}, []int{8}
 			}
@@ -536,9 +540,9 @@ func TestTidalAdmitPath(t *testing.T) {
 	}
 	// The hook itself: once the cloud has been seen to change, the path
 	// is the forecast's, bin by bin after now, never above the cloud's GPUs.
-	tl := fam.Parse(t, "tidal:admit_cloud=path", contract.Context{}).(*Tidal)
-	if tl.flow.testPath == nil || fam.Parse(t, "tidal", contract.Context{}).(*Tidal).flow.testPath != nil {
-		t.Fatal("admit_cloud=path must set the admission test's path, and the default must not")
+	tl := fam.Parse(t, "tidal", contract.Context{}).(*Tidal)
+	if tl.flow.testPath == nil || fam.Parse(t, "tidal:admit_cloud=now", contract.Context{}).(*Tidal).flow.testPath != nil {
+		t.Fatal("admit_cloud=path (the default) must set the admission test's path, and admit_cloud=now must not")
 	}
 	for _, now := range []float64{0, 600, 1200, 1800} {
 		s := snap()
