@@ -60,7 +60,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"admit_cloud=path: the cloud the admission test plans on: now: the GPUs up now (EdgeFlow's), mean: at most " +
 			"its GPUs less the share of GPU-time the rounds have seen down so far (newcomers only; docs/tidal.md, sixth pass), or path: " +
 			"the GPUs up now until the next forecast bin, then the cloud forecast's admit_quantile bin by bin (a node down now comes back " +
-			"when the forecast says; docs/tidal.md, seventh pass; the same as now while the cloud has never changed); admit_quantile=0.2; " +
+			"when the forecast says, and it is never below the fewest GPUs the cloud has been seen with; docs/tidal.md, seventh and eighth passes; the same as now while the cloud has never changed); admit_quantile=0.2; " +
 			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
 			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
@@ -267,6 +267,7 @@ type tideView struct {
 	f      *forecast.Forecaster
 	seen   bool
 	varies bool      // its capacity has changed at least once
+	low    float64   // the least capacity observed (GPUs)
 	cur    float64   // GPUs available now
 	path   []float64 // planned capacity per bin at Quantile
 	later  []float64 // the same at LaterQuantile, for later admission
@@ -532,6 +533,9 @@ func (t *Tidal) observe(s *engine.Snapshot) {
 		}
 		v.lastAt = s.Now
 		v.varies = v.varies || (v.seen && now != v.cur)
+		if !v.seen || now < v.low {
+			v.low = now
+		}
 		v.seen, v.cur = true, now
 		_ = v.f.Observe(s.Now, now) // rounds never go back in time
 	}
@@ -1157,7 +1161,8 @@ func (t *Tidal) holdCap(s *engine.Snapshot, c cloud, j *fjob) int {
 
 // admitPath is admit_cloud=path (Flow.testPath): the cloud ahead as its
 // forecast gives it at AdmitQuantile, bin by bin after the one now, at most
-// its GPUs; nil when the cloud has never changed (EdgeFlow's test). A node
+// its GPUs and at least the fewest it has been seen with; nil when the
+// cloud has never changed (EdgeFlow's test). A node
 // down now counts as down until the forecast brings it back, where
 // EdgeFlow's test plans the GPUs up now for the whole future.
 func (t *Tidal) admitPath(s *engine.Snapshot, c cloud) ([]float64, []int) {
@@ -1172,7 +1177,11 @@ func (t *Tidal) admitPath(s *engine.Snapshot, c cloud) ([]float64, []int) {
 	ts, caps := t.admTs[:0], t.admCaps[:0]
 	for k := 1; k < len(path); k++ {
 		ts = append(ts, start+float64(k)*v.bin)
-		caps = append(caps, int(math.Floor(math.Min(path[k], float64(v.gpus))+1e-9)))
+		// Never below the least the cloud has been seen with: a forecast
+		// that says it collapses (wrong=collapse) would otherwise turn
+		// every newcomer away on a cloud that has never been that low.
+		g := math.Max(math.Min(path[k], float64(v.gpus)), v.low)
+		caps = append(caps, int(math.Floor(g+1e-9)))
 	}
 	t.admTs, t.admCaps = ts, caps
 	return ts, caps

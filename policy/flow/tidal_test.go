@@ -562,8 +562,34 @@ func TestTidalAdmitPath(t *testing.T) {
 		t.Fatalf("path %v %v: want one capacity per bin", ts, caps)
 	}
 	for k := range ts {
-		if ts[k] <= s.Now || (k > 0 && ts[k] <= ts[k-1]) || caps[k] < 0 || caps[k] > 8 {
-			t.Fatalf("bin %d: t=%v, %d GPUs: want ascending times after now and 0-8 GPUs", k, ts[k], caps[k])
+		if ts[k] <= s.Now || (k > 0 && ts[k] <= ts[k-1]) || caps[k] < 4 || caps[k] > 8 {
+			t.Fatalf("bin %d: t=%v, %d GPUs: want ascending times after now and 4-8 GPUs (never below the 4 seen at t=1200 s)", k, ts[k], caps[k])
 		}
+	}
+	// A forecast that says the cloud collapses on day 2 (wrong=collapse)
+	// plans no fewer GPUs than the cloud has been seen with (4): without
+	// that floor the test would see 0 on day 2 and turn every newcomer
+	// away (docs/tidal.md, eighth pass).
+	wrong := fam.Parse(t, "tidal:wrong=collapse", contract.Context{}).(*Tidal)
+	for _, now := range []float64{0, 600, 1200, 1800, 2400} {
+		s := snap()
+		s.Now = now
+		if now != 1200 {
+			s.Down = nil
+		}
+		wrong.observe(s)
+	}
+	ts, caps = wrong.admitPath(s, c)
+	day2 := 0
+	for k := range ts {
+		if ts[k] >= 86400 && ts[k] < 2*86400 {
+			day2++
+			if caps[k] != 4 {
+				t.Fatalf("wrong=collapse, bin at t=%v: %d GPUs, want the least seen, 4", ts[k], caps[k])
+			}
+		}
+	}
+	if day2 == 0 {
+		t.Fatal("the path does not reach day 2")
 	}
 }
