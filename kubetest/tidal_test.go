@@ -44,7 +44,11 @@ func servingPattern(t float64) int {
 // saves it on its Lease, holds a forecaster whose median for the next 12
 // hours follows the wave far closer than its fallback did before it had
 // seen a day ("same as now"), and a job tidal leaves waiting says it is
-// the forecast that keeps it off the inference GPUs.
+// the forecast that keeps it off the inference GPUs. With lead=720 (two
+// rounds of 360 engine seconds), once it has learned the wave tidal stops
+// the job it lent the inference GPUs to at night before the serving
+// replicas come back at 08:00 on days 2 and 3, so they take no GPU from
+// it (no reclaim), where on day 1, before it had seen a morning, they did.
 func TestKubeTidalLearns(t *testing.T) {
 	e := startEnv(t)
 	s := e.scenario(t, "tide-tidal-live", "tidal-live")
@@ -55,7 +59,7 @@ func TestKubeTidalLearns(t *testing.T) {
 	const scale = 1800 // an engine day in 48 wall seconds
 	now := time.Now()
 	clock := compressedClock{t0: now, e0: math.Ceil(float64(now.Unix())/86400) * 86400, scale: scale}
-	sch, stop := s.start(kube.Config{Policy: "tidal", Clock: clock})
+	sch, stop := s.start(kube.Config{Policy: "tidal:lead=720", Clock: clock})
 	// a holds the cloud's GPU; w needs 2 GPUs, which only the inference
 	// node has, and only at night.
 	s.tidejob("tidal-live", "a", 1, 1, 1)
@@ -126,11 +130,27 @@ func TestKubeTidalLearns(t *testing.T) {
 		}
 		return forecastMAE, nowMAE
 	}
-	var early [2]float64
-	sawEarly := false
-	end := clock.e0 + 2*86400 + 4*3600 // 04:00 on the third day
+	var early, late [2]float64
+	sawEarly, sawLate := false, false
+	day3 := clock.e0 + 2*86400
+	end := day3 + 10*3600 // 10:00 on the third day
+	// What each pass of the loop saw: engine time, reclaims so far, and
+	// w's workers on the inference node.
+	type sample struct {
+		t             float64
+		reclaims, inf int
+	}
+	var samples []sample
 	for clock.Now() < end {
-		scaleTo(servingPattern(clock.Now()))
+		now := clock.Now()
+		inf := 0
+		for _, p := range s.workerPods("tidal-live", "w") {
+			if p.Spec.NodeName == "tl-i0" {
+				inf++
+			}
+		}
+		samples = append(samples, sample{now, sch.Stats().Reclaims, inf})
+		scaleTo(servingPattern(now))
 		if tj := s.getTideJob("tidal-live", "w"); tj.Status.Message != "" {
 			if len(msgs) == 0 || msgs[len(msgs)-1] != tj.Status.Message {
 				msgs = append(msgs, tj.Status.Message)
@@ -140,17 +160,61 @@ func TestKubeTidalLearns(t *testing.T) {
 			early[0], early[1] = mae()
 			sawEarly = true
 		}
+		if !sawLate && clock.Now() >= day3+4*3600 {
+			late[0], late[1] = mae()
+			sawLate = true
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	stop()
-	late, lateNow := mae()
+	lateNow := late[1]
 	t.Logf("forecast MAE over the next 12 h: %.2f GPUs at 04:00 on day 1 (same as now %.2f), %.2f at 04:00 on day 3 (same as now %.2f); reclaims %d",
-		early[0], early[1], late, lateNow, sch.Stats().Reclaims)
-	if !(late < lateNow/2) {
-		t.Errorf("after two days the forecast's median is off by %.2f GPUs over the next 12 h, same as now by %.2f: want under half", late, lateNow)
+		early[0], early[1], late[0], lateNow, sch.Stats().Reclaims)
+	// The mornings: reclaims from 06:00 to 10:00, and when w last had
+	// workers on the inference node before 08:00.
+	morning := func(day float64) (reclaims int, ranAt, lastOn float64) {
+		first, last := -1, -1
+		ranAt, lastOn = math.NaN(), math.NaN()
+		for _, x := range samples {
+			switch h := (x.t - day) / 3600; {
+			case h < 6 || h >= 10:
+			default:
+				if first < 0 {
+					first = x.reclaims
+				}
+				last = x.reclaims
+			}
+			if h := (x.t - day) / 3600; h >= 0 && h < 8 && x.inf > 0 {
+				if math.IsNaN(ranAt) {
+					ranAt = h
+				}
+				lastOn = h
+			}
+		}
+		return last - first, ranAt, lastOn
 	}
-	if !(late < early[0]/2) {
-		t.Errorf("the forecast's error %.2f after two days, %.2f before a day was seen: want under half", late, early[0])
+	// Day 1, before a morning was seen: the replicas take the GPUs back
+	// from w (a reclaim). Days 2 and 3: w ran on them in the night and
+	// was stopped at least a few minutes before 08:00 (a round at most
+	// lead ahead; lead=60, the default, stops it in the last minute or
+	// not at all), and nothing was reclaimed.
+	for d := 0; d < 3; d++ {
+		r, ran, last := morning(clock.e0 + float64(d)*86400)
+		t.Logf("day %d: %d reclaims 06:00-10:00; w on the inference GPUs from %.2f h to %.2f h", d+1, r, ran, last)
+		switch {
+		case d == 0 && r < 1:
+			t.Errorf("day 1: no reclaim in the morning: w was stopped without a learned forecast, so the test shows nothing")
+		case d > 0 && math.IsNaN(ran):
+			t.Errorf("day %d: w never ran on the inference GPUs in the night: the morning tests nothing", d+1)
+		case d > 0 && (r != 0 || !(last < 7.95)):
+			t.Errorf("day %d: %d reclaims from 06:00 to 10:00, w last on the inference GPUs at %.2f h: want none, w stopped before 07:57 on the learned forecast", d+1, r, last)
+		}
+	}
+	if !(late[0] < lateNow/2) {
+		t.Errorf("after two days the forecast's median is off by %.2f GPUs over the next 12 h, same as now by %.2f: want under half", late[0], lateNow)
+	}
+	if !(late[0] < early[0]/2) {
+		t.Errorf("the forecast's error %.2f after two days, %.2f before a day was seen: want under half", late[0], early[0])
 	}
 	said := false
 	for _, m := range msgs {
