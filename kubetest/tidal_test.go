@@ -44,8 +44,9 @@ func servingPattern(t float64) int {
 // saves it on its Lease, holds a forecaster whose median for the next 12
 // hours follows the wave far closer than its fallback did before it had
 // seen a day ("same as now"), and a job tidal leaves waiting says it is
-// the forecast that keeps it off the inference GPUs. With lead=720 (two
-// rounds of 360 engine seconds), once it has learned the wave tidal stops
+// the forecast that keeps it off the inference GPUs. With lead=1800 (five
+// rounds of 360 engine seconds, a second of wall time, so a slow round
+// under load does not miss it), once it has learned the wave tidal stops
 // the job it lent the inference GPUs to at night before the serving
 // replicas come back at 08:00 on days 2 and 3, so they take no GPU from
 // it (no reclaim), where on day 1, before it had seen a morning, they did.
@@ -59,7 +60,7 @@ func TestKubeTidalLearns(t *testing.T) {
 	const scale = 1800 // an engine day in 48 wall seconds
 	now := time.Now()
 	clock := compressedClock{t0: now, e0: math.Ceil(float64(now.Unix())/86400) * 86400, scale: scale}
-	sch, stop := s.start(kube.Config{Policy: "tidal:lead=720", Clock: clock})
+	sch, stop := s.start(kube.Config{Policy: "tidal:lead=1800", Clock: clock})
 	// a holds the cloud's GPU; w needs 2 GPUs, which only the inference
 	// node has, and only at night.
 	s.tidejob("tidal-live", "a", 1, 1, 1)
