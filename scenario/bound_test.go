@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"os"
 	"testing"
 
 	"github.com/tide-sched/tide/report"
@@ -14,9 +13,7 @@ import (
 // than the bound says any schedule could, and the bound is below the job
 // count somewhere (it says something). Needs ../shared/data and GLPK (solvertest.Require).
 func TestBoundsAbovePolicies(t *testing.T) {
-	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
-		t.Skip("../shared/data absent: ", err)
-	}
+	needITPTrace(t)
 	solvertest.Require(t)
 	below := false
 	four := []string{"edgeflow", "tidal", "elasticflow", "edf"}

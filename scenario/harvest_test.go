@@ -25,7 +25,7 @@ func TestLoaningLowersJCT(t *testing.T) {
 		t.Skip("runs three scenarios")
 	}
 	files := []string{"../scenarios/harvest-deepboot-pollux.yaml"}
-	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
+	if _, err := os.Stat(itpTrace); err != nil {
 		t.Log("../shared/data absent: skipping the 5(c) scenarios on the ITP trace")
 	} else {
 		files = append(files, "../scenarios/harvest-deepboot.yaml", "../scenarios/harvest-aryl.yaml")

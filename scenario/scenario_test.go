@@ -154,9 +154,7 @@ func TestElasticFlowMeetsMoreDeadlines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five policies on the 195-job trace")
 	}
-	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
-		t.Skip("../shared/data absent: ", err)
-	}
+	needITPTrace(t)
 	sc, err := Load("../scenarios/elasticflow-128.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -191,9 +189,7 @@ func TestEdgeFlowSweeps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two policies at 14 points on the 195-job trace")
 	}
-	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
-		t.Skip("../shared/data absent: ", err)
-	}
+	needITPTrace(t)
 	equalOK := map[string]bool{"edgeflow-arrival arrival_scale=0.5": true}
 	for _, f := range []string{"edgeflow-arrival", "edgeflow-cloud", "edgeflow-edge-servers"} {
 		sc, err := Load("../scenarios/" + f + ".yaml")
@@ -293,5 +289,16 @@ func TestPolluxModelRunsAgents(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "model.dir") {
 		t.Errorf("missing profiles directory: error %v, want one naming model.dir", err)
+	}
+}
+
+// itpTrace is the ITP deadline trace the shipped deadline scenarios read.
+const itpTrace = "../../shared/data/itp-2021/deadline/195job.csv"
+
+// needITPTrace skips t when ../shared/data is absent (a user's clone).
+func needITPTrace(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(itpTrace); err != nil {
+		t.Skip("../shared/data absent: ", err)
 	}
 }

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"os"
 	"testing"
 
 	"github.com/tide-sched/tide/report"
@@ -15,9 +14,7 @@ import (
 // gain is the admission rules', not a change elsewhere. Needs
 // ../shared/data.
 func TestTidalAboveEdgeFlowUnderFaults(t *testing.T) {
-	if _, err := os.Stat("../../shared/data/itp-2021/deadline/195job.csv"); err != nil {
-		t.Skip("../shared/data absent: ", err)
-	}
+	needITPTrace(t)
 	if testing.Short() {
 		t.Skip("runs three policies on six points of 195 jobs")
 	}
