@@ -21,6 +21,9 @@ type tideViewState struct {
 	PerSrv, Cur, Bin float64
 	Seen, Varies     bool
 	Forecaster       []byte
+	// Low is the least capacity seen (the floor under admit_cloud=path);
+	// nil in a state saved before it was kept, where Cur stands in.
+	Low *float64
 }
 
 // SaveState implements engine.Stateful.
@@ -31,7 +34,7 @@ func (t *Tidal) SaveState() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f}})
+		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f, Low: &v.low}})
 	}
 	return engine.EncodeState(st)
 }
@@ -56,7 +59,10 @@ func (t *Tidal) LoadState(b []byte) error {
 			return err
 		}
 		t.views[name] = &tideView{name: name, kind: s.Kind, gpus: s.GPUs, perSrv: s.PerSrv, f: f, seen: s.Seen, varies: s.Varies,
-			cur: s.Cur, bin: s.Bin, pathAt: math.NaN()}
+			cur: s.Cur, bin: s.Bin, low: s.Cur, pathAt: math.NaN()}
+		if s.Low != nil {
+			t.views[name].low = *s.Low
+		}
 	}
 	return nil
 }

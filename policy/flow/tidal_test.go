@@ -592,4 +592,20 @@ func TestTidalAdmitPath(t *testing.T) {
 	if day2 == 0 {
 		t.Fatal("the path does not reach day 2")
 	}
+	// The floor survives a restart: a tidal loaded from the saved state
+	// (tide kube's leader, tide serve) plans day 2 at 4 GPUs too.
+	b, err := wrong.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := fam.Parse(t, "tidal:wrong=collapse", contract.Context{}).(*Tidal)
+	if err := back.LoadState(b); err != nil {
+		t.Fatal(err)
+	}
+	ts, caps = back.admitPath(s, c)
+	for k := range ts {
+		if ts[k] >= 86400 && ts[k] < 2*86400 && caps[k] != 4 {
+			t.Fatalf("after a restart, wrong=collapse, bin at t=%v: %d GPUs, want the least seen, 4", ts[k], caps[k])
+		}
+	}
 }
