@@ -21,9 +21,12 @@ type tideViewState struct {
 	PerSrv, Cur, Bin float64
 	Seen, Varies     bool
 	Forecaster       []byte
-	// Low is the least capacity seen (the floor under admit_cloud=path);
-	// nil in a state saved before it was kept, where Cur stands in.
-	Low *float64
+	// Low is the least capacity seen (the floor under admit_cloud=path).
+	// LowKept is false in a state saved before it was kept, where Cur
+	// stands in (gob omits zero values, so a nil pointer could not tell
+	// a Low of 0 from none).
+	Low     float64
+	LowKept bool
 }
 
 // SaveState implements engine.Stateful.
@@ -34,7 +37,7 @@ func (t *Tidal) SaveState() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f, Low: &v.low}})
+		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f, Low: v.low, LowKept: true}})
 	}
 	return engine.EncodeState(st)
 }
@@ -60,8 +63,8 @@ func (t *Tidal) LoadState(b []byte) error {
 		}
 		t.views[name] = &tideView{name: name, kind: s.Kind, gpus: s.GPUs, perSrv: s.PerSrv, f: f, seen: s.Seen, varies: s.Varies,
 			cur: s.Cur, bin: s.Bin, low: s.Cur, pathAt: math.NaN()}
-		if s.Low != nil {
-			t.views[name].low = *s.Low
+		if s.LowKept {
+			t.views[name].low = s.Low
 		}
 	}
 	return nil
