@@ -49,6 +49,11 @@ type Config struct {
 	// Min and Max clamp predictions (the site's size); Max 0: no upper
 	// clamp.
 	Min, Max float64
+	// Windows makes the forecaster also learn the errors of window means
+	// (the mean over the next H bins, for H at each horizon), which
+	// WindowPath needs. It costs about the sum of the horizons (474)
+	// predictions per expert at each completed bin.
+	Windows bool
 }
 
 func (c *Config) fill() error {
@@ -124,6 +129,9 @@ type Forecaster struct {
 	// errs[h][e] are expert e's recent errors (realised - predicted) at
 	// horizons[h], newest last.
 	errs [][nExperts]ring
+	// werrs[h][e] (Config.Windows) are expert e's recent errors on the
+	// mean of horizons[h] bins, forecast from the bins before the first.
+	werrs [][nExperts]ring
 }
 
 type ring struct {
@@ -145,7 +153,11 @@ func New(cfg Config) (*Forecaster, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	return &Forecaster{cfg: cfg, errs: make([][nExperts]ring, len(horizons))}, nil
+	f := &Forecaster{cfg: cfg, errs: make([][nExperts]ring, len(horizons))}
+	if cfg.Windows {
+		f.werrs = make([][nExperts]ring, len(horizons))
+	}
+	return f, nil
 }
 
 // Config returns the forecaster's configuration, defaults filled.
@@ -206,6 +218,32 @@ func (f *Forecaster) learn() {
 			if p, ok := f.predict(e, n, b, f.bins[n-1]); ok {
 				f.errs[hi][e].add(real-p, f.cfg.Window)
 			}
+		}
+	}
+	if f.werrs == nil {
+		return
+	}
+	for hi, h := range horizons {
+		n := b - h + 1
+		if n < 1 {
+			break
+		}
+		mean := 0.0
+		for k := n; k <= b; k++ {
+			mean += f.bins[k]
+		}
+		mean /= float64(h)
+	experts:
+		for e := 0; e < nExperts; e++ {
+			sum := 0.0
+			for k := n; k <= b; k++ {
+				p, ok := f.predict(e, n, k, f.bins[n-1])
+				if !ok {
+					continue experts
+				}
+				sum += p
+			}
+			f.werrs[hi][e].add(mean-sum/float64(h), f.cfg.Window)
 		}
 	}
 }
@@ -408,6 +446,69 @@ func (f *Forecaster) Path(bins int, q float64) (start float64, out []float64) {
 			continue
 		}
 		out[k] = Forecast{Median: p + off, min: f.cfg.Min, max: f.cfg.Max}.Quantile(q)
+	}
+	return start, out
+}
+
+// WindowPath is Path calibrated for the mean over a window that starts
+// with the bin in progress: for every L, the mean of out[0..L-1] is the
+// median forecast's mean over those L bins plus the q-quantile of the
+// chosen expert's recent errors on window means of L bins (interpolated
+// linearly between the horizons where they are measured), so that a plan
+// that needs GPU-time by some time gets it with probability about 1-q,
+// where Path's quantile bin by bin compounds (docs/tidal.md, ninth pass).
+// Each bin is then clamped to [Min, Max]. Without Config.Windows, or
+// before an expert has enough window errors at a horizon, the bins there
+// are Path's.
+func (f *Forecaster) WindowPath(bins int, q float64) (start float64, out []float64) {
+	start, out = f.Path(bins, q)
+	if out == nil || f.werrs == nil {
+		return start, out
+	}
+	n := len(f.bins)
+	// off[i]: the q-quantile of the window errors at horizons[i], of the
+	// expert Path chose there; NaN where too few are known.
+	off := make([]float64, len(horizons))
+	experts := make([]int, len(horizons))
+	for i, h := range horizons {
+		e, _ := f.choose(i, n, n+h-1)
+		experts[i] = e
+		off[i] = math.NaN()
+		if errs := f.werrs[i][e].v; len(errs) >= minErrs {
+			sorted := slices.Clone(errs)
+			slices.Sort(sorted)
+			off[i] = quantile(sorted, q)
+		}
+	}
+	sum, prev := 0.0, 0.0 // median path's running sum; the planned sum up to the last bin
+	i := 0
+	for k := range out {
+		L := k + 1
+		for i < len(horizons)-1 && horizons[i] < L {
+			i++
+		}
+		p, ok := f.predict(experts[i], n, n+k, f.v)
+		if !ok {
+			p = f.v
+		}
+		sum += p
+		o := off[i]
+		if i > 0 && L < horizons[i] && !math.IsNaN(off[i-1]) {
+			lo, hi := float64(horizons[i-1]), float64(horizons[i])
+			o = off[i-1] + (off[i]-off[i-1])*(float64(L)-lo)/(hi-lo)
+		}
+		if math.IsNaN(o) || L > horizons[len(horizons)-1] {
+			prev += out[k]
+			continue
+		}
+		planned := sum + float64(L)*o
+		v := planned - prev
+		v = math.Max(v, f.cfg.Min)
+		if f.cfg.Max > 0 {
+			v = math.Min(v, f.cfg.Max)
+		}
+		out[k] = v
+		prev += v
 	}
 	return start, out
 }

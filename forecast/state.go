@@ -12,6 +12,7 @@ type forecasterState struct {
 	Seen                           bool
 	Bins                           []float64
 	Errs                           [][nExperts]ringState
+	Werrs                          [][nExperts]ringState
 }
 
 type ringState struct {
@@ -27,6 +28,14 @@ func (f *Forecaster) MarshalBinary() ([]byte, error) {
 	for h := range f.errs {
 		for e := range f.errs[h] {
 			st.Errs[h][e] = ringState{V: f.errs[h][e].v, Next: f.errs[h][e].next}
+		}
+	}
+	if f.werrs != nil {
+		st.Werrs = make([][nExperts]ringState, len(f.werrs))
+		for h := range f.werrs {
+			for e := range f.werrs[h] {
+				st.Werrs[h][e] = ringState{V: f.werrs[h][e].v, Next: f.werrs[h][e].next}
+			}
 		}
 	}
 	var buf bytes.Buffer
@@ -46,6 +55,15 @@ func (f *Forecaster) UnmarshalBinary(b []byte) error {
 	for h := range st.Errs {
 		for e := range st.Errs[h] {
 			f.errs[h][e] = ring{v: st.Errs[h][e].V, next: st.Errs[h][e].Next}
+		}
+	}
+	if f.cfg.Windows {
+		// A state saved without window errors starts them empty.
+		f.werrs = make([][nExperts]ring, len(horizons))
+		for h := range st.Werrs {
+			for e := range st.Werrs[h] {
+				f.werrs[h][e] = ring{v: st.Werrs[h][e].V, next: st.Werrs[h][e].Next}
+			}
 		}
 	}
 	return nil

@@ -5,7 +5,9 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/capacity"
@@ -27,6 +29,12 @@ import (
 // scenario whose capacity varies by default, faults files at each MTBF).
 func TestPathCoverage(t *testing.T) {
 	files, _ := filepath.Glob("../scenarios/*.yaml")
+	if only := os.Getenv("TIDE_PATH_FILES"); only != "" {
+		files = nil
+		for _, f := range strings.Split(only, ",") {
+			files = append(files, "../scenarios/"+f+".yaml")
+		}
+	}
 	hs := []int{6, 18, 36, 72} // bins of 600 s: 1, 3, 6 and 12 h
 	for _, f := range files {
 		sc, err := Load(f)
@@ -59,9 +67,13 @@ func TestPathCoverage(t *testing.T) {
 					at = fmt.Sprintf("mtbf %g", v)
 				}
 				line := fmt.Sprintf("%-24s %-11s %-5s", sc.Name, at, s.Site)
-				for _, q := range []float64{0.2, 0.5} {
-					cover, above := pathCoverage(t, s, q, hs)
-					line += fmt.Sprintf(" | q=%.1f:", q)
+				for _, m := range []struct {
+					q      float64
+					window bool
+				}{{0.2, false}, {0.5, false}, {0.2, true}} {
+					q := m.q
+					cover, above := pathCoverage(t, s, q, hs, m.window)
+					line += fmt.Sprintf(" | q=%.1f%s:", q, map[bool]string{true: " window", false: ""}[m.window])
 					for i := range hs {
 						line += fmt.Sprintf(" %.2f (%+.1f)", cover[i], above[i])
 					}
@@ -72,8 +84,8 @@ func TestPathCoverage(t *testing.T) {
 	}
 }
 
-func pathCoverage(t *testing.T, s SiteSeries, q float64, hs []int) (cover, above []float64) {
-	fc, err := forecast.New(forecast.Config{Max: float64(s.GPUs)})
+func pathCoverage(t *testing.T, s SiteSeries, q float64, hs []int, window bool) (cover, above []float64) {
+	fc, err := forecast.New(forecast.Config{Max: float64(s.GPUs), Windows: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +109,9 @@ func pathCoverage(t *testing.T, s SiteSeries, q float64, hs []int) (cover, above
 			continue
 		}
 		start, path := fc.Path(hs[len(hs)-1]+1, q)
+		if window {
+			start, path = fc.WindowPath(hs[len(hs)-1]+1, q)
+		}
 		n++
 		for i, h := range hs {
 			sum := 0.0

@@ -60,7 +60,8 @@ func tidalPolicies(register func(contract.Info)) {
 			"admit_cloud=path: the cloud the admission test plans on: now: the GPUs up now (EdgeFlow's), mean: at most " +
 			"its GPUs less the share of GPU-time the rounds have seen down so far (newcomers only; docs/tidal.md, sixth pass), or path: " +
 			"the GPUs up now until the next forecast bin, then the cloud forecast's admit_quantile bin by bin (a node down now comes back " +
-			"when the forecast says, and it is never below the fewest GPUs the cloud has been seen with; docs/tidal.md, seventh and eighth passes; the same as now while the cloud has never changed); admit_quantile=0.2; " +
+			"when the forecast says, and it is never below the fewest GPUs the cloud has been seen with; docs/tidal.md, seventh and eighth passes; the same as now while the cloud has never changed), or window: path, but " +
+			"calibrated for the mean over a job's window rather than bin by bin (docs/tidal.md, ninth pass); admit_quantile=0.2; " +
 			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
 			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
@@ -246,8 +247,12 @@ type Tidal struct {
 	// AdmitQuantile is the cloud forecast's quantile that admit_cloud=path
 	// plans the admission test on.
 	AdmitQuantile float64
-	admTs         []float64
-	admCaps       []int
+	// admitWindow: admit_cloud=window, the path calibrated for the mean
+	// over a job's window (forecast.WindowPath; docs/tidal.md, ninth
+	// pass), whose window errors the cloud's forecaster then learns.
+	admitWindow bool
+	admTs       []float64
+	admCaps     []int
 	// The order park offers edge servers in, kept from round to round,
 	// and its scratch (tidal_park_order.go).
 	parkOrder  kept.Order[parkKeyed]
@@ -477,15 +482,16 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 		return nil, fmt.Errorf("policy tidal: admit_quantile=%v: want a number in (0, 1)", t.AdmitQuantile)
 	}
 	switch ac := o.String("admit_cloud", "path"); ac {
-	case "now", "mean", "path":
+	case "now", "mean", "path", "window":
 		if ac == "mean" && t.Hold {
 			t.flow.testCap = t.meanCap
 		}
-		if ac == "path" {
+		if ac == "path" || ac == "window" {
 			t.flow.testPath = t.admitPath
 		}
+		t.admitWindow = ac == "window"
 	default:
-		return nil, fmt.Errorf("policy tidal: admit_cloud=%q: want now, mean or path", ac)
+		return nil, fmt.Errorf("policy tidal: admit_cloud=%q: want now, mean, path or window", ac)
 	}
 	t.flow.holdStrict = t.HoldStrict
 	t.flow.holdKeep = t.Hold && t.HoldKeep
@@ -506,6 +512,13 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 // Name implements engine.Policy.
 func (t *Tidal) Name() string { return t.name }
 
+// forecastConfig is the forecaster's configuration for a site of kind
+// and gpus: window errors are learned on the cloud under
+// admit_cloud=window only, where admitPath reads them.
+func (t *Tidal) forecastConfig(kind string, gpus int) forecast.Config {
+	return forecast.Config{Max: float64(gpus), Windows: t.admitWindow && kind == cluster.SiteCloud}
+}
+
 // observe records each edge and inference site's capacity now.
 func (t *Tidal) observe(s *engine.Snapshot) {
 	for _, site := range s.Cluster.Sites() {
@@ -514,7 +527,7 @@ func (t *Tidal) observe(s *engine.Snapshot) {
 		}
 		v := t.views[site.Name]
 		if v == nil {
-			f, err := forecast.New(forecast.Config{Max: float64(site.GPUs)})
+			f, err := forecast.New(t.forecastConfig(site.Kind, site.GPUs))
 			if err != nil {
 				continue // the default configuration is valid
 			}
@@ -1170,7 +1183,13 @@ func (t *Tidal) admitPath(s *engine.Snapshot, c cloud) ([]float64, []int) {
 	if v == nil || !v.varies || t.Source == "off" {
 		return nil, nil
 	}
-	start, path := t.path(s, v, t.AdmitQuantile)
+	var start float64
+	var path []float64
+	if t.admitWindow && t.Source == "online" && t.Wrong == "" {
+		start, path = v.f.WindowPath(tideBins, t.AdmitQuantile)
+	} else {
+		start, path = t.path(s, v, t.AdmitQuantile)
+	}
 	if path == nil {
 		return nil, nil
 	}

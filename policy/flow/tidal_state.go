@@ -54,7 +54,7 @@ func (t *Tidal) LoadState(b []byte) error {
 	}
 	for _, e := range st.Views {
 		name, s := e.Key, e.Val
-		f, err := forecast.New(forecast.Config{Max: float64(s.GPUs)})
+		f, err := forecast.New(t.forecastConfig(s.Kind, s.GPUs))
 		if err != nil {
 			return err
 		}

@@ -609,3 +609,63 @@ func TestTidalAdmitPath(t *testing.T) {
 		}
 	}
 }
+
+// TestTidalAdmitWindow: admit_cloud=window plans the admission test on the
+// cloud forecaster's WindowPath (the quantile of the mean over a job's
+// window), which only that setting makes the cloud's forecaster learn,
+// and keeps it across a restart. The cloud (2 nodes of 4 GPUs) loses a
+// node for an hour every 5 h for two and a half days.
+func TestTidalAdmitWindow(t *testing.T) {
+	cl := enginetest.MultiSite(2, 4, 0, 0)
+	feed := func(tl *Tidal) *engine.Snapshot {
+		var s *engine.Snapshot
+		for now := 0.0; now <= 2.5*86400; now += 600 {
+			s = &engine.Snapshot{Now: now, Cluster: cl, Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 4},
+				Down: make([]bool, cl.TotalGPUs())}
+			if math.Mod(now, 5*3600) < 3600 {
+				for i := range 4 {
+					s.Down[cl.Nodes[0].First+cluster.GPUID(i)] = true
+				}
+			}
+			tl.observe(s)
+		}
+		return s
+	}
+	win := fam.Parse(t, "tidal:admit_cloud=window", contract.Context{}).(*Tidal)
+	path := fam.Parse(t, "tidal", contract.Context{}).(*Tidal)
+	s := feed(win)
+	feed(path)
+	c, _ := win.flow.cloudOf(s)
+	v := win.views[c.site]
+	if v == nil || !v.f.Config().Windows || path.views[c.site].f.Config().Windows {
+		t.Fatal("the cloud's forecaster must learn window errors under admit_cloud=window, and only then")
+	}
+	_, wp := v.f.WindowPath(tideBins, win.AdmitQuantile)
+	ts, caps := win.admitPath(s, c)
+	pts, pcaps := path.admitPath(s, c)
+	if len(ts) != len(wp)-1 || len(pts) != len(ts) {
+		t.Fatalf("%d and %d bins planned, want %d", len(ts), len(pts), len(wp)-1)
+	}
+	differs := false
+	for k := range ts {
+		want := int(math.Floor(math.Max(math.Min(wp[k+1], 8), v.low) + 1e-9))
+		if caps[k] != want || ts[k] != pts[k] {
+			t.Fatalf("bin %d at t=%v: %d GPUs planned, want WindowPath's %d", k, ts[k], caps[k], want)
+		}
+		differs = differs || caps[k] != pcaps[k]
+	}
+	if !differs {
+		t.Fatal("the window path equals the per-bin path here: the check would not see the wrong one used")
+	}
+	b, err := win.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := fam.Parse(t, "tidal:admit_cloud=window", contract.Context{}).(*Tidal)
+	if err := back.LoadState(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, again := back.admitPath(s, c); !slices.Equal(again, caps) {
+		t.Fatalf("after a restart the window path plans %v, before %v", again, caps)
+	}
+}
