@@ -805,7 +805,7 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 					"admission tries it again each round while the whole cloud could still end it by t="...)
 				tr.buf = strconv.AppendFloat(tr.buf, j.deadline, 'f', 0, 64)
 				tr.buf = append(tr.buf, " s"...)
-				tr.prepend(i, lo, false)
+				tr.prependHeld(i, lo)
 			}
 		}
 	}
@@ -1127,7 +1127,7 @@ func (t *Tidal) hold(s *engine.Snapshot, plan *engine.Plan) {
 			tr.buf = append(tr.buf, "held, not declined: the whole cloud would still end it by its deadline if admitted by t="...)
 			tr.buf = strconv.AppendFloat(tr.buf, latest, 'f', 0, 64)
 			tr.buf = append(tr.buf, " s; admission tries it again each round"...)
-			tr.prepend(i, lo, true)
+			tr.prependHeld(i, lo)
 			continue
 		}
 		if st.Starts > 0 {

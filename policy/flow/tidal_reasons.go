@@ -134,6 +134,27 @@ func (tr *tideRound) prepend(i, lo int, drop bool) {
 	tr.set(i, lo, tr.reason(i))
 }
 
+// prependHeld is prepend for a held job (dropping "declined" too): the
+// shared explanation's " (predicted end t=+Inf s)", which live reasons
+// write as "predicted end never", is left out. A held job is outside the
+// admitted jobs' plan, so the planner has no end for it; "never" would say
+// it cannot end, where the head says admission tries it again.
+func (tr *tideRound) prependHeld(i, lo int) {
+	old := dropDeclined(tr.text(i))
+	k := bytes.Index(old, noEnd)
+	if k < 0 {
+		join(tr, lo, old)
+		tr.set(i, lo, tr.reason(i))
+		return
+	}
+	join(tr, lo, old[:k])
+	tr.buf = append(tr.buf, old[k+len(noEnd):]...)
+	tr.set(i, lo, tr.reason(i))
+}
+
+// noEnd is how the shared explanation says a job has no predicted end.
+var noEnd = []byte(" (predicted end t=+Inf s)")
+
 // dropDeclined takes the shared explanation's leading "declined" off a
 // reason text whose own words say what happened to the job.
 func dropDeclined(text []byte) []byte {

@@ -102,3 +102,33 @@ func joinStrings(a, b string) string {
 	}
 	return a + "; " + b
 }
+
+// TestPrependHeld: a held job's reason keeps the shared explanation but
+// not its "declined" nor its "(predicted end t=+Inf s)", which live
+// reasons would write as "never".
+func TestPrependHeld(t *testing.T) {
+	for _, tc := range []struct{ had, want string }{
+		{"declined; deadline t=5 s: no share of the GPUs free before it meets it (predicted end t=+Inf s); waits",
+			"held; deadline t=5 s: no share of the GPUs free before it meets it; waits"},
+		{"preempted; deadline t=5 s: no share of the GPUs free before it meets it (predicted end t=+Inf s)",
+			"held; preempted; deadline t=5 s: no share of the GPUs free before it meets it"},
+		{"deadline t=5 s: needs a share of 4 GPUs, 0 left free before it by the admitted jobs",
+			"held; deadline t=5 s: needs a share of 4 GPUs, 0 left free before it by the admitted jobs"},
+		{"declined", "held"},
+		{"", "held"},
+	} {
+		var tr tideRound
+		st := &engine.Status{Job: &job.Job{ID: "x"}}
+		tr.begin(&engine.Snapshot{Jobs: []*engine.Status{st}})
+		i, _ := tr.index("x")
+		lo := tr.mark()
+		tr.buf = append(tr.buf, tc.had...)
+		tr.set(i, lo, engine.Reason{})
+		lo = tr.mark()
+		tr.buf = append(tr.buf, "held"...)
+		tr.prependHeld(i, lo)
+		if got := tr.reasons()["x"].Text; got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.had, got, tc.want)
+		}
+	}
+}
