@@ -467,7 +467,9 @@ func (f *Forecaster) WindowPath(bins int, q float64) (start float64, out []float
 	}
 	n := len(f.bins)
 	// off[i]: the q-quantile of the window errors at horizons[i], of the
-	// expert Path chose there; NaN where too few are known.
+	// expert of least recent error there (choose, for the window's last
+	// bin); NaN where too few are known. Path's bins stay where off is
+	// NaN, so it is computed first.
 	off := make([]float64, len(horizons))
 	experts := make([]int, len(horizons))
 	for i, h := range horizons {

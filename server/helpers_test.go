@@ -121,6 +121,17 @@ func waitJob(t testing.TB, c *api.Client, id string, timeout time.Duration, what
 	}
 }
 
+// waitFinished waits until job id ends and fails the test, with the job's
+// log, unless it finished.
+func waitFinished(t testing.TB, c *api.Client, id string, timeout time.Duration) *api.Job {
+	t.Helper()
+	j := waitJob(t, c, id, timeout, "ended", func(j *api.Job) bool { return api.Terminal(j.State) })
+	if j.State != api.StateFinished {
+		t.Fatalf("job %s: %s (%s):\n%s", id, j.State, j.Reason, logs(t, c, id))
+	}
+	return j
+}
+
 func inState(states ...string) func(*api.Job) bool {
 	return func(j *api.Job) bool {
 		for _, s := range states {

@@ -71,11 +71,7 @@ func TestPackedPairsPyTorch(t *testing.T) {
 	finished := func(ids ...string) []*api.Job {
 		var out []*api.Job
 		for _, id := range ids {
-			j := waitJob(t, ts.admin, id, 4*time.Minute, "ended", func(j *api.Job) bool { return api.Terminal(j.State) })
-			if j.State != api.StateFinished {
-				t.Fatalf("train.py %s: %s (%s):\n%s", id, j.State, j.Reason, logs(t, ts.admin, id))
-			}
-			out = append(out, j)
+			out = append(out, waitFinished(t, ts.admin, id, 4*time.Minute))
 		}
 		return out
 	}

@@ -97,17 +97,9 @@ func tidalSwapsTorch(t *testing.T, py string, gpus []localexec.GPU, batch, timed
 		}
 		return s
 	}
-	ended := func(id string, timeout time.Duration) *api.Job {
-		t.Helper()
-		j := waitJob(t, ts.admin, id, timeout, "ended", func(j *api.Job) bool { return api.Terminal(j.State) })
-		if j.State != api.StateFinished {
-			t.Fatalf("train.py %s: %s (%s):\n%s", id, j.State, j.Reason, logs(t, ts.admin, id))
-		}
-		return j
-	}
 
 	// Alone, to size the runs below.
-	alone := ended(submit(t, ts.admin, spec(timed, 60, 0)).ID, 4*time.Minute).Throughput
+	alone := waitFinished(t, ts.admin, submit(t, ts.admin, spec(timed, 60, 0)).ID, 4*time.Minute).Throughput
 	if !(alone > 0) {
 		t.Fatalf("train.py reported no throughput alone")
 	}
@@ -128,8 +120,8 @@ func tidalSwapsTorch(t *testing.T, py string, gpus []localexec.GPU, batch, timed
 		t.Fatalf("a: %s (%s): want taken out for b with %q", aj.State, aj.Reason, why)
 	}
 	t.Logf("a: %s: %s", aj.State, aj.Reason)
-	bj := ended(b.ID, 4*time.Minute)
-	aj = ended(a.ID, 4*time.Minute)
+	bj := waitFinished(t, ts.admin, b.ID, 4*time.Minute)
+	aj = waitFinished(t, ts.admin, a.ID, 4*time.Minute)
 
 	if len(aj.Attempts) < 2 || aj.Attempts[0].Outcome != "preempted" || aj.Attempts[0].Ended == nil || aj.Attempts[1].Started == nil {
 		t.Fatalf("a's attempts %+v: want a first one preempted, then another", aj.Attempts)

@@ -141,14 +141,12 @@ func (tr *tideRound) prepend(i, lo int, drop bool) {
 // it cannot end, where the head says admission tries it again.
 func (tr *tideRound) prependHeld(i, lo int) {
 	old := dropDeclined(tr.text(i))
-	k := bytes.Index(old, noEnd)
-	if k < 0 {
+	if k := bytes.Index(old, noEnd); k >= 0 {
+		join(tr, lo, old[:k])
+		tr.buf = append(tr.buf, old[k+len(noEnd):]...)
+	} else {
 		join(tr, lo, old)
-		tr.set(i, lo, tr.reason(i))
-		return
 	}
-	join(tr, lo, old[:k])
-	tr.buf = append(tr.buf, old[k+len(noEnd):]...)
 	tr.set(i, lo, tr.reason(i))
 }
 
