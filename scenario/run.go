@@ -369,8 +369,11 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 		}
 	}
 	wg.Wait()
-	for _, err := range errs {
+	for n, err := range errs {
 		if err != nil {
+			if pt := pts[n/len(sc.Policies)]; pt.param != "" {
+				return nil, fmt.Errorf("scenario %s: %s %v: %w", sc.File, pt.param, pt.value, err)
+			}
 			return nil, fmt.Errorf("scenario %s: %w", sc.File, err)
 		}
 	}

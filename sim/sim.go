@@ -136,8 +136,9 @@ type simulator struct {
 	agents   []*agent   // by job index, when the model is a perf.Observer
 	obs      perf.Observer
 	live     []*running // the non-nil entries of runs, in no particular order
-	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
-	sharing  bool       // the model rates pairs (perf.Sharer): only then may the engine pack jobs
+	livelock livelock
+	slotIdx  []int32 // engine.Status.Slot -> job index, for the active jobs
+	sharing  bool    // the model rates pairs (perf.Sharer): only then may the engine pack jobs
 	events   []event
 	out      *report.Run
 	alloc    int // GPUs held
@@ -347,6 +348,9 @@ func (s *simulator) loop() error {
 			}
 		}
 		s.sample(t)
+		if err := s.checkLivelock(t, next); err != nil {
+			return err
+		}
 		if s.cfg.Progress != nil && s.done-lastReport >= 1+len(s.jobs)/200 {
 			lastReport = s.done
 			s.cfg.Progress(t, s.done, len(s.jobs))

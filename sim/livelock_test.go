@@ -1,0 +1,66 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
+	"github.com/tide-sched/tide/place"
+	"github.com/tide-sched/tide/policy/classic"
+)
+
+// TestLivelockFails: a node that fails a second after each repair never
+// lets a job reach its first checkpoint, so the run would go on forever
+// (the stuck test does not fire: a repair is always to come). It must fail
+// with an error that says so, after two windows of simulated time.
+func TestLivelockFails(t *testing.T) {
+	c := multiSite(t, 1, 0, 0)
+	jobs := []*job.Job{enginetest.Job("a").GPUs(4).Seconds(7200).Obj()}
+	sites := &Sites{Faults: []capacity.Faults{{Site: "cloud", MTBF: 1, MTTR: 3600, Seed: 1}}, CheckpointInterval: 600}
+	_, err := Run(Config{Cluster: c, Model: perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Restart: 10}}},
+		Policy: &classic.FIFO{}, Placer: place.Pack{}, Sites: sites}, jobs)
+	if err == nil {
+		t.Fatal("the run ended without an error, want the livelock reported")
+	}
+	for _, want := range []string{"none finished, arrived or got further", "[a]", "fifo"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
+	}
+}
+
+// TestLivelockSpares: runs that take years but move keep going. One job of
+// three years alone on a cloud, bare and with a fault a month (it loses at
+// most a checkpoint interval each time), and jobs that arrive a year and a
+// half apart must all finish.
+func TestLivelockSpares(t *testing.T) {
+	const year = 365 * 86400.0
+	long := func() []*job.Job { return []*job.Job{enginetest.Job("a").GPUs(4).Seconds(3 * year).Obj()} }
+	apart := []*job.Job{enginetest.Job("a").GPUs(4).Seconds(3600).Obj(),
+		enginetest.Job("b").GPUs(4).Seconds(3600).At(1.5 * year).Obj(),
+		enginetest.Job("c").GPUs(4).Seconds(3600).At(3 * year).Obj()}
+	for _, tc := range []struct {
+		name  string
+		sites *Sites
+		jobs  []*job.Job
+	}{
+		{"bare", nil, long()},
+		{"monthly faults", &Sites{Faults: []capacity.Faults{{Site: "cloud", MTBF: 30 * 86400, MTTR: 3600, Seed: 1}}, CheckpointInterval: 600}, long()},
+		{"arrivals apart", nil, apart},
+	} {
+		r, err := Run(Config{Cluster: multiSite(t, 1, 0, 0), Model: perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Restart: 10}}},
+			Policy: &classic.FIFO{}, Placer: place.Pack{}, Sites: tc.sites}, tc.jobs)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		for _, rec := range r.Jobs {
+			if rec.Finish < 0 {
+				t.Errorf("%s: job %s did not finish", tc.name, rec.ID)
+			}
+		}
+	}
+}
