@@ -99,7 +99,7 @@ func runForecast(path string, asJSON bool, stdout io.Writer) error {
 // runBound is `tide sim --scenario FILE --bound`: at each sweep point (or
 // those of --points), the most deadlines any schedule could meet.
 func runBound(path string, points []float64, asJSON bool, stdout, stderr io.Writer, showBar bool) error {
-	sc, err := loadScenario(path, points)
+	sc, err := loadScenario(path, points, stderr)
 	if err != nil {
 		return err
 	}

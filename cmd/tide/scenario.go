@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,14 +16,31 @@ import (
 
 // loadScenario reads a scenario file with its sweep cut to points (--points)
 // when given.
-func loadScenario(path string, points []float64) (*scenario.Scenario, error) {
+func loadScenario(path string, points []float64, stderr io.Writer) (*scenario.Scenario, error) {
 	sc, err := scenario.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	if points != nil {
+		var file []float64
+		if sc.Sweep != nil {
+			file = slices.Clone(sc.Sweep.Values)
+		}
 		if err := sc.SetSweepValues(points); err != nil {
 			return nil, usageError{fmt.Errorf("--points: %w", err)}
+		}
+		// A value the file does not list is run as given, but say so:
+		// --points takes values, not indexes, and "--points 1" on a faults
+		// sweep is an MTBF of one second.
+		listed := make([]string, len(file))
+		for i, v := range file {
+			listed[i] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		for _, v := range points {
+			if !slices.Contains(file, v) {
+				fmt.Fprintf(stderr, "tide sim: note: --points %v is not one of the file's %s values (%s); it runs as given\n",
+					v, sc.Sweep.Param, strings.Join(listed, ", "))
+			}
 		}
 	}
 	return sc, nil
@@ -32,7 +50,7 @@ func loadScenario(path string, points []float64) (*scenario.Scenario, error) {
 // describes, as a table (one per point, and a deadline summary across a
 // sweep), JSON, or a report directory with a plot of the sweep.
 func runScenario(path string, policies []string, points []float64, asJSON bool, reportDir string, stdout, stderr io.Writer, showBar bool) error {
-	sc, err := loadScenario(path, points)
+	sc, err := loadScenario(path, points, stderr)
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,18 @@ func TestSimScenarioPoints(t *testing.T) {
 	if two := read("--points", "1, 0"); len(two.Points) != 2 || two.Points[0].Value != 1 || two.Points[1].Value != 0 {
 		t.Errorf("--points 1,0: %+v", two.Points)
 	}
+	// A value the file does not list runs, with a note that it is not an
+	// index; a listed one gets none.
+	for _, c := range []struct {
+		points string
+		note   bool
+	}{{"2", false}, {"5", true}, {"0,3", true}} {
+		code, _, errs := tide(t, "sim", "--scenario", path, "--json", "--points", c.points)
+		got := strings.Contains(errs, "is not one of the file's edge_servers values (0, 1, 2); it runs as given")
+		if code != 0 || got != c.note {
+			t.Errorf("--points %s: exit %d, note %v, want %v: %q", c.points, code, got, c.note, errs)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
