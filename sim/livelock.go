@@ -27,9 +27,8 @@ type livelock struct {
 	since float64   // time of the last check that saw progress
 }
 
-// check runs at time t of the loop, with done jobs finished and arrived
-// jobs submitted so far. It returns an error when a whole window has passed
-// without progress.
+// checkLivelock runs at time t of the loop, with arrived jobs submitted so
+// far. It returns an error when a whole window has passed without progress.
 func (s *simulator) checkLivelock(t float64, arrived int) error {
 	l := &s.livelock
 	if s.active == 0 || l.next == 0 {

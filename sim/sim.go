@@ -136,9 +136,9 @@ type simulator struct {
 	agents   []*agent   // by job index, when the model is a perf.Observer
 	obs      perf.Observer
 	live     []*running // the non-nil entries of runs, in no particular order
-	livelock livelock
-	slotIdx  []int32 // engine.Status.Slot -> job index, for the active jobs
-	sharing  bool    // the model rates pairs (perf.Sharer): only then may the engine pack jobs
+	slotIdx  []int32    // engine.Status.Slot -> job index, for the active jobs
+	sharing  bool       // the model rates pairs (perf.Sharer): only then may the engine pack jobs
+	livelock livelock   // the check that a run still moves (livelock.go)
 	events   []event
 	out      *report.Run
 	alloc    int // GPUs held
