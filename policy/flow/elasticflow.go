@@ -133,6 +133,9 @@ type Flow struct {
 	// admitted job out, which it appends to swapped, or nil.
 	swap    func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob
 	swapped []*fjob
+	// last is the cloud timeline the latest pass left, its jobs'
+	// reservations taken (valid until the next pass; tidal's swap_room).
+	last *timeline
 	// reasonTo, when set (tidal, which adds its own words to them), takes
 	// the reasons explain works out, as bytes valid during the call
 	// (explain.Scratch.PlanTo), instead of the plan's Reasons.
@@ -563,6 +566,7 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 		for _, j := range js[len(p.jobs):] {
 			f.passOne(&p.trial, j)
 		}
+		f.last = &p.trial
 		return
 	}
 	tl := &f.mem.tl
@@ -574,6 +578,7 @@ func (f *Flow) pass(now float64, capacity int, js []*fjob) {
 	for _, j := range js {
 		f.passOne(tl, j)
 	}
+	f.last = tl
 }
 
 // passOne is pass for one job, on the timeline the jobs before it left.

@@ -69,6 +69,8 @@ func tidalPolicies(register func(contract.Info)) {
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
+			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
+			"GPU-seconds from now to any time within them are no fewer with it than without it (docs/tidal.md, eleventh pass); " +
 			"rollout=off: gate or replace: a held job that EdgeFlow's test would admit again is admitted only if a play of the " +
 			"jobs known now, forward under EdgeFlow's own rule on the cloud forecast, meets strictly more deadlines with it than " +
 			"without (gate: the pessimistic plan must let it in too; replace: the play instead of that plan; robust: the play, " +
@@ -186,6 +188,15 @@ type Tidal struct {
 	Swap      bool
 	SwapTries int
 	SwapAge   float64
+	// SwapRoom (swap_room=, seconds; 0: off) asks an exchange to leave
+	// the cloud at least as much room as it takes: on admission's plan,
+	// the free GPU-seconds from now to any time within SwapRoom seconds
+	// (-1: any time) are no fewer with it than without it (roomAtLeast).
+	// Moore and Hodgson count only the jobs known at the exchange; a
+	// newcomer with less work than the job it puts out may still hold
+	// more GPUs sooner, which the arrivals to come would have used.
+	SwapRoom float64
+	roomBase timeline // admission's plan without the exchange (mhSwap's memory)
 	// RolloutMode (rollout=) plays tidal's choice and EdgeFlow's forward
 	// where they differ (tidal_rollout.go): off; gate: a held job is
 	// admitted again only if the pessimistic plan lets it in and the play
@@ -432,6 +443,12 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapAge < -1 {
 		return nil, fmt.Errorf("policy tidal: swap_age=%v: want seconds >= 0, or -1 (never ran)", t.SwapAge)
 	}
+	if t.SwapRoom, err = o.Float("swap_room", 0); err != nil {
+		return nil, err
+	}
+	if t.SwapRoom < 0 && t.SwapRoom != -1 {
+		return nil, fmt.Errorf("policy tidal: swap_room=%v: want seconds >= 0 (0: off), or -1 (every horizon)", t.SwapRoom)
+	}
 	if t.Swap && t.Hold {
 		t.flow.swap = func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob {
 			return t.mhSwap(test, base, trial, j, meets)
@@ -497,7 +514,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -1276,6 +1293,10 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 		out = append(out, x)
 	}
 	slices.SortStableFunc(out, func(a, b *fjob) int { return cmp.Compare(oneGPUWork(b), oneGPUWork(a)) })
+	if t.SwapRoom != 0 && len(out) > 0 {
+		test(base)
+		t.roomBase.copyFrom(t.flow.last)
+	}
 	for _, x := range out[:min(len(out), t.SwapTries)] {
 		set := slices.DeleteFunc(slices.Clone(trial), func(y *fjob) bool { return y == x })
 		test(set)
@@ -1284,6 +1305,9 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 			if b != x && meets[i] && !b.meets && !math.IsInf(b.deadline, 1) {
 				ok = false
 			}
+		}
+		if ok && t.SwapRoom != 0 {
+			ok = roomAtLeast(t.flow.last, &t.roomBase, t.SwapRoom)
 		}
 		if ok && t.RolloutMode != "off" {
 			// The play of both, continued by EdgeFlow's rule: the
@@ -1299,6 +1323,52 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 	}
 	test(base) // the outcomes (and edge servers) of the set as it stays
 	return nil
+}
+
+// roomAtLeast reports whether a leaves at least as many free GPU-seconds
+// as b from their common start to every time up to within seconds later
+// (-1: every time): the cumulative free capacity of a dominates b's at
+// every segment boundary of either in that span, and at its end. Both
+// begin at the same time, on the same cloud.
+func roomAtLeast(a, b *timeline, within float64) bool {
+	now := a.t[0]
+	until := math.Inf(1)
+	if within >= 0 {
+		until = now + within
+	}
+	// Walk both boundary lists in order, integrating each timeline's free
+	// GPUs up to each boundary; a small tolerance absorbs rounding.
+	var ia, ib int
+	var ca, cb, at float64 = 0, 0, now
+	for {
+		next := until
+		if ia+1 < len(a.t) {
+			next = math.Min(next, a.t[ia+1])
+		}
+		if ib+1 < len(b.t) {
+			next = math.Min(next, b.t[ib+1])
+		}
+		if math.IsInf(next, 1) {
+			// Past both timelines' last boundaries: a falls behind in
+			// time if it has fewer GPUs free from then on.
+			return a.free[ia] >= b.free[ib]
+		}
+		ca += float64(a.free[ia]) * (next - at)
+		cb += float64(b.free[ib]) * (next - at)
+		if ca < cb-1e-6*math.Max(1, math.Abs(cb)) {
+			return false
+		}
+		if next >= until {
+			return true
+		}
+		at = next
+		for ia+1 < len(a.t) && a.t[ia+1] <= at {
+			ia++
+		}
+		for ib+1 < len(b.t) && b.t[ib+1] <= at {
+			ib++
+		}
+	}
 }
 
 // oneGPUWork is x's work left in GPU-seconds on its fewest GPUs, where it

@@ -669,3 +669,61 @@ func TestTidalAdmitWindow(t *testing.T) {
 		t.Fatalf("after a restart the window path plans %v, before %v", again, caps)
 	}
 }
+
+// TestTidalSwapRoom: e (4000 s of work on one GPU, due at 1100 s) takes a
+// share of 4 GPUs until about 1000 s; x (6000 s, at most 2 GPUs, due at
+// 3100 s) is admitted at 10 s on 2 of the 4 left. j (3000 s, due at
+// 1000 s) arrives at 20 s: planned before x (earlier deadline) it takes
+// the 4 GPUs until about 780 s, and x, which cannot grow past 2, then
+// ends at about 3780 s, late; so admission turns j away. x has more work
+// left, so swap=mh (the default) puts it out for j; x never fits again
+// and runs late. That exchange takes 4 GPUs now for x's 2: the cloud has
+// fewer free GPU-seconds from the start, so swap_room=-1 (and any window)
+// turns it down. The next try, e (4000 s left, more than j), frees room:
+// j ends sooner on the same 4 GPUs, so e goes out instead and runs late.
+// With one try only x is asked, and j is declined.
+func TestTidalSwapRoom(t *testing.T) {
+	x := enginetest.Job("x").At(10).Elastic(1, 1, 2).Seconds(6000).Deadline(3100).Obj()
+	jobs := []*job.Job{flowJob("e", 0, 4000, 1100), x, flowJob("j", 20, 3000, 1000)}
+	wantStates(t, jobs,
+		[2]string{"tidal:swap=off", "e:met x:met j:declined "},
+		[2]string{"tidal", "e:met x:miss j:met "},
+		[2]string{"tidal:swap_room=-1", "e:miss x:met j:met "},
+		[2]string{"tidal:swap_room=600", "e:miss x:met j:met "},
+		[2]string{"tidal:swap_room=-1:swap_tries=1", "e:met x:met j:declined "},
+		[2]string{"tidal:swap_tries=1", "e:met x:miss j:met "})
+	for _, bad := range []string{"swap_room=-2", "swap_room=-0.5"} {
+		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), "swap_room") {
+			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
+
+// TestRoomAtLeast: cumulative free GPU-seconds from the common start,
+// compared at every boundary within the span.
+func TestRoomAtLeast(t *testing.T) {
+	tl := func(ts []float64, free []int) *timeline { return &timeline{t: ts, free: free} }
+	for _, tc := range []struct {
+		name   string
+		a, b   *timeline
+		within float64
+		want   bool
+	}{
+		{"equal", tl([]float64{0}, []int{8}), tl([]float64{0}, []int{8}), -1, true},
+		{"more free throughout", tl([]float64{0, 100}, []int{4, 8}), tl([]float64{0, 200}, []int{2, 8}), -1, true},
+		// a is 2 below b for 100 s, then 4 above from 100 s: 200 GPU-s
+		// behind at 100 s, level at 150 s, ahead after.
+		{"behind early", tl([]float64{0, 100}, []int{0, 8}), tl([]float64{0, 300}, []int{2, 4}), -1, false},
+		{"behind early, window before", tl([]float64{0, 100}, []int{0, 8}), tl([]float64{0, 300}, []int{2, 4}), 50, false},
+		{"never ahead where it counts", tl([]float64{0, 100}, []int{8, 0}), tl([]float64{0}, []int{4}), 200, true},
+		{"behind once the window reaches far", tl([]float64{0, 100}, []int{8, 0}), tl([]float64{0}, []int{4}), 300, false},
+		// From 1000 s on a has 2 GPUs fewer free for good: behind in time.
+		{"later ends lower", tl([]float64{0, 1000}, []int{8, 6}), tl([]float64{0}, []int{8}), -1, false},
+		{"later ends lower, window before", tl([]float64{0, 1000}, []int{8, 6}), tl([]float64{0}, []int{8}), 1000, true},
+		{"later ends higher", tl([]float64{0, 1000}, []int{7, 8}), tl([]float64{0, 2000}, []int{7, 6}), -1, true},
+	} {
+		if got := roomAtLeast(tc.a, tc.b, tc.within); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
