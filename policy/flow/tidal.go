@@ -68,6 +68,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"swap=mh: off, or mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
+			"swap_waiting=0: how many more are tried after them among those that never ran (-1: all; docs/tidal.md, twelfth pass); " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
 			"GPU-seconds from now to any time within them are no fewer with it than without it (docs/tidal.md, eleventh pass); " +
@@ -188,6 +189,11 @@ type Tidal struct {
 	Swap      bool
 	SwapTries int
 	SwapAge   float64
+	// SwapWaiting (swap_waiting=, default 0) tries up to that many more
+	// jobs after the SwapTries, among those that have never run (-1:
+	// all of them), most work first: taking one of them out costs no
+	// preemption and none of its progress.
+	SwapWaiting int
 	// SwapRoom (swap_room=, seconds; 0: off) asks an exchange to leave
 	// the cloud at least as much room as it takes: on admission's plan,
 	// the free GPU-seconds from now to any time within SwapRoom seconds
@@ -443,6 +449,13 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapAge < -1 {
 		return nil, fmt.Errorf("policy tidal: swap_age=%v: want seconds >= 0, or -1 (never ran)", t.SwapAge)
 	}
+	waiting, err := o.Float("swap_waiting", 0)
+	if err != nil {
+		return nil, err
+	}
+	if t.SwapWaiting = int(waiting); float64(t.SwapWaiting) != waiting || waiting < -1 {
+		return nil, fmt.Errorf("policy tidal: swap_waiting=%v: want a whole number >= 0, or -1 (every job that never ran)", waiting)
+	}
 	if t.SwapRoom, err = o.Float("swap_room", 0); err != nil {
 		return nil, err
 	}
@@ -514,7 +527,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_waiting", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -1297,7 +1310,17 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 		test(base)
 		t.roomBase.copyFrom(t.flow.last)
 	}
-	for _, x := range out[:min(len(out), t.SwapTries)] {
+	tries := out[:min(len(out), t.SwapTries)]
+	if t.SwapWaiting != 0 && len(out) > len(tries) {
+		more := 0
+		for _, x := range out[len(tries):] {
+			if x.st.FirstStart < 0 && (t.SwapWaiting < 0 || more < t.SwapWaiting) {
+				tries = append(slices.Clip(tries), x)
+				more++
+			}
+		}
+	}
+	for _, x := range tries {
 		set := slices.DeleteFunc(slices.Clone(trial), func(y *fjob) bool { return y == x })
 		test(set)
 		ok := j.meets

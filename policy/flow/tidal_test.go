@@ -699,6 +699,37 @@ func TestTidalSwapRoom(t *testing.T) {
 	}
 }
 
+// TestTidalSwapWaiting: swap_waiting tries more exchanges after the
+// swap_tries, only with jobs that have never run. One 8-GPU node, linear
+// scaling. First, b (8,000 s on one GPU, due at 1010 s) takes all 8 GPUs
+// from 10 s, so c (2,000 s, due at 1020 s) is turned away. a (12,000 s,
+// running since 0 s) has the most work left and is tried first; out, it
+// frees nothing before 1010 s. A second try, b, makes room for c and then
+// d; b has run, so swap_waiting does not try it. Second, d (10,000 s, due
+// at 3530 s) is turned away: a, b and d together need 32,000 GPU-seconds
+// by 3530 s, where the node has 28,240. c (12,000 s, due at 4520 s, never
+// run) is tried first and frees nothing before 3530 s; b (11,000 s, never
+// run: a holds the node) is tried next with swap_waiting and goes out for
+// d.
+func TestTidalSwapWaiting(t *testing.T) {
+	jobs := []*job.Job{flowJob("a", 0, 12000, 4000), flowJob("b", 10, 8000, 1010), flowJob("c", 20, 2000, 1020), flowJob("d", 30, 4000, 1030)}
+	wantStates(t, jobs,
+		[2]string{"tidal:swap_tries=1", "a:met b:met c:declined d:declined "},
+		[2]string{"tidal:swap_tries=1:swap_waiting=1", "a:met b:met c:declined d:declined "},
+		[2]string{"tidal:swap_tries=2", "a:met b:miss c:met d:met "})
+	jobs = []*job.Job{flowJob("a", 0, 11000, 2000), flowJob("b", 10, 11000, 3010), flowJob("c", 20, 12000, 4520), flowJob("d", 30, 10000, 3530)}
+	wantStates(t, jobs,
+		[2]string{"tidal:swap_tries=1", "a:met b:met c:met d:declined "},
+		[2]string{"tidal:swap_tries=1:swap_waiting=1", "a:met b:declined c:met d:met "},
+		[2]string{"tidal:swap_tries=1:swap_waiting=-1", "a:met b:declined c:met d:met "},
+		[2]string{"tidal:swap_tries=2", "a:met b:declined c:met d:met "})
+	for _, bad := range []string{"swap_waiting=-2", "swap_waiting=1.5"} {
+		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), "swap_waiting") {
+			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
+
 // TestRoomAtLeast: cumulative free GPU-seconds from the common start,
 // compared at every boundary within the span.
 func TestRoomAtLeast(t *testing.T) {
