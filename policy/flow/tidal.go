@@ -68,7 +68,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"swap=mh: off, or mh (Moore-Hodgson: a newcomer turned away takes the place of an admitted job of its priority with more work " +
 			"left (GPU-seconds on its fewest GPUs) that the whole cloud could still end in time, if then it meets and every job " +
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
-			"swap_waiting=0: how many more are tried after them among those that never ran (-1: all; docs/tidal.md, twelfth pass); " +
+			"swap_waiting=-1: how many more are tried after them among those that never ran (-1: all; 0: none; docs/tidal.md, twelfth pass); " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
 			"GPU-seconds from now to any time within them are no fewer with it than without it (docs/tidal.md, eleventh pass); " +
@@ -189,10 +189,11 @@ type Tidal struct {
 	Swap      bool
 	SwapTries int
 	SwapAge   float64
-	// SwapWaiting (swap_waiting=, default 0) tries up to that many more
-	// jobs after the SwapTries, among those that have never run (-1:
-	// all of them), most work first: taking one of them out costs no
-	// preemption and none of its progress.
+	// SwapWaiting (swap_waiting=, default -1: all) tries up to that many
+	// more jobs after the SwapTries, among those that have never run,
+	// most work first (0: none): taking one of them out costs no
+	// preemption and none of its progress, and under heavy arrivals
+	// most admitted jobs are waiting (docs/tidal.md, twelfth pass).
 	SwapWaiting int
 	// SwapRoom (swap_room=, seconds; 0: off) asks an exchange to leave
 	// the cloud at least as much room as it takes: on admission's plan,
@@ -449,7 +450,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapAge < -1 {
 		return nil, fmt.Errorf("policy tidal: swap_age=%v: want seconds >= 0, or -1 (never ran)", t.SwapAge)
 	}
-	waiting, err := o.Float("swap_waiting", 0)
+	waiting, err := o.Float("swap_waiting", -1)
 	if err != nil {
 		return nil, err
 	}

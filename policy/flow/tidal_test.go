@@ -714,14 +714,14 @@ func TestTidalSwapRoom(t *testing.T) {
 func TestTidalSwapWaiting(t *testing.T) {
 	jobs := []*job.Job{flowJob("a", 0, 12000, 4000), flowJob("b", 10, 8000, 1010), flowJob("c", 20, 2000, 1020), flowJob("d", 30, 4000, 1030)}
 	wantStates(t, jobs,
-		[2]string{"tidal:swap_tries=1", "a:met b:met c:declined d:declined "},
+		[2]string{"tidal:swap_tries=1:swap_waiting=0", "a:met b:met c:declined d:declined "},
 		[2]string{"tidal:swap_tries=1:swap_waiting=1", "a:met b:met c:declined d:declined "},
 		[2]string{"tidal:swap_tries=2", "a:met b:miss c:met d:met "})
 	jobs = []*job.Job{flowJob("a", 0, 11000, 2000), flowJob("b", 10, 11000, 3010), flowJob("c", 20, 12000, 4520), flowJob("d", 30, 10000, 3530)}
 	wantStates(t, jobs,
-		[2]string{"tidal:swap_tries=1", "a:met b:met c:met d:declined "},
+		[2]string{"tidal:swap_tries=1:swap_waiting=0", "a:met b:met c:met d:declined "},
 		[2]string{"tidal:swap_tries=1:swap_waiting=1", "a:met b:declined c:met d:met "},
-		[2]string{"tidal:swap_tries=1:swap_waiting=-1", "a:met b:declined c:met d:met "},
+		[2]string{"tidal:swap_tries=1", "a:met b:declined c:met d:met "}, // swap_waiting=-1 is the default,
 		[2]string{"tidal:swap_tries=2", "a:met b:declined c:met d:met "})
 	for _, bad := range []string{"swap_waiting=-2", "swap_waiting=1.5"} {
 		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), "swap_waiting") {
