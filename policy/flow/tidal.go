@@ -193,7 +193,7 @@ type Tidal struct {
 	// more jobs after the SwapTries, among those that have never run,
 	// most work first (0: none): taking one of them out costs no
 	// preemption and none of its progress, and under heavy arrivals
-	// most admitted jobs are waiting (docs/tidal.md, twelfth pass).
+	// many admitted jobs wait (docs/tidal.md, twelfth pass).
 	SwapWaiting int
 	// SwapRoom (swap_room=, seconds; 0: off) asks an exchange to leave
 	// the cloud at least as much room as it takes: on admission's plan,
