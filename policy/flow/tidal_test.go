@@ -721,7 +721,7 @@ func TestTidalSwapWaiting(t *testing.T) {
 	wantStates(t, jobs,
 		[2]string{"tidal:swap_tries=1:swap_waiting=0", "a:met b:met c:met d:declined "},
 		[2]string{"tidal:swap_tries=1:swap_waiting=1", "a:met b:declined c:met d:met "},
-		[2]string{"tidal:swap_tries=1", "a:met b:declined c:met d:met "}, // swap_waiting=-1 is the default,
+		[2]string{"tidal:swap_tries=1", "a:met b:declined c:met d:met "}, // swap_waiting=-1 is the default
 		[2]string{"tidal:swap_tries=2", "a:met b:declined c:met d:met "})
 	for _, bad := range []string{"swap_waiting=-2", "swap_waiting=1.5"} {
 		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), "swap_waiting") {
