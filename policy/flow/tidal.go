@@ -1311,14 +1311,14 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 		test(base)
 		t.roomBase.copyFrom(t.flow.last)
 	}
-	tries := out[:min(len(out), t.SwapTries)]
-	if t.SwapWaiting != 0 && len(out) > len(tries) {
-		more := 0
-		for _, x := range out[len(tries):] {
-			if x.st.FirstStart < 0 && (t.SwapWaiting < 0 || more < t.SwapWaiting) {
-				tries = append(slices.Clip(tries), x)
-				more++
-			}
+	n := min(len(out), t.SwapTries)
+	tries := out[:n:n] // appends below copy: out stays as it is
+	for _, x := range out[n:] {
+		if t.SwapWaiting >= 0 && len(tries)-n >= t.SwapWaiting {
+			break
+		}
+		if x.st.FirstStart < 0 {
+			tries = append(tries, x)
 		}
 	}
 	for _, x := range tries {
