@@ -29,7 +29,7 @@ func tidalPolicies(register func(contract.Info)) {
 		Summary: "tide's own: forecasts each edge and inference site's capacity online (package forecast, learned " +
 			"from what each round observes) and plans over it. Deadline jobs: EdgeFlow's admission and shares, " +
 			"offloaded only to edge servers the forecast keeps up through the next lead seconds, and admitted on " +
-			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge, less one cloud node, keeps every admitted job meeting, and giving way to later newcomers; a newcomer turned away takes the place of an admitted job of more work left when that meets more (Moore-Hodgson); where cloud nodes have gone down, the admission test plans the cloud on its forecast. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
+			"servers the forecast brings up later and keeps up until they would finish; a newcomer it cannot admit yet waits and is tried again while the whole cloud could still meet its deadline, admitted only if the forecast's low quantile of cloud and edge (the cloud's median once it has been seen down 15% of its GPU-time), less one cloud node, keeps every admitted job meeting, and giving way to later newcomers; a newcomer turned away takes the place of an admitted job of more work left when that meets more (Moore-Hodgson); where cloud nodes have gone down, the admission test plans the cloud on its forecast. Loaned inference GPUs: only as many as the forecast keeps idle through the " +
 			"next round, so jobs are checkpointed before a predicted reclaim; elastic sizes by a knapsack of " +
 			"goodput speedup per remaining hour (shortest first)",
 		Knobs: "quantile=0.02: the capacity quantile planned on (lower is safer: fewer reclaims, fewer GPUs lent); " +
@@ -54,6 +54,8 @@ func tidalPolicies(register func(contract.Info)) {
 			"hold_safe=true: a held job is admitted again only if it also meets, and makes no admitted job miss, on the " +
 			"pessimistic plan: the cloud at the hold_quantile of its forecast until the job's deadline less hold_reserve GPUs, " +
 			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile; " +
+			"hold_busy=0.15: a share of the cloud's GPU-time (0: off); once the cloud has been seen down for at least that share, " +
+			"the pessimistic plan takes the cloud at hold_busy_quantile instead of hold_quantile (docs/tidal.md, fourteenth pass); hold_busy_quantile=0.5; " +
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
@@ -106,8 +108,9 @@ func tidalPolicies(register func(contract.Info)) {
 //     whole cloud could finish it by its deadline (Hold): it waits, and
 //     admission tries it again each round, as admitted jobs end early on
 //     spare GPUs. Such a held job is admitted only if the plan also holds
-//     with the cloud at the forecast's HoldQuantile until its deadline,
-//     less one node (HoldSafe, HoldReserve), and the edge servers at the
+//     with the cloud at the forecast's HoldQuantile until its deadline
+//     (HoldBusyQuantile on a cloud seen down for HoldBusy of its
+//     GPU-time), less one node (HoldSafe, HoldReserve), and the edge servers at the
 //     same quantile, with no admitted job stopping to meet (HoldStrict);
 //     once admitted it gives way to newcomers (HoldYield).
 //   - Loaned inference GPUs: the jobs left without GPUs (all jobs when no
@@ -169,8 +172,16 @@ type Tidal struct {
 	// would meet in its place (EdgeFlow's test counts them).
 	HoldSafe     bool
 	HoldQuantile float64
-	HoldReserve  int
-	HoldStrict   bool
+	// HoldBusy (hold_busy=, a share; default 0.15, 0: off): once the cloud has been
+	// seen down for at least that share of its GPU-time, the re-trial
+	// plans the cloud at HoldBusyQuantile instead of HoldQuantile. Under
+	// frequent faults the low quantile of the cloud until a held job's
+	// deadline, less a node, keeps held jobs from coming back
+	// (docs/tidal.md, fourteenth pass).
+	HoldBusy         float64
+	HoldBusyQuantile float64
+	HoldReserve      int
+	HoldStrict       bool
 	// HoldKeep: a held job is admitted again only if no deadline job
 	// that meets on EdgeFlow's own plan without it stops meeting with it
 	// (Flow.holdKeep; docs/tidal.md, sixth pass).
@@ -348,6 +359,18 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	}
 	if !(t.HoldQuantile > 0 && t.HoldQuantile < 1) {
 		return nil, fmt.Errorf("policy tidal: hold_quantile=%v: want a number in (0, 1)", t.HoldQuantile)
+	}
+	if t.HoldBusy, err = o.Float("hold_busy", 0.15); err != nil {
+		return nil, err
+	}
+	if !(t.HoldBusy >= 0 && t.HoldBusy < 1) {
+		return nil, fmt.Errorf("policy tidal: hold_busy=%v: want a share in [0, 1) (0: off)", t.HoldBusy)
+	}
+	if t.HoldBusyQuantile, err = o.Float("hold_busy_quantile", 0.5); err != nil {
+		return nil, err
+	}
+	if !(t.HoldBusyQuantile > 0 && t.HoldBusyQuantile < 1) {
+		return nil, fmt.Errorf("policy tidal: hold_busy_quantile=%v: want a number in (0, 1)", t.HoldBusyQuantile)
 	}
 	reserve, err := o.Float("hold_reserve", -1)
 	if err != nil {
@@ -528,7 +551,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_waiting", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_busy", "hold_busy_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_waiting", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -614,8 +637,8 @@ func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 		if t.RolloutMode != "off" && t.RollQuantile != t.Quantile {
 			_, v.roll = t.path(s, v, t.RollQuantile)
 		}
-		if t.HoldSafe && t.HoldQuantile != t.Quantile {
-			_, v.hold = t.path(s, v, t.HoldQuantile)
+		if q := t.holdQuantile(v); t.HoldSafe && q != t.Quantile {
+			_, v.hold = t.path(s, v, q)
 		}
 		if t.OffloadQuantile != t.Quantile {
 			_, v.offl = t.path(s, v, t.OffloadQuantile)
@@ -634,6 +657,17 @@ func (t *Tidal) plan(s *engine.Snapshot, v *tideView) {
 		m = math.Min(m, v.path[k])
 		v.prefix = append(v.prefix, m)
 	}
+}
+
+// holdQuantile is the quantile the held job's re-trial plans site v on:
+// HoldBusyQuantile on a cloud seen down for at least HoldBusy of its
+// GPU-time so far, HoldQuantile otherwise.
+func (t *Tidal) holdQuantile(v *tideView) float64 {
+	if t.HoldBusy > 0 && v.kind == cluster.SiteCloud && v.obs > 0 && v.gpus > 0 &&
+		v.down/(float64(v.gpus)*v.obs) >= t.HoldBusy {
+		return t.HoldBusyQuantile
+	}
+	return t.HoldQuantile
 }
 
 // path is the site's capacity per bin ahead at quantile q, from the start

@@ -27,6 +27,13 @@ type tideViewState struct {
 	// a Low of 0 from none).
 	Low     float64
 	LowKept bool
+	// Down, Obs and LastAt are what the rounds have seen of the site
+	// below its GPUs: GPU-seconds, seconds observed, and the last
+	// round's time (hold_busy's share, admit_cloud=mean, the rollout's
+	// faults). RateKept is false in a state saved before they were
+	// kept: the share then starts again from the next round.
+	Lost, Down, Obs, LastAt float64
+	RateKept                bool
 }
 
 // SaveState implements engine.Stateful.
@@ -37,7 +44,8 @@ func (t *Tidal) SaveState() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f, Low: v.low, LowKept: true}})
+		st.Views = append(st.Views, sorted.Pair[string, tideViewState]{Key: name, Val: tideViewState{Kind: v.kind, GPUs: v.gpus, PerSrv: v.perSrv, Cur: v.cur, Bin: v.bin, Seen: v.seen, Varies: v.varies, Forecaster: f, Low: v.low, LowKept: true, RateKept: true,
+			Lost: v.lost, Down: v.down, Obs: v.obs, LastAt: v.lastAt}})
 	}
 	return engine.EncodeState(st)
 }
@@ -62,9 +70,12 @@ func (t *Tidal) LoadState(b []byte) error {
 			return err
 		}
 		t.views[name] = &tideView{name: name, kind: s.Kind, gpus: s.GPUs, perSrv: s.PerSrv, f: f, seen: s.Seen, varies: s.Varies,
-			cur: s.Cur, bin: s.Bin, low: s.Cur, pathAt: math.NaN()}
+			cur: s.Cur, bin: s.Bin, low: s.Cur, pathAt: math.NaN(), lost: s.Lost, down: s.Down, obs: s.Obs, lastAt: s.LastAt}
 		if s.LowKept {
 			t.views[name].low = s.Low
+		}
+		if !s.RateKept {
+			t.views[name].lastAt = math.NaN() // no interval is counted until the next round
 		}
 	}
 	return nil

@@ -758,3 +758,79 @@ func TestRoomAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestTidalHoldBusy: hold_busy=D plans the held job's re-trial on the
+// cloud at hold_busy_quantile once the cloud has been seen down for at
+// least D of its GPU-time. The cloud (2 nodes of 4 GPUs) loses a node
+// for an hour every 3 h: a sixth of its GPU-time. The share is kept
+// across a restart, and the re-trial's path follows the quantile.
+func TestTidalHoldBusy(t *testing.T) {
+	cl := enginetest.MultiSite(2, 4, 0, 0)
+	var last *engine.Snapshot
+	feed := func(tl *Tidal, from, to float64) {
+		for now := from; now <= to; now += 600 {
+			s := &engine.Snapshot{Now: now, Cluster: cl, Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 4},
+				Down: make([]bool, cl.TotalGPUs())}
+			if math.Mod(now, 3*3600) < 3600 {
+				for i := range 4 {
+					s.Down[cl.Nodes[0].First+cluster.GPUID(i)] = true
+				}
+			}
+			tl.observe(s)
+			last = s
+		}
+	}
+	site := func(tl *Tidal) *tideView {
+		for _, v := range tl.views {
+			if v.kind == cluster.SiteCloud {
+				return v
+			}
+		}
+		t.Fatal("no cloud view")
+		return nil
+	}
+	for _, c := range []struct {
+		spec string
+		want float64
+	}{
+		{"tidal:hold_busy=0", 0.02},
+		{"tidal", 0.5}, // hold_busy=0.15, the default since 29 Nov 2026
+		{"tidal:hold_busy=0.15", 0.5},
+		{"tidal:hold_busy=0.15:hold_busy_quantile=0.3", 0.3},
+		{"tidal:hold_busy=0.2", 0.02}, // a sixth is under a fifth
+	} {
+		tl := fam.Parse(t, c.spec, contract.Context{}).(*Tidal)
+		feed(tl, 0, 86400)
+		v := site(tl)
+		if share := v.down / (float64(v.gpus) * v.obs); share < 0.15 || share > 0.2 {
+			t.Fatalf("%s: share seen down %.3f, want about 1/6 (the check would not tell the settings apart)", c.spec, share)
+		}
+		if got := tl.holdQuantile(v); got != c.want {
+			t.Errorf("%s: re-trial quantile %v, want %v", c.spec, got, c.want)
+		}
+		// The path the re-trial plans on is the forecast's at that
+		// quantile.
+		tl.plan(last, v)
+		if _, want := tl.path(last, v, c.want); !slices.Equal(v.hold, want) {
+			t.Errorf("%s: the re-trial's path is not the forecast's at %v", c.spec, c.want)
+		}
+		b, err := tl.SaveState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := fam.Parse(t, c.spec, contract.Context{}).(*Tidal)
+		if err := back.LoadState(b); err != nil {
+			t.Fatal(err)
+		}
+		feed(back, 86400+600, 86400+3600)
+		feed(tl, 86400+600, 86400+3600)
+		if bv, tv := site(back), site(tl); bv.down != tv.down || bv.obs != tv.obs || back.holdQuantile(bv) != c.want {
+			t.Errorf("%s: after a restart down %v / %v s, want %v / %v s as without one", c.spec, bv.down, bv.obs, tv.down, tv.obs)
+		}
+	}
+	for _, bad := range []string{"hold_busy=1", "hold_busy=-0.1", "hold_busy_quantile=0", "hold_busy_quantile=1"} {
+		if _, err := fam("tidal:"+bad, contract.Context{}); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("tidal:%s: got error %v, want one naming the knob", bad, err)
+		}
+	}
+}
