@@ -27,8 +27,8 @@ type tideViewState struct {
 	// a Low of 0 from none).
 	Low     float64
 	LowKept bool
-	// Down, Obs and LastAt are what the rounds have seen of the site
-	// below its GPUs: GPU-seconds, seconds observed, and the last
+	// Lost, Down, Obs and LastAt are what the rounds have seen of the site
+	// below its GPUs: GPUs lost in drops, GPU-seconds, seconds observed, and the last
 	// round's time (hold_busy's share, admit_cloud=mean, the rollout's
 	// faults). RateKept is false in a state saved before they were
 	// kept: the share then starts again from the next round.
