@@ -11,10 +11,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -474,6 +478,57 @@ func TestConditionEvents(t *testing.T) {
 		"Warning Declined declined: too late", "Warning Declined declined: too late; 0 workers"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// TestConditionEventsAfterWrite: the events of a status change follow
+// the write that made it, once. A round that acts on a TideJob older
+// than tide's last write (the informer has not caught up) is refused
+// with a conflict and says nothing again; the next change is said once.
+func TestConditionEventsAfterWrite(t *testing.T) {
+	h := newHarness(t, "fifo")
+	rec := events.NewFakeRecorder(10)
+	h.s.fb = &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{TideJobResource: "TideJobList"})
+	rv, writes := 1, 0
+	dyn.PrependReactor("update", "tidejobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		if a.GetSubresource() != "status" || u.GetResourceVersion() != fmt.Sprint(rv) {
+			return true, nil, apierrors.NewConflict(TideJobResource.GroupResource(), u.GetName(), fmt.Errorf("stale"))
+		}
+		rv++
+		writes++
+		u = u.DeepCopy()
+		u.SetResourceVersion(fmt.Sprint(rv))
+		return true, u, nil
+	})
+	h.s.cfg.Dynamic = dyn
+	tj := &TideJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", ResourceVersion: "1"}}
+	bound := TideJobStatus{Phase: PhaseRunning, Message: "4 workers of 1 GPUs planned, 4 bound"}
+	setCond(&bound, tj, CondRunning, true, "WorkersBound", bound.Message)
+	done := bound
+	done.Phase, done.Message = PhaseSucceeded, "4 worker(s) succeeded"
+	done.Conditions = slices.Clone(bound.Conditions)
+	setCond(&done, tj, CondRunning, false, "Succeeded", done.Message)
+	put := func(tj *TideJob, next TideJobStatus) {
+		calls := newCalls(context.Background(), 2)
+		h.s.putStatus(calls, tj, next)
+		calls.wait()
+	}
+	put(tj, bound)
+	put(tj, bound) // the same stale TideJob: refused, no second event
+	fresh := tj.DeepCopy()
+	fresh.ResourceVersion, fresh.Status = "2", bound
+	put(fresh, bound) // nothing changed: not written
+	put(fresh, done)
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	want := []string{"Normal WorkersBound 4 workers of 1 GPUs planned, 4 bound", "Normal Succeeded 4 worker(s) succeeded"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || writes != 2 {
+		t.Errorf("events %q after %d writes, want %q after 2", got, writes, want)
 	}
 }
 

@@ -28,40 +28,48 @@ func (s *Scheduler) writeStatus(ctx context.Context, v *view) {
 	}
 	snap := s.eng.Snapshot()
 	calls := newCalls(ctx, s.cfg.Parallel)
-	put := func(tj *TideJob, next TideJobStatus) {
-		if sameStatus(tj.Status, next) {
-			return
-		}
-		s.fb.conditionEvents(tj, tj.Status.Conditions, next.Conditions)
-		tj = tj.DeepCopy()
-		tj.Status = next
-		calls.do(func(ctx context.Context) {
-			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tj)
-			if err == nil {
-				u := &unstructured.Unstructured{Object: obj}
-				u.SetAPIVersion(Group + "/" + Version)
-				u.SetKind("TideJob")
-				_, err = s.cfg.Dynamic.Resource(TideJobResource).Namespace(tj.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-			}
-			if err != nil {
-				s.log.Debug("tidejob status", "tidejob", tj.Namespace+"/"+tj.Name, "err", err)
-			}
-		})
-	}
 	for _, w := range v.work {
 		if w.tj != nil {
-			put(w.tj, s.withDeadline(w, s.statusOf(w, s.eng.Job(s.ids[w.key]), snap)))
+			s.putStatus(calls, w.tj, s.withDeadline(w, s.statusOf(w, s.eng.Job(s.ids[w.key]), snap)))
 		}
 	}
 	for key, tj := range v.invalid {
 		out := TideJobStatus{Phase: PhaseInvalid, Message: "invalid spec: " + s.said[key],
 			Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
 		setCond(&out, tj, CondValid, false, "InvalidSpec", s.said[key])
-		put(tj, out)
+		s.putStatus(calls, tj, out)
 	}
 	calls.wait()
 	s.forgetDeadlines(v)
 	s.stats.DeadlinesMet, s.stats.DeadlinesMissed, s.stats.Declined = s.deadlines.met, s.deadlines.missed, s.deadlines.decline
+}
+
+// putStatus writes next as tj's status on one of calls' workers unless
+// nothing but times and small prediction moves changed. The condition
+// events follow a write that succeeded only: a round that acts on a view
+// older than tide's last write (the informer has not seen it yet) is
+// refused with a conflict, and must not say again what the write said.
+func (s *Scheduler) putStatus(calls *calls, tj *TideJob, next TideJobStatus) {
+	if sameStatus(tj.Status, next) {
+		return
+	}
+	old := tj.Status.Conditions
+	tj = tj.DeepCopy()
+	tj.Status = next
+	calls.do(func(ctx context.Context) {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tj)
+		if err == nil {
+			u := &unstructured.Unstructured{Object: obj}
+			u.SetAPIVersion(Group + "/" + Version)
+			u.SetKind("TideJob")
+			_, err = s.cfg.Dynamic.Resource(TideJobResource).Namespace(tj.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			s.log.Debug("tidejob status", "tidejob", tj.Namespace+"/"+tj.Name, "err", err)
+			return
+		}
+		calls.then(func() { s.fb.conditionEvents(tj, old, next.Conditions) })
+	})
 }
 
 func setCond(out *TideJobStatus, tj *TideJob, typ string, ok bool, reason, msg string) {
