@@ -133,6 +133,11 @@ type Flow struct {
 	// admitted job out, which it appends to swapped, or nil.
 	swap    func(test func([]*fjob), base, trial []*fjob, j *fjob, meets []bool) []*fjob
 	swapped []*fjob
+	// batch, when set (tidal's swap_batch), is asked about the round's
+	// admission once every newcomer was tried: it returns the set and the
+	// declined jobs as they stay, or with admitted jobs out (appended to
+	// swapped) and more of the declined newcomers in than went out.
+	batch func(test func([]*fjob), base, declined []*fjob) ([]*fjob, []*fjob)
 	// last is the cloud timeline the latest pass left, its jobs'
 	// reservations taken (valid until the next pass; tidal's swap_room).
 	last *timeline
@@ -814,6 +819,9 @@ func (f *Flow) admission(now float64, capacity int, js []*fjob, test, place func
 		declined = append(declined, j)
 	}
 	f.prefix = nil
+	if f.batch != nil && len(declined) > 1 {
+		base, declined = f.batch(test, base, declined)
+	}
 	place(base)
 	return base, declined
 }

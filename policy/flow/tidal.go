@@ -72,6 +72,9 @@ func tidalPolicies(register func(contract.Info)) {
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_waiting=-1: how many more are tried after them among those that never ran (-1: all; 0: none; docs/tidal.md, twelfth pass); " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
+			"swap_batch=0: after admission, the newcomers it turned away are tried together, Moore-Hodgson's way, against up to " +
+			"this many admitted jobs of their priority or below, whatever their age: the exchange is made if strictly more newcomers " +
+			"then meet than jobs go out, and every other job that met still meets (0: off; docs/tidal.md, fifteenth pass); " +
 			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
 			"GPU-seconds from now to any time within them are no fewer with it than without it (docs/tidal.md, eleventh pass); " +
 			"rollout=off: gate or replace: a held job that EdgeFlow's test would admit again is admitted only if a play of the " +
@@ -206,6 +209,15 @@ type Tidal struct {
 	// preemption and none of its progress, and under heavy arrivals
 	// many admitted jobs wait (docs/tidal.md, twelfth pass).
 	SwapWaiting int
+	// SwapBatch (swap_batch=K, default 0: off) lets the newcomers a round
+	// declined take the places of up to K admitted jobs of their priority
+	// or below, whatever their age, when strictly more of them then meet
+	// than jobs go out and every other job that met still meets
+	// (batchSwap). Moore and Hodgson's exchange weighs one newcomer
+	// against one job; a burst of short jobs can outnumber the old jobs
+	// whose shares keep it out.
+	SwapBatch int
+	batchOut  []*fjob
 	// SwapRoom (swap_room=, seconds; 0: off) asks an exchange to leave
 	// the cloud at least as much room as it takes: on admission's plan,
 	// the free GPU-seconds from now to any time within SwapRoom seconds
@@ -480,6 +492,16 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapWaiting = int(waiting); float64(t.SwapWaiting) != waiting || waiting < -1 {
 		return nil, fmt.Errorf("policy tidal: swap_waiting=%v: want a whole number >= 0, or -1 (every job that never ran)", waiting)
 	}
+	batch, err := o.Float("swap_batch", 0)
+	if err != nil {
+		return nil, err
+	}
+	if t.SwapBatch = int(batch); float64(t.SwapBatch) != batch || batch < 0 {
+		return nil, fmt.Errorf("policy tidal: swap_batch=%v: want a whole number >= 0 (0: off)", batch)
+	}
+	if t.SwapBatch > 0 && t.Hold {
+		t.flow.batch = t.batchSwap
+	}
 	if t.SwapRoom, err = o.Float("swap_room", 0); err != nil {
 		return nil, err
 	}
@@ -551,7 +573,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	t.flow.holdKeep = t.Hold && t.HoldKeep
 	t.flow.holdYield = t.Hold && t.HoldYield
 	var knobs []string
-	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_busy", "hold_busy_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_waiting", "swap_age", "swap_room", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
+	for _, k := range []string{"quantile", "later_quantile", "vacate_quantile", "lead", "forecast", "wrong", "shift_h", "later", "deadlines", "edge_vacate", "restart_penalty", "park", "park_hold", "offload_quantile", "hold", "hold_safe", "hold_quantile", "hold_busy", "hold_busy_quantile", "hold_reserve", "hold_strict", "hold_keep", "admit_cloud", "admit_quantile", "hold_yield", "hold_cloud", "swap", "swap_tries", "swap_waiting", "swap_age", "swap_room", "swap_batch", "rollout", "rollout_quantile", "rollout_step", "rollout_arrivals", "rollout_faults"} {
 		if v, ok := o.Lookup(k); ok {
 			knobs = append(knobs, k+"="+v)
 		}
@@ -866,8 +888,12 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 		for _, j := range t.flow.swapped {
 			if i, ok := tr.index(j.st.Job.ID); ok {
 				lo := tr.mark()
-				tr.buf = append(tr.buf, "held again: a newcomer with less work left took its place (Moore-Hodgson); "+
-					"admission tries it again each round while the whole cloud could still end it by t="...)
+				why := "held again: a newcomer with less work left took its place (Moore-Hodgson); "
+				if slices.Contains(t.batchOut, j) {
+					why = "held again: newcomers that meet took its place, more of them than jobs went out (swap_batch); "
+				}
+				tr.buf = append(tr.buf, why...)
+				tr.buf = append(tr.buf, "admission tries it again each round while the whole cloud could still end it by t="...)
 				tr.buf = strconv.AppendFloat(tr.buf, j.deadline, 'f', 0, 64)
 				tr.buf = append(tr.buf, " s"...)
 				tr.prependHeld(i, lo)
@@ -1381,6 +1407,113 @@ func (t *Tidal) mhSwap(test func([]*fjob), base, trial []*fjob, j *fjob, meets [
 	}
 	test(base) // the outcomes (and edge servers) of the set as it stays
 	return nil
+}
+
+// batchSwap is swap_batch=K (Flow.batch): after a round's admission, the
+// newcomers it declined (not held jobs) are tried together, Moore and
+// Hodgson's way: all of them in, then, while a job misses that must
+// meet (a newcomer still in, or a job that met before), the one with the
+// most work left among those missing goes out, an admitted job only if
+// it is on no edge server and of the newcomers' lowest priority or below
+// (else the newcomer missing with the most work goes). The exchange is
+// made if at most K admitted jobs went out and strictly more newcomers
+// stayed in; the jobs out are held again, as swap=mh's.
+func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, []*fjob) {
+	t.batchOut = t.batchOut[:0]
+	var news []*fjob
+	class := math.MaxInt
+	for _, j := range declined {
+		if !j.held && !math.IsInf(j.deadline, 1) {
+			news = append(news, j)
+			class = min(class, j.class)
+		}
+	}
+	if len(news) < 2 {
+		return base, declined
+	}
+	test(base)
+	must := map[*fjob]bool{}
+	for _, x := range base {
+		if x.meets && !math.IsInf(x.deadline, 1) {
+			must[x] = true
+		}
+	}
+	for _, j := range news {
+		must[j] = true
+	}
+	byOrd := func(a, b *fjob) int { return cmp.Compare(a.ord, b.ord) }
+	trial := slices.Clone(base)
+	for _, j := range news {
+		at, _ := slices.BinarySearchFunc(trial, j, byOrd)
+		trial = slices.Insert(trial, at, j)
+	}
+	var out []*fjob
+	in := len(news)
+	for in > len(out) && len(out) <= t.SwapBatch {
+		test(trial)
+		var worst, worstNew *fjob
+		for _, y := range trial {
+			if !must[y] || y.meets {
+				continue
+			}
+			isNew := slices.Contains(news, y)
+			if !isNew && !(y.admitted && y.edge < 0 && y.class <= class) {
+				continue // it may not go out: a newcomer will
+			}
+			if worst == nil || oneGPUWork(y) > oneGPUWork(worst) {
+				worst = y
+			}
+			if isNew && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
+				worstNew = y
+			}
+		}
+		blocked := false
+		for _, y := range trial {
+			if must[y] && !y.meets && !slices.Contains(news, y) && !(y.admitted && y.edge < 0 && y.class <= class) {
+				blocked = true
+			}
+		}
+		if worst == nil && !blocked {
+			break // every job that must meet meets
+		}
+		if blocked && worstNew == nil {
+			for _, y := range trial { // a newcomer goes, the one with most work
+				if slices.Contains(news, y) && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
+					worstNew = y
+				}
+			}
+		}
+		if blocked || worst == nil {
+			worst = worstNew
+		}
+		if worst == nil {
+			break
+		}
+		trial = slices.DeleteFunc(trial, func(y *fjob) bool { return y == worst })
+		if slices.Contains(news, worst) {
+			in--
+			must[worst] = false
+		} else {
+			out = append(out, worst)
+		}
+	}
+	ok := in > len(out) && len(out) <= t.SwapBatch
+	if ok {
+		test(trial)
+		for _, y := range trial {
+			ok = ok && (!must[y] || y.meets)
+		}
+	}
+	if !ok {
+		test(base) // the outcomes (and edge servers) of the set as it stays
+		return base, declined
+	}
+	for _, y := range out {
+		y.admitted = false
+		t.flow.swapped = append(t.flow.swapped, y)
+		t.batchOut = append(t.batchOut, y)
+	}
+	return trial, slices.DeleteFunc(declined, func(j *fjob) bool { return slices.Contains(trial, j) })
 }
 
 // roomAtLeast reports whether a leaves at least as many free GPU-seconds

@@ -834,3 +834,49 @@ func TestTidalHoldBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestTidalSwapBatch: swap_batch lets a burst of newcomers take the place
+// of an admitted job that swap=mh may not put out. One node of 8 GPUs; a
+// (24,000 GPU-seconds, due at 3,100 s) holds all of it from 0 s. b and c
+// (3,200 GPU-seconds each, due at 1,850 s) arrive at 1,000 s: each meets
+// on 4 GPUs, both only if a gives up its GPUs, and then a misses. a has
+// run, so swap=mh with swap_age=0 cannot put it out for one newcomer
+// (nor would one newcomer for one job gain anything): b and c are held,
+// then declined. swap_batch=1 puts a out for both: two met instead of one.
+func TestTidalSwapBatch(t *testing.T) {
+	jobs := []*job.Job{flowJob("a", 0, 24000, 3100), flowJob("b", 1000, 3200, 1850), flowJob("c", 1000, 3200, 1850)}
+	c := flowCluster(t, 1, 0)
+	for _, tc := range []struct{ spec, want string }{
+		{"edgeflow", "a:met b:declined c:declined "},
+		{"tidal:hold_reserve=0:swap_age=0", "a:met b:declined c:declined "},
+		{"tidal:hold_reserve=0:swap_age=0:swap_batch=1", "a:miss b:met c:met "},
+	} {
+		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+	// The round at 1,000 s: a goes out, held again with the reason, and b
+	// and c run.
+	st := func(id string, work, deadline float64, slot int, ran bool) *engine.Status {
+		j := enginetest.Job(id).At(0).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+		s := &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+		if ran {
+			s.FirstStart, s.LastStart, s.Memo[efAdmitted] = 0, 0, 1
+		}
+		return s
+	}
+	s := &engine.Snapshot{Now: 1000, Cluster: enginetest.MultiSite(1, 8, 0, 0), Model: perf.Duration{},
+		GPUsPerNode: map[string]int{"a100": 8}, Jobs: []*engine.Status{st("a", 16000, 3100, 0, true), st("b", 3200, 1850, 1, false), st("c", 3200, 1850, 2, false)}}
+	plan := fam.Parse(t, "tidal:hold_reserve=0:swap_age=0:swap_batch=1", contract.Context{}).Schedule(s)
+	var runs []string
+	for _, a := range plan.Run {
+		runs = append(runs, a.Job)
+	}
+	slices.Sort(runs)
+	if fmt.Sprint(runs) != "[b c]" || len(plan.Decline) > 0 {
+		t.Errorf("at 1000 s: runs %v, declines %v; want b and c to run, a held", runs, plan.Decline)
+	}
+	if r := plan.Reasons["a"].Text; !strings.HasPrefix(r, "held again: newcomers that meet took its place") {
+		t.Errorf("a's reason %q: want it held again for the newcomers", r)
+	}
+}
