@@ -72,7 +72,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"that met still meets; the job out is held again (docs/tidal.md, fourth pass); swap_tries=5: how many such jobs are tried, most work first; " +
 			"swap_waiting=-1: how many more are tried after them among those that never ran (-1: all; 0: none; docs/tidal.md, twelfth pass); " +
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
-			"swap_batch=0: after admission, the newcomers it turned away are tried together, Moore-Hodgson's way, against up to " +
+			"swap_batch=1: after admission, the newcomers it turned away are tried together, Moore-Hodgson's way, against up to " +
 			"this many admitted jobs of their priority or below, whatever their age: the exchange is made if strictly more newcomers " +
 			"then meet than jobs go out, and every other job that met still meets (0: off; docs/tidal.md, fifteenth pass); " +
 			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
@@ -209,7 +209,7 @@ type Tidal struct {
 	// preemption and none of its progress, and under heavy arrivals
 	// many admitted jobs wait (docs/tidal.md, twelfth pass).
 	SwapWaiting int
-	// SwapBatch (swap_batch=K, default 0: off) lets the newcomers a round
+	// SwapBatch (swap_batch=K, default 1; 0: off) lets the newcomers a round
 	// declined take the places of up to K admitted jobs of their priority
 	// or below, whatever their age, when strictly more of them then meet
 	// than jobs go out and every other job that met still meets
@@ -492,7 +492,7 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapWaiting = int(waiting); float64(t.SwapWaiting) != waiting || waiting < -1 {
 		return nil, fmt.Errorf("policy tidal: swap_waiting=%v: want a whole number >= 0, or -1 (every job that never ran)", waiting)
 	}
-	batch, err := o.Float("swap_batch", 0)
+	batch, err := o.Float("swap_batch", 1)
 	if err != nil {
 		return nil, err
 	}

@@ -841,15 +841,16 @@ func TestTidalHoldBusy(t *testing.T) {
 // (3,200 GPU-seconds each, due at 1,850 s) arrive at 1,000 s: each meets
 // on 4 GPUs, both only if a gives up its GPUs, and then a misses. a has
 // run, so swap=mh with swap_age=0 cannot put it out for one newcomer
-// (nor would one newcomer for one job gain anything): b and c are held,
-// then declined. swap_batch=1 puts a out for both: two met instead of one.
+// (nor would one newcomer for one job gain anything): with swap_batch=0
+// b and c are held, then declined. swap_batch=1 (the default) puts a out
+// for both: two met instead of one.
 func TestTidalSwapBatch(t *testing.T) {
 	jobs := []*job.Job{flowJob("a", 0, 24000, 3100), flowJob("b", 1000, 3200, 1850), flowJob("c", 1000, 3200, 1850)}
 	c := flowCluster(t, 1, 0)
 	for _, tc := range []struct{ spec, want string }{
 		{"edgeflow", "a:met b:declined c:declined "},
-		{"tidal:hold_reserve=0:swap_age=0", "a:met b:declined c:declined "},
-		{"tidal:hold_reserve=0:swap_age=0:swap_batch=1", "a:miss b:met c:met "},
+		{"tidal:hold_reserve=0:swap_age=0:swap_batch=0", "a:met b:declined c:declined "},
+		{"tidal:hold_reserve=0:swap_age=0", "a:miss b:met c:met "}, // swap_batch=1, the default
 	} {
 		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
@@ -867,7 +868,7 @@ func TestTidalSwapBatch(t *testing.T) {
 	}
 	s := &engine.Snapshot{Now: 1000, Cluster: enginetest.MultiSite(1, 8, 0, 0), Model: perf.Duration{},
 		GPUsPerNode: map[string]int{"a100": 8}, Jobs: []*engine.Status{st("a", 16000, 3100, 0, true), st("b", 3200, 1850, 1, false), st("c", 3200, 1850, 2, false)}}
-	plan := fam.Parse(t, "tidal:hold_reserve=0:swap_age=0:swap_batch=1", contract.Context{}).Schedule(s)
+	plan := fam.Parse(t, "tidal:hold_reserve=0:swap_age=0", contract.Context{}).Schedule(s)
 	var runs []string
 	for _, a := range plan.Run {
 		runs = append(runs, a.Job)
