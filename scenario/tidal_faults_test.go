@@ -35,15 +35,15 @@ func TestTidalAboveEdgeFlowUnderFaults(t *testing.T) {
 // TestTidalHoldBusyUnderFrequentFaults: at MTBF 6 h on faults-seed20 and
 // -seed22 (held-out draws whose 6 h losses the fourteenth pass saw before
 // it wrote hold_busy; docs/tidal.md), tidal's defaults meet strictly more
-// deadlines than EdgeFlow, and with hold_busy=0 (the twelfth pass's
-// defaults) strictly fewer: the re-trial's quantile on a cloud often
+// deadlines than EdgeFlow, and with hold_busy=0:swap_batch=0 (the
+// twelfth pass's defaults) strictly fewer: the re-trial's quantile on a cloud often
 // down is what turns the loss into a gain. Needs ../shared/data.
 func TestTidalHoldBusyUnderFrequentFaults(t *testing.T) {
 	needITPTrace(t)
 	if testing.Short() {
 		t.Skip("runs three policies on two points of 195 jobs")
 	}
-	const off = "tidal:hold_busy=0"
+	const off = "tidal:hold_busy=0:swap_batch=0"
 	for _, file := range []string{"../scenarios/edgeflow-faults-seed20.yaml", "../scenarios/edgeflow-faults-seed22.yaml"} {
 		for _, p := range metAt(t, file, []float64{21600}, "edgeflow", "tidal", off) {
 			sc, r, met := p.name, p.res, p.met

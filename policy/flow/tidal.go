@@ -74,7 +74,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"swap_age=7200: seconds a job may have run and still go out (-1: only jobs that never ran); " +
 			"swap_batch=1: after admission, the newcomers it turned away are tried together, Moore-Hodgson's way, against up to " +
 			"this many admitted jobs of their priority or below, whatever their age: the exchange is made if strictly more newcomers " +
-			"then meet than jobs go out, and every other job that met still meets (0: off; docs/tidal.md, fifteenth pass); " +
+			"then meet than jobs go out, and every other job that met still meets (0: off, as with swap=off; docs/tidal.md, fifteenth pass); " +
 			"swap_room=0: seconds (0: off; -1: every horizon): an exchange is made only if, on admission's plan, the cloud's free " +
 			"GPU-seconds from now to any time within them are no fewer with it than without it (docs/tidal.md, eleventh pass); " +
 			"rollout=off: gate or replace: a held job that EdgeFlow's test would admit again is admitted only if a play of the " +
@@ -209,7 +209,7 @@ type Tidal struct {
 	// preemption and none of its progress, and under heavy arrivals
 	// many admitted jobs wait (docs/tidal.md, twelfth pass).
 	SwapWaiting int
-	// SwapBatch (swap_batch=K, default 1; 0: off) lets the newcomers a round
+	// SwapBatch (swap_batch=K, default 1; 0 or swap=off: off) lets the newcomers a round
 	// declined take the places of up to K admitted jobs of their priority
 	// or below, whatever their age, when strictly more of them then meet
 	// than jobs go out and every other job that met still meets
@@ -499,8 +499,8 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.SwapBatch = int(batch); float64(t.SwapBatch) != batch || batch < 0 {
 		return nil, fmt.Errorf("policy tidal: swap_batch=%v: want a whole number >= 0 (0: off)", batch)
 	}
-	if t.SwapBatch > 0 && t.Hold {
-		t.flow.batch = t.batchSwap
+	if t.SwapBatch > 0 && t.Swap && t.Hold {
+		t.flow.batch = t.batchSwap // swap=off: no exchange of either kind
 	}
 	if t.SwapRoom, err = o.Float("swap_room", 0); err != nil {
 		return nil, err

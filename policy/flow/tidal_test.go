@@ -850,7 +850,8 @@ func TestTidalSwapBatch(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{"edgeflow", "a:met b:declined c:declined "},
 		{"tidal:hold_reserve=0:swap_age=0:swap_batch=0", "a:met b:declined c:declined "},
-		{"tidal:hold_reserve=0:swap_age=0", "a:miss b:met c:met "}, // swap_batch=1, the default
+		{"tidal:hold_reserve=0:swap_age=0", "a:miss b:met c:met "},        // swap_batch=1, the default
+		{"tidal:hold_reserve=0:swap=off", "a:met b:declined c:declined "}, // no exchange of either kind
 	} {
 		if got := states(flowRun(t, tc.spec, c, perf.Duration{}, jobs)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.spec, got, tc.want)
