@@ -268,6 +268,13 @@ func TestTidalHoldSafePlansOnTheForecast(t *testing.T) {
 	}
 }
 
+// pendingStatus is a pending elastic deadline job submitted at 0 s that
+// has never run: work seconds on one GPU, due at deadline, in slot.
+func pendingStatus(id string, work, deadline float64, slot int) *engine.Status {
+	j := enginetest.Job(id).At(0).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
+	return &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+}
+
 // swapSnapshot is a round at t=1000 on one cloud node of 8 GPUs: x (4000 s
 // of work on one GPU, due at 1590 s) and y (2000 s, due at 1700 s) were
 // admitted, and x's share leaves y missing; j (800 s, due at 1550 s) was
@@ -275,8 +282,7 @@ func TestTidalHoldSafePlansOnTheForecast(t *testing.T) {
 // as many admitted jobs miss as without j, so EdgeFlow's count admits it.
 func swapSnapshot() *engine.Snapshot {
 	st := func(id string, work, deadline float64, slot int) *engine.Status {
-		j := enginetest.Job(id).At(0).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
-		s := &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+		s := pendingStatus(id, work, deadline, slot)
 		s.Memo[efAdmitted] = 1
 		return s
 	}
@@ -860,8 +866,7 @@ func TestTidalSwapBatch(t *testing.T) {
 	// The round at 1,000 s: a goes out, held again with the reason, and b
 	// and c run.
 	st := func(id string, work, deadline float64, slot int, ran bool) *engine.Status {
-		j := enginetest.Job(id).At(0).Elastic(1, 1, 64).Seconds(work).Deadline(deadline).Obj()
-		s := &engine.Status{Job: j, State: job.Pending, Work: work, FirstStart: -1, LastStart: -1, Finish: -1, Slot: slot}
+		s := pendingStatus(id, work, deadline, slot)
 		if ran {
 			s.FirstStart, s.LastStart, s.Memo[efAdmitted] = 0, 0, 1
 		}
