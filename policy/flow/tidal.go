@@ -1438,9 +1438,11 @@ func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, 
 			must[x] = true
 		}
 	}
+	isNew := map[*fjob]bool{}
 	for _, j := range news {
-		must[j] = true
+		must[j], isNew[j] = true, true
 	}
+	mayGo := func(y *fjob) bool { return isNew[y] || y.admitted && y.edge < 0 && y.class <= class }
 	byOrd := func(a, b *fjob) int { return cmp.Compare(a.ord, b.ord) }
 	trial := slices.Clone(base)
 	for _, j := range news {
@@ -1451,26 +1453,23 @@ func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, 
 	in := len(news)
 	for in > len(out) && len(out) <= t.SwapBatch {
 		test(trial)
+		// worst: the job missing that must meet with the most work left,
+		// among those that may go; blocked: one that may not go misses,
+		// so a newcomer goes instead.
 		var worst, worstNew *fjob
-		for _, y := range trial {
-			if !must[y] || y.meets {
-				continue
-			}
-			isNew := slices.Contains(news, y)
-			if !isNew && !(y.admitted && y.edge < 0 && y.class <= class) {
-				continue // it may not go out: a newcomer will
-			}
-			if worst == nil || oneGPUWork(y) > oneGPUWork(worst) {
-				worst = y
-			}
-			if isNew && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
-				worstNew = y
-			}
-		}
 		blocked := false
 		for _, y := range trial {
-			if must[y] && !y.meets && !slices.Contains(news, y) && !(y.admitted && y.edge < 0 && y.class <= class) {
+			switch {
+			case !must[y] || y.meets:
+			case !mayGo(y):
 				blocked = true
+			default:
+				if worst == nil || oneGPUWork(y) > oneGPUWork(worst) {
+					worst = y
+				}
+				if isNew[y] && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
+					worstNew = y
+				}
 			}
 		}
 		if worst == nil && !blocked {
@@ -1478,7 +1477,7 @@ func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, 
 		}
 		if blocked && worstNew == nil {
 			for _, y := range trial { // a newcomer goes, the one with most work
-				if slices.Contains(news, y) && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
+				if isNew[y] && (worstNew == nil || oneGPUWork(y) > oneGPUWork(worstNew)) {
 					worstNew = y
 				}
 			}
@@ -1490,7 +1489,7 @@ func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, 
 			break
 		}
 		trial = slices.DeleteFunc(trial, func(y *fjob) bool { return y == worst })
-		if slices.Contains(news, worst) {
+		if isNew[worst] {
 			in--
 			must[worst] = false
 		} else {
@@ -1513,7 +1512,8 @@ func (t *Tidal) batchSwap(test func([]*fjob), base, declined []*fjob) ([]*fjob, 
 		t.flow.swapped = append(t.flow.swapped, y)
 		t.batchOut = append(t.batchOut, y)
 	}
-	return trial, slices.DeleteFunc(declined, func(j *fjob) bool { return slices.Contains(trial, j) })
+	// The newcomers still in are those still bound to meet.
+	return trial, slices.DeleteFunc(declined, func(j *fjob) bool { return isNew[j] && must[j] })
 }
 
 // roomAtLeast reports whether a leaves at least as many free GPU-seconds
