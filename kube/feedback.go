@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,8 @@ const (
 // nothing.
 type feedback struct {
 	rec   events.EventRecorder
+	sink  *flushSink // nil in unit tests that record to a fake
+	stop  func()     // ends the writing of events; nil with sink
 	limit flowcontrol.RateLimiter
 	mu    sync.Mutex
 	said  map[types.UID]said // last PodScheduled=False written, by pod
@@ -53,15 +56,16 @@ type said struct {
 	at  time.Time
 }
 
-// newFeedback starts recording events as reporter until ctx ends, at most
-// qps a second (0: eventQPS; negative: no limit).
+// newFeedback starts recording events as reporter, at most qps a second
+// (0: eventQPS; negative: no limit). It writes them until close, which
+// the owner calls once it has stopped recording (see close).
 func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, qps float64) *feedback {
-	b := events.NewBroadcaster(newEventSink(cs))
-	b.StartRecordingToSink(ctx.Done())
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
+	sink := &flushSink{EventSink: newEventSink(cs)}
+	b := events.NewBroadcaster(sink)
+	// Not ctx: its end must not cut short the writes of the events
+	// recorded just before it (close waits for them).
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.StartRecordingToSink(wctx.Done())
 	limit := flowcontrol.NewFakeAlwaysRateLimiter()
 	switch {
 	case qps == 0:
@@ -69,8 +73,81 @@ func newFeedback(ctx context.Context, cs kubernetes.Interface, reporter string, 
 	case qps > 0:
 		limit = flowcontrol.NewTokenBucketRateLimiter(float32(qps), max(eventBurst, int(qps)))
 	}
-	return &feedback{rec: b.NewRecorder(scheme.Scheme, reporter),
+	return &feedback{rec: b.NewRecorder(scheme.Scheme, reporter), sink: sink,
+		stop:  func() { cancel(); b.Shutdown() },
 		limit: limit, said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+}
+
+// How long close waits for the events recorded before it to be written:
+// until no write is in flight and nothing was recorded or written for
+// flushQuiet, and at most flushMax (an API server that does not answer).
+const (
+	flushQuiet = 250 * time.Millisecond
+	flushMax   = 5 * time.Second
+)
+
+// close writes the events recorded so far, then stops. client-go hands an
+// event from the recorder to the API server through three goroutines, and
+// a stop that cancelled them at once lost the last round's events: a
+// TideJob declined just before tide stopped said so in its status but
+// never in an event. close returns within flushMax.
+func (f *feedback) close() {
+	if f == nil || f.stop == nil {
+		return
+	}
+	for end := time.Now().Add(flushMax); time.Now().Before(end) && !f.sink.quiet(flushQuiet); {
+		time.Sleep(flushQuiet / 10)
+	}
+	f.stop()
+}
+
+// flushSink is an events.EventSink that knows whether a write is in
+// flight and when the last one began or ended, for close.
+type flushSink struct {
+	events.EventSink
+	mu     sync.Mutex
+	flight int
+	last   time.Time
+}
+
+// touch notes activity now: a write beginning (+1), ending (-1) or an
+// event recorded (0). A nil flushSink notes nothing.
+func (s *flushSink) touch(flight int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.flight += flight
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+// quiet reports whether no write is in flight and nothing happened for d.
+func (s *flushSink) quiet(d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flight == 0 && time.Since(s.last) >= d
+}
+
+// Create implements events.EventSink.
+func (s *flushSink) Create(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	s.touch(1)
+	defer s.touch(-1)
+	return s.EventSink.Create(ctx, ev)
+}
+
+// Update implements events.EventSink.
+func (s *flushSink) Update(ctx context.Context, ev *eventsv1.Event) (*eventsv1.Event, error) {
+	s.touch(1)
+	defer s.touch(-1)
+	return s.EventSink.Update(ctx, ev)
+}
+
+// Patch implements events.EventSink.
+func (s *flushSink) Patch(ctx context.Context, ev *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	s.touch(1)
+	defer s.touch(-1)
+	return s.EventSink.Patch(ctx, ev, data)
 }
 
 // event records an event about obj (a pod, or an object reference),
@@ -79,6 +156,7 @@ func (f *feedback) event(obj runtime.Object, typ, reason, action, note string) {
 	if f == nil || !f.limit.TryAccept() {
 		return
 	}
+	f.sink.touch(0)
 	f.rec.Eventf(obj, nil, typ, reason, action, "%s", note)
 }
 
@@ -88,6 +166,7 @@ func (f *feedback) always(obj runtime.Object, typ, reason, action, note string) 
 	if f == nil {
 		return
 	}
+	f.sink.touch(0)
 	f.rec.Eventf(obj, nil, typ, reason, action, "%s", note)
 }
 

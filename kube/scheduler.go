@@ -293,7 +293,9 @@ func (s *Scheduler) perWorker(id string) int {
 	return 1
 }
 
-// Run watches the API server and schedules until ctx ends.
+// Run watches the API server and schedules until ctx ends. It returns
+// once the events of its last round are written (at most a few seconds
+// after ctx ends; feedback.close).
 func (s *Scheduler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer s.unwatch(cancel)
@@ -356,9 +358,11 @@ func (s *Scheduler) watch(ctx context.Context) error {
 	return nil
 }
 
-// unwatch stops the informers watch started: it cancels their context
+// unwatch stops what watch started, after the last round: it writes the
+// events recorded so far (feedback.close), cancels the informers' context
 // and waits for them to end.
 func (s *Scheduler) unwatch(cancel context.CancelFunc) {
+	s.fb.close()
 	cancel()
 	if s.factory != nil {
 		s.factory.Shutdown()

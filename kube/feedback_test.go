@@ -1,0 +1,75 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// TestFeedbackWritesOnStop: events recorded just before tide stops are
+// written, even when the API server takes a while to answer. CI saw a
+// TideJob declined in its status with no Declined event: the stop
+// cancelled the write. The API server here answers each write after
+// 300 ms and drops a write whose client gave up.
+func TestFeedbackWritesOnStop(t *testing.T) {
+	var mu sync.Mutex
+	var written []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev eventsv1.Event
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&ev) != nil {
+			http.Error(w, "want a POST of an Event", http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+			return // the client gave up: not written
+		}
+		mu.Lock()
+		written = append(written, ev.Reason)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(&ev)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		wait time.Duration // between the recording and the stop
+	}{{"at once", 0}, {"while in flight", 100 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			written = nil
+			mu.Unlock()
+			ctx, cancel := context.WithCancel(context.Background())
+			f := newFeedback(ctx, cs, "tide-test", -1)
+			ref := &corev1.ObjectReference{APIVersion: Group + "/" + Version, Kind: "TideJob", Namespace: "ns", Name: "c", UID: "uid-c"}
+			f.event(ref, corev1.EventTypeWarning, "Declined", "Admitted", "declined: misses its deadline")
+			time.Sleep(tc.wait)
+			cancel()
+			start := time.Now()
+			f.close()
+			if d := time.Since(start); d > flushMax+time.Second {
+				t.Errorf("close took %v, want at most flushMax (%v) and a little", d, flushMax)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(written) != 1 || written[0] != "Declined" {
+				t.Errorf("written after the stop: %q, want the Declined event recorded before it", written)
+			}
+		})
+	}
+}
