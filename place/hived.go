@@ -70,12 +70,12 @@ func ParseHiveD(opts string) (*HiveD, error) {
 	if opts == "" {
 		return h, nil
 	}
+	seen := map[string]bool{} // over every vc= option: a tenant has one VC
 	for _, kv := range strings.Split(opts, ":") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k != "vc" {
 			return nil, fmt.Errorf("placer hived: option %q: want vc=TENANT@GPUS[@TYPE], several separated by /", kv)
 		}
-		seen := map[string]bool{}
 		for _, part := range strings.Split(v, "/") {
 			f := strings.Split(part, "@")
 			if len(f) < 2 || len(f) > 3 || f[0] == "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -58,6 +59,29 @@ func TestHiveDBinding(t *testing.T) {
 	}
 	if bound["a"] != 8 || bound["b"] != 4 {
 		t.Errorf("bound %v", bound)
+	}
+}
+
+// TestParseHiveDErrors: bad placer specs fail with an error naming the
+// placer and the part at fault. A tenant given in two vc= options was
+// accepted once, with two VCs (FuzzParseHiveD found it).
+func TestParseHiveDErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"vc=a@1/a@2", `vc "a@2": tenant a given twice`},
+		{"vc=a@1:vc=a@2", `vc "a@2": tenant a given twice`},
+		{"vc=0@1@A0:vc=0@1", `vc "0@1": tenant 0 given twice`},
+		{"vc=a@0", `GPUs "0": want an integer >= 1`},
+		{"cells=2", `option "cells=2": want vc=TENANT@GPUS[@TYPE]`},
+		{"vc=a", `vc "a": want TENANT@GPUS or TENANT@GPUS@TYPE`},
+	} {
+		_, err := ParseHiveD(tc.in)
+		if err == nil || !strings.HasPrefix(err.Error(), "placer hived: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseHiveD(%q): error %v, want one naming the placer and %s", tc.in, err, tc.want)
+		}
+	}
+	h, err := ParseHiveD("vc=a@1:vc=b@2@V100")
+	if err != nil || len(h.VCs) != 2 || h.VCs[1] != (VC{Tenant: "b", GPUs: 2, Type: "v100"}) {
+		t.Errorf("ParseHiveD(two vc= options): %+v, %v; want VCs a and b", h, err)
 	}
 }
 
