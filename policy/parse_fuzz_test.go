@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -33,6 +34,28 @@ func FuzzParse(f *testing.F) {
 		}
 		if p == nil || p.Name() == "" {
 			t.Fatalf("Parse(%q) gave no policy, or one with no name", spec)
+		}
+	})
+}
+
+// FuzzParseQuotas checks that any --quota value either fails with an
+// error naming the item, or parses into quotas that FormatQuotas writes
+// back as ParseQuotas reads them, the same.
+func FuzzParseQuotas(f *testing.F) {
+	for _, s := range []string{"", "a=4,b=8", " a=4, b = 8 ,", "a=-1", "a=1,a=2", "=3", "a", "a=b=1", "a=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := ParseQuotas(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "quota ") {
+				t.Fatalf("ParseQuotas(%q): error %q does not begin with the item", s, err)
+			}
+			return
+		}
+		back, err := ParseQuotas(FormatQuotas(q))
+		if err != nil || !maps.Equal(back, q) {
+			t.Fatalf("ParseQuotas(%q) = %v; written as %q it reads %v, %v", s, q, FormatQuotas(q), back, err)
 		}
 	})
 }
