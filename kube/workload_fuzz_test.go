@@ -2,9 +2,11 @@ package kube
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // FuzzPodAnnotations checks that any values of tide's pod annotations
@@ -40,6 +42,34 @@ func FuzzPodAnnotations(f *testing.F) {
 				math.IsNaN(w.deadline) || j.GPUs < 1 {
 				t.Fatalf("workload %+v from annotations %q, GPUs %d: not one tide can schedule", w, annot, gpus)
 			}
+		}
+	})
+}
+
+// FuzzTideJobSpec checks that any TideJob spec either makes a workload
+// tide can schedule or is refused with a message that names a spec field;
+// never a panic.
+func FuzzTideJobSpec(f *testing.F) {
+	f.Add(2, 4, 2, "", "", "", "A100", 0, "team", "90m")
+	f.Add(1, 1, 1, "0.5", "10Gi", "", "", 0, "", "")
+	f.Add(0, 0, 0, "", "", "", "", 0, "", "")
+	f.Add(3, 2, 2000, "1.5", "x", "Z", "", -5, "", "3 hours")
+	f.Add(1, 4, 1, "0.25", "", "", "", 0, "", "")
+	f.Fuzz(func(t *testing.T, minW, maxW, per int, fraction, mem, jobType, gpuType string, priority int, queue, duration string) {
+		tj := &TideJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tj", UID: "u"},
+			Spec: TideJobSpec{MinWorkers: minW, MaxWorkers: maxW, GPUsPerWorker: per, GPUFraction: fraction, GPUMemory: mem,
+				JobType: jobType, GPUType: gpuType, Priority: priority, Queue: queue, Duration: duration,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "w", Image: "x"}}}}}}
+		w, err := grouping{}.fromTideJob(tj)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "spec.") {
+				t.Fatalf("spec %+v: error %q names no spec field", tj.Spec, err)
+			}
+			return
+		}
+		j := w.job("x")
+		if w.minW < 1 || w.maxW < w.minW || w.per < 1 || !(w.duration > 0) || math.IsInf(w.duration, 0) || j.GPUs < 1 || j.MaxGPUs < j.GPUs {
+			t.Fatalf("spec %+v gave workload %+v: not one tide can schedule", tj.Spec, w)
 		}
 	})
 }
