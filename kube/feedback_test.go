@@ -73,3 +73,22 @@ func TestFeedbackWritesOnStop(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedbackCloseTwice: a second close, and an event recorded after
+// close, neither panic nor write.
+func TestFeedbackCloseTwice(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a write after close: %s %s", r.Method, r.URL)
+		http.Error(w, "closed", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFeedback(context.Background(), cs, "tide-test", -1)
+	f.close()
+	f.close()
+	f.event(&corev1.ObjectReference{Kind: "TideJob", Namespace: "ns", Name: "c"}, corev1.EventTypeNormal, "Held", "Admitted", "late")
+	time.Sleep(100 * time.Millisecond) // the recorder hands an event on in a goroutine
+}
