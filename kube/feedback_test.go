@@ -23,7 +23,7 @@ import (
 func TestFeedbackWritesOnStop(t *testing.T) {
 	var mu sync.Mutex
 	var written []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cs := apiServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var ev eventsv1.Event
 		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&ev) != nil {
 			http.Error(w, "want a POST of an Event", http.StatusBadRequest)
@@ -40,12 +40,7 @@ func TestFeedbackWritesOnStop(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(&ev)
-	}))
-	defer srv.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, tc := range []struct {
 		name string
 		wait time.Duration // between the recording and the stop
@@ -77,18 +72,26 @@ func TestFeedbackWritesOnStop(t *testing.T) {
 // TestFeedbackCloseTwice: a second close, and an event recorded after
 // close, neither panic nor write.
 func TestFeedbackCloseTwice(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cs := apiServer(t, func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("a write after close: %s %s", r.Method, r.URL)
 		http.Error(w, "closed", http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	f := newFeedback(context.Background(), cs, "tide-test", -1)
 	f.close()
 	f.close()
 	f.event(&corev1.ObjectReference{Kind: "TideJob", Namespace: "ns", Name: "c"}, corev1.EventTypeNormal, "Held", "Admitted", "late")
 	time.Sleep(100 * time.Millisecond) // the recorder hands an event on in a goroutine
+}
+
+// apiServer is a client of an API server that answers every request with
+// handle, closed when the test ends.
+func apiServer(t *testing.T, handle http.HandlerFunc) kubernetes.Interface {
+	t.Helper()
+	srv := httptest.NewServer(handle)
+	t.Cleanup(srv.Close)
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

@@ -38,8 +38,7 @@ func FuzzPodAnnotations(f *testing.F) {
 		}
 		for _, w := range ws {
 			j := w.job("x")
-			if w.minW < 1 || w.maxW < w.minW || w.per < 1 || !(w.duration > 0) || math.IsInf(w.duration, 0) ||
-				math.IsNaN(w.deadline) || j.GPUs < 1 {
+			if !schedulable(w) || math.IsNaN(w.deadline) || j.GPUs < 1 {
 				t.Fatalf("workload %+v from annotations %q, GPUs %d: not one tide can schedule", w, annot, gpus)
 			}
 		}
@@ -68,8 +67,15 @@ func FuzzTideJobSpec(f *testing.F) {
 			return
 		}
 		j := w.job("x")
-		if w.minW < 1 || w.maxW < w.minW || w.per < 1 || !(w.duration > 0) || math.IsInf(w.duration, 0) || j.GPUs < 1 || j.MaxGPUs < j.GPUs {
+		if !schedulable(w) || j.GPUs < 1 || j.MaxGPUs < j.GPUs {
 			t.Fatalf("spec %+v gave workload %+v: not one tide can schedule", tj.Spec, w)
 		}
 	})
+}
+
+// schedulable reports whether w's gang and duration are ones the engine
+// can plan: at least one worker of at least one GPU, no more minimum
+// workers than maximum, a finite positive duration.
+func schedulable(w *workload) bool {
+	return w.minW >= 1 && w.maxW >= w.minW && w.per >= 1 && w.duration > 0 && !math.IsInf(w.duration, 0)
 }
