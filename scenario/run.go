@@ -328,7 +328,8 @@ func (sc *Scenario) readPoints() (*inputs, []*point, error) {
 }
 
 // Run runs every policy at every point, in parallel; results come in the
-// scenario's order. done, when set, is called after each run.
+// scenario's order. done, when set, is called after each run, one call at
+// a time (the runs end on several goroutines; done need not lock).
 func (sc *Scenario) Run(done func()) ([]Result, error) {
 	in, pts, err := sc.readPoints()
 	if err != nil {
@@ -344,6 +345,7 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 	errs := make([]error, len(pts)*len(sc.Policies))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	var doneMu sync.Mutex
 	for i, pt := range pts {
 		res[i] = Result{Param: pt.param, Value: pt.value, Cluster: pt.c.String(), Jobs: len(pt.jobs), Runs: make([]*report.Run, len(sc.Policies))}
 		ins := inputs[i]
@@ -363,7 +365,9 @@ func (sc *Scenario) Run(done func()) ([]Result, error) {
 				}
 				res[i].Runs[k], errs[i*len(sc.Policies)+k] = out, err
 				if done != nil {
+					doneMu.Lock()
 					done()
+					doneMu.Unlock()
 				}
 			}(i, k, spec)
 		}
