@@ -6,6 +6,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/internal/race"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
@@ -20,6 +21,7 @@ import (
 // seconds per GPU type of the job that ended, the placement's map, the
 // allocation's shape and the round's changes reuse memory or make none.
 func TestChangedRoundAllocations(t *testing.T) {
+	race.SkipAllocs(t)
 	const n = 200
 	mk := func(i int, at float64) *job.Job {
 		return &job.Job{ID: fmt.Sprintf("j%07d", i), Submit: at, GPUs: 2, MinGPUs: 2, MaxGPUs: 2,

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"testing"
 
+	"github.com/tide-sched/tide/internal/race"
 	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/solver"
 )
@@ -29,6 +30,7 @@ var steadyAllocsPending = map[string]string{}
 // whole process); a policy that allocates in every steady round still
 // fails.
 func TestSteadyRoundAllocations(t *testing.T) {
+	race.SkipAllocs(t)
 	for _, info := range policy.All() {
 		t.Run(info.Name, func(t *testing.T) {
 			if info.NeedsSolver {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/internal/race"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/policy/contract"
 )
@@ -20,6 +21,7 @@ import (
 // are fed back as an engine does (Status.SetReason): a reason whose text is
 // unchanged costs nothing, a changed one a string.
 func TestPolluxSteadyRoundsAllocateNothing(t *testing.T) {
+	race.SkipAllocs(t)
 	for _, sz := range []struct{ nodes, gpn, jobs int }{{4, 4, 12}, {16, 4, 40}, {16, 4, 160}, {64, 4, 200}} {
 		for _, spec := range []string{"pollux", "pollux:restart_cost=job"} {
 			t.Run(fmt.Sprintf("%dx%d-%djobs/%s", sz.nodes, sz.gpn, sz.jobs, spec), func(t *testing.T) {
