@@ -1439,9 +1439,32 @@ func (c *calls) do(f func(ctx context.Context)) {
 
 func (c *calls) worker(work chan func(context.Context)) {
 	for f := range work {
-		f(c.ctx)
+		c.run(f)
 		c.wg.Done()
 	}
+}
+
+// callMax bounds how long a call begun before its round's context ended
+// may still run (calls.run).
+const callMax = 5 * time.Second
+
+// run runs f. A call begun while the round's context is live runs on a
+// context that the round's end does not cancel, for callMax at most. A
+// stop (tide kube shutting down, or losing its lease) that cut a call
+// between the API server acting on it and tide reading the answer left
+// tide not knowing what the server had done: the events that follow a
+// status write (a TideJob's Declined) were never recorded, by this tide
+// or by the next, which found the status already written (CI,
+// TestKubeTidalHolds). A call not begun before the context ended runs on
+// it, and fails at once.
+func (c *calls) run(f func(context.Context)) {
+	if c.ctx.Err() != nil {
+		f(c.ctx)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), callMax)
+	defer cancel()
+	f(ctx)
 }
 
 // then queues f to run on the round's goroutine when wait returns; calls
