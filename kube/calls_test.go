@@ -54,7 +54,7 @@ func TestStatusWriteOutlivesStop(t *testing.T) {
 	}
 	h := newHarness(t, "fifo")
 	rec := events.NewFakeRecorder(10)
-	h.s.fb = &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+	h.s.fb = recordTo(rec)
 	h.s.cfg.Dynamic = dyn
 
 	tj := &TideJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", ResourceVersion: "1"}}
@@ -88,4 +88,9 @@ func TestStatusWriteOutlivesStop(t *testing.T) {
 	if n := len(rec.Events); n != 0 {
 		t.Errorf("%d events from a round after the stop, want none", n)
 	}
+}
+
+// recordTo is a feedback that records to rec, with no rate limit.
+func recordTo(rec events.EventRecorder) *feedback {
+	return &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
 }

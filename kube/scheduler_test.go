@@ -426,7 +426,7 @@ func TestPolicyFallbackEvent(t *testing.T) {
 	clock := time.Unix(1e9, 0)
 	h.s.now = func() time.Time { return clock }
 	rec := events.NewFakeRecorder(100)
-	h.s.fb = &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+	h.s.fb = recordTo(rec)
 	h.s.cfg.Self = &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "tide-system", Name: "tide-0", UID: "self"}
 	wp := h.s.pol.(workerPolicy)
 	wp.inner = warnPolicy{wp.inner}
@@ -488,7 +488,7 @@ func TestConditionEvents(t *testing.T) {
 func TestConditionEventsAfterWrite(t *testing.T) {
 	h := newHarness(t, "fifo")
 	rec := events.NewFakeRecorder(10)
-	h.s.fb = &feedback{rec: rec, limit: flowcontrol.NewFakeAlwaysRateLimiter(), said: map[types.UID]said{}, jobs: map[string]jobSaid{}}
+	h.s.fb = recordTo(rec)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{TideJobResource: "TideJobList"})
 	rv, writes := 1, 0
