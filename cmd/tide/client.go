@@ -160,6 +160,36 @@ Examples:
   tide submit -f job.yaml --gpus 4
 `
 
+// absoluteDeadline turns a deadline given as a duration from now ("2h",
+// "+90m") into the RFC 3339 time the API takes, so that a job file or
+// --deadline can say how long the job may take rather than when it must
+// end. The time is fixed here, once, so that retries of the submission
+// keep it.
+func absoluteDeadline(v string, now time.Time) (string, error) {
+	if v == "" {
+		return v, nil
+	}
+	if _, err := time.Parse(time.RFC3339, v); err == nil {
+		return v, nil
+	}
+	d, err := time.ParseDuration(strings.TrimPrefix(strings.TrimSpace(v), "+"))
+	if err != nil {
+		return "", fmt.Errorf("deadline %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z or a duration from now such as 2h30m", v)
+	}
+	if d <= 0 {
+		return "", fmt.Errorf("deadline %q: a duration from now must be positive (or give an RFC 3339 time)", v)
+	}
+	return now.Add(d).UTC().Format(time.RFC3339), nil
+}
+
+// plural is "1 job", "2 jobs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 type envFlags []string
 
 func (e *envFlags) String() string     { return strings.Join(*e, ",") }
@@ -200,7 +230,7 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	override["estimate"] = func(s *api.JobSpec) { s.EstimateS = estimate.Seconds() }
 	intFlag("priority", "priority (larger is more important)", func(s *api.JobSpec, v int) { s.Priority = v })
 	intFlag("max-retries", "retry limit (default: the server's)", func(s *api.JobSpec, v int) { s.MaxRetries = &v })
-	stringFlag("deadline", "RFC 3339 time the job should finish by", func(s *api.JobSpec, v string) { s.Deadline = v })
+	stringFlag("deadline", "`TIME` the job should finish by: RFC 3339 (2026-01-02T15:04:05Z) or a duration from now (90m, 2h30m)", func(s *api.JobSpec, v string) { s.Deadline = v })
 	intFlag("batch-size", "global batch size the job starts with (for goodput fitting; tide passes it on as $TIDE_BATCH_SIZE)",
 		func(s *api.JobSpec, v int) { s.BatchSize = v })
 	intFlag("max-batch-size", "largest global batch a policy that adapts batch sizes (pollux) may give the job",
@@ -250,6 +280,11 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	if spec.GPUs == 0 && spec.MaxGPUs == 0 {
 		spec.GPUs = 1
 	}
+	deadline, err := absoluteDeadline(spec.Deadline, time.Now())
+	if err != nil {
+		return usageError{err}
+	}
+	spec.Deadline = deadline
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -759,6 +794,27 @@ func stamp(t *time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
+// deadlineStatus is a job's deadline with where the job stands against it:
+// met or missed once it ended, otherwise the time left or past.
+func deadlineStatus(j *api.Job, now time.Time) string {
+	d, err := time.Parse(time.RFC3339, j.Spec.Deadline)
+	if err != nil {
+		return j.Spec.Deadline
+	}
+	s := stamp(&d)
+	switch {
+	case j.Ended != nil && j.State == api.StateFinished && !j.Ended.After(d):
+		return s + " (met)"
+	case j.Ended != nil && j.State == api.StateFinished:
+		return s + " (missed by " + age(j.Ended.Sub(d)) + ")"
+	case j.Ended != nil:
+		return s
+	case now.After(d):
+		return s + " (passed " + age(now.Sub(d)) + " ago)"
+	}
+	return s + " (in " + age(d.Sub(now)) + ")"
+}
+
 const jobHelp = `Usage: tide job [flags] ID
 
 Shows one job: its spec, state, progress and every attempt.
@@ -809,6 +865,15 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		held = fmt.Sprint(j.GPUs)
 	}
 	row("GPUs", "asks "+strings.Trim(req, "()")+", holds "+held)
+	if j.Spec.Priority != 0 {
+		row("Priority", strconv.Itoa(j.Spec.Priority))
+	}
+	if j.Spec.Deadline != "" {
+		row("Deadline", deadlineStatus(j, time.Now()))
+	}
+	if j.Spec.TimeLimitS > 0 {
+		row("Time limit", (time.Duration(j.Spec.TimeLimitS) * time.Second).String())
+	}
 	row("Submitted", stamp(&j.Submitted))
 	row("Started", stamp(j.Started))
 	row("Ended", stamp(j.Ended))
@@ -996,8 +1061,8 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	if c.json {
 		return printJSON(stdout, info)
 	}
-	fmt.Fprintf(stdout, "policy %s, placer %s: %d of %d GPUs allocated; %d jobs running, %d queued\n\n",
-		info.Policy, info.Placer, info.Allocated, info.Total, info.Running, info.Queued)
+	fmt.Fprintf(stdout, "policy %s, placer %s: %d of %d GPUs allocated; %s running, %d queued\n\n",
+		info.Policy, info.Placer, info.Allocated, info.Total, plural(info.Running, "job"), info.Queued)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GPU\tTYPE\tNAME\tMEMORY\tJOB")
 	for _, g := range info.GPUs {

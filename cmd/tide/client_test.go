@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tide-sched/tide/api"
 )
 
 // TestJobShowsPerf: the step times and gradient statistics a job reports
@@ -44,4 +46,61 @@ func TestJobShowsPerf(t *testing.T) {
 		a := cliJob(t, s, tok, id).Attempts
 		return a[len(a)-1].Ended != nil
 	})
+}
+
+// TestAbsoluteDeadline: a deadline given as a duration is fixed from the
+// submission's time; an RFC 3339 time passes through; anything else, or a
+// duration not in the future, is refused naming both forms.
+func TestAbsoluteDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 29, 17, 0, 0, 0, time.FixedZone("CET", 3600))
+	for _, c := range []struct {
+		in, want, err string
+	}{
+		{in: "", want: ""},
+		{in: "2h", want: "2026-11-29T18:00:00Z"},
+		{in: "+90m", want: "2026-11-29T17:30:00Z"},
+		{in: " 1h30m", want: "2026-11-29T17:30:00Z"},
+		{in: "2027-01-02T15:04:05+01:00", want: "2027-01-02T15:04:05+01:00"},
+		{in: "0s", err: "must be positive"},
+		{in: "-5m", err: "must be positive"},
+		{in: "tomorrow", err: "a duration from now such as 2h30m"},
+		{in: "2027-01-02 15:04", err: "RFC 3339"},
+	} {
+		got, err := absoluteDeadline(c.in, now)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v, want one saying %q", c.in, err, c.err)
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%q: %q %v, want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// TestDeadlineStatus: `tide job` says whether a finished job met its
+// deadline and, before it ends, how long is left.
+func TestDeadlineStatus(t *testing.T) {
+	d := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+	at := func(m int) *time.Time { t := d.Add(time.Duration(m) * time.Minute); return &t }
+	for _, c := range []struct {
+		state string
+		ended *time.Time
+		now   time.Time
+		want  string
+	}{
+		{api.StateFinished, at(-5), *at(10), "(met)"},
+		{api.StateFinished, at(0), *at(10), "(met)"},
+		{api.StateFinished, at(75), *at(80), "(missed by 1h15m)"},
+		{api.StateRunning, nil, *at(-12), "(in 12m)"},
+		{api.StatePending, nil, *at(3), "(passed 3m ago)"},
+	} {
+		j := &api.Job{State: c.state, Ended: c.ended, Spec: api.JobSpec{Deadline: d.Format(time.RFC3339)}}
+		if got := deadlineStatus(j, c.now); !strings.HasSuffix(got, c.want) || !strings.HasPrefix(got, stamp(&d)) {
+			t.Errorf("%s ended %v at %v: %q, want %s %s", c.state, c.ended, c.now, got, stamp(&d), c.want)
+		}
+	}
+	// A job that failed or was declined neither met nor missed it.
+	j := &api.Job{State: api.StateDeclined, Ended: at(-30), Spec: api.JobSpec{Deadline: d.Format(time.RFC3339)}}
+	if got := deadlineStatus(j, *at(10)); got != stamp(&d) {
+		t.Errorf("declined: %q, want %q", got, stamp(&d))
+	}
 }

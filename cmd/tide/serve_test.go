@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -430,6 +431,49 @@ func TestSubmitFile(t *testing.T) {
 	t.Setenv("TIDE_CONFIG", cfg)
 	if code, out, errs := tide(t, "job", j.ID); code != 0 || !strings.Contains(out, "finished") || !strings.Contains(out, "Attempts:") {
 		t.Errorf("tide job with a config file: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestSubmitDeadline: a deadline given as a duration, in a job file or
+// with --deadline, reaches the server as the time that far from the
+// submission, and `tide job` shows it with where the job stands.
+func TestSubmitDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs tide serve")
+	}
+	bin, _ := binaries(t)
+	const tok = "tide_test_admin_token_0123456789"
+	s := serve(t, bin, filepath.Join(t.TempDir(), "data"), "--admin-token-file", writeToken(t, tok), "--policy", "edf")
+	job := filepath.Join(t.TempDir(), "job.yaml")
+	os.WriteFile(job, []byte("command: [sh, -c, 'exit 0']\ngpus: 1\nestimate_s: 60\ndeadline: 90m\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		in   time.Duration
+	}{
+		{[]string{job}, 90 * time.Minute},
+		{[]string{"--deadline", "+2h", job}, 2 * time.Hour},
+	} {
+		before := time.Now().Truncate(time.Second)
+		var j api.Job
+		if err := json.Unmarshal([]byte(cli(t, s, tok, append([]string{"submit", "--json"}, c.args...)...)), &j); err != nil {
+			t.Fatal(err)
+		}
+		after := time.Now()
+		d, err := time.Parse(time.RFC3339, j.Spec.Deadline)
+		if err != nil || d.Before(before.Add(c.in)) || d.After(after.Add(c.in)) {
+			t.Errorf("%v: deadline %q %v, want %v from the submission (%s to %s)", c.args, j.Spec.Deadline, err, c.in,
+				before.Add(c.in).Format(time.RFC3339), after.Add(c.in).Format(time.RFC3339))
+		}
+		waitFor(t, "the job to finish", 10*time.Second, func() bool { return cliJob(t, s, tok, j.ID).State == api.StateFinished })
+		if out := cli(t, s, tok, "job", j.ID); !regexp.MustCompile(`(?m)^Deadline: +` + regexp.QuoteMeta(stamp(&d)+" (met)") + `$`).MatchString(out) {
+			t.Errorf("tide job %s does not show the deadline met:\n%s", j.ID, out)
+		}
+	}
+	for _, bad := range []string{"tomorrow", "-10m"} {
+		code, _, errs := tide(t, "submit", "--server", s.url, "--token", tok, "--deadline", bad, "--", "true")
+		if code != 2 || !strings.Contains(errs, "deadline") || !strings.Contains(errs, "RFC 3339") {
+			t.Errorf("--deadline %s: exit %d, %s", bad, code, errs)
+		}
 	}
 }
 

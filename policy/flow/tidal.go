@@ -954,7 +954,12 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 			tr.buf = append(tr.buf, ") keeps enough servers up until it ends"...)
 		} else {
 			tr.buf = strconv.AppendInt(tr.buf, int64(a.GPUs), 10)
-			tr.buf = append(tr.buf, " GPUs: EdgeFlow's share for its deadline"...)
+			if a.GPUs == 1 {
+				tr.buf = append(tr.buf, " GPU"...)
+			} else {
+				tr.buf = append(tr.buf, " GPUs"...)
+			}
+			tr.buf = append(tr.buf, ": EdgeFlow's share for its deadline"...)
 		}
 		tr.set(i, lo, engine.Reason{})
 	}
