@@ -151,6 +151,11 @@ func NewPolluxWith(k PolluxKnobs) (*Pollux, error) {
 	default:
 		return nil, fmt.Errorf("policy pollux: restart_cost=%q: want job or gpus", v)
 	}
+	// Powers of speedups far from 1 overflow beyond this range, and the
+	// power mean is then no longer a number to compare allocations by.
+	if !(k.P >= -10 && k.P <= 10) {
+		return nil, fmt.Errorf("policy pollux: p=%v: want a power-mean exponent in [-10, 10] (-1: the paper's; 0: geometric mean)", k.P)
+	}
 	p.Interference, p.P = k.Interference, k.P
 	for _, r := range []struct {
 		key    string
