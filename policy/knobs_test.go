@@ -16,7 +16,8 @@ import (
 // TestKnobsDocumented: the knobs a policy reads with its defaults are the
 // knobs it declares (Info.KnobList), so `tide policies NAME` and the
 // unknown-knob error name exactly what the policy takes. It found
-// undeclared knobs in fifo-perf, gavel-fifo, pollux and tidal.
+// undeclared knobs in fifo-perf, gavel-fifo, pollux and tidal, and four
+// of tidal's knobs that `tide policies tidal` listed with no doc.
 func TestKnobsDocumented(t *testing.T) {
 	ctx := Context{Jobs: []*job.Job{{ID: "a", GPUs: 1, Duration: 100, Work: 100, Unit: job.Seconds}}}
 	for _, i := range All() {
@@ -32,6 +33,9 @@ func TestKnobsDocumented(t *testing.T) {
 		var doc []string
 		for _, k := range i.KnobList() {
 			doc = append(doc, k.Key)
+			if strings.TrimSpace(k.Doc) == "" {
+				t.Errorf("%s declares knob %s=%s without saying what it does", i.Name, k.Key, k.Default)
+			}
 		}
 		for _, k := range read {
 			if !slices.Contains(doc, k) {

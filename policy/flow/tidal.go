@@ -37,7 +37,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"forecast=online: online, off (reactive: capacity stays as it is now), or oracle (the realised future, " +
 			"simulator only: the upper bound); " +
 			"wrong=: make the forecast wrong on purpose: shift (by shift_h hours), collapse (capacity 0 in day 2 " +
-			"of the run), noise (its errors tripled); shift_h=6; " +
+			"of the run), noise (its errors tripled); shift_h=6: hours wrong=shift moves the forecast by, in [-168, 168] (positive: it sees each change that many hours early; negative: late); " +
 			"deadlines=true: plan deadline jobs by EdgeFlow's admission and shares (false: ignore deadlines, as the " +
 			"harvest scenarios' DeepBoot and Aryl do); " +
 			"edge_vacate=false: also move running jobs off an edge site in the round before a predicted drop (owners " +
@@ -53,9 +53,9 @@ func tidalPolicies(register func(contract.Info)) {
 			"docs/tidal.md, section 4); " +
 			"hold_safe=true: a held job is admitted again only if it also meets, and makes no admitted job miss, on the " +
 			"pessimistic plan: the cloud at the hold_quantile of its forecast until the job's deadline less hold_reserve GPUs, " +
-			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile; " +
+			"and the edge servers running jobs at that quantile until then; hold_quantile=quantile: the quantile of that plan; " +
 			"hold_busy=0.15: a share of the cloud's GPU-time (0: off); once the cloud has been seen down for at least that share, " +
-			"the pessimistic plan takes the cloud at hold_busy_quantile instead of hold_quantile (docs/tidal.md, fourteenth pass); hold_busy_quantile=0.5; " +
+			"the pessimistic plan takes the cloud at hold_busy_quantile instead of hold_quantile (docs/tidal.md, fourteenth pass); hold_busy_quantile=0.5: the quantile it plans the cloud on then; " +
 			"hold_reserve=-1: GPUs kept back in that plan (-1: one cloud node's, the N-1 rule; none on a one-node cloud); " +
 			"hold_strict=true: in that plan no admitted job may stop meeting, even if another would meet in its place; " +
 			"hold_yield=true: a job admitted after being held gives way: a newcomer may make it miss; " +
@@ -63,7 +63,7 @@ func tidalPolicies(register func(contract.Info)) {
 			"its GPUs less the share of GPU-time the rounds have seen down so far (newcomers only; docs/tidal.md, sixth pass), or path: " +
 			"the GPUs up now until the next forecast bin, then the cloud forecast's admit_quantile bin by bin (a node down now comes back " +
 			"when the forecast says, and it is never below the fewest GPUs the cloud has been seen with; docs/tidal.md, seventh and eighth passes; the same as now while the cloud has never changed), or window: path, but " +
-			"calibrated for the mean over a job's window rather than bin by bin (docs/tidal.md, ninth pass); admit_quantile=0.2; " +
+			"calibrated for the mean over a job's window rather than bin by bin (docs/tidal.md, ninth pass); admit_quantile=0.2: the quantile of the cloud forecast that path and window plan on; " +
 			"hold_keep=false: a held job is admitted again only if no job that meets on EdgeFlow's own plan without it stops " +
 			"meeting with it (docs/tidal.md, sixth pass); " +
 			"hold_cloud=sum: that plan's cloud is the forecast less hold_reserve (sum), or the lower of the two (min); " +
@@ -422,6 +422,9 @@ func newTidal(ctx contract.Context, o contract.Options) (engine.Policy, error) {
 	if t.ShiftH, err = o.Float("shift_h", 6); err != nil {
 		return nil, err
 	}
+	if !(math.Abs(t.ShiftH) <= 168) {
+		return nil, fmt.Errorf("policy tidal: shift_h=%v: want hours in [-168, 168] (a week either way)", t.ShiftH)
+	}
 	if t.Later, err = o.Bool("later", true); err != nil {
 		return nil, err
 	}
@@ -718,7 +721,16 @@ func (t *Tidal) path(s *engine.Snapshot, v *tideView, q float64) (float64, []flo
 	start, path := v.f.Path(tideBins+max(extra, 0), q)
 	switch t.Wrong {
 	case "shift":
-		path = path[extra:]
+		if extra >= 0 {
+			path = path[extra:]
+			break
+		}
+		// Seen late: the first bins repeat what the forecast says for now.
+		late := make([]float64, len(path))
+		for k := range late {
+			late[k] = path[max(k+extra, 0)]
+		}
+		path = late
 	case "collapse":
 		for k := range path {
 			if b := start + float64(k)*v.bin; b >= 86400 && b < 2*86400 {
