@@ -44,9 +44,10 @@ func afsPolicies(register func(contract.Info)) {
 //     alg_c, GPUs keep being handed out while any job can take one, even
 //     when they no longer shorten anything.
 //
-// Deviations from alg_c: minimum counts above 1, per-type pools, and a job
-// whose predicted time on one more GPU is infinite (the model says it
-// cannot run there) leaves the comparisons. A job's maximum and the
+// Deviations from alg_c: minimum counts above 1, per-type pools of the GPUs
+// up for training with no job above what one site has up
+// (elasticRound.pool), and a job whose predicted time on one more GPU is
+// infinite (the model says it cannot run there) leaves the comparisons. A job's maximum and the
 // remaining-time estimate are Optimus' (elasticMaxGPUs, estimator).
 type AFS struct {
 	Oracle bool          `knob:"oracle"` // predict with the performance model, not the hints

@@ -141,7 +141,8 @@ func elasticDivUp(a, b int) int { return (a + b - 1) / b }
 type elasticRound struct {
 	est      estimator
 	jobs     []elasticJob    // the pooled jobs; cap fixed within a round, so pointers into it hold
-	capacity []int           // GPUs of each type, by index in the cluster's types
+	capacity []int           // GPUs of each type up for training, by index in the cluster's types
+	largest  []int           // the most GPUs of each type one job can hold (Snapshot.Largest)
 	load     []int           // minimum GPUs bound to each type so far
 	bound    []int           // each snapshot job's type index, or unbound / outside
 	pools    [][]*elasticJob // each type's jobs in the snapshot's order
@@ -156,12 +157,13 @@ type elasticRound struct {
 // Type indexes of elasticRound.bound besides the cluster's own.
 const (
 	elasticUnbound = -1 // not bound yet
-	elasticOutside = -2 // bound to a type the cluster lacks: never runs
+	elasticOutside = -2 // bound to a type the cluster lacks, or no type holds its minimum now: does not run
 )
 
 // elasticPools binds every active job to one GPU type and returns the jobs
 // of each type, in the snapshot's order (submission, then ID), with the
-// type's GPU count, as maps by type (see elasticRound.pool, which it runs).
+// type's GPUs up for training, as maps by type (see elasticRound.pool, which
+// it runs).
 func elasticPools(s *engine.Snapshot, oracle bool) (types []string, pools map[string][]*elasticJob, capacity map[string]int) {
 	r := new(elasticRound)
 	r.pool(s, oracle)
@@ -179,21 +181,42 @@ func elasticPools(s *engine.Snapshot, oracle bool) (types []string, pools map[st
 
 // pool binds every active job to one GPU type and fills r.pools (by index
 // in s.Cluster.GPUTypes()) with the jobs of each type, in the snapshot's
-// order (submission, then ID), and r.capacity with the type's GPU count. A
+// order (submission, then ID), and r.capacity with the type's GPUs that are
+// up (Snapshot.Available: those taken by inference or down are not). A
 // job asking for a type gets it; one that accepts any type keeps the type
 // it runs on now, and a waiting one takes the type with the most GPUs left
 // after the minimum counts of the jobs bound before it (the first type in
-// the cluster's order on a tie). A job whose minimum exceeds its pool, or
-// whose type the cluster lacks, never runs and is left out.
+// the cluster's order on a tie) among those where one job could hold its
+// minimum. A job's maximum is capped at the most GPUs of its type one job
+// can hold now (r.largest: a job never spans sites, and never runs on a
+// GPU that is down). A job whose minimum exceeds that, or whose type the
+// cluster lacks, cannot run now and is left out.
+//
+// The pool still sums a type's GPUs over sites, so on a multi-site cluster
+// two jobs' counts may each fit a site but not together; the placer then
+// leaves the smaller unplaced for the round. Capping every count at one
+// site's up GPUs keeps the largest placeable, so some job always runs when
+// any can.
 func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
 	types := s.Cluster.GPUTypes()
 	r.capacity = resize(r.capacity, len(types))
+	r.largest = resize(r.largest, len(types))
 	r.load = resize(r.load, len(types))
+	// Counting every GPU of the cluster planned jobs on GPUs inference had
+	// taken, or across sites, which the placer cannot honour: such a job
+	// waited while GPUs it could use sat idle, forever on a cloud beside an
+	// inference site. alloc.Pool counts the same way. With every GPU up on
+	// one site these are the cluster's counts, so such runs are unchanged.
+	multiSite := len(s.Cluster.Sites()) > 1
 	for i, t := range types {
-		r.capacity[i] = s.Cluster.GPUsOfType(t)
+		r.capacity[i] = s.Available("", t)
+		r.largest[i] = r.capacity[i]
+		if multiSite {
+			r.largest[i] = s.Largest(t)
+		}
 		r.load[i] = 0
 	}
-	capacity, load := r.capacity, r.load
+	capacity, largest, load := r.capacity, r.largest, r.load
 	r.est = estimator{s: s, oracle: oracle}
 	r.bound = resize(r.bound, len(s.Jobs))
 	bound := r.bound
@@ -221,7 +244,7 @@ func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
 		}
 		best := -1
 		for t := range types {
-			if capacity[t] >= st.Job.MinGPUs && (best < 0 || capacity[t]-load[t] > capacity[best]-load[best]) {
+			if largest[t] >= st.Job.MinGPUs && (best < 0 || capacity[t]-load[t] > capacity[best]-load[best]) {
 				best = t
 			}
 		}
@@ -248,13 +271,13 @@ func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
 	jobs := r.jobs[:0]
 	for i, st := range s.Jobs {
 		t := bound[i]
-		if t < 0 || st.Job.MinGPUs > capacity[t] {
+		if t < 0 || st.Job.MinGPUs > largest[t] {
 			continue
 		}
 		jobs = jobs[:len(jobs)+1]
 		e := &jobs[len(jobs)-1]
 		*e = elasticJob{st: st, typ: types[t], min: st.Job.MinGPUs, est: &r.est, rem: e.rem[:0]}
-		e.max = min(alloc.MaxGPUs(s, st), capacity[t])
+		e.max = min(alloc.MaxGPUs(s, st), largest[t])
 		r.pools[t] = append(r.pools[t], e)
 	}
 	r.jobs = jobs

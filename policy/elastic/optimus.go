@@ -41,9 +41,10 @@ func optimusPolicies(register func(contract.Info)) {
 // measured step times, which Oracle approximates (it compares remaining
 // times, so a larger batch's statistical efficiency counts; the artifact
 // compares step times at the job's batch). Each GPU type is a separate
-// pool. Optimus' own convergence-curve fitting is not modelled: the
-// remaining work is the job's own (Status.Work less its progress,
-// Snapshot.Progress).
+// pool of the GPUs up for training, and no job gets more than one site has
+// up (elasticRound.pool). Optimus' own convergence-curve fitting is not
+// modelled: the remaining work is the job's own (Status.Work less its
+// progress, Snapshot.Progress).
 type Optimus struct {
 	Oracle bool          `knob:"oracle"` // predict with the performance model, not the hints
 	kept   *elasticRound // the memory of its rounds, made at the first

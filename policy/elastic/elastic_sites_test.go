@@ -1,0 +1,125 @@
+package elastic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	capacitypkg "github.com/tide-sched/tide/capacity"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
+)
+
+// TestElasticUpGPUs: both policies size jobs by the GPUs a job can be
+// placed on now: GPUs that are down (taken back by inference, a failed
+// node) are not handed out, and no job gets more GPUs than one site has up,
+// since a job never spans sites. Planning on the cluster's whole GPU count
+// instead left a lone job asking for GPUs the placer could never give it:
+// it waited forever on an idle cluster (a cloud plus an inference site).
+func TestElasticUpGPUs(t *testing.T) {
+	cases := []struct {
+		name    string
+		cluster *cluster.Cluster
+		down    []cluster.GPUID // GPUs not available to training
+		jobs    []policytest.JobState
+		want    []string
+	}{
+		{
+			name: "GPUs down on one site", cluster: enginetest.Cluster("1x4:t4"), down: []cluster.GPUID{2, 3},
+			jobs: []policytest.JobState{ej("a", 0, 1, 4, 100)},
+			want: []string{"a:2"},
+		},
+		{
+			// LoanCluster: GPUs 0-3 train, 4-7 inference.
+			name: "inference holds its node", cluster: policytest.LoanCluster(t), down: []cluster.GPUID{4, 5, 6, 7},
+			jobs: []policytest.JobState{ej("a", 0, 1, 8, 100)},
+			want: []string{"a:4"},
+		},
+		{
+			name: "a job never spans sites", cluster: policytest.LoanCluster(t),
+			jobs: []policytest.JobState{ej("a", 0, 1, 8, 100)},
+			want: []string{"a:4"},
+		},
+		{
+			name: "one job per site", cluster: policytest.LoanCluster(t),
+			jobs: []policytest.JobState{ej("a", 0, 1, 8, 100), ej("b", 1, 1, 8, 100)},
+			want: []string{"a:4", "b:4"},
+		},
+		{
+			// Inference lends one GPU: a takes the training site, b (min
+			// 5, more than any site has up) waits, c takes the lent GPU.
+			name: "a minimum no site holds waits", cluster: policytest.LoanCluster(t), down: []cluster.GPUID{4, 5, 6},
+			jobs: []policytest.JobState{ej("a", 0, 1, 4, 100), ej("b", 1, 5, 8, 100), ej("c", 2, 1, 1, 100)},
+			want: []string{"a:4", "c:1"},
+		},
+		{
+			// A running job whose inference GPUs were taken back is sized
+			// by what is up, not by what it held.
+			name: "running job shrinks to what is up", cluster: policytest.LoanCluster(t), down: []cluster.GPUID{0, 1},
+			jobs: []policytest.JobState{{Job: enginetest.Job("a").At(0).Elastic(1, 1, 8).Seconds(100).Obj(), Held: 4}},
+			want: []string{"a:4"},
+		},
+	}
+	for _, spec := range []string{"afs", "optimus"} {
+		for _, tc := range cases {
+			t.Run(spec+"/"+tc.name, func(t *testing.T) {
+				s := policytest.Snap(t, 1000, tc.cluster, tc.jobs...)
+				if len(tc.down) > 0 {
+					s.Down = make([]bool, tc.cluster.TotalGPUs())
+					for _, g := range tc.down {
+						s.Down[g] = true
+					}
+				}
+				plan := fam.Parse(t, spec, contract.Context{}).Schedule(s)
+				if got := policytest.Runs(plan); !slices.Equal(got, tc.want) {
+					t.Errorf("plan %v, want %v", got, tc.want)
+				}
+				checkPlanValid(t, s, plan)
+				checkPlanUp(t, s, plan)
+			})
+		}
+	}
+}
+
+// checkPlanUp checks what the placer could not honour: a job given more
+// GPUs than one site has up, or a plan giving out more GPUs than are up.
+func checkPlanUp(t *testing.T, s *engine.Snapshot, p engine.Plan) {
+	t.Helper()
+	total := 0
+	for _, a := range p.Run {
+		if largest := s.Largest(a.GPUType); a.GPUs > largest {
+			t.Errorf("plan %v: %s gets %d GPUs, one site has at most %d up", policytest.Runs(p), a.Job, a.GPUs, largest)
+		}
+		total += a.GPUs
+	}
+	if up := s.Available("", ""); total > up {
+		t.Errorf("plan %v: %d GPUs, %d are up", policytest.Runs(p), total, up)
+	}
+}
+
+// TestElasticLoaning runs both policies in the simulator on a training
+// site beside an inference site whose demand rises and falls: no plan
+// gives out more GPUs than are up, every job finishes (none is left
+// waiting on GPUs it cannot get) and training did borrow inference GPUs.
+func TestElasticLoaning(t *testing.T) {
+	for _, spec := range []string{"afs", "optimus"} {
+		for seed := range uint64(3) {
+			r := rand.New(rand.NewPCG(seed, 5))
+			var jobs []*job.Job
+			for i := range 20 {
+				jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(float64(r.IntN(3000))).
+					Elastic(1, 1, 1+r.IntN(8)).Seconds(float64(200+r.IntN(2000))).Obj())
+			}
+			var changes []capacitypkg.Change
+			for k := range 40 {
+				changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
+			}
+			fam.Loaning(t, spec, seed, contract.Context{}, changes, jobs)
+		}
+	}
+}
