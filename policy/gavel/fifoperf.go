@@ -134,7 +134,9 @@ func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
 // allocate walks Gavel's FIFOPolicy.get_allocation (mode base,
 // scheduler/policies/fifo.py):
 //
-//   - The queue is the jobs without a type, in arrival order.
+//   - The queue is the jobs without a type, in arrival order. A waiting
+//     job that can no longer run on the type it holds (edge servers gone;
+//     not in Gavel, whose cluster is fixed) gives it back and is queued.
 //   - The jobs holding a type are walked in order; a job still present
 //     takes its GPUs off the free count, a job that left hands its type to
 //     the head of the queue if the head fits in the free count as it stands
@@ -143,6 +145,9 @@ func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
 //     gets a listed type with room, and a type whose free count reaches
 //     exactly 0 leaves the list. The pass stops at the first job no listed
 //     type has room for.
+//
+// A job is only ever given a type it can run on (throughput > 0): every
+// type, for the jobs of Gavel's traces.
 //
 // The two picks differ in the order and in which type a job gets:
 //
@@ -175,6 +180,18 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 			}
 		}
 		walk = func(a, b string) int { return f.seq[a] - f.seq[b] }
+	}
+	// A waiting job that can no longer run on the type it holds (its edge
+	// servers down, or none up large enough: gavelCapacity) gives the type
+	// back and queues again in its place: holding it would leave the job
+	// waiting while other types idle, for good once the servers stay down.
+	// A running job holds GPUs that are up and keeps its type. On a cluster
+	// without an edge site a job holds only a type it can run on, so this
+	// changes nothing there.
+	for id, k := range f.types {
+		if m, ok := present[id]; ok && len(p.jobs[m].GPUs) == 0 && p.tput[m][k] <= 0 {
+			delete(f.types, id)
+		}
 	}
 	var queue []int
 	for _, m := range order {
@@ -218,24 +235,45 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 	for len(queue) > 0 && len(listed) > 0 {
 		m := queue[0]
 		queue = queue[1:]
-		var fit []int // positions in listed with room for the job
+		// A job that can run on every type (every job of Gavel's traces)
+		// gets a type as Gavel gives it. One that cannot run on some type
+		// (another type asked for; too big for one edge server; edge servers
+		// down) is given only a type it can run on: given one it cannot, it
+		// was skipped, and could be left without a type for good once
+		// nothing else arrives or leaves.
+		var roomy, fit []int // positions in listed with room for the job; those of them it can run on
+		last := -1           // position in listed of the last type it can run on
 		for i, k := range listed {
+			can := p.tput[m][k] > 0
 			if free[k] >= p.gpus[m] {
-				fit = append(fit, i)
+				roomy = append(roomy, i)
+				if can {
+					fit = append(fit, i)
+				}
+			}
+			if can {
+				last = i
 			}
 		}
-		if len(fit) == 0 {
+		if len(roomy) == 0 {
 			break
 		}
 		var drawn, k int
 		if f.gavelPick {
-			drawn, k = fit[f.py.randrange(len(fit))], listed[len(listed)-1]
+			// Gavel's draw, among the types with room, decides only which
+			// type is unlisted below; the job gets the last listed type it
+			// can run on.
+			drawn = roomy[f.py.randrange(len(roomy))]
+			if last < 0 {
+				continue // no listed type it can run on: later jobs may use them
+			}
+			k = listed[last]
 		} else {
+			if len(fit) == 0 {
+				continue // no type with room it can run on: later jobs may use them
+			}
 			drawn = fit[f.rng.IntN(len(fit))]
 			k = listed[drawn]
-		}
-		if p.tput[m][k] <= 0 {
-			continue
 		}
 		f.types[p.jobs[m].Job.ID] = k
 		free[k] -= p.gpus[m]

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/alloc"
@@ -106,9 +107,10 @@ type Gavel struct {
 	pairState map[string]*gavelPairState // by pairKey
 	incr      gavelKept                  // rounds between re-plans from what changed (gavel_kept.go)
 	types     []string                   // cluster GPU types, sorted
+	capSeen   []float64                  // the capacity at the last re-plan (gavelCapacity); nil before the first
 	typeTime  []float64
 	lastReset float64
-	stale     bool // jobs arrived or left since the allocation was computed
+	stale     bool // jobs arrived or left, or the capacity changed, since the allocation was computed
 	// Solves counts allocation computations; Failures those whose solver
 	// failed (the policy then falls back to equal shares).
 	Solves, Failures int
@@ -356,14 +358,19 @@ func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
 	return out
 }
 
-// problem gathers the jobs' throughputs on each type.
+// problem gathers the jobs' throughputs on each type. A job that cannot
+// run on a type (another type asked for, or more GPUs than one job can
+// hold there: gavelCapacity) has throughput 0 on it.
 func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	n, K := len(s.Jobs), len(g.types)
-	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types, cap: make([]float64, K),
+	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types,
 		tput: make([][]float64, n), gpus: make([]float64, n), rem: make([]float64, n), age: make([]float64, n), prev: make([][]float64, n)}
-	for k, t := range g.types {
-		p.cap[k] = float64(s.Cluster.GPUsOfType(t))
+	var fit []float64
+	p.cap, fit = gavelCapacity(s, g.types)
+	if g.capSeen != nil && !slices.Equal(g.capSeen, p.cap) {
+		g.stale = true // edge servers came or went: Gavel recomputes when workers join or leave
 	}
+	g.capSeen = p.cap
 	for m, st := range s.Jobs {
 		j := st.Job
 		p.gpus[m] = float64(j.GPUs)
@@ -372,7 +379,7 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		p.age[m] = math.Max(s.Now-j.Submit, 0)
 		p.tput[m] = make([]float64, K)
 		for k, t := range g.types {
-			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > p.cap[k] {
+			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > fit[k] {
 				continue
 			}
 			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), progress)
@@ -391,6 +398,51 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		p.classify(g.Classes, rem, age)
 	}
 	return p
+}
+
+// gavelCapacity returns, for each of types, the GPUs the allocation may
+// hand out (capacity) and the most one job can hold (fit).
+//
+// Gavel's cluster is fixed, and on a cluster without an edge site both are
+// the GPUs of the type, up or not, as in Gavel's simulator (a failed cloud
+// node comes back). An edge site's servers come and go by design, and a job
+// there runs on one server: there the capacity counts only the edge GPUs up
+// now, and the fit is the larger of the other sites' GPUs of the type and
+// the most GPUs up on one edge server. Without that a job could be given a
+// type it can never be placed on (three GPUs on one-GPU edge servers, or on
+// servers all down), and gavel-fifo, where a job keeps its type, would
+// leave it waiting forever.
+func gavelCapacity(s *engine.Snapshot, types []string) (capacity, fit []float64) {
+	capacity, fit = make([]float64, len(types)), make([]float64, len(types))
+	edge := false
+	for _, site := range s.Cluster.Sites() {
+		edge = edge || site.Kind == cluster.SiteEdge
+	}
+	if !edge {
+		for k, t := range types {
+			capacity[k] = float64(s.Cluster.GPUsOfType(t))
+			fit[k] = capacity[k]
+		}
+		return capacity, fit
+	}
+	server := make([]float64, len(types)) // most GPUs up on one edge server
+	for k, t := range types {
+		for i := range s.Cluster.Nodes {
+			n := &s.Cluster.Nodes[i]
+			switch {
+			case n.GPUType != t:
+			case n.SiteKind == cluster.SiteEdge:
+				up := float64(s.UpGPUs(n))
+				capacity[k] += up
+				server[k] = max(server[k], up)
+			default:
+				capacity[k] += float64(n.GPUs)
+				fit[k] += float64(n.GPUs)
+			}
+		}
+		fit[k] = max(fit[k], server[k])
+	}
+	return capacity, fit
 }
 
 // ProgressOnDemand implements engine.ProgressOnDemand: Gavel reads

@@ -19,6 +19,7 @@ type gavelState struct {
 	Jobs      []sorted.Pair[string, gavelJobState]
 	Pairs     []sorted.Pair[string, gavelPairSaved]
 	Types     []string
+	Cap       []float64 // the capacity at the last re-plan (Gavel.capSeen)
 	TypeTime  []float64
 	LastReset float64
 	Stale     bool
@@ -40,7 +41,7 @@ func (g *Gavel) SaveState() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := gavelState{RNG: rng, Last: g.last.Run, LastPlan: g.lastPlan, Planned: g.planned, Types: g.types, TypeTime: g.typeTime,
+	st := gavelState{RNG: rng, Last: g.last.Run, LastPlan: g.lastPlan, Planned: g.planned, Types: g.types, Cap: g.capSeen, TypeTime: g.typeTime,
 		LastReset: g.lastReset, Stale: g.stale, Solves: g.Solves, Failures: g.Failures}
 	for id, j := range sorted.All(g.jobs) {
 		st.Jobs = append(st.Jobs, sorted.Pair[string, gavelJobState]{Key: id, Val: gavelJobState{X: j.x, Deficit: j.deficit, Received: j.received, Seen: j.seen, Present: j.present}})
@@ -69,7 +70,7 @@ func (g *Gavel) LoadState(b []byte) error {
 		return err
 	}
 	g.last, g.lastSt = engine.Plan{Run: st.Last}, nil
-	g.lastPlan, g.planned, g.types, g.typeTime = st.LastPlan, st.Planned, st.Types, st.TypeTime
+	g.lastPlan, g.planned, g.types, g.capSeen, g.typeTime = st.LastPlan, st.Planned, st.Types, st.Cap, st.TypeTime
 	g.lastReset, g.stale, g.Solves, g.Failures = st.LastReset, st.Stale, st.Solves, st.Failures
 	g.jobs = make(map[string]*gavelJob, len(st.Jobs))
 	for _, e := range st.Jobs {
