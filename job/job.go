@@ -83,14 +83,20 @@ type Utility struct {
 // Elastic reports whether the job can run on more than one GPU count.
 func (j *Job) Elastic() bool { return j.MinGPUs < j.MaxGPUs }
 
+// MaxTime bounds a job's times and durations, in seconds: about 317
+// years, past any trace (Unix times included, to the year 2286). Past it a
+// float64 second loses its microseconds, and a simulation that had to reach
+// such a time would not end: a trace's 1e300 once hung tide sim.
+const MaxTime = 1e10
+
 // Validate checks the fields a scheduler relies on and fills defaults:
 // MinGPUs/MaxGPUs default to GPUs and GPUs to MaxGPUs.
 func (j *Job) Validate() error {
 	if j.ID == "" {
 		return fmt.Errorf("job: id: missing")
 	}
-	if math.IsNaN(j.Submit) || math.IsInf(j.Submit, 0) || j.Submit < 0 {
-		return fmt.Errorf("job %s: submit time: want a finite number >= 0, got %v", j.ID, j.Submit)
+	if !(j.Submit >= 0 && j.Submit <= MaxTime) {
+		return fmt.Errorf("job %s: submit time: want seconds in [0, %g], got %v", j.ID, float64(MaxTime), j.Submit)
 	}
 	if j.GPUs == 0 {
 		j.GPUs = j.MaxGPUs
@@ -116,6 +122,9 @@ func (j *Job) Validate() error {
 	if !(j.Work > 0) || math.IsInf(j.Work, 0) {
 		return fmt.Errorf("job %s: work: want a finite number > 0, got %v", j.ID, j.Work)
 	}
+	if j.Unit == Seconds && j.Work > MaxTime {
+		return fmt.Errorf("job %s: work: want at most %g seconds, got %v", j.ID, float64(MaxTime), j.Work)
+	}
 	switch j.Unit {
 	case Iterations, Samples, Epochs, Seconds:
 	case "":
@@ -126,8 +135,8 @@ func (j *Job) Validate() error {
 	if j.BatchSize < 0 {
 		return fmt.Errorf("job %s: batch size: want >= 0, got %d", j.ID, j.BatchSize)
 	}
-	if j.Deadline < 0 || math.IsNaN(j.Deadline) || math.IsInf(j.Deadline, 0) {
-		return fmt.Errorf("job %s: deadline: want a finite number >= 0, got %v", j.ID, j.Deadline)
+	if !(j.Deadline >= 0 && j.Deadline <= MaxTime) {
+		return fmt.Errorf("job %s: deadline: want seconds in [0, %g], got %v", j.ID, float64(MaxTime), j.Deadline)
 	}
 	if u := j.Utility; u != nil {
 		if err := u.check(j.Deadline); err != nil {
@@ -143,8 +152,8 @@ func (j *Job) Validate() error {
 	if err := j.validateFraction(); err != nil {
 		return err
 	}
-	if j.Duration < 0 || math.IsNaN(j.Duration) || math.IsInf(j.Duration, 0) {
-		return fmt.Errorf("job %s: duration: want a finite number >= 0, got %v", j.ID, j.Duration)
+	if !(j.Duration >= 0 && j.Duration <= MaxTime) {
+		return fmt.Errorf("job %s: duration: want seconds in [0, %g], got %v", j.ID, float64(MaxTime), j.Duration)
 	}
 	return nil
 }

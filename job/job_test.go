@@ -78,6 +78,8 @@ func TestValidateAccepts(t *testing.T) {
 		{"unknown duration", func(j *job.Job) { j.Duration = 0 }},
 		{"negative priority", func(j *job.Job) { j.Priority = -5 }},
 		{"any type", func(j *job.Job) { j.GPUType = "" }},
+		{"times at the horizon", func(j *job.Job) { j.Submit, j.Deadline, j.Duration = job.MaxTime, job.MaxTime, job.MaxTime }},
+		{"iterations past the horizon", func(j *job.Job) { j.Work, j.Unit = 1e15, job.Iterations }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +135,11 @@ func TestValidateErrors(t *testing.T) {
 		{"nan deadline", func(j *job.Job) { j.Deadline = nan }, []string{"job a: deadline", "got NaN"}},
 		{"negative duration", func(j *job.Job) { j.Duration = -0.5 }, []string{"job a: duration", "got -0.5"}},
 		{"nan duration", func(j *job.Job) { j.Duration = nan }, []string{"job a: duration", "got NaN"}},
+		// Past job.MaxTime: a trace's 1e300 once hung tide sim.
+		{"submit past the horizon", func(j *job.Job) { j.Submit = 1e300 }, []string{"job a: submit time: want seconds in [0, 1e+10]", "got 1e+300"}},
+		{"deadline past the horizon", func(j *job.Job) { j.Deadline = 2e10 }, []string{"job a: deadline: want seconds in [0, 1e+10]", "got 2e+10"}},
+		{"duration past the horizon", func(j *job.Job) { j.Duration = 1.5e10 }, []string{"job a: duration", "got 1.5e+10"}},
+		{"seconds of work past the horizon", func(j *job.Job) { j.Work, j.Unit = 3e10, job.Seconds }, []string{"job a: work: want at most 1e+10 seconds", "got 3e+10"}},
 		{"infinite deadline", func(j *job.Job) { j.Deadline = inf }, []string{"job a: deadline", "got +Inf"}},
 		{"infinite duration", func(j *job.Job) { j.Duration = inf }, []string{"job a: duration", "got +Inf"}},
 	}

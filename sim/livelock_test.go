@@ -64,3 +64,30 @@ func TestLivelockSpares(t *testing.T) {
 		}
 	}
 }
+
+// slow is a model under which every job does a second of its work in a
+// hundred years.
+type slow struct{ perf.Duration }
+
+func (m slow) Rate(j *job.Job, a perf.Alloc, p float64) (float64, float64) {
+	r, until := m.Duration.Rate(j, a, p)
+	return r / (100 * 365 * 86400), until
+}
+
+// TestHorizonFails: a run whose work no GPU could do before the horizon
+// (job.MaxTime twice over) fails saying so, rather than running for hours
+// or, past the point where float64 seconds can count rounds, for ever.
+// Periodic rounds are a day apart here, to get there within the test.
+func TestHorizonFails(t *testing.T) {
+	jobs := []*job.Job{enginetest.Job("a").GPUs(4).Seconds(3600).Obj()}
+	_, err := Run(Config{Cluster: multiSite(t, 1, 0, 0), Model: slow{}, Round: 86400,
+		Policy: &classic.FIFO{}, Placer: place.Pack{}}, jobs)
+	if err == nil {
+		t.Fatal("the run ended without an error, want the horizon reported")
+	}
+	for _, want := range []string{"past 634 simulated years", "[a]", "work far more than its GPUs can do"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
+	}
+}

@@ -300,6 +300,9 @@ func (s *simulator) loop() error {
 		if math.IsInf(t, 1) {
 			break // nothing can ever happen again
 		}
+		if t > horizon {
+			return s.beyond(t)
+		}
 		s.clk.t = t
 		// 1. Job boundaries and completions (late ones wait for step 4).
 		finished := s.boundaries(t, false)
@@ -400,12 +403,28 @@ func (s *simulator) boundaries(t float64, late bool) bool {
 	return finished
 }
 
+// horizon is the latest simulated time a run may reach, in seconds: twice
+// the latest a job may arrive or be due (job.MaxTime, about 317 years).
+// Past it float64 seconds grow too coarse for the loop's instants, and a
+// run that gets there is one whose work no GPU could do in any useful time
+// (a work count with zeros too many), which would otherwise run for hours
+// or never end.
+const horizon = 2 * job.MaxTime
+
+// beyond reports a run that would go past the horizon at t.
+func (s *simulator) beyond(t float64) error {
+	ids := s.firstActive()
+	return fmt.Errorf("sim: the run would go on to t=%.3g s, past %.0f simulated years, with %d job(s) active (first: %v): "+
+		"is a job's work far more than its GPUs can do (a work count or model with a unit too many)?",
+		t, horizon/(365*86400), s.active, ids)
+}
+
 // stuckRounds is how many rounds in a row a policy may leave jobs waiting
 // on an idle cluster, with nothing else to come, before the run fails.
 const stuckRounds = 3
 
-// stuck reports jobs that can never start: nothing runs, nothing will arrive.
-func (s *simulator) stuck(t float64) error {
+// firstActive is the IDs of the first five active jobs, for errors.
+func (s *simulator) firstActive() []string {
 	var ids []string
 	for _, st := range s.eng.Active() {
 		ids = append(ids, st.Job.ID)
@@ -413,6 +432,12 @@ func (s *simulator) stuck(t float64) error {
 			break
 		}
 	}
+	return ids
+}
+
+// stuck reports jobs that can never start: nothing runs, nothing will arrive.
+func (s *simulator) stuck(t float64) error {
+	ids := s.firstActive()
 	return fmt.Errorf("sim: at t=%.0f s the policy %s leaves %d job(s) waiting on an idle cluster with nothing left to happen (first: %v)",
 		t, s.cfg.Policy.Name(), s.active, ids)
 }

@@ -33,6 +33,9 @@ func scaleArrivals(jobs []*job.Job, f float64) ([]*job.Job, error) {
 			}
 			c.Utility = &u
 		}
+		if t := max(c.Submit, c.Deadline); t > job.MaxTime {
+			return nil, fmt.Errorf("--arrival-scale %v: job %s would arrive or be due at %.3g s, past %g s (about 317 years)", f, j.ID, t, float64(job.MaxTime))
+		}
 		out[i] = &c
 	}
 	return out, nil
