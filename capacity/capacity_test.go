@@ -120,8 +120,19 @@ func TestFaults(t *testing.T) {
 	if x, _ := a(); func() bool { y, _ := b(); return x == y }() {
 		t.Error("two nodes fail at the same time")
 	}
-	if err := (&Faults{Site: "c", MTBF: 0}).Validate(); err == nil {
-		t.Error("mtbf 0 accepted")
+	for _, bad := range []Faults{{Site: "c", MTBF: 0}, {Site: "c", MTBF: 0.5}, {Site: "c", MTBF: 1e-300, MTTR: 1e-300}, {Site: "c", MTBF: 60, MTTR: 0.5}} {
+		var fe *FieldError
+		if err := bad.Validate(); !errors.As(err, &fe) || (fe.Field != "mtbf" && fe.Field != "mttr") || fe.What != "faults c" {
+			t.Errorf("%+v: error %v, want one naming mtbf or mttr of faults c", bad, err)
+		}
+	}
+	if err := (&Faults{Site: "c", MTBF: MinInterval, MTTR: MinInterval}).Validate(); err != nil {
+		t.Errorf("a second apart: %v", err)
+	}
+	d := Diurnal{Site: "e", Measure: "available", Step: 0.001}
+	var fe *FieldError
+	if err := d.Validate(); !errors.As(err, &fe) || fe.Field != "step" || err.Error() != "diurnal e: step: want at least 1 second between samples, got 0.001" {
+		t.Errorf("step 0.001: %v", err)
 	}
 }
 

@@ -26,12 +26,12 @@ type Diurnal struct {
 // Validate checks the fields and fills defaults.
 func (d *Diurnal) Validate() error {
 	if d.Site == "" {
-		return fmt.Errorf("diurnal: site: missing")
+		return &FieldError{What: "diurnal", Field: "site", Msg: "missing"}
 	}
 	switch d.Measure {
 	case "available", "inference":
 	default:
-		return fmt.Errorf("diurnal %s: measure %q: want available or inference", d.Site, d.Measure)
+		return &FieldError{What: "diurnal " + d.Site, Field: "measure", Msg: fmt.Sprintf("%q: want available or inference", d.Measure)}
 	}
 	if d.Period == 0 {
 		d.Period = 86400
@@ -45,11 +45,15 @@ func (d *Diurnal) Validate() error {
 		pos  bool
 	}{{"period", d.Period, true}, {"step", d.Step, true}, {"trough", d.Trough, false}, {"peak", d.Peak, false}, {"noise", d.Noise, false}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 || (f.pos && f.v == 0) || f.v > MaxValue*1e3 {
-			return fmt.Errorf("diurnal %s: %s: want a finite number %s, got %v", d.Site, f.name, map[bool]string{true: "> 0", false: ">= 0"}[f.pos], f.v)
+			return &FieldError{What: "diurnal " + d.Site, Field: f.name, Msg: fmt.Sprintf("want a finite number %s, got %v", map[bool]string{true: "> 0", false: ">= 0"}[f.pos], f.v)}
 		}
 	}
+	// A sample a millisecond apart once took 24 GB before the first round.
+	if d.Step < MinInterval {
+		return &FieldError{What: "diurnal " + d.Site, Field: "step", Msg: fmt.Sprintf("want at least %g second between samples, got %v", float64(MinInterval), d.Step)}
+	}
 	if math.IsNaN(d.Phase) || math.IsInf(d.Phase, 0) {
-		return fmt.Errorf("diurnal %s: phase: want a finite number, got %v", d.Site, d.Phase)
+		return &FieldError{What: "diurnal " + d.Site, Field: "phase", Msg: fmt.Sprintf("want a finite number, got %v", d.Phase)}
 	}
 	return nil
 }
@@ -72,6 +76,19 @@ func (d *Diurnal) At(k int) Change {
 	return ch
 }
 
+// FieldError is a generator's field out of range: Error gives
+// "What: Field: Msg"; a caller that knows where the generator came from
+// (a scenario file's line) names the field with Field.
+type FieldError struct {
+	What, Field, Msg string
+}
+
+func (e *FieldError) Error() string { return e.What + ": " + e.Field + ": " + e.Msg }
+
+// MinInterval is the shortest time, in seconds, between a diurnal wave's
+// samples and the mean time between a node's failures or to its repair.
+const MinInterval = 1
+
 // Faults injects node failures in a site: each node fails after an
 // exponentially distributed time of mean MTBF seconds and comes back MTTR
 // seconds later (both measured from the previous event). Each node draws
@@ -86,16 +103,18 @@ type Faults struct {
 // Validate checks the fields and fills defaults.
 func (f *Faults) Validate() error {
 	if f.Site == "" {
-		return fmt.Errorf("faults: site: missing")
+		return &FieldError{What: "faults", Field: "site", Msg: "missing"}
 	}
-	if !(f.MTBF > 0) || math.IsInf(f.MTBF, 0) {
-		return fmt.Errorf("faults %s: mtbf: want a finite number of seconds > 0, got %v", f.Site, f.MTBF)
+	// Below a second, failures come faster than any run can use, and times
+	// that never add up (1e-300 apart) once held a run at t=0 for ever.
+	if !(f.MTBF >= MinInterval) || math.IsInf(f.MTBF, 0) {
+		return &FieldError{What: "faults " + f.Site, Field: "mtbf", Msg: fmt.Sprintf("want a finite number of seconds >= %g, got %v", float64(MinInterval), f.MTBF)}
 	}
 	if f.MTTR == 0 {
 		f.MTTR = 3600
 	}
-	if !(f.MTTR > 0) || math.IsInf(f.MTTR, 0) {
-		return fmt.Errorf("faults %s: mttr: want a finite number of seconds > 0, got %v", f.Site, f.MTTR)
+	if !(f.MTTR >= MinInterval) || math.IsInf(f.MTTR, 0) {
+		return &FieldError{What: "faults " + f.Site, Field: "mttr", Msg: fmt.Sprintf("want a finite number of seconds >= %g, got %v", float64(MinInterval), f.MTTR)}
 	}
 	return nil
 }

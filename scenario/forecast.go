@@ -58,6 +58,10 @@ func (sc *Scenario) capacities(p *point, end float64) ([]SiteSeries, error) {
 	return sc.capacitiesBy(p, end, func(taken, failed float64) float64 { return taken + failed })
 }
 
+// maxChanges bounds the capacity changes of one site that capacitiesBy
+// holds (about 100 MB): 21 days of a sample a second takes 1.8 million.
+const maxChanges = 4_000_000
+
 // capacitiesBy is capacities with down(taken, failed) the GPUs a site has
 // down when capacity takes taken and failures failed: their sum counts a
 // failed server that capacity also takes twice; the larger of the two
@@ -86,12 +90,22 @@ func (sc *Scenario) capacitiesBy(p *point, end float64, down func(taken, failed 
 				varies = true
 			}
 		}
+		// Each site's changes are held in memory until end: a step of a
+		// millisecond or faults every second on hundreds of nodes once
+		// took tens of GB. Past maxChanges the scenario is refused.
+		tooMany := func(what string) error {
+			return fmt.Errorf("scenario %s: site %s: %s gives more than %d capacity changes in the first %.0f days: make it change less often",
+				sc.File, site.Name, what, maxChanges, end/86400)
+		}
 		for _, d := range p.sites.Diurnal {
 			if d.Site != site.Name {
 				continue
 			}
 			if err := d.Validate(); err != nil {
 				return nil, fmt.Errorf("scenario %s: %w", sc.File, err)
+			}
+			if end/d.Step+float64(len(evs)) > maxChanges {
+				return nil, tooMany(fmt.Sprintf("diurnal (step %g s)", d.Step))
 			}
 			for k := 0; float64(k)*d.Step <= end; k++ {
 				evs = append(evs, ev{float64(k) * d.Step, take(d.At(k)), 0})
@@ -114,6 +128,9 @@ func (sc *Scenario) capacitiesBy(p *point, end float64, down func(taken, failed 
 						break
 					}
 					evs = append(evs, ev{fail, -1, g}, ev{rep, -1, -g})
+					if len(evs) > maxChanges {
+						return nil, tooMany(fmt.Sprintf("faults (mtbf %g s, mttr %g s on %d nodes)", f.MTBF, f.MTTR, len(site.Nodes)))
+					}
 				}
 			}
 			varies = true

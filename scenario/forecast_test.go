@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,31 @@ func TestForecastShipped(t *testing.T) {
 	}
 	if varying == 0 {
 		t.Fatal("no shipped scenario has varying capacity")
+	}
+}
+
+// TestTooManyChanges: a site whose capacity would change more than
+// maxChanges times in the realised future the scenario holds in memory
+// (faults a second apart on 300 nodes: 21 days of them would take tens of
+// GB) is refused, naming the site and the generator, before any run.
+func TestTooManyChanges(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration\na,0,1,100\n")
+	write(t, filepath.Join(dir, "s.yaml"), `cluster:
+  sites:
+    - {name: cloud, nodes: [{count: 300, gpus: 1, gpu: a100}]}
+availability:
+  faults: [{site: cloud, mtbf: 1, mttr: 1, seed: 1}]
+trace: {file: t.csv}
+model: {kind: duration}
+policies: [fifo]
+`)
+	sc, err := Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sc.Run(nil)
+	if err == nil || !strings.Contains(err.Error(), "site cloud: faults (mtbf 1 s, mttr 1 s on 300 nodes) gives more than 4000000 capacity changes") {
+		t.Fatalf("error %v, want the site's changes refused", err)
 	}
 }

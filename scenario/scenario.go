@@ -41,6 +41,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/decodemsg"
 )
@@ -300,6 +301,9 @@ func (sc *Scenario) errAt(field string, path []string, format string, args ...an
 	return &Error{File: sc.File, Line: sc.lineOf(path...), Field: field, Err: fmt.Errorf(format, args...)}
 }
 
+// minGiBps is the slowest link a scenario may model, GiB/s: 1 KiB/s.
+const minGiBps = 1.0 / (1 << 20)
+
 func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // badSweepValue is a sweep value no parameter takes (every parameter is a
@@ -363,14 +367,25 @@ func (sc *Scenario) check() error {
 			return sc.errAt("model.edge.lambda", []string{"model", "edge", "lambda"}, "want a speed ratio in (0, 1], got %v", e.Lambda)
 		}
 	}
+	// The generators' own checks, on copies (they fill defaults), named by
+	// the field's line.
+	at := func(list string, i int, err error) error {
+		var fe *capacity.FieldError
+		if !errors.As(err, &fe) {
+			return fmt.Errorf("scenario %s: availability.%s[%d]: %w", sc.File, list, i, err)
+		}
+		return sc.errAt(fmt.Sprintf("availability.%s[%d].%s", list, i, fe.Field), []string{"availability", list, fmt.Sprintf("[%d]", i), fe.Field}, "%s", fe.Msg)
+	}
 	for i, d := range sc.Availability.Diurnal {
-		if !(d.Measure == "available" || d.Measure == "inference") {
-			return sc.errAt(fmt.Sprintf("availability.diurnal[%d].measure", i), []string{"availability", "diurnal", fmt.Sprintf("[%d]", i), "measure"}, "%q: want available or inference", d.Measure)
+		c := capacity.Diurnal(d)
+		if err := c.Validate(); err != nil {
+			return at("diurnal", i, err)
 		}
 	}
 	for i, f := range sc.Availability.Faults {
-		if !(f.MTBF > 0) || bad(f.MTBF) {
-			return sc.errAt(fmt.Sprintf("availability.faults[%d].mtbf", i), []string{"availability", "faults", fmt.Sprintf("[%d]", i), "mtbf"}, "want seconds > 0, got %v", f.MTBF)
+		c := capacity.Faults(f)
+		if err := c.Validate(); err != nil {
+			return at("faults", i, err)
 		}
 	}
 	m := sc.Migration
@@ -380,6 +395,11 @@ func (sc *Scenario) check() error {
 	}{{"remote_gibps", m.RemoteGiBps}, {"memory_gibps", m.MemoryGiBps}, {"local_gibps", m.LocalGiBps}, {"checkpoint_interval", m.CheckpointInterval}} {
 		if f.v < 0 || bad(f.v) {
 			return sc.errAt("migration."+f.name, []string{"migration", f.name}, "want a number >= 0 (0: default), got %v", f.v)
+		}
+		// 1e-300 GiB/s once made a move take 1e300 s: a run that ends,
+		// with figures no table can print.
+		if f.name != "checkpoint_interval" && f.v > 0 && f.v < minGiBps {
+			return sc.errAt("migration."+f.name, []string{"migration", f.name}, "want at least %.3g GiB/s (1 KiB/s; 0: default), got %v", minGiBps, f.v)
 		}
 	}
 	if p := sc.Priorities; p != nil {

@@ -33,6 +33,13 @@ func TestParseErrors(t *testing.T) {
 		{base + "model: {kind: duration}\navailability:\n  diurnal:\n    - {site: edge, measure: servers}\n", "field availability.diurnal[0].measure"},
 		{base + "model: {kind: duration}\npriorities: {classes: [1, 0], weights: [1]}\n", "field priorities.weights: 1 weights for 2 classes"},
 		{base + "model: {kind: duration}\nmigration: {remote_gibps: -1}\n", "field migration.remote_gibps"},
+		// Each of these once hung a run or took tens of GB before it.
+		{base + "model: {kind: duration}\nmigration: {local_gibps: 1e-300}\n", "line 4 field migration.local_gibps: want at least"},
+		{base + "model: {kind: duration}\navailability:\n  diurnal:\n    - {site: edge, measure: available, step: 0.001}\n", "line 6 field availability.diurnal[0].step: want at least 1 second"},
+		{base + "model: {kind: duration}\navailability:\n  faults:\n    - {site: cloud, mtbf: 1e-300, mttr: 1e-300}\n", "line 6 field availability.faults[0].mtbf: want a finite number of seconds >= 1"},
+		{base + "model: {kind: duration}\navailability:\n  faults:\n    - {site: cloud, mtbf: 60, mttr: 0.5}\n", "line 6 field availability.faults[0].mttr"},
+		{base + "model: {kind: duration}\navailability:\n  faults:\n    - {mtbf: 60}\n", "line 6 field availability.faults[0].site: missing"},
+		{base + "model: {kind: duration}\navailability:\n  diurnal:\n    - {site: edge, measure: available, period: 1e300}\n", "field availability.diurnal[0].period"},
 		{base + "trace: {file: x}\n", "line 3: mapping key \"trace\" already defined"},
 		{base + "---\npolicies: [x]\n", "more than one YAML document"},
 		{base + "model: {kind: duration}\ntrace: {file: t.csv, arrival_scale: -1}\n", "already defined"},
