@@ -157,6 +157,9 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 		}
 		dscale = v
 	case "mtbf":
+		if v > 0 && v < capacity.MinInterval {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "mtbf %v: want 0 (no faults) or seconds >= %g", v, float64(capacity.MinInterval))
+		}
 		faults = nil
 		if v > 0 {
 			for _, f := range sc.Availability.Faults {
@@ -175,6 +178,21 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 		p.model = perf.Scaled{Model: in.model, Type: e.Type, Ref: e.Ref, Lambda: lambda}
 	}
 	p.jobs = sc.jobs(in.jobs, scale, dscale)
+	// A scale that moves a job past job.MaxTime would be refused by the
+	// simulator naming only the job; name the field that moved it.
+	for _, j := range p.jobs {
+		field, t := "arrival_scale", j.Submit
+		if t <= job.MaxTime {
+			field, t = "deadline_scale", j.Deadline // the window moved it
+		}
+		if t <= job.MaxTime {
+			continue
+		}
+		if param == field {
+			return nil, sc.errAt("sweep.values", []string{"sweep", "values"}, "%s %v: job %s would arrive or be due at %.3g s, past %g s", field, v, j.ID, t, float64(job.MaxTime))
+		}
+		return nil, sc.errAt("trace."+field, []string{"trace", field}, "job %s would arrive or be due at %.3g s, past %g s", j.ID, t, float64(job.MaxTime))
+	}
 	has := func(site string) bool { return c.SiteOf(site) != nil }
 	st := &sim.Sites{Migration: sim.Migration{RemoteGiBps: sc.Migration.RemoteGiBps, MemoryGiBps: sc.Migration.MemoryGiBps,
 		LocalGiBps: sc.Migration.LocalGiBps}, CheckpointInterval: sc.Migration.CheckpointInterval}

@@ -309,3 +309,29 @@ func needITPTrace(t *testing.T) {
 		t.Skip("../shared/data absent: ", err)
 	}
 }
+
+// TestScaledPastMaxTime: a scale or sweep value that would move a job past
+// job.MaxTime, or an MTBF point under a second, is an error naming the
+// field, before any run (the simulator would otherwise name only the job,
+// or hang).
+func TestScaledPastMaxTime(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration,deadline\na,0,1,100,500\nb,60,1,100,900\n")
+	head := "cluster:\n  sites:\n    - {name: cloud, nodes: [{count: 1, gpus: 2, gpu: a100}]}\nmodel: {kind: duration}\npolicies: [edf]\n"
+	for _, tc := range []struct{ rest, want string }{
+		{"trace: {file: t.csv, deadline_scale: 1e300}\n", "line 6 field trace.deadline_scale: job a would arrive or be due at 5e+302 s"},
+		// arrival_scale multiplies the rate: a tiny one spreads arrivals out.
+		{"trace: {file: t.csv, arrival_scale: 1e-300}\n", "line 6 field trace.arrival_scale: job b would arrive or be due at 6e+301 s"},
+		{"trace: {file: t.csv}\nsweep: {param: arrival_scale, values: [1, 1e-300]}\n", "field sweep.values: arrival_scale 1e-300: job b"},
+		{"trace: {file: t.csv}\navailability:\n  faults: [{site: cloud, mtbf: 3600}]\nsweep: {param: mtbf, values: [0, 0.5]}\n", "field sweep.values: mtbf 0.5: want 0 (no faults) or seconds >= 1"},
+	} {
+		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
+		sc, err := Load(filepath.Join(dir, "s.yaml"))
+		if err == nil {
+			_, err = sc.Run(nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n  error %v\n  want %q", tc.rest, err, tc.want)
+		}
+	}
+}
