@@ -322,8 +322,10 @@ func (s *JobSpec) Validate() []FieldError {
 		add("estimate_s", "want a finite number of seconds > 0, got %v", s.EstimateS)
 	}
 	if s.Deadline != "" {
-		if _, err := time.Parse(time.RFC3339, s.Deadline); err != nil {
+		if t, err := time.Parse(time.RFC3339, s.Deadline); err != nil {
 			add("deadline", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", s.Deadline)
+		} else if _, err := job.LiveTime(t); err != nil {
+			add("deadline", "%v", err)
 		}
 	}
 	if s.MaxRetries != nil && (*s.MaxRetries < 0 || *s.MaxRetries > maxRetries) {
@@ -388,7 +390,9 @@ func (s *JobSpec) Job(id string, submit float64) (*job.Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("job %s: deadline: %w", id, err)
 		}
-		j.Deadline = max(0, float64(t.UnixNano())/1e9)
+		if j.Deadline, err = job.LiveTime(t); err != nil {
+			return nil, fmt.Errorf("job %s: deadline: %w", id, err)
+		}
 	}
 	if err := j.Validate(); err != nil {
 		return nil, err

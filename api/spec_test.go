@@ -68,6 +68,10 @@ func TestValidateFields(t *testing.T) {
 		{JobSpec{Command: []string{"x"}, GPUs: 1, MIG: "2g"}, "mig"},
 		{JobSpec{Command: []string{"x"}, GPUs: 1, MIG: "1g.5gb", GPUShare: 0.5}, "mig"},
 		{JobSpec{Command: []string{"x"}, MinGPUs: 1, MaxGPUs: 2, GPUShare: 0.5}, "max_gpus"},
+		// Outside UnixNano's years: 9999 once became no deadline at all.
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Deadline: "9999-01-01T00:00:00Z"}, "deadline"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Deadline: "1600-01-01T00:00:00Z"}, "deadline"},
+		{JobSpec{Command: []string{"x"}, GPUs: 1, Deadline: "2300-01-01T00:00:00Z"}, "deadline"},
 	} {
 		errs := tc.spec.Validate()
 		if len(errs) == 0 || errs[0].Field != tc.field {

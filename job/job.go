@@ -8,6 +8,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Unit is the unit of a job's amount of work.
@@ -88,6 +89,23 @@ func (j *Job) Elastic() bool { return j.MinGPUs < j.MaxGPUs }
 // float64 second loses its microseconds, and a simulation that had to reach
 // such a time would not end: a trace's 1e300 once hung tide sim.
 const MaxTime = 1e10
+
+// Unix is t in seconds since the Unix epoch, the time base of the live
+// executors, exact for any year: float64(t.UnixNano()) overflows outside
+// 1678-2262, and turned a deadline in 9999 into no deadline at all.
+func Unix(t time.Time) float64 { return float64(t.Unix()) + float64(t.Nanosecond())/1e9 }
+
+// LiveTime is Unix(t) for a time a live job gives (a deadline), or an
+// error when it falls outside what a job's times may be: before 1970 or
+// past MaxTime.
+func LiveTime(t time.Time) (float64, error) {
+	s := Unix(t)
+	if s < 0 || s > MaxTime {
+		return 0, fmt.Errorf("want a time from %s to %s, got %s", time.Unix(0, 0).UTC().Format(time.RFC3339),
+			time.Unix(MaxTime, 0).UTC().Format(time.RFC3339), t.Format(time.RFC3339))
+	}
+	return s, nil
+}
 
 // Validate checks the fields a scheduler relies on and fills defaults:
 // MinGPUs/MaxGPUs default to GPUs and GPUs to MaxGPUs.

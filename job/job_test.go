@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
@@ -238,5 +239,34 @@ func TestUtilityMoved(t *testing.T) {
 	var none *job.Utility
 	if none.Moved(func(d float64) float64 { return d }) != nil {
 		t.Fatal("nil moved to non-nil")
+	}
+}
+
+// TestUnix: a time in seconds since the epoch, exact in years where
+// UnixNano overflows; LiveTime refuses what a job's times may not be.
+func TestUnix(t *testing.T) {
+	for _, tc := range []struct {
+		at   string
+		unix float64
+		live bool
+	}{
+		{"1970-01-01T00:00:00Z", 0, true},
+		{"2026-11-29T17:00:00.5Z", 1795971600.5, true},
+		{"2286-11-20T17:46:40Z", job.MaxTime, true},
+		{"2286-11-20T17:46:41Z", job.MaxTime + 1, false},
+		{"9999-01-01T00:00:00Z", 253370764800, false}, // UnixNano: -4.9e9
+		{"1600-01-01T00:00:00Z", -11676096000, false}, // UnixNano: +6.8e9
+	} {
+		at, err := time.Parse(time.RFC3339, tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := job.Unix(at); got != tc.unix {
+			t.Errorf("Unix(%s) = %v, want %v", tc.at, got, tc.unix)
+		}
+		s, err := job.LiveTime(at)
+		if (err == nil) != tc.live || (err == nil && s != tc.unix) {
+			t.Errorf("LiveTime(%s) = %v, %v; want accepted %v", tc.at, s, err, tc.live)
+		}
 	}
 }

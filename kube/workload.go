@@ -258,7 +258,9 @@ func (g grouping) fromPod(p *corev1.Pod) (*workload, error) {
 		if err != nil {
 			return nil, fmt.Errorf("annotation %s: want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", AnnotDeadline, s)
 		}
-		w.deadline = unix(t)
+		if w.deadline, err = job.LiveTime(t); err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", AnnotDeadline, err)
+		}
 	}
 	return w, nil
 }
@@ -299,7 +301,9 @@ func (g grouping) fromTideJob(tj *TideJob) (*workload, error) {
 		w.tenant = s.Queue
 	}
 	if s.Deadline != nil {
-		w.deadline = unix(s.Deadline.Time)
+		if w.deadline, err = job.LiveTime(s.Deadline.Time); err != nil {
+			return nil, fmt.Errorf("spec.deadline: %w", err)
+		}
 	}
 	if w.duration, err = parseDuration(s.Duration, "spec.duration"); err != nil {
 		return nil, err
@@ -322,7 +326,7 @@ func unix(t time.Time) float64 {
 	if t.IsZero() {
 		return 0
 	}
-	return float64(t.UnixNano()) / 1e9
+	return job.Unix(t)
 }
 
 // workerPod builds worker pod number i of a TideJob from its template.

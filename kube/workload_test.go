@@ -36,6 +36,7 @@ func TestGroup(t *testing.T) {
 		pod("no-gpu", 0),
 		pod("mismatch", 1, AnnotJob, "a", AnnotGangSize, "3"),
 		pod("bad-deadline", 1, AnnotDeadline, "tomorrow"),
+		pod("far-deadline", 1, AnnotDeadline, "9999-01-01T00:00:00Z"),
 	}
 	pods[2].Spec.NodeSelector = map[string]string{"gpu": "A100"}
 	done := pod("a-2", 2, AnnotJob, "a", AnnotGangSize, "3")
@@ -56,6 +57,7 @@ func TestGroup(t *testing.T) {
 		"no-gpu":       "asks for none",
 		"mismatch":     "1 GPUs in a gang of 3, but its first pod asks for 2 GPUs",
 		"bad-deadline": "RFC 3339",
+		"far-deadline": "deadline: want a time from 1970-01-01T00:00:00Z to 2286-11-20T17:46:40Z, got 9999-01-01T00:00:00Z",
 	}
 	if len(probs) != len(wantProbs) {
 		t.Errorf("problems %v, want %d", probs, len(wantProbs))
@@ -97,6 +99,9 @@ func TestTideJobWorkload(t *testing.T) {
 		{func(s *TideJobSpec) { s.MaxWorkers = 1 }, "spec.maxWorkers"},
 		{func(s *TideJobSpec) { s.GPUsPerWorker = -1 }, "spec.gpusPerWorker"},
 		{func(s *TideJobSpec) { s.Duration = "soon" }, "spec.duration"},
+		{func(s *TideJobSpec) {
+			s.Deadline = &metav1.Time{Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}, "spec.deadline: want a time from 1970"},
 		{func(s *TideJobSpec) { s.Template.Spec.Containers = nil }, "spec.template.spec.containers"},
 	} {
 		bad := tj.DeepCopy()

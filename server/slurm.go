@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/store"
 )
 
@@ -288,9 +289,9 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request, p *principa
 		case err != nil:
 			errs = append(errs, api.FieldError{Field: k, Message: fmt.Sprintf("want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)})
 		case k == "from":
-			from = float64(t.UnixNano()) / 1e9
+			from = job.Unix(t)
 		default:
-			to = float64(t.UnixNano()) / 1e9
+			to = job.Unix(t)
 		}
 	}
 	if len(errs) == 0 && to <= from {
