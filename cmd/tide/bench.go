@@ -37,11 +37,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, benchHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if c.trace == "" && c.preset == "" {
 		c.preset = "pollux-artifact"

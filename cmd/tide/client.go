@@ -130,7 +130,7 @@ func newClientFlagSet(name, help string, stderr io.Writer, c *clientFlags) *flag
 
 // oneJob parses the arguments of a command about one job: its ID.
 func (c *clientFlags) oneJob(fs *flag.FlagSet, args []string) (*api.Client, string, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, "", err
 	}
 	if fs.NArg() != 1 {
@@ -245,7 +245,7 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	wait := fs.Bool("wait", false, "wait for the job (every task of an array) to end; exit 0 if it finished, else its exit code (1 when it has none)")
 	idemKey := fs.String("idempotency-key", "", "`KEY` making the submission safe to retry: the server creates one job per key (a UUID, say); "+
 		"with it, tide submit retries by itself when the connection fails")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	rest := fs.Args()
@@ -577,7 +577,7 @@ func cmdHold(hold bool) func(args []string, stdout, stderr io.Writer) error {
 		var c clientFlags
 		name := map[bool]string{true: "hold", false: "release"}[hold]
 		fs := newClientFlagSet(name, holdHelp, stderr, &c)
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
 		return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
@@ -638,7 +638,7 @@ func cmdRequeue(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("requeue", requeueHelp, stderr, &c)
 	hold := fs.Bool("hold", false, "requeue held: the job starts only after 'tide release ID'")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
@@ -995,7 +995,7 @@ grace period.
 func cmdCancel(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("cancel", cancelHelp, stderr, &c)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return eachJob(fs.Args(), &c, stdout, func(cl *api.Client, id string) (*api.Job, error) {
@@ -1047,7 +1047,7 @@ Shows the server's GPUs, who holds them, and the queue.
 func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	var c clientFlags
 	fs := newClientFlagSet("cluster", clusterHelp, stderr, &c)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cl, err := c.client()
@@ -1105,7 +1105,7 @@ func cmdTenant(args []string, stdout, stderr io.Writer) error {
 	// Flags may come before or after the subcommand and name.
 	var rest []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -1237,7 +1237,7 @@ func limitCol(v float64) string {
 // parseOnlyFlags parses args into fs for a command that takes flags and no
 // arguments.
 func parseOnlyFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

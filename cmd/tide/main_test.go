@@ -433,3 +433,26 @@ func TestSimMemProfile(t *testing.T) {
 		t.Errorf("uncreatable profile: exit %d, %s", code, errs)
 	}
 }
+
+// TestFlagMistakes: a flag that does not exist or a value that does not
+// parse is one line, exit 2, naming the flag and where the help is, in
+// every command (the whole help printed after it hid it, and the client
+// commands exited 1); -h still prints the help.
+func TestFlagMistakes(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "--bogus"}, {"sweep", "--bogus"}, {"bench", "--bogus"}, {"trace", "tile", "--bogus"},
+		{"serve", "--round", "soon"}, {"submit", "--time-limit", "forever", "--", "true"},
+		{"jobs", "--bogus"}, {"job", "--bogus", "j1"}, {"logs", "--bogus", "j1"}, {"cancel", "--bogus", "j1"},
+		{"cluster", "--bogus"}, {"usage", "--bogus"}, {"tenant", "add", "x", "--bogus"}, {"hold", "--bogus", "j1"},
+	} {
+		code, out, errs := tide(t, args...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if code != 2 || out != "" || len(lines) != 1 || !strings.Contains(errs, "flag") || !strings.Contains(errs, "for every flag") {
+			t.Errorf("tide %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and one line naming the flag and the help", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	code, _, errs := tide(t, "sim", "-h")
+	if code != 0 || !strings.Contains(errs, "Usage: tide sim") || !strings.Contains(errs, "-policy") {
+		t.Errorf("tide sim -h: exit %d, %q", code, errs)
+	}
+}

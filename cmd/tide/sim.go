@@ -54,11 +54,8 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, simHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q (flags only; see tide help sim)", fs.Arg(0))}

@@ -47,11 +47,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, sweepHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q (quote the --traces pattern)", fs.Arg(0))}

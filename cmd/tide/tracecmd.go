@@ -50,11 +50,8 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, traceHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *in == "" {
 		return usageError{fmt.Errorf("--trace: missing (the trace to tile)")}
