@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tide-sched/tide/cmd/internal/cmdflags"
 	"github.com/tide-sched/tide/kube"
 	"github.com/tide-sched/tide/policy"
 )
@@ -111,7 +112,7 @@ func cmdKube(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, kubeHelp+kubeOpsHelp+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cmdflags.Parse(fs, args, "tide-kube -h"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

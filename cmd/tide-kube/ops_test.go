@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +43,19 @@ func TestPprofFlag(t *testing.T) {
 		if got := get("/healthz"); got != http.StatusOK {
 			t.Errorf("--pprof=%v: /healthz gave %d, want 200", on, got)
 		}
+	}
+}
+
+// TestFlagMistake: a mistaken flag is one line and exit 2, naming the flag
+// and where the help is; -h prints the help.
+func TestFlagMistake(t *testing.T) {
+	var out, errs bytes.Buffer
+	if code := run([]string{"--round", "soon"}, &out, &errs); code != 2 || strings.Count(errs.String(), "\n") != 1 ||
+		!strings.Contains(errs.String(), "-round") || !strings.Contains(errs.String(), "tide-kube -h") {
+		t.Errorf("exit %d, stderr:\n%s", code, errs.String())
+	}
+	errs.Reset()
+	if code := run([]string{"-h"}, &out, &errs); code != 0 || !strings.Contains(errs.String(), "-scheduler-name") {
+		t.Errorf("-h: exit %d, stderr:\n%.200s", code, errs.String())
 	}
 }

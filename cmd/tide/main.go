@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tide-sched/tide/cmd/internal/cmdflags"
 )
 
 const usage = `tide schedules deep-learning jobs on GPU clusters.
@@ -122,26 +124,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// parseFlags parses a command's flags. A mistake (a flag that does not
-// exist, a value that does not parse) is a usageError that says so and
-// where the help is, without the help itself: it is long, and printed
-// whole it hid the one line that mattered. -h prints the help and returns
-// flag.ErrHelp.
+// parseFlags is cmdflags.Parse, a mistake being a usageError (exit 2).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	out, usage := fs.Output(), fs.Usage
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	fs.Usage = usage
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
-		return err
-	case err != nil:
-		return usageError{fmt.Errorf("%w (run 'tide help %s' for every flag)", err, fs.Name())}
+	err := cmdflags.Parse(fs, args, "tide help "+fs.Name())
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return usageError{err}
 	}
-	return nil
+	return err
 }
 
 // usageError marks mistakes on the command line (exit code 2).
