@@ -293,7 +293,7 @@ func TestSitesErrors(t *testing.T) {
 		{Sites{Changes: []capacity.Change{{Site: "mars", Available: 1, Inference: -1, Source: "f.csv", Line: 3}}}, `availability f.csv line 3 field "site": no site "mars"`},
 		{Sites{Changes: []capacity.Change{{Site: "edge", Available: 3, Inference: -1, Source: "f.csv", Line: 2}}}, `availability f.csv line 2 field "available": 3 servers, site edge has 2`},
 		{Sites{Changes: []capacity.Change{{Site: "infer", Available: -1, Inference: 5, Source: "f.csv", Line: 2}}}, `field "inference": 5 GPUs, site infer has 4`},
-		{Sites{Diurnal: []capacity.Diurnal{{Site: "edge", Measure: "servers"}}}, `measure "servers"`},
+		{Sites{Diurnal: []capacity.Diurnal{{Site: "edge", Measure: "servers"}}}, `diurnal edge: measure: "servers": want available or inference`},
 		{Sites{Faults: []capacity.Faults{{Site: "edge"}}}, `mtbf`},
 		{Sites{Migration: Migration{RemoteGiBps: -1}}, `remote_gibps`},
 	} {
