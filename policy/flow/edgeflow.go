@@ -67,8 +67,12 @@ func (f *Flow) edgesOf(s *engine.Snapshot) *edges {
 }
 
 // edgeEnd predicts j's end on edge server n, with the GPUs it would use
-// there; ok is false when it does not fit the server's memory or cannot run.
+// there; ok is false when the server is of another GPU type than j asks
+// for, j does not fit the server's memory, or cannot run.
 func (f *Flow) edgeEnd(s *engine.Snapshot, j *fjob, n *cluster.Node) (end float64, gpus int, ok bool) {
+	if t := j.st.Job.GPUType; t != "" && t != n.GPUType {
+		return 0, 0, false // the engine would refuse the plan
+	}
 	if need, known := perf.TrainMemGiB[j.st.Job.Model]; known && n.GPUMem > 0 && need > n.GPUMem {
 		return 0, 0, false
 	}

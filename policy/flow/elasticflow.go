@@ -63,6 +63,11 @@ const efKnobs = "slot=60: seconds a reservation is rounded to (ElasticFlow's sch
 //     not fit is shrunk to the next power of two.
 //
 // EdgeFlow adds offloading between 1 and 3 (edgeflow.go).
+//
+// The cloud is planned as one GPU type (cloudOf). A job pinned to another
+// type is never given GPUs of a type it does not ask for: it stays out of
+// the plan, declined at admission with a deadline, run on idle GPUs of its
+// own type without one (othertype.go).
 type Flow struct {
 	Slot      float64
 	Spare     string // "time" or "gputime"
@@ -292,6 +297,11 @@ type fjob struct {
 	edge     int // edge node it runs on (EdgeFlow), -1 for none
 	edgeGPUs int
 	pin      int // EdgeFlow: the idle edge server admission gave it this round, -1 for none
+
+	// other: it asks for a GPU type other than the one the cloud is
+	// planned on (cloud.gpuType). It has no levels there and stays out of
+	// the deadline plan (Schedule's splitOther, runOther).
+	other bool
 }
 
 // cloud describes the cloud site of a snapshot.
@@ -303,6 +313,10 @@ type cloud struct {
 	cap     int
 }
 
+// cloudOf is the cloud site f plans (Site, or the first cloud site) as one
+// GPU type, its first node's: ElasticFlow and EdgeFlow plan a homogeneous
+// cloud. Nodes of other types count in neither perNode nor cap; the jobs
+// pinned to another type (Job.GPUType) stay out of the plan (asksOther).
 func (f *Flow) cloudOf(s *engine.Snapshot) (cloud, bool) {
 	for _, site := range s.Cluster.Sites() {
 		if (f.Site == "" && site.Kind == cluster.SiteCloud) || site.Name == f.Site {
@@ -370,8 +384,12 @@ func (f *Flow) fillJob(j *fjob, s *engine.Snapshot, c cloud, st *engine.Status) 
 	if st.Job.Deadline > 0 {
 		j.deadline = st.Job.Deadline
 	}
+	// A job pinned to another type has no level on the cloud's GPUs: the
+	// plan can give it none of them (the engine refuses a plan that gives
+	// a job GPUs of another type than it asks for).
+	j.other = asksOther(st, c)
 	best := 0.0
-	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+	for g := 1; !j.other && g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
 		if g < st.Job.MinGPUs {
 			continue
 		}
@@ -1080,7 +1098,7 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if !ok {
 		return engine.Plan{}
 	}
-	js := f.jobs(s, c)
+	js, other := f.splitOther(f.jobs(s, c))
 	var e *edges
 	if f.Edge {
 		e = f.edgesOf(s)
@@ -1113,6 +1131,9 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	f.swapped = f.swapped[:0]
 	kept, declined := f.admission(s.Now, f.round.tc.cap, js, test, place, edge, held)
+	if len(other) > 0 {
+		declined = f.declineOther(other, declined)
+	}
 	used := 0
 	for _, j := range kept {
 		if j.edge < 0 {
@@ -1148,8 +1169,11 @@ func (f *Flow) Schedule(s *engine.Snapshot) engine.Plan {
 	if e != nil {
 		plan.Run = f.assign(e, plan.Run, kept)
 	}
+	if len(other) > 0 {
+		plan.Run = f.runOther(s, plan.Run, other)
+	}
 	m.run = plan.Run
-	f.explain(s, &plan, js, c.cap-used)
+	f.explain(s, &plan, js, other, c, c.cap-used)
 	return plan
 }
 
@@ -1194,8 +1218,10 @@ func (f *Flow) makeSteps() roundSteps {
 }
 
 // explain states, for each job left out, the share it needs against what
-// the admitted jobs leave free before its deadline (appendTerms).
-func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free int) {
+// the admitted jobs leave free before its deadline (appendTerms); for a
+// job of other (asksOther), the types and its place outside the plan
+// (appendOther), the jobs of other after js in the order.
+func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js, other []*fjob, c cloud, free int) {
 	m := &f.mem
 	byStatus := emptied(&m.byStatus)
 	order := m.statuses[:0]
@@ -1203,13 +1229,23 @@ func (f *Flow) explain(s *engine.Snapshot, plan *engine.Plan, js []*fjob, free i
 		byStatus[j.st] = j
 		order = append(order, j.st)
 	}
+	for _, j := range other {
+		byStatus[j.st] = j
+		order = append(order, j.st)
+	}
 	m.statuses = order
 	m.sc.PlanTo(s, plan, order, func(b []byte, st *engine.Status) []byte {
 		if j := byStatus[st]; j != nil {
+			if j.other {
+				return f.appendOther(b, s, c, j)
+			}
 			b = appendTerms(b, j, free)
 		}
 		return b
 	}, f.reasonTo)
+	if len(other) > 0 {
+		f.otherReasons(s, plan, c, other)
+	}
 }
 
 // appendTerms appends to b j's standing in ElasticFlow's terms: the share
@@ -1298,9 +1334,13 @@ func (f *Flow) fit(s *engine.Snapshot, c cloud, free []int, st *engine.Status, g
 			cur[k].GPUs++
 		}
 		m.cur = cur
+		// Its nodes must be c's, of c's type: runOther's free counts
+		// cover every cloud site and type (buddy's only c's nodes of c's
+		// type, so there this changes nothing).
 		fits := true
 		for _, n := range cur {
-			fits = fits && free[n.Node] >= n.GPUs
+			nd := &s.Cluster.Nodes[n.Node]
+			fits = fits && free[n.Node] >= n.GPUs && nd.Site == c.site && nd.GPUType == c.gpuType
 		}
 		if fits {
 			for _, n := range cur {

@@ -58,6 +58,15 @@ type flowMem struct {
 	missing  []edgeCand     // offload's candidates
 	meeting  []edgeCand
 	moved    []*fjob
+
+	// Jobs of another type than the cloud's (othertype.go): the round's,
+	// those runOther places, a site's nodes of a job's type, a reason's
+	// text and the plan's Reasons when explain made none.
+	other        []*fjob
+	otherRun     []*fjob
+	otherNodes   []int
+	otherBuf     []byte
+	otherReasons map[string]engine.Reason
 }
 
 // savedJob is what holdSafe keeps of a job's outcome and edge server.

@@ -930,6 +930,9 @@ func (t *Tidal) Schedule(s *engine.Snapshot) engine.Plan {
 			continue
 		}
 		tr.slots[i].declined = tr.stamp
+		if asksOther(tr.jobs[i], t.cloudNow) {
+			continue // the planner's reason says why: the types (appendOther)
+		}
 		lo := tr.mark()
 		tr.buf = append(tr.buf, "declined: misses its deadline in the cloud, on the edge servers up now and on those the forecast brings up later"...)
 		if t.Hold {
@@ -1016,6 +1019,9 @@ func (t *Tidal) park(s *engine.Snapshot, plan *engine.Plan, left []*engine.Statu
 		return st.Memo[efAdmitted] == 1
 	}
 	fits := func(st *engine.Status, n *cluster.Node) int {
+		if t := st.Job.GPUType; t != "" && t != n.GPUType {
+			return 0 // the engine would refuse the plan
+		}
 		if need, known := perf.TrainMemGiB[st.Job.Model]; known && n.GPUMem > 0 && need > n.GPUMem {
 			return 0
 		}
@@ -1132,6 +1138,9 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 	}
 	t.pools = pools
 	perHour := func(st *engine.Status, p loan.Pool) float64 {
+		if t := st.Job.GPUType; t != "" && t != p.Type {
+			return 0 // worth nothing: the knapsack gives it no GPUs of p
+		}
 		lo := max(st.Job.MinGPUs, 1)
 		base := s.Remaining(st, lo, p.Type) * float64(lo)
 		if base > 0 && !math.IsInf(base, 0) {

@@ -56,6 +56,9 @@ func (t *Tidal) record(s *engine.Snapshot, c cloud) {
 			continue
 		}
 		x := t.flow.fjobOf(s, c, st)
+		if x.other {
+			continue // declined at arrival: never in the plan
+		}
 		j := fjob{rem: st.Work, deadline: x.deadline, levels: x.levels, rates: x.rates,
 			delay: s.Model.Costs(st.Job).Start, margin: x.margin, class: 2*st.Job.Priority + 1, edge: -1, pin: -1}
 		t.arrivals = append(t.arrivals, arrival{at: st.Job.Submit, j: j})
