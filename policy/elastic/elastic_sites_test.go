@@ -1,16 +1,13 @@
 package elastic
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
-	capacitypkg "github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
-	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
@@ -109,16 +106,7 @@ func checkPlanUp(t *testing.T, s *engine.Snapshot, p engine.Plan) {
 func TestElasticLoaning(t *testing.T) {
 	for _, spec := range []string{"afs", "optimus"} {
 		for seed := range uint64(3) {
-			r := rand.New(rand.NewPCG(seed, 5))
-			var jobs []*job.Job
-			for i := range 20 {
-				jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(float64(r.IntN(3000))).
-					Elastic(1, 1, 1+r.IntN(8)).Seconds(float64(200+r.IntN(2000))).Obj())
-			}
-			var changes []capacitypkg.Change
-			for k := range 40 {
-				changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
-			}
+			jobs, changes := policytest.RandomLoanLoad(rand.New(rand.NewPCG(seed, 5)), 20, 8)
 			fam.Loaning(t, spec, seed, contract.Context{}, changes, jobs)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	capacitypkg "github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
@@ -180,16 +179,7 @@ func TestArylPlans(t *testing.T) {
 func TestLoanProperties(t *testing.T) {
 	for _, spec := range []string{"deepboot", "aryl", "aryl:whole=false"} {
 		for seed := range uint64(4) {
-			r := rand.New(rand.NewPCG(seed, 3))
-			var jobs []*job.Job
-			for i := range 25 {
-				jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(float64(r.IntN(3000))).
-					Elastic(1, 1, 1+r.IntN(4)).Seconds(float64(200+r.IntN(2000))).Obj())
-			}
-			var changes []capacitypkg.Change
-			for k := 0; k < 40; k++ {
-				changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
-			}
+			jobs, changes := policytest.RandomLoanLoad(rand.New(rand.NewPCG(seed, 3)), 25, 4)
 			fam.Loaning(t, spec, seed, contract.Context{}, changes, jobs)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -524,6 +525,23 @@ func (c *checkedPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	return p
+}
+
+// RandomLoanLoad draws n elastic jobs (IDs j00, j01, ...) arriving in the
+// first 3,000 s, each of 1 to 1+r.IntN(most) GPUs and 200-2,200 s of work,
+// and 40 inference demands on site "infer", one every 150 s, of 0 to 4
+// GPUs: a load for Loaning, drawn from r in that order.
+func RandomLoanLoad(r *rand.Rand, n, most int) ([]*job.Job, []capacitypkg.Change) {
+	var jobs []*job.Job
+	for i := range n {
+		jobs = append(jobs, enginetest.Job(fmt.Sprintf("j%02d", i)).At(float64(r.IntN(3000))).
+			Elastic(1, 1, 1+r.IntN(most)).Seconds(float64(200+r.IntN(2000))).Obj())
+	}
+	var changes []capacitypkg.Change
+	for k := range 40 {
+		changes = append(changes, capacitypkg.Change{T: float64(k * 150), Site: "infer", Available: -1, Inference: r.IntN(5)})
+	}
+	return jobs, changes
 }
 
 // Loaning runs jobs under spec on LoanCluster, SqrtModel (restarts of 5 s), with the inference
