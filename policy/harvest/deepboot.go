@@ -44,6 +44,10 @@ func deepBootPolicies(register func(contract.Info)) {
 //     seconds (30 + 15 r, at most 120, r = how often inference came back to
 //     it while protected): it is not lent, so inference returning soon finds
 //     it free instead of reclaiming it from a training job.
+//   - The knapsacks go pool by pool, one per site and GPU type (loan.Pools);
+//     a job that pins a GPU type (Job.GPUType) is an item only in the pools
+//     of its type, and waits when none has room: the engine refuses a plan
+//     that gives a job another type than it asks for.
 //   - When inference needs GPUs back, the simulator takes idle GPUs first
 //     (protected ones included), then the jobs whose ReclaimCost is lowest:
 //     DeepBoot's rule, the job whose loss keeps the most total speedup,
