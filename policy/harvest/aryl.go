@@ -258,11 +258,13 @@ func grow[T any](b []T, n int) []T {
 }
 
 // appendTerms appends a waiting job's standing to b: "remaining 3600 s on
-// its base workers; shortest first", as this round ranked it.
+// its base workers; shortest first", as this round ranked it, then, for a
+// job that pins a GPU type, "; only a100 GPUs" (loan.AppendPinned).
 func (a *Aryl) appendTerms(b []byte, st *engine.Status) []byte {
 	b = append(b, "remaining "...)
 	b = strconv.AppendFloat(b, a.rem[st], 'f', 0, 64)
-	return append(b, " s on its base workers; shortest first"...)
+	b = append(b, " s on its base workers; shortest first"...)
+	return loan.AppendPinned(b, st)
 }
 
 // ReclaimCost implements engine.ReclaimCoster: the GPU-seconds of restart a

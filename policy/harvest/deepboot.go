@@ -159,13 +159,15 @@ func (d *DeepBoot) appendTerms(b []byte, st *engine.Status) []byte {
 
 // deepBootTerms appends a waiting job's standing to b from its restart
 // factor and the round's pool count (figs[0]): "restart factor 0.50; the
-// knapsack over 2 pool(s) gave the GPUs to more speedup".
-func deepBootTerms(b []byte, _ *engine.Status, factor float64, figs [2]int) []byte {
+// knapsack over 2 pool(s) gave the GPUs to more speedup", then, for a job
+// that pins a GPU type, "; only a100 GPUs" (loan.AppendPinned).
+func deepBootTerms(b []byte, st *engine.Status, factor float64, figs [2]int) []byte {
 	b = append(b, "restart factor "...)
 	b = strconv.AppendFloat(b, factor, 'f', 2, 64)
 	b = append(b, "; the knapsack over "...)
 	b = strconv.AppendInt(b, int64(figs[0]), 10)
-	return append(b, " pool(s) gave the GPUs to more speedup"...)
+	b = append(b, " pool(s) gave the GPUs to more speedup"...)
+	return loan.AppendPinned(b, st)
 }
 
 // RestartFactor is DeepBoot's (Pollux's) penalty on changing a job's

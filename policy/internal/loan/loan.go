@@ -78,6 +78,18 @@ func (p Pool) Serves(st *engine.Status) bool {
 	return st.Job.GPUType == "" || st.Job.GPUType == p.Type
 }
 
+// AppendPinned appends to a waiting job's terms, when st pins a GPU type,
+// "; only a100 GPUs": the reason's free count is of every type, and a
+// pinned job may wait while GPUs of other types are free.
+func AppendPinned(b []byte, st *engine.Status) []byte {
+	if t := st.Job.GPUType; t != "" {
+		b = append(b, "; only "...)
+		b = append(b, t...)
+		b = append(b, " GPUs"...)
+	}
+	return b
+}
+
 // hasType reports whether one of pools is of GPU type t.
 func hasType(pools []Pool, t string) bool {
 	for i := range pools {
