@@ -44,7 +44,8 @@ func arylPolicies(register func(contract.Info)) {
 //   - Base allocation: jobs by shortest remaining time at their minimum
 //     worker count (Lyra orders its queue SJF); each takes its minimum on the
 //     training cluster if it fits (a job running on loaned servers stays
-//     there while they remain), else on loaned servers, else waits.
+//     there while they remain), else on loaned servers, else waits. A job
+//     that pins a GPU type (Job.GPUType) takes only pools of that type.
 //   - Extra workers: in each pool, a multiple-choice knapsack over the jobs
 //     placed there, worth the JCT reduction rem(min) - rem(n) of running on
 //     n workers instead of the minimum, within the pool's spare GPUs.
@@ -80,7 +81,7 @@ type arylEntry struct {
 	st   *engine.Status
 	pool int
 	need int     // base workers: its minimum, or what it asked for when not elastic
-	rem  float64 // on need GPUs of the training type
+	rem  float64 // on need GPUs of the first training pool's type, or the job's own
 }
 
 // DefaultAryl holds Aryl's default knobs.
@@ -136,8 +137,10 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	order := grow(a.order, len(s.Jobs))
 	a.order = order
 	for i, st := range s.Jobs {
-		t := ""
-		if len(pools) > 0 {
+		// Ranked by its time on the first training pool's type, or on
+		// its own when it pins one (it can run on no other).
+		t := st.Job.GPUType
+		if t == "" && len(pools) > 0 {
 			t = pools[0].Type
 		}
 		need := st.Job.MinGPUs
@@ -152,7 +155,10 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 	for i, p := range pools {
 		free[i] = p.Free
 	}
-	// Base workers. A job on loaned servers stays in their pool while it fits.
+	// Base workers. A job on loaned servers stays in their pool while it
+	// fits; a job that pins a GPU type takes only a pool of that type (the
+	// engine refuses a plan giving it another), and waits when none has
+	// room.
 	try := a.try[:0]
 	for i := range order {
 		e := &order[i]
@@ -168,7 +174,7 @@ func (a *Aryl) Schedule(s *engine.Snapshot) engine.Plan {
 			try = append(try, k)
 		}
 		for _, k := range try {
-			if free[k] >= need {
+			if free[k] >= need && pools[k].Serves(e.st) {
 				free[k] -= need
 				e.pool = k
 				break
@@ -252,11 +258,13 @@ func grow[T any](b []T, n int) []T {
 }
 
 // appendTerms appends a waiting job's standing to b: "remaining 3600 s on
-// its base workers; shortest first", as this round ranked it.
+// its base workers; shortest first", as this round ranked it, then, for a
+// job that pins a GPU type, "; only a100 GPUs" (loan.AppendPinned).
 func (a *Aryl) appendTerms(b []byte, st *engine.Status) []byte {
 	b = append(b, "remaining "...)
 	b = strconv.AppendFloat(b, a.rem[st], 'f', 0, 64)
-	return append(b, " s on its base workers; shortest first"...)
+	b = append(b, " s on its base workers; shortest first"...)
+	return loan.AppendPinned(b, st)
 }
 
 // ReclaimCost implements engine.ReclaimCoster: the GPU-seconds of restart a

@@ -44,6 +44,10 @@ func deepBootPolicies(register func(contract.Info)) {
 //     seconds (30 + 15 r, at most 120, r = how often inference came back to
 //     it while protected): it is not lent, so inference returning soon finds
 //     it free instead of reclaiming it from a training job.
+//   - The knapsacks go pool by pool, one per site and GPU type (loan.Pools);
+//     a job that pins a GPU type (Job.GPUType) is an item only in the pools
+//     of its type, and waits when none has room: the engine refuses a plan
+//     that gives a job another type than it asks for.
 //   - When inference needs GPUs back, the simulator takes idle GPUs first
 //     (protected ones included), then the jobs whose ReclaimCost is lowest:
 //     DeepBoot's rule, the job whose loss keeps the most total speedup,
@@ -155,13 +159,15 @@ func (d *DeepBoot) appendTerms(b []byte, st *engine.Status) []byte {
 
 // deepBootTerms appends a waiting job's standing to b from its restart
 // factor and the round's pool count (figs[0]): "restart factor 0.50; the
-// knapsack over 2 pool(s) gave the GPUs to more speedup".
-func deepBootTerms(b []byte, _ *engine.Status, factor float64, figs [2]int) []byte {
+// knapsack over 2 pool(s) gave the GPUs to more speedup", then, for a job
+// that pins a GPU type, "; only a100 GPUs" (loan.AppendPinned).
+func deepBootTerms(b []byte, st *engine.Status, factor float64, figs [2]int) []byte {
 	b = append(b, "restart factor "...)
 	b = strconv.AppendFloat(b, factor, 'f', 2, 64)
 	b = append(b, "; the knapsack over "...)
 	b = strconv.AppendInt(b, int64(figs[0]), 10)
-	return append(b, " pool(s) gave the GPUs to more speedup"...)
+	b = append(b, " pool(s) gave the GPUs to more speedup"...)
+	return loan.AppendPinned(b, st)
 }
 
 // RestartFactor is DeepBoot's (Pollux's) penalty on changing a job's

@@ -70,6 +70,26 @@ func AppendPools(dst []Pool, s *engine.Snapshot, loan bool, lendable func(site *
 	return dst
 }
 
+// Serves reports whether job st may run on the pool's GPUs: it asks for
+// no GPU type (Job.GPUType "") or for the pool's. The engine refuses a plan
+// that gives a job another type than it asks for, so a pinned job competes
+// only for the pools of its type.
+func (p Pool) Serves(st *engine.Status) bool {
+	return st.Job.GPUType == "" || st.Job.GPUType == p.Type
+}
+
+// AppendPinned appends to a waiting job's terms, when st pins a GPU type,
+// "; only a100 GPUs": the reason's free count is of every type, and a
+// pinned job may wait while GPUs of other types are free.
+func AppendPinned(b []byte, st *engine.Status) []byte {
+	if t := st.Job.GPUType; t != "" {
+		b = append(b, "; only "...)
+		b = append(b, t...)
+		b = append(b, " GPUs"...)
+	}
+	return b
+}
+
 // hasType reports whether one of pools is of GPU type t.
 func hasType(pools []Pool, t string) bool {
 	for i := range pools {
@@ -378,9 +398,21 @@ func Range(s *engine.Snapshot, st *engine.Status, free int) (lo, hi int) {
 	return st.Job.MinGPUs, min(alloc.MaxGPUs(s, st), free)
 }
 
+// RangeIn is Range in pool p: the counts job st may take of p's free
+// GPUs, empty (lo > hi) when it does not fit or p is not of the type st
+// asks for (Serves).
+func RangeIn(s *engine.Snapshot, st *engine.Status, p Pool) (lo, hi int) {
+	lo, hi = Range(s, st, p.Free)
+	if !p.Serves(st) {
+		hi = lo - 1
+	}
+	return lo, hi
+}
+
 // SpeedupKnapsacks gives the jobs of left GPUs pool by pool, in order
 // (DeepBoot's ATS-T then ATS-I): in each pool, a multiple-choice knapsack
-// over the jobs still without GPUs, a job on n GPUs (n in Range) worth
+// over the jobs still without GPUs, a job on n GPUs (n in RangeIn: a job
+// that pins a GPU type is an item only in the pools of its type) worth
 // its speedup times weight(st, p), times factor(st) when n or the site
 // differs from what it holds now (the restart factor). It returns the
 // assignments, largest first within each pool, and the jobs left out.
@@ -413,12 +445,12 @@ func (sp *Speedups) Knapsacks(s *engine.Snapshot, pools []Pool, left []*engine.S
 		items := sp.items[:len(left)]
 		choices := 0
 		for _, st := range left {
-			lo, hi := Range(s, st, p.Free)
+			lo, hi := RangeIn(s, st, p)
 			choices += max(hi-lo+1, 0)
 		}
 		counts := CountsFor(p.Free, choices)
 		for i, st := range left {
-			lo, hi := Range(s, st, p.Free)
+			lo, hi := RangeIn(s, st, p)
 			f, w := factor(st), weight(st, p)
 			ch := items[i][:0]
 			var speedup speedupOf

@@ -1,10 +1,17 @@
 package loan
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
 )
 
 // TestMCKnapsack: small multiple-choice knapsacks by hand.
@@ -240,5 +247,43 @@ func BenchmarkKnapsack(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		k.Solve(items, 10000)
+	}
+}
+
+// TestKnapsacksPinnedType: a job that pins a GPU type is an item only in
+// the pools of its type; an unpinned one in every pool. The knapsacks went
+// pool by pool whatever a job asked for, so the first pool's type went to
+// jobs pinned to another, and the engine refused the plan.
+func TestKnapsacksPinnedType(t *testing.T) {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "a", Site: "train", GPUType: "a100", GPUs: 4},
+		{Name: "v", Site: "train", GPUType: "v100", GPUs: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &engine.Snapshot{Now: 600, Cluster: c, Model: perf.Duration{}, GPUsPerNode: map[string]int{"a100": 4, "v100": 2}}
+	for _, x := range []struct{ id, typ string }{{"v1", "v100"}, {"any", ""}, {"v2", "v100"}, {"v3", "v100"}, {"a1", "a100"}} {
+		j := enginetest.Job(x.id).GPUs(1).Type(x.typ).Seconds(1000).Obj()
+		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: j.Work, FirstStart: -1, LastStart: -1, Finish: -1})
+	}
+	pools := Pools(s, false, nil)
+	run, left := new(Speedups).Knapsacks(s, pools, s.Jobs,
+		func(*engine.Status, Pool) float64 { return 1 }, func(*engine.Status) float64 { return 1 })
+	got := map[string]string{}
+	for _, a := range run {
+		got[a.Job] = a.GPUType
+	}
+	// Two V100s for three V100 jobs: one waits, with A100s to spare.
+	want := map[string]string{"v1": "v100", "v2": "v100", "any": "a100", "a1": "a100"}
+	if !maps.Equal(got, want) || len(left) != 1 || left[0].Job.ID != "v3" {
+		t.Errorf("types %v, left %d job(s); want %v and v3 left", got, len(left), want)
+	}
+	for _, st := range s.Jobs {
+		for _, p := range pools {
+			if lo, hi := RangeIn(s, st, p); p.Serves(st) != (lo <= hi) {
+				t.Errorf("job %s in pool %s: RangeIn [%d, %d], Serves %v", st.Job.ID, p.Type, lo, hi, p.Serves(st))
+			}
+		}
 	}
 }
