@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/solver"
 )
@@ -80,40 +81,45 @@ policies: [fifo]
 			}
 		}
 		for _, spec := range specs {
-			{
-				// The knob set to an extreme is the spec's last.
-				key, _, _ := strings.Cut(spec[strings.LastIndex(spec, ":")+1:], "=")
-				t.Run(spec, func(t *testing.T) {
-					r, err := ins.Build(spec)
-					if err != nil {
-						if !strings.Contains(err.Error(), key) {
-							t.Errorf("error %q does not name the knob", err)
-						}
-						return
+			// The knob set to an extreme is the spec's last.
+			key, _, _ := strings.Cut(spec[strings.LastIndex(spec, ":")+1:], "=")
+			t.Run(spec, func(t *testing.T) {
+				r, err := ins.Build(spec)
+				if err != nil {
+					if !strings.Contains(err.Error(), key) {
+						t.Errorf("error %q does not name the knob", err)
 					}
-					ended := make(chan string, 1)
-					go func() {
-						defer func() {
-							if p := recover(); p != nil {
-								ended <- fmt.Sprintf("panic: %v", p)
-							}
-						}()
-						if _, err := r.Simulate(); err != nil {
-							ended <- "error: " + err.Error()
-							return
-						}
-						ended <- ""
-					}()
-					select {
-					case msg := <-ended:
-						if msg != "" {
-							t.Error(msg)
-						}
-					case <-time.After(2 * time.Minute):
-						t.Error("the run did not end in 2 minutes")
-					}
-				})
-			}
+					return
+				}
+				if msg := runEnds(r); msg != "" {
+					t.Error(msg)
+				}
+			})
 		}
+	}
+}
+
+// runEnds runs r and says how it failed to run to its end: a panic, an
+// error, or no end within two minutes (the run is then left going); ""
+// when it ended.
+func runEnds(r *assemble.Run) string {
+	ended := make(chan string, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ended <- fmt.Sprintf("panic: %v", p)
+			}
+		}()
+		if _, err := r.Simulate(); err != nil {
+			ended <- "error: " + err.Error()
+			return
+		}
+		ended <- ""
+	}()
+	select {
+	case msg := <-ended:
+		return msg
+	case <-time.After(2 * time.Minute):
+		return "the run did not end in 2 minutes"
 	}
 }
