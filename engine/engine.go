@@ -29,7 +29,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/tide-sched/tide/cluster"
@@ -436,11 +438,18 @@ type Warning struct {
 	// by a simpler one (the reason says why and with what).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
+	// Job is the job the warning is about when it is about one
+	// (WarnDropped); "" for the round as a whole.
+	Job string `json:"job,omitempty"`
 }
 
 // WarnFallback is the Warning.Kind of a policy that replaced its own rule by
 // a simpler one for a round (a solver failed).
 const WarnFallback = "fallback"
+
+// WarnDropped is the Warning.Kind of an assignment the engine dropped from
+// a plan (Config.DropInvalid); the reason names the job and the mistake.
+const WarnDropped = "dropped"
 
 // Policy decides who runs. Schedule must be deterministic: the same snapshot
 // gives the same plan. It may read the snapshot's model for predictions but
@@ -578,6 +587,15 @@ type Config struct {
 	// (ProgressOnDemand). Nil for executors that report progress as their
 	// jobs report it (the live ones).
 	Progress ProgressSource
+	// DropInvalid: an assignment of the plan that no placement could
+	// honour for its job alone (a job that is not active, a GPU count
+	// outside its limits, a GPU type it does not ask for) is dropped with
+	// a warning (WarnDropped), and the round goes on for every other job.
+	// Without it such a plan fails the round. For the live executors: a
+	// policy's mistake about one job once stopped every job's scheduling,
+	// round after round. The simulator leaves it off, so that tests fail
+	// on the mistake.
+	DropInvalid bool
 }
 
 // Engine holds the jobs and the GPU assignment.
@@ -963,6 +981,9 @@ func (e *Engine) Schedule() ([]Change, error) {
 	e.incr = false
 	// 3. Decide.
 	plan := e.cfg.Policy.Schedule(snap)
+	if e.cfg.DropInvalid {
+		plan = e.dropInvalid(plan, now)
+	}
 	if plan.Err != nil {
 		e.warn(plan.Warnings, now)
 		return nil, fmt.Errorf("policy %s at t=%.0f: %w", e.cfg.Policy.Name(), now, plan.Err)
@@ -1340,6 +1361,61 @@ func (e *Engine) check(p Plan) ([]*Status, error) {
 	return planned, nil
 }
 
+// invalid says why no placement could honour assignment a for its job
+// alone, or "" when one could (checkAssignment's per-job tests, but for a
+// job listed twice).
+func (e *Engine) invalid(a Assignment) string {
+	st := e.jobs[a.Job]
+	if st == nil || st.State.Terminal() {
+		return fmt.Sprintf("plan runs job %q, which is not active", a.Job)
+	}
+	return mismatch(a, st)
+}
+
+// mismatch says how a asks for what job st cannot take (a GPU count
+// outside its limits, a type it does not ask for), or "".
+func mismatch(a Assignment, st *Status) string {
+	switch {
+	case a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs:
+		return fmt.Sprintf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
+	case st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType:
+		return fmt.Sprintf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+	}
+	return ""
+}
+
+// dropInvalid returns p without the assignments invalid refuses, and
+// without those packed with them (a pair goes together), warning of each
+// (Config.DropInvalid). A plan without any is returned as it is, with
+// nothing allocated.
+func (e *Engine) dropInvalid(p Plan, now float64) Plan {
+	first := slices.IndexFunc(p.Run, func(a Assignment) bool { return e.invalid(a) != "" })
+	if first < 0 {
+		return p
+	}
+	dropped := map[string]bool{}
+	var ws []Warning
+	for _, a := range p.Run[first:] {
+		if why := e.invalid(a); why != "" {
+			dropped[a.Job] = true
+			ws = append(ws, Warning{Kind: WarnDropped, Job: a.Job, Reason: why + ": the engine dropped it, and the job waits"})
+		}
+	}
+	run := make([]Assignment, 0, len(p.Run))
+	for _, a := range p.Run {
+		switch {
+		case dropped[a.Job]:
+		case a.PackWith != "" && dropped[a.PackWith]:
+			ws = append(ws, Warning{Kind: WarnDropped, Job: a.Job, Reason: fmt.Sprintf("job %s was packed with job %s, whose assignment was dropped: the engine dropped it too", a.Job, a.PackWith)})
+		default:
+			run = append(run, a)
+		}
+	}
+	e.warn(ws, now)
+	p.Run = run
+	return p
+}
+
 // checkAssignment finds the job a names (see lookup) and checks that it
 // is active, listed once (marking it checked this round), and asked
 // within its GPU limits and type.
@@ -1352,11 +1428,8 @@ func (e *Engine) checkAssignment(a Assignment, hint *int) (*Status, error) {
 		return nil, fmt.Errorf("plan lists job %s twice", a.Job)
 	}
 	st.checked = e.rounds
-	if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
-		return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
-	}
-	if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
-		return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
+	if why := mismatch(a, st); why != "" {
+		return nil, errors.New(why)
 	}
 	return st, nil
 }

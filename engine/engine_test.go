@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -366,5 +367,71 @@ func TestWarningsBounded(t *testing.T) {
 	}
 	if got := e.DrainWarnings(); len(got) != engine.MaxWarnings || len(e.Warnings()) != 0 {
 		t.Errorf("drain returned %d, left %d", len(got), len(e.Warnings()))
+	}
+}
+
+// TestDropInvalid: with Config.DropInvalid (the live executors), an
+// assignment that could not be honoured for its job alone is dropped with
+// a warning naming the job and the mistake, and the round goes on for the
+// others; a plan that breaks a rule across jobs is still refused. Without
+// it, TestRejectsBadPlans holds.
+func TestDropInvalid(t *testing.T) {
+	run := func(id string, n int) engine.Assignment { return engine.Assignment{Job: id, GPUs: n} }
+	for _, tc := range []struct {
+		name   string
+		plan   engine.Plan
+		runs   []string // jobs holding GPUs after the round
+		warned []string // substrings of the warnings, in order
+		err    string   // the round's error, "" for none
+	}{
+		{"wrong type", engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 1, GPUType: "v100"}, run("b", 4)}},
+			[]string{"b"}, []string{"plan gives job a v100 GPUs, it asks for t4: the engine dropped it"}, ""},
+		{"outside its limits and unknown", engine.Plan{Run: []engine.Assignment{run("e", 5), run("zz", 1), run("a", 1)}},
+			[]string{"a"}, []string{"outside its [2, 4]", `"zz", which is not active`}, ""},
+		{"its pair goes with it", engine.Plan{Run: []engine.Assignment{{Job: "e", GPUs: 9, PackWith: "b"}, {Job: "b", GPUs: 4, PackWith: "e"}, run("a", 1)}},
+			[]string{"a"}, []string{"outside its [2, 4]", "job b was packed with job e"}, ""},
+		{"nothing wrong", engine.Plan{Run: []engine.Assignment{run("a", 1), run("b", 4)}}, []string{"a", "b"}, nil, ""},
+		{"too many GPUs in all", engine.Plan{Run: []engine.Assignment{run("a", 1), run("b", 4), run("e", 4)}}, nil, nil, "the cluster has 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("2x4:t4"), Model: perf.Duration{}, Placer: place.Pack{},
+				Policy: planFunc(func(*engine.Snapshot) engine.Plan { return tc.plan }), Clock: &manual{}, DropInvalid: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range []*job.Job{enginetest.Job("a").Type("t4").Obj(), enginetest.Job("b").GPUs(4).Obj(), enginetest.Job("e").Elastic(2, 3, 4).Obj()} {
+				if _, err := e.Submit(j); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = e.Schedule()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var holding []string
+			for _, st := range e.Active() {
+				if len(st.GPUs) > 0 {
+					holding = append(holding, st.Job.ID)
+				}
+			}
+			if !slices.Equal(holding, tc.runs) {
+				t.Errorf("jobs holding GPUs %v, want %v", holding, tc.runs)
+			}
+			ws := e.DrainWarnings()
+			if len(ws) != len(tc.warned) {
+				t.Fatalf("warnings %+v, want %d", ws, len(tc.warned))
+			}
+			for i, w := range ws {
+				if w.Kind != engine.WarnDropped || !strings.Contains(w.Reason, tc.warned[i]) {
+					t.Errorf("warning %d: %+v, want kind %s and a reason containing %q", i, w, engine.WarnDropped, tc.warned[i])
+				}
+			}
+		})
 	}
 }

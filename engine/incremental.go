@@ -245,12 +245,6 @@ func (e *Engine) checkKeep(p Plan, s *Snapshot) ([]*Status, error) {
 		if len(st.GPUs) > 0 {
 			return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep) and lists job %s, which holds GPUs", a.Job)
 		}
-		if a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs {
-			return nil, fmt.Errorf("plan gives job %s %d GPUs, outside its [%d, %d]", a.Job, a.GPUs, st.Job.MinGPUs, st.Job.MaxGPUs)
-		}
-		if st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType {
-			return nil, fmt.Errorf("plan gives job %s %s GPUs, it asks for %s", a.Job, a.GPUType, st.Job.GPUType)
-		}
 		if a.PackWith != "" || st.Job.Fractional() {
 			return nil, fmt.Errorf("plan keeps the running jobs (Plan.Keep) and packs job %s or gives it part of a GPU", a.Job)
 		}

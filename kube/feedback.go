@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 )
 
@@ -225,8 +226,10 @@ func (f *feedback) conditionEvents(tj *TideJob, old, next []metav1.Condition) {
 const warningGap = 5 * time.Minute
 
 // policyWarnings records an event on self for each policy warning raised
-// since the last call (a fallback: a solver that failed, replaced by a
-// simpler rule), each distinct one at most once per warningGap.
+// since the last call (PolicyFallback: a solver that failed, replaced by a
+// simpler rule; PolicyPlanDropped: an assignment of a job the engine could
+// not honour, engine.WarnDropped), each distinct one at most once per
+// warningGap.
 func (s *Scheduler) policyWarnings() {
 	ws := s.eng.Warnings()
 	if s.warned > len(ws) {
@@ -238,9 +241,13 @@ func (s *Scheduler) policyWarnings() {
 			continue
 		}
 		s.warnedAt[key] = s.now()
-		s.log.Warn("policy warning", "policy", w.Policy, "kind", w.Kind, "reason", w.Reason)
+		s.log.Warn("policy warning", "policy", w.Policy, "kind", w.Kind, "job", w.Job, "reason", w.Reason)
 		if s.cfg.Self != nil {
-			s.fb.event(s.cfg.Self, corev1.EventTypeWarning, "PolicyFallback", "Schedule",
+			reason := "PolicyFallback"
+			if w.Kind == engine.WarnDropped {
+				reason = "PolicyPlanDropped"
+			}
+			s.fb.event(s.cfg.Self, corev1.EventTypeWarning, reason, "Schedule",
 				fmt.Sprintf("policy %s: %s: %s", w.Policy, w.Kind, w.Reason))
 		}
 	}

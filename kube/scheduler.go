@@ -814,7 +814,7 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 		}
 	}
 	eng, err := engine.New(engine.Config{Cluster: c, Model: s.model(), Policy: s.pol,
-		Placer: s.enginePlacer(), Clock: s.cfg.Clock, Sharing: s.pairs != nil && s.cfg.Live == nil})
+		Placer: s.enginePlacer(), Clock: s.cfg.Clock, Sharing: s.pairs != nil && s.cfg.Live == nil, DropInvalid: true})
 	if err != nil {
 		return fmt.Errorf("kube: %w", err)
 	}

@@ -449,6 +449,60 @@ func TestPolicyFallbackEvent(t *testing.T) {
 	}
 }
 
+// oversizing is a policy that plans one job (by engine ID) on more GPUs
+// than it may have, as a policy's mistake would.
+type oversizing struct {
+	engine.Policy
+	job func() string
+}
+
+func (p oversizing) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.Policy.Schedule(s)
+	run := append([]engine.Assignment(nil), plan.Run...)
+	for i := range run {
+		if run[i].Job == p.job() {
+			run[i].GPUs = 99
+		}
+	}
+	plan.Run = run
+	return plan
+}
+
+// TestDroppedAssignmentEvent: a policy's mistake about one job does not
+// stop the others: the engine drops that job's assignment, the other pod
+// is bound, and tide's own pod gets a Warning PolicyPlanDropped event
+// naming the mistake, once per warningGap however many rounds repeat it.
+func TestDroppedAssignmentEvent(t *testing.T) {
+	h := newHarness(t, "fifo")
+	clock := time.Unix(1e9, 0)
+	h.s.now = func() time.Time { return clock }
+	rec := events.NewFakeRecorder(100)
+	h.s.fb = recordTo(rec)
+	h.s.cfg.Self = &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "tide-system", Name: "tide-0", UID: "self"}
+	wp := h.s.pol.(workerPolicy)
+	wp.inner = oversizing{wp.inner, func() string { return h.s.ids["pods/ns/bad"] }}
+	h.s.pol = wp
+	h.node("n0", 8)
+	h.pod("bad", 2)
+	h.pod("a", 2)
+	for i := 0; i < 4; i++ {
+		h.round()
+	}
+	bad := h.s.ids["pods/ns/bad"]
+	if got := h.where(); got["a"] != "n0" || got["bad"] != "" {
+		t.Errorf("bound %v, want a on n0 and bad nowhere", got)
+	}
+	var got []string
+	for len(rec.Events) > 0 {
+		if ev := <-rec.Events; strings.Contains(ev, "PolicyPlanDropped") {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "Warning PolicyPlanDropped") || !strings.Contains(got[0], "plan gives job "+bad+" ") || !strings.Contains(got[0], "outside its") {
+		t.Errorf("events %q, want one Warning PolicyPlanDropped naming the mistake", got)
+	}
+}
+
 // TestConditionEvents: a TideJob gets an event for each condition whose
 // status or reason changes, Warning for problems, none for the quiet
 // defaults or an unchanged condition, one for conditions that change

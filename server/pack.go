@@ -93,9 +93,12 @@ func (s *Server) observePair(lj *liveJob, stepTime float64) (partner string) {
 	return st.PackedWith
 }
 
-// forgetPair drops what a job that ended reported to the pair model.
-func (s *Server) forgetPair(id string) {
+// forgetEnded drops what the server keeps about a job only while it is
+// active: what it reported to the pair model, and the last reason its
+// assignment was dropped (notePolicyWarnings).
+func (s *Server) forgetEnded(id string) {
 	if s.pairs != nil {
 		s.pairs.Forget(id)
 	}
+	delete(s.dropped, id)
 }

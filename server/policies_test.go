@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,67 @@ func TestPriorityClassesServe(t *testing.T) {
 		t.Errorf("the waiting priority-0 job finished before the priority-100 job")
 	}
 	_, _ = ts.admin.Cancel(context.Background(), low)
+}
+
+// mistaken wraps a policy and gives every job asking for a GPU type
+// another type, as the deadline and loan policies once did.
+type mistaken struct{ engine.Policy }
+
+func (m mistaken) Schedule(s *engine.Snapshot) engine.Plan {
+	p := m.Policy.Schedule(s)
+	pinned := map[string]bool{}
+	for _, st := range s.Jobs {
+		pinned[st.Job.ID] = st.Job.GPUType != ""
+	}
+	run := make([]engine.Assignment, len(p.Run))
+	copy(run, p.Run)
+	for i, a := range run {
+		if pinned[a.Job] {
+			run[i].GPUType = "v100"
+		}
+	}
+	p.Run = run
+	return p
+}
+
+// TestDroppedAssignment: a policy's mistake about one job (a GPU type the
+// job did not ask for) no longer stops every job: the engine drops that
+// job's assignment, the others run, and the job gets one policy-dropped
+// event naming the mistake, however many rounds repeat it.
+func TestDroppedAssignment(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.wrapPolicy = func(p engine.Policy) engine.Policy { return mistaken{p} }
+	ts := startServer(t, cfg)
+	pinned := countSpec(1, 1000, 10*time.Millisecond)
+	pinned.GPUType = "t4"
+	badID := submit(t, ts.admin, pinned).ID
+	okID := submit(t, ts.admin, countSpec(1, 5, 10*time.Millisecond)).ID
+	waitJob(t, ts.admin, okID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+	time.Sleep(3 * cfg.Round) // more rounds repeat the mistake
+	j, err := ts.admin.Job(context.Background(), badID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Attempts) != 0 {
+		t.Errorf("the job the policy got wrong ran %d attempts, want none", len(j.Attempts))
+	}
+	evs, err := ts.admin.Events(context.Background(), badID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Kind == "policy-"+engine.WarnDropped {
+			n++
+			if !strings.Contains(e.Message, "plan gives job "+badID+" v100 GPUs, it asks for t4") {
+				t.Errorf("event %q does not name the mistake", e.Message)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d policy-dropped events among %+v, want 1", n, evs)
+	}
+	if okEvs, _ := ts.admin.Events(context.Background(), okID); slices.ContainsFunc(okEvs, func(e api.Event) bool { return e.Kind == "policy-"+engine.WarnDropped }) {
+		t.Errorf("the job that ran got a policy-dropped event: %+v", okEvs)
+	}
 }

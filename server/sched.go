@@ -81,13 +81,25 @@ func (s *Server) monitorLoop(ctx context.Context) {
 	}
 }
 
-// notePolicyWarnings records each warning the policy raised in a round (a
-// fallback to a simpler rule): an event "policy-<kind>" on every job the
-// round planned (a fallback shapes all their plans), a log line and a count
-// (fallbacks in tide_policy_fallbacks_total).
+// notePolicyWarnings records each warning raised in a round: a count
+// (fallbacks in tide_policy_fallbacks_total), and for a fallback to a
+// simpler rule an event "policy-fallback" on every job the round planned
+// (a fallback shapes all their plans) and a log line. A warning about one
+// job (an assignment the engine dropped, engine.WarnDropped) goes to that
+// job alone, as an event and a log line when its reason is new for the job:
+// the policy likely repeats the mistake every round.
 func (s *Server) notePolicyWarnings(ws []engine.RoundWarning) {
 	for _, w := range ws {
 		s.metrics.warnings[w.Kind]++
+		if w.Job != "" {
+			if s.dropped[w.Job] == w.Reason {
+				continue
+			}
+			s.dropped[w.Job] = w.Reason
+			s.addEvent(&store.Event{Job: w.Job, Kind: "policy-" + w.Kind, Message: w.Reason})
+			s.log.Warn("policy "+w.Kind, "policy", w.Policy, "job", w.Job, "reason", w.Reason)
+			continue
+		}
 		for _, st := range s.eng.Active() {
 			s.addEvent(&store.Event{Job: st.Job.ID, Kind: "policy-" + w.Kind, Message: w.Reason})
 		}
@@ -506,7 +518,7 @@ func (s *Server) finish(lj *liveJob, why string) {
 		}
 	}
 	r.State, r.Ended, r.Progress = api.StateFinished, s.clk.Now(), 1
-	s.forgetPair(r.ID)
+	s.forgetEnded(r.ID)
 	s.touch(lj)
 	s.metrics.counters["finished"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "finished", Message: why})
@@ -525,7 +537,7 @@ func (s *Server) fail(lj *liveJob, why string) {
 		}
 	}
 	r.State, r.Ended, r.Reason = api.StateFailed, s.clk.Now(), why
-	s.forgetPair(r.ID)
+	s.forgetEnded(r.ID)
 	s.touch(lj)
 	s.metrics.counters["failed"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "failed", Message: why})
@@ -548,7 +560,7 @@ func (s *Server) cancelJob(lj *liveJob, by string) error {
 		lj.att = nil
 	}
 	r.State, r.Ended, r.Reason = api.StateCancelled, s.clk.Now(), "cancelled by "+by
-	s.forgetPair(r.ID)
+	s.forgetEnded(r.ID)
 	s.touch(lj)
 	s.metrics.counters["cancelled"]++
 	s.addEvent(&store.Event{Job: r.ID, Kind: "cancelled", Message: r.Reason})

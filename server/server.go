@@ -146,29 +146,33 @@ type Server struct {
 	jobsDir    string
 	adminPath  string // the admin token file written at the first start, if any
 
-	mu       sync.Mutex
-	imu      sync.Mutex // guards inbox; taken under mu or alone
-	inbox    []*liveJob // jobs recorded by submissions, not yet in jobs (drain)
-	wmu      sync.Mutex // orders commits' writes; taken under mu
-	writing  int        // commits whose write is in flight (mu let go); under mu
-	idle     sync.Cond  // on mu: signalled when writing drops to 0
-	jobs     map[string]*liveJob
-	order    []*liveJob // by submission sequence
-	busy     []*attempt // per cluster GPU: the attempt whose process may occupy it
-	tmu      sync.RWMutex
-	mmu      sync.Mutex               // guards metrics.requests
-	tenants  map[string]*store.Tenant // by name; guarded by tmu
-	tokens   map[string]*store.Tenant // by token hash; guarded by tmu
-	dirty    map[*liveJob]bool        // records changed since the last commit
-	events   []*store.Event           // events not yet committed
-	after    []func()                 // actions to run once the next commit is durable
-	metrics  metrics
-	rates    rateLimiter
-	paths    pathCache
-	quotas   *quotaPolicy
-	deps     map[*liveJob]bool // waiting jobs with dependencies; under mu
-	held     map[*liveJob]bool // jobs held (some may have been released or ended since); under mu
-	tls      *tls.Config       // nil: plain HTTP
+	mu      sync.Mutex
+	imu     sync.Mutex // guards inbox; taken under mu or alone
+	inbox   []*liveJob // jobs recorded by submissions, not yet in jobs (drain)
+	wmu     sync.Mutex // orders commits' writes; taken under mu
+	writing int        // commits whose write is in flight (mu let go); under mu
+	idle    sync.Cond  // on mu: signalled when writing drops to 0
+	jobs    map[string]*liveJob
+	order   []*liveJob // by submission sequence
+	busy    []*attempt // per cluster GPU: the attempt whose process may occupy it
+	tmu     sync.RWMutex
+	mmu     sync.Mutex               // guards metrics.requests
+	tenants map[string]*store.Tenant // by name; guarded by tmu
+	tokens  map[string]*store.Tenant // by token hash; guarded by tmu
+	dirty   map[*liveJob]bool        // records changed since the last commit
+	events  []*store.Event           // events not yet committed
+	after   []func()                 // actions to run once the next commit is durable
+	metrics metrics
+	rates   rateLimiter
+	paths   pathCache
+	quotas  *quotaPolicy
+	deps    map[*liveJob]bool // waiting jobs with dependencies; under mu
+	held    map[*liveJob]bool // jobs held (some may have been released or ended since); under mu
+	// dropped is, by job, the last reason the engine gave for dropping its
+	// assignment (engine.WarnDropped), so that a mistake the policy repeats
+	// every round is recorded once; under mu.
+	dropped  map[string]string
+	tls      *tls.Config // nil: plain HTTP
 	closed   bool
 	report   string // base URL for TIDE_REPORT_URL
 	lastSave time.Time
@@ -260,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, dropped: map[string]string{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	s.mps = localexec.NewMPS(cfg.MPS, filepath.Join(dataDir, "mps"), cfg.GPUs)
@@ -339,7 +343,8 @@ func (s *Server) setup() error {
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
 	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated}
-	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: s.model(), Policy: s.quotas, Placer: pl, Clock: s.clk, Sharing: s.pairs != nil})
+	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: s.model(), Policy: s.quotas, Placer: pl, Clock: s.clk, Sharing: s.pairs != nil,
+		DropInvalid: true})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
