@@ -75,7 +75,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 	for k, v := range m.counters {
 		counters[k] = v
 	}
-	fallbacks := m.warnings[engine.WarnFallback]
+	fallbacks, dropped := m.warnings[engine.WarnFallback], m.warnings[engine.WarnDropped]
 	s.mu.Unlock()
 	reqs := map[int]uint64{}
 	s.mmu.Lock()
@@ -113,6 +113,7 @@ func (s *Server) writeMetrics(w http.ResponseWriter) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, c.help, name, name, counters[c.kind])
 	}
 	fmt.Fprintf(w, "# HELP tide_policy_fallbacks_total Rounds in which the policy fell back to a simpler rule (a solver failed); the events say why.\n# TYPE tide_policy_fallbacks_total counter\ntide_policy_fallbacks_total %d\n", fallbacks)
+	fmt.Fprintf(w, "# HELP tide_policy_dropped_total Assignments the engine dropped from the policy's plans because no placement could honour them for their job (the job's events say which and why).\n# TYPE tide_policy_dropped_total counter\ntide_policy_dropped_total %d\n", dropped)
 	codes := make([]int, 0, len(reqs))
 	for c := range reqs {
 		codes = append(codes, c)

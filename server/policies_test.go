@@ -228,6 +228,9 @@ func TestDroppedAssignment(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d policy-dropped events among %+v, want 1", n, evs)
 	}
+	if m := scrape(t, ts); !strings.Contains(m, "tide_policy_dropped_total ") || strings.Contains(m, "tide_policy_dropped_total 0\n") {
+		t.Errorf("metrics do not count the dropped assignments:\n%s", m)
+	}
 	if okEvs, _ := ts.admin.Events(context.Background(), okID); slices.ContainsFunc(okEvs, func(e api.Event) bool { return e.Kind == "policy-"+engine.WarnDropped }) {
 		t.Errorf("the job that ran got a policy-dropped event: %+v", okEvs)
 	}
