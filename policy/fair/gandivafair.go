@@ -44,6 +44,9 @@ func gandivaFairPolicies(register func(contract.Info)) {
 // Quantum for each GPU planned this round, over entitled GPUs times the
 // time since its earliest active job arrived plus Quantum) picks its
 // next job, the one of its jobs that has run least; a job is placed once.
+// A type's GPUs are those up (Snapshot.Available: not taken by inference
+// or down), and a job is handed a type only when one job could hold its
+// GPUs of it (Snapshot.Largest: a job never spans sites).
 // Running jobs inside their quantum keep their GPUs. A tenant entitled to
 // none of a type can still use it when nobody entitled wants it.
 type GandivaFair struct {
@@ -102,6 +105,7 @@ type gfScratch struct {
 	order   []*tenantGroup[gfTenant]
 	types   []string
 	left    []int
+	largest []int
 	planned map[*engine.Status]bool
 	shapes  packedShapes
 	run     []engine.Assignment
@@ -206,6 +210,16 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := engine.Plan{Run: x.run[:0]}
 	left := slices.Grow(x.left[:0], len(types))[:len(types)]
 	x.left = left
+	largest := slices.Grow(x.largest[:0], len(types))[:len(types)]
+	x.largest = largest
+	// A job never spans sites, so on a multi-site cluster a type holds a
+	// job only if one site (or edge server) has its GPUs up: counting the
+	// type over every site planned a job of 4 on 3 a100 of a cloud plus 2
+	// of an inference site, which the placer cannot honour, and the job,
+	// planned on that type and so on no other, waited for ever beside idle
+	// GPUs of a type that could hold it. alloc.Pool counts the same way.
+	// On one site the cap is what is left, so such runs are unchanged.
+	multiSite := len(s.Cluster.Sites()) > 1
 	// GPU-seconds received and planned, by type and tenant.
 	for _, u := range tenants {
 		u.v.used = slices.Grow(u.v.used[:0], len(types))[:len(types)]
@@ -213,6 +227,10 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	for ti, t := range types {
 		left[ti] = s.Available("", t)
+		largest[ti] = left[ti]
+		if multiSite {
+			largest[ti] = s.Largest(t)
+		}
 		for _, u := range tenants {
 			for _, st := range u.jobs {
 				u.v.used[ti] += st.TypeSeconds(t) * float64(st.Job.GPUs)
@@ -241,8 +259,9 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	// Each tenant's jobs, least run first: a tenant's next job is the first
 	// of them still unplanned that fits. What is left of a type only
-	// shrinks while it is handed out, so a job skipped once stays skipped
-	// for that type and a cursor per tenant walks each list once.
+	// shrinks while it is handed out (and largest stays), so a job skipped
+	// once stays skipped for that type and a cursor per tenant walks each
+	// list once.
 	for _, u := range tenants {
 		clear(u.v.sorted) // the last round's statuses
 		u.v.sorted = append(u.v.sorted[:0], u.jobs...)
@@ -256,7 +275,7 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 			js := u.sorted
 			for u.cursor < len(js) {
 				st := js[u.cursor]
-				if !planned[st] && st.Job.GPUs <= left[ti] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
+				if !planned[st] && st.Job.GPUs <= left[ti] && st.Job.GPUs <= largest[ti] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
 					g.runs(s, st, t) {
 					return st
 				}
