@@ -165,6 +165,32 @@ func (c *Cluster) GPUsOfType(t string) int {
 	return c.count[t]
 }
 
+// MaxJobGPUs is the most GPUs of type t ("": of any one type) a single
+// job can ever hold on c: a job runs on one GPU type, never spans sites,
+// and on an edge site uses one server (engine.Assignment). A job that
+// needs more can never run, however long it waits.
+func (c *Cluster) MaxJobGPUs(t string) int {
+	most := 0
+	per := map[string]int{}
+	for _, s := range c.sites {
+		clear(per)
+		for _, id := range s.Nodes {
+			n := &c.Nodes[id]
+			switch {
+			case t != "" && n.GPUType != t:
+			case s.Kind == SiteEdge:
+				per[n.GPUType] = max(per[n.GPUType], n.GPUs)
+			default:
+				per[n.GPUType] += n.GPUs
+			}
+		}
+		for _, v := range per {
+			most = max(most, v)
+		}
+	}
+	return most
+}
+
 // String summarises the cluster, e.g. "64 GPUs (16 nodes): 64 t4".
 func (c *Cluster) String() string {
 	counts := map[string]int{}

@@ -238,6 +238,27 @@ func TestGPUsOfType(t *testing.T) {
 	}
 }
 
+// TestMaxJobGPUs: the most GPUs one job can hold is one type on one site,
+// one server on an edge site.
+func TestMaxJobGPUs(t *testing.T) {
+	c, err := (&cluster.Spec{Sites: []cluster.SiteSpec{
+		{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: 2, GPUs: 4, GPU: "t4"}, {Count: 1, GPUs: 2, GPU: "a100"}}},
+		{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 6, GPU: "a100"}}},
+		{Name: "edge", Kind: cluster.SiteEdge, Nodes: []cluster.NodeSpec{{Count: 5, GPUs: 2, GPU: "v100"}}},
+	}}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		typ  string
+		want int
+	}{{"t4", 8}, {"a100", 6}, {"v100", 2}, {"k80", 0}, {"", 8}} {
+		if got := c.MaxJobGPUs(tc.typ); got != tc.want {
+			t.Errorf("MaxJobGPUs(%q) = %d, want %d", tc.typ, got, tc.want)
+		}
+	}
+}
+
 // TestDefaultGPUMemGiB: Build looks the default up with the lower-cased,
 // trimmed type, so an upper-case or padded key could never be found, and a
 // default must be a positive size.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/localexec"
 )
 
 // do sends a raw request and returns the status and the decoded error body.
@@ -248,5 +249,23 @@ func TestLogsFollow(t *testing.T) {
 	}
 	if got := string(all); !strings.Contains(got, "step 1/20\nstep 2/20\n") || !strings.HasSuffix(got, "countjob: done\n") {
 		t.Errorf("followed log:\n%s", got)
+	}
+}
+
+// TestMixedTypesTooMany: on a machine of two GPU types, a job of more GPUs
+// than either type has is refused at submission, saying why (a job never
+// mixes types); it would have waited for ever.
+func TestMixedTypesTooMany(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.GPUs = []localexec.GPU{{Index: 0, Name: "fake t4", Type: "t4", MemGiB: 16, Fake: true}, {Index: 1, Name: "fake t4", Type: "t4", MemGiB: 16, Fake: true},
+		{Index: 2, Name: "fake a100", Type: "a100", MemGiB: 80, Fake: true}, {Index: 3, Name: "fake a100", Type: "a100", MemGiB: 80, Fake: true}}
+	ts := startServer(t, cfg)
+	code, e, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, `{"command": ["true"], "gpus": 3}`)
+	if code != 400 || len(e.Fields) != 1 || e.Fields[0].Field != "gpus" ||
+		!strings.Contains(e.Fields[0].Message, "needs at least 3 GPUs of one type, this server has at most 2 of one type (4 in all") {
+		t.Errorf("status %d: %s", code, raw)
+	}
+	if code, _, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, `{"command": ["true"], "gpus": 2}`); code != 201 && code != 200 {
+		t.Errorf("a job of 2 GPUs: status %d: %s", code, raw)
 	}
 }

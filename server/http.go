@@ -484,12 +484,17 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 	}
 	if j.GPUType != "" && s.cluster.GPUsOfType(j.GPUType) == 0 {
 		errs = append(errs, api.FieldError{Field: "gpu_type", Message: fmt.Sprintf("this server has no %s GPUs (it has %s)", j.GPUType, strings.Join(s.cluster.GPUTypes(), ", "))})
-	} else if have := s.cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
+	} else if have := s.cluster.MaxJobGPUs(j.GPUType); have < j.MinGPUs {
+		// A job runs on one GPU type: 2 a100 and 2 v100 hold no job of 4.
 		field := "gpus"
 		if j.MinGPUs != j.GPUs {
 			field = "min_gpus"
 		}
-		errs = append(errs, api.FieldError{Field: field, Message: fmt.Sprintf("needs at least %d GPUs, this server has %d", j.MinGPUs, have)})
+		msg := fmt.Sprintf("needs at least %d GPUs, this server has %d", j.MinGPUs, have)
+		if all := s.cluster.GPUsOfType(j.GPUType); all > have {
+			msg = fmt.Sprintf("needs at least %d GPUs of one type, this server has at most %d of one type (%d in all; a job never mixes types)", j.MinGPUs, have, all)
+		}
+		errs = append(errs, api.FieldError{Field: field, Message: msg})
 	}
 	errs = append(errs, s.checkJobType(j)...)
 	if spec.Workdir != "" {

@@ -196,6 +196,23 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	return run, err
 }
 
+// Fits says why cluster c could never hold job j, or returns nil: j needs
+// more GPUs of one type than one site of c has (cluster.MaxJobGPUs).
+func Fits(c *cluster.Cluster, j *job.Job) error {
+	need := j.MinGPUs
+	if need == 0 {
+		need = j.GPUs
+	}
+	if have := c.MaxJobGPUs(j.GPUType); need > have {
+		what := "GPUs of one type"
+		if j.GPUType != "" {
+			what = j.GPUType + " GPUs"
+		}
+		return fmt.Errorf("job %s: needs at least %d %s on one site (a job never mixes types or spans sites), the most the cluster has is %d", j.ID, need, what, have)
+	}
+	return nil
+}
+
 // runSim is Run, with every running job advanced at every round when eager
 // (lazy.go); it returns the simulator too (for its counts).
 func runSim(cfg Config, jobs []*job.Job, eager bool) (*report.Run, *simulator, error) {
@@ -217,6 +234,13 @@ func newSim(cfg Config, jobs []*job.Job, eager bool) (*simulator, error) {
 	}
 	if cfg.Round < 0 || math.IsNaN(cfg.Round) {
 		return nil, fmt.Errorf("sim: round must be > 0 seconds, got %v", cfg.Round)
+	}
+	// A job no placement could ever hold would wait to the end of the run
+	// and fail it there, blaming the policy; say so at the start instead.
+	for _, j := range jobs {
+		if err := Fits(cfg.Cluster, j); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
 	}
 	s := &simulator{cfg: cfg, clk: &clock{}, jobs: jobs, eager: eager, lastOdd: -1}
 	_, sharing := cfg.Model.(perf.Sharer)

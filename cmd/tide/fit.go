@@ -8,35 +8,47 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/sim"
 )
 
 // dropUnfit checks that the cluster could ever run each job: enough GPUs
-// (of the job's type, when it names one) for its smallest allocation. With
+// of one type on one site (of the job's type, when it names one) for its
+// smallest allocation (sim.Fits). When elastic, some policy asked for
+// replays the jobs as elastic (from one GPU up), so only a job more than
+// the cluster's GPUs of its type is unfit, as the simulator then checks
+// each policy's jobs itself. With
 // skip (--skip-bad) a job that does not fit is left out with a warning,
 // like a bad trace row; without, it is an error that says so.
-func dropUnfit(jobs []*job.Job, c *cluster.Cluster, skip bool, warn func(string)) ([]*job.Job, error) {
+func dropUnfit(jobs []*job.Job, c *cluster.Cluster, elastic, skip bool, warn func(string)) ([]*job.Job, error) {
 	out := jobs[:0:0]
 	for _, j := range jobs {
-		need := j.MinGPUs
-		if need == 0 {
-			need = j.GPUs
+		err := sim.Fits(c, j)
+		if elastic && j.MinGPUs <= c.GPUsOfType(j.GPUType) {
+			err = nil
 		}
-		have := c.GPUsOfType(j.GPUType)
-		if need <= have {
+		if err == nil {
 			out = append(out, j)
 			continue
 		}
-		what := "GPUs"
-		if j.GPUType != "" {
-			what = j.GPUType + " GPUs"
-		}
-		msg := fmt.Sprintf("job %s: needs at least %d %s, the cluster has %d", j.ID, need, what, have)
+		msg := err.Error()
 		if !skip {
 			return nil, fmt.Errorf("%s (give a larger --cluster, or --skip-bad to skip such jobs with a warning)", msg)
 		}
 		warn("skipping " + msg)
 	}
 	return out, nil
+}
+
+// anyElastic reports whether a policy of the --policy list (or all of
+// them) replays jobs as elastic (policy.Info.Elastic).
+func anyElastic(specs string) bool {
+	for _, spec := range strings.Split(specs, ",") {
+		spec = strings.TrimSpace(spec)
+		if i, ok := policy.Lookup(spec); spec == "all" || (ok && i.Elastic) {
+			return true
+		}
+	}
+	return false
 }
 
 // allPolicies expands --policy all: every registered policy that can run

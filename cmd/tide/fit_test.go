@@ -18,11 +18,15 @@ func TestSkipBadTooLarge(t *testing.T) {
 		warn                 string
 	}{
 		{"more GPUs than the cluster", "id,submit,gpus,duration\na,0,2,100\nbig,10,100,100\nc,20,1,50\n",
-			"2x4:t4", []string{"big"}, "job big: needs at least 100 GPUs, the cluster has 8"},
+			"2x4:t4", []string{"big"}, "job big: needs at least 100 GPUs of one type on one site (a job never mixes types or spans sites), the most the cluster has is 8"},
 		{"more of its type", "id,submit,gpus,gpu_type,duration\na,0,2,,100\nv,10,4,v100,100\nb,20,8,t4,50\n",
-			"2x4:t4,1x2:v100", []string{"v"}, "job v: needs at least 4 v100 GPUs, the cluster has 2"},
+			"2x4:t4,1x2:v100", []string{"v"}, "job v: needs at least 4 v100 GPUs on one site (a job never mixes types or spans sites), the most the cluster has is 2"},
 		{"elastic minimum", "id,submit,gpus,min_gpus,max_gpus,duration\ne,0,4,2,16,100\nf,5,12,12,12,100\n",
 			"2x4:t4", []string{"f"}, "job f: needs at least 12 GPUs"},
+		// 12 GPUs in all, but no job mixes types: once it waited to the
+		// end of the run, every policy blamed for leaving it waiting.
+		{"more than one type has", "id,submit,gpus,duration\na,0,4,100\nm,10,6,100\n",
+			"1x4:t4,1x4:v100,1x4:a100", []string{"m"}, "job m: needs at least 6 GPUs of one type on one site (a job never mixes types or spans sites), the most the cluster has is 4"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,7 +112,7 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		return nil, err
 	}
 	s.Trace = tr.Name
-	if s.Jobs, err = dropUnfit(tr.Jobs, cl, c.skipBad, opts.Warn); err != nil {
+	if s.Jobs, err = dropUnfit(tr.Jobs, cl, anyElastic(c.policies), c.skipBad, opts.Warn); err != nil {
 		return nil, err
 	}
 	if len(s.Jobs) == 0 {
