@@ -135,8 +135,9 @@ func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
 // scheduler/policies/fifo.py):
 //
 //   - The queue is the jobs without a type, in arrival order. A waiting
-//     job that can no longer run on the type it holds (edge servers gone;
-//     not in Gavel, whose cluster is fixed) gives it back and is queued.
+//     job that can no longer run on the type it holds (edge servers gone,
+//     GPUs taken back by inference; not in Gavel, whose cluster is fixed)
+//     gives it back and is queued.
 //   - The jobs holding a type are walked in order; a job still present
 //     takes its GPUs off the free count, a job that left hands its type to
 //     the head of the queue if the head fits in the free count as it stands
@@ -181,12 +182,12 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		}
 		walk = func(a, b string) int { return f.seq[a] - f.seq[b] }
 	}
-	// A waiting job that can no longer run on the type it holds (its edge
-	// servers down, or none up large enough: gavelCapacity) gives the type
-	// back and queues again in its place: holding it would leave the job
-	// waiting while other types idle, for good once the servers stay down.
-	// A running job holds GPUs that are up and keeps its type. On a cluster
-	// without an edge site a job holds only a type it can run on, so this
+	// A waiting job that can no longer run on the type it holds (no site,
+	// or edge server, has enough of its GPUs up: gavelCapacity) gives the
+	// type back and queues again in its place: holding it would leave the
+	// job waiting while other types idle, for good once those GPUs stay
+	// down. A running job holds GPUs that are up and keeps its type. On a
+	// one-site cluster a job holds only a type it can run on, so this
 	// changes nothing there.
 	for id, k := range f.types {
 		if m, ok := present[id]; ok && len(p.jobs[m].GPUs) == 0 && p.tput[m][k] <= 0 {
@@ -237,10 +238,10 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		queue = queue[1:]
 		// A job that can run on every type (every job of Gavel's traces)
 		// gets a type as Gavel gives it. One that cannot run on some type
-		// (another type asked for; too big for one edge server; edge servers
-		// down) is given only a type it can run on: given one it cannot, it
-		// was skipped, and could be left without a type for good once
-		// nothing else arrives or leaves.
+		// (another type asked for; too big for any one site or edge
+		// server; GPUs down) is given only a type it can run on: given one
+		// it cannot, it was skipped, and could be left without a type for
+		// good once nothing else arrives or leaves.
 		var roomy, fit []int // positions in listed with room for the job; those of them it can run on
 		last := -1           // position in listed of the last type it can run on
 		for i, k := range listed {

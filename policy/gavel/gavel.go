@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/alloc"
@@ -368,7 +367,7 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	var fit []float64
 	p.cap, fit = gavelCapacity(s, g.types)
 	if g.capSeen != nil && !slices.Equal(g.capSeen, p.cap) {
-		g.stale = true // edge servers came or went: Gavel recomputes when workers join or leave
+		g.stale = true // GPUs came or went (edge servers, inference, faults on several sites): Gavel recomputes when workers join or leave
 	}
 	g.capSeen = p.cap
 	for m, st := range s.Jobs {
@@ -403,44 +402,34 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 // gavelCapacity returns, for each of types, the GPUs the allocation may
 // hand out (capacity) and the most one job can hold (fit).
 //
-// Gavel's cluster is fixed, and on a cluster without an edge site both are
-// the GPUs of the type, up or not, as in Gavel's simulator (a failed cloud
-// node comes back). An edge site's servers come and go by design, and a job
-// there runs on one server: there the capacity counts only the edge GPUs up
-// now, and the fit is the larger of the other sites' GPUs of the type and
-// the most GPUs up on one edge server. Without that a job could be given a
-// type it can never be placed on (three GPUs on one-GPU edge servers, or on
-// servers all down), and gavel-fifo, where a job keeps its type, would
-// leave it waiting forever.
+// Gavel's cluster is one fixed pool, and on a one-site cluster both are
+// the GPUs of the type, up or not, as in Gavel's simulator (a failed node
+// comes back). On a cluster of several sites a job never spans sites, and
+// on an edge site it uses one server (engine.Assignment), while edge
+// servers come and go and an inference site takes its GPUs back and lends
+// them again: there the capacity is the GPUs of the type up now
+// (Snapshot.Available) and the fit the most of them one job could hold
+// now (Snapshot.Largest), as alloc.Pool counts them. Without that a job
+// could be given a type whose GPUs it could only get across sites (four
+// A100s, two in the cloud and two lent by an inference site), or on one-GPU
+// edge servers, or on GPUs all down, and gavel-fifo, where a job keeps its
+// type, or any Gavel policy, whose allocation gives the job only that type,
+// would leave it waiting for ever on an idle cluster. The capacity still
+// pools the sites, so a round may give a type to more jobs than its sites
+// can place at once (two three-GPU jobs on two sites of four GPUs); the
+// placer leaves the extra job waiting until GPUs free, which they do once
+// the placed job ends, so it waits a while but not for ever.
 func gavelCapacity(s *engine.Snapshot, types []string) (capacity, fit []float64) {
 	capacity, fit = make([]float64, len(types)), make([]float64, len(types))
-	edge := false
-	for _, site := range s.Cluster.Sites() {
-		edge = edge || site.Kind == cluster.SiteEdge
-	}
-	if !edge {
-		for k, t := range types {
+	multiSite := len(s.Cluster.Sites()) > 1
+	for k, t := range types {
+		if !multiSite {
 			capacity[k] = float64(s.Cluster.GPUsOfType(t))
 			fit[k] = capacity[k]
+			continue
 		}
-		return capacity, fit
-	}
-	server := make([]float64, len(types)) // most GPUs up on one edge server
-	for k, t := range types {
-		for i := range s.Cluster.Nodes {
-			n := &s.Cluster.Nodes[i]
-			switch {
-			case n.GPUType != t:
-			case n.SiteKind == cluster.SiteEdge:
-				up := float64(s.UpGPUs(n))
-				capacity[k] += up
-				server[k] = max(server[k], up)
-			default:
-				capacity[k] += float64(n.GPUs)
-				fit[k] += float64(n.GPUs)
-			}
-		}
-		fit[k] = max(fit[k], server[k])
+		capacity[k] = float64(s.Available("", t))
+		fit[k] = float64(s.Largest(t))
 	}
 	return capacity, fit
 }

@@ -52,30 +52,45 @@ func TestGavelEdgeNoStall(t *testing.T) {
 		{"no edge site, a job pinned to a type", enginetest.Cluster("1x1:v100,1x1:p100"), nil,
 			[]*job.Job{enginetest.Job("a").Type("p100").Seconds(600).Obj()}},
 	}
-	specs := []string{"gavel-fifo:pick=gavel", "gavel-fifo", "gavel-fifo:seed=1", "gavel-fifo:seed=2", "gavel-fifo:seed=3", "fifo-perf"}
-	if solver.Available() == nil {
-		specs = append(specs, "gavel-las", "gavel-ftf")
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, spec := range specs {
-				r, err := sim.Run(sim.Config{Cluster: tc.cluster, Model: perf.Duration{},
-					Policy: fam.Parse(t, spec, contract.Context{}), Placer: place.Pack{}, Round: 360,
-					Sites: &sim.Sites{Changes: tc.changes}}, tc.jobs)
-				if err != nil {
-					t.Errorf("%s: %v", spec, err)
-					continue
-				}
-				var unfinished []string
-				for _, rec := range r.Jobs {
-					if rec.Finish < 0 {
-						unfinished = append(unfinished, rec.ID)
-					}
-				}
-				if len(unfinished) > 0 {
-					t.Errorf("%s: jobs %s never finished", spec, strings.Join(unfinished, ", "))
-				}
-			}
+			allFinish(t, tc.cluster, tc.changes, tc.jobs, gavelSpecs())
 		})
+	}
+}
+
+// gavelSpecs are the Gavel policies the no-stall tests run: gavel-fifo
+// under both picks and a few seeds (its draws decide the type a job gets),
+// fifo-perf, and the LP policies where a solver is available.
+func gavelSpecs() []string {
+	specs := []string{"gavel-fifo:pick=gavel", "gavel-fifo", "gavel-fifo:seed=1", "gavel-fifo:seed=2", "gavel-fifo:seed=3", "fifo-perf"}
+	if solver.Available() == nil {
+		specs = append(specs, "gavel-las", "gavel-ftf", "gavel-makespan", "gavel-throughput")
+	}
+	return specs
+}
+
+// allFinish simulates jobs on c, with the sites' capacity changes, under
+// each of specs and fails t for a run that errs (a job left waiting for
+// ever on an idle cluster aborts it) or leaves a job unfinished.
+func allFinish(t *testing.T, c *cluster.Cluster, changes []capacity.Change, jobs []*job.Job, specs []string) {
+	t.Helper()
+	for _, spec := range specs {
+		r, err := sim.Run(sim.Config{Cluster: c, Model: perf.Duration{},
+			Policy: fam.Parse(t, spec, contract.Context{}), Placer: place.Pack{}, Round: 360,
+			Sites: &sim.Sites{Changes: changes}}, jobs)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		var unfinished []string
+		for _, rec := range r.Jobs {
+			if rec.Finish < 0 {
+				unfinished = append(unfinished, rec.ID)
+			}
+		}
+		if len(unfinished) > 0 {
+			t.Errorf("%s: jobs %s never finished", spec, strings.Join(unfinished, ", "))
+		}
 	}
 }
