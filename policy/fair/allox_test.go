@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
@@ -96,5 +97,80 @@ func TestAlloXMatchIsOptimal(t *testing.T) {
 		if math.Abs(got-best) > 1e-6 {
 			t.Errorf("trial %d: matching costs %v, brute force %v", trial, got, best)
 		}
+	}
+}
+
+// TestAlloXOneSite checks that AlloX matches a job only to a type one site
+// (or edge server) has enough GPUs of up: a job never spans sites, and a
+// job matched to a type no placement honours started on no other and
+// waited for ever beside idle GPUs (seed 635 of the random clusters).
+func TestAlloXOneSite(t *testing.T) {
+	// cloud {3x2 a100, 1x8 v100} and an inference site {1x4 a100}: 10
+	// a100 in all, 6 in the cloud. The types tie on speed.
+	cloud := func() *cluster.Cluster {
+		spec := cluster.Spec{Sites: []cluster.SiteSpec{
+			{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: 3, GPUs: 2, GPU: "a100"}, {Count: 1, GPUs: 8, GPU: "v100"}}},
+			{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "a100"}}},
+		}}
+		c, err := spec.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pinned := func(x policytest.JobState, typ string) policytest.JobState { x.Job.GPUType = typ; return x }
+	cases := []struct {
+		name    string
+		cluster *cluster.Cluster
+		down    string // a site whose GPUs are down or taken by inference (Snapshot.Down)
+		jobs    []policytest.JobState
+		want    []string
+	}{
+		{name: "a100s of two sites hold no job of 8", cluster: cloud(),
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 8, 1000)},
+			want: []string{"j:8:v100"}},
+		{name: "a job of 6 fits the cloud's a100s", cluster: cloud(),
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 6, 1000), policytest.Wait("k", 1, 8, 1000)},
+			want: []string{"j:6:a100", "k:8:v100"}},
+		{name: "inference took its a100s", cluster: cloud(), down: "infer",
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 8, 1000), policytest.Wait("k", 1, 6, 1000)},
+			want: []string{"j:8:v100", "k:6:a100"}},
+		// The cloud's nodes down: the inference site's a100s hold a job of
+		// 4, no job of 5, and the v100s none.
+		{name: "what is down never counts", cluster: cloud(), down: "cloud",
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 5, 1000), policytest.Wait("k", 1, 4, 1000)},
+			want: []string{"k:4:a100"}},
+		{name: "a pinned job too large for a site waits, the next one runs", cluster: cloud(),
+			jobs: []policytest.JobState{pinned(policytest.Wait("j", 0, 8, 1000), "a100"), policytest.Wait("k", 1, 1, 1000)},
+			want: []string{"k:1:a100"}},
+		// cloud {1x2 a100}, edge {3x1 v100}: edge servers never pool.
+		{name: "edge servers hold one GPU each", cluster: enginetest.MultiSite(1, 2, 3, 0),
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 3, 1000), policytest.Wait("k", 1, 2, 1000)},
+			want: []string{"k:2:a100"}},
+		// One site: a type's GPUs pool over its nodes, as ever.
+		{name: "one site pools its nodes", cluster: enginetest.Cluster("3x2:a100,1x4:v100"),
+			jobs: []policytest.JobState{policytest.Wait("j", 0, 6, 1000)},
+			want: []string{"j:6:a100"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := policytest.Snap(t, 1000, tc.cluster, tc.jobs...)
+			if tc.down != "" {
+				s.Down = make([]bool, tc.cluster.TotalGPUs())
+				for _, n := range tc.cluster.Nodes {
+					if n.Site == tc.down {
+						for i := range n.GPUs {
+							s.Down[n.First+cluster.GPUID(i)] = true
+						}
+					}
+				}
+			}
+			x := fam.Parse(t, "allox", contract.Context{})
+			got := policytest.Runs(x.Schedule(s))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("plan %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
