@@ -356,13 +356,15 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 }
 
 // consolidate is Gandiva's migration: a running job that keeps its GPU
-// count but spans more nodes than its size needs is given an exact
-// one-node shape on a node of its type with room (GPUs not held by the
-// other jobs that stay), preferring the node where it already has most
-// GPUs, then the fullest. Migrating jobs move to the front of the plan so
-// the placer gives them the room before new jobs take it. run lists jobs
-// of order (the snapshot's); the plan it returns is in m's memory, valid
-// until the next call.
+// count and type but spans more nodes than its size needs is given an
+// exact one-node shape on a node of its type with room (GPUs up, not
+// held by the other jobs that stay), preferring the node where it already
+// has most GPUs, then the fullest. Migrating jobs move to the front of the
+// plan so the placer gives them the room before new jobs take it. run
+// lists jobs of order (the snapshot's); the plan it returns has the same
+// jobs, counts and types as run (so the per-type totals the greedy pass
+// held within the GPUs up stay so), in m's memory, valid until the next
+// call.
 func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run []engine.Assignment) []engine.Assignment {
 	c := s.Cluster
 	spread := false // does any job that one node could hold span several?
@@ -381,8 +383,10 @@ func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run 
 	mine := slices.Grow(m.mine[:0], len(c.Nodes))[:len(c.Nodes)]
 	m.free, m.mine = free, mine
 	clear(mine)
-	for _, n := range c.Nodes {
-		free[n.ID] = n.GPUs
+	for i := range c.Nodes {
+		// A GPU down (a fault, or lent to inference) is no room: a
+		// shape on it would leave the job unplaced.
+		free[c.Nodes[i].ID] = s.UpGPUs(&c.Nodes[i])
 	}
 	for i := range run {
 		for _, g := range sts[i].GPUs {
@@ -393,7 +397,14 @@ func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run 
 	nodes := m.nodes[:0]
 	for i, a := range run {
 		st := sts[i]
-		if len(st.GPUs) != a.GPUs || len(st.Alloc.PerNode) <= 1 || a.GPUs > s.GPUsPerNode[st.Alloc.GPUType] {
+		// A job the greedy pass moved to another type is not migrated:
+		// its shape would be on its old type, asking for GPUs of that
+		// type the greedy pass gave to others (an over-committed type),
+		// and the placer places it afresh on its new one anyway. On a
+		// one-type cluster the plan keeps the job's own, possibly empty,
+		// type: that is no move.
+		if len(st.GPUs) != a.GPUs || len(st.Alloc.PerNode) <= 1 || a.GPUs > s.GPUsPerNode[st.Alloc.GPUType] ||
+			(a.GPUType != "" && a.GPUType != st.Alloc.GPUType) {
 			rest = append(rest, a)
 			continue
 		}

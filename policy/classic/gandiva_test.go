@@ -117,3 +117,98 @@ func TestGandivaKnobs(t *testing.T) {
 		t.Errorf("preset=gavel: %+v", g)
 	}
 }
+
+// TestGandivaMigrateKeepsTypeAndUpGPUs: migration moves a spread job only
+// within the type the greedy pass gave it and only onto GPUs that are up.
+// Before, a job the greedy pass had moved to another type was put back on
+// its old type's node, so the plan asked for more GPUs of that type than
+// the cluster has (the engine refuses the round; random cluster seed 845:
+// "plan asks for 12 a100 GPUs, the cluster has 11"), and a node's down
+// GPUs counted as room, so the job was given a shape no placer can honour
+// and lost its GPUs.
+func TestGandivaMigrateKeepsTypeAndUpGPUs(t *testing.T) {
+	type held struct {
+		gpus    []cluster.GPUID
+		typ     string
+		perNode []int
+	}
+	cases := []struct {
+		name    string
+		cluster string
+		down    []cluster.GPUID
+		jobs    []policytest.JobState
+		held    map[string]held
+		want    []string
+		nodes   map[string][]engine.NodeGPUs // the shapes asked for; none for the others
+	}{{
+		// Nodes 0 and 1 hold one a100 each, node 2 two a100, node 3 two
+		// v100. a (2 GPUs, its slice over) spans nodes 0 and 1; b (4
+		// GPUs), suspended, goes first and takes every a100, so a moves to
+		// the v100s. Migration must not put a back on node 2's a100s: 6
+		// a100 asked of 4.
+		name:    "type changed by the greedy pass",
+		cluster: "2x1:a100,1x2:a100,1x2:v100",
+		jobs:    []policytest.JobState{policytest.Hold("a", 0, 2, 5000), policytest.Wait("b", 1, 4, 5000)},
+		held:    map[string]held{"a": {[]cluster.GPUID{0, 1}, "a100", []int{1, 1}}},
+		want:    []string{"b:4:a100", "a:2:v100"},
+	}, {
+		// a spans nodes 0 and 1 beside b and c; node 2 has two GPUs but
+		// one is down: no node has room for a, so it stays where it is.
+		name:    "down GPU is no room",
+		cluster: "3x2:t4",
+		down:    []cluster.GPUID{5},
+		jobs: []policytest.JobState{policytest.Hold("a", 0, 2, 5000), policytest.Hold("b", 1, 1, 5000),
+			policytest.Hold("c", 2, 1, 5000)},
+		held: map[string]held{"a": {[]cluster.GPUID{0, 2}, "t4", []int{1, 1}},
+			"b": {[]cluster.GPUID{1}, "t4", []int{1}}, "c": {[]cluster.GPUID{3}, "t4", []int{1}}},
+		want: []string{"a:2", "b:1", "c:1"},
+	}, {
+		// The same with every GPU up: a moves onto node 2.
+		name:    "all up: migrates",
+		cluster: "3x2:t4",
+		jobs: []policytest.JobState{policytest.Hold("a", 0, 2, 5000), policytest.Hold("b", 1, 1, 5000),
+			policytest.Hold("c", 2, 1, 5000)},
+		held: map[string]held{"a": {[]cluster.GPUID{0, 2}, "t4", []int{1, 1}},
+			"b": {[]cluster.GPUID{1}, "t4", []int{1}}, "c": {[]cluster.GPUID{3}, "t4", []int{1}}},
+		want:  []string{"a:2:t4", "b:1", "c:1"},
+		nodes: map[string][]engine.NodeGPUs{"a": {{Node: 2, GPUs: 2}}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fam.Parse(t, "gandiva", contract.Context{})
+			c := enginetest.Cluster(tc.cluster)
+			s := policytest.Snap(t, 1000, c, tc.jobs...)
+			if tc.down != nil {
+				s.Down = make([]bool, c.TotalGPUs())
+				for _, g := range tc.down {
+					s.Down[g] = true
+				}
+			}
+			for _, st := range s.Jobs {
+				if h, ok := tc.held[st.Job.ID]; ok {
+					st.GPUs, st.Alloc = h.gpus, perf.Alloc{GPUType: h.typ, PerNode: h.perNode}
+				}
+			}
+			plan := p.Schedule(s)
+			if got := policytest.Runs(plan); !slices.Equal(got, tc.want) {
+				t.Errorf("plan %v, want %v", got, tc.want)
+			}
+			asked := map[string]int{}
+			for _, a := range plan.Run {
+				typ := a.GPUType
+				if typ == "" {
+					typ = c.GPUTypes()[0]
+				}
+				asked[typ] += a.GPUs
+				if !slices.Equal(a.Nodes, tc.nodes[a.Job]) {
+					t.Errorf("%s asks for nodes %v, want %v", a.Job, a.Nodes, tc.nodes[a.Job])
+				}
+			}
+			for typ, n := range asked {
+				if up := s.Available("", typ); n > up {
+					t.Errorf("plan asks for %d %s GPUs, %d are up", n, typ, up)
+				}
+			}
+		})
+	}
+}
