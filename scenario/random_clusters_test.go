@@ -17,14 +17,17 @@ import (
 // edge or inference site or both whose capacity varies, with jobs of one
 // to eight GPUs, some pinned to a type, some with deadlines. A policy that
 // leaves a job waiting for ever fails the run (the simulator says so).
-// The afs, optimus and gavel-fifo stalls beside edge and inference sites
-// were of this kind.
+// Its first 24 seeds found elasticflow, edgeflow, tidal, deepboot and aryl
+// giving jobs pinned to a type another type; seeds 25 to 1,024, the Gavel
+// policies, gandiva-fair and allox counting a type's GPUs over sites no job
+// spans, and gandiva migrating a job back onto a type the greedy pass had
+// moved it off. All 1,024 pass now; 200 run here (about 10 s).
 func TestRandomClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every policy on random clusters")
 	}
 	types := []string{"a100", "v100", "t4"}
-	for seed := uint64(1); seed <= 24; seed++ {
+	for seed := uint64(1); seed <= 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		pin := seed%2 == 0
 		dir := t.TempDir()
