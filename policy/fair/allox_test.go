@@ -108,24 +108,10 @@ func TestAlloXOneSite(t *testing.T) {
 	// cloud {3x2 a100, 1x8 v100} and an inference site {1x4 a100}: 10
 	// a100 in all, 6 in the cloud. The types tie on speed.
 	cloud := func() *cluster.Cluster {
-		spec := cluster.Spec{Sites: []cluster.SiteSpec{
-			{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: 3, GPUs: 2, GPU: "a100"}, {Count: 1, GPUs: 8, GPU: "v100"}}},
-			{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "a100"}}},
-		}}
-		c, err := spec.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return cloudAndInfer(t, []cluster.NodeSpec{{Count: 3, GPUs: 2, GPU: "a100"}, {Count: 1, GPUs: 8, GPU: "v100"}},
+			[]cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "a100"}})
 	}
-	pinned := func(x policytest.JobState, typ string) policytest.JobState { x.Job.GPUType = typ; return x }
-	cases := []struct {
-		name    string
-		cluster *cluster.Cluster
-		down    string // a site whose GPUs are down or taken by inference (Snapshot.Down)
-		jobs    []policytest.JobState
-		want    []string
-	}{
+	runSiteCases(t, "allox", true, []siteCase{
 		{name: "a100s of two sites hold no job of 8", cluster: cloud(),
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 8, 1000)},
 			want: []string{"j:8:v100"}},
@@ -141,7 +127,7 @@ func TestAlloXOneSite(t *testing.T) {
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 5, 1000), policytest.Wait("k", 1, 4, 1000)},
 			want: []string{"k:4:a100"}},
 		{name: "a pinned job too large for a site waits, the next one runs", cluster: cloud(),
-			jobs: []policytest.JobState{pinned(policytest.Wait("j", 0, 8, 1000), "a100"), policytest.Wait("k", 1, 1, 1000)},
+			jobs: []policytest.JobState{pinnedTo(policytest.Wait("j", 0, 8, 1000), "a100"), policytest.Wait("k", 1, 1, 1000)},
 			want: []string{"k:1:a100"}},
 		// cloud {1x2 a100}, edge {3x1 v100}: edge servers never pool.
 		{name: "edge servers hold one GPU each", cluster: enginetest.MultiSite(1, 2, 3, 0),
@@ -151,26 +137,5 @@ func TestAlloXOneSite(t *testing.T) {
 		{name: "one site pools its nodes", cluster: enginetest.Cluster("3x2:a100,1x4:v100"),
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 6, 1000)},
 			want: []string{"j:6:a100"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := policytest.Snap(t, 1000, tc.cluster, tc.jobs...)
-			if tc.down != "" {
-				s.Down = make([]bool, tc.cluster.TotalGPUs())
-				for _, n := range tc.cluster.Nodes {
-					if n.Site == tc.down {
-						for i := range n.GPUs {
-							s.Down[n.First+cluster.GPUID(i)] = true
-						}
-					}
-				}
-			}
-			x := fam.Parse(t, "allox", contract.Context{})
-			got := policytest.Runs(x.Schedule(s))
-			slices.Sort(got)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("plan %v, want %v", got, tc.want)
-			}
-		})
-	}
+	})
 }

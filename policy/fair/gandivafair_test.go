@@ -99,24 +99,10 @@ func TestGandivaFairOneSite(t *testing.T) {
 	// cloud {3x1 a100, 3x2 v100} and an inference site {1x2 a100}: the
 	// types tie on speed, a100 first.
 	cloud := func() *cluster.Cluster {
-		spec := cluster.Spec{Sites: []cluster.SiteSpec{
-			{Name: "cloud", Nodes: []cluster.NodeSpec{{Count: 3, GPUs: 1, GPU: "a100"}, {Count: 3, GPUs: 2, GPU: "v100"}}},
-			{Name: "infer", Kind: cluster.SiteInference, Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 2, GPU: "a100"}}},
-		}}
-		c, err := spec.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return cloudAndInfer(t, []cluster.NodeSpec{{Count: 3, GPUs: 1, GPU: "a100"}, {Count: 3, GPUs: 2, GPU: "v100"}},
+			[]cluster.NodeSpec{{Count: 1, GPUs: 2, GPU: "a100"}})
 	}
-	pinned := func(x policytest.JobState, typ string) policytest.JobState { x.Job.GPUType = typ; return x }
-	cases := []struct {
-		name    string
-		cluster *cluster.Cluster
-		taken   string // a site whose GPUs inference has taken (Snapshot.Down)
-		jobs    []policytest.JobState
-		want    []string
-	}{
+	runSiteCases(t, "gandiva-fair", false, []siteCase{
 		{name: "a100s of two sites hold no job of 4", cluster: cloud(),
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 4, 1000)},
 			want: []string{"j:4:v100"}},
@@ -125,34 +111,15 @@ func TestGandivaFairOneSite(t *testing.T) {
 			want: []string{"j:3:a100"}},
 		// GPUs inference has taken never counted (Snapshot.Available);
 		// kept so that they never do.
-		{name: "inference took its a100s", cluster: cloud(), taken: "infer",
+		{name: "inference took its a100s", cluster: cloud(), down: "infer",
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 4, 1000), policytest.Wait("k", 1, 3, 1000)},
 			want: []string{"k:3:a100", "j:4:v100"}},
 		{name: "a pinned job too large for a site waits, the next one runs", cluster: cloud(),
-			jobs: []policytest.JobState{pinned(policytest.Wait("j", 0, 4, 1000), "a100"), policytest.Wait("k", 1, 1, 1000)},
+			jobs: []policytest.JobState{pinnedTo(policytest.Wait("j", 0, 4, 1000), "a100"), policytest.Wait("k", 1, 1, 1000)},
 			want: []string{"k:1:a100"}},
 		// cloud {1x2 a100}, edge {3x1 v100}: edge servers never pool.
 		{name: "edge servers hold one GPU each", cluster: enginetest.MultiSite(1, 2, 3, 0),
 			jobs: []policytest.JobState{policytest.Wait("j", 0, 3, 1000), policytest.Wait("k", 1, 2, 1000)},
 			want: []string{"k:2:a100"}},
-	}
-	g := fam.Parse(t, "gandiva-fair", contract.Context{})
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := policytest.Snap(t, 1000, tc.cluster, tc.jobs...)
-			if tc.taken != "" {
-				s.Down = make([]bool, tc.cluster.TotalGPUs())
-				for _, n := range tc.cluster.Nodes {
-					if n.Site == tc.taken {
-						for i := range n.GPUs {
-							s.Down[n.First+cluster.GPUID(i)] = true
-						}
-					}
-				}
-			}
-			if got := policytest.Runs(g.Schedule(s)); !slices.Equal(got, tc.want) {
-				t.Errorf("plan %v, want %v", got, tc.want)
-			}
-		})
-	}
+	})
 }
