@@ -11,7 +11,8 @@ import (
 	"github.com/tide-sched/tide/solver"
 )
 
-// TestRandomClusters: every policy, with its defaults, runs every job to
+// TestRandomClusters: every policy, with its defaults and its presets
+// (policy.Info.Presets), runs every job to
 // an end (finished, or declined by a deadline policy) on small random
 // clusters: one to three GPU types, a cloud whose nodes may fail, and an
 // edge or inference site or both whose capacity varies, with jobs of one
@@ -21,7 +22,9 @@ import (
 // giving jobs pinned to a type another type; seeds 25 to 1,024, the Gavel
 // policies, gandiva-fair and allox counting a type's GPUs over sites no job
 // spans, and gandiva migrating a job back onto a type the greedy pass had
-// moved it off. All 1,024 pass now; 200 run here (about 10 s).
+// moved it off; with the presets, gandiva:preset=gavel's rotation handing
+// a type to a job no one site of it could hold. All pass now; 200 seeds run
+// here.
 func TestRandomClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every policy on random clusters")
@@ -98,12 +101,21 @@ func TestRandomClusters(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		var specs []string
 		for _, info := range policy.All() {
 			if info.NeedsSolver && solver.Available() != nil {
 				continue
 			}
-			t.Run(fmt.Sprintf("seed%d/%s", seed, info.Name), func(t *testing.T) {
-				r, err := ins.Build(info.Name)
+			specs = append(specs, info.Name)
+			for _, p := range info.Presets {
+				if p != info.Name {
+					specs = append(specs, p)
+				}
+			}
+		}
+		for _, spec := range specs {
+			t.Run(fmt.Sprintf("seed%d/%s", seed, spec), func(t *testing.T) {
+				r, err := ins.Build(spec)
 				if err != nil {
 					t.Logf("build: %v", err)
 					return

@@ -3,6 +3,7 @@ package classic
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -319,7 +320,10 @@ func lastStop(st *engine.Status) float64 { return st.LastStop }
 // rotateTypes runs jobs in the given order while their GPU counts fit the
 // cluster, then hands out the types: fastest type first, each to the
 // selected jobs that have held it least (ties in the given order). A job
-// that fits no type's remaining GPUs waits.
+// that fits no type's remaining GPUs waits; on a cluster of several sites,
+// so does one more than one site (or edge server) has of a type up
+// (Snapshot.Largest): a job never spans sites, and given such a type it
+// waited for ever.
 func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 	left := s.Available("", "")
 	var chosen []*engine.Status
@@ -331,14 +335,18 @@ func rotateTypes(s *engine.Snapshot, order []*engine.Status) engine.Plan {
 	}
 	types := alloc.TypesBySpeed(s, chosen)
 	given := make(map[*engine.Status]string, len(chosen))
+	sites := len(s.Cluster.Sites()) > 1
 	for _, t := range types {
-		free := s.Available("", t)
+		free, largest := s.Available("", t), math.MaxInt
+		if sites {
+			largest = s.Largest(t)
+		}
 		byTime := slices.Clone(chosen)
 		slices.SortStableFunc(byTime, func(a, b *engine.Status) int {
 			return cmp.Compare(a.TypeSeconds(t), b.TypeSeconds(t))
 		})
 		for _, st := range byTime {
-			if given[st] != "" || st.Job.GPUs > free || (st.Job.GPUType != "" && st.Job.GPUType != t) ||
+			if given[st] != "" || st.Job.GPUs > free || st.Job.GPUs > largest || (st.Job.GPUType != "" && st.Job.GPUType != t) ||
 				!alloc.Runs(s, st, st.Job.GPUs, t) {
 				continue
 			}
