@@ -49,6 +49,11 @@ type Cluster struct {
 	types []string
 	count map[string]int // GPU type -> GPUs
 	sites []Site
+	// maxJob is, by GPU type, the most GPUs of it one job can hold, and
+	// maxJobAny the most of any one type (MaxJobGPUs), fixed by New: the
+	// simulator asks once per job, and a tiled trace has millions.
+	maxJob    map[string]int
+	maxJobAny int
 }
 
 // Site is one site of a cluster: a cloud GPU cluster, a set of edge servers
@@ -142,7 +147,30 @@ func New(nodes []Node) (*Cluster, error) {
 		c.types = append(c.types, t)
 	}
 	sort.Strings(c.types)
+	c.maxJobGPUs()
 	return c, nil
+}
+
+// maxJobGPUs fills c.maxJob and c.maxJobAny: per site, a type's GPUs (one
+// server's on an edge site), the most over sites.
+func (c *Cluster) maxJobGPUs() {
+	c.maxJob = map[string]int{}
+	per := map[string]int{}
+	for _, s := range c.sites {
+		clear(per)
+		for _, id := range s.Nodes {
+			n := &c.Nodes[id]
+			if s.Kind == SiteEdge {
+				per[n.GPUType] = max(per[n.GPUType], n.GPUs)
+			} else {
+				per[n.GPUType] += n.GPUs
+			}
+		}
+		for t, v := range per {
+			c.maxJob[t] = max(c.maxJob[t], v)
+			c.maxJobAny = max(c.maxJobAny, v)
+		}
+	}
 }
 
 // TotalGPUs is the number of GPUs in the cluster.
@@ -170,25 +198,10 @@ func (c *Cluster) GPUsOfType(t string) int {
 // and on an edge site uses one server (engine.Assignment). A job that
 // needs more can never run, however long it waits.
 func (c *Cluster) MaxJobGPUs(t string) int {
-	most := 0
-	per := map[string]int{}
-	for _, s := range c.sites {
-		clear(per)
-		for _, id := range s.Nodes {
-			n := &c.Nodes[id]
-			switch {
-			case t != "" && n.GPUType != t:
-			case s.Kind == SiteEdge:
-				per[n.GPUType] = max(per[n.GPUType], n.GPUs)
-			default:
-				per[n.GPUType] += n.GPUs
-			}
-		}
-		for _, v := range per {
-			most = max(most, v)
-		}
+	if t == "" {
+		return c.maxJobAny
 	}
-	return most
+	return c.maxJob[t]
 }
 
 // String summarises the cluster, e.g. "64 GPUs (16 nodes): 64 t4".
