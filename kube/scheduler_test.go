@@ -418,10 +418,9 @@ func (p warnPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-// TestPolicyFallbackEvent: a policy's fallback becomes a Warning event
-// PolicyFallback on tide's own pod, once per distinct warning and
-// warningGap however many rounds raise it.
-func TestPolicyFallbackEvent(t *testing.T) {
+// selfEventHarness is a harness under fifo wrapped by wrap, whose events
+// on tide's own pod go to the recorder returned, on a clock the test moves.
+func selfEventHarness(t *testing.T, wrap func(engine.Policy) engine.Policy) (*harness, *events.FakeRecorder, *time.Time) {
 	h := newHarness(t, "fifo")
 	clock := time.Unix(1e9, 0)
 	h.s.now = func() time.Time { return clock }
@@ -429,14 +428,22 @@ func TestPolicyFallbackEvent(t *testing.T) {
 	h.s.fb = recordTo(rec)
 	h.s.cfg.Self = &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "tide-system", Name: "tide-0", UID: "self"}
 	wp := h.s.pol.(workerPolicy)
-	wp.inner = warnPolicy{wp.inner}
+	wp.inner = wrap(wp.inner)
 	h.s.pol = wp
+	return h, rec, &clock
+}
+
+// TestPolicyFallbackEvent: a policy's fallback becomes a Warning event
+// PolicyFallback on tide's own pod, once per distinct warning and
+// warningGap however many rounds raise it.
+func TestPolicyFallbackEvent(t *testing.T) {
+	h, rec, clock := selfEventHarness(t, func(p engine.Policy) engine.Policy { return warnPolicy{p} })
 	h.node("n0", 8)
 	h.pod("a", 2)
 	for i := 0; i < 3; i++ {
 		h.round()
 	}
-	clock = clock.Add(warningGap)
+	*clock = clock.Add(warningGap)
 	h.round()
 	var got []string
 	for len(rec.Events) > 0 {
@@ -473,15 +480,10 @@ func (p oversizing) Schedule(s *engine.Snapshot) engine.Plan {
 // is bound, and tide's own pod gets a Warning PolicyPlanDropped event
 // naming the mistake, once per warningGap however many rounds repeat it.
 func TestDroppedAssignmentEvent(t *testing.T) {
-	h := newHarness(t, "fifo")
-	clock := time.Unix(1e9, 0)
-	h.s.now = func() time.Time { return clock }
-	rec := events.NewFakeRecorder(100)
-	h.s.fb = recordTo(rec)
-	h.s.cfg.Self = &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "tide-system", Name: "tide-0", UID: "self"}
-	wp := h.s.pol.(workerPolicy)
-	wp.inner = oversizing{wp.inner, func() string { return h.s.ids["pods/ns/bad"] }}
-	h.s.pol = wp
+	var h *harness
+	h, rec, _ := selfEventHarness(t, func(p engine.Policy) engine.Policy {
+		return oversizing{p, func() string { return h.s.ids["pods/ns/bad"] }}
+	})
 	h.node("n0", 8)
 	h.pod("bad", 2)
 	h.pod("a", 2)
