@@ -31,6 +31,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -1413,6 +1414,15 @@ func (e *Engine) dropInvalid(p Plan, now float64) Plan {
 	}
 	e.warn(ws, now)
 	p.Run = run
+	// A dropped job's reason is the drop, not what the policy said of a
+	// job it meant to run. The policy's map is its own: copied, not
+	// written.
+	reasons := make(map[string]Reason, len(p.Reasons)+len(ws))
+	maps.Copy(reasons, p.Reasons)
+	for _, w := range ws {
+		reasons[w.Job] = Reason{Text: w.Reason}
+	}
+	p.Reasons = reasons
 	return p
 }
 

@@ -384,7 +384,8 @@ func TestDropInvalid(t *testing.T) {
 		warned []string // substrings of the warnings, in order
 		err    string   // the round's error, "" for none
 	}{
-		{"wrong type", engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 1, GPUType: "v100"}, run("b", 4)}},
+		{"wrong type", engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 1, GPUType: "v100"}, run("b", 4)},
+			Reasons: map[string]engine.Reason{"a": {Text: "runs on v100"}}},
 			[]string{"b"}, []string{"plan gives job a v100 GPUs, it asks for t4: the engine dropped it"}, ""},
 		{"outside its limits and unknown", engine.Plan{Run: []engine.Assignment{run("e", 5), run("zz", 1), run("a", 1)}},
 			[]string{"a"}, []string{"outside its [2, 4]", `"zz", which is not active`}, ""},
@@ -430,6 +431,14 @@ func TestDropInvalid(t *testing.T) {
 			for i, w := range ws {
 				if w.Kind != engine.WarnDropped || !strings.Contains(w.Reason, tc.warned[i]) {
 					t.Errorf("warning %d: %+v, want kind %s and a reason containing %q", i, w, engine.WarnDropped, tc.warned[i])
+				}
+				// The job's own reason says it was dropped, not what the
+				// policy said of it; the policy's map is left as it was.
+				if st := e.Job(w.Job); st != nil && st.Reason().Text != w.Reason {
+					t.Errorf("job %s: reason %q, want the warning's %q", w.Job, st.Reason().Text, w.Reason)
+				}
+				if r, ok := tc.plan.Reasons[w.Job]; ok && r.Text == w.Reason {
+					t.Errorf("job %s: the policy's own Reasons map was written", w.Job)
 				}
 			}
 		})

@@ -212,6 +212,9 @@ func TestDroppedAssignment(t *testing.T) {
 	if len(j.Attempts) != 0 {
 		t.Errorf("the job the policy got wrong ran %d attempts, want none", len(j.Attempts))
 	}
+	if !strings.Contains(j.Reason, "the engine dropped it") {
+		t.Errorf("the job's reason %q does not say its assignment was dropped", j.Reason)
+	}
 	evs, err := ts.admin.Events(context.Background(), badID)
 	if err != nil {
 		t.Fatal(err)
