@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,10 +98,7 @@ func (s *Scheduler) outsideGPUs(nodes []console.Node) []console.Node {
 	for _, name := range names {
 		i, ok := at[name]
 		if !ok {
-			typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
-			if typ == "" {
-				typ = "gpu"
-			}
+			typ := s.gpuType(v.nodes[name])
 			// The node's own labels name its site; one whose kind label
 			// tide does not know shows in the default cloud site, as
 			// the warning about it says it is left out.

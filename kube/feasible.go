@@ -334,19 +334,40 @@ func explain(nodes map[string]*nodeState, sh *shape, typeLabel string, gpuFree m
 }
 
 // impossible says why no set of nodes can ever host minW workers of sh
-// ("" when some can), counting each node's room when empty.
-func impossible(nodes map[string]*nodeState, sh *shape, minW int, typeLabel string) string {
+// ("" when some can), counting each node's room when empty. A job's
+// workers share one GPU type and one site (on an edge site, one server),
+// as the engine places them (cluster.MaxJobGPUs): group names the set a
+// node's workers would share ("" for a node tide leaves out), and only
+// the room within one set counts.
+func impossible(nodes map[string]*nodeState, sh *shape, minW int, typeLabel string, group func(*nodeState) string) string {
 	counts := map[string]int{}
+	room := map[string]int{}
 	total := 0
 	for _, n := range nodes {
 		why, k := sh.static(n, typeLabel)
+		g := ""
+		if why == "" {
+			if g = group(n); g == "" {
+				why = "node(s) left out of tide's sites"
+			}
+		}
 		if why != "" {
 			counts[why]++
+			continue
 		}
+		room[g] += k
 		total += k
-		if total >= minW {
+		if room[g] >= minW {
 			return ""
 		}
+	}
+	if len(room) > 1 {
+		most := 0
+		for _, k := range room {
+			most = max(most, k)
+		}
+		return fmt.Sprintf("the job needs %d workers of %d GPUs at once, all on one GPU type and one site (on an edge site, one server); "+
+			"the nodes that can host its workers hold at most %d of them together (%d across %d such sets, which a job never spans)", minW, sh.gpus, most, total, len(room))
 	}
 	if total > 0 {
 		return fmt.Sprintf("the job needs %d workers of %d GPUs at once; the nodes that can host its workers hold at most %d", minW, sh.gpus, total)

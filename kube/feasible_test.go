@@ -102,25 +102,50 @@ func TestPlacerFeasibility(t *testing.T) {
 	}
 }
 
-// TestImpossible: a job no node shape can host is named, with why.
+// TestImpossible: a job no node shape can host is named, with why; its
+// workers count only within one GPU type and site (on an edge site, one
+// server), where the engine places one job.
 func TestImpossible(t *testing.T) {
-	states := map[string]*nodeState{"n0": testNode("n0"), "n1": testNode("n1")}
+	const typeLabel = "nvidia.com/gpu.product"
+	labels := func(kv ...string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			for i := 0; i < len(kv); i += 2 {
+				n.Labels[kv[i]] = kv[i+1]
+			}
+		}
+	}
+	two := map[string]*nodeState{"n0": testNode("n0"), "n1": testNode("n1")}
+	mixed := map[string]*nodeState{"n0": testNode("n0", labels(typeLabel, "A100")), "n1": testNode("n1", labels(typeLabel, "a100")),
+		"n2": testNode("n2", labels(typeLabel, "V100"))}
+	sites := map[string]*nodeState{"n0": testNode("n0", labels(DefaultSiteLabel, "east")), "n1": testNode("n1", labels(DefaultSiteLabel, "west"))}
+	edge := map[string]*nodeState{"e0": testNode("e0", labels(DefaultSiteLabel, "edge", DefaultSiteKindLabel, "edge")),
+		"e1": testNode("e1", labels(DefaultSiteLabel, "edge", DefaultSiteKindLabel, "edge"))}
+	badKind := map[string]*nodeState{"n0": testNode("n0", labels(DefaultSiteKindLabel, "moon"))}
+	s := &Scheduler{cfg: Config{GPUTypeLabel: typeLabel, Sites: SiteLabels{Site: DefaultSiteLabel, Kind: DefaultSiteKindLabel}}}
 	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		per  int
-		minW int
-		want string // in the message; "" = possible
+		name  string
+		nodes map[string]*nodeState
+		pod   *corev1.Pod
+		per   int
+		minW  int
+		want  string // in the message; "" = possible
 	}{
-		{"fits", testPod(4, "1"), 4, 2, ""},
-		{"per-worker GPUs", testPod(16, "1"), 16, 1, "Insufficient nvidia.com/gpu"},
-		{"cpu", testPod(1, "200"), 1, 1, "Insufficient cpu"},
-		{"gang larger than the nodes", testPod(4, "1"), 4, 3, "at most 2"},
-		{"selector", testPod(1, "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "x"} }), 1, 1,
+		{"fits", two, testPod(4, "1"), 4, 2, ""},
+		{"per-worker GPUs", two, testPod(16, "1"), 16, 1, "Insufficient nvidia.com/gpu"},
+		{"cpu", two, testPod(1, "200"), 1, 1, "Insufficient cpu"},
+		{"gang larger than the nodes", two, testPod(4, "1"), 4, 3, "at most 2"},
+		{"selector", two, testPod(1, "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "x"} }), 1, 1,
 			"didn't match Pod's node affinity/selector"},
+		{"one type holds the gang", mixed, testPod(4, "1"), 4, 2, ""},
+		{"the gang needs two types", mixed, testPod(4, "1"), 4, 3, "at most 2 of them together (3 across 2 such sets"},
+		{"one site holds the gang", sites, testPod(2, "1"), 2, 2, ""},
+		{"the gang needs two sites", sites, testPod(4, "1"), 4, 2, "at most 1 of them together (2 across 2"},
+		{"one edge server holds the gang", edge, testPod(1, "1"), 1, 4, ""},
+		{"the gang needs two edge servers", edge, testPod(2, "1"), 2, 3, "at most 2 of them together (4 across 2"},
+		{"the node's site kind is refused", badKind, testPod(1, "1"), 1, 1, "1 node(s) left out of tide's sites"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := impossible(states, newShape(tc.pod, tc.per, ""), tc.minW, "nvidia.com/gpu.product")
+			got := impossible(tc.nodes, newShape(tc.pod, tc.per, ""), tc.minW, typeLabel, s.jobGroup)
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("impossible = %q, want one containing %q", got, tc.want)
 			}

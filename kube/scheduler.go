@@ -773,10 +773,7 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 			if g <= 0 {
 				continue
 			}
-			typ := strings.ToLower(v.nodes[name].Labels[s.cfg.GPUTypeLabel])
-			if typ == "" {
-				typ = "gpu"
-			}
+			typ := s.gpuType(v.nodes[name])
 			mem := gpuMemOf(v.nodes[name], typ)
 			if en != name {
 				typ, mem = en[len(name)+1:], 0
@@ -890,7 +887,7 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 		return false
 	}
 	if w.shape != nil {
-		if why := impossible(s.cur.states, w.shape, w.minW, s.cfg.GPUTypeLabel); why != "" {
+		if why := impossible(s.cur.states, w.shape, w.minW, s.cfg.GPUTypeLabel, s.jobGroup); why != "" {
 			s.unsched[w.key] = why
 			s.warnOnce(w.key, w.key, "unschedulable: "+why)
 			return false

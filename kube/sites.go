@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -99,6 +100,31 @@ func (s *Scheduler) nodeSites(v *view, names []string) map[string][2]string {
 		out[name] = [2]string{site, kind}
 	}
 	return out
+}
+
+// gpuType is the GPU type of n's whole GPUs in the engine's cluster: its
+// GPUTypeLabel, lower-cased, or "gpu" when it has none.
+func (s *Scheduler) gpuType(n *corev1.Node) string {
+	if typ := strings.ToLower(n.Labels[s.cfg.GPUTypeLabel]); typ != "" {
+		return typ
+	}
+	return "gpu"
+}
+
+// jobGroup names the nodes whose GPUs one job's workers may share with
+// n's: those of its GPU type on its site, or on an edge site n alone (the
+// engine never places a job across types, sites or edge servers). "" for
+// a node whose site labels tide refuses.
+func (s *Scheduler) jobGroup(n *nodeState) string {
+	site, kind, why := s.cfg.Sites.siteOf(n.node)
+	if why != "" {
+		return ""
+	}
+	g := s.gpuType(n.node) + "\x00" + site
+	if kind == cluster.SiteEdge {
+		g += "\x00" + n.node.Name
+	}
+	return g
 }
 
 // siteNodes lists the node filters a job's new workers may use, in the
