@@ -104,7 +104,7 @@ const headSize = 64 << 10
 func ReadFile(path, format string, opt Options) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("trace: %w", err) // the path is in err
 	}
 	defer f.Close()
 	return Read(f, path, format, opt)

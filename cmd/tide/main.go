@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/tide-sched/tide/cmd/internal/cmdflags"
 )
@@ -51,6 +52,9 @@ func main() {
 }
 
 // run is main without the process: it returns the exit code.
+// subcommands are the commands that have them, which name them in errors.
+var subcommands = map[string][]string{"trace": {"tile"}, "tenant": {"add", "set", "list", "rotate", "revoke", "delete"}}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -110,7 +114,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tide %s: %v\n", args[0], err)
+		name := args[0]
+		if len(args) > 1 && slices.Contains(subcommands[name], args[1]) {
+			name += " " + args[1] // "tide tenant rotate: ..."
+		}
+		fmt.Fprintf(stderr, "tide %s: %v\n", name, err)
 		var ce exitCodeError
 		if errors.As(err, &ce) {
 			return ce.code

@@ -463,3 +463,21 @@ func TestFlagMistakes(t *testing.T) {
 		t.Errorf("tide sim -h: exit %d, %q", code, errs)
 	}
 }
+
+// TestErrorNamesCommand: an error names the command and subcommand that
+// failed, and a missing trace file names itself as the trace.
+func TestErrorNamesCommand(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.csv")
+	for _, tc := range []struct {
+		args []string
+		want string // the start of stderr
+	}{
+		{[]string{"trace", "tile", "--trace", missing}, "tide trace tile: trace: open " + missing},
+		{[]string{"sim", "--trace", missing}, "tide sim: trace: open " + missing},
+		{[]string{"tenant", "bogus"}, "tide tenant: want 'add NAME'"},
+	} {
+		if code, _, errs := tide(t, tc.args...); code == 0 || !strings.HasPrefix(errs, tc.want) {
+			t.Errorf("tide %s: exit %d, %q; want an error starting %q", strings.Join(tc.args, " "), code, errs, tc.want)
+		}
+	}
+}
