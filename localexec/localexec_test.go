@@ -198,6 +198,9 @@ func TestStart(t *testing.T) {
 
 // TestStopGraceful: SIGTERM reaches the command, which checkpoints and exits.
 func TestStopGraceful(t *testing.T) {
+	if signal.Ignored(syscall.SIGTERM) {
+		t.Fatal("the test process ignores SIGTERM (an earlier test's signal.Ignore): the command could not trap it")
+	}
 	l, dir := launch(t, `trap 'echo saved > saved; exit 143' TERM; echo $$ > ready; while :; do sleep 0.01; done`)
 	p, err := Start(l)
 	if err != nil {
@@ -339,12 +342,26 @@ func waitPIDFile(t *testing.T, path string) int {
 // written its pid file, still ends a command that ignores SIGTERM. Waiting
 // for the launch used to drain the grace timer, so SIGKILL never came and
 // Stop hung (seen under load, where launching is slow).
+//
+// Ignored signals stay ignored across fork and exec, and a shell cannot
+// trap a signal ignored on entry: with SIGTERM ignored by the test process,
+// the whole group ignores it from its first instruction, whenever the
+// signal comes. That is done in a child test process (this test, rerun
+// with termIgnoredEnv set): signal.Reset does not undo signal.Ignore
+// (golang/go#46321), and every command a later test started here ignored
+// SIGTERM (TestStopGraceful, run after this one by -count=2 or -shuffle,
+// got exit 137 and no checkpoint after its 10 s grace).
 func TestStopBeforeLaunch(t *testing.T) {
-	// Ignored signals stay ignored across fork and exec, and a shell cannot
-	// trap a signal ignored on entry: the whole group ignores SIGTERM from
-	// its first instruction, whenever the signal comes.
+	if os.Getenv(termIgnoredEnv) != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStopBeforeLaunch$", "-test.count=1", "-test.v", "-test.timeout=2m")
+		cmd.Env = append(os.Environ(), termIgnoredEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestStopBeforeLaunch") {
+			t.Fatalf("child test process with SIGTERM ignored: %v\n%s", err, out)
+		}
+		return
+	}
 	signal.Ignore(syscall.SIGTERM)
-	defer signal.Reset(syscall.SIGTERM)
 	for i := 0; i < 5; i++ {
 		l, _ := launch(t, `while :; do sleep 0.01; done`)
 		p, err := Start(l)
@@ -363,6 +380,22 @@ func TestStopBeforeLaunch(t *testing.T) {
 			t.Fatal("Stop(0) did not return: no SIGKILL followed the SIGTERM")
 		}
 	}
+}
+
+// termIgnoredEnv, set to 1, makes TestStopBeforeLaunch run its commands
+// with SIGTERM ignored, in the test process it was set for.
+const termIgnoredEnv = "TIDE_LOCALEXEC_TEST_TERM_IGNORED"
+
+// TestMain fails the run when a test left SIGTERM ignored by the test
+// process: the commands of every test after it could not catch it.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && signal.Ignored(syscall.SIGTERM) && os.Getenv(termIgnoredEnv) != "1" {
+		fmt.Fprintln(os.Stderr, "FAIL: a test left SIGTERM ignored by the test process (signal.Reset does not undo signal.Ignore): "+
+			"commands started after it inherit SIG_IGN and cannot trap SIGTERM")
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // TestHostileEnvironment: the wrapper records the pid and exit code
