@@ -28,9 +28,8 @@ import (
 	"time"
 )
 
-// wrapper runs the command ("$@") in the background, waits for it through
-// the SIGTERM tide sends to the whole group (the trap makes wait return,
-// the loop waits again), and records its exit code.
+// wrapper runs the command ("$@") in the background, waits for it, and
+// records its exit code.
 //
 // It uses shell builtins only, and writes to file descriptors tide opened
 // for it (3: the exit file, 4: the pid file) rather than to paths: it works
@@ -40,22 +39,30 @@ import (
 // gets one short write ending in a newline; readers take a file without
 // its newline as not written.
 //
-// The trap is set before the command starts (a caught signal's handler is
-// reset to the default in the child, so the command sees SIGTERM as
-// usual). The pid file is written once the command has started; Stop waits
-// for it before signalling, and a SIGTERM that reached the wrapper before
-// the command existed is passed on to it.
+// The wrapper leads the process group, and must outlive the SIGTERM tide
+// (or anyone) sends to the group until the command has ended. Until the
+// command is started it catches SIGTERM, SIGINT and SIGHUP (a caught
+// signal's handler is reset to the default in the child, so the command
+// sees SIGTERM as usual); once it has started, it ignores them, and a
+// SIGTERM that reached the wrapper before then is passed on to the
+// command. Ignoring them, not catching them, is what keeps the exit code
+// right: a caught signal cuts a shell's wait short (128+15), and when the
+// command exited just then (it traps SIGTERM, saves and exits 0) the shell
+// had reaped it and lost its status (bash), so 143 was recorded instead of
+// 0. An ignored signal does not end the wait, which returns the command's
+// own code, or 128+N when it was killed by signal N. The pid file is
+// written once the command has started and the signals are ignored; Stop
+// waits for it before signalling.
 const wrapper = `term=
 trap 'term=1' TERM INT HUP
 "$@" 3>&- 4>&- &
 child=$!
+trap '' TERM INT HUP
+[ -n "$term" ] && kill -TERM "$child" 2>/dev/null
 echo "$$ $child" >&4
 exec 4>&-
-[ -n "$term" ] && kill -TERM "$child" 2>/dev/null
-while :; do
-	wait "$child"; code=$?
-	kill -0 "$child" 2>/dev/null || break
-done
+wait "$child"
+code=$?
 echo "$code" >&3
 exit "$code"
 `
