@@ -39,27 +39,45 @@ import (
 // gets one short write ending in a newline; readers take a file without
 // its newline as not written.
 //
-// The wrapper leads the process group, and must outlive the SIGTERM tide
-// (or anyone) sends to the group until the command has ended. Until the
-// command is started it catches SIGTERM, SIGINT and SIGHUP (a caught
-// signal's handler is reset to the default in the child, so the command
-// sees SIGTERM as usual); once it has started, it ignores them, and a
-// SIGTERM that reached the wrapper before then is passed on to the
-// command. Ignoring them, not catching them, is what keeps the exit code
+// The wrapper leads the process group and must outlive the SIGTERM tide
+// (or anyone else) sends to the group until the command has ended. Until
+// the command is started it catches SIGTERM, SIGINT and SIGHUP; then it
+// ignores them. Ignoring them, not catching them, keeps the exit code
 // right: a caught signal cuts a shell's wait short (128+15), and when the
 // command exited just then (it traps SIGTERM, saves and exits 0) the shell
-// had reaped it and lost its status (bash), so 143 was recorded instead of
-// 0. An ignored signal does not end the wait, which returns the command's
-// own code, or 128+N when it was killed by signal N. The pid file is
-// written once the command has started and the signals are ignored; Stop
-// waits for it before signalling.
+// had reaped it and lost its status (bash, busybox sh; dash rarely), so 143
+// was recorded instead of 0. An ignored signal does not end the wait, which
+// returns the command's own code, or 128+N when signal N killed it.
+// Ignoring them before the command is started would not do: the command
+// would inherit them ignored.
+//
+// The command is started by a background subshell, in which the caught
+// signals are back to their defaults, as they are in the command. The
+// subshell writes the pid file (the wrapper's pid: $$ is the same in a
+// subshell) and then execs the command, so a SIGTERM sent once the pid
+// file is written (Stop waits for it) ends the subshell before the command
+// starts or reaches the command. The wrapper used to write it just after
+// the fork, and Stop's SIGTERM could find the child still holding the
+// handler it inherited from the wrapper's trap: dash and busybox sh lost
+// the signal there, and the command ran on until the grace period was
+// over. A SIGTERM that reached the wrapper before the fork ends the
+// subshell (143) without starting the command; one that came between the
+// fork and the ignoring is passed on to the child. One sent by someone
+// else to the group in the first moments of the launch can still miss the
+// command under dash or busybox sh (it reaches the child before the child
+// has reset that handler, after the wrapper has begun to ignore it): about
+// one launch in ten when signalled within the first millisecond, as before
+// this wrapper.
 const wrapper = `term=
 trap 'term=1' TERM INT HUP
-"$@" 3>&- 4>&- &
+{
+	[ -n "$term" ] && exit 143
+	echo "$$" >&4
+	exec "$@" 3>&- 4>&-
+} &
 child=$!
 trap '' TERM INT HUP
 [ -n "$term" ] && kill -TERM "$child" 2>/dev/null
-echo "$$ $child" >&4
 exec 4>&-
 wait "$child"
 code=$?
@@ -297,12 +315,13 @@ func Adopt(pid int, ticks uint64, exitFile string) (p *Proc, ok bool) {
 // after the launch). The process must carry TIDE_JOB_ID=jobID and
 // TIDE_ATTEMPT=attempt in its environment.
 //
-// Start creates pidFile empty and the wrapper writes it only once it has
-// started the command, which may already be running (and seen running)
-// then: a pidFile that exists but is still empty is waited for, up to
-// pidFileWait, before the attempt is given up as never launched. Without
-// the wait, a server that stopped just after a launch left its successor
-// to restart a job whose first attempt still ran.
+// Start creates pidFile empty, and the wrapper writes its pid there just
+// before the command starts (earlier wrappers wrote "PID COMMAND-PID": the
+// first field is read), when the wrapper has run (and may have been seen
+// running) for a while: a pidFile that exists but is still empty is waited
+// for, up to pidFileWait, before the attempt is given up as never
+// launched. Without the wait, a server that stopped just after a launch
+// left its successor to restart a job whose first attempt still ran.
 func FindByPIDFile(pidFile, exitFile, jobID string, attempt int) (*Proc, bool) {
 	line, ok := readLine(pidFile)
 	for deadline := time.Now().Add(pidFileWait); !ok && time.Now().Before(deadline); {
@@ -437,9 +456,9 @@ func (p *Proc) Stop(grace time.Duration) {
 	<-p.done
 }
 
-// waitLaunched waits until the wrapper has started the command (it writes
-// its pid file then), the attempt ends, or deadline passes; at most a
-// second.
+// waitLaunched waits until the wrapper is about to start the command (it
+// writes its pid file then, with SIGTERM back to its default), the attempt
+// ends, or deadline passes; at most a second.
 func (p *Proc) waitLaunched(deadline time.Time) {
 	if p.pidFile == "" {
 		return
