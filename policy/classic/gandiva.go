@@ -427,7 +427,9 @@ func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run 
 		m.touched = touched
 		best := -1
 		for _, n := range c.Nodes {
-			if n.GPUType != st.Alloc.GPUType || free[n.ID]+mine[n.ID] < a.GPUs {
+			// Within the site the plan names (alloc's pool plans each
+			// job into one site, the room of the others given away).
+			if n.GPUType != st.Alloc.GPUType || free[n.ID]+mine[n.ID] < a.GPUs || (a.Site != "" && n.Site != a.Site) {
 				continue
 			}
 			if best < 0 || mine[n.ID] > mine[best] || (mine[n.ID] == mine[best] && free[n.ID] < free[best]) {

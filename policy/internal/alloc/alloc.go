@@ -42,7 +42,7 @@ func GreedyInto(s *engine.Snapshot, order []*engine.Status, strict bool, run []e
 func (free *Pool) greedy(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
 	free.init(s, free.counts)
 	plan := engine.Plan{Run: slices.Grow(run[:0], min(len(order), free.Room()))}
-	single := len(free.types) == 1
+	single := len(free.types) == 1 && len(free.sites.bins) == 0
 	for _, st := range order {
 		if j := st.Job; single && !j.Fractional() {
 			// Take on a one-type cluster, inline: most large runs are on
@@ -86,6 +86,9 @@ type Pool struct {
 	opened    []int // GPUs parts opened, per type index (fraction.go)
 	snap      *engine.Snapshot
 	counts    []int // the memory of left and largest
+	// sites holds, on a cluster of several sites, the room of each site
+	// and edge server (sites.go); no bins on one site.
+	sites sites
 }
 
 func NewPool(s *engine.Snapshot) *Pool {
@@ -99,7 +102,7 @@ var pools = sync.Pool{New: func() any { return new(Pool) }}
 
 // put gives p back to pools, keeping only its memory.
 func (p *Pool) put() {
-	*p = Pool{counts: p.counts}
+	*p = Pool{counts: p.counts, sites: p.sites}
 	pools.Put(p)
 }
 
@@ -107,15 +110,12 @@ func (p *Pool) put() {
 func (p *Pool) init(s *engine.Snapshot, buf []int) {
 	types := s.Cluster.GPUTypes()
 	buf = slices.Grow(buf[:0], 2*len(types))[:2*len(types)]
-	*p = Pool{types: types, left: buf[:len(types)], largest: buf[len(types):], snap: s, counts: buf}
-	multiSite := len(s.Cluster.Sites()) > 1
+	*p = Pool{types: types, left: buf[:len(types)], largest: buf[len(types):], snap: s, counts: buf, sites: p.sites}
 	for k, t := range types {
 		p.left[k] = s.Available("", t)
 		p.largest[k] = p.left[k]
-		if multiSite {
-			p.largest[k] = s.Largest(t)
-		}
 	}
+	p.initSites(s) // largest per site or edge server, where there are several
 }
 
 // Index is t's index in p.types, -1 when the cluster has no such type.
@@ -191,8 +191,18 @@ func (p *Pool) Take(st *engine.Status, n int) (engine.Assignment, bool) {
 	if k < 0 {
 		return engine.Assignment{}, false
 	}
+	b := -1
+	if len(p.sites.bins) > 0 {
+		if b = p.takeBin(st, k, n); b < 0 {
+			return engine.Assignment{}, false
+		}
+	}
 	p.left[k] -= n
-	return p.assign(st, k, n), true
+	a := p.assign(st, k, n)
+	if b >= 0 {
+		p.place(&a, b)
+	}
+	return a, true
 }
 
 // assign is st's assignment of n GPUs of type index k.

@@ -9,6 +9,6 @@ import "github.com/tide-sched/tide/engine"
 // steady rounds must allocate nothing (issue 19) keeps its own. p keeps
 // only its memory between calls.
 func (p *Pool) Greedy(s *engine.Snapshot, order []*engine.Status, strict bool, run []engine.Assignment) engine.Plan {
-	defer func() { *p = Pool{counts: p.counts} }()
+	defer func() { *p = Pool{counts: p.counts, sites: p.sites} }()
 	return p.greedy(s, order, strict, run)
 }
