@@ -1115,8 +1115,8 @@ func (e *Engine) apply(plan Plan, planned []*Status, placed map[string][]cluster
 		}
 		to := placed[a.Job]
 		if to == nil {
-			e.unplaced(st)
-			continue // not placed
+			e.notPlaced(st, a)
+			continue
 		}
 		ch := Change{Status: st, From: st.GPUs, To: to}
 		switch {

@@ -444,3 +444,41 @@ func TestDropInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestNotPlacedReason: a job the plan runs but the placer does not place
+// waits with a reason saying so, with what the plan asked and what the
+// policy said of it; before, it had the policy's text for a job that runs,
+// or no reason at all. Its wait reason (what the simulator records) is the
+// same.
+func TestNotPlacedReason(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reasons map[string]engine.Reason
+		want    []string
+	}{
+		{"no reason from the policy", nil, []string{"planned on 2 GPUs, but the placer (fixed) found no room for it this round; it waits"}},
+		{"the policy's reason kept", map[string]engine.Reason{"a": {Text: "runs first"}},
+			[]string{"planned on 2 GPUs, but the placer (fixed) found no room", "(the policy: runs first)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := planFunc(func(*engine.Snapshot) engine.Plan {
+				return engine.Plan{Run: []engine.Assignment{{Job: "a", GPUs: 2}}, Reasons: tc.reasons}
+			})
+			e, _ := newEngine(t, "1x4:t4", pol, fixedPlacer{})
+			if _, err := e.Submit(enginetest.Job("a").GPUs(2).Obj()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Schedule(); err != nil {
+				t.Fatal(err)
+			}
+			st := e.Job("a")
+			for _, r := range []engine.Reason{st.Reason(), st.WaitReason()} {
+				for _, w := range tc.want {
+					if !strings.Contains(r.Text, w) {
+						t.Errorf("reason %q, want it to contain %q", r.Text, w)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 package engine
 
+import "fmt"
+
 // Reasons that cost what changed (issue 19).
 //
 // A plan's reasons used to be a map holding every waiting job's reason,
@@ -200,6 +202,41 @@ func (e *Engine) unplaced(st *Status) {
 	if st.reasonAt != e.expl.at {
 		st.reason, st.reasonAt = Reason{}, e.expl.at
 	}
+}
+
+// notPlaced gives job st, which the plan runs on a but the placer did not
+// place, the reason it waits: what the plan asked, that the placer found
+// no room for it (a job never spans sites or GPU types, and a placer may
+// honour more than GPU counts: node shapes, live pods' CPU and memory),
+// and what the policy said of it, if anything. Without it the job read as
+// if it ran ("runs ...") or had no reason at all.
+func (e *Engine) notPlaced(st *Status, a Assignment) {
+	said := ""
+	if st.reasonAt == e.expl.at {
+		said = st.reason.Text
+	}
+	var b []byte
+	b = fmt.Appendf(b, "planned on %d", a.GPUs)
+	if a.GPUType != "" {
+		b = append(b, ' ')
+		b = append(b, a.GPUType...)
+	}
+	b = append(b, " GPU"...)
+	if a.GPUs != 1 {
+		b = append(b, 's')
+	}
+	if a.Site != "" {
+		b = append(b, " on site "...)
+		b = append(b, a.Site...)
+	}
+	b = fmt.Appendf(b, ", but the placer (%s) found no room for it this round; it waits", e.cfg.Placer.Name())
+	if said != "" {
+		b = append(b, " (the policy: "...)
+		b = append(b, said...)
+		b = append(b, ')')
+	}
+	st.reason, st.reasonAt = Reason{Text: string(b)}, e.expl.at
+	e.scratch.reasoned = append(e.scratch.reasoned, st)
 }
 
 // noteWaits records, at the end of a round, the wait reasons of the jobs
