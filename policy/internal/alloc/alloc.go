@@ -152,7 +152,11 @@ func (p *Pool) Room() int {
 // room): its own type; else the type it runs on now if that still has
 // room; else the type with the fewest GPUs left that holds n (first in the
 // cluster's order on a tie).
-func (p *Pool) Fit(st *engine.Status, n int) int {
+func (p *Pool) Fit(st *engine.Status, n int) int { return p.fitIf(st, n, nil) }
+
+// fitIf is Fit choosing, for a job of any type, among the types ok
+// accepts (all when ok is nil).
+func (p *Pool) fitIf(st *engine.Status, n int, ok func(k int) bool) int {
 	k := -1
 	if t := st.Job.GPUType; t != "" {
 		k = p.Index(t)
@@ -165,7 +169,7 @@ func (p *Pool) Fit(st *engine.Status, n int) int {
 			k = c
 		} else {
 			for c := range p.types {
-				if p.left[c] >= n && p.largest[c] >= n && (k < 0 || p.left[c] < p.left[k]) {
+				if p.left[c] >= n && p.largest[c] >= n && (k < 0 || p.left[c] < p.left[k]) && (ok == nil || ok(c)) {
 					k = c
 				}
 			}

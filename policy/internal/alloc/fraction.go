@@ -3,6 +3,7 @@ package alloc
 import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 )
 
 // Fractional jobs (job.Job.Fractional) ask for part of each GPU. The pool
@@ -35,12 +36,19 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 		sh, _ := st.Job.Demand(p.mem[k])
 		return sh
 	}
+	// fits: the part fits on a GPU of type index k (its memory), as the
+	// engine checks at submission; a job of any type must not be counted
+	// on a type whose GPUs cannot hold it, where it would wait for ever.
+	fits := func(k int) bool {
+		sh, mem := st.Job.Demand(p.mem[k])
+		return job.Fits(0, 0, sh, mem, p.mem[k])
+	}
 	// On GPUs parts opened already: the type with the least room that
 	// holds it (best fit), its own type when it names one.
 	best := -1
 	if n == 1 {
 		for k := range p.types {
-			if t := st.Job.GPUType; t != "" && p.types[k] != t {
+			if t := st.Job.GPUType; (t != "" && p.types[k] != t) || !fits(k) {
 				continue
 			}
 			if sh := share(k); sh <= p.room[k]+1e-9 && (best < 0 || p.room[k] < p.room[best]) {
@@ -53,11 +61,11 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 		return p.assign(st, best, n), true
 	}
 	if n > 1 {
-		if a, ok := p.takeSpread(st, n, share); ok {
+		if a, ok := p.takeSpread(st, n, share, fits); ok {
 			return a, true
 		}
 	}
-	k := p.Fit(st, n)
+	k := p.fitIf(st, n, fits)
 	if k < 0 {
 		return engine.Assignment{}, false
 	}
@@ -74,9 +82,9 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 // had room for it beside earlier parts (and preempted). Where the room is
 // in fewer GPUs than counted, the engine places what fits exactly and the
 // rest waits, as for any part the pool counted.
-func (p *Pool) takeSpread(st *engine.Status, n int, share func(k int) float64) (engine.Assignment, bool) {
+func (p *Pool) takeSpread(st *engine.Status, n int, share func(k int) float64, fits func(k int) bool) (engine.Assignment, bool) {
 	for k := range p.types {
-		if t := st.Job.GPUType; t != "" && p.types[k] != t {
+		if t := st.Job.GPUType; (t != "" && p.types[k] != t) || !fits(k) {
 			continue
 		}
 		sh := share(k)

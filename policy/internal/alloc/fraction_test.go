@@ -2,6 +2,7 @@ package alloc_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
@@ -100,4 +101,54 @@ type enginetestJob struct {
 	id         string
 	share, mem float64
 	gpus       int // workers, one part each on distinct GPUs; 0 means 1
+}
+
+// TestGreedyPartsOnTypesThatHoldThem: a part of any type is counted on a
+// type whose GPUs have the memory for it. On one node of four A100s (40
+// GiB) and one of three V100s (32 GiB), best fit by GPUs left chose the V100s
+// for a 39 GiB part, which the engine could not place there: the job
+// waited for ever on an idle cluster (found by a random search over
+// workloads, fifo on seed 17).
+func TestGreedyPartsOnTypesThatHoldThem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		jobs []*enginetestJob
+		v100 []string // jobs pinned to the V100s
+	}{
+		{"one 39 GiB part", []*enginetestJob{{"m", 0, 39, 1}}, nil},
+		{"a gang of two 39 GiB parts", []*enginetestJob{{"m", 0, 39, 2}}, nil},
+		// The quarters open two V100s, leaving 1.5 GPUs of room there.
+		{"39 GiB beside room on the V100s", []*enginetestJob{{"q", 0.25, 0, 2}, {"m", 0, 39, 1}}, []string{"q"}},
+		{"a gang of 39 GiB beside room on the V100s", []*enginetestJob{{"q", 0.25, 0, 2}, {"m", 0, 39, 2}}, []string{"q"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := engine.New(engine.Config{Cluster: enginetest.Cluster("1x4:a100,1x3:v100"), Model: perf.Duration{},
+				Policy: greedy{}, Placer: place.Pack{}, Clock: &clock{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, j := range tc.jobs {
+				b := enginetest.Job(j.id).At(float64(i)).GPUs(max(1, j.gpus))
+				if j.share > 0 {
+					b.Share(j.share)
+				}
+				if j.mem > 0 {
+					b.GPUMem(j.mem)
+				}
+				if slices.Contains(tc.v100, j.id) {
+					b.Type("v100")
+				}
+				if _, err := e.Submit(b.Obj()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			changes, err := e.Schedule()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changes) != len(tc.jobs) {
+				t.Errorf("%d jobs started, want %d", len(changes), len(tc.jobs))
+			}
+		})
+	}
 }
