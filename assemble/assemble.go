@@ -11,7 +11,8 @@
 //     round length and time keeping of the simulator it imitates;
 //  2. the jobs are shaped for the policy (Inputs.JobsFor): an elastic
 //     policy's jobs may range from 1 GPU to all GPUs of their type, capped
-//     by their batch limits unless the policy adapts batch sizes;
+//     by their batch limits unless the policy adapts batch sizes (a job
+//     with part of each GPU, which is rigid, is refused for it);
 //  3. the policy is built from its spec with the shaped jobs and an
 //     estimate of each job's service (Policy), wrapped in tenant quotas
 //     when there are any;
@@ -90,6 +91,11 @@ func (in *Inputs) Spec(spec string) string { return in.Preset.Spec(spec) }
 func (in *Inputs) Build(spec string) (*Run, error) {
 	spec = in.Spec(spec)
 	info, _ := policy.Lookup(spec)
+	if info.Elastic {
+		if err := wholeGPUs(info.Name, in.Jobs); err != nil {
+			return nil, &Error{Field: "policy", Err: err}
+		}
+	}
 	jobs := in.JobsFor(info)
 	p, err := Policy(spec, policy.Context{Jobs: jobs, Service: ServiceEstimate(in.Cluster, in.Model), Future: in.Future}, in.Quotas, in.Borrow)
 	if err != nil {
@@ -107,6 +113,29 @@ func (in *Inputs) Build(spec string) (*Run, error) {
 		OnEvents: in.OnEvents, Seed: in.Seed, Trace: in.Trace, WholeSeconds: in.Preset.WholeSeconds,
 		Agents: info.Elastic, Sites: in.Sites}
 	return &Run{Spec: spec, Jobs: jobs, Config: cfg}, nil
+}
+
+// wholeGPUs refuses jobs with part of each GPU (job.Job.Fractional) for an
+// elastic policy: such a job is rigid (docs/sharing.md), the elastic
+// policies choose counts and node shapes of whole GPUs only, and JobsFor
+// would make it elastic, which the simulator refuses mid-way as a job
+// error, or the policy would give it an exact node shape, which the
+// engine refuses in the middle of the run.
+func wholeGPUs(policyName string, jobs []*job.Job) error {
+	for _, j := range jobs {
+		if !j.Fractional() {
+			continue
+		}
+		field := "gpu_share"
+		switch {
+		case j.MIG != "":
+			field = "mig"
+		case j.Share == 0:
+			field = "gpu_mem_gib"
+		}
+		return fmt.Errorf("%s is elastic: it runs jobs on whole GPUs, and job %s asks for part of each GPU (%s); run such jobs with a policy that is not elastic (tide policies lists them)", policyName, j.ID, field)
+	}
+	return nil
 }
 
 // Policy builds the policy a spec names, wrapped in tenant quotas when

@@ -3,6 +3,7 @@ package assemble
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
@@ -145,6 +146,41 @@ func TestPresetSpecsTested(t *testing.T) {
 			if got != info.Name && !slices.Contains(info.Presets, got) {
 				t.Errorf("--preset %s runs %s as %q, which is not among its presets %q", name, info.Name, got, info.Presets)
 			}
+		}
+	}
+}
+
+// TestBuildElasticWholeGPUs: an elastic policy is refused, naming the
+// column, when a job asks for part of each GPU. JobsFor made such a job
+// elastic and the simulator failed the run on it as a bad job ("must be
+// rigid"), or the policy gave it an exact node shape the engine refuses
+// (found by a random search over workloads). A policy that is not elastic
+// runs it.
+func TestBuildElasticWholeGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		j     job.Job
+	}{
+		{"gpu_share", job.Job{Share: 0.5}},
+		{"gpu_mem_gib", job.Job{GPUMemGiB: 8}},
+		{"mig", job.Job{MIG: "1g.10gb"}},
+	} {
+		j := tc.j
+		j.ID, j.GPUs, j.Work, j.Unit = "p", 1, 10, job.Seconds
+		in := inputs(t, DurationModel(), false, &j)
+		for _, spec := range []string{"pollux", "elasticflow", "afs"} {
+			_, err := in.Build(spec)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Field != "policy" || !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("%s, job with %s: %v, want a policy error naming %s", spec, tc.field, err, tc.field)
+			}
+		}
+		r, err := in.Build("fifo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := r.Simulate(); err != nil || out.Jobs[0].Finish <= 0 {
+			t.Errorf("fifo, job with %s: %v", tc.field, err)
 		}
 	}
 }
