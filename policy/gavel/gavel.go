@@ -358,13 +358,14 @@ func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
 }
 
 // problem gathers the jobs' throughputs on each type. A job that cannot
-// run on a type (another type asked for, or more GPUs than one job can
-// hold there: gavelCapacity) has throughput 0 on it.
+// run on a type (another type asked for, more GPUs than one job can hold
+// there: gavelCapacity, or a part of a GPU its GPUs have not the memory
+// for) has throughput 0 on it.
 func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	n, K := len(s.Jobs), len(g.types)
 	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types,
 		tput: make([][]float64, n), gpus: make([]float64, n), rem: make([]float64, n), age: make([]float64, n), prev: make([][]float64, n)}
-	var fit []float64
+	var fit, mem []float64 // mem: each type's GPU memory, once a job asks for part of a GPU
 	p.cap, fit = gavelCapacity(s, g.types)
 	if g.capSeen != nil && !slices.Equal(g.capSeen, p.cap) {
 		g.stale = true // GPUs came or went (edge servers, inference, faults on several sites): Gavel recomputes when workers join or leave
@@ -380,6 +381,17 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 		for k, t := range g.types {
 			if (j.GPUType != "" && j.GPUType != t) || float64(j.GPUs) > fit[k] {
 				continue
+			}
+			if j.Fractional() {
+				if mem == nil {
+					mem = make([]float64, K)
+					for k, t := range g.types {
+						mem[k] = alloc.TypeMem(s.Cluster, t)
+					}
+				}
+				if !alloc.PartFits(j, mem[k]) {
+					continue
+				}
 			}
 			r, _ := s.Model.Rate(j, perf.Packed(t, j.GPUs, s.GPUsPerNode[t]), progress)
 			if r > 0 && g.Agnostic {

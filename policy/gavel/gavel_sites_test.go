@@ -67,3 +67,26 @@ func TestGavelSitesNoStall(t *testing.T) {
 		})
 	}
 }
+
+// TestGavelPartsOnTypesThatHoldThem: a job of any type that asks for part
+// of each GPU is given only a type whose GPUs have the memory for its part.
+// Beside four A100s (40 GiB) the V100s (32 GiB) cannot hold a 39 GiB part
+// or a 3g.40gb MIG slice, but the job's throughput counted there, so
+// gavel-fifo:pick=gavel (the last listed type, V100) gave them the V100s,
+// the engine could not place them, and they waited for ever on an idle
+// cluster, with every job queued behind them (found by a random search
+// over workloads, seed 136).
+func TestGavelPartsOnTypesThatHoldThem(t *testing.T) {
+	spec := cluster.Spec{Sites: []cluster.SiteSpec{{Name: "cloud", Nodes: []cluster.NodeSpec{
+		{Count: 1, GPUs: 4, GPU: "a100"}, {Count: 1, GPUs: 8, GPU: "v100"}}}}}
+	c, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, jobs := range map[string][]*job.Job{
+		"39 GiB":              {enginetest.Job("m").GPUs(2).GPUMem(39).Seconds(600).Obj()},
+		"3g.40gb, then whole": {enginetest.Job("mig").GPUs(2).MIG("3g.40gb").Seconds(600).Obj(), enginetest.Job("w").At(10).GPUs(8).Seconds(600).Obj()},
+	} {
+		t.Run(name, func(t *testing.T) { allFinish(t, c, nil, jobs, gavelSpecs()) })
+	}
+}

@@ -19,14 +19,8 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 		p.room = make([]float64, len(p.types))
 		p.mem = make([]float64, len(p.types))
 		p.opened = make([]int, len(p.types))
-		for _, nd := range p.snap.Cluster.Nodes {
-			if k := p.Index(nd.GPUType); k >= 0 {
-				mem := nd.GPUMem
-				if mem == 0 {
-					mem = cluster.DefaultGPUMemGiB[nd.GPUType]
-				}
-				p.mem[k] = max(p.mem[k], mem)
-			}
+		for k, t := range p.types {
+			p.mem[k] = TypeMem(p.snap.Cluster, t)
 		}
 	}
 	share := func(k int) float64 {
@@ -39,10 +33,7 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 	// fits: the part fits on a GPU of type index k (its memory), as the
 	// engine checks at submission; a job of any type must not be counted
 	// on a type whose GPUs cannot hold it, where it would wait for ever.
-	fits := func(k int) bool {
-		sh, mem := st.Job.Demand(p.mem[k])
-		return job.Fits(0, 0, sh, mem, p.mem[k])
-	}
+	fits := func(k int) bool { return PartFits(st.Job, p.mem[k]) }
 	// On GPUs parts opened already: the type with the least room that
 	// holds it (best fit), its own type when it names one.
 	best := -1
@@ -98,4 +89,30 @@ func (p *Pool) takeSpread(st *engine.Status, n int, share func(k int) float64, f
 		return p.assign(st, k, n), true
 	}
 	return engine.Assignment{}, false
+}
+
+// TypeMem is the most memory a GPU of type t in c has, GiB: its node's,
+// or the default for its type; 0 when unknown.
+func TypeMem(c *cluster.Cluster, t string) float64 {
+	most := 0.0
+	for _, nd := range c.Nodes {
+		if nd.GPUType != t {
+			continue
+		}
+		mem := nd.GPUMem
+		if mem == 0 {
+			mem = cluster.DefaultGPUMemGiB[nd.GPUType]
+		}
+		most = max(most, mem)
+	}
+	return most
+}
+
+// PartFits reports whether fractional job j's part fits on a GPU of
+// memGiB alone (as the engine checks at submission): a policy must not
+// give a job of any type a type whose GPUs cannot hold it, where it would
+// wait for ever.
+func PartFits(j *job.Job, memGiB float64) bool {
+	share, mem := j.Demand(memGiB)
+	return job.Fits(0, 0, share, mem, memGiB)
 }
