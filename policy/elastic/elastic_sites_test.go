@@ -8,6 +8,7 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
@@ -108,6 +109,57 @@ func TestElasticLoaning(t *testing.T) {
 		for seed := range uint64(3) {
 			jobs, changes := policytest.RandomLoanLoad(rand.New(rand.NewPCG(seed, 5)), 20, 8)
 			fam.Loaning(t, spec, seed, contract.Context{}, changes, jobs)
+		}
+	}
+}
+
+// TestPolluxOneSite: Pollux never plans a job across sites, nor across two
+// servers of an edge site. Its searches keep a job on nodes of one type
+// but knew no sites: on a training node of four A100s beside an inference
+// node of four, a job that could use eight got a shape on both nodes, and
+// the engine refused the placement, failing the run (found by a random
+// search over workloads, seeds 178 and 215, pollux:restart_cost=job). A
+// job now keeps the site that holds most of its GPUs, or waits when no
+// site holds its fewest.
+func TestPolluxOneSite(t *testing.T) {
+	edge, err := cluster.New([]cluster.Node{
+		{Name: "cloud-0", Site: "cloud", GPUType: "v100", GPUs: 1},
+		{Name: "edge-0", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "v100", GPUs: 1},
+		{Name: "edge-1", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "v100", GPUs: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		cluster *cluster.Cluster
+		job     policytest.JobState
+		hints   *goodput.Hints
+		want    []string
+	}{
+		{"eight replicas on two sites of four", policytest.LoanCluster(t), ej("a", 0, 1, 8, 1e6), pxIdeal(4), []string{"a:4"}},
+		{"six at least on two sites of four", policytest.LoanCluster(t), ej("a", 0, 6, 8, 1e6), pxIdeal(4), nil},
+		{"two at least on three one-GPU servers", edge, ej("a", 0, 2, 3, 1e6), pxIdeal(2), nil},
+	} {
+		for _, spec := range []string{"pollux", "pollux:restart_cost=job", "pollux:search=ga"} {
+			t.Run(spec+"/"+tc.name, func(t *testing.T) {
+				s := policytest.Snap(t, 1000, tc.cluster, tc.job)
+				s.Jobs[0].Hints = tc.hints
+				plan := fam.Parse(t, spec, contract.Context{}).Schedule(s)
+				if got := policytest.Runs(plan); !slices.Equal(got, tc.want) {
+					t.Errorf("plan %v, want %v", got, tc.want)
+				}
+				for _, a := range plan.Run {
+					site := ""
+					for _, n := range a.Nodes {
+						nd := &tc.cluster.Nodes[n.Node]
+						if (site != "" && nd.Site != site) || (nd.SiteKind == cluster.SiteEdge && len(a.Nodes) > 1) {
+							t.Errorf("job %s planned across sites or edge servers: %v", a.Job, a.Nodes)
+						}
+						site = nd.Site
+					}
+				}
+			})
 		}
 	}
 }

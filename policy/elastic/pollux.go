@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf/goodput"
 	"github.com/tide-sched/tide/policy/contract"
@@ -277,6 +278,9 @@ type pxNode struct {
 	id  int // cluster.Node.ID
 	cap int // GPUs
 	typ int // index into pxProblem.types
+	// unit is where one job may run (oneUnit): its site's index, or on an
+	// edge site, whose jobs use one server, len(sites) + the node's index.
+	unit int
 }
 
 type pxJob struct {
@@ -382,7 +386,14 @@ func (pr *pxProblem) reset(s *engine.Snapshot, p *Pollux) bool {
 		}
 		t, _ := pxTypeIndex(pr.types, nd.GPUType)
 		nodeIdx[i] = len(pr.nodes)
-		pr.nodes = append(pr.nodes, pxNode{id: nd.ID, cap: nd.GPUs, typ: t})
+		unit := 0
+		if len(c.Sites()) > 1 {
+			unit = slices.IndexFunc(c.Sites(), func(st cluster.Site) bool { return st.Name == nd.Site })
+			if nd.SiteKind == cluster.SiteEdge {
+				unit = len(c.Sites()) + len(pr.nodes)
+			}
+		}
+		pr.nodes = append(pr.nodes, pxNode{id: nd.ID, cap: nd.GPUs, typ: t, unit: unit})
 		pr.gpn[t] = max(pr.gpn[t], nd.GPUs)
 		pr.typeGPUs[t] += nd.GPUs
 		pr.typeNodes[t]++
@@ -686,7 +697,7 @@ func (pr *pxProblem) plan(sol [][]pxCell) engine.Plan {
 	pr.nodeGPUs = nodes
 	run := pr.run[:0]
 	for j, row := range sol {
-		if len(row) == 0 {
+		if row = pr.oneUnit(j, row); len(row) == 0 {
 			continue
 		}
 		jb := &pr.jobs[j]
@@ -708,6 +719,49 @@ func (pr *pxProblem) plan(sol [][]pxCell) engine.Plan {
 		plan.Run = run
 	}
 	return plan
+}
+
+// oneUnit is job j's row where it lies in one site (on an edge site, on
+// one server): a job never spans sites (engine.Assignment), and the
+// searches, which keep a job on nodes of one type, know no sites. A row
+// across sites keeps its cells in the site holding most of its GPUs (the
+// first such on a tie) when they reach the job's fewest replicas; else
+// the job gets nothing this round. The row kept is pr.scratch's.
+func (pr *pxProblem) oneUnit(j int, row []pxCell) []pxCell {
+	if len(row) < 2 {
+		return row
+	}
+	unit := pr.nodes[row[0].node].unit
+	same := true
+	for _, c := range row[1:] {
+		same = same && pr.nodes[c.node].unit == unit
+	}
+	if same {
+		return row
+	}
+	best, most := -1, 0
+	for _, c := range row {
+		u, n := pr.nodes[c.node].unit, 0
+		for _, d := range row {
+			if pr.nodes[d.node].unit == u {
+				n += int(d.gpus)
+			}
+		}
+		if n > most {
+			best, most = u, n
+		}
+	}
+	if most < pr.jobs[j].minR {
+		return nil
+	}
+	kept := pr.scratch.unitRow[:0]
+	for _, c := range row {
+		if pr.nodes[c.node].unit == best {
+			kept = append(kept, c)
+		}
+	}
+	pr.scratch.unitRow = kept
+	return kept
 }
 
 // pxCurve memoises one job's best goodput per (nodes, replicas): Optimize

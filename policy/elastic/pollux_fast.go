@@ -113,6 +113,7 @@ type pxScratch struct {
 	best, saved                          [][]pxCell
 	onNode, inSet                        []bool
 	banned                               map[[2]int]bool
+	unitRow                              []pxCell // oneUnit's row
 }
 
 // newState is an empty allocation (no job holds anything) of its own.
