@@ -88,6 +88,39 @@ func TestGandivaGrowShrink(t *testing.T) {
 	}
 }
 
+// TestGandivaGrowOneSite: on a cluster of several sites a job grows only
+// to the GPUs of its type one site (or edge server) has up. Grown to
+// every idle GPU of the cluster, a lone job of up to ten GPUs was given
+// nine beside a cloud node of eight and an edge server of one, was never
+// placed, and waited for ever on an idle cluster (found by a random search
+// over workloads, seed 252, gandiva:grow=true).
+func TestGandivaGrowOneSite(t *testing.T) {
+	node := func(name, site, kind string, gpus int) cluster.Node {
+		return cluster.Node{Name: name, Site: site, SiteKind: kind, GPUType: "v100", GPUs: gpus}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []cluster.Node
+		want  string
+	}{
+		{"a cloud node of eight and an edge server", []cluster.Node{node("c", "cloud", "", 8), node("e", "edge", cluster.SiteEdge, 1)}, "a:8"},
+		{"two cloud sites of four", []cluster.Node{node("c", "cloud", "", 4), node("d", "cloud2", "", 4)}, "a:4"},
+		{"three edge servers", []cluster.Node{node("c", "cloud", "", 1), node("e", "edge", cluster.SiteEdge, 2), node("f", "edge", cluster.SiteEdge, 2)}, "a:2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cluster.New(tc.nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := policytest.Snap(t, 0, c, policytest.JobState{Job: enginetest.Job("a").Elastic(1, 1, 10).Seconds(100).Obj()})
+			got := policytest.Runs(fam.Parse(t, "gandiva:grow=true", contract.Context{}).Schedule(s))
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("plan %v, want [%s]", got, tc.want)
+			}
+		})
+	}
+}
+
 // fourPairTable: four models at 10 it/s alone on a V100, every pair packed
 // at 6 + 6 (normalised 1.2: packing helps).
 const fourPairTable = `{"v100": {

@@ -20,7 +20,10 @@ func PackGain(s *engine.Snapshot, sh perf.Sharer, a, b *engine.Status, t string)
 // Grow gives idle GPUs to the planned elastic jobs when no job waits, as
 // far as the model says more GPUs make each faster; packed jobs keep
 // their size. When jobs wait, run is returned as planned, so grown jobs
-// shrink back to their requested count.
+// shrink back to their requested count. On a cluster of several sites no
+// job grows past the GPUs of its type one site (or edge server) has up
+// (Snapshot.Largest): a job never spans sites, and one grown past them
+// was never placed and waited for ever on an idle cluster.
 func Grow(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
 	if len(run) < len(s.Jobs) {
 		return run // some job waits: everyone at its requested count
@@ -30,6 +33,7 @@ func Grow(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
 		byID[st.Job.ID] = st
 	}
 	one := len(s.Cluster.GPUTypes()) == 1
+	multiSite := len(s.Cluster.Sites()) > 1
 	free := map[string]int{}
 	for _, t := range s.Cluster.GPUTypes() {
 		free[t] = s.Available("", t)
@@ -51,8 +55,11 @@ func Grow(s *engine.Snapshot, run []engine.Assignment) []engine.Assignment {
 		if t == "" || a.PackWith != "" || len(a.Nodes) > 0 || a.GPUs >= st.Job.MaxGPUs {
 			continue
 		}
-		n := a.GPUs
-		for n < st.Job.MaxGPUs && free[t] > 0 && Rate(s, st, n+1, t) > Rate(s, st, n, t) {
+		n, most := a.GPUs, st.Job.MaxGPUs
+		if multiSite {
+			most = min(most, s.Largest(t))
+		}
+		for n < most && free[t] > 0 && Rate(s, st, n+1, t) > Rate(s, st, n, t) {
 			n++
 			free[t]--
 		}
