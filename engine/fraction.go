@@ -193,7 +193,9 @@ func (e *Engine) partFits(j *job.Job) error {
 }
 
 // planParts counts a fractional assignment in check: its shares, summed
-// per type in sc.partShare, are rounded up to whole GPUs by partsTotal. It
+// per type in sc.partShare (an untyped part apart, except on a cluster of
+// one type, where it shares GPUs with the typed parts), are rounded up to
+// whole GPUs by partsTotal. It
 // refuses what the engine cannot place: a fraction that packs with another
 // job, or asks for an exact node shape.
 func (e *Engine) planParts(a Assignment, st *Status, t string) error {
@@ -209,6 +211,9 @@ func (e *Engine) planParts(a Assignment, st *Status, t string) error {
 		sc.partShare = make([]float64, n+1)
 	}
 	k := n // untyped
+	if n == 1 {
+		k = 0 // one type: an untyped part shares GPUs with that type's parts
+	}
 	mem := 0.0
 	if t != "" {
 		k = typeIndex(e.cfg.Cluster, t)

@@ -365,3 +365,22 @@ func chaosTrials(t *testing.T, trials int, seed uint64, clusters, placers []stri
 		})
 	}
 }
+
+// TestFractionsTypedAndUntypedOneType: on a cluster of one type a part
+// that names the type and one that does not share a GPU, and the plan's
+// check counts them together. It rounded each up apart (one GPU for the
+// A100 half, one for the untyped half) and refused a plan that fit, as
+// greedy policies (drf, gandiva, themis) made it on 16 A100s (found by a
+// random search over workloads, seed 396).
+func TestFractionsTypedAndUntypedOneType(t *testing.T) {
+	run := []engine.Assignment{{Job: "w", GPUs: 1}, {Job: "f", GPUs: 1, GPUType: "a100"}, {Job: "g", GPUs: 1}}
+	e, _ := newEngine(t, "1x2:a100", planFunc(func(*engine.Snapshot) engine.Plan { return engine.Plan{Run: run} }), place.Pack{})
+	submitAll(t, e, enginetest.Job("w").Obj(), enginetest.Job("f").Type("a100").Share(0.5).Obj(), enginetest.Job("g").Share(0.5).Obj())
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	f, g := e.Job("f").GPUs, e.Job("g").GPUs
+	if len(f) != 1 || !slices.Equal(f, g) {
+		t.Errorf("halves on %v and %v, want one GPU together", f, g)
+	}
+}
