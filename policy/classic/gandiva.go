@@ -411,8 +411,10 @@ func (m *migration) consolidate(s *engine.Snapshot, order []*engine.Status, run 
 		// and the placer places it afresh on its new one anyway. On a
 		// one-type cluster the plan keeps the job's own, possibly empty,
 		// type: that is no move.
+		// Nor is a job with part of each GPU: the engine places parts
+		// itself and takes no node shape for them.
 		if len(st.GPUs) != a.GPUs || len(st.Alloc.PerNode) <= 1 || a.GPUs > s.GPUsPerNode[st.Alloc.GPUType] ||
-			(a.GPUType != "" && a.GPUType != st.Alloc.GPUType) {
+			(a.GPUType != "" && a.GPUType != st.Alloc.GPUType) || st.Job.Fractional() {
 			rest = append(rest, a)
 			continue
 		}
