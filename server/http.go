@@ -253,10 +253,6 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		writeError(w, http.StatusBadRequest, "the job cannot run here", errs)
 		return
 	}
-	if msg := s.checkQueued(tenant); msg != "" {
-		writeError(w, http.StatusTooManyRequests, msg, nil)
-		return
-	}
 	if len(spec.After) > 0 {
 		s.lock()
 		errs := s.checkAfter(spec.After, p)
@@ -272,6 +268,25 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		return
 	}
 	hash := specHash(&spec)
+	// A retry of a recorded submission gets its job back whatever the
+	// tenant's queue holds now (the job itself may fill max_queued); only
+	// a new job is subject to the limit, checked once the request is
+	// known valid (a 429 says a retry may succeed).
+	if key != "" {
+		var old *store.Idempotency
+		_ = s.db.View(func(tx *store.Tx) error {
+			old, _ = tx.Idempotency(p.tenant, key)
+			return nil
+		})
+		if old != nil {
+			s.replaySubmit(w, old.Job, key, old.SpecHash != hash)
+			return
+		}
+	}
+	if msg := s.checkQueued(tenant); msg != "" {
+		writeError(w, http.StatusTooManyRequests, msg, nil)
+		return
+	}
 	now := s.clk.Now()
 	var rec *store.Job
 	var replay string

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,5 +60,43 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if j, err := ts.admin.Submit(ctx, spec); err != nil || j.ID == ids[0] {
 		t.Errorf("without a key: %v %v", j, err)
+	}
+}
+
+// TestIdempotentRetryAtQueueLimit: the retry of a submission that was
+// accepted gets its job back even when that job filled the tenant's
+// max_queued, and a spec the server can never accept (a dependency on no
+// job) is a 400 naming the field whatever the queue, not a 429 inviting a
+// retry. Both used to be refused with 429 by the queue check, made before
+// the key was looked up and the dependencies checked (TestRandomOperations,
+// seed 11).
+func TestIdempotentRetryAtQueueLimit(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	ten, err := ts.admin.CreateTenantWith(ctx, &api.NewTenant{Name: "alice", Limits: &api.Limits{MaxQueued: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := api.NewClient(ts.url, ten.Token)
+	spec := &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 1, Hold: true} // held: it stays queued
+	j, err := alice.SubmitIdempotent(ctx, spec, "k-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := alice.SubmitIdempotent(ctx, spec, "k-1")
+	if err != nil || again.ID != j.ID {
+		t.Errorf("the retry of accepted job %s at the tenant's max_queued: %+v, %v", j.ID, again, err)
+	}
+	if _, err := alice.Submit(ctx, spec); !isStatus(err, http.StatusTooManyRequests) {
+		t.Errorf("a new job over max_queued: %v", err)
+	}
+	bad := *spec
+	bad.After = []string{"j999999"}
+	var e *api.Error
+	if _, err := alice.Submit(ctx, &bad); !errors.As(err, &e) || e.Status != http.StatusBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != "after" {
+		t.Errorf("a dependency on no job, at the tenant's max_queued: %v", err)
+	}
+	if jobs, err := ts.admin.Jobs(ctx, ""); err != nil || len(jobs) != 1 {
+		t.Errorf("%d jobs (%v), want 1", len(jobs), err)
 	}
 }
