@@ -260,8 +260,10 @@ func (r *roTest) randomStep() {
 		r.setQuota()
 	case n < 89:
 		r.retry()
-	case n < 91:
+	case n < 90:
 		r.rotate()
+	case n < 91:
+		r.deleteTenant()
 	case n < 95:
 		r.restart()
 	default:
@@ -491,7 +493,9 @@ func (r *roTest) submitted(a *roActor, s *api.JobSpec, want api.JobSpec, mustRef
 	if !reflect.DeepEqual(v.Spec, want) {
 		r.fail("%s: job %s accepted with spec\n%+v\nsent\n%+v", a.name, v.ID, v.Spec, want)
 	}
-	if v.Tenant != want.Tenant || v.State != api.StatePending || v.Held != s.Hold {
+	// The answer is the job as submitted, pending; one with dependencies
+	// as the scheduler has it then (it may have started already).
+	if v.Tenant != want.Tenant || (v.State != api.StatePending && (len(s.After) == 0 || v.State != api.StateRunning)) || v.Held != s.Hold {
 		r.fail("%s: job %s accepted as tenant %q, state %s, held %v; want %s, pending, held %v", a.name, v.ID, v.Tenant, v.State, v.Held, want.Tenant, s.Hold)
 	}
 	j := &roJob{id: v.ID, tenant: want.Tenant, spec: want, held: s.Hold, by: a, sent: s, key: key}
@@ -1001,6 +1005,57 @@ func (r *roTest) rotate() {
 	}
 }
 
+// deleteTenant deletes a tenant (refused while it has unfinished jobs,
+// unless they are cancelled with it) and adds another in its place.
+func (r *roTest) deleteTenant() {
+	k := 1 + r.pick(len(r.actors)-1)
+	a := r.actors[k]
+	admin := r.actors[0]
+	cancel := r.pick(3) > 0
+	ids, err := admin.c.DeleteTenant(r.ctx, a.name, cancel)
+	r.logf("admin deletes tenant %s (cancel jobs %v): %v %v", a.name, cancel, ids, oneLine(err))
+	var open []string
+	for _, id := range r.order {
+		if j := r.jobs[id]; j.tenant == a.name && !api.Terminal(j.obs.State) {
+			open = append(open, id)
+		}
+	}
+	if err != nil {
+		// Refused only with unfinished jobs (the last seen are still
+		// open, or some ended since).
+		if cancel || !isStatus(err, http.StatusConflict) || len(open) == 0 {
+			r.fail("deleting tenant %s (cancel jobs %v, open %v): %v", a.name, cancel, open, err)
+		}
+		return
+	}
+	for _, id := range ids {
+		j := r.jobs[id]
+		if j == nil || j.tenant != a.name {
+			r.fail("deleting tenant %s cancelled job %s (model %+v)", a.name, id, j)
+		}
+		j.cancelled = true
+	}
+	if _, err := a.c.Jobs(r.ctx, ""); !isStatus(err, http.StatusUnauthorized) {
+		r.fail("the token of deleted tenant %s: %v", a.name, err)
+	}
+	if l, err := admin.c.ListJobs(r.ctx, url.Values{"tenant": {a.name}}); err != nil {
+		r.fail("the admin lists deleted tenant %s's jobs: %v", a.name, err)
+	} else {
+		for _, v := range l.Jobs {
+			if v.Tenant != a.name || !api.Terminal(v.State) {
+				r.fail("listing deleted tenant %s's jobs shows %s of %s, %s", a.name, v.ID, v.Tenant, v.State)
+			}
+		}
+	}
+	name := fmt.Sprintf("t%d", r.step)
+	ten, err := admin.c.CreateTenant(r.ctx, name)
+	if err != nil {
+		r.fail("creating tenant %s: %v", name, err)
+	}
+	r.actors[k] = &roActor{name: name, token: ten.Token, c: api.NewClient(r.ts.url, ten.Token)}
+	r.logf("tenant %s", name)
+}
+
 // restart closes the server and starts another on the same database.
 func (r *roTest) restart() {
 	r.logf("restart")
@@ -1287,17 +1342,33 @@ func (r *roTest) finish() {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Every process gone: each attempt launched has ended.
+	views := map[string]*api.Job{}
+	for _, id := range r.order {
+		for {
+			v, err := admin.c.Job(r.ctx, id)
+			if err != nil {
+				r.fail("job %s: %v", id, err)
+			}
+			views[id] = v
+			if !slices.ContainsFunc(v.Attempts, func(a api.Attempt) bool { return a.Started != nil && a.Ended == nil }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				r.fail("job %s, %s, has attempts still running: %+v", id, v.State, v.Attempts)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	for _, id := range r.order {
 		data, _, _, err := admin.c.Logs(r.ctx, id, 0)
 		if err != nil {
 			r.fail("log of %s: %v", id, err)
 		}
-		v, err := admin.c.Job(r.ctx, id)
-		if err != nil {
-			r.fail("job %s: %v", id, err)
-		}
-		r.checkLog(id, string(data), v)
+		r.checkLog(id, string(data), views[id])
+		r.checkEvents(id)
 	}
+	r.checkAttempts(views)
 	states := map[string]int{}
 	for _, id := range r.order {
 		states[r.jobs[id].obs.State]++
@@ -1305,5 +1376,71 @@ func (r *roTest) finish() {
 	r.t.Logf("seed %d: %d jobs accepted, ended %v", r.seed, len(r.order), states)
 	if os.Getenv("TIDE_RANDOM_OPS_LOG") != "" {
 		r.t.Logf("steps:\n  %s", strings.Join(r.hist, "\n  "))
+	}
+}
+
+// eventKinds are the job events docs/api.md lists.
+var eventKinds = []string{"submitted", "start", "restart", "launched", "adopted", "preempted", "resized", "stopped", "stopping",
+	"attempt-failed", "attempt-lost", "retry", "finished", "failed", "cancelled", "declined", "held", "released", "time-limit", "requeued", "purged"}
+
+// checkEvents checks a job's event log: it begins with its submission,
+// names documented kinds, and has each run end at most once.
+func (r *roTest) checkEvents(id string) {
+	evs, err := r.actors[0].c.Events(r.ctx, id)
+	if err != nil {
+		r.fail("events of %s: %v", id, err)
+	}
+	if len(evs) == 0 || evs[0].Kind != "submitted" {
+		r.fail("events of %s do not begin with its submission: %+v", id, evs)
+	}
+	ends := 0
+	for i, e := range evs {
+		if !slices.Contains(eventKinds, e.Kind) && !strings.HasPrefix(e.Kind, "policy-") {
+			r.fail("job %s has an event of kind %q: %+v", id, e.Kind, e)
+		}
+		if e.Job != id || (i > 0 && e.Seq <= evs[i-1].Seq) {
+			r.fail("events of %s out of order or of another job: %+v", id, evs)
+		}
+		switch e.Kind {
+		case "requeued":
+			ends = 0
+		case "finished", "failed", "cancelled", "declined", "time-limit":
+			if ends++; ends > 1 {
+				r.fail("job %s ended twice in one run: %+v", id, evs)
+			}
+		}
+	}
+}
+
+// checkAttempts checks that no two attempts held a GPU at once, as the
+// API records them: an attempt's GPUs go to the next only once it has
+// ended, and its end is recorded before (a job's own attempts too).
+func (r *roTest) checkAttempts(views map[string]*api.Job) {
+	type span struct {
+		job        string
+		n          int
+		start, end time.Time
+	}
+	byGPU := map[int][]span{}
+	for id, v := range views {
+		for _, a := range v.Attempts {
+			if a.Started == nil {
+				continue
+			}
+			if a.Ended == nil || a.Ended.Before(*a.Started) {
+				r.fail("job %s attempt %d: started %v, ended %v", id, a.N, a.Started, a.Ended)
+			}
+			for _, g := range a.GPUs {
+				byGPU[g] = append(byGPU[g], span{id, a.N, *a.Started, *a.Ended})
+			}
+		}
+	}
+	for g, ss := range byGPU {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].start.Before(ss[j].start) })
+		for i := 1; i < len(ss); i++ {
+			if p, c := ss[i-1], ss[i]; c.start.Before(p.end) {
+				r.fail("GPU %d: job %s attempt %d started at %v, before job %s attempt %d ended at %v", g, c.job, c.n, c.start, p.job, p.n, p.end)
+			}
+		}
 	}
 }
