@@ -193,3 +193,78 @@ func TestRecoverUnrecordedLaunch(t *testing.T) {
 		t.Errorf("the unrecorded process %d was not re-adopted: %s, restarts %d, attempts %+v", pid, j.State, j.Restarts, j.Attempts)
 	}
 }
+
+// TestRecoverStoppedAttempts: attempts being stopped when the server went
+// away (jobs left running) are accounted for by the next start, not only
+// each job's last one. A cancelled job's attempt whose process ended while
+// the server was down used to stay "stopping" for ever (and its GPU-hours
+// grew in /v1/usage); a requeued job's old attempt, still running behind
+// the new run's first attempt, was forgotten: its GPUs looked free, and the
+// job was launched again beside its old process (TestRandomOperations,
+// seeds 46 and 14 with TIDE_RANDOM_OPS_STEPS=90).
+func TestRecoverStoppedAttempts(t *testing.T) {
+	ctx := context.Background()
+	stubborn := func(secs string) *api.JobSpec { // ignores SIGTERM
+		return &api.JobSpec{Command: []string{"sh", "-c", "trap '' TERM; sleep " + secs}, GPUs: 1}
+	}
+	launched := func(j *api.Job) bool {
+		return j.State == api.StateRunning && len(j.Attempts) > 0 && j.Attempts[len(j.Attempts)-1].PID > 0
+	}
+	waitGone := func(pid int) {
+		for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d still alive", pid)
+			}
+		}
+	}
+
+	t.Run("cancelled", func(t *testing.T) {
+		cfg := testConfig(t, t.TempDir())
+		cfg.StopJobsOnExit, cfg.Grace = false, 200*time.Millisecond
+		s1 := startServer(t, cfg)
+		j := submit(t, s1.admin, stubborn("30"))
+		j = waitJob(t, s1.admin, j.ID, 10*time.Second, "launched", launched)
+		if _, err := s1.admin.Cancel(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		s1.close(t) // before the grace period ends: the attempt is still stopping
+		waitGone(j.Attempts[0].PID)
+		s2 := startServer(t, cfg)
+		got, err := s2.admin.Job(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got.Attempts[0]; got.State != api.StateCancelled || a.Ended == nil || a.Outcome != "cancelled" {
+			t.Errorf("after the restart: %s, attempt %+v; want cancelled, the attempt ended, cancelled", got.State, a)
+		}
+	})
+
+	t.Run("requeued", func(t *testing.T) {
+		cfg := testConfig(t, t.TempDir())
+		cfg.StopJobsOnExit, cfg.Grace = false, time.Minute
+		cfg.GPUs = cfg.GPUs[:1]
+		s1 := startServer(t, cfg)
+		// Its first attempt runs until killed, the others end at once.
+		j := submit(t, s1.admin, &api.JobSpec{Command: []string{"sh", "-c", `trap '' TERM; [ "$TIDE_ATTEMPT" != 1 ] || sleep 30`}, GPUs: 1})
+		j = waitJob(t, s1.admin, j.ID, 10*time.Second, "launched", launched)
+		old := j.Attempts[0].PID
+		// The old process ignores the SIGTERM: the new run's first attempt
+		// waits for it.
+		if _, err := s1.admin.Requeue(ctx, j.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		waitJob(t, s1.admin, j.ID, 10*time.Second, "restarted", func(j *api.Job) bool { return len(j.Attempts) == 2 })
+		s1.close(t)
+		s2 := startServer(t, cfg)
+		waitJob(t, s2.admin, j.ID, 10*time.Second, "given a new attempt", func(j *api.Job) bool { return len(j.Attempts) >= 3 })
+		if err := killGroup(old); err != nil { // sooner than the grace period
+			t.Fatalf("the first attempt's process %d: %v", old, err)
+		}
+		got := waitJob(t, s2.admin, j.ID, 20*time.Second, "finished", inState(api.StateFinished, api.StateFailed))
+		first, last := got.Attempts[0], got.Attempts[len(got.Attempts)-1]
+		if got.State != api.StateFinished || first.Ended == nil || last.Started == nil || last.Started.Before(*first.Ended) {
+			t.Errorf("%s; attempt 1 (pid %d) ended %v, attempt %d started %v: the job ran beside its old process (attempts %+v)",
+				got.State, old, first.Ended, last.N, last.Started, got.Attempts)
+		}
+	})
+}

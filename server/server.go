@@ -431,6 +431,20 @@ func (s *Server) recover(r *store.Job) {
 	s.order = append(s.order, lj)
 	now := s.clk.Now()
 	last := r.Last()
+	// An earlier attempt not ended was being stopped when the previous
+	// server went away (a requeue, preemption or resize whose next
+	// attempt waited for it): its process, if still there, is stopped
+	// and keeps its GPUs until it is gone; otherwise it is recorded
+	// ended.
+	for i := range len(r.Attempts) - 1 {
+		if a := &r.Attempts[i]; a.Phase != store.PhaseEnded {
+			if p := s.find(r, a); p != nil {
+				s.stopStray(lj, a, p, "a later attempt of the job exists")
+			} else {
+				s.endGone(lj, a, now)
+			}
+		}
+	}
 	var proc *localexec.Proc
 	if last != nil && last.Phase != store.PhaseEnded {
 		proc = s.find(r, last)
@@ -438,6 +452,8 @@ func (s *Server) recover(r *store.Job) {
 	if api.Terminal(r.State) {
 		if proc != nil {
 			s.stopStray(lj, last, proc, "the job is "+r.State)
+		} else if last != nil && last.Phase != store.PhaseEnded {
+			s.endGone(lj, last, now) // being stopped (cancelled, say) when the server went away
 		}
 		return
 	}
@@ -552,6 +568,25 @@ func (s *Server) recover(r *store.Job) {
 			r.State = api.StatePreempted // waits for the scheduler to restart it
 		}
 	}
+}
+
+// endGone records ended, at now, a recovered attempt whose process is
+// gone and whose end does not count: it was being stopped, or its job is
+// over. Under mu.
+func (s *Server) endGone(lj *liveJob, a *store.Attempt, now float64) {
+	code, known := localexec.ExitCode(s.exitFile(lj.rec.ID, a.N))
+	a.Phase, a.Ended = store.PhaseEnded, now
+	if known {
+		a.ExitCode = &code
+	}
+	switch {
+	case a.Outcome != "":
+	case a.Stop == "" && api.Terminal(lj.rec.State):
+		a.Outcome = lj.rec.State
+	default:
+		a.Outcome = outcomeOf(a.Stop)
+	}
+	s.touch(lj)
 }
 
 // find looks for the process of a recorded attempt.
