@@ -245,6 +245,28 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 	}
 	spec.Tenant = tenant
 	spec.GPUType = strings.ToLower(spec.GPUType)
+	key := r.Header.Get(api.IdempotencyHeader)
+	if msg := api.CheckIdempotencyKey(key); msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid "+api.IdempotencyHeader+" header", []api.FieldError{{Field: api.IdempotencyHeader, Message: msg}})
+		return
+	}
+	hash := specHash(&spec)
+	// A retry of a recorded submission gets its job back whatever changed
+	// since: the tenant's queue (the job itself may fill max_queued), its
+	// dependencies (one may have failed), the server's programs. The
+	// checks below are for a new job; the queue's last, once the request
+	// is known valid (a 429 says a retry may succeed).
+	if key != "" {
+		var old *store.Idempotency
+		_ = s.db.View(func(tx *store.Tx) error {
+			old, _ = tx.Idempotency(p.tenant, key)
+			return nil
+		})
+		if old != nil {
+			s.replaySubmit(w, old.Job, key, old.SpecHash != hash)
+			return
+		}
+	}
 	if _, err := s.tenantUser(tenant); err != nil {
 		writeError(w, http.StatusBadRequest, "the job cannot run here", []api.FieldError{{Field: "tenant", Message: err.Error()}})
 		return
@@ -259,27 +281,6 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 		s.mu.Unlock()
 		if len(errs) > 0 {
 			writeError(w, http.StatusBadRequest, "invalid dependencies", errs)
-			return
-		}
-	}
-	key := r.Header.Get(api.IdempotencyHeader)
-	if msg := api.CheckIdempotencyKey(key); msg != "" {
-		writeError(w, http.StatusBadRequest, "invalid "+api.IdempotencyHeader+" header", []api.FieldError{{Field: api.IdempotencyHeader, Message: msg}})
-		return
-	}
-	hash := specHash(&spec)
-	// A retry of a recorded submission gets its job back whatever the
-	// tenant's queue holds now (the job itself may fill max_queued); only
-	// a new job is subject to the limit, checked once the request is
-	// known valid (a 429 says a retry may succeed).
-	if key != "" {
-		var old *store.Idempotency
-		_ = s.db.View(func(tx *store.Tx) error {
-			old, _ = tx.Idempotency(p.tenant, key)
-			return nil
-		})
-		if old != nil {
-			s.replaySubmit(w, old.Job, key, old.SpecHash != hash)
 			return
 		}
 	}

@@ -100,3 +100,26 @@ func TestIdempotentRetryAtQueueLimit(t *testing.T) {
 		t.Errorf("%d jobs (%v), want 1", len(jobs), err)
 	}
 }
+
+// TestIdempotentRetryAfterDependencyEnded: the retry of a recorded
+// submission gets its job back even though the job's dependency has
+// failed since (the job itself then failed); it used to be refused 400,
+// the dependency checked as for a new job (TestRandomOperations, seeds 24,
+// 31 and 76 with TIDE_RANDOM_OPS_STEPS=90).
+func TestIdempotentRetryAfterDependencyEnded(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	dep := submit(t, ts.admin, &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 1, Hold: true})
+	spec := &api.JobSpec{Command: []string{"true"}, GPUs: 1, After: []string{dep.ID}}
+	j, err := ts.admin.SubmitIdempotent(ctx, spec, "k-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.admin.Cancel(ctx, dep.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ts.admin.SubmitIdempotent(ctx, spec, "k-2")
+	if err != nil || again.ID != j.ID {
+		t.Errorf("the retry of accepted job %s after its dependency was cancelled: %+v, %v", j.ID, again, err)
+	}
+}
