@@ -257,6 +257,10 @@ func (s *Server) stopAttempt(a *attempt, why string) {
 	})
 }
 
+// startProc is localexec.Start, replaced by tests that act during a
+// launch.
+var startProc = localexec.Start
+
 // run waits for an attempt's GPUs (and its retry delay), launches it and
 // waits for it to end.
 func (s *Server) run(a *attempt) {
@@ -291,7 +295,7 @@ func (s *Server) run(a *attempt) {
 		l.MPSPipeDir, err = s.acquireMPS(a)
 	}
 	if err == nil {
-		proc, err = localexec.Start(l)
+		proc, err = startProc(l)
 	}
 	s.lock()
 	if err != nil {
@@ -325,7 +329,9 @@ func (s *Server) run(a *attempt) {
 	if a.stop == "" {
 		ra.Phase = store.PhaseRunning
 	}
-	if r.FirstStart == 0 {
+	if r.FirstStart == 0 && a.stop == "" {
+		// An attempt stopped while it launched (its job cancelled or
+		// requeued meanwhile) does not start the job: it may be over.
 		r.FirstStart = now
 	}
 	s.touch(a.lj)

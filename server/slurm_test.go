@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/localexec"
 )
 
 // TestDependencies: a job after another starts once it finished; a job
@@ -152,5 +154,39 @@ func TestListUsageRetention(t *testing.T) {
 	}
 	if j, err := ts.admin.Job(ctx, ids[0]); err != nil || j.State != api.StateFinished {
 		t.Errorf("the purged job's record: %+v %v", j, err)
+	}
+}
+
+// TestCancelDuringLaunch: a job cancelled while its first attempt is being
+// launched (the process starts, then is stopped) is not shown started
+// after it ended: its "started" used to be set by that launch, after the
+// cancellation, so that a cancelled job that had never started appeared
+// to start after its end (TestRandomOperations, seed 19 with
+// TIDE_RANDOM_OPS_STEPS=90).
+func TestCancelDuringLaunch(t *testing.T) {
+	launching, cancelled := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	startProc = func(l *localexec.Launch) (*localexec.Proc, error) {
+		once.Do(func() {
+			close(launching)
+			<-cancelled
+		})
+		return localexec.Start(l)
+	}
+	defer func() { startProc = localexec.Start }()
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	j := submit(t, ts.admin, &api.JobSpec{Command: []string{"sleep", "30"}, GPUs: 1})
+	<-launching
+	if _, err := ts.admin.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(cancelled)
+	got := waitJob(t, ts.admin, j.ID, 10*time.Second, "its attempt ended", func(j *api.Job) bool {
+		return len(j.Attempts) == 1 && j.Attempts[0].Ended != nil
+	})
+	if got.State != api.StateCancelled || got.Started != nil || got.Attempts[0].PID == 0 || got.Attempts[0].Outcome != "cancelled" {
+		t.Errorf("%s, started %v (ended %v), attempt %+v; want cancelled, never started, its attempt launched and cancelled",
+			got.State, got.Started, got.Ended, got.Attempts[0])
 	}
 }
