@@ -181,6 +181,9 @@ func (s *Server) handleDeleteTenant(w http.ResponseWriter, r *http.Request, p *p
 	}
 	var ids []string
 	for _, lj := range open {
+		if api.Terminal(lj.rec.State) {
+			continue // ended while an earlier cancellation's commit let mu go
+		}
 		if err := s.cancelJob(lj, p.tenant+" (tenant deleted)"); err != nil {
 			s.mu.Unlock()
 			writeError(w, http.StatusInternalServerError, err.Error(), nil)
