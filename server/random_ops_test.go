@@ -546,12 +546,11 @@ func hasField(e *api.Error, field string) bool {
 func (r *roTest) submitBurst() {
 	n := 2 + r.pick(3)
 	type sub struct {
-		a          *roActor
-		s          *api.JobSpec
-		want       api.JobSpec
-		mustRefuse bool
-		v          *api.Job
-		err        error
+		a    *roActor
+		s    *api.JobSpec
+		want api.JobSpec
+		v    *api.Job
+		err  error
 	}
 	subs := make([]*sub, n)
 	for i := range subs {
