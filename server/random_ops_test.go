@@ -334,13 +334,6 @@ func (r *roTest) validSpec(owner *roActor) *api.JobSpec {
 			s.GPUs = 1
 		}
 	}
-	if r.cfg.Policy == "elasticflow" {
-		// ElasticFlow plans power-of-two GPU counts only (policy/flow's
-		// fillJob): a job whose range holds none, such as a rigid 3, is
-		// never planned and waits for ever, even on free GPUs. Known
-		// (reported); leave such jobs out rather than find it again.
-		s.GPUs, s.MinGPUs, s.MaxGPUs = powerOfTwoIn(s.GPUs, s.MinGPUs, s.MaxGPUs)
-	}
 	s.Priority = r.pick(4) - 1
 	if r.pick(2) == 0 {
 		s.EstimateS = float64(1 + r.pick(20))
@@ -372,28 +365,6 @@ func (r *roTest) validSpec(owner *roActor) *api.JobSpec {
 		s.Tenant = r.actors[1+r.pick(len(r.actors)-1)].name
 	}
 	return s
-}
-
-// powerOfTwoIn narrows a GPU request to one whose range holds a power
-// of two.
-func powerOfTwoIn(gpus, lo, hi int) (int, int, int) {
-	g := gpus
-	if g == 0 {
-		g = hi
-	}
-	l, h := lo, hi
-	if l == 0 {
-		l = g
-	}
-	if h == 0 {
-		h = g
-	}
-	for p := 1; p <= h; p *= 2 {
-		if p >= l {
-			return gpus, lo, hi
-		}
-	}
-	return 2, 0, 0
 }
 
 // accepted is the spec the server must show for s, submitted by owner.

@@ -371,6 +371,24 @@ func (f *Flow) fjobOf(s *engine.Snapshot, c cloud, st *engine.Status) *fjob {
 	return j
 }
 
+// oddSize is the one GPU count a job of range [lo, hi] runs on when the
+// range holds no power of two (a rigid 3 GPUs, as tide serve and tide kube
+// take jobs; the simulator gives its jobs ranges from 1): lo. ElasticFlow
+// sizes jobs in powers of two, and a job with none was never planned and
+// waited for ever on idle GPUs. 0 when the range holds a power of two, or
+// nothing (lo > hi).
+func oddSize(lo, hi int) int {
+	if lo < 1 || lo > hi {
+		return 0
+	}
+	for g := 1; g <= hi; g *= 2 {
+		if g >= lo {
+			return 0
+		}
+	}
+	return lo
+}
+
 // fillJob sets j to st as fjobOf describes it, reusing j's levels' memory.
 func (f *Flow) fillJob(j *fjob, s *engine.Snapshot, c cloud, st *engine.Status) {
 	p := s.Progress(st)
@@ -399,6 +417,10 @@ func (f *Flow) fillJob(j *fjob, s *engine.Snapshot, c cloud, st *engine.Status) 
 			j.rates = append(j.rates, r)
 			best = r
 		}
+	}
+	if n := oddSize(st.Job.MinGPUs, min(st.Job.MaxGPUs, c.cap)); n > 0 && !j.other {
+		j.levels = append(j.levels, n)
+		j.rates = append(j.rates, f.rate(s, st, c.gpuType, n, c.perNode, p))
 	}
 	costs := s.Model.Costs(st.Job)
 	j.margin = costs.Resize

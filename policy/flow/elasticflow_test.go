@@ -365,3 +365,36 @@ func randomFlowJobs(rng *rand.Rand) []*job.Job {
 	}
 	return jobs
 }
+
+// TestFlowNoPowerOfTwo: a job whose GPU range holds no power of two (a
+// rigid 3 GPUs, as tide serve and tide kube take jobs) runs on its
+// minimum under every flow policy. Its levels were the powers of two in
+// its range, so it had none: never planned, it waited for ever on idle
+// GPUs, with a deadline or without.
+func TestFlowNoPowerOfTwo(t *testing.T) {
+	rigid := func(id string, n int, deadline float64) *job.Job {
+		j := enginetest.Job(id).GPUs(n).Seconds(600).Obj()
+		j.Deadline = deadline
+		return j
+	}
+	for _, spec := range []string{"elasticflow", "edgeflow", "tidal"} {
+		recs := fam.Starts(t, spec, []*job.Job{rigid("three", 3, 0), rigid("due", 3, 4000), rigid("one", 1, 0)})
+		for _, id := range []string{"three", "due", "one"} {
+			if r := recs[id]; r.State != "finished" {
+				t.Errorf("%s: job %s %s (start %v), want finished", spec, id, r.State, r.Start)
+			}
+		}
+	}
+}
+
+// TestOddSize: a range without a power of two runs on its minimum; one
+// with a power of two, or empty, has no odd size.
+func TestOddSize(t *testing.T) {
+	for _, tc := range []struct{ lo, hi, want int }{
+		{3, 3, 3}, {5, 7, 5}, {3, 8, 0}, {1, 1, 0}, {4, 4, 0}, {3, 2, 0}, {0, 3, 0}, {9, 15, 9}, {6, 6, 6},
+	} {
+		if got := oddSize(tc.lo, tc.hi); got != tc.want {
+			t.Errorf("oddSize(%d, %d) = %d, want %d", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}

@@ -169,6 +169,10 @@ func (f *Flow) fitOther(s *engine.Snapshot, site *cluster.Site, free []int, j *f
 			best = r
 		}
 	}
+	if n := oddSize(j.st.Job.MinGPUs, min(j.st.Job.MaxGPUs, up)); n > 0 {
+		j.levels = append(j.levels, n)
+		j.rates = append(j.rates, f.rate(s, j.st, t, n, oc.perNode, j.prog))
+	}
 	for g, _ := j.level(idle); g > 0; g, _ = j.level(g - 1) {
 		if nodes := f.fit(s, oc, free, j.st, g); nodes != nil {
 			j.now = g

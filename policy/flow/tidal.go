@@ -1340,7 +1340,7 @@ func (t *Tidal) meanCap(s *engine.Snapshot, c cloud) int {
 }
 
 // wholeCloudEnd is when st would end if it had the whole cloud c from now,
-// at the GPU count (a power of two up to its maximum) that ends it first,
+// at the GPU count (a power of two up to its maximum, or oddSize) that ends it first,
 // start or restart included: +Inf when no count can run it.
 func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
 	delay := s.Model.Costs(st.Job).Start
@@ -1348,13 +1348,18 @@ func wholeCloudEnd(s *engine.Snapshot, c cloud, st *engine.Status) float64 {
 		delay = s.Model.Costs(st.Job).Restart
 	}
 	best := math.Inf(1)
-	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
-		if g < st.Job.MinGPUs {
-			continue
-		}
+	try := func(g int) {
 		if r := s.Remaining(st, g, c.gpuType); r > 0 && !math.IsInf(r, 0) {
 			best = math.Min(best, s.Now+delay+r)
 		}
+	}
+	for g := 1; g <= min(st.Job.MaxGPUs, c.cap); g *= 2 {
+		if g >= st.Job.MinGPUs {
+			try(g)
+		}
+	}
+	if n := oddSize(st.Job.MinGPUs, min(st.Job.MaxGPUs, c.cap)); n > 0 {
+		try(n)
 	}
 	return best
 }
