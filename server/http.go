@@ -267,6 +267,14 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request, p *princip
 			return
 		}
 	}
+	if tenant != p.tenant && s.tenantByName(tenant) == nil {
+		// Also with --single-user, where no Unix user is looked up: a job
+		// of a tenant that does not exist would be seen by whoever is
+		// later created under that name.
+		writeError(w, http.StatusBadRequest, "the job cannot run here", []api.FieldError{{Field: "tenant",
+			Message: fmt.Sprintf("no tenant %s: create it first ('tide tenant add %s')", tenant, tenant)}})
+		return
+	}
 	if _, err := s.tenantUser(tenant); err != nil {
 		writeError(w, http.StatusBadRequest, "the job cannot run here", []api.FieldError{{Field: "tenant", Message: err.Error()}})
 		return

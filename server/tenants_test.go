@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -191,5 +192,30 @@ func TestDeleteTenantJobEnds(t *testing.T) {
 		if j, err := admin.Job(ctx, ids[i]); err != nil || j.State != want {
 			t.Errorf("job %s: %+v %v, want %s", ids[i], j, err, want)
 		}
+	}
+}
+
+// TestSubmitForUnknownTenant: the admin submitting for a tenant that does
+// not exist is refused, naming the field, in --single-user mode too (where
+// no Unix user is looked up). Before, the job was accepted, and whoever
+// was later created under that name saw it. For an existing tenant it is
+// accepted.
+func TestSubmitForUnknownTenant(t *testing.T) {
+	ts := startServer(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	spec := &api.JobSpec{Command: []string{"true"}, GPUs: 1, Tenant: "nobody"}
+	_, err := ts.admin.Submit(ctx, spec)
+	var e *api.Error
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest || !hasField(e, "tenant") || !strings.Contains(err.Error(), "tide tenant add nobody") {
+		t.Errorf("a job for a tenant that does not exist: %v, want a 400 naming tenant", err)
+	}
+	if jobs, err := ts.admin.Jobs(ctx, ""); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs after the refusal: %d, %v; want none", len(jobs), err)
+	}
+	if _, err := ts.admin.CreateTenant(ctx, "nobody"); err != nil {
+		t.Fatal(err)
+	}
+	if j := submit(t, ts.admin, spec); j.Tenant != "nobody" {
+		t.Errorf("the job's tenant %q, want nobody", j.Tenant)
 	}
 }
