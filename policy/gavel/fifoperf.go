@@ -10,6 +10,7 @@ import (
 
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/alloc"
 )
 
 // FIFOKnobs are gavel-fifo's knobs: Gavel's and how a job's type is
@@ -84,6 +85,12 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 	for m := range p.jobs {
 		x[m] = make([]float64, len(p.types))
 	}
+	// On a cluster of several sites a job gets a type only where one site
+	// (or edge server) has room for it beside the jobs before it; one that
+	// has room only across sites is passed over, as one that cannot run on
+	// the types with room is, and the pass still stops where no type has
+	// room.
+	bins := p.siteBins()
 	for m := range p.jobs {
 		best, fits := -1, false
 		for k := range p.types {
@@ -91,6 +98,9 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 				continue
 			}
 			fits = true
+			if !canTake(bins, p, m, k) {
+				continue
+			}
 			if best < 0 || p.tput[m][k] > p.tput[m][best] {
 				best = k
 			}
@@ -98,12 +108,27 @@ func (fifoPerf) allocate(p *gavelProblem) ([][]float64, error) {
 		if !fits {
 			break
 		}
-		if p.tput[m][best] > 0 {
+		if best >= 0 && p.tput[m][best] > 0 {
 			x[m][best] = 1
 			free[best] -= p.gpus[m]
+			take(bins, p, m, best)
 		}
 	}
 	return x, nil
+}
+
+// canTake reports whether job m fits one site's (or edge server's) room
+// of type k; always with bins nil (one site: the type's GPUs are one pool).
+func canTake(bins *alloc.Bins, p *gavelProblem, m, k int) bool {
+	return bins == nil || bins.CanTake(p.jobs[m], p.types[k], int(p.gpus[m]))
+}
+
+// take counts job m in a site's room of type k, when there are sites and
+// one has room.
+func take(bins *alloc.Bins, p *gavelProblem, m, k int) {
+	if bins != nil {
+		bins.Take(p.jobs[m], p.types[k], int(p.gpus[m]))
+	}
 }
 
 // gavelFIFO is Gavel's FIFOPolicy (mode base): a job keeps the type it was
@@ -148,7 +173,10 @@ func newGavelFIFO(gavelPick bool, seed uint64) *gavelFIFO {
 //     type has room for.
 //
 // A job is only ever given a type it can run on (throughput > 0): every
-// type, for the jobs of Gavel's traces.
+// type, for the jobs of Gavel's traces. On a cluster of several sites it
+// can run on a type only where one site (or edge server) has room for it
+// beside the jobs holding a type (running jobs where they run): a job
+// with room only across sites is passed over, and the pass goes on.
 //
 // The two picks differ in the order and in which type a job gets:
 //
@@ -206,6 +234,19 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 	}
 	slices.SortFunc(held, walk)
 	free := slices.Clone(p.cap)
+	// On a cluster of several sites a type has room for a job only where
+	// one site (or edge server) has, beside the jobs that hold a type:
+	// those running where they run, then the others where they would go.
+	bins := p.siteBins()
+	if bins != nil {
+		for _, running := range []bool{true, false} {
+			for _, id := range held {
+				if m, ok := present[id]; ok && (len(p.jobs[m].GPUs) > 0) == running {
+					take(bins, p, m, f.types[id])
+				}
+			}
+		}
+	}
 	for _, id := range held {
 		k := f.types[id]
 		if m, ok := present[id]; ok {
@@ -215,10 +256,11 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		delete(f.types, id)
 		if len(queue) > 0 {
 			m := queue[0]
-			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 {
+			if p.gpus[m] <= free[k] && p.tput[m][k] > 0 && canTake(bins, p, m, k) {
 				queue = queue[1:]
 				f.types[p.jobs[m].Job.ID] = k
 				free[k] -= p.gpus[m]
+				take(bins, p, m, k)
 			}
 		}
 	}
@@ -245,7 +287,9 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		var roomy, fit []int // positions in listed with room for the job; those of them it can run on
 		last := -1           // position in listed of the last type it can run on
 		for i, k := range listed {
-			can := p.tput[m][k] > 0
+			// On a cluster of several sites a job can run on a type only
+			// where one site (or edge server) has room for it now.
+			can := p.tput[m][k] > 0 && canTake(bins, p, m, k)
 			if free[k] >= p.gpus[m] {
 				roomy = append(roomy, i)
 				if can {
@@ -278,6 +322,9 @@ func (f *gavelFIFO) allocate(p *gavelProblem) ([][]float64, error) {
 		}
 		f.types[p.jobs[m].Job.ID] = k
 		free[k] -= p.gpus[m]
+		if canTake(bins, p, m, k) { // under pick=gavel the job may get a type with no room
+			take(bins, p, m, k)
+		}
 		if free[k] == 0 {
 			listed = slices.Delete(listed, drawn, drawn+1)
 		}

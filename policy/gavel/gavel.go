@@ -105,6 +105,7 @@ type Gavel struct {
 	jobs      map[string]*gavelJob
 	pairState map[string]*gavelPairState // by pairKey
 	incr      gavelKept                  // rounds between re-plans from what changed (gavel_kept.go)
+	bins      alloc.Bins                 // each site's room, on a cluster of several sites (plan)
 	types     []string                   // cluster GPU types, sorted
 	capSeen   []float64                  // the capacity at the last re-plan (gavelCapacity); nil before the first
 	typeTime  []float64
@@ -142,6 +143,20 @@ type gavelProblem struct {
 	// nil: one allocation per job.
 	class   []int
 	classes int
+	// snap and bins, on a cluster of several sites, let an allocator that
+	// gives each job a type (FIFO's) count each site's room (siteBins).
+	snap *engine.Snapshot
+	bins *alloc.Bins
+}
+
+// siteBins is each site's room for the FIFO allocators, afresh: nil on a
+// cluster of one site (not an edge site) or in a problem made without a
+// snapshot, where a type's GPUs are one pool.
+func (p *gavelProblem) siteBins() *alloc.Bins {
+	if p.bins == nil || p.snap == nil || !p.bins.Reset(p.snap) {
+		return nil
+	}
+	return p.bins
 }
 
 // gavelAllocator returns X[m][k], one row per job, followed by Y[q][k], one
@@ -363,7 +378,7 @@ func (g *Gavel) keep(s *engine.Snapshot) engine.Plan {
 // for) has throughput 0 on it.
 func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 	n, K := len(s.Jobs), len(g.types)
-	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types,
+	p := &gavelProblem{now: s.Now, jobs: s.Jobs, types: g.types, snap: s, bins: &g.bins,
 		tput: make([][]float64, n), gpus: make([]float64, n), rem: make([]float64, n), age: make([]float64, n), prev: make([][]float64, n)}
 	var fit, mem []float64 // mem: each type's GPU memory, once a job asks for part of a GPU
 	p.cap, fit = gavelCapacity(s, g.types)
@@ -427,10 +442,15 @@ func (g *Gavel) problem(s *engine.Snapshot) *gavelProblem {
 // edge servers, or on GPUs all down, and gavel-fifo, where a job keeps its
 // type, or any Gavel policy, whose allocation gives the job only that type,
 // would leave it waiting for ever on an idle cluster. The capacity still
-// pools the sites, so a round may give a type to more jobs than its sites
-// can place at once (two three-GPU jobs on two sites of four GPUs); the
-// placer leaves the extra job waiting until GPUs free, which they do once
-// the placed job ends, so it waits a while but not for ever.
+// pools the sites (the allocation is a share of time per type, as in
+// Gavel), but each round plans every job into one site (or edge server)
+// beside the jobs of higher priority (plan, alloc.Bins), and the FIFO
+// allocators give a job a type only where one site has room for it beside
+// the jobs holding a type (fifoperf.go). Before, a round gave a type to
+// more jobs than its sites could place at once (two three-GPU jobs running
+// on two sites of four GPUs, and a waiting job of two planned on the 1 + 1
+// left): the placer left that job waiting, round after round, and the jobs
+// behind it waited beside the idle GPUs.
 func gavelCapacity(s *engine.Snapshot, types []string) (capacity, fit []float64) {
 	capacity, fit = make([]float64, len(types)), make([]float64, len(types))
 	multiSite := len(s.Cluster.Sites()) > 1
@@ -627,10 +647,11 @@ func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
 	}
 	left := slices.Clone(p.cap)
 	done := make([]bool, len(s.Jobs))
+	sites := g.bins.Reset(s)
 	var plan engine.Plan
 	for _, e := range queue {
 		if e.pair >= 0 {
-			plan.Run = g.placePair(plan.Run, e, p, left, done)
+			plan.Run = g.placePair(plan.Run, e, p, left, done, sites)
 			continue
 		}
 		if left[e.k] == 0 || done[e.m] || p.tput[e.m][e.k] <= 0 {
@@ -642,10 +663,23 @@ func (g *Gavel) plan(s *engine.Snapshot, p *gavelProblem) engine.Plan {
 		if p.gpus[e.m] > left[e.k] {
 			continue
 		}
+		st := s.Jobs[e.m]
+		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: g.types[e.k]}
+		if sites {
+			// A job never spans sites (on an edge site it takes one
+			// server): it runs this round where one site has room for it
+			// beside the jobs ahead of it, as the placer will put it
+			// (alloc.Bins); else it waits, and the GPUs left go to the
+			// jobs behind it, as for a job the type has no room for.
+			i := g.bins.Take(st, a.GPUType, a.GPUs)
+			if i < 0 {
+				continue
+			}
+			g.bins.Name(&a, i)
+		}
 		left[e.k] -= p.gpus[e.m]
 		done[e.m] = true
-		st := s.Jobs[e.m]
-		plan.Run = append(plan.Run, engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: g.types[e.k]})
+		plan.Run = append(plan.Run, a)
 	}
 	return plan
 }

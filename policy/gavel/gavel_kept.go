@@ -3,6 +3,7 @@ package gavel
 import (
 	"slices"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
@@ -98,7 +99,7 @@ func (k *gavelKept) follow(g *Gavel, s *engine.Snapshot) bool {
 			k.planOK = false
 			return true
 		}
-		k.place(g, st, e)
+		k.place(g, s.Cluster, st, e)
 	}
 	return true
 }
@@ -107,18 +108,21 @@ func (k *gavelKept) follow(g *Gavel, s *engine.Snapshot) bool {
 // plan does not keep on its GPUs, or a fractional one it would start (a
 // Keep plan lists none), is a stray; a job of the plan holding no GPUs
 // starts.
-func (k *gavelKept) place(g *Gavel, st *engine.Status, e *keptEntry) {
+func (k *gavelKept) place(g *Gavel, c *cluster.Cluster, st *engine.Status, e *keptEntry) {
 	in := e.gen == k.gen && e.pos > 0
 	running := len(st.GPUs) > 0
-	stray := running && (!in || !keeps(g.last.Run[e.pos-1], st))
+	stray := running && (!in || !keeps(c, g.last.Run[e.pos-1], st))
 	starts := !running && in
 	k.set(e, stray || (starts && st.Job.Fractional()), starts)
 }
 
 // keeps reports whether assignment a keeps running job st on its GPUs
-// (the engine's rule: the same count, a compatible type, no shape asked).
-func keeps(a engine.Assignment, st *engine.Status) bool {
-	return a.GPUs == len(st.GPUs) && (a.GPUType == "" || a.GPUType == st.Alloc.GPUType) && a.Nodes == nil && a.Site == "" && a.PackWith == ""
+// (the engine's rule: the same count, a compatible type, no shape asked,
+// no site but its own: on a cluster of several sites a re-plan names the
+// site of every job it runs).
+func keeps(c *cluster.Cluster, a engine.Assignment, st *engine.Status) bool {
+	return a.GPUs == len(st.GPUs) && (a.GPUType == "" || a.GPUType == st.Alloc.GPUType) && a.Nodes == nil &&
+		(a.Site == "" || a.Site == c.NodeOf(st.GPUs[0]).Site) && a.PackWith == ""
 }
 
 // set updates e's stray and starts, and the count and list they feed.
@@ -170,7 +174,7 @@ func (k *gavelKept) rebuild(g *Gavel, s *engine.Snapshot) {
 		if pos := k.byID[st.Job.ID]; pos > 0 {
 			e.pos, e.gen = pos, k.gen
 		}
-		k.place(g, st, e)
+		k.place(g, s.Cluster, st, e)
 	}
 	k.planOK = true
 }

@@ -151,18 +151,30 @@ func (g *Gavel) pairEntries(queue []gavelEntry, p *gavelProblem, k int) []gavelE
 	return queue
 }
 
-// placePair runs pair entry e when both members are free and its GPUs fit.
-func (g *Gavel) placePair(run []engine.Assignment, e gavelEntry, p *gavelProblem, left []float64, done []bool) []engine.Assignment {
+// placePair runs pair entry e when both members are free and its GPUs fit
+// (with sites, in one site: alloc.Bins; a pair running together already
+// keeps its GPUs, counted by type alone, as alloc.Pool counts pairs).
+func (g *Gavel) placePair(run []engine.Assignment, e gavelEntry, p *gavelProblem, left []float64, done []bool, sites bool) []engine.Assignment {
 	pr := p.pairs[e.pair]
 	n := p.gpus[pr.a]
 	if done[pr.a] || done[pr.b] || n > left[e.k] {
 		return run
 	}
+	sa, sb := p.jobs[pr.a], p.jobs[pr.b]
+	ja, jb := sa.Job, sb.Job
+	t := g.types[e.k]
+	a := engine.Assignment{Job: ja.ID, GPUs: ja.GPUs, GPUType: t, PackWith: jb.ID}
+	b := engine.Assignment{Job: jb.ID, GPUs: jb.GPUs, GPUType: t, PackWith: ja.ID}
+	if sites {
+		i := g.bins.Take(sa, t, ja.GPUs)
+		if i < 0 {
+			return run
+		}
+		g.bins.Release(sb) // it runs on its partner's GPUs
+		g.bins.Name(&a, i)
+		g.bins.Name(&b, i)
+	}
 	left[e.k] -= n
 	done[pr.a], done[pr.b] = true, true
-	ja, jb := p.jobs[pr.a].Job, p.jobs[pr.b].Job
-	t := g.types[e.k]
-	return append(run,
-		engine.Assignment{Job: ja.ID, GPUs: ja.GPUs, GPUType: t, PackWith: jb.ID},
-		engine.Assignment{Job: jb.ID, GPUs: jb.GPUs, GPUType: t, PackWith: ja.ID})
+	return append(run, a, b)
 }
