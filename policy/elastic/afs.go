@@ -45,8 +45,9 @@ func afsPolicies(register func(contract.Info)) {
 //     when they no longer shorten anything.
 //
 // Deviations from alg_c: minimum counts above 1, per-type pools of the GPUs
-// up for training with no job above what one site has up
-// (elasticRound.pool), and a job whose predicted time on one more GPU is
+// up for training where, on a cluster of several sites, each job runs in
+// one site and takes a further GPU only while its site has one (Sites in
+// elastic.go), and a job whose predicted time on one more GPU is
 // infinite (the model says it cannot run there) leaves the comparisons. A job's maximum and the
 // remaining-time estimate are Optimus' (elasticMaxGPUs, estimator).
 type AFS struct {
@@ -91,7 +92,7 @@ func (r *elasticRound) afsAllocate(jobs []*elasticJob, free int) {
 		return cmp.Compare(a.remaining(a.min), b.remaining(b.min))
 	})
 	for _, e := range order {
-		if e.min <= free {
+		if e.min <= free && r.take(e) {
 			e.n = e.min
 			free -= e.min
 		}
@@ -102,7 +103,19 @@ func (r *elasticRound) afsAllocate(jobs []*elasticJob, free int) {
 			cands = append(cands, e)
 		}
 	}
-	for free > 0 && len(cands) > 0 {
+	for free > 0 {
+		if r.sites { // a job whose site is full leaves the comparisons
+			open := cands[:0]
+			for _, e := range cands {
+				if !r.full(e) {
+					open = append(open, e)
+				}
+			}
+			cands = open
+		}
+		if len(cands) == 0 {
+			break
+		}
 		c := cands[0]
 		for _, m := range cands[1:] {
 			l, h := c, m
@@ -115,7 +128,7 @@ func (r *elasticRound) afsAllocate(jobs []*elasticJob, free int) {
 				c = h
 			}
 		}
-		c.n++
+		r.grow(c)
 		free--
 		if !afsOpen(c) {
 			i := slices.Index(cands, c)

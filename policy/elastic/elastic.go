@@ -31,6 +31,7 @@ type elasticJob struct {
 	typ      string // the GPU type it is planned on (a cluster type)
 	min, max int    // GPUs it may hold when it runs
 	n        int    // GPUs given so far
+	bin      int    // on a cluster of several sites, where it runs (alloc.Bins)
 	est      *estimator
 	rem      []float64 // remaining seconds by GPU count, NaN = not computed yet
 }
@@ -152,6 +153,10 @@ type elasticRound struct {
 	given    []*elasticJob   // elasticPlan's jobs given GPUs
 	run      []engine.Assignment
 	explain  explain.Scratch
+	// bins, when sites, is each site's (or edge server's) room: a job
+	// never spans sites (alloc.Bins).
+	bins  alloc.Bins
+	sites bool
 }
 
 // Type indexes of elasticRound.bound besides the cluster's own.
@@ -192,11 +197,9 @@ func elasticPools(s *engine.Snapshot, oracle bool) (types []string, pools map[st
 // GPU that is down). A job whose minimum exceeds that, or whose type the
 // cluster lacks, cannot run now and is left out.
 //
-// The pool still sums a type's GPUs over sites, so on a multi-site cluster
-// two jobs' counts may each fit a site but not together; the placer then
-// leaves the smaller unplaced for the round. Capping every count at one
-// site's up GPUs keeps the largest placeable, so some job always runs when
-// any can.
+// The pool sums a type's GPUs over sites; on a cluster of several sites
+// the policies also keep each site's room (take, grow), so that jobs that
+// each fit a site but not together are not all planned.
 func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
 	types := s.Cluster.GPUTypes()
 	r.capacity = resize(r.capacity, len(types))
@@ -276,7 +279,7 @@ func (r *elasticRound) pool(s *engine.Snapshot, oracle bool) {
 		}
 		jobs = jobs[:len(jobs)+1]
 		e := &jobs[len(jobs)-1]
-		*e = elasticJob{st: st, typ: types[t], min: st.Job.MinGPUs, est: &r.est, rem: e.rem[:0]}
+		*e = elasticJob{st: st, typ: types[t], min: st.Job.MinGPUs, est: &r.est, rem: e.rem[:0], bin: -1}
 		e.max = min(alloc.MaxGPUs(s, st), largest[t])
 		r.pools[t] = append(r.pools[t], e)
 	}
@@ -304,6 +307,7 @@ func resize[T any](xs []T, n int) []T {
 // reasons (terms), all in r's memory.
 func (r *elasticRound) schedule(s *engine.Snapshot, oracle bool, allocate func(r *elasticRound, jobs []*elasticJob, free int), terms func([]byte, *engine.Status) []byte) engine.Plan {
 	r.pool(s, oracle)
+	r.sites = r.bins.Reset(s)
 	types := s.Cluster.GPUTypes()
 	for t := range types {
 		allocate(r, r.pools[t], r.capacity[t])
@@ -340,7 +344,11 @@ func (r *elasticRound) plan(types []string) engine.Plan {
 		if len(types) == 1 {
 			t = e.st.Job.GPUType
 		}
-		run = append(run, engine.Assignment{Job: e.st.Job.ID, GPUs: e.n, GPUType: t})
+		a := engine.Assignment{Job: e.st.Job.ID, GPUs: e.n, GPUType: t}
+		if r.sites {
+			r.bins.Name(&a, e.bin)
+		}
+		run = append(run, a)
 	}
 	r.run = run
 	var plan engine.Plan
@@ -348,6 +356,45 @@ func (r *elasticRound) plan(types []string) engine.Plan {
 		plan.Run = run
 	}
 	return plan
+}
+
+// Sites. A job never spans sites, and on an edge site it uses one server
+// (engine.Assignment). The pools counted a type's GPUs over every site, so
+// on a cluster of several sites they planned counts that each fit a site
+// but not together (jobs of 3 GPUs on two sites of 4: a third job's 2 GPUs
+// counted from the 1 + 1 left), and the placer left the job that came last
+// in the plan unplaced for the round while its GPUs idled. So there each
+// job is also planned into one site (or edge server) as the placer will
+// place it (alloc.Bins), on its minimum (take): a running job where it
+// runs while that has room for its maximum, any other (or one that would
+// find more room elsewhere) in the site (or server) with the most room,
+// where it may grow (first fit, the placer's choice, packed every minimum
+// into the first site); a further GPU goes only to
+// a job whose site has one left (grow), and the GPUs it cannot take go to
+// the others, by the policy's own rule. The plan names each job's site (and
+// server). On one site there are no bins and nothing changes.
+
+// take puts e, about to get its minimum, in a site with room for it; false
+// when no site has.
+func (r *elasticRound) take(e *elasticJob) bool {
+	if !r.sites {
+		return true
+	}
+	e.bin = r.bins.TakeSpread(e.st, e.typ, e.min, e.max)
+	return e.bin >= 0
+}
+
+// full reports whether e's site has no GPU left for it.
+func (r *elasticRound) full(e *elasticJob) bool {
+	return r.sites && r.bins.Room(e.bin) == 0
+}
+
+// grow gives e one GPU more, in its site.
+func (r *elasticRound) grow(e *elasticJob) {
+	e.n++
+	if r.sites {
+		r.bins.Grow(e.bin, 1)
+	}
 }
 
 // appendMinTerm appends the start of both policies' reason terms: "jobs

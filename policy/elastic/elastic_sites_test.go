@@ -8,9 +8,13 @@ import (
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
+	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/perf/goodput"
+	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
+	"github.com/tide-sched/tide/sim"
 )
 
 // TestElasticUpGPUs: both policies size jobs by the GPUs a job can be
@@ -161,5 +165,57 @@ func TestPolluxOneSite(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestElasticPlacesWhatItPlans: on random clusters of several cloud,
+// inference and edge sites, with GPUs going down and coming back, every
+// job AFS or Optimus plans is placed as planned, on the GPU count planned.
+// Their pools counted a type's GPUs over sites, so they planned counts
+// that each fit a site but not together, and the placer left a job
+// unplaced while its GPUs idled.
+func TestElasticPlacesWhatItPlans(t *testing.T) {
+	for _, spec := range []string{"afs", "optimus"} {
+		t.Run(spec, func(t *testing.T) {
+			policytest.PlacesWhatItPlans(t, 200, 60, true, func(int) engine.Policy {
+				p, err := fam(spec, contract.Context{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}
+
+// TestElasticSitesRepro: two elastic jobs of up to 3 GPUs start on two
+// sites of 4 A100s; jobs of up to 2 and 1 GPUs come. Counting the A100s
+// over sites, AFS and Optimus planned 3 + 3 + 2 on the 8, and the placer
+// left the job of 2 waiting beside the two idle GPUs (and, as the counts
+// moved, others). Now every count they plan is placed as planned, and
+// every job runs from its first round.
+func TestElasticSitesRepro(t *testing.T) {
+	a100 := []cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "a100"}}
+	c, err := (&cluster.Spec{Sites: []cluster.SiteSpec{{Name: "a", Nodes: a100}, {Name: "b", Nodes: a100}}}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []*job.Job{
+		enginetest.Job("j1").Elastic(1, 3, 3).Seconds(1e4).Obj(), enginetest.Job("j2").Elastic(1, 3, 3).Seconds(1e4).Obj(),
+		enginetest.Job("j3").At(1).Elastic(1, 2, 2).Seconds(2e4).Obj(), enginetest.Job("j4").At(2).Elastic(1, 1, 1).Seconds(100).Obj(),
+	}
+	for _, spec := range []string{"afs", "optimus"} {
+		t.Run(spec, func(t *testing.T) {
+			r, err := sim.Run(sim.Config{Cluster: c, Model: perf.Duration{}, Placer: place.Pack{}, Round: 60,
+				Policy: policytest.PlacedAsPlanned(t, fam.Parse(t, spec, contract.Context{}))}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range r.Jobs {
+				if j.Start-j.Submit > 60 {
+					t.Errorf("job %s came at %v and started at %v, want in its first round", j.ID, j.Submit, j.Start)
+				}
+			}
+		})
 	}
 }

@@ -41,8 +41,9 @@ func optimusPolicies(register func(contract.Info)) {
 // measured step times, which Oracle approximates (it compares remaining
 // times, so a larger batch's statistical efficiency counts; the artifact
 // compares step times at the job's batch). Each GPU type is a separate
-// pool of the GPUs up for training, and no job gets more than one site has
-// up (elasticRound.pool). Optimus' own convergence-curve fitting is not
+// pool of the GPUs up for training; on a cluster of several sites each job
+// runs in one site and takes a further GPU only while its site has one
+// (Sites in elastic.go). Optimus' own convergence-curve fitting is not
 // modelled: the remaining work is the job's own (Status.Work less its
 // progress, Snapshot.Progress).
 type Optimus struct {
@@ -87,7 +88,7 @@ func optimusTerms(b []byte, st *engine.Status) []byte {
 func (r *elasticRound) optimusAllocate(jobs []*elasticJob, free int) {
 	order := r.optimusByMin(jobs)
 	for _, e := range order {
-		if e.min <= free {
+		if e.min <= free && r.take(e) {
 			e.n = e.min
 			free -= e.min
 		}
@@ -96,7 +97,7 @@ func (r *elasticRound) optimusAllocate(jobs []*elasticJob, free int) {
 		var best *elasticJob
 		bestGain := 0.0
 		for _, e := range jobs {
-			if e.n == 0 || e.n >= e.max {
+			if e.n == 0 || e.n >= e.max || r.full(e) {
 				continue
 			}
 			// NaN (both infinite) never wins; +Inf (a job that cannot run
@@ -108,7 +109,7 @@ func (r *elasticRound) optimusAllocate(jobs []*elasticJob, free int) {
 		if best == nil {
 			return
 		}
-		best.n++
+		r.grow(best)
 		free--
 	}
 }
