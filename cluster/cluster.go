@@ -204,6 +204,41 @@ func (c *Cluster) MaxJobGPUs(t string) int {
 	return c.maxJob[t]
 }
 
+// MaxJobGPUsWhere is MaxJobGPUs counting only the GPUs of the nodes ok
+// accepts: for a job asking for part of each GPU, those whose memory holds
+// its part. Unlike MaxJobGPUs it is not kept, but counted at each call.
+func (c *Cluster) MaxJobGPUsWhere(t string, ok func(*Node) bool) int {
+	most := 0
+	per := map[string]int{}
+	for _, s := range c.sites {
+		clear(per)
+		for _, id := range s.Nodes {
+			n := &c.Nodes[id]
+			if n.GPUs == 0 || (t != "" && n.GPUType != t) || !ok(n) {
+				continue
+			}
+			if s.Kind == SiteEdge {
+				per[n.GPUType] = max(per[n.GPUType], n.GPUs)
+			} else {
+				per[n.GPUType] += n.GPUs
+			}
+		}
+		for _, v := range per {
+			most = max(most, v)
+		}
+	}
+	return most
+}
+
+// GPUMemGiB is the memory of each of n's GPUs, GiB: n.GPUMem, or when
+// unset the default for its type (DefaultGPUMemGiB); 0 when unknown.
+func (n *Node) GPUMemGiB() float64 {
+	if n.GPUMem > 0 {
+		return n.GPUMem
+	}
+	return DefaultGPUMemGiB[n.GPUType]
+}
+
 // String summarises the cluster, e.g. "64 GPUs (16 nodes): 64 t4".
 func (c *Cluster) String() string {
 	counts := map[string]int{}

@@ -16,14 +16,15 @@ import (
 // smallest allocation (sim.Fits). When elastic, some policy asked for
 // replays the jobs as elastic (from one GPU up), so only a job more than
 // the cluster's GPUs of its type is unfit, as the simulator then checks
-// each policy's jobs itself. With
+// each policy's jobs itself; a job asking for part of each GPU stays rigid
+// (docs/sharing.md), and is checked as such. With
 // skip (--skip-bad) a job that does not fit is left out with a warning,
 // like a bad trace row; without, it is an error that says so.
 func dropUnfit(jobs []*job.Job, c *cluster.Cluster, elastic, skip bool, warn func(string)) ([]*job.Job, error) {
 	out := jobs[:0:0]
 	for _, j := range jobs {
 		err := sim.Fits(c, j)
-		if elastic && j.MinGPUs <= c.GPUsOfType(j.GPUType) {
+		if elastic && !j.Fractional() && j.MinGPUs <= c.GPUsOfType(j.GPUType) {
 			err = nil
 		}
 		if err == nil {

@@ -27,6 +27,10 @@ func TestSkipBadTooLarge(t *testing.T) {
 		// end of the run, every policy blamed for leaving it waiting.
 		{"more than one type has", "id,submit,gpus,duration\na,0,4,100\nm,10,6,100\n",
 			"1x4:t4,1x4:v100,1x4:a100", []string{"m"}, "job m: needs at least 6 GPUs of one type on one site (a job never mixes types or spans sites), the most the cluster has is 4"},
+		// Six GPUs, but only the two V100s hold 20 GiB: once the engine
+		// refused it mid-run, and --skip-bad did not skip it.
+		{"part of a GPU on too few GPUs that hold it", "id,submit,gpus,gpu_mem_gib,duration\na,0,4,,100\np,10,3,20,100\nq,20,2,20,50\n",
+			"1x4:t4,1x2:v100", []string{"p"}, "job p: needs at least 3 GPUs of one type that hold its part of a GPU (gpu_mem_gib 20) on one site (a job never mixes types or spans sites), the most the cluster has is 2"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
