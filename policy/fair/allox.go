@@ -319,7 +319,9 @@ type alloxSlot struct {
 // Match returns the min-cost matching of jobs to (type, position) slots.
 // A type's machines are its GPUs up (Snapshot.Available); a job is offered
 // a type only when one job could hold its GPUs of it (alloxLargest: a job
-// never spans sites). Jobs that can run on no type are left out.
+// never spans sites) and, when it asks for part of each GPU, the type's
+// GPUs have the memory for its part (alloc.PartFits). Jobs that can run on
+// no type are left out.
 func (x *AlloX) Match(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Status]alloxSlot {
 	types := s.Cluster.GPUTypes()
 	n := len(jobs)
@@ -330,6 +332,19 @@ func (x *AlloX) Match(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Sta
 	largest := make([]int, len(types))
 	for ti, t := range types {
 		largest[ti] = alloxLargest(s, t)
+	}
+	var mem []float64 // each type's GPU memory, once a job asks for part of a GPU
+	partFits := func(st *engine.Status, ti int) bool {
+		if !st.Job.Fractional() {
+			return true
+		}
+		if mem == nil {
+			mem = make([]float64, len(types))
+			for k, t := range types {
+				mem[k] = alloc.TypeMem(s.Cluster, t)
+			}
+		}
+		return alloc.PartFits(st.Job, mem[ti])
 	}
 	// Nodes: 0 source, 1 sink, 2.. jobs, then one node per (type, k).
 	g := newFlow(2 + n)
@@ -344,7 +359,7 @@ func (x *AlloX) Match(s *engine.Snapshot, jobs []*engine.Status) map[*engine.Sta
 		proc[i] = make([]float64, len(types))
 		for ti, t := range types {
 			p := math.Inf(1)
-			if (st.Job.GPUType == "" || st.Job.GPUType == t) && st.Job.GPUs <= largest[ti] {
+			if (st.Job.GPUType == "" || st.Job.GPUType == t) && st.Job.GPUs <= largest[ti] && partFits(st, ti) {
 				p = s.Remaining(st, st.Job.GPUs, t) * float64(st.Job.GPUs)
 			}
 			proc[i][ti] = p

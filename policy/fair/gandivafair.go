@@ -271,12 +271,27 @@ func (g *GandivaFair) Schedule(s *engine.Snapshot) engine.Plan {
 		for _, u := range tenants {
 			u.v.cursor = 0
 		}
+		// A job asking for part of each GPU runs only on a type whose
+		// GPUs have the memory for its part (alloc.PartFits), as the
+		// engine places it: given T4s (16 GiB) for a 20 GiB part, it was
+		// never placed and waited for ever beside the GPUs that could
+		// hold it. mem is t's GPU memory, once such a job is met.
+		mem := -1.0
+		partFits := func(st *engine.Status) bool {
+			if !st.Job.Fractional() {
+				return true
+			}
+			if mem < 0 {
+				mem = alloc.TypeMem(s.Cluster, t)
+			}
+			return alloc.PartFits(st.Job, mem)
+		}
 		next := func(u *gfTenant) *engine.Status {
 			js := u.sorted
 			for u.cursor < len(js) {
 				st := js[u.cursor]
 				if !planned[st] && st.Job.GPUs <= left[ti] && st.Job.GPUs <= largest[ti] && (st.Job.GPUType == "" || st.Job.GPUType == t) &&
-					g.runs(s, st, t) {
+					partFits(st) && g.runs(s, st, t) {
 					return st
 				}
 				u.cursor++
