@@ -540,11 +540,13 @@ func (s *simulator) schedule(t float64) error {
 			s.done++
 			continue
 		case engine.Preempt:
+			s.stoppedRun(r, t)
 			s.stop(r)
 			s.frag.wait(ch.Status.Job, 1)
 			rec.Preemptions++
 			continue
 		case engine.Resize:
+			s.stoppedRun(r, t)
 			s.stop(r)
 			rec.Resizes++
 			rec.Restarts++
@@ -597,6 +599,7 @@ func (s *simulator) schedule(t float64) error {
 		r.rate, r.until = s.rate(r)
 		s.push(r)
 		s.started(r)
+		s.startedRun(r)
 	}
 	if s.sharing {
 		s.repack(t) // without a perf.Sharer the engine packs no jobs
@@ -681,6 +684,7 @@ func (s *simulator) advance(r *running, t float64) {
 		if r.delay <= 1e-9 {
 			r.delay = 0
 			s.useful += r.gpus
+			s.paidCost()
 		}
 	}
 	if dt > 0 {

@@ -271,6 +271,9 @@ func (s *simulator) capacity(t float64) (bool, error) {
 		s.nEvents++
 		var err error
 		var did bool
+		if ev.kind != evDiurnal {
+			s.capacityEvent() // the churn check starts afresh (livelock.go)
+		}
 		switch ev.kind {
 		case evFile:
 			did, err = s.setSite(st.cfg.Changes[ev.src], t)
@@ -411,6 +414,7 @@ func (s *simulator) setDown(up, down []cluster.GPUID, t float64, fault bool) err
 		j := ch.Status.Job
 		if fault {
 			rec.Faults++
+			s.faultStopped()
 			if r != nil && r.delay <= 0 {
 				ran := t - r.began
 				lost := math.Min(r.progress-r.from, r.rate*math.Mod(ran, s.st.cfg.CheckpointInterval))
