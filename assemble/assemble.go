@@ -122,20 +122,30 @@ func (in *Inputs) Build(spec string) (*Run, error) {
 // error, or the policy would give it an exact node shape, which the
 // engine refuses in the middle of the run.
 func wholeGPUs(policyName string, jobs []*job.Job) error {
+	if j, field := PartGPU(jobs); j != nil {
+		return fmt.Errorf("%s is elastic: it runs jobs on whole GPUs, and job %s asks for part of each GPU (%s); run such jobs with a policy that is not elastic (tide policies lists them)", policyName, j.ID, field)
+	}
+	return nil
+}
+
+// PartGPU returns the first job that asks for part of each GPU
+// (job.Job.Fractional), and the trace column that asks for it (gpu_share,
+// gpu_mem_gib or mig); nil and "" when every job runs on whole GPUs.
+// Elastic policies refuse such a trace (Build).
+func PartGPU(jobs []*job.Job) (*job.Job, string) {
 	for _, j := range jobs {
 		if !j.Fractional() {
 			continue
 		}
-		field := "gpu_share"
 		switch {
 		case j.MIG != "":
-			field = "mig"
+			return j, "mig"
 		case j.Share == 0:
-			field = "gpu_mem_gib"
+			return j, "gpu_mem_gib"
 		}
-		return fmt.Errorf("%s is elastic: it runs jobs on whole GPUs, and job %s asks for part of each GPU (%s); run such jobs with a policy that is not elastic (tide policies lists them)", policyName, j.ID, field)
+		return j, "gpu_share"
 	}
-	return nil
+	return nil, ""
 }
 
 // Policy builds the policy a spec names, wrapped in tenant quotas when

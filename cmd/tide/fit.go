@@ -41,11 +41,13 @@ func dropUnfit(jobs []*job.Job, c *cluster.Cluster, elastic, skip bool, warn fun
 }
 
 // anyElastic reports whether a policy of the --policy list (or all of
-// them) replays jobs as elastic (policy.Info.Elastic).
-func anyElastic(specs string) bool {
+// them) replays jobs as elastic (policy.Info.Elastic). --policy all leaves
+// the elastic policies out when partGPU, a trace with part-GPU jobs
+// (allPolicies).
+func anyElastic(specs string, partGPU bool) bool {
 	for _, spec := range strings.Split(specs, ",") {
 		spec = strings.TrimSpace(spec)
-		if i, ok := policy.Lookup(spec); spec == "all" || (ok && i.Elastic) {
+		if i, ok := policy.Lookup(spec); (spec == "all" && !partGPU) || (ok && i.Elastic) {
 			return true
 		}
 	}
@@ -54,22 +56,30 @@ func anyElastic(specs string) bool {
 
 // allPolicies expands --policy all: every registered policy that can run
 // this trace here. It says on stderr which it left out and why: those that
-// schedule for deadlines when no job has one, and those that need GLPK
-// when noSolver says it is missing.
-func allPolicies(hasDeadlines bool, noSolver error, stderr io.Writer) []string {
-	var specs, noDeadline, needSolver []string
+// schedule for deadlines when no job has one, the elastic ones when a job
+// asks for part of each GPU (partJob, through the trace column partColumn;
+// nil when none does: elastic policies refuse such a trace, assemble.Build),
+// and those that need GLPK when noSolver says it is missing.
+func allPolicies(hasDeadlines bool, partJob *job.Job, partColumn string, noSolver error, stderr io.Writer) []string {
+	var specs, noDeadline, elastic, needSolver []string
 	for _, i := range policy.All() {
 		switch {
 		case i.NeedsSolver && noSolver != nil:
 			needSolver = append(needSolver, i.Name)
 		case i.NeedsDeadlines && !hasDeadlines:
 			noDeadline = append(noDeadline, i.Name)
+		case i.Elastic && partJob != nil:
+			elastic = append(elastic, i.Name)
 		default:
 			specs = append(specs, i.Name)
 		}
 	}
 	if len(noDeadline) > 0 {
 		fmt.Fprintf(stderr, "note: --policy all leaves out %s: they schedule for deadlines and no job in the trace has one\n", strings.Join(noDeadline, ", "))
+	}
+	if len(elastic) > 0 {
+		fmt.Fprintf(stderr, "note: --policy all leaves out %s: they are elastic and run jobs on whole GPUs, and the trace has jobs that ask for part of each GPU (job %s: %s)\n",
+			strings.Join(elastic, ", "), partJob.ID, partColumn)
 	}
 	if len(needSolver) > 0 {
 		fmt.Fprintf(stderr, "note: --policy all leaves out %s: they solve LPs with GLPK, and %v\n", strings.Join(needSolver, ", "), noSolver)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tide-sched/tide/policy"
 )
 
 // TestSkipBadTooLarge: a job the cluster could never hold (more GPUs than
@@ -55,5 +57,75 @@ func TestSkipBadTooLarge(t *testing.T) {
 				t.Errorf("with --skip-bad: no warning %q:\n%s", tc.warn, errs)
 			}
 		})
+	}
+}
+
+// TestPolicyAllPartGPU: on a trace with jobs that ask for part of each GPU
+// (gpu_share, gpu_mem_gib or mig), --policy all leaves out the elastic
+// policies, which refuse such a trace, with a note naming the column, and
+// runs the rest; it used to stop at the first elastic policy with that
+// refusal. tide sweep --policy all over traces that allow different
+// policies fails saying so, instead of lining up one trace's figures under
+// another's policies.
+func TestPolicyAllPartGPU(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, trace string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		column, value, deadline string
+	}{{"gpu_share", "0.5", ""}, {"gpu_mem_gib", "8", ""}, {"mig", "1g.10gb", "86400"}} {
+		// The elastic policies left out for the part-GPU jobs: those that
+		// schedule for deadlines are left out for want of one otherwise.
+		var elastic []string
+		for _, i := range policy.All() {
+			if i.Elastic && (tc.deadline != "" || !i.NeedsDeadlines) {
+				elastic = append(elastic, i.Name)
+			}
+		}
+		path := write(tc.column+".csv", "id,submit,gpus,duration,deadline,"+tc.column+"\nwhole,0,2,1200,"+tc.deadline+",\npart,10,1,600,,"+tc.value+"\n")
+		code, out, errs := tide(t, "sim", "--trace", path, "--cluster", "2x4:a100", "--policy", "all", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.column, code, errs)
+		}
+		note := "they are elastic and run jobs on whole GPUs, and the trace has jobs that ask for part of each GPU (job part: " + tc.column + ")"
+		if !strings.Contains(errs, "note: --policy all leaves out "+strings.Join(elastic, ", ")+": "+note) {
+			t.Errorf("%s: no note leaving out %v saying %q:\n%s", tc.column, elastic, note, errs)
+		}
+		ran := map[string]bool{}
+		for _, p := range decode(t, out).Policies {
+			ran[p["name"].(string)] = true
+			if p["finished"] != float64(2) {
+				t.Errorf("%s: %s finished %v jobs, want 2", tc.column, p["name"], p["finished"])
+			}
+		}
+		for _, name := range elastic {
+			if ran[name] {
+				t.Errorf("%s: --policy all ran the elastic %s", tc.column, name)
+			}
+		}
+		if !ran["fifo"] || !ran["tiresias"] || (tc.deadline != "") != ran["edf"] {
+			t.Errorf("%s: --policy all ran %v, want fifo and tiresias among them, and edf with a deadline", tc.column, ran)
+		}
+	}
+	dir = filepath.Join(dir, "sweep")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("part.csv", "id,submit,gpus,duration,gpu_share\np,0,1,600,0.5\n")
+	whole := write("whole.csv", "id,submit,gpus,duration\nw,0,2,1200\n")
+	var elastic []string
+	for _, i := range policy.All() {
+		if i.Elastic && !i.NeedsDeadlines {
+			elastic = append(elastic, i.Name)
+		}
+	}
+	code, _, errs := tide(t, "sweep", "--traces", filepath.Join(dir, "*.csv"), "--cluster", "2x4:a100", "--policy", "all")
+	if code == 0 || !strings.Contains(errs, "--policy all runs other policies on") || !strings.Contains(errs, "only on "+whole+": "+strings.Join(elastic, ",")) {
+		t.Errorf("sweep --policy all over part-GPU and whole-GPU traces: exit %d, want a failure naming the policies only %s runs:\n%s", code, whole, errs)
 	}
 }

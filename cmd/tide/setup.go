@@ -112,7 +112,8 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 		return nil, err
 	}
 	s.Trace = tr.Name
-	if s.Jobs, err = dropUnfit(tr.Jobs, cl, anyElastic(c.policies), c.skipBad, opts.Warn); err != nil {
+	partJob, _ := assemble.PartGPU(tr.Jobs)
+	if s.Jobs, err = dropUnfit(tr.Jobs, cl, anyElastic(c.policies, partJob != nil), c.skipBad, opts.Warn); err != nil {
 		return nil, err
 	}
 	if len(s.Jobs) == 0 {
@@ -156,7 +157,8 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 			continue
 		}
 		if spec == "all" {
-			s.specs = append(s.specs, allPolicies(hasDeadlines, solver.Available(), stderr)...)
+			partJob, partColumn := assemble.PartGPU(s.Jobs)
+			s.specs = append(s.specs, allPolicies(hasDeadlines, partJob, partColumn, solver.Available(), stderr)...)
 			continue
 		}
 		s.specs = append(s.specs, spec)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -82,6 +83,14 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if i > 0 && !slices.Equal(s.specs, specs) {
+			// --policy all runs what each trace allows (deadline policies
+			// need deadlines, elastic ones whole GPUs): the columns of the
+			// table and the means are by position, so every trace must run
+			// the same list.
+			return usageError{fmt.Errorf("--policy all runs other policies on %s than on %s (only on %s: %s; only on %s: %s; see the notes above): name the policies that suit every trace with --policy",
+				f, files[0], f, orNone(missing(s.specs, specs)), files[0], orNone(missing(specs, s.specs)))}
+		}
 		specs = s.specs
 		fmt.Fprintf(stderr, "[%d/%d] %s\n", i+1, len(files), f)
 		runs, err := simulate(s, newBar(stderr, false, 0))
@@ -113,6 +122,25 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// missing lists, comma-separated, the specs of a that b lacks.
+func missing(a, b []string) string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// orNone is s, or "none" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // sweepMean is the mean over a group of traces of each policy's average
