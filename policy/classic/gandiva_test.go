@@ -291,3 +291,23 @@ func TestGandivaRotateKeepsQuantum(t *testing.T) {
 		}
 	}
 }
+
+// TestGandivaRotatePartsOnTypesThatHoldThem: with rotate, a job of any
+// type that asks for part of each GPU is handed only a type whose GPUs
+// have the memory for its part (alloc.PartFits), as the greedy pool does.
+// T4s (16 GiB) come first here (equal speeds, name order) and cannot hold
+// a 2g.20gb MIG slice; rotation gave them to such jobs, which were never
+// placed, and the jobs they kept from the T4s waited with them on an idle
+// cluster (seed 604 of a random search over workloads, with every seed's
+// jobs fractional, under gandiva:preset=gavel).
+func TestGandivaRotatePartsOnTypesThatHoldThem(t *testing.T) {
+	c := enginetest.Cluster("1x4:t4,1x2:v100")
+	mig := policytest.Wait("m", 0, 2, 1000)
+	mig.Job.MIG = "2g.20gb"
+	s := policytest.Snap(t, 1000, c, mig, policytest.Wait("w", 1, 2, 1000))
+	got := policytest.Runs(fam.Parse(t, "gandiva:preset=gavel", contract.Context{}).Schedule(s))
+	slices.Sort(got)
+	if want := []string{"m:2:v100", "w:2:t4"}; !slices.Equal(got, want) {
+		t.Errorf("plan %v, want %v", got, want)
+	}
+}
