@@ -285,7 +285,6 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 	free := &t.pool
 	free.Reset(s)
 	plan := engine.Plan{Run: t.run[:0]} // the engine keeps none of a plan's memory
-	offered := s.Available("", "")
 	bids := t.bids[:0]
 	t.counts, t.gains = t.counts[:0], t.gains[:0]
 	jobs := s.ActiveJobs() // a round planned in full reads them all
@@ -294,12 +293,16 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		if len(st.GPUs) > 0 && s.Now-st.LastStart < t.Lease {
 			if a, ok := free.Take(st, len(st.GPUs)); ok {
 				plan.Run = append(plan.Run, a)
-				offered -= len(st.GPUs)
 				continue
 			}
 		}
 		bids = append(bids, t.bid(s, st, active))
 	}
+	// The GPUs up less those the leased jobs keep, as the pool counts them:
+	// jobs holding parts of GPUs share them, and taking each one's GPUs
+	// from the count counted a shared GPU once per job (four half-GPU
+	// jobs of 2 GPUs on 2 GPUs offered -6, and the auction panicked).
+	offered := free.Room()
 	t.bids = bids
 	slices.SortStableFunc(bids, func(a, b themisBid) int { return -cmp.Compare(a.rho, b.rho) })
 	m := int(math.Ceil((1 - t.F) * float64(len(bids))))
