@@ -11,6 +11,7 @@ import (
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
 	"github.com/tide-sched/tide/solver"
 )
@@ -83,13 +84,7 @@ func allFinish(t *testing.T, c *cluster.Cluster, changes []capacity.Change, jobs
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		var unfinished []string
-		for _, rec := range r.Jobs {
-			if rec.Finish < 0 {
-				unfinished = append(unfinished, rec.ID)
-			}
-		}
-		if len(unfinished) > 0 {
+		if unfinished := policytest.Unfinished(r); len(unfinished) > 0 {
 			t.Errorf("%s: jobs %s never finished", spec, strings.Join(unfinished, ", "))
 		}
 	}

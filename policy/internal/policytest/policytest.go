@@ -581,3 +581,14 @@ func Lookup(policies func(register func(contract.Info)), name string) (contract.
 	})
 	return out, found
 }
+
+// Unfinished lists the jobs of r that never finished, in r's order.
+func Unfinished(r *report.Run) []string {
+	var out []string
+	for _, rec := range r.Jobs {
+		if rec.Finish < 0 {
+			out = append(out, rec.ID)
+		}
+	}
+	return out
+}
