@@ -68,6 +68,12 @@ func (s *Server) requeue(lj *liveJob, by string, hold bool) (int, string) {
 	if errs := s.checkRunnable(&r.Spec); len(errs) > 0 {
 		return http.StatusConflict, fmt.Sprintf("job %s cannot run here any more: %s: %s", r.ID, errs[0].Field, errs[0].Message)
 	}
+	if r.Tenant != by && s.tenantByName(r.Tenant) == nil {
+		// Also with --single-user, where tenantUser looks no one up: the
+		// run would belong to no one, and to whoever is later created
+		// under the name.
+		return http.StatusConflict, fmt.Sprintf("job %s cannot run here any more: tenant %s no longer exists", r.ID, r.Tenant)
+	}
 	if _, err := s.tenantUser(r.Tenant); err != nil {
 		return http.StatusConflict, fmt.Sprintf("job %s cannot run here any more: %v", r.ID, err)
 	}

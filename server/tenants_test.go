@@ -63,6 +63,9 @@ func TestTenantTokens(t *testing.T) {
 	if got, err := ts.admin.Job(ctx, j.ID); err != nil || got.State != api.StateCancelled {
 		t.Errorf("the deleted tenant's job: %+v %v", got, err)
 	}
+	if _, err := ts.admin.Requeue(ctx, j.ID, false); !isStatus(err, http.StatusConflict) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Errorf("requeueing the deleted tenant's job: %v", err)
+	}
 	if _, err := ts.admin.DeleteTenant(ctx, "alice", false); !isStatus(err, http.StatusNotFound) {
 		t.Errorf("deleting a deleted tenant: %v", err)
 	}
