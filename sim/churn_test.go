@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/engine/enginetest"
@@ -150,5 +151,29 @@ func TestChurnGavel(t *testing.T) {
 	}
 	if at := failedAt(t, err); at > 7*86400 {
 		t.Errorf("failed at t=%v s, want it within a week", at)
+	}
+}
+
+// TestChurnBesideFaults: a policy that preempts every job it starts, on a
+// node that fails now and then. Each failure and repair starts the churn
+// check's window afresh, so the year check fails the run; it must blame
+// the rounds, which stopped nearly every run, not the faults, which
+// stopped a few (a random search's tiresias:knob=3:limits=22 on a faulty
+// cloud was told its faults were too frequent).
+func TestChurnBesideFaults(t *testing.T) {
+	c := multiSite(t, 1, 0, 0)
+	jobs := []*job.Job{enginetest.Job("a").GPUs(4).Seconds(3600).Obj(), enginetest.Job("b").GPUs(4).Seconds(3600).At(1).Obj()}
+	sites := &Sites{Faults: []capacity.Faults{{Site: "cloud", MTBF: 86400, MTTR: 600, Seed: 1}}, CheckpointInterval: 600}
+	costs := perf.Costs{Start: 90, Restart: 90, Resize: 90}
+	_, err := Run(Config{Cluster: c, Model: perf.Duration{Cost: perf.CostTable{Default: costs}}, Round: 60, OnEvents: true,
+		Policy: spinner{settle: 1e18}, Placer: place.Pack{}, Sites: sites}, jobs)
+	if err == nil {
+		t.Fatal("the run ended without an error, want the livelock reported")
+	}
+	for _, want := range []string{"none finished, arrived or got further", "the policy stopped", "before they got past their start or restart cost (node faults stopped ",
+		"re-plan (the simulator's rounds are 60 s apart)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
 	}
 }

@@ -198,14 +198,22 @@ func (s *simulator) checkLivelock(t float64, arrived int) error {
 // yearHint says what the year check's window saw, and what may cause it.
 func (s *simulator) yearHint() string {
 	w := &s.livelock.year
+	// The cause named is the one that stopped more runs: faults and a
+	// policy that re-plans too often both roll jobs back, and a churn
+	// beside faults is not caught by the churn check, which every failure
+	// and repair starts afresh.
 	switch {
-	case w.faults > 0:
+	case w.faults > 0 && w.faults >= w.wasted:
 		return fmt.Sprintf("node faults stopped running jobs %d time(s) in that time: are faults more frequent than a job can reach its next checkpoint (every %g s of running)?",
 			w.faults, s.st.cfg.CheckpointInterval)
 	case w.wasted > 0:
-		return fmt.Sprintf("jobs were started or restarted %d time(s) in that time, and the policy stopped %d of them before they got past their start or restart cost (%s or more; none held its GPUs more than %s): "+
+		also := ""
+		if w.faults > 0 {
+			also = fmt.Sprintf(" (node faults stopped %d)", w.faults)
+		}
+		return fmt.Sprintf("jobs were started or restarted %d time(s) in that time, and the policy stopped %d of them before they got past their start or restart cost%s (%s or more; none held its GPUs more than %s): "+
 			"does the policy re-plan (the simulator's rounds are %s apart) more often than a job can restart?",
-			w.starts, w.wasted, span(w.cost), span(w.held), span(s.cfg.Round))
+			w.starts, w.wasted, also, span(w.cost), span(w.held), span(s.cfg.Round))
 	case w.starts == 0:
 		return "no job was started in that time: is a site's capacity too small for its jobs?"
 	}
