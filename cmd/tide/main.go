@@ -101,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "kube":
 		err = cmdKube(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
+		if len(args) > 1 && args[1] != "help" && !isHelp(args[1]) { // tide help help: the usage, not tide help -h forever
 			return run([]string{args[1], "-h"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)

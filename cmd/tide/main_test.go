@@ -214,6 +214,21 @@ func TestHelpAndLists(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "--trace") && !strings.Contains(errs, "-trace") {
 		t.Errorf("help sim: exit %d, %s", code, errs)
 	}
+	// tide help help (or -h -h) printed tide help -h forever: a stack
+	// overflow; tide help policies said there was no policy "-h".
+	for _, args := range [][]string{{"help", "help"}, {"-h", "--help"}, {"help", "-h"}} {
+		if code, out, errs := tide(t, args...); code != 0 || !strings.Contains(out, "tide sim [flags]") {
+			t.Errorf("tide %s: exit %d, %s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	for _, args := range [][]string{{"help", "policies"}, {"policies", "-h"}, {"policies", "--help"}} {
+		if code, out, errs := tide(t, args...); code != 0 || !strings.Contains(out, "Usage: tide policies [NAME]") {
+			t.Errorf("tide %s: exit %d, %s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	if code, _, errs := tide(t, "policies", "fifo", "srtf"); code != 2 || errs != "tide policies: want at most one policy name, got [\"fifo\" \"srtf\"]\n" {
+		t.Errorf("policies fifo srtf: exit %d, %q", code, errs)
+	}
 	code, out, _ := tide(t, "policies")
 	for _, p := range []string{"fifo", "srtf", "edf", "tiresias", "tiresias-gittins"} {
 		if code != 0 || !strings.Contains(out, p) {

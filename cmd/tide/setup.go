@@ -292,9 +292,22 @@ func applyCosts(m perf.Model, spec string) error {
 }
 
 // cmdPolicies lists the policies, one a line, or shows one with its knobs.
+const policiesUsage = `Usage: tide policies [NAME]
+
+Lists the scheduling policies, one a line, with what each needs ([E]
+elastic, [D] needs deadlines, [S] needs GLPK, [B] adapts batch sizes).
+With a NAME, shows that policy's summary and its knobs, which a policy
+spec sets as NAME:key=value:key=value (tide sim --policy, tide serve
+--policy).
+`
+
 func cmdPolicies(args []string, w io.Writer) error {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprint(w, policiesUsage)
+		return nil
+	}
 	if len(args) > 1 {
-		return fmt.Errorf("policies: want at most one policy name, got %q", args)
+		return usageError{fmt.Errorf("want at most one policy name, got %q", args)}
 	}
 	if len(args) == 1 {
 		i, ok := policy.Lookup(args[0])
