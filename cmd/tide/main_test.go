@@ -473,6 +473,10 @@ func TestFlagMistakes(t *testing.T) {
 			t.Errorf("tide %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and one line saying %q and where the help is", strings.Join(args, " "), code, out, errs, named)
 		}
 	}
+	// --format without --trace replayed the embedded trace, the format ignored.
+	if code, out, errs := tide(t, "sim", "--format", "philly"); code != 2 || out != "" || !strings.Contains(errs, `--format "philly"`) || !strings.Contains(errs, "no --trace given") {
+		t.Errorf("tide sim --format philly: exit %d, stdout %q, stderr %q; want exit 2 saying no --trace was given", code, out, errs)
+	}
 	code, _, errs := tide(t, "sim", "-h")
 	if code != 0 || !strings.Contains(errs, "Usage: tide sim") || !strings.Contains(errs, "-policy") {
 		t.Errorf("tide sim -h: exit %d, %q", code, errs)

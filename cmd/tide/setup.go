@@ -99,6 +99,9 @@ func (c *common) resolve(fs *flag.FlagSet, stderr io.Writer) (*setup, error) {
 	opts := trace.Options{Sort: c.sortRows, SkipBad: c.skipBad, Warn: func(m string) { fmt.Fprintln(stderr, "warning:", m) }}
 	var tr *trace.Trace
 	if c.trace == "" {
+		if c.format != "" { // it would be ignored: the embedded trace is Pollux's
+			return nil, usageError{fmt.Errorf("--format %q is the format of a --trace file; no --trace given (the embedded workload-6 is a pollux trace)", c.format)}
+		}
 		f, err := data.FS.Open(data.DefaultTrace)
 		if err != nil {
 			return nil, err
