@@ -249,8 +249,15 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rest := fs.Args()
-	if *file == "" && len(rest) == 1 && (strings.HasSuffix(rest[0], ".yaml") || strings.HasSuffix(rest[0], ".yml") || strings.HasSuffix(rest[0], ".json")) {
+	jobFile := len(rest) > 0 && (strings.HasSuffix(rest[0], ".yaml") || strings.HasSuffix(rest[0], ".yml") || strings.HasSuffix(rest[0], ".json"))
+	if *file == "" && len(rest) == 1 && jobFile {
 		*file, rest = rest[0], nil
+	}
+	if dashes := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"; *file == "" && len(rest) > 1 && jobFile && !dashes {
+		// tide submit job.yaml --gpus 2: the flags after the file were
+		// taken for the command's arguments, and the server said the
+		// file is not a program.
+		return usageError{fmt.Errorf("%s looks like a job file, followed by %q: flags come before arguments (tide submit -f %[1]s %[2]s); to run it as a command, give it after --", rest[0], strings.Join(rest[1:], " "))}
 	}
 	spec := &api.JobSpec{}
 	if *file != "" {

@@ -500,3 +500,19 @@ func TestErrorNamesCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitFileThenFlags: tide submit job.yaml --gpus 2 took the file and
+// the flags for a command and the server answered that job.yaml is not an
+// executable file; it is a usage error saying flags come first. After --,
+// the same words are a command.
+func TestSubmitFileThenFlags(t *testing.T) {
+	t.Setenv("TIDE_SERVER", "http://127.0.0.1:1")
+	t.Setenv("TIDE_TOKEN", "tide_x")
+	code, out, errs := tide(t, "submit", "job.yaml", "--gpus", "2")
+	if code != 2 || out != "" || !strings.Contains(errs, "flags come before arguments (tide submit -f job.yaml --gpus 2)") {
+		t.Errorf("tide submit job.yaml --gpus 2: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if _, _, errs := tide(t, "submit", "--", "job.yaml", "--gpus", "2"); strings.Contains(errs, "flags come before") {
+		t.Errorf("tide submit -- job.yaml --gpus 2 (a command): %s", errs)
+	}
+}
