@@ -269,3 +269,28 @@ func TestMixedTypesTooMany(t *testing.T) {
 		t.Errorf("a job of 2 GPUs: status %d: %s", code, raw)
 	}
 }
+
+// TestPartTooBigRefused: a job asking for more GPU memory on each GPU than
+// any GPU here has is refused at submission, naming the field and the
+// GPUs' memory; it was accepted (201) and failed by the first round.
+func TestPartTooBigRefused(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.GPUs = []localexec.GPU{{Index: 0, Name: "fake t4", Type: "t4", MemGiB: 16, Fake: true}, {Index: 1, Name: "fake t4", Type: "t4", MemGiB: 16, Fake: true},
+		{Index: 2, Name: "fake a100", Type: "a100", MemGiB: 80, Fake: true}}
+	ts := startServer(t, cfg)
+	for _, tc := range []struct{ body, field, msg string }{
+		{`{"command": ["true"], "gpus": 1, "gpu_mem_gib": 90}`, "gpu_mem_gib", "needs 90 GiB of GPU memory, which 0 of this server's GPUs hold (t4 16 GiB, a100 80 GiB), it needs 1"},
+		{`{"command": ["true"], "gpus": 2, "gpu_mem_gib": 40}`, "gpu_mem_gib", "needs 40 GiB of GPU memory, which 1 of this server's GPUs hold"},
+		{`{"command": ["true"], "gpus": 1, "gpu_type": "t4", "mig": "3g.40gb"}`, "mig", "needs 40 GiB of GPU memory, which 0 of this server's GPUs hold"},
+	} {
+		code, e, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, tc.body)
+		if code != 400 || len(e.Fields) != 1 || e.Fields[0].Field != tc.field || !strings.Contains(e.Fields[0].Message, tc.msg) {
+			t.Errorf("%s: status %d: %s\nwant 400 on %s saying %q", tc.body, code, raw, tc.field, tc.msg)
+		}
+	}
+	for _, body := range []string{`{"command": ["true"], "gpus": 1, "gpu_mem_gib": 40}`, `{"command": ["true"], "gpus": 2, "gpu_mem_gib": 8}`, `{"command": ["true"], "gpus": 2, "gpu_share": 0.5}`} {
+		if code, _, raw := do(t, "POST", ts.url+"/v1/jobs", ts.token, body); code != 201 {
+			t.Errorf("%s: status %d: %s", body, code, raw)
+		}
+	}
+}

@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/localexec"
 	"github.com/tide-sched/tide/store"
 )
@@ -519,6 +522,12 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 			msg = fmt.Sprintf("needs at least %d GPUs of one type, this server has at most %d of one type (%d in all; a job never mixes types)", j.MinGPUs, have, all)
 		}
 		errs = append(errs, api.FieldError{Field: field, Message: msg})
+	} else if j.Fractional() {
+		// A part no GPU here has the memory for: refused now, not
+		// accepted and failed by the first round.
+		if have := engine.MaxPartGPUs(s.cluster, j); have < j.GPUs {
+			errs = append(errs, api.FieldError{Field: partField(j), Message: fmt.Sprintf("its part of each GPU needs %.3g GiB of GPU memory, which %d of this server's GPUs hold (%s), it needs %d", partMem(j, s.cluster), have, gpuMemories(s.cluster), j.GPUs)})
+		}
 	}
 	errs = append(errs, s.checkJobType(j)...)
 	if spec.Workdir != "" {
@@ -543,6 +552,46 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 		}
 	}
 	return errs
+}
+
+// partField is the spec's field that sets the memory of fractional job
+// j's part.
+func partField(j *job.Job) string {
+	switch {
+	case j.MIG != "":
+		return "mig"
+	case j.GPUMemGiB > 0:
+		return "gpu_mem_gib"
+	}
+	return "gpu_share"
+}
+
+// partMem is the GPU memory fractional job j needs on each GPU, on the
+// largest GPU of c that it may run on (a share alone takes that share of
+// the GPU's memory).
+func partMem(j *job.Job, c *cluster.Cluster) float64 {
+	most := 0.0
+	for i := range c.Nodes {
+		if n := &c.Nodes[i]; j.GPUType == "" || n.GPUType == j.GPUType {
+			most = math.Max(most, n.GPUMemGiB())
+		}
+	}
+	_, mem := j.Demand(most)
+	return mem
+}
+
+// gpuMemories lists the memory of each GPU type of c: "t4 16 GiB".
+func gpuMemories(c *cluster.Cluster) string {
+	var out []string
+	seen := map[string]bool{}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if s := fmt.Sprintf("%s %g GiB", n.GPUType, n.GPUMemGiB()); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, p *principal) {
