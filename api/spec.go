@@ -416,6 +416,7 @@ func jobField(err error) FieldError {
 	} {
 		if strings.HasPrefix(msg, m.prefix) {
 			field = m.field
+			msg = strings.TrimPrefix(msg, m.field+": ") // "gpu_share: want ...": the field is named once
 			break
 		}
 	}

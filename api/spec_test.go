@@ -77,6 +77,11 @@ func TestValidateFields(t *testing.T) {
 		if len(errs) == 0 || errs[0].Field != tc.field {
 			t.Errorf("%+v: %v, want an error on %s", tc.spec, errs, tc.field)
 		}
+		// The field is named once: tide submit printed "gpu_share:
+		// gpu_share: want a number in (0, 1)".
+		if len(errs) > 0 && strings.HasPrefix(errs[0].Message, errs[0].Field+": ") {
+			t.Errorf("%+v: message %q repeats its field %s", tc.spec, errs[0].Message, errs[0].Field)
+		}
 	}
 }
 
