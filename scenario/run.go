@@ -173,6 +173,23 @@ func (sc *Scenario) build(in *inputs, param string, v float64) (*point, error) {
 		return nil, &Error{File: sc.File, Line: sc.lineOf("cluster"), Field: "cluster", Err: err}
 	}
 	p.c = c
+	// A wave or faults on a site the cluster lacks: named by its line and
+	// field here, not by the simulator without either.
+	for _, l := range []struct {
+		name  string
+		sites []string
+	}{{"diurnal", diurnalSites(sc.Availability.Diurnal)}, {"faults", faultSites(sc.Availability.Faults)}} {
+		for i, site := range l.sites {
+			if c.SiteOf(site) == nil {
+				var names []string
+				for _, st := range c.Sites() {
+					names = append(names, st.Name)
+				}
+				return nil, sc.errAt(fmt.Sprintf("availability.%s[%d].site", l.name, i), []string{"availability", l.name, fmt.Sprintf("[%d]", i), "site"},
+					"no site %q in the cluster (its sites: %s)", site, strings.Join(names, ", "))
+			}
+		}
+	}
 	p.model = in.model
 	if e := sc.Model.Edge; e != nil {
 		p.model = perf.Scaled{Model: in.model, Type: e.Type, Ref: e.Ref, Lambda: lambda}
@@ -413,4 +430,20 @@ func (sc *Scenario) Points() int {
 		return len(sc.Sweep.Values)
 	}
 	return 1
+}
+
+func diurnalSites(ds []Diurnal) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Site)
+	}
+	return out
+}
+
+func faultSites(fs []Faults) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Site)
+	}
+	return out
 }

@@ -335,3 +335,26 @@ func TestScaledPastMaxTime(t *testing.T) {
 		}
 	}
 }
+
+// TestAvailabilityUnknownSite: a diurnal wave or faults on a site the
+// cluster lacks is an error naming the line, the field and the sites there
+// are; the simulator said only "sim: diurnal: no site "edgy" in the
+// cluster".
+func TestAvailabilityUnknownSite(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration,deadline\na,0,1,100,500\n")
+	head := "cluster:\n  sites:\n    - {name: cloud, nodes: [{count: 1, gpus: 2, gpu: a100}]}\nmodel: {kind: duration}\npolicies: [edf]\ntrace: {file: t.csv}\navailability:\n"
+	for _, tc := range []struct{ rest, want string }{
+		{"  diurnal:\n    - {site: edgy, measure: available, period: 86400, trough: 0, peak: 2, step: 600}\n", `line 9 field availability.diurnal[0].site: no site "edgy" in the cluster (its sites: cloud)`},
+		{"  faults:\n    - {site: cloud, mtbf: 3600, mttr: 60}\n    - {site: edgy, mtbf: 3600, mttr: 60}\n", `line 10 field availability.faults[1].site: no site "edgy" in the cluster (its sites: cloud)`},
+	} {
+		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
+		sc, err := Load(filepath.Join(dir, "s.yaml"))
+		if err == nil {
+			_, err = sc.Run(nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n  error %v\n  want %q", tc.rest, err, tc.want)
+		}
+	}
+}
