@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -43,7 +44,10 @@ func (sc *Scenario) read() (*inputs, error) {
 	in := &inputs{}
 	tr, err := trace.ReadFile(sc.path(sc.Trace.File), sc.Trace.Format, trace.Options{Sort: sc.Trace.Sort, SkipBad: sc.Trace.SkipBad})
 	if err != nil {
-		return nil, fmt.Errorf("scenario %s: trace: %w", sc.File, err)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) { // the file: named by its line
+			return nil, sc.errAt("trace.file", []string{"trace", "file"}, "%v", pe)
+		}
+		return nil, fmt.Errorf("scenario %s: %w", sc.File, err) // "trace FILE line N field F: ..."
 	}
 	jobs := tr.Jobs
 	if sc.Trace.First >= len(jobs) {

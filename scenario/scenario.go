@@ -37,6 +37,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -44,6 +45,7 @@ import (
 	"github.com/tide-sched/tide/capacity"
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/decodemsg"
+	"github.com/tide-sched/tide/trace"
 )
 
 // Scenario is one experiment file.
@@ -314,6 +316,9 @@ func badSweepValue(v float64) bool { return v < 0 || bad(v) || v > 1e7 }
 func (sc *Scenario) check() error {
 	if sc.Trace.File == "" {
 		return sc.errAt("trace.file", []string{"trace"}, "missing: the trace to replay")
+	}
+	if f := sc.Trace.Format; f != "" && !slices.Contains(trace.Formats, f) {
+		return sc.errAt("trace.format", []string{"trace", "format"}, "unknown format %q; want one of %s (or none: detected from the file)", f, strings.Join(trace.Formats, ", "))
 	}
 	if len(sc.Policies) == 0 {
 		return sc.errAt("policies", []string{"policies"}, "missing: a list of policy specs")

@@ -358,3 +358,27 @@ func TestAvailabilityUnknownSite(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceFieldErrors: an unknown trace format or a missing trace file
+// names the line and field (they said "scenario F: trace: trace ...: unknown
+// format" and "trace: trace: open ...", no line); a bad row still names the
+// trace's own file, line and field.
+func TestTraceFieldErrors(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration\na,0,1,abc\n")
+	head := "cluster: 1x2:a100\nmodel: {kind: duration}\npolicies: [fifo]\n"
+	for _, tc := range []struct{ rest, want string }{
+		{"trace:\n  file: t.csv\n  format: itpp\n", `s.yaml line 6 field trace.format: unknown format "itpp"; want one of pollux,`},
+		{"trace:\n  file: none.csv\n", "s.yaml line 5 field trace.file: open " + filepath.Join(dir, "none.csv") + ": no such file"},
+		{"trace:\n  file: t.csv\n", "s.yaml: trace " + filepath.Join(dir, "t.csv") + " line 2 field duration: bad number"},
+	} {
+		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
+		sc, err := Load(filepath.Join(dir, "s.yaml"))
+		if err == nil {
+			_, err = sc.Run(nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n  error %v\n  want %q", tc.rest, err, tc.want)
+		}
+	}
+}
