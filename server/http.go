@@ -965,8 +965,12 @@ func (s *Server) view(lj *liveJob, detail bool) api.Job {
 				v.GPUs = append(v.GPUs, s.devices[g])
 			}
 			if v.Reason == "" {
-				r := st.Reason()
-				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(r.Text), r.Position, toTime(r.PredictedStart)
+				why := st.Reason()
+				v.Reason, v.QueuePosition, v.PredictedStart = api.WallReason(why.Text), why.Position, toTime(why.PredictedStart)
+				if !r.Held && why.Text == heldWaiting(r.ID) {
+					// Released since the last round, which gave that reason.
+					v.Reason = "released: waits for the next scheduling round"
+				}
 			}
 		}
 	}

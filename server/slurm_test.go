@@ -58,8 +58,15 @@ func TestHoldTimeLimitArray(t *testing.T) {
 	if j, _ := ts.admin.Job(ctx, held.ID); j.State != api.StatePending || !j.Held || !strings.Contains(j.Waiting, "held") {
 		t.Fatalf("held job: %s held %v waiting %q", j.State, j.Held, j.Waiting)
 	}
-	if _, err := ts.admin.Release(ctx, held.ID); err != nil {
+	if j, _ := ts.admin.Job(ctx, held.ID); !strings.Contains(j.Reason, "held") {
+		t.Errorf("held job's reason after a round: %q", j.Reason)
+	}
+	// The answer to the release came before the next round: its reason
+	// was the round's, "held: 'tide release ...' lets it start".
+	if j, err := ts.admin.Release(ctx, held.ID); err != nil {
 		t.Fatal(err)
+	} else if j.Held || strings.Contains(j.Reason, "held") || j.Waiting != "" {
+		t.Errorf("the released job: held %v, reason %q, waiting %q", j.Held, j.Reason, j.Waiting)
 	}
 	waitJob(t, ts.admin, held.ID, 20*time.Second, "finished once released", inState(api.StateFinished))
 	if _, err := ts.admin.Release(ctx, held.ID); !isStatus(err, http.StatusConflict) {
