@@ -16,6 +16,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -162,10 +163,22 @@ func (e *DecodeError) Error() string {
 // trailing data and mistyped values are *DecodeError. Errors from r (such
 // as *http.MaxBytesError) are returned as they are.
 func DecodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		err = jsonError(err)
+		if de := (*DecodeError)(nil); errors.As(err, &de) && de.Msg == "unknown field" {
+			// encoding/json names the key alone: "bogus" for
+			// {"limits": {"bogus": 1}}. The path says which object.
+			if path := unknownPath(data, reflect.TypeOf(v), de.Field); path != "" {
+				de.Field = path
+			}
+		}
+		return err
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
@@ -482,4 +495,101 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// unknownPath finds, in the JSON value data decoded into t, the first key
+// named name that t has no field for, and returns its path
+// ("limits.bogus", "items[2].x"); "" when it finds none.
+func unknownPath(data []byte, t reflect.Type, name string) string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	return walkUnknown(v, t, "", name)
+}
+
+func walkUnknown(v any, t reflect.Type, path, name string) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // one answer for a body with two unknown keys of a name
+		for _, k := range keys {
+			var ft reflect.Type
+			switch t.Kind() {
+			case reflect.Map:
+				ft = t.Elem()
+			case reflect.Struct:
+				ft = jsonField(t, k)
+				if ft == nil {
+					if k == name {
+						return joinPath(path, k)
+					}
+					continue
+				}
+			default:
+				return ""
+			}
+			if p := walkUnknown(x[k], ft, joinPath(path, k), name); p != "" {
+				return p
+			}
+		}
+	case []any:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return ""
+		}
+		for i, e := range x {
+			if p := walkUnknown(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), name); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// jsonField is the type of struct t's field that encoding/json decodes
+// key into (its tag's name, or the field's, matched without regard to
+// case as encoding/json does), or nil.
+func jsonField(t reflect.Type, key string) reflect.Type {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		n, _, _ := strings.Cut(tag, ",")
+		if n == "" {
+			if f.Anonymous {
+				if ft := f.Type; ft.Kind() == reflect.Struct {
+					if et := jsonField(ft, key); et != nil {
+						return et
+					}
+				}
+				continue
+			}
+			n = f.Name
+		}
+		if strings.EqualFold(n, key) {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }

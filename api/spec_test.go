@@ -161,3 +161,26 @@ func normal(s *JobSpec) JobSpec {
 	}
 	return c
 }
+
+// TestUnknownFieldPath: an unknown key inside an object is named by its
+// path; encoding/json names the key alone ("bogus" for a tenant's
+// limits.bogus).
+func TestUnknownFieldPath(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		v    any
+		want string
+	}{
+		{`{"name": "a", "limits": {"max_gpus": 2, "bogus": 1}}`, &NewTenant{}, "limits.bogus"},
+		{`{"limits": {"bogus": 1}}`, &TenantUpdate{}, "limits.bogus"},
+		{`{"bogus": 1, "limits": {}}`, &TenantUpdate{}, "bogus"},
+		{`{"command": ["x"], "env": {"bogus": "1"}, "bogus": 2}`, &JobSpec{}, "bogus"}, // env's keys are its own
+		{`{"command": ["x"], "GPUS": 1, "zz": 1}`, &JobSpec{}, "zz"},                   // keys match fields without regard to case
+	} {
+		err := DecodeStrict(strings.NewReader(tc.body), tc.v)
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Field != tc.want || de.Msg != "unknown field" {
+			t.Errorf("%s: %v, want %s: unknown field", tc.body, err, tc.want)
+		}
+	}
+}
