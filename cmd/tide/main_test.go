@@ -214,6 +214,11 @@ func TestHelpAndLists(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "--trace") && !strings.Contains(errs, "-trace") {
 		t.Errorf("help sim: exit %d, %s", code, errs)
 	}
+	// sweep's help listed sim's --trace, which sweep refuses.
+	if code, _, errs := tide(t, "sweep", "--round", "5", "-h"); code != 0 || !strings.Contains(errs, "-traces GLOB") || strings.Contains(errs, "-trace FILE") ||
+		!strings.Contains(errs, "scheduling rounds (default 60)") {
+		t.Errorf("tide sweep -h: exit %d, %s", code, errs)
+	}
 	// tide help help (or -h -h) printed tide help -h forever: a stack
 	// overflow; tide help policies said there was no policy "-h".
 	for _, args := range [][]string{{"help", "help"}, {"-h", "--help"}, {"help", "-h"}} {

@@ -46,7 +46,16 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the table")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, sweepHelp)
-		fs.PrintDefaults()
+		// sim's --trace, which sweep refuses (--traces), is left out.
+		shown := flag.NewFlagSet("sweep", flag.ContinueOnError)
+		shown.SetOutput(stderr)
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Name != "trace" {
+				shown.Var(f.Value, f.Name, f.Usage)
+				shown.Lookup(f.Name).DefValue = f.DefValue // not a value parsed before -h
+			}
+		})
+		shown.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
