@@ -701,7 +701,7 @@ func New(cfg Config) (*Engine, error) {
 
 // Submit accepts a job as pending. It fails, accepting nothing, when the job
 // is invalid, its ID is taken, the model cannot run it or the cluster could
-// never hold it.
+// never hold it (Fits: per site, a job never spans sites).
 func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
@@ -712,15 +712,10 @@ func (e *Engine) Submit(j *job.Job) (*Status, error) {
 	if err := e.cfg.Model.Check(j); err != nil {
 		return nil, err
 	}
-	if err := e.partFits(j); err != nil {
+	// Per site, not over the cluster: a job never spans sites, and one
+	// that no site can hold would wait for ever.
+	if err := Fits(e.cfg.Cluster, j); err != nil {
 		return nil, err
-	}
-	if have := e.cfg.Cluster.GPUsOfType(j.GPUType); have < j.MinGPUs {
-		what := "GPUs"
-		if j.GPUType != "" {
-			what = j.GPUType + " GPUs"
-		}
-		return nil, fmt.Errorf("job %s: needs at least %d %s, the cluster has %d", j.ID, j.MinGPUs, what, have)
 	}
 	now := e.cfg.Clock.Now()
 	st := &Status{Job: j, State: job.Pending, Work: e.cfg.Model.Work(j),

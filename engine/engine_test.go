@@ -110,7 +110,7 @@ func TestSubmitErrors(t *testing.T) {
 		want string
 	}{
 		{enginetest.Job("ok").Obj(), "already submitted"},
-		{enginetest.Job("big").GPUs(9).Obj(), "the cluster has 8"},
+		{enginetest.Job("big").GPUs(9).Obj(), "the most the cluster has is 8"},
 		{enginetest.Job("typed").Type("a100").Obj(), "a100"},
 		{enginetest.Job("epochs").Epochs("bert", 2, 32).Obj(), "duration model"},
 	} {

@@ -168,21 +168,6 @@ func (e *Engine) resetParts() {
 	clear(e.scratch.partShare)
 }
 
-// partFits refuses, at submission, a fractional job that no site of the
-// cluster could ever hold: its part fits, each GPU alone, on fewer than
-// j.GPUs GPUs of one type on one site (of one server on an edge site), as
-// fitParts places it (MaxPartGPUs).
-func (e *Engine) partFits(j *job.Job) error {
-	if !j.Fractional() {
-		return nil
-	}
-	if n := MaxPartGPUs(e.cfg.Cluster, j); n < j.GPUs {
-		share, mem := j.Demand(0)
-		return fmt.Errorf("job %s: its part of a GPU (share %.3g, %.3g GiB) fits on at most %d GPUs of one type on one site of the cluster (a job never mixes types or spans sites, and on an edge site uses one server), it needs %d", j.ID, share, mem, n, j.GPUs)
-	}
-	return nil
-}
-
 // MaxPartGPUs is the most GPUs fractional job j could ever hold on c
 // (cluster.MaxJobGPUs, of j's type), counting only the GPUs whose memory
 // holds its part, each alone.

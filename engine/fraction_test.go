@@ -149,7 +149,7 @@ func TestFractionSubmitAndPlanErrors(t *testing.T) {
 	if _, err := e.Submit(enginetest.Job("big").GPUMem(20).Obj()); err == nil || !strings.Contains(err.Error(), "job big") {
 		t.Errorf("20 GiB on 16 GiB T4s: %v, want an error naming job big", err)
 	}
-	if _, err := e.Submit(enginetest.Job("wide").GPUs(3).Share(0.1).Obj()); err == nil || !strings.Contains(err.Error(), "needs 3") {
+	if _, err := e.Submit(enginetest.Job("wide").GPUs(3).Share(0.1).Obj()); err == nil || !strings.Contains(err.Error(), "job wide: needs at least 3 GPUs") {
 		t.Errorf("3 parts on 2 GPUs: %v", err)
 	}
 	for _, tc := range []struct {

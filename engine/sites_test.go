@@ -184,3 +184,50 @@ func TestRejectsSpanningPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestSubmitPerSite: Submit refuses a job that no one site (one server on
+// an edge site) could ever hold, naming it and why, as sim.Fits, tide
+// serve and tide kube do: it counted the cluster's GPUs of the job's type,
+// so a job of 6 on two sites of 4 was accepted and waited for ever.
+func TestSubmitPerSite(t *testing.T) {
+	build := func(ss ...cluster.SiteSpec) *cluster.Cluster {
+		c, err := (&cluster.Spec{Sites: ss}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a100 := func(count, gpus int) []cluster.NodeSpec {
+		return []cluster.NodeSpec{{Count: count, GPUs: gpus, GPU: "a100"}}
+	}
+	twoSites := build(cluster.SiteSpec{Name: "a", Nodes: a100(1, 4)}, cluster.SiteSpec{Name: "b", Nodes: a100(1, 4)})
+	edge := build(cluster.SiteSpec{Name: "e", Kind: cluster.SiteEdge, Nodes: a100(2, 2)})
+	for _, tc := range []struct {
+		c    *cluster.Cluster
+		j    *job.Job
+		want string // "": accepted
+	}{
+		{twoSites, enginetest.Job("j6").GPUs(6).Seconds(10).Obj(), "job j6: needs at least 6 GPUs of one type on one site (a job never mixes types or spans sites), the most the cluster has is 4"},
+		{twoSites, enginetest.Job("t6").GPUs(6).Type("a100").Seconds(10).Obj(), "job t6: needs at least 6 a100 GPUs on one site"},
+		{twoSites, enginetest.Job("j4").GPUs(4).Seconds(10).Obj(), ""},
+		{twoSites, enginetest.Job("el").Elastic(2, 4, 8).Seconds(10).Obj(), ""}, // its least fits a site
+		{twoSites, enginetest.Job("el5").Elastic(5, 5, 8).Seconds(10).Obj(), "job el5: needs at least 5 GPUs"},
+		{edge, enginetest.Job("e3").GPUs(3).Seconds(10).Obj(), "job e3: needs at least 3 GPUs of one type on one site (a job never mixes types or spans sites), the most the cluster has is 2"},
+		{edge, enginetest.Job("e2").GPUs(2).Seconds(10).Obj(), ""},
+		{sitesCluster(t), enginetest.Job("c5").GPUs(5).Seconds(10).Obj(), "the most the cluster has is 4"},
+	} {
+		e, err := engine.New(engine.Config{Cluster: tc.c, Model: perf.Duration{}, Policy: planFunc(func(*engine.Snapshot) engine.Plan { return engine.Plan{} }), Placer: place.Pack{}, Clock: &manual{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Submit(tc.j)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", tc.j.ID, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.j.ID, err, tc.want)
+		case tc.want != "" && e.Job(tc.j.ID) != nil:
+			t.Errorf("%s: refused but kept", tc.j.ID)
+		}
+	}
+}

@@ -69,8 +69,8 @@ func TestFitsPartsPerSite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Submit(tc.j); err == nil || !strings.Contains(err.Error(), "job "+tc.j.ID+": its part of a GPU") {
-			t.Errorf("%s: engine Submit: %v, want it refused", tc.j.ID, err)
+		if _, err := e.Submit(tc.j); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: engine Submit: %v, want %q (sim.Fits' rule)", tc.j.ID, err, tc.want)
 		}
 		if _, err := sim.Run(sim.Config{Cluster: tc.c, Model: perf.Duration{}, Policy: &classic.FIFO{}, Placer: place.Pack{}}, []*job.Job{tc.j}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Run: %v, want %q", tc.j.ID, err, tc.want)

@@ -13,7 +13,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
@@ -197,44 +196,9 @@ func Run(cfg Config, jobs []*job.Job) (*report.Run, error) {
 	return run, err
 }
 
-// Fits says why cluster c could never hold job j, or returns nil: j needs
-// more GPUs of one type than one site of c has (cluster.MaxJobGPUs), or,
-// asking for part of each GPU, more than one site has whose memory holds
-// its part (engine.MaxPartGPUs). On an edge site a job uses one server.
-func Fits(c *cluster.Cluster, j *job.Job) error {
-	need := j.MinGPUs
-	if need == 0 {
-		need = j.GPUs
-	}
-	have, part := c.MaxJobGPUs(j.GPUType), ""
-	if j.Fractional() {
-		have, part = engine.MaxPartGPUs(c, j), " that hold its part of a GPU ("+partString(j)+")"
-	}
-	if need > have {
-		what := "GPUs of one type"
-		if j.GPUType != "" {
-			what = j.GPUType + " GPUs"
-		}
-		return fmt.Errorf("job %s: needs at least %d %s%s on one site (a job never mixes types or spans sites), the most the cluster has is %d", j.ID, need, what, part, have)
-	}
-	return nil
-}
-
-// partString says what part of each GPU j asks for, as its trace does:
-// "mig 2g.20gb", "gpu_share 0.5", "gpu_mem_gib 20".
-func partString(j *job.Job) string {
-	var s []string
-	if j.MIG != "" {
-		s = append(s, "mig "+j.MIG)
-	}
-	if j.Share > 0 {
-		s = append(s, fmt.Sprintf("gpu_share %g", j.Share))
-	}
-	if j.GPUMemGiB > 0 {
-		s = append(s, fmt.Sprintf("gpu_mem_gib %g", j.GPUMemGiB))
-	}
-	return strings.Join(s, ", ")
-}
+// Fits says why cluster c could never hold job j, or returns nil: the
+// engine's rule (engine.Fits), which it applies at submission too.
+func Fits(c *cluster.Cluster, j *job.Job) error { return engine.Fits(c, j) }
 
 // runSim is Run, with every running job advanced at every round when eager
 // (lazy.go); it returns the simulator too (for its counts).
