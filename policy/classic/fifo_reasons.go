@@ -93,7 +93,9 @@ func (f *FIFO) waitReason(st *engine.Status, i int, lazy *fifoLazy) engine.Reaso
 	}
 	t := &z.texts[st.Slot]
 	if t.st != st || t.figs != figs {
-		z.buf = explain.AppendLeftOut(z.buf[:0], st, fifoTerms, figs[0], figs[1], figs[2])
+		// Planned from the roster: one site, where the reason counts the
+		// free GPUs over the cluster (roster.Roster.Begin).
+		z.buf = explain.AppendLeftOut(z.buf[:0], st, fifoTerms, figs[0], figs[1], explain.Whole(figs[2]))
 		text := t.r.Text
 		if t.st != st || string(z.buf) != text {
 			text = string(z.buf)

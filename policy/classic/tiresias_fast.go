@@ -331,7 +331,8 @@ func (t *Tiresias) scheduleQueued(s *engine.Snapshot, memo *map[string]engine.Me
 			// Not the reason the last round gave it from the same
 			// figures: write it.
 			t.standing(s, st, memo) // its counters, for its terms
-			f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, c.rank-ahead, left)
+			// One site (fastUsable): the free GPUs are counted over the cluster.
+			f.buf = explain.AppendLeftOut(f.buf[:0], st, t.terms, ahead, c.rank-ahead, explain.Whole(left))
 			if string(f.buf) != r.Text {
 				r.Text = string(f.buf)
 			}

@@ -136,7 +136,8 @@ func (t *Tiresias) waitReason(j *fastJob, r int, lazy *lazyFigs) engine.Reason {
 		if t.terms == nil {
 			t.terms = t.appendTerms
 		}
-		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, lazy.Figs.left)
+		// One site (fastUsable): the free GPUs are counted over the cluster.
+		t.fast.rbuf = explain.AppendLeftOut(t.fast.rbuf[:0], st, t.terms, ahead, r-ahead, explain.Whole(lazy.Figs.left))
 		if string(t.fast.rbuf) != j.text {
 			j.text = string(t.fast.rbuf)
 		}

@@ -50,7 +50,7 @@ type waitReasons struct {
 // waitRound is a recorded round.
 type waitRound struct {
 	round int // Snapshot.Round + 1; 0 none
-	free  int
+	free  explain.Free
 	jobs  []*engine.Status // the jobs it leaves waiting
 	figs  []waitFigs       // theirs
 	at    []int32          // by slot: index in jobs
@@ -103,7 +103,7 @@ func (w *waitReasons) givenTo(st *engine.Status) (int, bool) {
 // The plan declines no job.
 func (w *waitReasons) Record(s *engine.Snapshot, plan *engine.Plan, figs func(st *engine.Status) waitFigs, terms func(b []byte, st *engine.Status) []byte) {
 	c := &w.cur
-	c.round, c.free = s.Round+1, explain.PlanFree(s, plan.Run)
+	c.round, c.free = s.Round+1, explain.PlanFree(s, plan, 0)
 	clear(c.jobs) // let ended jobs go
 	c.jobs, c.figs = c.jobs[:0], c.figs[:0]
 	for _, st := range s.Jobs {

@@ -23,14 +23,14 @@ import (
 
 // gavelFigs are the figures of a round between re-plans planned from what
 // changed.
-type gavelFigs struct{ free int }
+type gavelFigs struct{ free explain.Free }
 
 // gavelText is a waiting job's last reason worked out, by slot, with the
 // GPUs free and the re-plan it was written for.
 type gavelText struct {
 	st     *engine.Status
 	text   string
-	free   int
+	free   explain.Free // a new value at each round on several sites: the text is worked out again
 	replan int
 }
 
@@ -55,7 +55,7 @@ func (g *Gavel) Reason(st *engine.Status, round int) engine.Reason {
 
 // waitReason is the reason explain.KeptAppend writes, without an order,
 // for waiting job st between re-plans, free GPUs left free.
-func (g *Gavel) waitReason(st *engine.Status, free int) engine.Reason {
+func (g *Gavel) waitReason(st *engine.Status, free explain.Free) engine.Reason {
 	z := &g.reasons
 	if st.Slot >= len(z.texts) {
 		z.texts = append(z.texts, make([]gavelText, st.Slot+1-len(z.texts))...)
@@ -78,13 +78,9 @@ func (g *Gavel) waitReason(st *engine.Status, free int) engine.Reason {
 // explainLazily leaves the reasons of the waiting jobs that plan out of
 // round s does not start to Reason.
 func (g *Gavel) explainLazily(s *engine.Snapshot, out *engine.Plan, held int) {
-	free := s.Available("", "") - held
-	for _, a := range out.Run {
-		free -= a.GPUs
-	}
 	c := &g.reasons.lazy.Cur
 	c.Take(s.Round, 0)
-	c.Figs.free = free
+	c.Figs.free = explain.PlanFree(s, out, held) // out packs no jobs (keepKept)
 	out.Explain = g
 }
 

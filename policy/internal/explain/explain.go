@@ -48,6 +48,7 @@ type Scratch struct {
 	buf      []byte
 	ends     []End   // KeptPredictStarts' and PredictStarts' listed ends
 	planned  Planned // PredictStarts: the status of each planned job
+	free     freeMem // the free GPUs' counts, read only during the call
 }
 
 // sameText is buf as a string, st's last reason's own string when the
@@ -78,13 +79,10 @@ func (sc *Scratch) PlanTo(s *engine.Snapshot, plan *engine.Plan, order []*engine
 		return // nothing waits, is preempted, shrunk or declined
 	}
 	given := reuse(&sc.given, len(plan.Run))
-	free := s.Available("", "")
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
-		if a.PackWith == "" || a.Job < a.PackWith {
-			free -= a.GPUs
-		}
 	}
+	free := sc.free.plan(s, plan, 0)
 	declined := reuse(&sc.declined, len(plan.Decline))
 	for _, id := range plan.Decline {
 		declined[id] = true
@@ -162,7 +160,7 @@ func withTerms(buf []byte, st *engine.Status, terms func(b []byte, st *engine.St
 // standing appends to buf, after a reason's decision and terms, what
 // stands in a job's way: the jobs ahead of it in the order (ahead) and,
 // for a job left waiting, the GPUs it needs against those free.
-func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free int) []byte {
+func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free Free) []byte {
 	if ahead {
 		buf = append(buf, "; "...)
 		buf = strconv.AppendInt(buf, int64(p.runAhead), 10)
@@ -171,11 +169,7 @@ func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free 
 		buf = append(buf, " waiting job(s) ahead"...)
 	}
 	if waiting {
-		buf = append(buf, "; needs "...)
-		buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
-		buf = append(buf, " GPUs, "...)
-		buf = strconv.AppendInt(buf, int64(max(free, 0)), 10)
-		buf = append(buf, " free"...)
+		buf = free.appendNeeds(buf, st)
 	}
 	return buf
 }
@@ -187,7 +181,7 @@ func standing(buf []byte, st *engine.Status, p place, ahead, waiting bool, free 
 // Reason.Position is waitAhead+1. Policies that plan a round from their
 // own kept order (Tiresias) write the same reasons with it, without the
 // plan's maps.
-func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, runAhead, waitAhead, free int) []byte {
+func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, runAhead, waitAhead int, free Free) []byte {
 	if len(st.GPUs) > 0 {
 		buf = append(buf, "preempted"...)
 	} else {
@@ -202,7 +196,7 @@ func AppendLeftOut(buf []byte, st *engine.Status, terms func(b []byte, st *engin
 // terms, then the GPUs it needs against the free GPUs the plan leaves.
 // Policies that work the reasons out when read (engine.Plan.Explain) write
 // the same with it.
-func AppendWaits(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, free int) []byte {
+func AppendWaits(buf []byte, st *engine.Status, terms func(b []byte, st *engine.Status) []byte, free Free) []byte {
 	buf = withTerms(append(buf, "waits"...), st, terms)
 	return standing(buf, st, place{}, false, true, free)
 }
@@ -225,11 +219,11 @@ func (sc *Scratch) KeptAppend(s *engine.Snapshot, plan *engine.Plan, waiting []*
 	if len(plan.Run) > 0 {
 		given = reuse(&sc.given, len(plan.Run))
 	}
-	free := s.Available("", "") - held
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
-		free -= a.GPUs
 	}
+	// A Keep plan packs no jobs: PlanFree counts each assignment's GPUs.
+	free := sc.free.plan(s, plan, held)
 	buf := sc.buf
 	defer func() { sc.buf = buf }()
 	p := place{runAhead: ahead}

@@ -13,24 +13,12 @@ import (
 // in engine.Plan.Reasons: AppendWaits for a waiting job, AppendHeld for one
 // that holds GPUs, PlanFree for the GPUs both state as free.
 
-// PlanFree returns the GPUs of s that run leaves free, as PlanAppend
-// counts them (a pair of packed jobs shares its GPUs: counted once).
-func PlanFree(s *engine.Snapshot, run []engine.Assignment) int {
-	free := s.Available("", "")
-	for _, a := range run {
-		if a.PackWith == "" || a.Job < a.PackWith {
-			free -= a.GPUs
-		}
-	}
-	return free
-}
-
 // AppendHeld appends to buf the reason PlanAppend writes, with no order,
 // for job st, which holds GPUs of which the plan gives it g (fewer; 0: the
 // plan does not run it): "shrunk 4->2 GPUs" or "preempted", then terms(st)
 // and, for a preempted job, the GPUs it needs against the free GPUs the
 // plan leaves (PlanFree). Its Reason.Position is 0.
-func AppendHeld(buf []byte, st *engine.Status, g int, terms func(b []byte, st *engine.Status) []byte, free int) []byte {
+func AppendHeld(buf []byte, st *engine.Status, g int, terms func(b []byte, st *engine.Status) []byte, free Free) []byte {
 	buf = appendLoss(buf, st, g, g > 0)
 	buf = withTerms(buf, st, terms)
 	return standing(buf, st, place{}, false, g == 0, free)

@@ -34,10 +34,10 @@ func TestPiecesMatchPlanAppend(t *testing.T) {
 		t.Fatalf("PlanAppend wrote %d reasons, want 3 (big, w8, grown): %v", len(full.Reasons), full.Reasons)
 	}
 	// 12 GPUs, 2+1+1 planned and one GPU for the packed pair: 7 free.
-	if free := explain.PlanFree(s, plan.Run); free != 7 {
-		t.Errorf("PlanFree = %d, want 7", free)
+	free := explain.PlanFree(s, &plan, 0)
+	if free != explain.Whole(7) {
+		t.Errorf("PlanFree = %+v, want 7 (one site)", free)
 	}
-	free := explain.PlanFree(s, plan.Run)
 	given := map[string]int{}
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs

@@ -73,7 +73,8 @@ type queueRound struct {
 	jobs  []*engine.Status
 	ents  []queueEnt
 	at    []int32 // by slot: index in jobs
-	free  int
+	free  Free
+	mem   *freeMem // free's counts: each round its own (a pointer: Next swaps the rounds, not their memory)
 	figs  [2]int
 	terms func(b []byte, st *engine.Status, key float64, figs [2]int) []byte
 }
@@ -141,12 +142,6 @@ func (q *Queue) Record(s *engine.Snapshot, plan *engine.Plan, o *Order) bool {
 	if len(plan.Decline) > 0 {
 		return false
 	}
-	free := s.Available("", "") - o.Held
-	for _, a := range plan.Run {
-		if a.PackWith == "" || a.Job < a.PackWith {
-			free -= a.GPUs
-		}
-	}
 	inOrder := 0
 	for _, g := range o.Given {
 		if g > 0 {
@@ -160,7 +155,10 @@ func (q *Queue) Record(s *engine.Snapshot, plan *engine.Plan, o *Order) bool {
 		return false // a job outside the order that does not run
 	}
 	c := &q.cur
-	c.round, c.free, c.figs, c.terms = s.Round+1, free, o.Figs, o.Terms
+	if c.mem == nil {
+		c.mem = new(freeMem)
+	}
+	c.round, c.free, c.figs, c.terms = s.Round+1, c.mem.plan(s, plan, o.Held), o.Figs, o.Terms
 	clear(c.jobs) // let ended jobs go
 	c.jobs = append(c.jobs[:0], o.Jobs...)
 	c.ents = c.ents[:0]

@@ -35,7 +35,8 @@ type Waits struct {
 type waitsRound struct {
 	round int        // Snapshot.Round + 1; 0 none
 	ents  []waitsEnt // by slot
-	free  int        // GPUs the plan leaves free
+	free  Free       // GPUs the plan leaves free
+	mem   *freeMem   // free's counts: each round its own (a pointer: Next swaps the rounds, not their memory)
 	figs  [2]int     // the round's figures, for terms
 	terms WaitsTerms // nil: none
 }
@@ -74,15 +75,14 @@ func (w *Waits) Record(s *engine.Snapshot, plan *engine.Plan, key func(st *engin
 		return false
 	}
 	given := reuse(&w.given, len(plan.Run))
-	free := s.Available("", "")
 	for _, a := range plan.Run {
 		given[a.Job] = a.GPUs
-		if a.PackWith == "" || a.Job < a.PackWith {
-			free -= a.GPUs
-		}
 	}
 	c := &w.cur
-	c.round, c.free, c.figs, c.terms = s.Round+1, free, figs, terms
+	if c.mem == nil {
+		c.mem = new(freeMem)
+	}
+	c.round, c.free, c.figs, c.terms = s.Round+1, c.mem.plan(s, plan, 0), figs, terms
 	clear(c.ents) // let ended jobs go
 	for _, st := range s.Jobs {
 		id := st.Job.ID
