@@ -788,6 +788,9 @@ func (r *roTest) jobOp(op string) {
 	case "requeue":
 		switch {
 		case status == http.StatusOK:
+			if r.tenant(j.tenant) == nil {
+				r.fail("requeue of %s, a job of deleted tenant %s, accepted", j.id, j.tenant)
+			}
 			if v.State != api.StatePending || v.Held != hold || v.Requeues != j.requeues+1 {
 				r.fail("requeue of %s answered state %s, held %v, requeues %d; want pending, held %v, requeues %d", j.id, v.State, v.Held, v.Requeues, hold, j.requeues+1)
 			}
@@ -797,7 +800,7 @@ func (r *roTest) jobOp(op string) {
 			j.requeues++
 			j.held, j.cancelled = hold, false
 		case status == http.StatusConflict:
-			if wasEnded && len(j.spec.After) == 0 {
+			if wasEnded && len(j.spec.After) == 0 && r.tenant(j.tenant) != nil {
 				r.fail("requeue of %s, which was %s, refused: %v", j.id, j.obs.State, err)
 			}
 		case status == http.StatusTooManyRequests:
