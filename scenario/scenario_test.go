@@ -318,22 +318,13 @@ func TestScaledPastMaxTime(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration,deadline\na,0,1,100,500\nb,60,1,100,900\n")
 	head := "cluster:\n  sites:\n    - {name: cloud, nodes: [{count: 1, gpus: 2, gpu: a100}]}\nmodel: {kind: duration}\npolicies: [edf]\n"
-	for _, tc := range []struct{ rest, want string }{
+	runErrors(t, dir, head, []runError{
 		{"trace: {file: t.csv, deadline_scale: 1e300}\n", "line 6 field trace.deadline_scale: job a would arrive or be due at 5e+302 s"},
 		// arrival_scale multiplies the rate: a tiny one spreads arrivals out.
 		{"trace: {file: t.csv, arrival_scale: 1e-300}\n", "line 6 field trace.arrival_scale: job b would arrive or be due at 6e+301 s"},
 		{"trace: {file: t.csv}\nsweep: {param: arrival_scale, values: [1, 1e-300]}\n", "field sweep.values: arrival_scale 1e-300: job b"},
 		{"trace: {file: t.csv}\navailability:\n  faults: [{site: cloud, mtbf: 3600}]\nsweep: {param: mtbf, values: [0, 0.5]}\n", "field sweep.values: mtbf 0.5: want 0 (no faults) or seconds >= 1"},
-	} {
-		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
-		sc, err := Load(filepath.Join(dir, "s.yaml"))
-		if err == nil {
-			_, err = sc.Run(nil)
-		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q:\n  error %v\n  want %q", tc.rest, err, tc.want)
-		}
-	}
+	})
 }
 
 // TestAvailabilityUnknownSite: a diurnal wave or faults on a site the
@@ -344,19 +335,10 @@ func TestAvailabilityUnknownSite(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration,deadline\na,0,1,100,500\n")
 	head := "cluster:\n  sites:\n    - {name: cloud, nodes: [{count: 1, gpus: 2, gpu: a100}]}\nmodel: {kind: duration}\npolicies: [edf]\ntrace: {file: t.csv}\navailability:\n"
-	for _, tc := range []struct{ rest, want string }{
+	runErrors(t, dir, head, []runError{
 		{"  diurnal:\n    - {site: edgy, measure: available, period: 86400, trough: 0, peak: 2, step: 600}\n", `line 9 field availability.diurnal[0].site: no site "edgy" in the cluster (its sites: cloud)`},
 		{"  faults:\n    - {site: cloud, mtbf: 3600, mttr: 60}\n    - {site: edgy, mtbf: 3600, mttr: 60}\n", `line 10 field availability.faults[1].site: no site "edgy" in the cluster (its sites: cloud)`},
-	} {
-		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
-		sc, err := Load(filepath.Join(dir, "s.yaml"))
-		if err == nil {
-			_, err = sc.Run(nil)
-		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q:\n  error %v\n  want %q", tc.rest, err, tc.want)
-		}
-	}
+	})
 }
 
 // TestTraceFieldErrors: an unknown trace format or a missing trace file
@@ -367,11 +349,22 @@ func TestTraceFieldErrors(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "t.csv"), "id,submit,gpus,duration\na,0,1,abc\n")
 	head := "cluster: 1x2:a100\nmodel: {kind: duration}\npolicies: [fifo]\n"
-	for _, tc := range []struct{ rest, want string }{
+	runErrors(t, dir, head, []runError{
 		{"trace:\n  file: t.csv\n  format: itpp\n", `s.yaml line 6 field trace.format: unknown format "itpp"; want one of pollux,`},
 		{"trace:\n  file: none.csv\n", "s.yaml line 5 field trace.file: open " + filepath.Join(dir, "none.csv") + ": no such file"},
 		{"trace:\n  file: t.csv\n", "s.yaml: trace " + filepath.Join(dir, "t.csv") + " line 2 field duration: bad number"},
-	} {
+	})
+}
+
+// runError is a scenario's text after a common head and what its error,
+// when loaded or run, must contain.
+type runError struct{ rest, want string }
+
+// runErrors writes each case's head+rest to dir/s.yaml, loads and runs it,
+// and wants an error containing the case's want.
+func runErrors(t *testing.T, dir, head string, cases []runError) {
+	t.Helper()
+	for _, tc := range cases {
 		write(t, filepath.Join(dir, "s.yaml"), head+tc.rest)
 		sc, err := Load(filepath.Join(dir, "s.yaml"))
 		if err == nil {
