@@ -91,6 +91,26 @@ func TestChurnFails(t *testing.T) {
 	}
 }
 
+// TestChurnRoundAsLongAsRestart: rounds of 60 s and restarts of 60 s. The
+// policy stops every run at the round its cost ends, before it did any
+// work; the end of the cost counted as getting past it, so the churn
+// check never fired, and the year check blamed faults or capacity (a
+// random search's gandiva:quantum=17 with 30 s rounds and restarts).
+func TestChurnRoundAsLongAsRestart(t *testing.T) {
+	_, err := churnRun(t, 1e18, 0, 60)
+	if err == nil {
+		t.Fatal("the run ended without an error, want the churn reported")
+	}
+	for _, want := range []string{"none got past its start or restart cost", "none held its GPUs more than 60 s", "re-plans more often than a job can restart"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q, want it to contain %q", err, want)
+		}
+	}
+	if at, window := failedAt(t, err), churnRounds*60.0; at > window+86400 {
+		t.Errorf("failed at t=%v s, want it within a day after the window of %v s", at, window)
+	}
+}
+
 // TestChurnSpares: runs that spin for a while and then move, that spin and
 // then wait (nothing running) for longer than the window before they move,
 // or whose restarts are shorter than the rounds, finish.

@@ -93,12 +93,15 @@ func (s *simulator) startedRun(r *running) {
 	}
 }
 
-// paidCost notes that a run has just got past its start or restart cost.
+// paidCost notes that a run has just done its first work since it
+// (re)started: it got past its start or restart cost.
 func (s *simulator) paidCost() { s.livelock.churnReset = true }
 
-// stoppedRun notes that the policy stops r (a preemption or a resize) at t.
+// stoppedRun notes that the policy stops r (a preemption or a resize) at
+// t. It counts as wasted when r did no work: still paying its cost, or
+// stopped at the very round its cost ended (rounds as long as a restart).
 func (s *simulator) stoppedRun(r *running, t float64) {
-	if r.delay <= 0 {
+	if r.delay <= 0 && (r.progress > r.from || t <= r.began) {
 		return
 	}
 	for _, w := range [...]*churnSeen{&s.livelock.year, &s.livelock.churn} {

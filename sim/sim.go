@@ -648,10 +648,14 @@ func (s *simulator) advance(r *running, t float64) {
 		if r.delay <= 1e-9 {
 			r.delay = 0
 			s.useful += r.gpus
-			s.paidCost()
 		}
 	}
 	if dt > 0 {
+		if r.progress == r.from {
+			// Its first work since it (re)started: not the end of its
+			// delay, which may fall on the round that stops it.
+			s.paidCost()
+		}
 		r.progress += r.rate * dt
 		rec.UsefulGPUSeconds += dt * gpus
 	}
