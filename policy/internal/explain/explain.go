@@ -298,6 +298,9 @@ const PredictAhead = 16
 // none overtakes a job that does not fit yet), assuming no arrivals,
 // failures or capacity changes. A job whose wait depends on a job the
 // model cannot time (no duration) gets none, and so do those behind it.
+// On a cluster of several sites the free GPUs and the ends are counted per
+// set of GPUs one job may take together, and a job starts when one set
+// has room for it (predictSets); on one site, over the whole cluster.
 //
 // Only the first predictAhead waiting jobs get a prediction: each costs the
 // model's remaining time every round, and further back the assumption of
@@ -319,6 +322,10 @@ func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
+	if len(s.Cluster.Sites()) > 1 {
+		sc.predictSets(s, plan, order, strict, endOf)
+		return
+	}
 	given := reuse(&sc.given, len(plan.Run))
 	free := s.Available("", "")
 	pool := endPool{listed: sc.ends[:0]}
@@ -333,7 +340,7 @@ func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []
 		if st == nil {
 			continue
 		}
-		pool.listed = append(pool.listed, End{endOf(st, a), a.GPUs})
+		pool.listed = append(pool.listed, End{T: endOf(st, a), GPUs: a.GPUs})
 	}
 	predict(s, plan, order, given, free, &pool, strict, endOf)
 	sc.ends = pool.listed[:0]
@@ -383,16 +390,18 @@ func (p *Planned) Of(s *engine.Snapshot, order []*engine.Status, run []engine.As
 type End struct {
 	T    float64
 	GPUs int
+	set  int // on several sites, the set of GPUs it frees them in (freeSets)
 }
 
-// KeptPredictStarts is PredictStarts (strict, one GPU type) for a plan
-// that keeps every running job (engine.Plan.Keep), without walking the
-// running jobs: running are their predicted ends (endOf's), earliest
+// KeptPredictStarts is PredictStarts (strict, one GPU type, one site) for
+// a plan that keeps every running job (engine.Plan.Keep), without walking
+// the running jobs: running are their predicted ends (endOf's), earliest
 // first and, among equal ends, in the engine's order of the jobs (the
 // order in which PredictStarts lists them); waiting are the jobs that hold
 // no GPUs, in the policy's order, the running jobs all ahead of them, and
-// the plan starts some of them; free is the GPUs the plan leaves free.
-// It predicts what PredictStarts predicts for the full plan.
+// the plan starts some of them; free is the GPUs the plan leaves free
+// over the cluster. It predicts what PredictStarts predicts for the full
+// plan.
 func (sc *Scratch) KeptPredictStarts(s *engine.Snapshot, plan *engine.Plan, waiting []*engine.Status, free int, running []End, endOf func(*engine.Status, engine.Assignment) float64) {
 	if s.Model == nil || len(plan.Run) == len(waiting) {
 		return // nothing to time jobs with, or no job waits
@@ -404,7 +413,7 @@ func (sc *Scratch) KeptPredictStarts(s *engine.Snapshot, plan *engine.Plan, wait
 	pool := endPool{sorted: running, listed: sc.ends[:0]}
 	for _, st := range waiting {
 		if g, ok := given[st.Job.ID]; ok {
-			pool.listed = append(pool.listed, End{endOf(st, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: st.Job.GPUType}), g})
+			pool.listed = append(pool.listed, End{T: endOf(st, engine.Assignment{Job: st.Job.ID, GPUs: g, GPUType: st.Job.GPUType}), GPUs: g})
 		}
 	}
 	predict(s, plan, waiting, given, free, &pool, true, endOf)
@@ -425,6 +434,19 @@ func (p *endPool) empty() bool { return p.i >= len(p.sorted) && len(p.listed) ==
 
 // pop hands out the next end (the pool is not empty).
 func (p *endPool) pop() End {
+	k := p.next()
+	if k < 0 {
+		p.i++
+		return p.sorted[p.i-1]
+	}
+	e := p.listed[k]
+	p.listed = append(p.listed[:k], p.listed[k+1:]...)
+	return e
+}
+
+// next is the index in listed of the next end pop hands out, -1 when it
+// is sorted's next (the pool is not empty).
+func (p *endPool) next() int {
 	k := -1
 	for j := range p.listed {
 		if k < 0 || p.listed[j].T < p.listed[k].T {
@@ -432,12 +454,17 @@ func (p *endPool) pop() End {
 		}
 	}
 	if p.i < len(p.sorted) && (k < 0 || !(p.listed[k].T < p.sorted[p.i].T)) {
-		p.i++
-		return p.sorted[p.i-1]
+		return -1
 	}
-	e := p.listed[k]
-	p.listed = append(p.listed[:k], p.listed[k+1:]...)
-	return e
+	return k
+}
+
+// nextT is when the next end pop hands out falls (the pool is not empty).
+func (p *endPool) nextT() float64 {
+	if k := p.next(); k >= 0 {
+		return p.listed[k].T
+	}
+	return p.sorted[p.i].T
 }
 
 // predict is PredictStarts' pass over the waiting jobs of order (those
@@ -470,8 +497,96 @@ func predict(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, give
 			plan.Reasons[st.Job.ID] = r2
 		}
 		free -= need
-		pool.listed = append(pool.listed, End{now + r, need})
+		pool.listed = append(pool.listed, End{T: now + r, GPUs: need})
 	}
+}
+
+// predictSets is PredictStarts on a cluster of several sites. A job never
+// spans sites or mixes GPU types, and on an edge site it uses one server:
+// GPUs free on two sites do not start a job that fits neither. So the free
+// GPUs and the ends are counted per set of GPUs one job may take together
+// (freeSets, as the waiting reasons count them): a running job frees its
+// GPUs in the set it holds them in; a job the plan starts, in the set the
+// placer would put it in (freeMem.setsAfter); and a waiting job starts at
+// the first end after which some one set has room for it, in the set the
+// placer would then choose, with every end up to then counted (firstFit:
+// the first site in the cluster's order, on an edge site the best-fitting
+// server). Where the counts cannot say what a job's end frees (a packed
+// pair, parts of GPUs shared, a plan that keeps its running jobs without
+// listing them, a planned job no set has room for, a set over-filled) no
+// job gets a prediction: none rather than a wrong one.
+func (sc *Scratch) predictSets(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, strict bool, endOf func(*engine.Status, engine.Assignment) float64) {
+	if plan.Keep {
+		return // the running jobs' ends are not listed
+	}
+	m := &sc.free
+	fs := m.setsAfter(s, plan.Run, false)
+	if m.shared {
+		return
+	}
+	for i := range fs.sets {
+		if fs.sets[i].free < 0 {
+			return
+		}
+	}
+	given := reuse(&sc.given, len(plan.Run))
+	pool := endPool{listed: sc.ends[:0]}
+	sts := sc.planned.Of(s, order, plan.Run)
+	defer clear(sts) // let the jobs go
+	for i, a := range plan.Run {
+		given[a.Job] = a.GPUs
+		k := m.in[i]
+		if k < 0 {
+			sc.ends = pool.listed[:0]
+			return
+		}
+		if st := sts[i]; st != nil {
+			pool.listed = append(pool.listed, End{endOf(st, a), a.GPUs, k})
+		}
+	}
+	now := s.Now
+	blocked := false
+	predicted := 0
+	for _, st := range order {
+		if _, ok := given[st.Job.ID]; ok || blocked {
+			continue
+		}
+		if predicted++; predicted > predictAhead {
+			break
+		}
+		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: st.Job.GPUType}
+		// Release GPUs in end order until some one set holds the job.
+		k := fs.firstFit(s, a, st.Job)
+		for k < 0 && !pool.empty() {
+			e := pool.pop()
+			now = math.Max(now, e.T)
+			fs.sets[e.set].free += e.GPUs
+			k = fs.firstFit(s, a, st.Job)
+		}
+		if k < 0 || math.IsInf(now, 1) {
+			blocked = strict
+			continue
+		}
+		// The round at now sees every job that ends by then gone: the
+		// placer chooses among all the sets with room.
+		released := false
+		for !pool.empty() && pool.nextT() <= now {
+			e := pool.pop()
+			fs.sets[e.set].free += e.GPUs
+			released = true
+		}
+		if released {
+			k = fs.firstFit(s, a, st.Job)
+		}
+		r := endOf(st, a) - s.Now
+		if r2, ok := plan.Reasons[st.Job.ID]; ok && now > s.Now {
+			r2.PredictedStart = now
+			plan.Reasons[st.Job.ID] = r2
+		}
+		fs.sets[k].free -= a.GPUs
+		pool.listed = append(pool.listed, End{now + r, a.GPUs, k})
+	}
+	sc.ends = pool.listed[:0]
 }
 
 // ModelEnd is when st ends on a, by the model, from now (+Inf unknown).

@@ -94,6 +94,14 @@ type freeMem struct {
 	given   map[string]int // job ID -> index in run
 	placed  []bool         // by index in run: kept in its set
 	jobs    []*job.Job     // by index in run
+	// in is, by index in run, the set the job is counted in: -1 for one
+	// counted nowhere (no set has room for it; the second of a packed
+	// pair, counted with its partner).
+	in []int
+	// shared says some active job holds or asks for GPUs another may
+	// hold too (a packed pair, a part of each GPU): the counts are the
+	// GPUs, not what each job frees when it ends.
+	shared bool
 }
 
 // plan is PlanFree in m's memory: the Free it returns is valid until the
@@ -153,12 +161,20 @@ func (m *freeMem) setsAfter(s *engine.Snapshot, run []engine.Assignment, keep bo
 	m.used = grown(m.used, c.TotalGPUs())
 	m.placed = grown(m.placed, len(run))
 	m.jobs = grown(m.jobs, len(run))
-	used, placed, jobs := m.used, m.placed, m.jobs
+	m.in = grown(m.in, len(run))
+	m.shared = false
+	used, placed, jobs, in := m.used, m.placed, m.jobs, m.in
+	for i := range in {
+		in[i] = -1
+	}
 	defer clear(jobs) // let the jobs go
 	for _, st := range s.ActiveJobs() {
 		i, ok := given[st.Job.ID]
 		if ok {
 			jobs[i] = st.Job
+		}
+		if st.PackedWith != "" || st.Job.Fractional() {
+			m.shared = true
 		}
 		if len(st.GPUs) == 0 {
 			continue
@@ -175,7 +191,7 @@ func (m *freeMem) setsAfter(s *engine.Snapshot, run []engine.Assignment, keep bo
 				fs.sets[k].free -= a.GPUs - n
 			}
 			n = min(n, a.GPUs)
-			placed[i] = true
+			placed[i], in[i] = true, k
 		} else if !keep {
 			continue // preempted: its GPUs are free
 		}
@@ -187,6 +203,9 @@ func (m *freeMem) setsAfter(s *engine.Snapshot, run []engine.Assignment, keep bo
 		}
 	}
 	for i, a := range run {
+		if a.PackWith != "" {
+			m.shared = true
+		}
 		if placed[i] || (a.PackWith != "" && a.Job > a.PackWith) {
 			continue // kept in its set, or the pair's GPUs counted with its partner
 		}
@@ -202,6 +221,7 @@ func (m *freeMem) setsAfter(s *engine.Snapshot, run []engine.Assignment, keep bo
 		if k >= 0 {
 			fs.sets[k].free -= a.GPUs
 		}
+		in[i] = k
 	}
 	return fs
 }
