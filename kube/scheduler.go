@@ -203,6 +203,9 @@ type Scheduler struct {
 	tidal     tidal              // capacity lent by edge and inference sites (tidal.go)
 	deadlines deadlines          // deadline outcomes counted (deadline.go)
 	pairs     *perf.Pairs        // the pair-throughput model; nil: no job is packed (sharepairs.go)
+	// wholeOnly names the policy when it is elastic: it places whole GPUs
+	// only, so jobs asking for part of each GPU are not submitted to it.
+	wholeOnly string
 }
 
 // New makes a scheduler; Run starts it.
@@ -264,6 +267,9 @@ func New(cfg Config) (*Scheduler, error) {
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
 	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
+	if info, _ := policy.Lookup(cfg.Policy); info.Elastic && (cfg.Live == nil || cfg.Live.Policy == nil) {
+		s.wholeOnly = info.Name
+	}
 	if cfg.Live != nil && cfg.Live.Placer != nil {
 		s.pol = workerPolicy{inner: pol, per: s.perWorker} // live.go
 	}
@@ -884,6 +890,17 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 		return false // the gang's pods are not all there yet
 	}
 	if s.holdBack(w) {
+		return false
+	}
+	if s.wholeOnly != "" && w.part.fractional() {
+		// An elastic policy chooses counts and node shapes of whole GPUs,
+		// and the engine refuses a plan giving a part a node shape: one
+		// such job failed every round, for every job. The simulator
+		// refuses such a trace (assemble.wholeGPUs); here the job waits.
+		why := fmt.Sprintf("policy %s is elastic: it runs jobs on whole GPUs, and this job asks for part of each GPU (%s); "+
+			"run it under a policy that is not elastic (tide policies lists them)", s.wholeOnly, w.part)
+		s.unsched[w.key] = why
+		s.warnOnce(w.key, w.key, "unschedulable: "+why)
 		return false
 	}
 	if w.shape != nil {

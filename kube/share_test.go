@@ -113,3 +113,28 @@ func FuzzParsePart(f *testing.F) {
 		}
 	})
 }
+
+// TestElasticPolicyRefusesParts: under an elastic policy (ElasticFlow,
+// EdgeFlow, Pollux, ... run jobs on whole GPUs) a pod asking for part of
+// a GPU is unschedulable, saying why, and the other pods are bound. The
+// policy gave the part an exact node shape, which the engine refuses, so
+// every round failed and no pod was bound at all (random operations,
+// seeds 8, 9 and 18).
+func TestElasticPolicyRefusesParts(t *testing.T) {
+	for _, policy := range []string{"elasticflow", "edgeflow", "pollux"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.node("n0", 4)
+			h.pod("part", 0, annotate(AnnotGPUFraction, "0.5"))
+			h.pod("whole", 2)
+			h.round()
+			h.round()
+			if got := h.where(); got["whole"] != "n0" || got["part"] != "" {
+				t.Errorf("bound %v, want whole on n0 and part nowhere", got)
+			}
+			if why := h.s.unsched["pods/ns/part"]; !strings.Contains(why, "policy "+policy+" is elastic") {
+				t.Errorf("part unschedulable because %q, want the policy named as elastic", why)
+			}
+		})
+	}
+}
