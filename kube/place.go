@@ -69,7 +69,10 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		return plan // every job keeps what it holds: nothing to place
 	}
 	out := map[string]bool{} // waiting jobs planned without
-	for i := 0; ; i++ {
+	// trial places the plan and lists the waiting jobs left out for their
+	// constraints, not for lack of GPUs (they would be placed on GPUs
+	// alone).
+	trial := func() (map[string][]cluster.GPUID, []string) {
 		placed := placeTrial(s, pl, held, plan.Run) // pairs as one (sharepairs.go)
 		var blocked []string
 		for _, a := range plan.Run {
@@ -82,7 +85,6 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 			blocked = append(blocked, a.Job)
 		}
 		if len(blocked) > 0 {
-			// Left out for its constraints, not for lack of GPUs?
 			onGPUs := placeTrial(s, free, held, plan.Run)
 			k := 0
 			for _, id := range blocked {
@@ -92,6 +94,13 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 				}
 			}
 			blocked = blocked[:k]
+		}
+		return placed, blocked
+	}
+	for i := 0; ; i++ {
+		placed, blocked := trial()
+		if len(blocked) > 0 && retype(s, plan.Run, blocked, byID, func() map[string][]cluster.GPUID { p, _ := trial(); return p }) {
+			placed, blocked = trial()
 		}
 		keep(&plan, byID, placed)
 		mutualPairs(&plan)
@@ -135,6 +144,58 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	return plan
+}
+
+// retype moves the blocked jobs of run (waiting jobs no node of their
+// planned type and site can take now) to another GPU type, or another
+// site, where their workers fit, when their job lets them (it names no
+// type, or names the one planned). The policy chose the type and site by
+// GPUs alone: a job whose pods fit only the nodes of another type (the
+// memory it requests, a selector on a pool, a taint it tolerates) was
+// planned on the first type every round, left out every round, and waited
+// on an idle node of the other type for ever. Types are tried in the
+// cluster's order, all the blocked jobs at once, each keeping the first
+// that places it (place places run, as the trial does); the others keep
+// the policy's choice. It reports whether it moved any.
+func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID map[string]*engine.Status, place func() map[string][]cluster.GPUID) bool {
+	idx := make(map[string]int, len(run))
+	for i, a := range run {
+		idx[a.Job] = i
+	}
+	left := map[string]engine.Assignment{} // blocked jobs not yet moved, as planned
+	for _, id := range blocked {
+		if a := run[idx[id]]; a.PackWith == "" && byID[id] != nil {
+			left[id] = a
+		}
+	}
+	moved := false
+	for _, t := range append([]string{""}, wholeTypes(s.Cluster)...) { // "": the planned type, on any site
+		var try []string
+		for id, a := range left {
+			typ := t
+			if typ == "" {
+				typ = a.GPUType
+			}
+			if jt := byID[id].Job.GPUType; (jt != "" && typ != jt) || (typ == a.GPUType && a.Site == "" && a.Nodes == nil) {
+				continue // the job's type is another, or this is the plan itself
+			}
+			run[idx[id]].GPUType, run[idx[id]].Site, run[idx[id]].Nodes = typ, "", nil
+			try = append(try, id)
+		}
+		if len(try) == 0 {
+			continue
+		}
+		placed := place()
+		for _, id := range try {
+			if placed[id] != nil {
+				delete(left, id)
+				moved = true
+			} else {
+				run[idx[id]] = left[id]
+			}
+		}
+	}
+	return moved
 }
 
 // moves: the plan starts, grows or shrinks a job.

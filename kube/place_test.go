@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 )
@@ -243,6 +246,39 @@ func BenchmarkWorkerPlacerDrain(b *testing.B) {
 				if got := p.Place(c, nil, run); len(got) != len(run) {
 					b.Fatalf("%d of %d jobs placed", len(got), len(run))
 				}
+			}
+		})
+	}
+}
+
+// TestPlannedOnTypeThatFits: a pod that fits only the nodes of one GPU
+// type (its memory request, its selector on a pool) is bound there though
+// the policy planned it on the other type. The policies chose the type by
+// GPUs alone, every round, and the pod waited for ever beside an idle node
+// that fits it ("no node can take its workers now"), under almost every
+// policy (random operations, seed 1 under srtf).
+func TestPlannedOnTypeThatFits(t *testing.T) {
+	for _, policy := range []string{"fifo", "srtf", "tiresias", "themis", "gandiva", "drf", "edf", "allox", "gandiva-fair", "fifo-perf", "tidal", "elasticflow", "chronus", "deepboot", "aryl", "edgeflow"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			node := func(mem int64, typ, pool string) func(*corev1.Node) {
+				return func(n *corev1.Node) {
+					n.Status.Allocatable[corev1.ResourceMemory] = *resource.NewQuantity(mem<<30, resource.BinarySI)
+					n.Labels["nvidia.com/gpu.product"] = typ
+					n.Labels["pool"] = pool
+				}
+			}
+			h.node("a", 5, node(32, "A100", "p1"))
+			h.node("v", 7, node(256, "V100", "p2"))
+			h.pod("mem", 2, func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(33<<30, resource.BinarySI)}
+			})
+			h.pod("pool", 1, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p2"} })
+			for i := 0; i < 3; i++ {
+				h.round()
+			}
+			if got := h.where(); got["mem"] != "v" || got["pool"] != "v" {
+				t.Errorf("bound %v, want mem and pool on v, the node of the type they fit", got)
 			}
 		})
 	}
