@@ -71,7 +71,20 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	out := map[string]bool{} // waiting jobs planned without
 	// trial places the plan and lists the waiting jobs left out for their
 	// constraints, not for lack of GPUs (they would be placed on GPUs
-	// alone).
+	// alone), or that no node could take even with every GPU free (a
+	// worker of 8 GPUs when the usable nodes have fewer). The latter were
+	// planned every round, as the policy counts GPUs, never placed, and
+	// held the GPUs they were planned on: jobs behind them that fit waited
+	// on an idle cluster.
+	run := func(id string) engine.Assignment {
+		return plan.Run[slices.IndexFunc(plan.Run, func(a engine.Assignment) bool { return a.Job == id })]
+	}
+	// valid: a's count is one its job takes (the engine drops and warns
+	// of the others: the policy's mistake, not the nodes').
+	valid := func(a engine.Assignment) bool {
+		st := byID[a.Job]
+		return st != nil && a.GPUs >= st.Job.MinGPUs && a.GPUs <= st.Job.MaxGPUs
+	}
 	trial := func() (map[string][]cluster.GPUID, []string) {
 		placed := placeTrial(s, pl, held, plan.Run) // pairs as one (sharepairs.go)
 		var blocked []string
@@ -88,7 +101,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 			onGPUs := placeTrial(s, free, held, plan.Run)
 			k := 0
 			for _, id := range blocked {
-				if onGPUs[id] != nil {
+				if onGPUs[id] != nil || (valid(run(id)) && free.Place(s.Cluster, nil, []engine.Assignment{run(id)})[id] == nil) {
 					blocked[k] = id
 					k++
 				}
@@ -138,7 +151,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		for id := range out {
 			r := plan.Reasons[id]
-			r.Text = "no node can take its workers now (taints, node selector or affinity, requests or host ports): " +
+			r.Text = "no node can take its workers now (taints, node selector or affinity, requests, host ports, or the GPUs of one worker): " +
 				"planned without it this round"
 			plan.Reasons[id] = r
 		}

@@ -283,3 +283,31 @@ func TestPlannedOnTypeThatFits(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerNoNodeHolds: a pod of 8 GPUs, when no usable node has 8 (the
+// node of 8 is cordoned), does not hold back the pods behind it. The policies count 9 free GPUs
+// and planned it every round ahead of the others; the placer never placed
+// it, and the 2-GPU pod waited on an idle cluster (random operations,
+// seed 20 under chronus). It waits, saying why (no node can take it, or,
+// once the GPUs are fewer than it asks, the policy's reason).
+func TestWorkerNoNodeHolds(t *testing.T) {
+	for _, policy := range []string{"fifo", "srtf", "tiresias", "chronus", "themis", "drf"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.node("n0", 4)
+			h.node("n1", 5)
+			h.node("n2", 8, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+			h.pod("big", 8, annotate(AnnotDuration, "1m"))
+			h.pod("small", 2, annotate(AnnotDuration, "10h"))
+			for i := 0; i < 3; i++ {
+				h.round()
+			}
+			if got := h.where(); got["small"] == "" || got["big"] != "" {
+				t.Errorf("bound %v, want small bound and big waiting", got)
+			}
+			if r := h.s.tideReason(h.s.cur.work["pods/ns/big"]); r == "" {
+				t.Errorf("big waits, saying nothing")
+			}
+		})
+	}
+}
