@@ -535,6 +535,26 @@ type Adder interface {
 	PlaceAdded(c *cluster.Cluster, busy []bool, add []Assignment, placed map[string][]cluster.GPUID)
 }
 
+// PartRoom is an optional Placer interface for placers whose workers need
+// more of a node than its GPUs (tide kube: taints, selectors and affinity,
+// CPU and memory). The engine places fractional jobs itself, around the
+// placer (placeAll); each round it asks PartRoom for the nodes' room (nil:
+// GPUs alone decide) and puts a fractional job's new parts, one worker per
+// GPU, only where that room takes them.
+type PartRoom interface {
+	Placer
+	PartRoom(c *cluster.Cluster) NodeRoom
+}
+
+// NodeRoom is the room on a cluster's nodes beyond their GPUs during one
+// placement. Nodes are indices in the cluster's nodes.
+type NodeRoom interface {
+	// Fits reports whether k more workers of job fit on node.
+	Fits(job string, node, k int) bool
+	// Take counts k workers of job on node.
+	Take(job string, node, k int)
+}
+
 // ChangeKind says what an executor must do to a job.
 type ChangeKind string
 

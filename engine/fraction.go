@@ -262,6 +262,10 @@ func (e *Engine) placeAll(held map[string][]cluster.GPUID, run []Assignment) map
 			whole = append(whole, a)
 		}
 	}
+	var room NodeRoom
+	if pr, ok := e.cfg.Placer.(PartRoom); ok {
+		room = pr.PartRoom(c)
+	}
 	placed := map[string][]cluster.GPUID{}
 	// 1. Fractions whose assignment is unchanged keep their GPUs.
 	for _, a := range parts {
@@ -277,7 +281,7 @@ func (e *Engine) placeAll(held map[string][]cluster.GPUID, run []Assignment) map
 	// further GPU.
 	for _, a := range parts {
 		if _, ok := placed[a.Job]; !ok {
-			if gs := e.fitParts(a, use, true); gs != nil {
+			if gs := e.fitParts(a, use, true, room); gs != nil {
 				placed[a.Job] = gs
 				e.usePart(use, gs, e.jobs[a.Job])
 			}
@@ -307,7 +311,7 @@ func (e *Engine) placeAll(held map[string][]cluster.GPUID, run []Assignment) map
 	// 4. The fractions left, onto GPUs nothing uses.
 	for _, a := range parts {
 		if _, ok := placed[a.Job]; !ok {
-			if gs := e.fitParts(a, use, false); gs != nil {
+			if gs := e.fitParts(a, use, false, room); gs != nil {
 				placed[a.Job] = gs
 				e.usePart(use, gs, e.jobs[a.Job])
 			}
@@ -346,9 +350,10 @@ func (e *Engine) usePart(use []gpuParts, gs []cluster.GPUID, st *Status) {
 // it can, the node whose chosen GPUs would have the least room left, else
 // in one site (not an edge site, whose jobs use one server) the GPUs with
 // the least room left. Among equal room, GPUs on nodes with fewer free
-// GPUs come first (keeping whole nodes for gangs), then lower ids. It
-// returns nil when a cannot be placed.
-func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool) []cluster.GPUID {
+// GPUs come first (keeping whole nodes for gangs), then lower ids. With
+// room, only the nodes it takes a's workers on count, and the workers
+// chosen are taken there. It returns nil when a cannot be placed.
+func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool, room NodeRoom) []cluster.GPUID {
 	c := e.cfg.Cluster
 	st := e.jobs[a.Job]
 	type cand struct {
@@ -359,7 +364,8 @@ func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool) []cluster.GPU
 	}
 	var cands []cand
 	for _, nd := range c.Nodes {
-		if nd.GPUs == 0 || (a.GPUType != "" && nd.GPUType != a.GPUType) || (st.Job.GPUType != "" && nd.GPUType != st.Job.GPUType) || (a.Site != "" && nd.Site != a.Site) {
+		if nd.GPUs == 0 || (a.GPUType != "" && nd.GPUType != a.GPUType) || (st.Job.GPUType != "" && nd.GPUType != st.Job.GPUType) || (a.Site != "" && nd.Site != a.Site) ||
+			(room != nil && !room.Fits(a.Job, nd.ID, 1)) {
 			continue
 		}
 		free := 0
@@ -384,9 +390,20 @@ func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool) []cluster.GPU
 	slices.SortStableFunc(cands, func(x, y cand) int {
 		return cmp.Or(cmp.Compare(x.left, y.left), cmp.Compare(x.free, y.free), cmp.Compare(x.g, y.g))
 	})
+	var on map[int]int // workers picked per node, with room
 	pick := func(keep func(cand) bool) (gs []cluster.GPUID, left float64) {
+		clear(on)
 		for _, x := range cands {
 			if len(gs) < a.GPUs && keep(x) {
+				if room != nil {
+					if !room.Fits(a.Job, x.node, on[x.node]+1) {
+						continue
+					}
+					if on == nil {
+						on = map[int]int{}
+					}
+					on[x.node]++
+				}
 				gs = append(gs, x.g)
 				left += x.left
 			}
@@ -413,6 +430,15 @@ func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool) []cluster.GPU
 			if gs, left := pick(func(x cand) bool { return c.Nodes[x.node].Site == site.Name }); gs != nil && (best == nil || left < bestLeft) {
 				best, bestLeft = gs, left
 			}
+		}
+	}
+	if room != nil && best != nil {
+		k := map[int]int{}
+		for _, g := range best {
+			k[c.NodeOf(g).ID]++
+		}
+		for node, n := range k {
+			room.Take(a.Job, node, n)
 		}
 	}
 	slices.Sort(best)

@@ -141,6 +141,66 @@ func TestFractionalGangOneNode(t *testing.T) {
 	}
 }
 
+// roomPlacer is place.Pack with a PartRoom: node 0 takes no worker of the
+// jobs in refuse, and each node at most max workers of parts.
+type roomPlacer struct {
+	place.Pack
+	refuse map[string]bool
+	max    int
+}
+
+func (p roomPlacer) PartRoom(*cluster.Cluster) engine.NodeRoom {
+	return &countRoom{p: p, took: map[int]int{}}
+}
+
+type countRoom struct {
+	p    roomPlacer
+	took map[int]int
+}
+
+func (r *countRoom) Fits(job string, node, k int) bool {
+	return !(node == 0 && r.p.refuse[job]) && r.took[node]+k <= r.p.max
+}
+func (r *countRoom) Take(_ string, node, k int) { r.took[node] += k }
+
+// TestFractionsPartRoom: a placer's PartRoom decides the nodes parts go
+// to, counting what the parts placed in the round take: a part node 0
+// refuses goes to node 1 though node 0 is the better fit, and with room
+// for two parts a node, the third goes to the other node.
+func TestFractionsPartRoom(t *testing.T) {
+	e, _ := newEngine(t, "2x2:t4", runAll{}, roomPlacer{refuse: map[string]bool{"x": true}, max: 2})
+	submitAll(t, e, enginetest.Job("a").Share(0.5).Obj(), enginetest.Job("b").At(1).Share(0.25).Obj(),
+		enginetest.Job("x").At(2).Share(0.25).Obj())
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	c := enginetest.Cluster("2x2:t4")
+	on := map[string]int{}
+	for _, id := range []string{"a", "b", "x"} {
+		gs := e.Job(id).GPUs
+		if len(gs) != 1 {
+			t.Fatalf("%s on %v, want one GPU", id, gs)
+		}
+		on[id] = c.NodeOf(gs[0]).ID
+	}
+	if on["x"] != 1 || on["a"] != on["b"] {
+		t.Errorf("nodes %v: want a and b together (best fit), x on node 1 (node 0 refuses it)", on)
+	}
+	e2, _ := newEngine(t, "2x2:t4", runAll{}, roomPlacer{max: 2})
+	submitAll(t, e2, enginetest.Job("p").Share(0.25).Obj(), enginetest.Job("q").At(1).Share(0.25).Obj(),
+		enginetest.Job("r").At(2).Share(0.25).Obj())
+	if _, err := e2.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	per := map[int]int{}
+	for _, id := range []string{"p", "q", "r"} {
+		per[c.NodeOf(e2.Job(id).GPUs[0]).ID]++
+	}
+	if per[0] > 2 || per[1] > 2 {
+		t.Errorf("parts per node %v, want at most 2 a node", per)
+	}
+}
+
 // TestFractionSubmitAndPlanErrors: parts too large for any GPU are refused
 // at submission; plans that pack a fractional job in a pair or over-ask
 // the cluster are refused, naming the job.

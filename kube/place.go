@@ -279,9 +279,33 @@ type nodeFit interface {
 type workerPlacer struct {
 	per  workers
 	room func() nodeFit
+	// parts is the room the engine places parts in (PartRoom): every
+	// live pod counted; nil: GPUs alone decide.
+	parts func() nodeFit
 }
 
 func (workerPlacer) Name() string { return "workers" }
+
+// PartRoom implements engine.PartRoom: the engine places parts itself,
+// and their pods must fit their nodes as whole workers do. Placed by GPU
+// room alone, a part with a selector, a taint to tolerate or a request of
+// CPU was planned on a node that could not take it and waited there for
+// ever, its GPU held.
+func (p workerPlacer) PartRoom(c *cluster.Cluster) engine.NodeRoom {
+	if p.parts == nil {
+		return nil
+	}
+	return partRoom{c: c, fit: p.parts()}
+}
+
+// partRoom is a nodeFit by the engine's node indices.
+type partRoom struct {
+	c   *cluster.Cluster
+	fit nodeFit
+}
+
+func (r partRoom) Fits(job string, node, k int) bool { return r.fit.fits(job, r.c.Nodes[node].Name, k) }
+func (r partRoom) Take(job string, node, k int)      { r.fit.take(job, r.c.Nodes[node].Name, k) }
 
 func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
 	used := make([]bool, c.TotalGPUs())

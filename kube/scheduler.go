@@ -921,7 +921,14 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 
 // placer places jobs worker by worker where their pods fit.
 func (s *Scheduler) placer() workerPlacer {
-	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(false) }}
+	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(false) }, parts: func() nodeFit {
+		return newPlacement(s.cur.states, nil, func(id string) *shape {
+			if w := s.work[id]; w != nil {
+				return w.shape
+			}
+			return nil
+		})
+	}}
 }
 
 // trialPlacer is the placer workerPolicy tries plans on: there parts go
@@ -1227,9 +1234,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			}
 			if !fit.fits(b.id, n, k) {
 				fits = false
-				// (Parts are placed by GPU room alone, so a rebuild would
-				// place them the same: they wait.)
-				if st := v.states[kubeNode(n)]; (st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil))) && !b.w.part.fractional() {
+				if st := v.states[kubeNode(n)]; st == nil || b.w.shape == nil || hard(b.w.shape.why(st, st.used, st.pods, nil)) {
 					s.dirty = true
 				}
 			}

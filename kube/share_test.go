@@ -138,3 +138,38 @@ func TestElasticPolicyRefusesParts(t *testing.T) {
 		})
 	}
 }
+
+// TestPartsFitTheirNodes: the engine places parts only on nodes that take
+// their pods (selector, CPU), as whole workers: a half-GPU pod selecting
+// pool p2 is bound on p2's node, and of two halves of 10 CPUs each the
+// second goes to the node with CPUs left, in the same round. Placed by GPU
+// room alone, they were planned on the other node and waited there for
+// ever, saying nothing, their GPUs held (random operations, seed 3 under
+// edf).
+func TestPartsFitTheirNodes(t *testing.T) {
+	for _, policy := range []string{"fifo", "srtf", "themis", "gandiva"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			node := func(pool, cpu string) func(*corev1.Node) {
+				return func(n *corev1.Node) {
+					n.Labels["pool"] = pool
+					n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+				}
+			}
+			h.node("a", 2, node("p1", "64"))
+			h.node("b", 2, node("p2", "16"))
+			half := annotate(AnnotGPUFraction, "0.5")
+			h.pod("pinned", 0, half, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p2"} })
+			cpu := func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}
+			}
+			h.pod("cpu1", 0, half, cpu)
+			h.pod("cpu2", 0, half, cpu)
+			h.round()
+			got := h.where()
+			if got["pinned"] != "b" || got["cpu1"] == "" || got["cpu2"] == "" || (got["cpu1"] == "b" && got["cpu2"] == "b") {
+				t.Errorf("bound %v in one round, want pinned on b and the two 10-CPU halves bound, not both on b (16 CPUs)", got)
+			}
+		})
+	}
+}
