@@ -202,13 +202,18 @@ type protectTimers struct {
 }
 
 // observe records the GPUs inference took or released since the last
-// round. Calling it twice at one instant changes nothing.
+// round. Calling it twice at one instant changes nothing. Timers kept for
+// another count of GPUs start afresh: tide kube rebuilds its engine on a
+// new cluster when nodes come and go, keeping the policy, and a state
+// saved on the Lease may be another cluster's; indexed by the old GPUs,
+// they panicked the round (index out of range in lendable).
 func (p *protectTimers) observe(s *engine.Snapshot, prot [3]float64) {
 	n := s.Cluster.TotalGPUs()
-	if p.seen && s.Now == p.now {
+	fresh := !p.seen || len(p.down) != n || len(p.until) != n || len(p.reuse) != n
+	if !fresh && s.Now == p.now {
 		return
 	}
-	if !p.seen {
+	if fresh {
 		p.down, p.until, p.reuse = make([]bool, n), make([]float64, n), make([]int, n)
 		for g := range p.down {
 			p.down[g] = !s.Up(cluster.GPUID(g))

@@ -130,6 +130,43 @@ func TestDeepBootProtect(t *testing.T) {
 	}
 }
 
+// TestDeepBootClusterChanges: DeepBoot planning on a cluster larger than
+// the last round's, or than a restored state's, starts its
+// protect timers afresh. tide kube rebuilds its engine on a new cluster
+// when nodes come and go and keeps the policy: the timers, indexed by the
+// old cluster's GPUs, panicked the round (random operations in kube,
+// seeds 60, 207, 270, 459).
+func TestDeepBootClusterChanges(t *testing.T) {
+	small, err := cluster.New([]cluster.Node{
+		{Name: "train-0", Site: "train", GPUType: "a100", GPUs: 2},
+		{Name: "infer-0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "a100", GPUs: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := fam.Parse(t, "deepboot", contract.Context{}).(*DeepBoot)
+	s := loanSnap(t, 0, 0, 1000, 1000)
+	big := s.Cluster
+	s.Cluster = small
+	p.Schedule(s)
+	state, err := p.SaveState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cluster, s.Now = big, 10 // 8 GPUs where there were 4
+	if plan := p.Schedule(s); len(plan.Run) == 0 {
+		t.Errorf("nothing planned on the larger cluster")
+	}
+	s.Now = 20
+	q := fam.Parse(t, "deepboot", contract.Context{}).(*DeepBoot)
+	if err := q.LoadState(state); err != nil {
+		t.Fatal(err)
+	}
+	if plan := q.Schedule(s); len(plan.Run) == 0 {
+		t.Errorf("nothing planned after restoring another cluster's state")
+	}
+}
+
 // TestArylPlans: base workers shortest first, extra workers by JCT
 // reduction, loaned whole servers only.
 func TestArylPlans(t *testing.T) {
