@@ -992,12 +992,17 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 		return
 	}
 	fit := newPlacement(s.cur.states, nil, func(string) *shape { return w.shape })
+	// The missing workers go on the type of the GPUs adopted, as a job's
+	// workers never mix types: an untyped gang completed on another type
+	// held GPUs of two, which the placer kept and the engine refused, and
+	// every round failed from then on.
+	typ := c.NodeOf(gpus[0]).GPUType
 	for len(gpus) < w.minW*w.per && !w.indexed() { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
 			room := taken.room(i)
-			if room >= w.per && (w.engineType() == "" || n.GPUType == w.engineType()) && (best < 0 || room < taken.room(best)) &&
+			if room >= w.per && n.GPUType == typ && (best < 0 || room < taken.room(best)) &&
 				sameSite(c, gpus[0], i) && fit.fits(a.id, n.Name, 1) {
 				best = i
 			}

@@ -611,3 +611,38 @@ func TestDeclinedStays(t *testing.T) {
 		t.Errorf("late bound to %s", n)
 	}
 }
+
+// TestPartialGangCompletedOnItsType: a gang bound on a node that shrank
+// under it (one of its two workers no longer fits there) is completed on
+// a node of the GPU type it runs on, not on the best fit of another type.
+// Completed on an A100 beside its V100s, it held GPUs of two types, which
+// the engine refused, and every round failed from then on, for every job
+// (random operations, seed 163 under optimus).
+func TestPartialGangCompletedOnItsType(t *testing.T) {
+	for _, policy := range []string{"fifo", "optimus", "themis"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			typ := func(t string) func(*corev1.Node) {
+				return func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = t }
+			}
+			h.node("v", 3, typ("V100")) // was 8 when the gang was bound
+			h.node("a", 2, typ("A100"))
+			h.node("w", 7, typ("V100"))
+			for _, name := range []string{"g0", "g1"} {
+				h.pod(name, 2, annotate(AnnotJob, "g", AnnotGangSize, "2"), func(p *corev1.Pod) { p.Spec.NodeName = "v" })
+			}
+			for i := 0; i < 3; i++ {
+				h.round() // fails the test on a round's error
+				for _, st := range h.s.eng.Active() {
+					types := map[string]bool{}
+					for _, g := range st.GPUs {
+						types[h.s.eng.Snapshot().Cluster.NodeOf(g).GPUType] = true
+					}
+					if len(types) > 1 {
+						t.Fatalf("round %d: job %s holds GPUs %v of types %v, want one type", i+1, st.Job.ID, st.GPUs, types)
+					}
+				}
+			}
+		})
+	}
+}
