@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/tide-sched/tide/cluster"
@@ -162,37 +164,66 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 // retype moves the blocked jobs of run (waiting jobs no node of their
 // planned type and site can take now) to another GPU type, or another
 // site, where their workers fit, when their job lets them (it names no
-// type, or names the one planned). The policy chose the type and site by
-// GPUs alone: a job whose pods fit only the nodes of another type (the
-// memory it requests, a selector on a pool, a taint it tolerates) was
-// planned on the first type every round, left out every round, and waited
-// on an idle node of the other type for ever. Types are tried in the
-// cluster's order, all the blocked jobs at once, each keeping the first
-// that places it (place places run, as the trial does); the others keep
-// the policy's choice. It reports whether it moved any.
+// type). The policy chose the type and site by GPUs alone: a job whose
+// pods fit only the nodes of another type (the memory it requests, a
+// selector on a pool, a taint it tolerates) was planned on the first type
+// every round, left out every round, and waited on an idle node of the
+// other type for ever. A whole job is left untyped (or given its job's
+// type), on any site, for the placer to choose; a part is tried on each
+// type in turn; either only where the engine's counts still hold
+// (countsHold: an untyped whole assignment counts toward no type). The blocked
+// jobs move together, each keeping the first candidate that places it
+// (place places run, as the trial does); the others keep the policy's
+// choice. It reports whether it moved any.
 func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID map[string]*engine.Status, place func() map[string][]cluster.GPUID) bool {
 	idx := make(map[string]int, len(run))
 	for i, a := range run {
 		idx[a.Job] = i
 	}
-	left := map[string]engine.Assignment{} // blocked jobs not yet moved, as planned
+	cands := map[string][]string{} // blocked job -> the types to try it on
 	for _, id := range blocked {
-		if a := run[idx[id]]; a.PackWith == "" && byID[id] != nil {
-			left[id] = a
+		a, st := run[idx[id]], byID[id]
+		if a.PackWith != "" || st == nil {
+			continue
+		}
+		switch {
+		case st.Job.GPUType != "" || !st.Job.Fractional():
+			if a.GPUType != st.Job.GPUType || a.Site != "" || a.Nodes != nil {
+				cands[id] = []string{st.Job.GPUType}
+			}
+		default:
+			cands[id] = wholeTypes(s.Cluster)
 		}
 	}
 	moved := false
-	for _, t := range append([]string{""}, wholeTypes(s.Cluster)...) { // "": the planned type, on any site
+	for k := 0; len(cands) > 0; k++ {
 		var try []string
-		for id, a := range left {
-			typ := t
-			if typ == "" {
-				typ = a.GPUType
+		was := map[string]engine.Assignment{}
+		// ghosts are the tried jobs' assignments as planned, counted
+		// beside their moves: any of them may go back to it (its move
+		// does not place it), and the counts must hold whichever do.
+		var ghosts []engine.Assignment
+		for _, id := range slices.Sorted(maps.Keys(cands)) {
+			if k >= len(cands[id]) {
+				delete(cands, id)
+				continue
 			}
-			if jt := byID[id].Job.GPUType; (jt != "" && typ != jt) || (typ == a.GPUType && a.Site == "" && a.Nodes == nil) {
-				continue // the job's type is another, or this is the plan itself
+			a := run[idx[id]]
+			b := a
+			b.GPUType, b.Site, b.Nodes = cands[id][k], "", nil
+			if b.GPUType == a.GPUType && a.Site == "" && a.Nodes == nil {
+				continue // the plan itself
 			}
-			run[idx[id]].GPUType, run[idx[id]].Site, run[idx[id]].Nodes = typ, "", nil
+			run[idx[id]] = b
+			g := ghosts
+			if typeOf(a, byID[id]) != typeOf(b, byID[id]) {
+				g = append(g, a) // counted on the type it may go back to
+			}
+			if !countsHold(s, run, g, byID) {
+				run[idx[id]] = a
+				continue
+			}
+			was[id], ghosts = a, g
 			try = append(try, id)
 		}
 		if len(try) == 0 {
@@ -201,14 +232,98 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 		placed := place()
 		for _, id := range try {
 			if placed[id] != nil {
-				delete(left, id)
+				delete(cands, id)
 				moved = true
 			} else {
-				run[idx[id]] = left[id]
+				run[idx[id]] = was[id]
 			}
 		}
 	}
 	return moved
+}
+
+// typeOf is the GPU type a's GPUs count toward in the engine's check: its
+// own, else its job's ("" for none).
+func typeOf(a engine.Assignment, st *engine.Status) string {
+	if a.GPUType != "" {
+		return a.GPUType
+	}
+	return st.Job.GPUType
+}
+
+// countsHold reports whether run asks no more GPUs of each type, and in
+// all, than the cluster has, as the engine's plan check counts them
+// (engine.check, planParts): a typed whole assignment its GPUs toward its
+// type, every assignment toward the total, a part its share (of the
+// largest GPU memory of its type) on its type, or apart when untyped on a
+// cluster of several types, each type's shares rounded up to whole GPUs.
+// ghosts are assignments of jobs of run as they may be instead: counted
+// too, a whole one toward its type alone (whatever its type, a whole job's
+// GPUs count toward the total once).
+func countsHold(s *engine.Snapshot, run, ghosts []engine.Assignment, byID map[string]*engine.Status) bool {
+	c := s.Cluster
+	types := c.GPUTypes()
+	per := make([]int, len(types))
+	shares := make([]float64, len(types)+1) // the last: untyped parts
+	total := 0
+	seen := map[string]bool{}
+	for i, a := range slices.Concat(run, ghosts) {
+		ghost := i >= len(run)
+		st := byID[a.Job]
+		if st == nil {
+			return false
+		}
+		if !ghost {
+			seen[a.Job] = true
+		}
+		if a.PackWith != "" && a.PackWith != a.Job && seen[a.PackWith] {
+			continue // counted with its partner
+		}
+		t := typeOf(a, st)
+		k := slices.Index(types, t)
+		if t != "" && k < 0 {
+			return false
+		}
+		if st.Job.Fractional() {
+			if t == "" {
+				k = len(types)
+				if len(types) == 1 {
+					k = 0
+				}
+			}
+			mem := 0.0
+			for i := range c.Nodes {
+				if n := &c.Nodes[i]; n.GPUs > 0 && (t == "" || n.GPUType == t) {
+					mem = max(mem, n.GPUMemGiB())
+				}
+			}
+			share := 1.0
+			if mem > 0 {
+				share, _ = st.Job.Demand(mem)
+			}
+			shares[k] += share * float64(a.GPUs)
+			continue
+		}
+		if k >= 0 {
+			per[k] += a.GPUs
+		}
+		if !ghost {
+			total += a.GPUs
+		}
+	}
+	for k, sh := range shares {
+		whole := int(math.Ceil(sh - 1e-9))
+		if k < len(per) {
+			per[k] += whole
+		}
+		total += whole
+	}
+	for k, t := range types {
+		if per[k] > c.GPUsOfType(t) {
+			return false
+		}
+	}
+	return total <= c.TotalGPUs()
 }
 
 // moves: the plan starts, grows or shrinks a job.

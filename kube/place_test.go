@@ -311,3 +311,59 @@ func TestWorkerNoNodeHolds(t *testing.T) {
 		})
 	}
 }
+
+// fixedTypes is a policy that runs the jobs it names, in its order, on
+// the GPU types it names, and no others.
+type fixedTypes struct {
+	engine.Policy
+	run []engine.Assignment // job and type
+}
+
+func (p fixedTypes) Schedule(s *engine.Snapshot) engine.Plan {
+	var plan engine.Plan
+	for _, a := range p.run {
+		for _, st := range s.Jobs {
+			if st.Job.ID == a.Job {
+				plan.Run = append(plan.Run, engine.Assignment{Job: a.Job, GPUs: st.Job.GPUs, GPUType: a.GPUType})
+			}
+		}
+	}
+	return plan
+}
+
+// TestRetypeKeepsCounts: moving blocked jobs to other GPU types never
+// makes the plan ask more of a type than the cluster has, whichever moves
+// place their jobs. p1 (4 GPUs, planned on the A100s, asking 20 CPUs that
+// only a cordoned node has) is moved and not placed, so it goes back to
+// the A100s, where it then only lacks GPUs: p2 (four quarters, planned on
+// the V100s, selecting the A100 node) may not take one of them. Moved
+// together, the plan asked 5 A100 GPUs of 4, the engine refused it and the
+// round failed (random operations, seed 320 under themis).
+func TestRetypeKeepsCounts(t *testing.T) {
+	h := newHarness(t, "fifo")
+	wp := h.s.pol.(workerPolicy)
+	wp.inner = fixedTypes{wp.inner, []engine.Assignment{{Job: "pods/ns/p2", GPUType: "v100"}, {Job: "pods/ns/p1", GPUType: "a100"}}}
+	h.s.pol = wp
+	node := func(typ, pool, cpu string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Labels["nvidia.com/gpu.product"], n.Labels["pool"] = typ, pool
+			n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+	}
+	h.node("a", 4, node("A100", "p1", "16"))
+	h.node("v", 4, node("V100", "p2", "16"))
+	h.node("c", 4, node("V100", "p3", "64"), func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	h.pod("p1", 4, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")}
+	})
+	for i := 0; i < 4; i++ {
+		h.pod(fmt.Sprintf("p2-%d", i), 0, annotate(AnnotJob, "p2", AnnotGangSize, "4", AnnotGPUFraction, "0.25"),
+			func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p1"} })
+	}
+	for i := 0; i < 3; i++ {
+		h.round() // fails the test on a round's error
+	}
+	if n := h.where()["p1"]; n != "" {
+		t.Errorf("p1 bound to %s, which has too few CPUs or is cordoned", n)
+	}
+}
