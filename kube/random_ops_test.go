@@ -1,0 +1,995 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/tide-sched/tide/job"
+)
+
+// TestRandomOperations drives a Scheduler with random operations on nodes
+// and pods, an in-memory API server standing behind the harness's caches,
+// and checks after every round what must hold whatever the policy decides:
+//
+//   - no pod is bound where it cannot run: a node that is gone, NotReady or
+//     cordoned, whose NoSchedule or NoExecute taints it does not tolerate,
+//     or that fails its nodeSelector, required node affinity or GPU type;
+//   - a node that took a pod this round has room for every live pod bound
+//     to it (GPUs, the distinct GPU indices parts hold, each index's parts
+//     at most one GPU, CPU, memory, pods);
+//   - a gang is bound whole within a round, on one GPU type and one site
+//     (on an edge site, one server), and is never left bound in part for
+//     more than partialGrace rounds;
+//   - when everything else has finished, a pending job that fits on the
+//     empty usable nodes is bound within a few rounds, unless the policy
+//     declined it (a deadline it cannot meet).
+//
+// The expectations are modelled here from the pods' and nodes' specs, not
+// read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200", or "300-400")
+// and TIDE_KUBE_RANDOM_STEPS search more.
+func TestRandomOperations(t *testing.T) {
+	first, last := int64(1), int64(len(randomPolicies))
+	steps := 60
+	if s := os.Getenv("TIDE_KUBE_RANDOM_SEEDS"); s != "" {
+		a, b, ok := strings.Cut(s, "-")
+		var err error
+		if ok {
+			if first, err = strconv.ParseInt(a, 10, 64); err == nil {
+				last, err = strconv.ParseInt(b, 10, 64)
+			}
+		} else {
+			last, err = strconv.ParseInt(a, 10, 64)
+		}
+		if err != nil {
+			t.Fatalf("TIDE_KUBE_RANDOM_SEEDS=%q: want N or A-B", s)
+		}
+	}
+	if s := os.Getenv("TIDE_KUBE_RANDOM_STEPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("TIDE_KUBE_RANDOM_STEPS=%q: want a positive number", s)
+		}
+		steps = n
+	}
+	for seed := first; seed <= last; seed++ {
+		policy := randomPolicies[int(seed)%len(randomPolicies)]
+		t.Run(fmt.Sprintf("seed=%d/%s", seed, policy), func(t *testing.T) {
+			runRandom(t, seed, policy, steps)
+		})
+	}
+}
+
+// randomPolicies are the policies the search runs, one per seed in turn
+// (those needing GLPK are left out, the test machines lack it, and so is
+// tiresias-gittins, which needs a distribution of GPU times).
+var randomPolicies = []string{"fifo", "srtf", "tiresias", "edf", "drf", "themis", "gandiva", "gavel-fifo",
+	"elasticflow", "edgeflow", "tidal", "fifo:backfill=true", "gandiva-fair", "fifo-perf",
+	"allox", "afs", "optimus", "pollux", "deepboot", "aryl", "chronus"}
+
+// elasticPolicies run jobs on whole GPUs only (docs/sharing.md).
+var elasticPolicies = map[string]bool{"afs": true, "aryl": true, "deepboot": true, "edgeflow": true, "elasticflow": true,
+	"optimus": true, "pollux": true, "tidal": true}
+
+// partialGrace is how many rounds in a row a gang may stay bound in part
+// (a lost worker's partners are released the round after it is evicted;
+// a node NotReady keeps its workers for NotReadyGrace).
+const partialGrace = 4
+
+// Labels and taints the random nodes carry.
+const (
+	rTypeLabel = "nvidia.com/gpu.product"
+	rPoolLabel = "pool"
+	rDedicated = "dedicated" // NoSchedule
+	rMaint     = "maint"     // NoExecute
+	rSoft      = "soft"      // PreferNoSchedule: no constraint
+	rStep      = 10 * time.Second
+)
+
+// rjob is a job the test submitted: every pod of it asks the same.
+type rjob struct {
+	name     string
+	key      string // the scheduler's workload key
+	size     int    // gang size
+	gang     bool   // annotated as a job (a single pod without it is a job alone)
+	gpus     int    // whole GPUs per pod (0 for a part)
+	share    float64
+	cpu, mem int64 // millicores and bytes per pod
+	typ      string
+	pool     string   // nodeSelector pool=...
+	in       []string // required affinity: pool In ...
+	notIn    string   // required affinity: pool NotIn ...
+	tolDed   bool
+	tolMaint bool
+	tolAll   bool
+	prio     int32
+	dur      time.Duration
+	deadline time.Duration // from submission; 0: none
+	made     int           // pods made so far
+	done     bool          // a pod succeeded or failed on its own
+	partial  int           // rounds in a row bound in part
+}
+
+type rworld struct {
+	t      *testing.T
+	rng    *rand.Rand
+	h      *harness
+	seed   int64
+	policy string
+	now    time.Time
+	step   int
+	log    []string
+
+	mu     sync.Mutex // the API server's state: the reactors run on the scheduler's call workers
+	nodes  map[string]*corev1.Node
+	pods   map[string]*corev1.Pod
+	bound  map[string]string // pod -> node, bound this round
+	noBind map[string]bool   // job -> one of its binds failed this round
+	evicts []string
+
+	dying    map[string]int // terminating pod -> rounds before it is gone
+	jobs     map[string]*rjob
+	podJob   map[string]*rjob
+	sites    bool
+	lag      float64       // chance the pod cache misses a round's sync
+	fresh    bool          // the scheduler's pod cache was synced this round
+	tick     time.Duration // the clock's move after each round
+	nextNode int
+	nextJob  int
+	uid      int
+}
+
+type rclock struct{ w *rworld }
+
+func (c rclock) Now() float64 { return float64(c.w.now.UnixNano()) / 1e9 }
+
+func runRandom(t *testing.T, seed int64, policy string, steps int) {
+	rng := rand.New(rand.NewSource(seed))
+	w := &rworld{t: t, rng: rng, seed: seed, policy: policy, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, dying: map[string]int{},
+		jobs: map[string]*rjob{}, podJob: map[string]*rjob{}, sites: rng.Intn(3) == 0, tick: rStep}
+	if rng.Intn(3) == 0 {
+		w.lag = 0.25
+	}
+	w.h = newHarnessWith(t, Config{Policy: policy, Clock: rclock{w}})
+	w.h.s.now = func() time.Time { return w.now }
+	w.h.cs.PrependReactor("create", "pods", w.react)
+	defer func() {
+		if r := recover(); r != nil {
+			w.fail("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	for i := 0; i < 2+rng.Intn(3); i++ {
+		w.addNode()
+	}
+	for w.step = 0; w.step < steps; w.step++ {
+		for k := 0; k < 1+rng.Intn(3); k++ {
+			w.operate()
+		}
+		w.round()
+	}
+	w.quiet()
+}
+
+func (w *rworld) fail(format string, args ...any) {
+	w.t.Helper()
+	tail := w.log
+	if len(tail) > 60 {
+		tail = tail[len(tail)-60:]
+	}
+	w.t.Fatalf("seed %d, policy %s, step %d: %s\nlast operations:\n  %s", w.seed, w.policy, w.step,
+		fmt.Sprintf(format, args...), strings.Join(tail, "\n  "))
+}
+
+func (w *rworld) logf(format string, args ...any) {
+	w.log = append(w.log, fmt.Sprintf("%d: ", w.step)+fmt.Sprintf(format, args...))
+}
+
+// react is the API server's side of bindings and evictions.
+func (w *rworld) react(a k8stesting.Action) (bool, runtime.Object, error) {
+	c := a.(k8stesting.CreateAction)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	gr := schema.GroupResource{Resource: "pods"}
+	switch c.GetSubresource() {
+	case "binding":
+		b := c.GetObject().(*corev1.Binding)
+		p := w.pods[b.Name]
+		fail := func(err error) (bool, runtime.Object, error) {
+			if j := w.podJob[b.Name]; j != nil {
+				w.noBind[j.name] = true
+			}
+			return true, nil, err
+		}
+		switch {
+		case p == nil || (b.UID != "" && p.UID != b.UID):
+			return fail(apierrors.NewNotFound(gr, b.Name))
+		case p.Spec.NodeName != "":
+			return fail(apierrors.NewConflict(gr, b.Name, fmt.Errorf("pod %s is already assigned to node %q", b.Name, p.Spec.NodeName)))
+		case p.DeletionTimestamp != nil:
+			return fail(fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", b.Name))
+		}
+		p = p.DeepCopy()
+		p.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[k] = v
+		}
+		w.pods[b.Name] = p
+		w.bound[b.Name] = b.Target.Name
+		return true, nil, nil
+	case "eviction":
+		name := c.GetObject().(metav1.Object).GetName()
+		if w.pods[name] == nil {
+			return true, nil, apierrors.NewNotFound(gr, name)
+		}
+		w.evicts = append(w.evicts, name)
+		return true, nil, nil
+	}
+	return false, nil, nil
+}
+
+// pick returns a random element of a sorted copy of keys ("" when none).
+func (w *rworld) pick(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return keys[w.rng.Intn(len(keys))]
+}
+
+func (w *rworld) nodeNames() []string {
+	var out []string
+	for n := range w.nodes {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (w *rworld) podNames(keep func(*corev1.Pod) bool) []string {
+	var out []string
+	for name, p := range w.pods {
+		if keep(p) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func live(p *corev1.Pod) bool { return !podTerminal(p) }
+
+// operate applies one random operation to the API server's state.
+func (w *rworld) operate() {
+	r := w.rng.Intn(100)
+	switch {
+	case r < 8:
+		if len(w.nodes) < 8 || w.rng.Intn(4) == 0 {
+			w.addNode()
+		}
+	case r < 12:
+		w.editNode("cordon", func(n *corev1.Node) string {
+			n.Spec.Unschedulable = !n.Spec.Unschedulable
+			return fmt.Sprintf("unschedulable=%v", n.Spec.Unschedulable)
+		})
+	case r < 16:
+		w.editNode("taint", func(n *corev1.Node) string {
+			if len(n.Spec.Taints) > 0 {
+				n.Spec.Taints = nil
+				return "untainted"
+			}
+			n.Spec.Taints = []corev1.Taint{w.randomTaint()}
+			return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
+		})
+	case r < 18:
+		if name := w.pick(w.nodeNames()); name != "" {
+			delete(w.nodes, name)
+			w.logf("delete node %s", name)
+		}
+	case r < 21:
+		w.editNode("gpus", func(n *corev1.Node) string {
+			g := w.rng.Intn(9)
+			n.Status.Allocatable[GPUResource] = *resource.NewQuantity(int64(g), resource.DecimalSI)
+			return fmt.Sprintf("%d GPUs", g)
+		})
+	case r < 24:
+		w.editNode("ready", func(n *corev1.Node) string {
+			c := &n.Status.Conditions[0]
+			if c.Status == corev1.ConditionTrue {
+				c.Status = corev1.ConditionFalse
+			} else {
+				c.Status = corev1.ConditionTrue
+			}
+			return fmt.Sprintf("Ready=%s", c.Status)
+		})
+	case r < 25:
+		w.editNode("pool", func(n *corev1.Node) string {
+			n.Labels[rPoolLabel] = []string{"p1", "p2"}[w.rng.Intn(2)]
+			return "pool=" + n.Labels[rPoolLabel]
+		})
+	case r < 40:
+		w.submit()
+	case r < 45:
+		w.remake()
+	case r < 58:
+		w.finish(corev1.PodSucceeded, "")
+	case r < 61:
+		w.finishOne(corev1.PodSucceeded, "")
+	case r < 63:
+		w.finishOne(corev1.PodFailed, "")
+	case r < 64:
+		w.finishOne(corev1.PodFailed, "OutOfnvidia.com/gpu")
+	case r < 70:
+		w.userDelete()
+	case r < 74:
+		for _, name := range w.podNames(func(p *corev1.Pod) bool { return podTerminal(p) }) {
+			delete(w.pods, name)
+		}
+	case r < 76:
+		w.now = w.now.Add(5 * time.Minute)
+		w.logf("clock +5m")
+	}
+}
+
+func (w *rworld) randomTaint() corev1.Taint {
+	switch w.rng.Intn(3) {
+	case 0:
+		return corev1.Taint{Key: rDedicated, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	case 1:
+		return corev1.Taint{Key: rMaint, Effect: corev1.TaintEffectNoExecute}
+	}
+	return corev1.Taint{Key: rSoft, Effect: corev1.TaintEffectPreferNoSchedule}
+}
+
+func (w *rworld) addNode() {
+	name := fmt.Sprintf("n%d", w.nextNode)
+	w.nextNode++
+	rng := w.rng
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name,
+		rTypeLabel:               []string{"V100", "A100"}[rng.Intn(2)],
+		rPoolLabel:               []string{"p1", "p2"}[rng.Intn(2)],
+	}}}
+	if w.sites {
+		switch rng.Intn(3) {
+		case 1:
+			n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "edge", "edge"
+		case 2:
+			n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "infer", "inference"
+		}
+	}
+	pods := int64(110)
+	if rng.Intn(6) == 0 {
+		pods = int64(1 + rng.Intn(3))
+	}
+	n.Status.Allocatable = corev1.ResourceList{
+		GPUResource:           *resource.NewQuantity(int64(1+rng.Intn(8)), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64([]int{8, 16, 32, 64}[rng.Intn(4)]), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64([]int{32, 64, 256}[rng.Intn(3)])<<30, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if rng.Intn(4) == 0 {
+		n.Spec.Taints = []corev1.Taint{w.randomTaint()}
+	}
+	w.nodes[name] = n
+	w.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
+		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[rTypeLabel], n.Status.Allocatable.Cpu(),
+		n.Status.Allocatable.Memory(), pods, n.Labels, n.Spec.Taints)
+}
+
+func (w *rworld) editNode(what string, edit func(*corev1.Node) string) {
+	name := w.pick(w.nodeNames())
+	if name == "" {
+		return
+	}
+	n := w.nodes[name].DeepCopy()
+	w.logf("node %s: %s", name, edit(n))
+	w.nodes[name] = n
+}
+
+// submit makes a new job and some or all of its pods.
+func (w *rworld) submit() {
+	rng := w.rng
+	j := &rjob{name: fmt.Sprintf("j%d", w.nextJob), size: 1 + rng.Intn(4)*rng.Intn(2), prio: int32(rng.Intn(3) * 100),
+		dur: time.Duration(1+rng.Intn(30)) * 10 * time.Minute}
+	w.nextJob++
+	j.gang = j.size > 1 || rng.Intn(2) == 0
+	if rng.Intn(6) == 0 {
+		j.share = []float64{0.25, 0.5, 0.75}[rng.Intn(3)]
+	} else {
+		j.gpus = []int{1, 1, 2, 2, 4, 8, 3, 6}[rng.Intn(8)]
+	}
+	if rng.Intn(2) == 0 {
+		j.cpu = int64(rng.Intn(17)) * 1000
+	}
+	if rng.Intn(2) == 0 {
+		j.mem = int64(rng.Intn(65)) << 30
+	}
+	if rng.Intn(4) == 0 {
+		j.typ = []string{"V100", "A100"}[rng.Intn(2)]
+	}
+	switch rng.Intn(8) {
+	case 0:
+		j.pool = []string{"p1", "p2"}[rng.Intn(2)]
+	case 1:
+		j.in = []string{[]string{"p1", "p2"}[rng.Intn(2)]}
+	case 2:
+		j.notIn = []string{"p1", "p2"}[rng.Intn(2)]
+	}
+	j.tolDed = rng.Intn(3) == 0
+	j.tolMaint = rng.Intn(3) == 0
+	j.tolAll = rng.Intn(20) == 0
+	if rng.Intn(3) == 0 {
+		j.deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
+	}
+	j.key = "pods/ns/" + j.name
+	if !j.gang {
+		j.key = "pods/ns/" + j.name + "-0"
+	}
+	w.jobs[j.name] = j
+	k := j.size
+	if j.size > 1 && rng.Intn(4) == 0 {
+		k = 1 + rng.Intn(j.size-1) // the rest come later (remake)
+	}
+	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s",
+		j.name, j.size, k, j.gpus, j.share, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline)
+	for i := 0; i < k; i++ {
+		w.makePod(j)
+	}
+}
+
+func (w *rworld) makePod(j *rjob) {
+	w.uid++
+	name := fmt.Sprintf("%s-%d", j.name, j.made)
+	j.made++
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(fmt.Sprintf("u%d", w.uid)),
+		CreationTimestamp: metav1.NewTime(w.now), Annotations: map[string]string{AnnotDuration: j.dur.String()}},
+		Spec:   corev1.PodSpec{SchedulerName: "tide", Priority: &j.prio, Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	res := &p.Spec.Containers[0].Resources
+	res.Limits, res.Requests = corev1.ResourceList{}, corev1.ResourceList{}
+	if j.gpus > 0 {
+		res.Limits[GPUResource] = *resource.NewQuantity(int64(j.gpus), resource.DecimalSI)
+	} else {
+		p.Annotations[AnnotGPUFraction] = strconv.FormatFloat(j.share, 'g', -1, 64)
+	}
+	if j.cpu > 0 {
+		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(j.cpu, resource.DecimalSI)
+	}
+	if j.mem > 0 {
+		res.Requests[corev1.ResourceMemory] = *resource.NewQuantity(j.mem, resource.BinarySI)
+	}
+	if j.gang {
+		p.Annotations[AnnotJob] = j.name
+		p.Annotations[AnnotGangSize] = strconv.Itoa(j.size)
+	}
+	if j.deadline > 0 {
+		p.Annotations[AnnotDeadline] = w.now.Add(j.deadline).Format(time.RFC3339)
+	}
+	sel := map[string]string{}
+	if j.typ != "" {
+		sel[rTypeLabel] = j.typ
+	}
+	if j.pool != "" {
+		sel[rPoolLabel] = j.pool
+	}
+	if len(sel) > 0 {
+		p.Spec.NodeSelector = sel
+	}
+	var exprs []corev1.NodeSelectorRequirement
+	if len(j.in) > 0 {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpIn, Values: j.in})
+	}
+	if j.notIn != "" {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{j.notIn}})
+	}
+	if len(exprs) > 0 {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
+	}
+	if j.tolDed {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: rDedicated, Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
+	}
+	if j.tolMaint {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: rMaint, Operator: corev1.TolerationOpExists})
+	}
+	if j.tolAll {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	}
+	w.pods[name] = p
+	w.podJob[name] = j
+}
+
+// livePods are j's pods that are neither terminal nor being deleted.
+func (w *rworld) livePods(j *rjob) (out []*corev1.Pod) {
+	for i := 0; i < j.made; i++ {
+		if p := w.pods[fmt.Sprintf("%s-%d", j.name, i)]; p != nil && live(p) && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ended: one of j's pods succeeded or failed on its own (its gang is no
+// longer one the scheduler completes or releases).
+func (w *rworld) ended(j *rjob) bool { return j.done }
+
+func (w *rworld) jobNames(keep func(*rjob) bool) []string {
+	var out []string
+	for name, j := range w.jobs {
+		if keep(j) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// remake gives a gang short of pods a new one, as its controller would.
+func (w *rworld) remake() {
+	name := w.pick(w.jobNames(func(j *rjob) bool { return j.gang && !w.ended(j) && len(w.livePods(j)) < j.size }))
+	if name == "" {
+		return
+	}
+	j := w.jobs[name]
+	w.makePod(j)
+	w.logf("remake a pod of %s: %s-%d", name, name, j.made-1)
+}
+
+func (w *rworld) boundJobs() []string {
+	return w.jobNames(func(j *rjob) bool {
+		for _, p := range w.livePods(j) {
+			if p.Spec.NodeName != "" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// finish ends every live pod of a bound job.
+func (w *rworld) finish(phase corev1.PodPhase, reason string) {
+	name := w.pick(w.boundJobs())
+	if name == "" {
+		return
+	}
+	for _, p := range w.livePods(w.jobs[name]) {
+		w.setPhase(p.Name, phase, reason)
+	}
+	w.logf("job %s: all pods %s", name, phase)
+}
+
+func (w *rworld) finishOne(phase corev1.PodPhase, reason string) {
+	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.Spec.NodeName != "" }))
+	if name == "" {
+		return
+	}
+	w.setPhase(name, phase, reason)
+	w.logf("pod %s %s %s", name, phase, reason)
+}
+
+func (w *rworld) setPhase(name string, phase corev1.PodPhase, reason string) {
+	p := w.pods[name].DeepCopy()
+	p.Status.Phase, p.Status.Reason = phase, reason
+	w.pods[name] = p
+	if phase == corev1.PodSucceeded || failedOnItsOwn(p) {
+		w.podJob[name].done = true
+	}
+}
+
+// userDelete deletes a live pod, at once or with a grace period.
+func (w *rworld) userDelete() {
+	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.DeletionTimestamp == nil }))
+	if name == "" {
+		return
+	}
+	w.terminate(name, "user deleted")
+}
+
+func (w *rworld) terminate(name, why string) {
+	if w.pods[name].Spec.NodeName == "" || w.rng.Intn(2) == 0 {
+		delete(w.pods, name)
+		delete(w.dying, name)
+		w.logf("%s: pod %s gone", why, name)
+		return
+	}
+	p := w.pods[name].DeepCopy()
+	now := metav1.NewTime(w.now)
+	p.DeletionTimestamp = &now
+	w.pods[name] = p
+	w.dying[name] = 1 + w.rng.Intn(3)
+	w.logf("%s: pod %s terminating", why, name)
+}
+
+// sync copies the API server's state into the scheduler's caches (the
+// pods' now and then a round late, as a watch lags).
+func (w *rworld) sync() {
+	var nodes []any
+	for _, n := range w.nodes {
+		nodes = append(nodes, n.DeepCopy())
+	}
+	if err := w.h.nodes.Replace(nodes, ""); err != nil {
+		w.t.Fatal(err)
+	}
+	w.fresh = w.rng.Float64() >= w.lag
+	if !w.fresh {
+		return
+	}
+	var pods []any
+	for _, p := range w.pods {
+		pods = append(pods, p.DeepCopy())
+	}
+	if err := w.h.pods.Replace(pods, ""); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// round runs one scheduling round on the synced caches, checks what it
+// did, then lets the pods it bound start, the pods it evicted go and the
+// clock move on.
+func (w *rworld) round() {
+	w.t.Helper()
+	w.sync()
+	w.bound, w.noBind, w.evicts = map[string]string{}, map[string]bool{}, nil
+	if err := w.h.s.Round(context.Background()); err != nil {
+		w.fail("round: %v", err)
+	}
+	w.check()
+	var bound []string
+	for name, node := range w.bound {
+		bound = append(bound, name+"->"+node)
+	}
+	sort.Strings(bound)
+	sort.Strings(w.evicts)
+	if len(bound) > 0 || len(w.evicts) > 0 {
+		w.logf("round: bound %v, evicted %v", bound, w.evicts)
+	}
+	for _, name := range w.evicts {
+		if w.pods[name] != nil && w.pods[name].DeletionTimestamp == nil {
+			w.terminate(name, "evicted")
+		}
+	}
+	for _, name := range sortedKeys(w.dying) {
+		if w.dying[name]--; w.dying[name] <= 0 {
+			delete(w.dying, name)
+			delete(w.pods, name)
+		}
+	}
+	for _, name := range w.podNames(func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending }) {
+		if w.rng.Intn(4) > 0 {
+			p := w.pods[name].DeepCopy()
+			p.Status.Phase = corev1.PodRunning
+			w.pods[name] = p
+		}
+	}
+	w.now = w.now.Add(w.tick)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tolerated: j tolerates taint t (the API's matching rules, written out).
+func (j *rjob) tolerated(t corev1.Taint) bool {
+	if t.Effect == corev1.TaintEffectPreferNoSchedule {
+		return true
+	}
+	if j.tolAll {
+		return true
+	}
+	switch t.Key {
+	case rDedicated:
+		return j.tolDed && t.Value == "gpu" && t.Effect == corev1.TaintEffectNoSchedule
+	case rMaint:
+		return j.tolMaint
+	}
+	return false
+}
+
+// allowed: a pod of j may run on n at all (labels and taints), and why not.
+func (j *rjob) allowed(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		if !j.tolerated(t) {
+			return fmt.Sprintf("taint %v not tolerated", t)
+		}
+	}
+	pool := n.Labels[rPoolLabel]
+	switch {
+	case j.typ != "" && n.Labels[rTypeLabel] != j.typ:
+		return "GPU type " + n.Labels[rTypeLabel] + ", not " + j.typ
+	case j.pool != "" && pool != j.pool:
+		return "pool " + pool + " fails nodeSelector " + j.pool
+	case len(j.in) > 0 && pool != j.in[0]:
+		return "pool " + pool + " fails affinity In " + j.in[0]
+	case j.notIn != "" && pool == j.notIn:
+		return "pool " + pool + " fails affinity NotIn " + j.notIn
+	}
+	return ""
+}
+
+func nodeReadyCond(n *corev1.Node) bool {
+	return len(n.Status.Conditions) > 0 && n.Status.Conditions[0].Status == corev1.ConditionTrue
+}
+
+func qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
+	q := l[name]
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// group is the set of nodes one job's workers may share: a GPU type on a
+// site, an edge server alone.
+func (w *rworld) group(n *corev1.Node) string {
+	g := n.Labels[rTypeLabel] + "/" + n.Labels[DefaultSiteLabel]
+	if n.Labels[DefaultSiteKindLabel] == "edge" {
+		g += "/" + n.Name
+	}
+	return g
+}
+
+// check checks the round just run.
+func (w *rworld) check() {
+	w.t.Helper()
+	touched := map[string]bool{}
+	for name, node := range w.bound {
+		j := w.podJob[name]
+		touched[node] = true
+		n := w.nodes[node]
+		switch {
+		case n == nil:
+			w.fail("pod %s bound to node %s, which does not exist", name, node)
+		case !nodeReadyCond(n):
+			w.fail("pod %s bound to node %s, which is NotReady", name, node)
+		case n.Spec.Unschedulable:
+			w.fail("pod %s bound to node %s, which is cordoned", name, node)
+		}
+		if why := j.allowed(n); why != "" {
+			w.fail("pod %s of %s bound to node %s: %s", name, j.name, node, why)
+		}
+	}
+	for node := range touched {
+		w.checkRoom(node)
+	}
+	for _, name := range sortedKeys(w.jobs) {
+		j := w.jobs[name]
+		if !j.gang || w.ended(j) {
+			j.partial = 0
+			continue
+		}
+		var on []*corev1.Pod
+		fresh := false
+		for _, p := range w.livePods(j) {
+			if p.Spec.NodeName != "" {
+				on = append(on, p)
+				if _, ok := w.bound[p.Name]; ok {
+					fresh = true
+				}
+			}
+		}
+		if fresh && w.fresh && !w.noBind[j.name] && len(on) != j.size {
+			w.fail("gang %s bound %d of its %d pods this round", j.name, len(on), j.size)
+		}
+		if fresh {
+			groups := map[string]bool{}
+			for _, p := range on {
+				if n := w.nodes[p.Spec.NodeName]; n != nil {
+					groups[w.group(n)] = true
+				}
+			}
+			if len(groups) > 1 {
+				w.fail("gang %s bound across GPU types, sites or edge servers: %v", j.name, groups)
+			}
+		}
+		if len(on) > 0 && len(on) < j.size {
+			j.partial++
+			if j.partial > partialGrace {
+				w.fail("gang %s bound in part (%d of %d pods) for %d rounds", j.name, len(on), j.size, j.partial)
+			}
+		} else {
+			j.partial = 0
+		}
+	}
+}
+
+// checkRoom: node has room for every live pod bound to it.
+func (w *rworld) checkRoom(node string) {
+	n := w.nodes[node]
+	alloc := n.Status.Allocatable
+	var gpus, cpu, mem, pods int64
+	shares := map[int]float64{}
+	var names []string
+	for name, p := range w.pods {
+		if p.Spec.NodeName != node || !live(p) {
+			continue
+		}
+		j := w.podJob[name]
+		names = append(names, name)
+		pods++
+		gpus += int64(j.gpus)
+		cpu += j.cpu
+		mem += j.mem
+		if j.share > 0 {
+			i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
+			if err != nil || i < 0 || int64(i) >= qty(alloc, GPUResource) {
+				w.fail("part %s bound to %s at GPU index %q, not one of its %d GPUs", name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
+			}
+			shares[i] += j.share
+		}
+	}
+	sort.Strings(names)
+	for i, s := range shares {
+		if s > 1+1e-9 {
+			w.fail("node %s: GPU index %d holds parts of %g GPUs (pods %v)", node, i, s, names)
+		}
+	}
+	if g := gpus + int64(len(shares)); g > qty(alloc, GPUResource) {
+		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts), %d allocatable (pods %v)", node, g, gpus, len(shares), qty(alloc, GPUResource), names)
+	}
+	if cpu > qty(alloc, corev1.ResourceCPU) || mem > qty(alloc, corev1.ResourceMemory) || pods > qty(alloc, corev1.ResourcePods) {
+		w.fail("node %s: pods ask for %dm CPU, %dGi memory, %d pods; allocatable %v (pods %v)", node, cpu, mem>>30, pods, alloc, names)
+	}
+}
+
+// capacity is how many workers of j empty node n holds.
+func (j *rjob) capacity(n *corev1.Node) int64 {
+	alloc := n.Status.Allocatable
+	k := qty(alloc, corev1.ResourcePods)
+	if j.gpus > 0 {
+		k = min(k, qty(alloc, GPUResource)/int64(j.gpus))
+	} else {
+		k = min(k, qty(alloc, GPUResource)*int64(1/j.share+1e-9))
+	}
+	if j.cpu > 0 {
+		k = min(k, qty(alloc, corev1.ResourceCPU)/j.cpu)
+	}
+	if j.mem > 0 {
+		k = min(k, qty(alloc, corev1.ResourceMemory)/j.mem)
+	}
+	return k
+}
+
+// fitsEmpty: j's gang fits on the usable nodes were they empty.
+func (w *rworld) fitsEmpty(j *rjob) bool {
+	room := map[string]int64{}
+	for _, n := range w.nodes {
+		if !nodeReadyCond(n) || n.Spec.Unschedulable || j.allowed(n) != "" {
+			continue
+		}
+		g := w.group(n)
+		room[g] += j.capacity(n)
+		if room[g] >= int64(j.size) {
+			return true
+		}
+	}
+	return false
+}
+
+// describe says what j asks and what each node offers it.
+func (w *rworld) describe(j *rjob) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %s: %+v\n", j.name, *j)
+	for _, st := range w.h.s.eng.Active() {
+		fmt.Fprintf(&b, "  engine: %s %s on %d GPUs (%v) of %d type %q share %g prio %d: %s\n", st.Job.ID, st.State, len(st.GPUs), st.GPUs, st.Job.GPUs, st.Job.GPUType, st.Job.Share, st.Job.Priority, st.Reason().Text)
+	}
+	for _, name := range sortedKeys(w.nodes) {
+		n := w.nodes[name]
+		var on []string
+		for _, p := range w.pods {
+			if p.Spec.NodeName == name && live(p) {
+				on = append(on, p.Name)
+			}
+		}
+		sort.Strings(on)
+		if st := w.h.s.cur.states[name]; st != nil {
+			wl := w.h.s.cur.work[j.key]
+			why := "no workload"
+			if wl != nil && wl.shape != nil {
+				why = wl.shape.why(st, st.used, st.pods, nil)
+			}
+			fmt.Fprintf(&b, "  tide sees %s: open %v lost %v used %v pods %d, why not: %q\n", name, st.open, st.lost, st.used, st.pods, why)
+		}
+		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v labels %v alloc gpu %d cpu %dm mem %dGi pods %d; group %q, allowed %q, holds %d; bound %v\n",
+			name, nodeReadyCond(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, qty(n.Status.Allocatable, GPUResource),
+			qty(n.Status.Allocatable, corev1.ResourceCPU), qty(n.Status.Allocatable, corev1.ResourceMemory)>>30,
+			qty(n.Status.Allocatable, corev1.ResourcePods), w.group(n), j.allowed(n), j.capacity(n), on)
+	}
+	return b.String()
+}
+
+// quiet lets everything finish: gangs short of pods get them, bound jobs
+// complete every few rounds, and every pending job that fits on the
+// empty usable nodes must be bound in time, unless the policy declined it.
+func (w *rworld) quiet() {
+	w.t.Helper()
+	w.logf("quiet")
+	for _, name := range sortedKeys(w.dying) {
+		delete(w.pods, name)
+	}
+	w.dying = map[string]int{}
+	for _, name := range sortedKeys(w.jobs) {
+		j := w.jobs[name]
+		for j.gang && !w.ended(j) && len(w.livePods(j)) < j.size {
+			w.makePod(j)
+		}
+	}
+	// Nodes NotReady stay so: their workers are lost past the grace.
+	// Rounds are minutes apart: policies that decide every few minutes
+	// (leases, quanta, Gavel's allocation) get to decide.
+	w.lag, w.tick = 0, 2*time.Minute
+	waiting := func() []string {
+		return w.jobNames(func(j *rjob) bool {
+			if w.ended(j) {
+				return false
+			}
+			for _, p := range w.livePods(j) {
+				if p.Spec.NodeName != "" {
+					return false
+				}
+			}
+			return len(w.livePods(j)) == j.size && w.fitsEmpty(j)
+		})
+	}
+	for iter := 0; iter < len(w.jobs)+8 && len(waiting()) > 0; iter++ {
+		for r := 0; r < 4; r++ {
+			w.round()
+			w.step++
+		}
+		for _, name := range w.podNames(func(p *corev1.Pod) bool { return live(p) && p.Spec.NodeName != "" }) {
+			w.setPhase(name, corev1.PodSucceeded, "")
+		}
+	}
+	for _, name := range sortedKeys(w.jobs) {
+		j := w.jobs[name]
+		if !w.fitsEmpty(j) || w.ended(j) || len(w.livePods(j)) < j.size {
+			continue
+		}
+		bound := false
+		for _, p := range w.livePods(j) {
+			bound = bound || p.Spec.NodeName != ""
+		}
+		if bound {
+			continue
+		}
+		st := w.h.s.eng.Job(w.h.s.ids[j.key])
+		if st != nil && st.State == job.Declined {
+			continue
+		}
+		if j.share > 0 && elasticPolicies[strings.Split(w.policy, ":")[0]] && strings.Contains(w.h.s.unsched[j.key], "is elastic") {
+			continue // elastic policies run whole GPUs only, and say so
+		}
+		state, reason := "not in the engine", w.h.s.unsched[j.key]
+		if st != nil {
+			state, reason = string(st.State), st.Reason().Text
+		}
+		tide := ""
+		if wl := w.h.s.work[w.h.s.ids[j.key]]; wl != nil {
+			tide = w.h.s.tideReason(wl)
+		}
+		w.fail("job %s fits on the empty usable nodes but was never bound (%s: %q; tide's reason %q)\n%s", j.name, state, reason, tide, w.describe(j))
+	}
+}
