@@ -1050,6 +1050,14 @@ func (s *Scheduler) update(v *view) {
 		if st != nil && !st.State.Terminal() && s.holdBack(w) {
 			continue // withdrawn while its workers back off
 		}
+		if st != nil && !st.State.Terminal() && w.tj == nil && w.succeeded == 0 && len(w.pods) < w.minW {
+			// A gang that lost a pod (deleted, or rejected by its node)
+			// is withdrawn until its controller makes the pod again, as
+			// one whose pod is lost on its node, and release evicts its
+			// bound pods. It ran on short of a pod, holding the GPUs of
+			// the missing one too, for ever.
+			continue
+		}
 		if st != nil && st.State == job.Declined && sameAdmission(st.Job, s.jobOf(w, id)) {
 			// The policy refused it at admission: it stays refused (not
 			// resubmitted every round) until it is made anew or its

@@ -646,3 +646,51 @@ func TestPartialGangCompletedOnItsType(t *testing.T) {
 		})
 	}
 }
+
+// TestGangShortOfAPodReleased: a running gang one of whose pods is deleted,
+// or rejected by its node's kubelet, is released (its other pod evicted,
+// its GPUs free for the pod waiting) until the pod is made again, when the
+// gang runs whole. It ran on short of the pod, holding the missing pod's
+// GPUs too, for ever (random operations, seed 109 under drf).
+func TestGangShortOfAPodReleased(t *testing.T) {
+	for _, how := range []string{"deleted", "rejected"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t, "fifo")
+			h.node("n0", 4)
+			gang := annotate(AnnotJob, "g", AnnotGangSize, "2")
+			h.pod("g0", 2, gang)
+			h.pod("g1", 2, gang)
+			h.round()
+			if w := h.where(); w["g0"] == "" || w["g1"] == "" {
+				t.Fatalf("bound %v, want the gang", w)
+			}
+			h.pod("next", 4)
+			p := h.get("g1")
+			if how == "deleted" {
+				_ = h.pods.Delete(p)
+			} else {
+				p.Status.Phase, p.Status.Reason = corev1.PodFailed, "OutOfnvidia.com/gpu"
+				_ = h.pods.Update(p)
+			}
+			var ev []string
+			for i := 0; i < 2; i++ {
+				ev = append(ev, h.round()...)
+			}
+			if fmt.Sprint(ev) != "[g0]" {
+				t.Fatalf("evicted %v, want g0, the gang's pod left", ev)
+			}
+			_ = h.pods.Delete(h.get("g0"))
+			h.round()
+			if n := h.get("next").Spec.NodeName; n != "n0" {
+				t.Fatalf("next on %q once the gang is released, want n0", n)
+			}
+			_ = h.pods.Delete(h.get("next"))
+			h.pod("g0b", 2, gang)
+			h.pod("g1b", 2, gang)
+			h.round()
+			if w := h.where(); w["g0b"] == "" || w["g1b"] == "" {
+				t.Errorf("bound %v, want the gang made again bound whole", w)
+			}
+		})
+	}
+}
