@@ -148,6 +148,68 @@ func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 		v.shared[node] = map[int]bool{}
 	}
 	v.shared[node][i] = true
+	if pt, err := podPart(p, 0); err == nil && pt.fractional() {
+		share, mem := s.partDemand(v, node, pt)
+		v.usePart(partSlot(node, i), share, mem)
+	}
+}
+
+// partDemand is the share and GiB a part pt takes of a GPU of node
+// (job.Job.Demand, as the engine counts it).
+func (s *Scheduler) partDemand(v *view, node string, pt part) (share, memGiB float64) {
+	return (&job.Job{Share: pt.share, GPUMemGiB: pt.memGiB}).Demand(s.gpuMem(v, node))
+}
+
+// gpuMem is the memory of each GPU of node, GiB (0: unknown).
+func (s *Scheduler) gpuMem(v *view, node string) float64 {
+	n := v.nodes[node]
+	if n == nil {
+		return 0
+	}
+	return gpuMemOf(n, strings.ToLower(n.Labels[s.cfg.GPUTypeLabel]))
+}
+
+// usePart counts a part's share and memory on a slot (node#index).
+func (v *view) usePart(slot string, share, memGiB float64) {
+	if v.partUse == nil {
+		v.partUse = map[string][2]float64{}
+	}
+	u := v.partUse[slot]
+	u[0] += share
+	u[1] += memGiB
+	v.partUse[slot] = u
+}
+
+// partsRoom says whether w's parts fit on slots beside the parts live
+// pods hold there, terminating ones and those of jobs the engine no longer
+// runs included: the engine frees a part's GPU when its job stops, while
+// its pod may still run there (being evicted, or its gang released), and
+// a part bound beside it over-committed the GPU.
+func (s *Scheduler) partsRoom(v *view, w *workload, slots []string) bool {
+	add := map[string][2]float64{}
+	for _, sl := range slots {
+		node, idx := slotNode(sl)
+		if idx < 0 {
+			continue
+		}
+		share, mem := s.partDemand(v, node, w.part)
+		u, a := v.partUse[sl], add[sl]
+		if !job.Fits(u[0]+a[0], u[1]+a[1], share, mem, s.gpuMem(v, node)) {
+			return false
+		}
+		add[sl] = [2]float64{a[0] + share, a[1] + mem}
+	}
+	return true
+}
+
+// claimParts counts w's parts being bound to slots.
+func (s *Scheduler) claimParts(v *view, w *workload, slots []string) {
+	for _, sl := range slots {
+		if node, idx := slotNode(sl); idx >= 0 {
+			share, mem := s.partDemand(v, node, w.part)
+			v.usePart(sl, share, mem)
+		}
+	}
 }
 
 // slotNeeds is what binding a job's missing workers to slots takes of

@@ -423,6 +423,7 @@ type view struct {
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
 	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
 	onIndex map[string][]string     // "node#index" -> workload keys of the live pods bound there by index (sharepairs.go)
+	partUse map[string][2]float64   // "node#index" -> share and GiB the live parts bound there hold (gpuindex.go)
 	work    map[string]*workload    // by workload key
 	probs   []problem
 	invalid map[string]*TideJob // TideJobs whose spec tide refuses, by workload key
@@ -1269,6 +1270,9 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		if !v.pairRoom(b.w, b.nodes, partner) {
 			continue // a GPU index still holds another job's pod (sharepairs.go)
 		}
+		if b.w.part.fractional() && !s.partsRoom(v, b.w, b.nodes) {
+			continue // a GPU index still holds parts that leave it too little (gpuindex.go)
+		}
 		if b.w.tj == nil && len(pending) < len(b.nodes) {
 			s.warnOnce("short/"+b.w.key, b.w.key, fmt.Sprintf("%d workers to bind, only %d unbound pods", len(b.nodes), len(pending)))
 			continue
@@ -1283,6 +1287,9 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		}
 		v.openShared(opened)
 		v.claimIndices(b.w, b.nodes)
+		if b.w.part.fractional() {
+			s.claimParts(v, b.w, b.nodes)
+		}
 		pending = pending[:min(len(pending), len(b.nodes))]
 		w, nodes, packed := b.w, b.nodes, partner != ""
 		for i, p := range pending {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestPodPart reads a plain pod's part of a GPU from its annotations or
@@ -172,4 +173,82 @@ func TestPartsFitTheirNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPartWaitsForTheGPUsParts: a part is bound to a GPU index only when
+// the parts still live there leave it room: a preempted part terminating
+// for its grace period, a released gang's part until it is gone. The
+// engine frees a part's GPU when its job stops, and the new part was bound
+// beside the old one at once: under SRTF a short three-quarter part beside
+// the long one it preempted, 1.5 GPUs on one for the grace period (30 s
+// by default), and two halves beside a released gang's three-quarters
+// (random operations, seed 377 under chronus).
+func TestPartWaitsForTheGPUsParts(t *testing.T) {
+	// overfull fails the test when a GPU index holds parts of more than one GPU.
+	overfull := func(t *testing.T, h *harness, round int) {
+		t.Helper()
+		use := map[string]float64{}
+		for _, o := range h.pods.List() {
+			p := o.(*corev1.Pod)
+			if p.Spec.NodeName == "" || podTerminal(p) {
+				continue
+			}
+			pt, err := podPart(p, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			use[p.Spec.NodeName+"#"+p.Annotations[AnnotGPUIndex]] += pt.share
+		}
+		for slot, u := range use {
+			if u > 1+1e-9 {
+				t.Fatalf("round %d: GPU %s holds parts of %g GPUs", round, slot, u)
+			}
+		}
+	}
+	t.Run("preempted", func(t *testing.T) {
+		h := newHarness(t, "srtf")
+		h.node("n0", 1)
+		h.pod("long", 0, annotate(AnnotGPUFraction, "0.75", AnnotDuration, "10h"))
+		h.round()
+		h.pod("short", 0, annotate(AnnotGPUFraction, "0.75", AnnotDuration, "1m"))
+		for i := 0; i < 3; i++ {
+			for _, name := range h.round() { // the evicted pod terminates
+				p := h.get(name)
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+				_ = h.pods.Update(p)
+			}
+			overfull(t, h, i+1)
+		}
+		_ = h.pods.Delete(h.get("long"))
+		h.round()
+		if n := h.get("short").Spec.NodeName; n != "n0" {
+			t.Errorf("short on %q once long is gone, want n0", n)
+		}
+	})
+	t.Run("released", func(t *testing.T) {
+		h := newHarness(t, "fifo")
+		h.node("n0", 2)
+		gang := annotate(AnnotJob, "g", AnnotGangSize, "2", AnnotGPUFraction, "0.75")
+		h.pod("g0", 0, gang)
+		h.pod("g1", 0, gang)
+		h.round()
+		if w := h.where(); w["g0"] == "" || w["g1"] == "" {
+			t.Fatalf("bound %v, want the gang", w)
+		}
+		p := h.get("g1")
+		p.Status.Phase, p.Status.Reason = corev1.PodFailed, "OutOfnvidia.com/gpu"
+		_ = h.pods.Update(p)
+		h.pod("half", 0, annotate(AnnotGPUFraction, "0.5"))
+		h.pod("half2", 0, annotate(AnnotGPUFraction, "0.5"))
+		for i := 0; i < 3; i++ {
+			h.round() // g0 is evicted, and stays until deleted
+			overfull(t, h, i+1)
+		}
+		_ = h.pods.Delete(h.get("g0"))
+		h.round()
+		if w := h.where(); w["half"] == "" || w["half2"] == "" {
+			t.Errorf("bound %v, want both halves once g0 is gone", w)
+		}
+	})
 }
