@@ -694,3 +694,31 @@ func TestGangShortOfAPodReleased(t *testing.T) {
 		})
 	}
 }
+
+// TestNewGPUTypeUsed: nodes of a GPU type the cluster did not have when
+// tide started are given out, under Gavel's policies too, which read the
+// types once (gavel.TestGavelClusterTypesChange): the A100 node cordoned
+// and a V100 node added, a pod waited there for ever with "allocation 0"
+// (random operations, seed 133 under gavel-fifo).
+func TestNewGPUTypeUsed(t *testing.T) {
+	for _, policy := range []string{"fifo", "gavel-fifo", "fifo-perf"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			typ := func(t string) func(*corev1.Node) {
+				return func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = t }
+			}
+			h.node("a", 2, typ("A100"))
+			h.pod("first", 1)
+			h.round()
+			h.node("a", 2, typ("A100"), func(n *corev1.Node) { n.Spec.Unschedulable = true })
+			h.node("v", 4, typ("V100"))
+			h.pod("second", 1)
+			for i := 0; i < 3; i++ {
+				h.round()
+			}
+			if n := h.get("second").Spec.NodeName; n != "v" {
+				t.Errorf("second on %q, want v", n)
+			}
+		})
+	}
+}

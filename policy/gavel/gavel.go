@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/tide-sched/tide/engine"
@@ -230,10 +229,8 @@ func newGavel(name string, a gavelAllocator, k Knobs, needsSolver, spaceSharing 
 
 // Schedule implements engine.Policy.
 func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
-	if g.types == nil {
-		g.types = s.Cluster.GPUTypes()
-		sort.Strings(g.types)
-		g.typeTime = make([]float64, len(g.types))
+	if g.types == nil || !sameTypes(g.types, s.Cluster.GPUTypes()) {
+		g.newTypes(s.Cluster.GPUTypes())
 	}
 	g.reasons.lazy.Next(s.Round)
 	followed := g.incr.follow(g, s)
@@ -275,6 +272,43 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	out.Warnings = warn
 	g.explain(s, &out, "")
 	return out
+}
+
+// sameTypes: have (sorted) and types hold the same GPU types.
+func sameTypes(have, types []string) bool {
+	if len(have) != len(types) {
+		return false
+	}
+	for _, t := range types {
+		if _, ok := slices.BinarySearch(have, t); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// newTypes starts the mechanism afresh on a cluster of these GPU types:
+// every allocation, deficit and time received is by type index. The types
+// were read once, at the first round: a cluster whose types change (tide
+// kube rebuilds its engine when nodes come and go, keeping the policy;
+// a state restored from elsewhere) kept the first cluster's, so a type
+// added later was never given to any job, and jobs that fit only there, or
+// all of them once the first type's nodes were gone, waited for ever
+// ("allocation 0") on idle GPUs.
+func (g *Gavel) newTypes(types []string) {
+	g.types = slices.Sorted(slices.Values(types))
+	g.typeTime = make([]float64, len(g.types))
+	if g.capSeen == nil && len(g.jobs) == 0 && !g.planned {
+		return // the first round
+	}
+	clear(g.jobs)
+	clear(g.pairState)
+	g.capSeen, g.last, g.lastSt, g.kept = nil, engine.Plan{}, nil, nil
+	g.planned, g.stale, g.lastReset = false, true, 0
+	g.incr.planOK = false
+	if f, ok := g.Alloc.(*gavelFIFO); ok {
+		clear(f.types) // type indices of the old types
+	}
 }
 
 // explain gives each job left out its allocation: the share of time on each

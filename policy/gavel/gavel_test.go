@@ -427,3 +427,22 @@ func TestGavelWithoutGLPK(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
+
+// TestGavelClusterTypesChange: a Gavel policy planning on a cluster of
+// other GPU types than its earlier rounds' gives the new types out. It
+// read the types once, at its first round, and tide kube keeps the policy
+// when it rebuilds its engine on the nodes there are now: a job arriving
+// once only V100 nodes were left got "allocation 0" on four idle V100s for
+// ever (random operations in kube, seed 133 under gavel-fifo).
+func TestGavelClusterTypesChange(t *testing.T) {
+	for _, spec := range []string{"gavel-fifo", "fifo-perf"} {
+		t.Run(spec, func(t *testing.T) {
+			p := fam.Parse(t, spec, contract.Context{})
+			p.Schedule(policytest.Snap(t, 0, enginetest.Cluster("1x2:a100"), policytest.Hold("a", 0, 1, 100)))
+			plan := p.Schedule(policytest.Snap(t, 10, enginetest.Cluster("1x4:v100"), policytest.Wait("b", 5, 1, 100)))
+			if len(plan.Run) != 1 || plan.Run[0].Job != "b" || plan.Run[0].GPUType != "v100" {
+				t.Errorf("plan %+v, want b on a v100", plan.Run)
+			}
+		})
+	}
+}
