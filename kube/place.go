@@ -114,8 +114,20 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	}
 	for i := 0; ; i++ {
 		placed, blocked := trial()
-		if len(blocked) > 0 && retype(s, plan.Run, blocked, byID, func() map[string][]cluster.GPUID { p, _ := trial(); return p }) {
-			placed, blocked = trial()
+		if len(blocked) > 0 {
+			if moved := retype(s, plan.Run, blocked, byID, func() map[string][]cluster.GPUID { p, _ := trial(); return p }); len(moved) > 0 {
+				// The jobs blocked and not moved are planned without
+				// (retype counted the moves without them), with those
+				// the moves left blocked.
+				var again []string
+				placed, again = trial()
+				for _, id := range blocked {
+					if !moved[id] && !slices.Contains(again, id) {
+						again = append(again, id)
+					}
+				}
+				blocked = again
+			}
 		}
 		keep(&plan, byID, placed)
 		mutualPairs(&plan)
@@ -170,18 +182,23 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 // every round, left out every round, and waited on an idle node of the
 // other type for ever. A whole job is left untyped (or given its job's
 // type), on any site, for the placer to choose; a part is tried on each
-// type in turn; either only where the engine's counts still hold
-// (countsHold: an untyped whole assignment counts toward no type). The blocked
-// jobs move together, each keeping the first candidate that places it
-// (place places run, as the trial does); the others keep the policy's
-// choice. It reports whether it moved any.
-func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID map[string]*engine.Status, place func() map[string][]cluster.GPUID) bool {
+// type in turn. The blocked jobs move together, each keeping the first
+// candidate that places it (place places run, as the trial does). It
+// returns the jobs moved: the caller plans without every other blocked
+// job, so a move is taken only where the engine's counts hold for the
+// plan without them (countsHold). Checked beside the blocked jobs, which
+// hold the types they could not use, a part was never moved; checked
+// beside the moves of jobs that then went back to their planned type, the
+// plan asked more GPUs of a type than the cluster has and the round failed.
+func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID map[string]*engine.Status, place func() map[string][]cluster.GPUID) map[string]bool {
 	idx := make(map[string]int, len(run))
 	for i, a := range run {
 		idx[a.Job] = i
 	}
+	out := map[string]bool{}       // blocked jobs not moved (yet): left out of the counts
 	cands := map[string][]string{} // blocked job -> the types to try it on
 	for _, id := range blocked {
+		out[id] = true
 		a, st := run[idx[id]], byID[id]
 		if a.PackWith != "" || st == nil {
 			continue
@@ -195,14 +212,10 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 			cands[id] = wholeTypes(s.Cluster)
 		}
 	}
-	moved := false
+	moved := map[string]bool{}
 	for k := 0; len(cands) > 0; k++ {
 		var try []string
 		was := map[string]engine.Assignment{}
-		// ghosts are the tried jobs' assignments as planned, counted
-		// beside their moves: any of them may go back to it (its move
-		// does not place it), and the counts must hold whichever do.
-		var ghosts []engine.Assignment
 		for _, id := range slices.Sorted(maps.Keys(cands)) {
 			if k >= len(cands[id]) {
 				delete(cands, id)
@@ -215,15 +228,12 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 				continue // the plan itself
 			}
 			run[idx[id]] = b
-			g := ghosts
-			if typeOf(a, byID[id]) != typeOf(b, byID[id]) {
-				g = append(g, a) // counted on the type it may go back to
-			}
-			if !countsHold(s, run, g, byID) {
-				run[idx[id]] = a
+			delete(out, id)
+			if !countsHold(s, run, out, byID) {
+				run[idx[id]], out[id] = a, true
 				continue
 			}
-			was[id], ghosts = a, g
+			was[id] = a
 			try = append(try, id)
 		}
 		if len(try) == 0 {
@@ -233,9 +243,9 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 		for _, id := range try {
 			if placed[id] != nil {
 				delete(cands, id)
-				moved = true
+				moved[id] = true
 			} else {
-				run[idx[id]] = was[id]
+				run[idx[id]], out[id] = was[id], true
 			}
 		}
 	}
@@ -251,31 +261,29 @@ func typeOf(a engine.Assignment, st *engine.Status) string {
 	return st.Job.GPUType
 }
 
-// countsHold reports whether run asks no more GPUs of each type, and in
-// all, than the cluster has, as the engine's plan check counts them
-// (engine.check, planParts): a typed whole assignment its GPUs toward its
-// type, every assignment toward the total, a part its share (of the
-// largest GPU memory of its type) on its type, or apart when untyped on a
-// cluster of several types, each type's shares rounded up to whole GPUs.
-// ghosts are assignments of jobs of run as they may be instead: counted
-// too, a whole one toward its type alone (whatever its type, a whole job's
-// GPUs count toward the total once).
-func countsHold(s *engine.Snapshot, run, ghosts []engine.Assignment, byID map[string]*engine.Status) bool {
+// countsHold reports whether run, without the jobs in skip, asks no more
+// GPUs of each type, and in all, than the cluster has, as the engine's
+// plan check counts them (engine.check, planParts): a typed whole
+// assignment its GPUs toward its type, every assignment toward the total,
+// a part its share (of the largest GPU memory of its type) on its type, or
+// apart when untyped on a cluster of several types, each type's shares
+// rounded up to whole GPUs.
+func countsHold(s *engine.Snapshot, run []engine.Assignment, skip map[string]bool, byID map[string]*engine.Status) bool {
 	c := s.Cluster
 	types := c.GPUTypes()
 	per := make([]int, len(types))
 	shares := make([]float64, len(types)+1) // the last: untyped parts
 	total := 0
 	seen := map[string]bool{}
-	for i, a := range slices.Concat(run, ghosts) {
-		ghost := i >= len(run)
+	for _, a := range run {
+		if skip[a.Job] {
+			continue
+		}
 		st := byID[a.Job]
 		if st == nil {
 			return false
 		}
-		if !ghost {
-			seen[a.Job] = true
-		}
+		seen[a.Job] = true
 		if a.PackWith != "" && a.PackWith != a.Job && seen[a.PackWith] {
 			continue // counted with its partner
 		}
@@ -307,9 +315,7 @@ func countsHold(s *engine.Snapshot, run, ghosts []engine.Assignment, byID map[st
 		if k >= 0 {
 			per[k] += a.GPUs
 		}
-		if !ghost {
-			total += a.GPUs
-		}
+		total += a.GPUs
 	}
 	for k, sh := range shares {
 		whole := int(math.Ceil(sh - 1e-9))
