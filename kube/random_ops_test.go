@@ -862,7 +862,7 @@ func (j *rjob) capacity(n *corev1.Node) int64 {
 	if j.gpus > 0 {
 		k = min(k, qty(alloc, GPUResource)/int64(j.gpus))
 	} else {
-		k = min(k, qty(alloc, GPUResource)*int64(1/j.share+1e-9))
+		k = min(k, qty(alloc, GPUResource)) // a job's parts go on distinct GPUs (engine.fitParts)
 	}
 	if j.cpu > 0 {
 		k = min(k, qty(alloc, corev1.ResourceCPU)/j.cpu)
