@@ -306,6 +306,7 @@ type pxProblem struct {
 	typeGPUs  []int   // GPUs per type
 	typeJobs  [][]int // jobs per type, in job order
 	typeNodes []int   // nodes per type
+	largest   []int   // per type, the most GPUs one job could hold now (Snapshot.Largest)
 	scale     float64 // nodes/GPUs: a node's worth of dominant share is speedup 1
 	fairR     int     // fair-share replicas, ceil(GPUs/jobs)
 	fairN     int     // fair-share nodes, ceil(nodes/GPUs)
@@ -365,6 +366,10 @@ func (pr *pxProblem) reset(s *engine.Snapshot, p *Pollux) bool {
 	pr.gpn = resize(pr.gpn, len(pr.types))
 	pr.typeGPUs = resize(pr.typeGPUs, len(pr.types))
 	pr.typeNodes = resize(pr.typeNodes, len(pr.types))
+	pr.largest = resize(pr.largest, len(pr.types))
+	for k, t := range pr.types {
+		pr.largest[k] = s.Largest(t)
+	}
 	clear(pr.gpn)
 	clear(pr.typeGPUs)
 	clear(pr.typeNodes)
@@ -485,16 +490,21 @@ func (pr *pxProblem) newJob(s *engine.Snapshot, st *engine.Status, nodeIdx []int
 	j := st.Job
 	jb := pxJob{st: st, typ: -1, base: base}
 	// The GPU type: the job's own, else the one it runs on, else the type
-	// with the most GPUs (Pollux assumes one type; this keeps each job on one).
+	// with the most GPUs (Pollux assumes one type; this keeps each job on
+	// one) among those one site (or edge server) of which holds the job's
+	// minimum now, if any does: the type with the most GPUs overall, its
+	// GPUs on edge servers too small for the job, left it waiting for ever
+	// beside another type's idle site that held it.
 	t := j.GPUType
 	if t == "" && len(st.GPUs) > 0 {
 		t = s.Cluster.NodeOf(st.GPUs[0]).GPUType
 	}
 	if t == "" {
-		best := 0
+		best, bestFits := 0, false
 		for k, name := range pr.types {
-			if t == "" || pr.typeGPUs[k] > pr.typeGPUs[best] {
-				t, best = name, k
+			fits := pr.largest[k] >= j.MinGPUs
+			if t == "" || (fits && !bestFits) || (fits == bestFits && pr.typeGPUs[k] > pr.typeGPUs[best]) {
+				t, best, bestFits = name, k, fits
 			}
 		}
 	}

@@ -652,3 +652,31 @@ func TestPolluxConcurrentRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestPolluxTypeThatHoldsTheJob: an untyped job runs on a type one site of
+// which holds its minimum, not on the type with the most GPUs when that
+// one's GPUs are edge servers too small for it: 9 GPUs wait beside nine
+// idle V100s for ever, as ten A100s on servers of 3 and 7 never hold them
+// (random operations in tide kube, seed 962).
+func TestPolluxTypeThatHoldsTheJob(t *testing.T) {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "v0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "v100", GPUs: 3},
+		{Name: "v1", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "v100", GPUs: 3},
+		{Name: "v2", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "v100", GPUs: 3},
+		{Name: "e0", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "a100", GPUs: 3},
+		{Name: "e1", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "a100", GPUs: 7},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, search := range []string{"fast", "ga"} {
+		t.Run(search, func(t *testing.T) {
+			s := pxSnap(c, 10000, pxSpec{id: "a", min: 9, max: 9})
+			p := NewPollux(search).Schedule(s)
+			checkPxPlan(t, s, p, true)
+			if got := pxGPUs(p)["a"]; got != 9 {
+				t.Errorf("GPUs = %d, want 9 on the V100s (plan %+v)", got, p.Run)
+			}
+		})
+	}
+}
