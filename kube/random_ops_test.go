@@ -151,6 +151,8 @@ type rworld struct {
 	lag      float64       // chance the pod cache misses a round's sync
 	fresh    bool          // the scheduler's pod cache was synced this round
 	tick     time.Duration // the clock's move after each round
+	oneType  string        // the GPU type of every node, "" for either
+	noEdge   bool          // no edge site
 	nextNode int
 	nextJob  int
 	uid      int
@@ -168,6 +170,15 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 	if rng.Intn(3) == 0 {
 		w.lag = 0.25
 	}
+	// ElasticFlow and EdgeFlow plan a homogeneous cloud, of its first
+	// node's type, and nothing when there is none (flow.cloudOf): their
+	// clusters have one type, all in the cloud.
+	if p := strings.Split(policy, ":")[0]; p == "elasticflow" || p == "edgeflow" {
+		w.oneType, w.sites = []string{"V100", "A100"}[rng.Intn(2)], false
+	}
+	// Tidal runs jobs without a deadline on the cloud and inference
+	// sites only (the knapsack's pools; edge servers take deadline jobs).
+	w.noEdge = strings.HasPrefix(policy, "tidal")
 	w.h = newHarnessWith(t, Config{Policy: policy, Clock: rclock{w}})
 	w.h.s.now = func() time.Time { return w.now }
 	w.h.cs.PrependReactor("create", "pods", w.react)
@@ -365,13 +376,15 @@ func (w *rworld) addNode() {
 	rng := w.rng
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"kubernetes.io/hostname": name,
-		rTypeLabel:               []string{"V100", "A100"}[rng.Intn(2)],
+		rTypeLabel:               w.nodeType(),
 		rPoolLabel:               []string{"p1", "p2"}[rng.Intn(2)],
 	}}}
 	if w.sites {
 		switch rng.Intn(3) {
 		case 1:
-			n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "edge", "edge"
+			if !w.noEdge {
+				n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "edge", "edge"
+			}
 		case 2:
 			n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "infer", "inference"
 		}
@@ -394,6 +407,13 @@ func (w *rworld) addNode() {
 	w.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
 		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[rTypeLabel], n.Status.Allocatable.Cpu(),
 		n.Status.Allocatable.Memory(), pods, n.Labels, n.Spec.Taints)
+}
+
+func (w *rworld) nodeType() string {
+	if w.oneType != "" {
+		return w.oneType
+	}
+	return []string{"V100", "A100"}[w.rng.Intn(2)]
 }
 
 func (w *rworld) editNode(what string, edit func(*corev1.Node) string) {
@@ -835,7 +855,8 @@ func (w *rworld) checkRoom(node string) {
 		mem += j.mem
 		if j.share > 0 {
 			i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
-			if err != nil || i < 0 || int64(i) >= qty(alloc, GPUResource) {
+			_, now := w.bound[name] // bound before, it may sit past a node that shrank since (tide evicts it)
+			if err != nil || i < 0 || (now && int64(i) >= qty(alloc, GPUResource)) {
 				w.fail("part %s bound to %s at GPU index %q, not one of its %d GPUs", name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
 			}
 			shares[i] += j.share
@@ -937,6 +958,20 @@ func (w *rworld) quiet() {
 			w.makePod(j)
 		}
 	}
+	// The jobs that do not fit the usable nodes are deleted: one at the
+	// head of a queue (FIFO's, Gavel's FIFO pass) legitimately holds the
+	// jobs behind it, and the check is about jobs that can run.
+	for _, name := range sortedKeys(w.jobs) {
+		j := w.jobs[name]
+		if w.ended(j) || w.fitsEmpty(j) {
+			continue
+		}
+		for _, p := range w.livePods(j) {
+			delete(w.pods, p.Name)
+		}
+		j.done = true
+		w.logf("job %s does not fit the usable nodes: deleted", name)
+	}
 	// Nodes NotReady stay so: their workers are lost past the grace.
 	// Rounds are minutes apart: policies that decide every few minutes
 	// (leases, quanta, Gavel's allocation) get to decide.
@@ -978,6 +1013,9 @@ func (w *rworld) quiet() {
 		st := w.h.s.eng.Job(w.h.s.ids[j.key])
 		if st != nil && st.State == job.Declined {
 			continue
+		}
+		if st != nil && j.deadline > 0 && strings.HasPrefix(st.Reason().Text, "held, not declined") {
+			continue // tidal holds a deadline job it may still admit (when nodes it counts on come back)
 		}
 		if j.share > 0 && elasticPolicies[strings.Split(w.policy, ":")[0]] && strings.Contains(w.h.s.unsched[j.key], "is elastic") {
 			continue // elastic policies run whole GPUs only, and say so
