@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/policy/internal/alloc"
@@ -108,6 +109,7 @@ type Gavel struct {
 	types     []string                   // cluster GPU types, sorted
 	capSeen   []float64                  // the capacity at the last re-plan (gavelCapacity); nil before the first
 	typeTime  []float64
+	gpus      []int // the cluster's GPUs by type index, then in all, at the last round (resized)
 	lastReset float64
 	stale     bool // jobs arrived or left, or the capacity changed, since the allocation was computed
 	// Solves counts allocation computations; Failures those whose solver
@@ -232,6 +234,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	if g.types == nil || !sameTypes(g.types, s.Cluster.GPUTypes()) {
 		g.newTypes(s.Cluster.GPUTypes())
 	}
+	resized := g.resized(s.Cluster)
 	g.reasons.lazy.Next(s.Round)
 	followed := g.incr.follow(g, s)
 	idle := true
@@ -242,7 +245,7 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 			idle = idle && len(st.GPUs) == 0
 		}
 	}
-	if g.planned && !idle && s.Now < g.lastPlan+g.Round-1e-6 {
+	if g.planned && !idle && !resized && s.Now < g.lastPlan+g.Round-1e-6 {
 		if followed {
 			if out, ok := g.keepKept(s); ok {
 				return out
@@ -272,6 +275,36 @@ func (g *Gavel) Schedule(s *engine.Snapshot) engine.Plan {
 	out.Warnings = warn
 	g.explain(s, &out, "")
 	return out
+}
+
+// resized reports whether c has other GPU counts, by type, than the
+// cluster of the last round (none before the first round, or since a
+// restored state): the plan kept between re-plans may then ask more GPUs
+// of a type than c has, which the engine refuses. tide kube rebuilds its
+// engine on a new cluster when nodes come and go (a simulated cluster
+// keeps its GPUs; faults take them down): a node removed failed every
+// round until the next re-plan, for every job.
+func (g *Gavel) resized(c *cluster.Cluster) bool {
+	n := len(g.types) + 1
+	if len(g.gpus) != n {
+		changed := g.gpus != nil
+		g.gpus = make([]int, n)
+		for k, t := range g.types {
+			g.gpus[k] = c.GPUsOfType(t)
+		}
+		g.gpus[n-1] = c.TotalGPUs()
+		return changed
+	}
+	changed := false
+	for k, t := range g.types {
+		if m := c.GPUsOfType(t); m != g.gpus[k] {
+			g.gpus[k], changed = m, true
+		}
+	}
+	if m := c.TotalGPUs(); m != g.gpus[n-1] {
+		g.gpus[n-1], changed = m, true
+	}
+	return changed
 }
 
 // sameTypes: have (sorted) and types hold the same GPU types.

@@ -446,3 +446,25 @@ func TestGavelClusterTypesChange(t *testing.T) {
 		})
 	}
 }
+
+// TestGavelClusterShrinks: between re-plans a Gavel policy keeps its last
+// plan, unless the cluster has fewer GPUs than when it made it: kept, the
+// plan asked 4 A100s of the 2 left, the engine refused it, and tide kube's
+// rounds failed until the next re-plan (random operations in kube, seeds
+// 1015, 1021 and others under gavel-fifo and fifo-perf).
+func TestGavelClusterShrinks(t *testing.T) {
+	for _, spec := range []string{"gavel-fifo", "fifo-perf"} {
+		t.Run(spec, func(t *testing.T) {
+			p := fam.Parse(t, spec, contract.Context{})
+			p.Schedule(policytest.Snap(t, 0, enginetest.Cluster("1x4:a100"), policytest.Wait("a", 0, 2, 1000), policytest.Wait("b", 0, 2, 1000)))
+			plan := p.Schedule(policytest.Snap(t, 10, enginetest.Cluster("1x2:a100"), policytest.Hold("a", 0, 2, 1000), policytest.Wait("b", 0, 2, 1000)))
+			n := 0
+			for _, a := range plan.Run {
+				n += a.GPUs
+			}
+			if n > 2 {
+				t.Errorf("plan %+v asks %d GPUs of 2", plan.Run, n)
+			}
+		})
+	}
+}
