@@ -112,6 +112,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return placed, blocked
 	}
+	var last map[string][]cluster.GPUID // the last trial's placement
 	for i := 0; ; i++ {
 		placed, blocked := trial()
 		if len(blocked) > 0 {
@@ -131,6 +132,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		keep(&plan, byID, placed)
 		mutualPairs(&plan)
+		last = placed
 		if len(blocked) == 0 {
 			break
 		}
@@ -158,6 +160,9 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		if plan.Err != nil {
 			return plan
 		}
+	}
+	if !countsHold(s, plan.Run, nil, byID) {
+		dropWaiting(s, &plan, byID, last)
 	}
 	if len(out) > 0 {
 		if plan.Reasons == nil {
@@ -252,6 +257,13 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 	return moved
 }
 
+// invalid: the engine drops a before it counts the plan (engine.mismatch):
+// a GPU count outside its job's limits, or a type its job does not ask.
+func invalid(a engine.Assignment, st *engine.Status) bool {
+	return a.GPUs < st.Job.MinGPUs || a.GPUs > st.Job.MaxGPUs ||
+		(st.Job.GPUType != "" && a.GPUType != "" && a.GPUType != st.Job.GPUType)
+}
+
 // typeOf is the GPU type a's GPUs count toward in the engine's check: its
 // own, else its job's ("" for none).
 func typeOf(a engine.Assignment, st *engine.Status) string {
@@ -276,10 +288,10 @@ func countsHold(s *engine.Snapshot, run []engine.Assignment, skip map[string]boo
 	total := 0
 	seen := map[string]bool{}
 	for _, a := range run {
-		if skip[a.Job] {
-			continue
-		}
 		st := byID[a.Job]
+		if skip[a.Job] || (st != nil && invalid(a, st)) {
+			continue // planned without, or dropped by the engine (Config.DropInvalid)
+		}
 		if st == nil {
 			return false
 		}
@@ -330,6 +342,31 @@ func countsHold(s *engine.Snapshot, run []engine.Assignment, skip map[string]boo
 		}
 	}
 	return total <= c.TotalGPUs()
+}
+
+// dropWaiting takes waiting jobs out of plan, the last planned first and
+// those the trial did not place before the others, until the engine's
+// counts hold (countsHold). keep leaves a running job the placer would
+// not move where it runs, which may be on GPUs the policy (and the trial)
+// gave another job when it moved this one (a part moved to the other
+// type, where the trial, counting parts as whole GPUs, found no room):
+// the plan then asked more GPUs than the cluster has, and the engine
+// refused it, failing the round.
+func dropWaiting(s *engine.Snapshot, plan *engine.Plan, byID map[string]*engine.Status, placed map[string][]cluster.GPUID) {
+	for _, unplaced := range []bool{true, false} {
+		for i := len(plan.Run) - 1; i >= 0 && !countsHold(s, plan.Run, nil, byID); i-- {
+			a := plan.Run[i]
+			if st := byID[a.Job]; (placed[a.Job] == nil) != unplaced || st == nil || len(st.GPUs) > 0 {
+				continue
+			}
+			plan.Run = slices.Delete(slices.Clone(plan.Run), i, i+1)
+			if plan.Reasons == nil {
+				plan.Reasons = map[string]engine.Reason{}
+			}
+			plan.Reasons[a.Job] = engine.Reason{Text: "planned on GPUs a running job keeps (the placer could not move it where the plan moved it): waits this round"}
+		}
+	}
+	mutualPairs(plan)
 }
 
 // moves: the plan starts, grows or shrinks a job.

@@ -397,3 +397,59 @@ func TestRetypePartBesideBlocked(t *testing.T) {
 		t.Errorf("bound %v, want p2's halves on v and p1 nowhere", w)
 	}
 }
+
+// planFunc is a policy whose plans a function makes.
+type planFunc struct {
+	engine.Policy
+	f func(s *engine.Snapshot) engine.Plan
+}
+
+func (p planFunc) Schedule(s *engine.Snapshot) engine.Plan { return p.f(s) }
+
+// TestKeptPartKeepsCounts: a running part the policy moves to another
+// type, where the trial finds it no room, keeps its GPU; the waiting job
+// the policy planned on that GPU then waits, rather than the plan asking
+// more GPUs than the cluster has, which the engine refused, failing the
+// round (random operations, seed 1198 under srtf).
+func TestKeptPartKeepsCounts(t *testing.T) {
+	h := newHarness(t, "fifo")
+	moved := false
+	wp := h.s.pol.(workerPolicy)
+	wp.inner = planFunc{wp.inner, func(s *engine.Snapshot) engine.Plan {
+		var plan engine.Plan
+		for _, st := range s.Jobs {
+			id := st.Job.ID
+			switch {
+			case id == "pods/ns/q":
+				plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 1, GPUType: "a100"})
+			case id == "pods/ns/p" && !moved:
+				plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 1, GPUType: "v100"})
+			case id == "pods/ns/p":
+				plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 1, GPUType: "a100"}) // beside q: 1 GPU
+			case id == "pods/ns/w":
+				plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 2, GPUType: "v100"}) // where p was
+			}
+		}
+		return plan
+	}}
+	h.s.pol = wp
+	typ := func(t string) func(*corev1.Node) {
+		return func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = t }
+	}
+	h.node("a", 1, typ("A100"))
+	h.node("v", 2, typ("V100"))
+	h.pod("q", 0, annotate(AnnotGPUFraction, "0.75"))
+	h.pod("p", 0, annotate(AnnotGPUFraction, "0.25"))
+	h.round()
+	if w := h.where(); w["q"] != "a" || w["p"] != "v" {
+		t.Fatalf("bound %v, want q on a and p on v", w)
+	}
+	moved = true
+	h.pod("w", 2)
+	for i := 0; i < 2; i++ {
+		h.round() // fails the test on a round's error
+	}
+	if n := h.get("w").Spec.NodeName; n != "" {
+		t.Errorf("w bound to %s beside p", n)
+	}
+}
