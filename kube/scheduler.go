@@ -473,7 +473,8 @@ func (s *Scheduler) round(ctx context.Context, decide bool) error {
 		return err
 	}
 	if c == nil {
-		return nil // no GPU nodes yet
+		s.noGPUs(ctx, v) // no GPU node to plan with
+		return nil
 	}
 	if s.eng == nil || sig != s.sig || s.dirty {
 		if err := s.rebuild(c, sig, v); err != nil {
@@ -1194,15 +1195,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		s.reclaim.evicting(p.UID, needs[s.nodeOf(p)]) // told when a budget refuses (reclaim.go)
 		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
 	}
-	for _, l := range v.lost {
-		p, why := l.pod, "worker lost: "+l.why+"; its job goes on without it, as tide's policy decides"
-		s.evicted[p.UID] = true
-		s.log.Info("worker lost", "pod", p.Namespace+"/"+p.Name, "why", l.why)
-		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil {
-			s.fb.event(tideJobRef(w.tj), corev1.EventTypeWarning, "WorkerLost", "Reschedule", "worker "+p.Name+" lost: "+l.why)
-		}
-		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, reasonNodeLost, why) })
-	}
+	s.evictLost(calls, v)
 	for _, p := range s.release(v) {
 		if s.evicted[p.UID] {
 			continue
@@ -1302,6 +1295,44 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		for i := 0; i < create; i++ {
 			node := nodes[len(pending)+i]
 			calls.do(func(ctx context.Context) { s.createAndBind(ctx, calls, w, node, packed) })
+		}
+	}
+	calls.wait()
+}
+
+// evictLost evicts the workers in v whose nodes can no longer run them
+// (nodes.go).
+func (s *Scheduler) evictLost(calls *calls, v *view) {
+	for _, l := range v.lost {
+		p, why := l.pod, "worker lost: "+l.why+"; its job goes on without it, as tide's policy decides"
+		s.evicted[p.UID] = true
+		s.log.Info("worker lost", "pod", p.Namespace+"/"+p.Name, "why", l.why)
+		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil {
+			s.fb.event(tideJobRef(w.tj), corev1.EventTypeWarning, "WorkerLost", "Reschedule", "worker "+p.Name+" lost: "+l.why)
+		}
+		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, reasonNodeLost, why) })
+	}
+}
+
+// noGPUs is a round on a cluster none of whose nodes has GPUs to plan
+// with (every GPU node cordoned, NotReady, deleted or emptied): no job is
+// placed, but the workers lost with their nodes are evicted and the gangs
+// short of a pod released, as in any round. The round used to end there:
+// cordoning every node evicted nothing, and the workers ran on.
+func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
+	calls := newCalls(ctx, s.cfg.Parallel)
+	s.evictLost(calls, v)
+	for _, w := range sortedWork(v.work) {
+		if w.tj != nil || w.succeeded > 0 || w.ended() || len(w.pods) >= w.minW {
+			continue
+		}
+		for _, p := range w.pods {
+			if s.nodeOf(p) == "" || s.evicted[p.UID] {
+				continue
+			}
+			s.evicted[p.UID] = true
+			why := fmt.Sprintf("tide released it: its gang %s has %d of its %d pods", w.name, len(w.pods), w.minW)
+			calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
 		}
 	}
 	calls.wait()

@@ -722,3 +722,40 @@ func TestNewGPUTypeUsed(t *testing.T) {
 		})
 	}
 }
+
+// TestNoUsableNode: with no node left to plan on, the workers lost with
+// their nodes are still evicted and a gang short of a pod released.
+// Cordoning every node evicted nothing: the round ended as soon as it
+// found no GPU to plan with (random operations, seed 1263 under edf: a
+// gang of parts on a node NotReady, one pod rejected).
+func TestNoUsableNode(t *testing.T) {
+	t.Run("cordoned", func(t *testing.T) {
+		h := newHarness(t, "fifo")
+		h.node("n0", 4)
+		h.pod("a", 2)
+		h.round()
+		h.node("n0", 4, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+		if ev := h.round(); fmt.Sprint(ev) != "[a]" {
+			t.Errorf("evicted %v, want a, lost with its cordoned node", ev)
+		}
+	})
+	t.Run("short gang", func(t *testing.T) {
+		h := newHarness(t, "fifo")
+		clock := time.Unix(1e9, 0)
+		h.s.now = func() time.Time { return clock }
+		h.node("n0", 4)
+		gang := annotate(AnnotJob, "g", AnnotGangSize, "2")
+		h.pod("g0", 1, gang)
+		h.pod("g1", 1, gang)
+		h.round()
+		// NotReady (within the grace: its workers are kept) and its GPUs
+		// gone from allocatable: no GPU to plan with.
+		h.node("n0", 0, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
+		p := h.get("g1")
+		p.Status.Phase, p.Status.Reason = corev1.PodFailed, "OutOfnvidia.com/gpu"
+		_ = h.pods.Update(p)
+		if ev := h.round(); fmt.Sprint(ev) != "[g0]" {
+			t.Errorf("evicted %v, want g0, its gang short of g1", ev)
+		}
+	})
+}
