@@ -176,6 +176,11 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 	if p := strings.Split(policy, ":")[0]; p == "elasticflow" || p == "edgeflow" {
 		w.oneType, w.sites = []string{"V100", "A100"}[rng.Intn(2)], false
 	}
+	// Pollux's searches know no sites (pollux.go, oneUnit): a job they
+	// spread across two sites runs on neither. Its clusters have one site.
+	if strings.HasPrefix(policy, "pollux") {
+		w.sites = false
+	}
 	// Tidal runs jobs without a deadline on the cloud and inference
 	// sites only (the knapsack's pools; edge servers take deadline jobs).
 	w.noEdge = strings.HasPrefix(policy, "tidal")
