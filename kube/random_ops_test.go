@@ -46,8 +46,8 @@ import (
 // read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200", or "300-400")
 // and TIDE_KUBE_RANDOM_STEPS search more.
 func TestRandomOperations(t *testing.T) {
-	first, last := int64(1), int64(len(randomPolicies))
-	steps := 60
+	first, last := int64(1), int64(3*len(randomPolicies)) // each policy thrice
+	steps := 120
 	if s := os.Getenv("TIDE_KUBE_RANDOM_SEEDS"); s != "" {
 		a, b, ok := strings.Cut(s, "-")
 		var err error
