@@ -1,6 +1,7 @@
 package classic
 
 import (
+	"math"
 	"slices"
 	"strconv"
 
@@ -45,7 +46,8 @@ func basicPolicies(register func(contract.Info)) {
 type FIFO struct {
 	Backfill bool `knob:"backfill"`
 	// ends caches the predicted end of each running job (predictStarts)
-	// while its allocation and launch stay the same; a cache only, it
+	// while its allocation and launch stay the same, priced again at each
+	// halving of the time it has left (refreshAt); a cache only, it
 	// changes no decision.
 	ends map[string]fifoEnd
 	// kept is what the rounds planned from what changed read (issue 19).
@@ -68,6 +70,27 @@ type fifoEnd struct {
 	running      bool
 	progress     float64
 	at           float64 // the end when running, else the time to run
+	due          float64 // running: from when the end is priced again (refreshAt)
+}
+
+// refreshAt is when a running job's end at, priced at now, is priced
+// again: halfway there. The model's remaining time of a running job is
+// from its progress and the packed allocation it asks for, with no
+// restart cost: while the job pays its start cost, or runs on GPUs
+// placed otherwise than packed, its end drifts from what was priced, by
+// a share of the time it has left. Priced again at each halving of the
+// time left, an end is at most twice as stale as one priced every round,
+// and each launch is priced about log2(its run / a round) times, not once
+// a round. An unknown end (+Inf) is never due. The time is always after
+// now: a job is priced at most once a round.
+func refreshAt(now, at float64) float64 {
+	if math.IsInf(at, 1) {
+		return at
+	}
+	if due := now + (at-now)/2; due > now {
+		return due
+	}
+	return math.Nextafter(now, math.Inf(1))
 }
 
 // Name implements engine.Policy.
@@ -109,10 +132,11 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 	return plan
 }
 
-// endOf returns the cached end of a running job, computing it once per
-// launch and allocation; jobs that left are dropped once the cache holds
-// more than twice the active jobs (active of them: the list itself is
-// read only then, as a JobsOnDemand policy must).
+// endOf returns the cached end of a running job, computing it per launch
+// and allocation and again when due (refreshAt); jobs that left are
+// dropped once the cache holds more than twice the active jobs (active of
+// them: the list itself is read only then, as a JobsOnDemand policy
+// must).
 func (f *FIFO) endOf(s *engine.Snapshot, active int) func(*engine.Status, engine.Assignment) float64 {
 	if len(f.ends) > 2*active+16 {
 		jobs := s.ActiveJobs()
@@ -135,27 +159,40 @@ func (f *FIFO) endOf(s *engine.Snapshot, active int) func(*engine.Status, engine
 }
 
 // endAt is when st ends on a, from the cache when it holds st's end for
-// its launch and allocation (endOf's), in the round being planned.
+// its launch and allocation (endOf's) and the end is not due to be priced
+// again (refreshAt), in the round being planned.
 func (f *FIFO) endAt(st *engine.Status, a engine.Assignment) float64 {
+	return f.end(st, a).at
+}
+
+// end is endAt's cache entry for st on a, priced now when the cache holds
+// none that stands (at is the end, for a waiting job too).
+func (f *FIFO) end(st *engine.Status, a engine.Assignment) fifoEnd {
 	s := f.snap
-	// A running job's end holds while it keeps its allocation; a
-	// waiting job's time to run holds while its progress does.
+	// A running job's end holds while it keeps its allocation, until it
+	// is due; a waiting job's time to run holds while its progress does.
 	running := len(st.GPUs) > 0
-	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running && (running || e.progress == s.Progress(st)) {
-		if running {
-			return e.at
+	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running {
+		if running && s.Now < e.due {
+			return e
 		}
-		return s.Now + e.at
+		if !running && e.progress == s.Progress(st) {
+			e.at += s.Now
+			return e
+		}
 	}
 	at := explain.ModelEnd(s, st, a) // pulls a running job's progress (Snapshot.Remaining)
 	e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
-	if !running {
+	if running {
+		e.due = refreshAt(s.Now, at)
+	} else {
 		e.at = at - s.Now
 	}
 	if !running || len(st.GPUs) == a.GPUs {
 		f.ends[st.Job.ID] = e
 	}
-	return at
+	e.at = at
+	return e
 }
 
 // Incremental implements engine.IncrementalPolicy: FIFO plans from what
@@ -180,9 +217,9 @@ func (f *FIFO) ProgressFree() bool { return f.Backfill }
 
 // ProgressOnDemand implements engine.ProgressOnDemand: without backfill
 // FIFO reads a running job's progress (Snapshot.Remaining) only to predict
-// its end, once per launch, at the first round in which some job waits
-// while it runs (endOf's cache, fifoQueue); a simulator need not advance
-// the other running jobs for it.
+// its end, at the first round in which some job waits while it runs and
+// again at each halving of the time it has left (endOf's cache, refreshAt,
+// fifoQueue); a simulator need not advance the other running jobs for it.
 func (f *FIFO) ProgressOnDemand() bool { return true }
 
 // startAll is the Run of a Keep plan that starts every job of waiting, in

@@ -1,10 +1,12 @@
 package classic
 
 import (
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/internal/minheap"
 	"github.com/tide-sched/tide/policy/internal/explain"
 	"github.com/tide-sched/tide/policy/internal/roster"
 )
@@ -20,10 +22,11 @@ import (
 // not fit stops the rest), the running jobs keep their GPUs, and each job
 // left waiting gets the reason the full pass writes (explain.KeptAppend).
 // The predicted starts (without backfill) need every running job's end:
-// FIFO keeps them in end order (fifoQueue), each computed once per launch
-// as the full pass's cache computes it, at the first round in which some
-// job waits while it runs. A round costs the jobs that changed, the jobs
-// it starts and the waiting jobs (their reasons), not the running ones.
+// FIFO keeps them in end order (fifoQueue), each computed per launch as
+// the full pass's cache computes it, at the first round in which some job
+// waits while it runs, and again when due (refreshAt: the ends due kept
+// in a heap). A round costs the jobs that changed, the jobs it starts, the
+// waiting jobs (their reasons) and the ends due, not the running jobs.
 
 // fifoQueue keeps the running jobs' predicted ends in end order.
 type fifoQueue struct {
@@ -35,15 +38,29 @@ type fifoQueue struct {
 	ends     []explain.End
 	endSt    []*engine.Status
 	unpriced []*engine.Status // running jobs whose end is not computed yet
-	at       roster.Slots[fifoAt]
-	why      explain.Scratch
+	// due are the priced ends by when they are due to be priced again
+	// (fifoEnd.due), earliest first; an entry whose job no longer holds
+	// that end is passed over.
+	due []fifoDue
+	at  roster.Slots[fifoAt]
+	why explain.Scratch
 }
 
 // fifoAt is where a running job is in fifoQueue.
 type fifoAt struct {
-	end float64 // its end, in ends, when priced
-	in  int     // 1 + index in unpriced; -1 when in ends; 0 in neither
+	end, due float64 // its end, in ends, and when it is due, when priced
+	in       int     // 1 + index in unpriced; -1 when in ends; 0 in neither
 }
+
+// fifoDue is an entry of fifoQueue.due: job st's end, priced in its
+// launch starts, is due at t.
+type fifoDue struct {
+	t      float64
+	st     *engine.Status
+	starts int
+}
+
+func dueFirst(a, b fifoDue) bool { return a.t < b.t }
 
 // keptRound plans a round the roster took (Begin reported true) from
 // what changed.
@@ -95,7 +112,8 @@ func (f *FIFO) keptRound(s *engine.Snapshot) engine.Plan {
 	q.why.KeptAppend(s, &plan, head, true, f.kept.Running(), f.kept.Held(), fifoTerms)
 	if !f.Backfill && s.Model != nil {
 		endOf := f.endOf(s, f.kept.Running()+len(waiting))
-		q.price(endOf)
+		q.price(f)
+		q.refresh(f, s.Now)
 		q.why.KeptPredictStarts(s, &plan, head, free, q.ends, endOf)
 	}
 	return plan
@@ -151,6 +169,8 @@ func (q *fifoQueue) invalidate() { q.seen.Stop() }
 // rebuild makes q from the active jobs of s.
 func (q *fifoQueue) rebuild(f *FIFO, s *engine.Snapshot) {
 	q.ends, q.endSt = q.ends[:0], q.endSt[:0]
+	clear(q.due)
+	q.due = q.due[:0]
 	clear(q.unpriced)
 	q.unpriced = q.unpriced[:0]
 	q.at.Clear()
@@ -170,8 +190,7 @@ func (q *fifoQueue) note(f *FIFO, st *engine.Status) bool {
 		return false
 	}
 	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == st.Job.GPUs && e.starts == st.Starts && e.running {
-		q.insert(st, e.at)
-		*at = fifoAt{end: e.at, in: -1}
+		q.file(st, at, e)
 		return true
 	}
 	q.unpriced = append(q.unpriced, st)
@@ -204,17 +223,48 @@ func (q *fifoQueue) forget(st *engine.Status) {
 	q.at.Drop(st)
 }
 
-// price computes the end of every unpriced running job (endOf caches it,
+// price computes the end of every unpriced running job (f.end caches it,
 // as the full pass would at this round) and files it.
-func (q *fifoQueue) price(endOf func(*engine.Status, engine.Assignment) float64) {
+func (q *fifoQueue) price(f *FIFO) {
 	for _, st := range q.unpriced {
-		j := st.Job
-		t := endOf(st, engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType})
-		q.insert(st, t)
-		*q.at.Get(st) = fifoAt{end: t, in: -1}
+		q.file(st, q.at.Get(st), f.end(st, asked(st)))
 	}
 	clear(q.unpriced)
 	q.unpriced = q.unpriced[:0]
+}
+
+// refresh prices again, as the full pass would at this round, every end
+// due by now (refreshAt) and files it anew.
+func (q *fifoQueue) refresh(f *FIFO, now float64) {
+	for len(q.due) > 0 && q.due[0].t <= now {
+		d := minheap.Pop(&q.due, dueFirst)
+		st := d.st
+		at := q.at.Get(st)
+		if at == nil || at.in >= 0 || at.due != d.t || st.Starts != d.starts {
+			continue // the job left, stopped or was priced since
+		}
+		if i, ok := q.search(at.end, st); ok {
+			q.ends = slices.Delete(q.ends, i, i+1)
+			q.endSt = slices.Delete(q.endSt, i, i+1)
+		}
+		q.file(st, at, f.end(st, asked(st)))
+	}
+}
+
+// file files running job st's end e (f.end's) in ends and, when it may
+// come due, in due; at is st's entry.
+func (q *fifoQueue) file(st *engine.Status, at *fifoAt, e fifoEnd) {
+	q.insert(st, e.at)
+	*at = fifoAt{end: e.at, due: e.due, in: -1}
+	if !math.IsInf(e.due, 1) {
+		minheap.Push(&q.due, fifoDue{t: e.due, st: st, starts: st.Starts}, dueFirst)
+	}
+}
+
+// asked is st's assignment to the GPUs it asks for.
+func asked(st *engine.Status) engine.Assignment {
+	j := st.Job
+	return engine.Assignment{Job: j.ID, GPUs: j.GPUs, GPUType: j.GPUType}
 }
 
 // insert files st's end t in ends.

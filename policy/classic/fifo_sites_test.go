@@ -24,6 +24,9 @@ type predictions struct {
 	engine.Policy
 	got  []prediction
 	none []string
+	// last is each job's last reason with a position in the queue or a
+	// predicted start (at 0: none) that a plan wrote.
+	last map[string]prediction
 }
 
 type prediction struct {
@@ -37,6 +40,12 @@ func (p *predictions) Schedule(s *engine.Snapshot) engine.Plan {
 	plan := p.Policy.Schedule(s)
 	for _, st := range s.Jobs {
 		r, ok := plan.Reasons[st.Job.ID]
+		if ok && (r.Position > 0 || r.PredictedStart > 0) {
+			if p.last == nil {
+				p.last = map[string]prediction{}
+			}
+			p.last[st.Job.ID] = prediction{st.Job.ID, s.Now, r.PredictedStart}
+		}
 		switch {
 		case !ok:
 		case r.PredictedStart > 0:

@@ -18,13 +18,16 @@ type fifoEndState struct {
 	GPUs, Starts int
 	Running      bool
 	Progress, At float64
+	// Due is when a running job's end is priced again (refreshAt); state
+	// saved without it prices every end again at the next round.
+	Due float64
 }
 
 // SaveState implements engine.Stateful.
 func (f *FIFO) SaveState() ([]byte, error) {
 	var st fifoState
 	for id, e := range sorted.All(f.ends) {
-		st.Ends = append(st.Ends, sorted.Pair[string, fifoEndState]{Key: id, Val: fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at}})
+		st.Ends = append(st.Ends, sorted.Pair[string, fifoEndState]{Key: id, Val: fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at, Due: e.due}})
 	}
 	return engine.EncodeState(st)
 }
@@ -42,7 +45,7 @@ func (f *FIFO) LoadState(b []byte) error {
 	f.ends = make(map[string]fifoEnd, len(st.Ends))
 	for _, p := range st.Ends {
 		id, e := p.Key, p.Val
-		f.ends[id] = fifoEnd{gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At}
+		f.ends[id] = fifoEnd{gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At, due: e.Due}
 	}
 	return nil
 }
