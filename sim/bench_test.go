@@ -1,11 +1,14 @@
 package sim_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/cputime"
+	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
@@ -65,4 +68,39 @@ func BenchmarkPhilly(b *testing.B) {
 		}
 	}
 	reportRate(b, run)
+}
+
+// BenchmarkFIFOWorkload6 is `tide sim --policy fifo`'s run (workload-6 on
+// 64 T4, the Pollux profiles, the pack placer, 60 s rounds and events),
+// and the same with arrivals four times denser (--arrival-scale 0.25):
+// FIFO without backfill predicts the first waiting jobs' starts every
+// round from the running jobs' ends (explain.KeptPredictStarts).
+// cpu-ms/op is the process's CPU time per run, the figure to compare on a
+// loaded machine.
+func BenchmarkFIFOWorkload6(b *testing.B) {
+	jobs, m, c := workload6(b)
+	for _, scale := range []float64{1, 0.25} {
+		b.Run(fmt.Sprintf("arrivals-x%g", scale), func(b *testing.B) {
+			scaled := make([]*job.Job, len(jobs))
+			for i, j := range jobs {
+				cp := *j
+				cp.Submit *= scale
+				scaled[i] = &cp
+			}
+			var run *report.Run
+			cpu := cputime.Process()
+			for b.Loop() {
+				p, err := policy.Parse("fifo", policy.Context{Jobs: scaled})
+				if err != nil {
+					b.Fatal(err)
+				}
+				run, err = sim.Run(sim.Config{Cluster: c, Model: m, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: true}, scaled)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cputime.Process()-cpu)*1e3/float64(b.N), "cpu-ms/op")
+			reportRate(b, run)
+		})
+	}
 }
