@@ -66,6 +66,21 @@ type Profile struct {
 	grad        [][]gradStat      // [validation index][epoch]
 	progress    []float64         // progress[e] = progress at the end of epoch e-1; progress[0] = 0
 	configCache sync.Map          // configKey -> config
+	interpOnce  sync.Once
+	interp      interpIndex // points grouped for interpolate, built on first use
+}
+
+// interpIndex groups the scattered points as interpolate reads them: per
+// node level its distinct replica counts, sorted, and per (level,
+// replicas) the step and sync curve over the per-GPU batch.
+type interpIndex struct {
+	reps   map[int][]float64
+	curves map[levelReplicas]*curve
+}
+
+type levelReplicas struct {
+	nodes    int
+	replicas float64
 }
 
 type gradStat struct{ sqr, vr float64 }
@@ -349,10 +364,16 @@ func (m *Model) Rate(j *job.Job, a perf.Alloc, x float64) (float64, float64) {
 		return 0, math.Inf(1)
 	}
 	e := p.Epoch(x)
-	g := p.gradAt(cfg.batch, e)
-	scale := float64(cfg.batch) / float64(p.InitBatch)
+	return p.rate(cfg.batch, cfg.iterTime, e), p.progress[e+1]
+}
+
+// rate is the progress per second in epoch e of a global batch of batch
+// samples taking iterTime seconds per iteration.
+func (p *Profile) rate(batch int, iterTime float64, e int) float64 {
+	g := p.gradAt(batch, e)
+	scale := float64(batch) / float64(p.InitBatch)
 	gain := (g.vr + g.sqr) / (g.vr/scale + g.sqr)
-	return gain / cfg.iterTime, p.progress[e+1]
+	return gain / iterTime
 }
 
 // allocConfig is the configuration a job runs with on a: the batch
@@ -389,6 +410,13 @@ func (p *Profile) exactConfig(perNode []int, atomic, accum int) config {
 		return config{}
 	}
 	step, sync := p.throughput(pl, float64(atomic))
+	return makeConfig(replicas, atomic, accum, step, sync)
+}
+
+// makeConfig is the run of atomic samples per GPU and accum extra
+// accumulation passes on replicas GPUs whose step and sync times at that
+// atomic batch are step and sync.
+func makeConfig(replicas, atomic, accum int, step, sync float64) config {
 	if !(step > 0) {
 		return config{}
 	}
@@ -541,28 +569,29 @@ func (p *Profile) computeConfig(perNode []int, batch int) config {
 	if replicas == 0 {
 		return config{}
 	}
-	if batch == 0 {
-		batch = max(p.InitBatch, p.MinLocalBsz*replicas)
-	}
-	local := ceilDiv(batch, replicas)
-	accum := ceilDiv(local, p.MaxLocalBsz) - 1
-	if replicas == 1 && batch > p.InitBatch {
-		accum = max(1, accum)
-	}
-	atomic := ceilDiv(local, accum+1)
-	count := replicas * (accum + 1)
-	atomic = min(atomic, p.MaxBatch/count)
+	atomic, accum := p.split(replicas, batch)
 	if atomic <= 0 {
 		return config{}
 	}
 	step, sync := p.throughput(pl, float64(atomic))
-	if !(step > 0) {
-		return config{}
+	return makeConfig(replicas, atomic, accum, step, sync)
+}
+
+// split is the artifact's atomic batch and accumulation steps for a target
+// batch (0: the model's initial batch) on replicas GPUs; atomic <= 0 when
+// none fits.
+func (p *Profile) split(replicas, batch int) (atomic, accum int) {
+	if batch == 0 {
+		batch = max(p.InitBatch, p.MinLocalBsz*replicas)
 	}
-	total := atomic * replicas * (accum + 1)
-	iter := step + (step-sync)*float64(accum)
-	return config{batch: total, iterTime: iter, ok: true,
-		c: Config{Atomic: atomic, Accum: accum, Batch: total, Step: step, Sync: sync, IterTime: iter}}
+	local := ceilDiv(batch, replicas)
+	accum = ceilDiv(local, p.MaxLocalBsz) - 1
+	if replicas == 1 && batch > p.InitBatch {
+		accum = max(1, accum)
+	}
+	atomic = ceilDiv(local, accum+1)
+	count := replicas * (accum + 1)
+	return min(atomic, p.MaxBatch/count), accum
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
@@ -635,16 +664,33 @@ func (p *Profile) interpolate(nodes, replicas, bsz float64) (float64, float64) {
 	return s0 + w*(s1-s0), y0 + w*(y1-y0)
 }
 
-func (p *Profile) atLevel(nodes int, replicas, bsz float64) (float64, float64) {
-	var reps []float64
-	seen := map[float64]bool{}
-	for _, pt := range p.points {
-		if int(pt.nodes) == nodes && !seen[pt.replicas] {
-			seen[pt.replicas] = true
-			reps = append(reps, pt.replicas)
+// index returns the points grouped for interpolate.
+func (p *Profile) index() *interpIndex {
+	p.interpOnce.Do(func() {
+		ix := interpIndex{reps: map[int][]float64{}, curves: map[levelReplicas]*curve{}}
+		for _, pt := range p.points {
+			k := levelReplicas{int(pt.nodes), pt.replicas}
+			c := ix.curves[k]
+			if c == nil {
+				c = &curve{}
+				ix.curves[k] = c
+				ix.reps[k.nodes] = append(ix.reps[k.nodes], pt.replicas)
+			}
+			c.bsz, c.step, c.sync = append(c.bsz, pt.bsz), append(c.step, pt.step), append(c.sync, pt.sync)
 		}
-	}
-	sort.Float64s(reps)
+		for _, c := range ix.curves {
+			sortCurve(c)
+		}
+		for _, r := range ix.reps {
+			sort.Float64s(r)
+		}
+		p.interp = ix
+	})
+	return &p.interp
+}
+
+func (p *Profile) atLevel(nodes int, replicas, bsz float64) (float64, float64) {
+	reps := p.index().reps[nodes]
 	r0, r1 := bracket(reps, replicas)
 	s0, y0 := p.atReplicas(nodes, r0, bsz)
 	if r0 == r1 {
@@ -656,14 +702,7 @@ func (p *Profile) atLevel(nodes int, replicas, bsz float64) (float64, float64) {
 }
 
 func (p *Profile) atReplicas(nodes int, replicas, bsz float64) (float64, float64) {
-	c := &curve{}
-	for _, pt := range p.points {
-		if int(pt.nodes) == nodes && pt.replicas == replicas {
-			c.bsz, c.step, c.sync = append(c.bsz, pt.bsz), append(c.step, pt.step), append(c.sync, pt.sync)
-		}
-	}
-	sortCurve(c)
-	return c.at(bsz)
+	return p.index().curves[levelReplicas{nodes, replicas}].at(bsz)
 }
 
 func bracketInts(xs []int, x float64) (int, int) {
