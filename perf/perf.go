@@ -42,6 +42,29 @@ type Observer interface {
 	Limits(j *job.Job) goodput.Limits
 }
 
+// Span is every allocation of one GPU type a job may be given: from MinGPUs
+// to MaxGPUs GPUs on at most Nodes nodes of at most PerNode GPUs each
+// (PerNode <= 0: no limit per node), in any placement.
+type Span struct {
+	GPUType          string
+	MinGPUs, MaxGPUs int
+	PerNode, Nodes   int
+}
+
+// Bounder is a Model that can bound a job's rate over a whole Span, for a
+// no-contention lower bound on its completion time that no schedule can
+// beat: a job's rate can depend on the shape of its placement (not only on
+// its GPU count) and, for an adaptive job (job.AdaptBatch), on the batch
+// configuration its agent chooses (Alloc.LocalBsz, AccumSteps).
+type Bounder interface {
+	Model
+	// MaxRate is at least j's Rate at progress p on every allocation in s
+	// (every placement, and when j.AdaptBatch every batch configuration
+	// its agent may choose), and the progress up to which that holds
+	// (> p; +Inf when it never changes); 0 when nothing in s runs j.
+	MaxRate(j *job.Job, s Span, p float64) (rate, until float64)
+}
+
 // GPUs is the total GPU count of a.
 func (a Alloc) GPUs() int {
 	n := 0

@@ -772,13 +772,23 @@ func (s *simulator) finishRecords() {
 	s.out.Jobs = s.recs
 }
 
-// LowerBound is j's completion time alone on the cluster: its start cost plus
-// its run time at the best GPU count in [MinGPUs, MaxGPUs] and the best GPU
-// type, packed on as few nodes as possible.
+// LowerBound is j's completion time alone on the cluster, a time no
+// schedule can beat: its start cost plus its run time at the best
+// allocation. With a perf.Bounder model (the Pollux profiles) that is, for
+// each stretch of progress over which the model's rate holds, the best of
+// every GPU count in [MinGPUs, MaxGPUs], every GPU type, every placement on
+// the type's nodes (perNode GPUs at most on each) and, for an adaptive job,
+// every batch configuration its agent may choose: a job may change any of
+// them as it goes, and a spread placement can beat a packed one. With any
+// other model, it is the best GPU count and type packed on as few nodes as
+// possible, held throughout.
 func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job.Job) float64 {
 	types := c.GPUTypes()
 	if j.GPUType != "" {
 		types = []string{j.GPUType}
+	}
+	if b, ok := m.(perf.Bounder); ok {
+		return boundedLowerBound(b, c, perNode, j, types)
 	}
 	best := math.Inf(1)
 	var buf []int
@@ -806,4 +816,37 @@ func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job
 		return 0
 	}
 	return best + m.Costs(j).Start
+}
+
+// boundedLowerBound is LowerBound with a perf.Bounder: at each stretch of
+// progress the highest MaxRate over the types' spans.
+func boundedLowerBound(b perf.Bounder, c *cluster.Cluster, perNode map[string]int, j *job.Job, types []string) float64 {
+	spans := make([]perf.Span, 0, len(types))
+	for _, t := range types {
+		s := perf.Span{GPUType: t, MinGPUs: j.MinGPUs, MaxGPUs: min(j.MaxGPUs, c.GPUsOfType(t)), PerNode: perNode[t]}
+		for _, n := range c.Nodes {
+			if n.GPUType == t && n.GPUs > 0 {
+				s.Nodes++
+			}
+		}
+		if s.MaxGPUs >= max(s.MinGPUs, 1) {
+			spans = append(spans, s)
+		}
+	}
+	work := b.Work(j)
+	t, p := 0.0, 0.0
+	for p < work {
+		r, until := 0.0, math.Inf(1)
+		for _, s := range spans {
+			sr, su := b.MaxRate(j, s, p)
+			r, until = math.Max(r, sr), math.Min(until, su)
+		}
+		if !(r > 0) {
+			return 0
+		}
+		end := math.Min(until, work)
+		t += (end - p) / r
+		p = end
+	}
+	return t + b.Costs(j).Start
 }

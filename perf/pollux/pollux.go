@@ -66,6 +66,7 @@ type Profile struct {
 	grad        [][]gradStat      // [validation index][epoch]
 	progress    []float64         // progress[e] = progress at the end of epoch e-1; progress[0] = 0
 	configCache sync.Map          // configKey -> config
+	spanCache   sync.Map          // spanKey -> []float64, MaxRate's bound per epoch
 	interpOnce  sync.Once
 	interp      interpIndex // points grouped for interpolate, built on first use
 }

@@ -1,0 +1,94 @@
+package assemble
+
+import (
+	"testing"
+
+	"github.com/tide-sched/tide/data"
+	"github.com/tide-sched/tide/trace"
+)
+
+// TestLowerBoundHolds: the no-contention lower bound (sim.LowerBound, each
+// record's LowerBound) is one that no schedule beats: for every finished
+// job of every run, its time from first start to finish (the start cost
+// included, as in the bound), and so its JCT, is at least its bound. The
+// runs are the embedded workload-6 and workload-2 on 64 T4 as tide sim
+// replays them, rigid, elastic and batch-adapting (Pollux), under tide's
+// rules and the Pollux artifact's (most-free placer: spread placements,
+// faster than packed ones on some profiles). Before the bound priced every
+// placement and every batch configuration an agent may choose, 10 of
+// fifo's 160 jobs on workload-6 ran faster than their bound (none sooner
+// than it after submission: they queued), 6 of srtf's and 79 of Pollux's
+// finished sooner than it after submission.
+func TestLowerBoundHolds(t *testing.T) {
+	m, err := PolluxModel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		trace, preset string
+		policies      []string
+	}
+	runs := []run{
+		{"workload-6", "", []string{"fifo", "srtf", "tiresias", "afs", "optimus", "pollux"}},
+		{"workload-6", "pollux-artifact", []string{"tiresias", "pollux"}},
+		{"workload-2", "", []string{"srtf", "pollux"}},
+	}
+	for _, r := range runs {
+		f, err := data.FS.Open("pollux/workloads/" + r.trace + ".csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := trace.Read(f, r.trace, trace.Pollux, trace.Options{})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		preset, err := LookupPreset(r.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &Inputs{Trace: r.trace, Jobs: tr.Jobs, Cluster: mustCluster(t, "16x4:t4"), Model: m,
+			Preset: preset, Round: 60, OnEvents: !preset.RoundsOnly, Seed: 1}
+		for _, p := range r.policies {
+			if testing.Short() && p == "pollux" {
+				continue // seconds each
+			}
+			name := r.trace + "/" + p
+			if r.preset != "" {
+				name += "/" + r.preset
+			}
+			t.Run(name, func(t *testing.T) {
+				b, err := in.Build(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := b.Simulate()
+				if err != nil {
+					t.Fatal(err)
+				}
+				finished, beat := 0, 0
+				for _, j := range out.Jobs {
+					if j.State != "finished" {
+						continue
+					}
+					finished++
+					if !(j.LowerBound > 0) {
+						t.Errorf("%s: no bound", j.ID)
+					}
+					if run := j.Finish - j.Start; run < j.LowerBound*(1-1e-9) {
+						beat++
+						if beat <= 5 {
+							t.Errorf("%s on %d GPUs ran %.1f s (JCT %.1f s), under its lower bound %.1f s", j.ID, j.GPUs, run, j.Finish-j.Submit, j.LowerBound)
+						}
+					}
+				}
+				if beat > 0 {
+					t.Errorf("%d of %d finished jobs beat their lower bound", beat, finished)
+				}
+				if finished == 0 {
+					t.Error("no job finished")
+				}
+			})
+		}
+	}
+}
