@@ -75,7 +75,7 @@ type Run struct {
 func (r *Run) Simulate() (*report.Run, error) { return sim.Run(r.Config, r.Jobs) }
 
 // Error says which input a run could not be assembled from: Field is
-// "policy" or "placer".
+// "policy", "placer" or "quota".
 type Error struct {
 	Field string
 	Err   error
@@ -97,6 +97,11 @@ func (in *Inputs) Build(spec string) (*Run, error) {
 		}
 	}
 	jobs := in.JobsFor(info)
+	if in.Quotas != nil && !in.Borrow {
+		if err := withinQuotas(jobs, in.Quotas); err != nil {
+			return nil, &Error{Field: "quota", Err: err}
+		}
+	}
 	p, err := Policy(spec, policy.Context{Jobs: jobs, Service: ServiceEstimate(in.Cluster, in.Model), Future: in.Future}, in.Quotas, in.Borrow)
 	if err != nil {
 		return nil, err
@@ -146,6 +151,28 @@ func PartGPU(jobs []*job.Job) (*job.Job, string) {
 		return j, "gpu_share"
 	}
 	return nil, ""
+}
+
+// withinQuotas refuses, for quotas without borrowing, the first job that
+// needs more GPUs than its tenant's quota: policy.Quota runs a tenant's
+// jobs only within its quota then, so such a job would wait for ever (the
+// simulator stopped the run, stuck, with no word of the quota).
+func withinQuotas(jobs []*job.Job, quotas map[string]int) error {
+	for _, j := range jobs {
+		need := j.MinGPUs
+		if need == 0 {
+			need = j.GPUs
+		}
+		if have, ok := quotas[j.Tenant]; need > have {
+			of := fmt.Sprintf("its quota of %d", have)
+			if !ok {
+				of = "no quota"
+			}
+			return fmt.Errorf("job %s of tenant %q needs %d GPUs and the tenant has %s: without borrowing a tenant's jobs run only within its quota, so it would never run; "+
+				"give tenant %q a quota of at least %d, or lend idle GPUs (borrow)", j.ID, j.Tenant, need, of, j.Tenant, need)
+		}
+	}
+	return nil
 }
 
 // Policy builds the policy a spec names, wrapped in tenant quotas when

@@ -184,3 +184,39 @@ func TestBuildElasticWholeGPUs(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildQuotaWithoutBorrow: without borrowing, a job that needs more
+// GPUs than its tenant's quota (none, for a tenant the quotas leave out)
+// never runs; it is refused before the run, naming the job, the tenant and
+// the quota. The run went until the simulator found it stuck (tide sim
+// --quota zz=64 --borrow=false). Borrowing, or a quota that holds it, runs.
+func TestBuildQuotaWithoutBorrow(t *testing.T) {
+	j := &job.Job{ID: "a", Tenant: "alice", GPUs: 2, Work: 10, Unit: job.Seconds}
+	for _, tc := range []struct {
+		quotas map[string]int
+		borrow bool
+		want   string // "": runs
+	}{
+		{map[string]int{"zz": 64}, false, `job a of tenant "alice" needs 2 GPUs and the tenant has no quota`},
+		{map[string]int{"alice": 1}, false, `the tenant has its quota of 1`},
+		{map[string]int{"zz": 64}, true, ""},
+		{map[string]int{"alice": 2}, false, ""},
+	} {
+		in := inputs(t, DurationModel(), false, j)
+		in.Quotas, in.Borrow = tc.quotas, tc.borrow
+		r, err := in.Build("fifo")
+		var ae *Error
+		switch {
+		case tc.want != "":
+			if !errors.As(err, &ae) || ae.Field != "quota" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("quotas %v, borrow %v: %v, want a quota error with %q", tc.quotas, tc.borrow, err, tc.want)
+			}
+		case err != nil:
+			t.Errorf("quotas %v, borrow %v: %v", tc.quotas, tc.borrow, err)
+		default:
+			if out, err := r.Simulate(); err != nil || out.Jobs[0].Finish <= 0 {
+				t.Errorf("quotas %v, borrow %v: %v", tc.quotas, tc.borrow, err)
+			}
+		}
+	}
+}
