@@ -8,15 +8,13 @@ import (
 
 	"github.com/tide-sched/tide/cluster"
 	"github.com/tide-sched/tide/cputime"
-	"github.com/tide-sched/tide/data"
 	"github.com/tide-sched/tide/engine"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/solver"
-	"github.com/tide-sched/tide/trace"
 )
 
 // BenchmarkDecision times one scheduling decision (Policy.Schedule on a
@@ -128,19 +126,7 @@ type decisionInputs struct {
 
 func newDecisionInputs(tb testing.TB, policySpec string, gpus, n int) decisionInputs {
 	tb.Helper()
-	f, err := data.FS.Open(data.DefaultTrace)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tr, err := trace.Read(f, data.DefaultTrace, trace.Pollux, trace.Options{})
-	f.Close()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := pollux.Load(data.FS, data.ProfilesDir)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	w6, m := policytest.Workload6(tb)
 	spec, err := cluster.ParseShorthand(fmt.Sprintf("%dx4:t4", gpus/4))
 	if err != nil {
 		tb.Fatal(err)
@@ -151,7 +137,7 @@ func newDecisionInputs(tb testing.TB, policySpec string, gpus, n int) decisionIn
 	}
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
-		j := *tr.Jobs[i%len(tr.Jobs)]
+		j := *w6[i%len(w6)]
 		j.ID = fmt.Sprintf("j%05d", i)
 		j.Submit = float64(i)
 		j.Deadline = j.Submit + 4*3600

@@ -5,14 +5,12 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/cluster"
-	"github.com/tide-sched/tide/data"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/perf"
-	"github.com/tide-sched/tide/perf/pollux"
 	"github.com/tide-sched/tide/place"
 	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/policy/internal/policytest"
 	"github.com/tide-sched/tide/sim"
-	"github.com/tide-sched/tide/trace"
 )
 
 // TestFIFOPredictsAsRunningJobsGo runs FIFO in the simulator where the
@@ -35,22 +33,7 @@ func TestFIFOPredictsAsRunningJobsGo(t *testing.T) {
 		return cluster.SiteSpec{Name: name, Nodes: []cluster.NodeSpec{{Count: count, GPUs: 4, GPU: "t4"}}}
 	}
 	const cost = 30 // the start cost: the Pollux profiles' and the duration model's here
-	w6 := func(t *testing.T) ([]*job.Job, perf.Model) {
-		f, err := data.FS.Open(data.DefaultTrace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		tr, err := trace.Read(f, data.DefaultTrace, trace.Pollux, trace.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := pollux.Load(data.FS, data.ProfilesDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Jobs, m
-	}
+	w6 := func(t *testing.T) ([]*job.Job, perf.Model) { return policytest.Workload6(t) }
 	random := func(*testing.T) ([]*job.Job, perf.Model) {
 		return randomJobs(80, 4), perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Start: cost, Restart: cost}}}
 	}
