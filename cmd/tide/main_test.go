@@ -248,6 +248,9 @@ func TestHelpAndLists(t *testing.T) {
 	if code, out, _ := tide(t, "policies", "fifo"); code != 0 || !strings.Contains(out, "backfill=false") || !strings.Contains(out, "priority=off") {
 		t.Errorf("policies fifo: exit %d\n%s", code, out)
 	}
+	if code, out, _ := tide(t, "policies", "tiresias"); code != 0 || !strings.Contains(out, "  preset=paper (paper: limits") {
+		t.Errorf("policies tiresias: exit %d, want its preset knob as 'preset=paper (paper: ...)':\n%s", code, out)
+	}
 	if code, _, errs := tide(t, "policies", "nope"); code == 0 || !strings.Contains(errs, "want one of") {
 		t.Errorf("policies nope: exit %d, %s", code, errs)
 	}

@@ -381,7 +381,11 @@ func writePolicy(w io.Writer, i policy.Info) error {
 	}
 	fmt.Fprintln(w, "\nknobs (NAME:key=value:key=value):")
 	for _, k := range i.KnobList() {
-		fmt.Fprintf(w, "  %s=%s: %s\n", k.Key, k.Default, k.Doc)
+		sep := ": "
+		if strings.HasPrefix(k.Doc, "(") {
+			sep = " " // preset=paper (paper: ...; pollux: ...), not "preset=paper: (paper: ..."
+		}
+		fmt.Fprintf(w, "  %s=%s%s%s\n", k.Key, k.Default, sep, k.Doc)
 	}
 	_, err := fmt.Fprintln(w, "  priority=off: strict priority classes (strict, or preempt to take lower classes' GPUs)")
 	return err
