@@ -58,14 +58,16 @@ func (p *predictions) Schedule(s *engine.Snapshot) engine.Plan {
 }
 
 // TestFIFOPredictsOnSites runs FIFO in the simulator on small clusters of
-// several sites (one GPU type; the duration model, no start costs, so that
-// a prediction is exact) and checks every round's predicted start of
+// several sites or edge servers (one GPU type; the duration model, no
+// start costs, so that a prediction is exact) and checks every round's
+// predicted start of
 // every waiting job against the start the job then got. FIFO is strict:
 // a job that arrives later waits behind, so arrivals do not move the
 // predictions of the jobs ahead. Each waiting job among the first
 // explain.PredictAhead must get one. Counted over the whole cluster, the
-// free GPUs of two sites made a job that fits neither "start now" (no
-// prediction) or start at an end that frees too few GPUs on any one site.
+// free GPUs of two sites (or two servers of an edge site alone) made a
+// job that fits neither "start now" (no prediction) or start at an end
+// that frees too few GPUs on any one site or server.
 func TestFIFOPredictsOnSites(t *testing.T) {
 	spec := func(name, kind string, count, gpus int) cluster.SiteSpec {
 		return cluster.SiteSpec{Name: name, Kind: kind, Nodes: []cluster.NodeSpec{{Count: count, GPUs: gpus, GPU: "a100"}}}
@@ -114,6 +116,11 @@ func TestFIFOPredictsOnSites(t *testing.T) {
 		jobs: []*job.Job{j("p", 0, 4, 50), j("x", 1, 3, 100), j("q", 2, 4, 1000), j("y", 51, 3, 50),
 			j("w1", 52, 3, 500), j("w2", 53, 1, 500), j("w3", 54, 4, 500)},
 		want: map[string]float64{"w1": 101, "w2": 101, "w3": 101},
+	}, {
+		name:  "an edge site alone",
+		sites: []cluster.SiteSpec{spec("e", cluster.SiteEdge, 2, 2)},
+		jobs:  []*job.Job{j("x", 0, 1, 100), j("v", 1, 1, 400), j("y", 2, 1, 100), j("k", 3, 1, 250), j("w", 4, 2, 50)},
+		want:  map[string]float64{"w": 253},
 	}, {
 		name:  "random jobs on two sites and edge servers",
 		sites: []cluster.SiteSpec{spec("a", "", 2, 4), spec("b", "", 1, 4), spec("e", cluster.SiteEdge, 2, 2)},

@@ -298,9 +298,10 @@ const PredictAhead = 16
 // none overtakes a job that does not fit yet), assuming no arrivals,
 // failures or capacity changes. A job whose wait depends on a job the
 // model cannot time (no duration) gets none, and so do those behind it.
-// On a cluster of several sites the free GPUs and the ends are counted per
-// set of GPUs one job may take together, and a job starts when one set
-// has room for it (predictSets); on one site, over the whole cluster.
+// On a cluster of several sets of GPUs one job may take together (several
+// sites, GPU types or edge servers) the free GPUs and the ends are counted
+// per set, and a job starts when one set has room for it (predictSets); on
+// one site of one type, over the whole cluster.
 //
 // Only the first predictAhead waiting jobs get a prediction: each costs the
 // model's remaining time every round, and further back the assumption of
@@ -322,7 +323,7 @@ func (sc *Scratch) PredictStarts(s *engine.Snapshot, plan *engine.Plan, order []
 	if endOf == nil {
 		endOf = func(st *engine.Status, a engine.Assignment) float64 { return ModelEnd(s, st, a) }
 	}
-	if len(s.Cluster.Sites()) > 1 {
+	if perSet(s.Cluster) {
 		sc.predictSets(s, plan, order, strict, endOf)
 		return
 	}
@@ -390,7 +391,7 @@ func (p *Planned) Of(s *engine.Snapshot, order []*engine.Status, run []engine.As
 type End struct {
 	T    float64
 	GPUs int
-	set  int // on several sites, the set of GPUs it frees them in (freeSets)
+	set  int // on several sets, the set of GPUs it frees them in (freeSets)
 }
 
 // KeptPredictStarts is PredictStarts (strict, one GPU type, one site) for
@@ -501,7 +502,7 @@ func predict(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, give
 	}
 }
 
-// predictSets is PredictStarts on a cluster of several sites. A job never
+// predictSets is PredictStarts on a cluster of several sets. A job never
 // spans sites or mixes GPU types, and on an edge site it uses one server:
 // GPUs free on two sites do not start a job that fits neither. So the free
 // GPUs and the ends are counted per set of GPUs one job may take together

@@ -11,37 +11,41 @@ import (
 // The free GPUs a waiting job's reason states ("needs 2 GPUs, 2 free").
 //
 // A job never mixes GPU types or spans sites, and on an edge site it uses
-// one server (engine.Assignment). On a cluster of several sites the GPUs
-// a plan leaves free over the whole cluster are not what a job could take:
-// with one GPU free on each of two sites a job of 2 was told "needs 2
-// GPUs, 2 free", and waited for no reason the text gave. There the reason
-// counts instead the free GPUs in each set of GPUs one job may take
-// together (a site's GPUs of one type, or one edge server), only those the
-// job could use (of its type when it names one; for a job that asks for
-// part of each GPU, of the types whose GPUs hold its part), and, when no
-// one set holds what it needs, states the most one set has beside the sum:
-// "needs 2 GPUs, at most 1 free on any one site (2 across 2 sites)". On a
-// cluster of one site the text is the count over the cluster, as it always
-// was (the policies' fast paths, which run on one site only, count it so
-// too); an edge site alone keeps that text as well.
+// one server (engine.Assignment). Where the cluster has several such sets
+// of GPUs one job may take together (a site's GPUs of one type, or one
+// edge server) the GPUs a plan leaves free over the whole cluster are not
+// what a job could take: with one GPU free on each of two sites, or one
+// V100 and one K80 free, a job of 2 was told "needs 2 GPUs, 2 free", and
+// waited for no reason the text gave. There the reason counts instead the
+// free GPUs in each set, only those the job could use (of its type when it
+// names one; for a job that asks for part of each GPU, of the types whose
+// GPUs hold its part), and, when no one set holds what it needs, states
+// the most one set has beside the sum: "needs 2 GPUs, at most 1 free on
+// any one site (2 across 2 sites)", "at most 1 free of any one type (2
+// across 2 types)". On a cluster of one site, one GPU type and no edge
+// servers the text is the count over the cluster, as it always was (the
+// policies' fast paths, which run on no other cluster, count it so too).
 
 // Free is the GPUs a plan leaves free, as the reasons of the jobs it
 // leaves waiting state them. The zero Free is none free on one site.
 // Two Frees from PlanFree compare equal only when they state the same
-// figures (each call on several sites makes new counts), so a policy may
+// figures (each call on several sets makes new counts), so a policy may
 // key a kept text on one (Gavel).
 type Free struct {
 	// N is the GPUs the plan leaves free over the whole cluster: what a
 	// reason states on a cluster of one site.
 	N int
-	// sets are, on a cluster of several sites, the GPUs free in each set
-	// of GPUs a job may take together; nil on one site.
+	// sets are, on a cluster of several sets of GPUs a job may take
+	// together (perSet), the GPUs free in each; nil on others.
 	sets *freeSets
 }
 
 // freeSets are the free GPUs of each set of GPUs one job may take
 // together, after a plan.
-type freeSets struct{ sets []freeSet }
+type freeSets struct {
+	sets    []freeSet
+	oneSite bool // the cluster has one site (of several GPU types)
+}
 
 // freeSet is one such set: a site's GPUs of one type, or an edge server.
 type freeSet struct {
@@ -53,22 +57,33 @@ type freeSet struct {
 }
 
 // Whole is n GPUs free counted over the whole cluster, for a policy that
-// counts them itself on a cluster of one site (its fast paths run on no
-// other).
+// counts them itself on a cluster of one site and one GPU type (its fast
+// paths run on no other).
 func Whole(n int) Free { return Free{N: n} }
 
 // PlanFree returns the GPUs of s that plan leaves free, as PlanAppend
 // counts them: n of them in all (a pair of packed jobs shares its GPUs:
-// counted once), and on a cluster of several sites those of each set a
-// job may take together. held is, for a plan with engine.Plan.Keep, the
-// GPUs the running jobs hold (they keep them all); 0 for a plan that lists
-// every job it runs. Each call on several sites makes new counts, so that
+// counted once), and on a cluster of several sets of GPUs a job may take
+// together (perSet) those of each set. held is, for a plan with
+// engine.Plan.Keep, the GPUs the running jobs hold (they keep them all);
+// 0 for a plan that lists
+// every job it runs. Each call on several sets makes new counts, so that
 // a policy may keep the Free of a round beside the last's.
 func PlanFree(s *engine.Snapshot, plan *engine.Plan, held int) Free {
-	if len(s.Cluster.Sites()) <= 1 {
+	if !perSet(s.Cluster) {
 		return Free{N: planN(s, plan, held)} // no counts to make: nothing allocated
 	}
 	return new(freeMem).plan(s, plan, held)
+}
+
+// perSet reports whether c has several sets of GPUs one job may take
+// together: several sites, GPUs of several types, or an edge site
+// (whose servers are each a set). On such a cluster free GPUs are
+// counted per set; on others, one site of one type, over the cluster.
+func perSet(c *cluster.Cluster) bool {
+	sites := c.Sites()
+	return len(sites) > 1 || len(c.GPUTypes()) > 1 ||
+		(len(sites) == 1 && sites[0].Kind == cluster.SiteEdge && len(sites[0].Nodes) > 1)
 }
 
 // planN is the GPUs of s that plan leaves free over the whole cluster
@@ -86,7 +101,7 @@ func planN(s *engine.Snapshot, plan *engine.Plan, held int) int {
 // freeMem is the memory of PlanFree's counts, reused from call to call by
 // a caller that reads a Free only until its next call (Scratch), or keeps
 // one per round it holds (Queue, Waits): a steady round then allocates
-// nothing on several sites either.
+// nothing on several sets either.
 type freeMem struct {
 	fs      freeSets
 	nodeSet []int          // node ID -> index in fs.sets
@@ -110,9 +125,9 @@ func (m *freeMem) plan(s *engine.Snapshot, plan *engine.Plan, held int) Free {
 	return Free{N: planN(s, plan, held), sets: m.setsAfter(s, plan.Run, plan.Keep)}
 }
 
-// setsAfter counts, on a cluster of several sites, the GPUs free in each
-// set of GPUs one job may take together once run is placed (keep: every
-// running job keeps its GPUs too, engine.Plan.Keep); nil on one site. A
+// setsAfter counts, on a cluster where perSet, the GPUs free in each set
+// of GPUs one job may take together once run is placed (keep: every
+// running job keeps its GPUs too, engine.Plan.Keep); nil on others. A
 // running job the plan keeps on at least some of the GPUs it holds stays
 // in its set; any other job planned is counted where the placer would put
 // it: in the node or site the assignment names, else on the first site, in
@@ -123,12 +138,13 @@ func (m *freeMem) plan(s *engine.Snapshot, plan *engine.Plan, held int) Free {
 // the figure a reason states.
 func (m *freeMem) setsAfter(s *engine.Snapshot, run []engine.Assignment, keep bool) *freeSets {
 	c := s.Cluster
-	sites := c.Sites()
-	if len(sites) <= 1 {
-		return nil // one site: a job may take any free GPUs of one type there
+	if !perSet(c) {
+		return nil // one site, one type: a job may take any free GPUs there
 	}
+	sites := c.Sites()
 	fs := &m.fs
 	fs.sets = fs.sets[:0]
+	fs.oneSite = len(sites) == 1
 	m.nodeSet = grown(m.nodeSet, len(c.Nodes))
 	nodeSet := m.nodeSet
 	for si, site := range sites {
@@ -282,10 +298,10 @@ func (f *freeSet) holds(t string, j *job.Job) bool {
 }
 
 // appendNeeds appends the GPUs job st needs against those free: "needs 2
-// GPUs, 2 free" on one site; on several, only the free GPUs it could use,
-// and, when they lie in more than one set it may take together and no one
-// set holds as many as it needs, the most in one: "needs 2 GPUs, at most 1
-// free on any one site (2 across 2 sites)".
+// GPUs, 2 free" on one site of one type; on other clusters, only the free
+// GPUs it could use, and, when they lie in more than one set it may take
+// together and no one set holds as many as it needs, the most in one:
+// "needs 2 GPUs, at most 1 free on any one site (2 across 2 sites)".
 func (f Free) appendNeeds(buf []byte, st *engine.Status) []byte {
 	buf = append(buf, "; needs "...)
 	buf = strconv.AppendInt(buf, int64(st.Job.MinGPUs), 10)
@@ -330,6 +346,8 @@ func (f Free) appendNeeds(buf []byte, st *engine.Status) []byte {
 		one, many = " free on any one edge server (", " servers)"
 	case edges == 0 && !sameSite:
 		one, many = " free on any one site (", " sites)"
+	case edges == 0 && f.sets.oneSite:
+		one, many = " free of any one type (", " types)"
 	case edges == 0:
 		one, many = " free of one type on any one site (", " such sets)"
 	default:

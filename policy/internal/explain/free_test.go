@@ -35,7 +35,8 @@ func nodes(count, gpus int, typ string) cluster.NodeSpec {
 // cluster: a job of 2 beside one free GPU on each of two sites was told
 // "needs 2 GPUs, 2 free". On one site the text is today's. Each reason is
 // PlanAppend's, and the pieces (AppendWaits, AppendHeld with PlanFree)
-// write the same.
+// write the same. The GPU types of one site are sets apart as well, and
+// so are the servers of an edge site alone.
 func TestFreePerSite(t *testing.T) {
 	twoSites := sites(t, site("a", "", nodes(1, 4, "a100")), site("b", "", nodes(1, 4, "a100")))
 	for _, tc := range []struct {
@@ -148,6 +149,65 @@ func TestFreePerSite(t *testing.T) {
 		want: map[string]string{
 			"mig": "waits; needs 2 GPUs, 1 free", // a T4's 16 GiB do not hold 40
 			"w":   "waits; needs 3 GPUs, at most 2 free on any one site (3 across 2 sites)",
+		},
+	}, {
+		// A one-site cluster of two GPU types: a job of 4 beside two free
+		// V100s and two free K80s was told "needs 4 GPUs, 4 free".
+		name: "one site of two types: the types are sets apart",
+		c:    sites(t, site("a", "", nodes(1, 4, "v100"), nodes(1, 4, "k80"))),
+		jobs: []policytest.JobState{
+			policytest.Hold("v", 0, 2, 500), // GPUs 0-1: v100
+			policytest.Hold("k", 1, 2, 500), // GPUs 2-3: v100; kept (a test's shape)
+			policytest.Hold("k2", 2, 2, 500),
+			policytest.Wait("w4", 3, 4, 100),
+			{Job: enginetest.Job("wk").At(4).GPUs(3).Type("k80").Seconds(100).Obj()},
+			policytest.Wait("w2", 5, 2, 100),
+		},
+		run: []engine.Assignment{{Job: "v", GPUs: 2}, {Job: "k", GPUs: 2}},
+		// Free: no v100 (v and k hold them), the four k80s (k2 preempted).
+		want: map[string]string{
+			"w4": "waits; needs 4 GPUs, 4 free", // the k80s hold it
+			"wk": "waits; needs 3 k80 GPUs, 4 free",
+		},
+	}, {
+		name: "one site of two types: none holds it",
+		c:    sites(t, site("a", "", nodes(1, 4, "v100"), nodes(1, 4, "k80"))),
+		jobs: []policytest.JobState{
+			policytest.Hold("v", 0, 2, 500), // GPUs 0-1: v100
+			policytest.Hold("k", 1, 4, 500), // GPUs 2-3 v100, 4-5 k80: kept
+			policytest.Wait("w4", 2, 4, 100),
+			{Job: enginetest.Job("wv").At(3).GPUs(1).Type("v100").Seconds(100).Obj()},
+		},
+		run: []engine.Assignment{{Job: "v", GPUs: 2}, {Job: "k", GPUs: 4}},
+		want: map[string]string{
+			"w4": "waits; needs 4 GPUs, 2 free", // the two k80s left, in one set
+			"wv": "waits; needs 1 v100 GPUs, 0 free",
+		},
+	}, {
+		name: "one site of two types: free on both, neither holds it",
+		c:    sites(t, site("a", "", nodes(1, 4, "v100"), nodes(1, 4, "k80"))),
+		jobs: []policytest.JobState{
+			policytest.Hold("v", 0, 2, 500), // GPUs 0-1: v100
+			policytest.Hold("pad", 1, 2, 500),
+			policytest.Hold("k", 2, 2, 500), // GPUs 4-5: k80
+			policytest.Wait("w4", 3, 4, 100),
+		},
+		run: []engine.Assignment{{Job: "v", GPUs: 2}, {Job: "k", GPUs: 2}},
+		want: map[string]string{
+			"w4": "waits; needs 4 GPUs, at most 2 free of any one type (4 across 2 types)",
+		},
+	}, {
+		// An edge site alone: its servers are sets as beside a cloud.
+		name: "an edge site alone: its servers are sets apart",
+		c:    sites(t, site("e", cluster.SiteEdge, nodes(3, 2, "v100"))),
+		jobs: []policytest.JobState{
+			policytest.Hold("x", 0, 1, 500), // GPU 0: server 1
+			policytest.Hold("y", 1, 1, 500), // GPU 1: server 1
+			policytest.Wait("w3", 2, 3, 100),
+		},
+		run: []engine.Assignment{{Job: "x", GPUs: 1}, {Job: "y", GPUs: 1}},
+		want: map[string]string{
+			"w3": "waits; needs 3 GPUs, at most 2 free on any one edge server (4 across 2 servers)",
 		},
 	}, {
 		name: "one site: the free GPUs of the whole cluster, as always",

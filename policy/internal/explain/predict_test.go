@@ -17,13 +17,14 @@ import (
 // (classic.TestFIFOPredictsOnSites plays them out). Counted over the
 // whole cluster, one GPU free on each of two sites started a job of 2 now
 // (no prediction), and an end that freed 2 GPUs on one site beside 1 on
-// another started a job of 3 then. On one site the predictions are what
-// they always were. Each running job holds the GPUs from the first listed
+// another started a job of 3 then. The GPU types of one site are sets
+// apart too, and so are the servers of an edge site alone. On one site of
+// one type the predictions are what they always were. Each running job holds the GPUs from the first listed
 // (at) on; the plan runs every running job and starts none.
 func TestPredictPerSite(t *testing.T) {
 	twoSites := sites(t, site("a", "", nodes(1, 4, "a100")), site("b", "", nodes(1, 4, "a100")))
 	// first is the first GPU each running job holds (it holds those from
-	// there on).
+	// there on): one map for every case, so a job's ID names one place.
 	first := map[string]int{}
 	hold := func(id string, submit float64, gpus int, seconds float64, at int) policytest.JobState {
 		first[id] = at
@@ -83,6 +84,30 @@ func TestPredictPerSite(t *testing.T) {
 		},
 		// It starts at 310 (site a keeps part of GPU 3 busy); was 110.
 		want: map[string]float64{"w": 0},
+	}, {
+		// One site of two types: counted over the cluster, a V100 and a
+		// K80 freed at 110 started a job of 2 then.
+		name: "one site of two types",
+		c:    sites(t, site("a", "", nodes(1, 2, "v100"), nodes(1, 2, "k80"))),
+		jobs: []policytest.JobState{
+			hold("x", 0, 1, 100, 0),  // v100, ends at 110
+			hold("v", 1, 1, 400, 1),  // v100, ends at 410
+			hold("k1", 2, 1, 100, 2), // k80, ends at 110
+			hold("k2", 3, 1, 250, 3), // k80, ends at 260
+			policytest.Wait("w", 4, 2, 50),
+		},
+		want: map[string]float64{"w": 260}, // was 110
+	}, {
+		name: "an edge site alone",
+		c:    sites(t, site("e", cluster.SiteEdge, nodes(2, 2, "a100"))),
+		jobs: []policytest.JobState{
+			hold("x", 0, 1, 100, 0),  // server 1, ends at 110
+			hold("v", 1, 1, 400, 1),  // server 1, ends at 410
+			hold("e1", 2, 1, 100, 2), // server 2, ends at 110
+			hold("e2", 3, 1, 250, 3), // server 2, ends at 260
+			policytest.Wait("w", 4, 2, 50),
+		},
+		want: map[string]float64{"w": 260}, // was 110
 	}, {
 		name: "one site: the free GPUs of the whole cluster, as always",
 		c:    enginetest.Cluster("2x4:a100"),
