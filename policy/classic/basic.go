@@ -66,6 +66,7 @@ type FIFO struct {
 }
 
 type fifoEnd struct {
+	typ          string // the GPU type it was priced on (the assignment's)
 	gpus, starts int
 	running      bool
 	progress     float64
@@ -126,7 +127,7 @@ func (f *FIFO) Schedule(s *engine.Snapshot) engine.Plan {
 		return plan
 	}
 	f.queue.why.PlanAppend(s, &plan, order, fifoTerms)
-	if !f.Backfill && len(s.Cluster.GPUTypes()) == 1 {
+	if !f.Backfill {
 		f.queue.why.PredictStarts(s, &plan, order, true, f.endOf(s, len(jobs)))
 	}
 	return plan
@@ -172,7 +173,7 @@ func (f *FIFO) end(st *engine.Status, a engine.Assignment) fifoEnd {
 	// A running job's end holds while it keeps its allocation, until it
 	// is due; a waiting job's time to run holds while its progress does.
 	running := len(st.GPUs) > 0
-	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.starts == st.Starts && e.running == running {
+	if e, ok := f.ends[st.Job.ID]; ok && e.gpus == a.GPUs && e.typ == a.GPUType && e.starts == st.Starts && e.running == running {
 		if running && s.Now < e.due {
 			return e
 		}
@@ -182,7 +183,7 @@ func (f *FIFO) end(st *engine.Status, a engine.Assignment) fifoEnd {
 		}
 	}
 	at := explain.ModelEnd(s, st, a) // pulls a running job's progress (Snapshot.Remaining)
-	e := fifoEnd{gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
+	e := fifoEnd{typ: a.GPUType, gpus: a.GPUs, starts: st.Starts, running: running, progress: s.Progress(st), at: at}
 	if running {
 		e.due = refreshAt(s.Now, at)
 	} else {

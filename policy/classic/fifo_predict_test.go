@@ -37,6 +37,11 @@ func TestFIFOPredictsAsRunningJobsGo(t *testing.T) {
 	random := func(*testing.T) ([]*job.Job, perf.Model) {
 		return randomJobs(80, 4), perf.Duration{Cost: perf.CostTable{Default: perf.Costs{Start: cost, Restart: cost}}}
 	}
+	twoTypes := []cluster.SiteSpec{{Name: "a", Nodes: []cluster.NodeSpec{{Count: 2, GPUs: 4, GPU: "v100"}, {Count: 1, GPUs: 4, GPU: "k80"}}}}
+	slowK80 := func(t *testing.T) ([]*job.Job, perf.Model) {
+		jobs, m := random(t)
+		return jobs, perf.SpeedFactors{Base: m, Speed: map[string]float64{"k80": 0.4}}
+	}
 	for _, tc := range []struct {
 		name  string
 		sites []cluster.SiteSpec
@@ -44,6 +49,7 @@ func TestFIFOPredictsAsRunningJobsGo(t *testing.T) {
 	}{
 		{"random jobs, start cost", []cluster.SiteSpec{spec("a", 3)}, random},
 		{"random jobs, start cost, two sites", []cluster.SiteSpec{spec("a", 2), spec("b", 1)}, random},
+		{"random jobs, start cost, two types, one slower", twoTypes, slowK80},
 		{"workload-6", []cluster.SiteSpec{spec("a", 16)}, w6},
 		{"workload-6, two sites", []cluster.SiteSpec{spec("a", 12), spec("b", 4)}, w6},
 	} {

@@ -58,16 +58,17 @@ func (p *predictions) Schedule(s *engine.Snapshot) engine.Plan {
 }
 
 // TestFIFOPredictsOnSites runs FIFO in the simulator on small clusters of
-// several sites or edge servers (one GPU type; the duration model, no
-// start costs, so that a prediction is exact) and checks every round's
-// predicted start of
+// several sites, GPU types or edge servers (the duration model, on one
+// type slower in some cases, and no start costs, so that a prediction is
+// exact) and checks every round's predicted start of
 // every waiting job against the start the job then got. FIFO is strict:
 // a job that arrives later waits behind, so arrivals do not move the
 // predictions of the jobs ahead. Each waiting job among the first
 // explain.PredictAhead must get one. Counted over the whole cluster, the
 // free GPUs of two sites (or two servers of an edge site alone) made a
 // job that fits neither "start now" (no prediction) or start at an end
-// that frees too few GPUs on any one site or server.
+// that frees too few GPUs on any one site or server; on several types
+// FIFO predicted nothing.
 func TestFIFOPredictsOnSites(t *testing.T) {
 	spec := func(name, kind string, count, gpus int) cluster.SiteSpec {
 		return cluster.SiteSpec{Name: name, Kind: kind, Nodes: []cluster.NodeSpec{{Count: count, GPUs: gpus, GPU: "a100"}}}
@@ -75,9 +76,12 @@ func TestFIFOPredictsOnSites(t *testing.T) {
 	j := func(id string, at float64, gpus int, seconds float64) *job.Job {
 		return enginetest.Job(id).At(at).GPUs(gpus).Seconds(seconds).Obj()
 	}
+	twoTypes := cluster.SiteSpec{Name: "a", Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 2, GPU: "v100"}, {Count: 1, GPUs: 2, GPU: "k80"}}}
+	slowK80 := perf.SpeedFactors{Base: perf.Duration{}, Speed: map[string]float64{"k80": 0.25}}
 	for _, tc := range []struct {
 		name  string
 		sites []cluster.SiteSpec
+		model perf.Model // nil: perf.Duration, the same on every type
 		jobs  []*job.Job
 		want  map[string]float64 // starts, to pin the case's shape
 	}{{
@@ -117,6 +121,42 @@ func TestFIFOPredictsOnSites(t *testing.T) {
 			j("w1", 52, 3, 500), j("w2", 53, 1, 500), j("w3", 54, 4, 500)},
 		want: map[string]float64{"w1": 101, "w2": 101, "w3": 101},
 	}, {
+		// One site of two types: x's end frees a V100 beside y's K80;
+		// w waits for k.
+		name:  "one site of two types",
+		sites: []cluster.SiteSpec{twoTypes},
+		jobs:  []*job.Job{j("x", 0, 1, 100), j("v", 1, 1, 400), j("y", 2, 1, 100), j("k", 3, 1, 250), j("w", 4, 2, 50)},
+		want:  map[string]float64{"w": 253},
+	}, {
+		// The K80s run at a quarter of the speed. x and v go to the K80s
+		// (the greedy pass's best fit, K80 first on a tie), ending at 100
+		// and 401; y and k to the V100s, ending at 102 and 253. w starts
+		// on the V100s at 253 and runs 50 s; w2 takes them at 303, before
+		// the K80s are both free. Priced on a K80, w would end at 453 and
+		// w2 be predicted at 401.
+		name:  "a type that runs slower",
+		sites: []cluster.SiteSpec{twoTypes},
+		model: slowK80,
+		jobs:  []*job.Job{j("x", 0, 1, 25), j("v", 1, 1, 100), j("y", 2, 1, 100), j("k", 3, 1, 250), j("w", 4, 2, 50), j("w2", 5, 2, 50)},
+		want:  map[string]float64{"w": 253, "w2": 303},
+	}, {
+		name:  "random jobs on one site of two types",
+		sites: []cluster.SiteSpec{{Name: "a", Nodes: []cluster.NodeSpec{{Count: 2, GPUs: 4, GPU: "v100"}, {Count: 1, GPUs: 4, GPU: "k80"}}}},
+		jobs:  randomJobs(60, 4),
+	}, {
+		name:  "random jobs on one site of two types, one slower",
+		sites: []cluster.SiteSpec{{Name: "a", Nodes: []cluster.NodeSpec{{Count: 2, GPUs: 4, GPU: "v100"}, {Count: 1, GPUs: 4, GPU: "k80"}}}},
+		model: slowK80,
+		jobs:  randomJobs(60, 4),
+	}, {
+		name: "random jobs on two sites of two types and edge servers",
+		sites: []cluster.SiteSpec{
+			{Name: "a", Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "v100"}, {Count: 1, GPUs: 2, GPU: "k80"}}},
+			{Name: "b", Nodes: []cluster.NodeSpec{{Count: 1, GPUs: 4, GPU: "k80"}}},
+			spec("e", cluster.SiteEdge, 2, 2)},
+		model: slowK80,
+		jobs:  randomJobs(60, 4),
+	}, {
 		name:  "an edge site alone",
 		sites: []cluster.SiteSpec{spec("e", cluster.SiteEdge, 2, 2)},
 		jobs:  []*job.Job{j("x", 0, 1, 100), j("v", 1, 1, 400), j("y", 2, 1, 100), j("k", 3, 1, 250), j("w", 4, 2, 50)},
@@ -132,7 +172,11 @@ func TestFIFOPredictsOnSites(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := &predictions{Policy: fam.Parse(t, "fifo", contract.Context{})}
-			r, err := sim.Run(sim.Config{Cluster: c, Model: perf.Duration{}, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: true}, tc.jobs)
+			var model perf.Model = perf.Duration{}
+			if tc.model != nil {
+				model = tc.model
+			}
+			r, err := sim.Run(sim.Config{Cluster: c, Model: model, Policy: p, Placer: place.Pack{}, Round: 60, OnEvents: true}, tc.jobs)
 			if err != nil {
 				t.Fatal(err)
 			}

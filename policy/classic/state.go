@@ -15,6 +15,9 @@ type fifoState struct {
 }
 
 type fifoEndState struct {
+	// Type is the GPU type the end was priced on ("" the job's own, as
+	// on a cluster of one type; gob leaves it out then).
+	Type         string
 	GPUs, Starts int
 	Running      bool
 	Progress, At float64
@@ -27,7 +30,7 @@ type fifoEndState struct {
 func (f *FIFO) SaveState() ([]byte, error) {
 	var st fifoState
 	for id, e := range sorted.All(f.ends) {
-		st.Ends = append(st.Ends, sorted.Pair[string, fifoEndState]{Key: id, Val: fifoEndState{GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at, Due: e.due}})
+		st.Ends = append(st.Ends, sorted.Pair[string, fifoEndState]{Key: id, Val: fifoEndState{Type: e.typ, GPUs: e.gpus, Starts: e.starts, Running: e.running, Progress: e.progress, At: e.at, Due: e.due}})
 	}
 	return engine.EncodeState(st)
 }
@@ -45,7 +48,7 @@ func (f *FIFO) LoadState(b []byte) error {
 	f.ends = make(map[string]fifoEnd, len(st.Ends))
 	for _, p := range st.Ends {
 		id, e := p.Key, p.Val
-		f.ends[id] = fifoEnd{gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At, due: e.Due}
+		f.ends[id] = fifoEnd{typ: e.Type, gpus: e.GPUs, starts: e.Starts, running: e.Running, progress: e.Progress, at: e.At, due: e.Due}
 	}
 	return nil
 }

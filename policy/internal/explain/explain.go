@@ -510,9 +510,11 @@ func predict(s *engine.Snapshot, plan *engine.Plan, order []*engine.Status, give
 // GPUs in the set it holds them in; a job the plan starts, in the set the
 // placer would put it in (freeMem.setsAfter); and a waiting job starts at
 // the first end after which some one set has room for it, in the set the
-// placer would then choose, with every end up to then counted (firstFit:
-// the first site in the cluster's order, on an edge site the best-fitting
-// server). Where the counts cannot say what a job's end frees (a packed
+// greedy pass and the placer would then choose, with every end up to then
+// counted (choose: of a job that names no type, the type the greedy pass
+// gives it; then the first site in the cluster's order, on an edge site
+// the best-fitting server), and runs as fast as the model says it runs on
+// that set's type. Where the counts cannot say what a job's end frees (a packed
 // pair, parts of GPUs shared, a plan that keeps its running jobs without
 // listing them, a planned job no set has room for, a set over-filled) no
 // job gets a prediction: none rather than a wrong one.
@@ -557,12 +559,12 @@ func (sc *Scratch) predictSets(s *engine.Snapshot, plan *engine.Plan, order []*e
 		}
 		a := engine.Assignment{Job: st.Job.ID, GPUs: st.Job.GPUs, GPUType: st.Job.GPUType}
 		// Release GPUs in end order until some one set holds the job.
-		k := fs.firstFit(s, a, st.Job)
+		k := fs.choose(s, &a, st)
 		for k < 0 && !pool.empty() {
 			e := pool.pop()
 			now = math.Max(now, e.T)
 			fs.sets[e.set].free += e.GPUs
-			k = fs.firstFit(s, a, st.Job)
+			k = fs.choose(s, &a, st)
 		}
 		if k < 0 || math.IsInf(now, 1) {
 			blocked = strict
@@ -577,7 +579,7 @@ func (sc *Scratch) predictSets(s *engine.Snapshot, plan *engine.Plan, order []*e
 			released = true
 		}
 		if released {
-			k = fs.firstFit(s, a, st.Job)
+			k = fs.choose(s, &a, st)
 		}
 		r := endOf(st, a) - s.Now
 		if r2, ok := plan.Reasons[st.Job.ID]; ok && now > s.Now {

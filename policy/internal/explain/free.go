@@ -283,6 +283,51 @@ func (fs *freeSets) firstFit(s *engine.Snapshot, a engine.Assignment, j *job.Job
 	return -1
 }
 
+// choose is the set a waiting job st would start in, a its assignment
+// (the job's own type, or none): for a job that names no type on a
+// cluster of several types, the type the greedy pass gives it
+// (alloc.Pool.Fit: the type it ran on last if that still holds it, else
+// the one with the fewest GPUs free that one set can hold it in, the
+// first in the cluster's order on a tie), which choose sets in a; then
+// the set firstFit picks of that type. It returns -1 when no set has
+// room.
+func (fs *freeSets) choose(s *engine.Snapshot, a *engine.Assignment, st *engine.Status) int {
+	types := s.Cluster.GPUTypes()
+	if st.Job.GPUType != "" || len(types) == 1 {
+		return fs.firstFit(s, *a, st.Job)
+	}
+	room := func(t string) (left, largest int) {
+		for i := range fs.sets {
+			if f := &fs.sets[i]; f.typ == t && f.free > 0 && f.holds(t, st.Job) {
+				left, largest = left+f.free, max(largest, f.free)
+			}
+		}
+		return left, largest
+	}
+	n, pick, pickLeft := a.GPUs, "", 0
+	if t := st.Alloc.GPUType; t != "" {
+		if left, largest := room(t); left >= n && largest >= n {
+			pick = t
+		}
+	}
+	if pick == "" {
+		for _, t := range types {
+			if left, largest := room(t); left >= n && largest >= n && (pick == "" || left < pickLeft) {
+				pick, pickLeft = t, left
+			}
+		}
+	}
+	if pick == "" {
+		return -1
+	}
+	a.GPUType = pick
+	k := fs.firstFit(s, *a, st.Job)
+	if k < 0 {
+		a.GPUType = ""
+	}
+	return k
+}
+
 // holds reports whether a job of type t ("" any) could run on f's GPUs:
 // of its type, and for job j (nil: a whole-GPU job) asking for part of
 // each GPU, GPUs whose memory holds its part (as the engine checks it).
