@@ -17,7 +17,8 @@ import (
 // the engine, so it holds no GPUs.
 
 // Backoff after a refused or rejected worker: doubling from retryBase up
-// to retryMax, as the Job controller does.
+// to retryMax, as the Job controller does, on the scheduler's clock
+// (s.now: the wall clock, which tests move).
 const (
 	retryBase = time.Second
 	retryMax  = 5 * time.Minute
@@ -40,13 +41,13 @@ func (s *Scheduler) fail(key, reason, msg string) {
 	}
 	d := retryBase << min(r.n, 20)
 	r.n++
-	r.until, r.reason, r.msg = time.Now().Add(min(d, retryMax)), reason, msg
+	r.until, r.reason, r.msg = s.now().Add(min(d, retryMax)), reason, msg
 }
 
 // backingOff: w may not get new workers now.
 func (s *Scheduler) backingOff(w *workload) bool {
 	r := s.retries[w.key]
-	return r != nil && time.Now().Before(r.until)
+	return r != nil && s.now().Before(r.until)
 }
 
 // holdBack: w stays out of the engine, backing off with nothing bound.
@@ -76,7 +77,7 @@ func (s *Scheduler) noteWorkers(v *view) {
 				running++
 			}
 		}
-		if r := s.retries[key]; r != nil && running >= w.minW && time.Now().After(r.until) {
+		if r := s.retries[key]; r != nil && running >= w.minW && s.now().After(r.until) {
 			delete(s.retries, key)
 		}
 	}

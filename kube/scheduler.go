@@ -598,8 +598,8 @@ func (s *Scheduler) look() (*view, error) {
 		}
 		delete(s.created, p.UID)
 	}
-	for uid, p := range s.created {
-		if time.Since(p.CreationTimestamp.Time) > time.Minute {
+	for uid, p := range s.created { // the API server stamps them on the wall clock, s.now
+		if now.Sub(p.CreationTimestamp.Time) > time.Minute {
 			delete(s.created, uid) // the cache missed it (a relist): trust the cache
 			continue
 		}
