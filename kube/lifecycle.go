@@ -104,7 +104,7 @@ func (s *Scheduler) release(v *view) []*corev1.Pod {
 	var out []*corev1.Pod
 	for key, w := range v.work {
 		switch {
-		case w.tj != nil && w.failed > 0:
+		case w.tj != nil && w.jobFailed():
 			out = append(out, w.pods...)
 		case inEngine[key] || w.ended() || w.succeeded > 0:
 		default:

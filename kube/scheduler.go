@@ -731,9 +731,10 @@ func (s *Scheduler) nodeOf(p *corev1.Pod) string {
 	return s.assumed[p.UID]
 }
 
-// ended: a job whose pods all succeeded, or one of which failed.
+// ended: a job whose pods all succeeded, or one of which failed (for a
+// TideJob, or whose status tide wrote Succeeded or Failed).
 func (w *workload) ended() bool {
-	if w.failed > 0 {
+	if w.jobFailed() || w.over == PhaseSucceeded {
 		return true
 	}
 	if w.tj != nil {
@@ -1036,7 +1037,7 @@ func (s *Scheduler) update(v *view) {
 		}
 		if w.ended() {
 			if st != nil && !st.State.Terminal() {
-				if w.failed > 0 {
+				if w.jobFailed() {
 					_ = s.eng.Fail(id)
 				} else {
 					_ = s.eng.Finish(id)
@@ -1205,7 +1206,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 		if u := s.unsched[workloadKey(p)]; u != "" {
 			why += ": " + u
 		}
-		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.failed > 0 {
+		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.jobFailed() {
 			calls.do(func(ctx context.Context) {
 				if err := s.remove(ctx, p); err != nil {
 					calls.then(func() {

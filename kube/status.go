@@ -127,8 +127,16 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 	out := TideJobStatus{Workers: bound, Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
 	setCond(&out, tj, CondValid, true, "SpecAccepted", "")
 	r := s.retries[w.key]
+	if w.over != "" && w.failed+w.succeeded == 0 {
+		// It ended before and its ended workers were deleted since: the
+		// status stays as tide wrote it then.
+		out = tj.Status
+		out.Conditions = append([]metav1.Condition(nil), tj.Status.Conditions...)
+		out.Workers = bound
+		return out
+	}
 	switch {
-	case w.failed > 0:
+	case w.jobFailed():
 		out.Phase, out.Message = PhaseFailed, fmt.Sprintf("%d worker(s) failed", w.failed)
 		setCond(&out, tj, CondFailed, true, "WorkerFailed", out.Message+"; the other workers are deleted")
 		setCond(&out, tj, CondRunning, false, "Failed", out.Message)

@@ -58,8 +58,12 @@ type workload struct {
 	pods      []*corev1.Pod // live pods: not terminal, not being deleted
 	succeeded int           // pods that ended well
 	failed    int           // pods that failed
-	rejected  []*corev1.Pod // pods their node refused to run (kubelet admission), or evicted
-	shape     *shape        // what one worker asks of a node (nil: no pod to tell)
+	// over is a TideJob's end as tide wrote it in its status, Succeeded
+	// or Failed: final, whether or not its ended workers are still there
+	// (the terminated-pod garbage collector, or a user, deletes them).
+	over     string
+	rejected []*corev1.Pod // pods their node refused to run (kubelet admission), or evicted
+	shape    *shape        // what one worker asks of a node (nil: no pod to tell)
 }
 
 // job is the engine's view of w.
@@ -199,6 +203,10 @@ func (g grouping) group(pods []*corev1.Pod, tjs []*TideJob) (map[string]*workloa
 	return out, probs
 }
 
+// jobFailed: a worker of w failed on its own, or w is a TideJob whose
+// status tide wrote Failed (its failed worker may be deleted since).
+func (w *workload) jobFailed() bool { return w.failed > 0 || w.over == PhaseFailed }
+
 func (w *workload) add(p *corev1.Pod) {
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded:
@@ -299,6 +307,9 @@ func (g grouping) fromTideJob(tj *TideJob) (*workload, error) {
 	}
 	if s.Queue != "" {
 		w.tenant = s.Queue
+	}
+	if p := tj.Status.Phase; p == PhaseSucceeded || p == PhaseFailed {
+		w.over = p
 	}
 	if s.Deadline != nil {
 		if w.deadline, err = job.LiveTime(s.Deadline.Time); err != nil {

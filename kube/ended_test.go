@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TestEndedTideJobStaysEnded: a TideJob whose worker failed on its own,
+// and one whose worker succeeded, stay Failed and Succeeded once their
+// ended worker pods are deleted (the terminated-pod garbage collector,
+// kubectl delete): tide makes them no new worker. Reading the end from
+// the pods alone, it ran both again from scratch (random operations
+// search, seed 4 under drf).
+func TestEndedTideJobStaysEnded(t *testing.T) {
+	h := newHarness(t, "fifo")
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 4)
+	h.tideJob(tjs, "f", "", 1001)
+	h.tideJob(tjs, "s", "", 1002)
+	h.round()
+	h.round()
+	end := func(name string, phase corev1.PodPhase) {
+		ws := h.workersOf(name)
+		if len(ws) != 1 || ws[0].Spec.NodeName != "n0" {
+			t.Fatalf("TideJob %s has workers %v, want one bound to n0", name, ws)
+		}
+		p := ws[0].DeepCopy()
+		p.Status.Phase = phase
+		if err := h.pods.Update(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end("f", corev1.PodFailed)
+	end("s", corev1.PodSucceeded)
+	h.round()
+	h.round()
+	phase := func(name string) string {
+		o, ok, err := tjs.GetByKey("ns/" + name)
+		if err != nil || !ok {
+			t.Fatalf("TideJob %s: %v %v", name, ok, err)
+		}
+		ph, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "phase")
+		return ph
+	}
+	if f, s := phase("f"), phase("s"); f != PhaseFailed || s != PhaseSucceeded {
+		t.Fatalf("phases f %q, s %q; want Failed and Succeeded", f, s)
+	}
+	for _, o := range h.pods.List() { // the ended pods are deleted
+		if p := o.(*corev1.Pod); podTerminal(p) {
+			if err := h.pods.Delete(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; i < 3; i++ {
+		h.round()
+		for _, name := range []string{"f", "s"} {
+			if ws := h.workersOf(name); len(ws) > 0 {
+				t.Fatalf("round %d: ended TideJob %s has new workers %v", i, name, ws[0].Name)
+			}
+		}
+	}
+	if f, s := phase("f"), phase("s"); f != PhaseFailed || s != PhaseSucceeded {
+		t.Errorf("after its pods were deleted: phases f %q, s %q; want Failed and Succeeded still", f, s)
+	}
+}
+
+// statusTo makes the status tide writes to a TideJob land in tjs, the
+// harness's cache of TideJobs, as the API server and the informer would.
+func statusTo(h *harness, tjs cache.Indexer) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{TideJobResource: "TideJobList"})
+	dyn.PrependReactor("update", "tidejobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		u := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		u.SetResourceVersion(u.GetResourceVersion() + "1")
+		if err := tjs.Update(u); err != nil {
+			return true, nil, err
+		}
+		return true, u.DeepCopy(), nil
+	})
+	h.s.cfg.Dynamic = dyn
+}
