@@ -88,3 +88,57 @@ func statusTo(h *harness, tjs cache.Indexer) {
 	})
 	h.s.cfg.Dynamic = dyn
 }
+
+// TestSucceededWorkerDeleted: once a worker of a TideJob of two has
+// succeeded the job finishes on the other (no new worker), and still so
+// after the succeeded pod is deleted: its status counts it (succeeded).
+// Reading successes from the pods alone, tide took the job for one short
+// of a worker and made it a new one (random operations search, seed 44
+// under tiresias).
+func TestSucceededWorkerDeleted(t *testing.T) {
+	h := newHarness(t, "fifo")
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 4)
+	h.tideJob(tjs, "two", "", 1001)
+	o, _, _ := tjs.GetByKey("ns/two")
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tjs.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	ws := h.workersOf("two")
+	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
+		t.Fatalf("workers %v, want two bound", ws)
+	}
+	done := ws[0].DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(done); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	if err := h.pods.Delete(done); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		h.round()
+		if ws := h.workersOf("two"); len(ws) != 1 {
+			t.Fatalf("round %d after the succeeded worker was deleted: workers %d, want the one left running alone", i, len(ws))
+		}
+	}
+	last := h.workersOf("two")[0].DeepCopy()
+	last.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(last); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	o, _, _ = tjs.GetByKey("ns/two")
+	st := o.(*unstructured.Unstructured).Object["status"].(map[string]any)
+	if n, _ := st["succeeded"].(int64); st["phase"] != PhaseSucceeded || n < 1 {
+		t.Errorf("status phase %v, succeeded %v; want Succeeded and at least 1", st["phase"], st["succeeded"])
+	}
+}

@@ -124,7 +124,7 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		}
 	}
 	tj := w.tj
-	out := TideJobStatus{Workers: bound, Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
+	out := TideJobStatus{Workers: bound, Succeeded: w.succeeded, Conditions: append([]metav1.Condition(nil), tj.Status.Conditions...)}
 	setCond(&out, tj, CondValid, true, "SpecAccepted", "")
 	r := s.retries[w.key]
 	if w.over != "" && w.failed+w.succeeded == 0 {
@@ -132,7 +132,7 @@ func (s *Scheduler) statusOf(w *workload, st *engine.Status, snap *engine.Snapsh
 		// status stays as tide wrote it then.
 		out = tj.Status
 		out.Conditions = append([]metav1.Condition(nil), tj.Status.Conditions...)
-		out.Workers = bound
+		out.Workers, out.Succeeded = bound, w.succeeded
 		return out
 	}
 	switch {

@@ -107,6 +107,11 @@ type TideJobStatus struct {
 	Restarts int `json:"restarts"`
 	// Resizes counts changes of the worker count while running.
 	Resizes int `json:"resizes"`
+	// Succeeded is how many workers tide has seen succeeded: the
+	// succeeded pods it lists, or the count it wrote before when that is
+	// more (pods deleted since). Once it is not 0 the job finishes on
+	// the workers it has and gets no new ones.
+	Succeeded int `json:"succeeded,omitempty"`
 	// PredictedFinish is the scheduler's estimate of the finish time at
 	// the current allocation, from Spec.Duration and time run so far.
 	PredictedFinish *metav1.Time `json:"predictedFinish,omitempty"`

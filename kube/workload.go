@@ -56,7 +56,7 @@ type workload struct {
 	created  float64 // Unix seconds
 
 	pods      []*corev1.Pod // live pods: not terminal, not being deleted
-	succeeded int           // pods that ended well
+	succeeded int           // pods that ended well (a TideJob's: at least those its status counts)
 	failed    int           // pods that failed
 	// over is a TideJob's end as tide wrote it in its status, Succeeded
 	// or Failed: final, whether or not its ended workers are still there
@@ -199,6 +199,12 @@ func (g grouping) group(pods []*corev1.Pod, tjs []*TideJob) (map[string]*workloa
 			out[w.key] = w
 		}
 		w.add(p)
+	}
+	for _, w := range out {
+		if w.tj != nil {
+			// Succeeded pods may be deleted since tide counted them.
+			w.succeeded = max(w.succeeded, w.tj.Status.Succeeded)
+		}
 	}
 	return out, probs
 }
