@@ -142,3 +142,49 @@ func TestSucceededWorkerDeleted(t *testing.T) {
 		t.Errorf("status phase %v, succeeded %v; want Succeeded and at least 1", st["phase"], st["succeeded"])
 	}
 }
+
+// TestFinishingGangKeptOnRebuild: a gang of plain pods one of which
+// succeeded while the other runs on is still tide's job after the engine
+// is rebuilt (a node added): the running pod's GPUs count against its
+// tenant's quota, so another job of the tenant that the quota leaves no
+// room for waits, though the new node has room for it. On a rebuild the
+// gang was not submitted again (short of a pod): its running pod held
+// GPUs no job in the engine did, and the tenant ran 9 GPUs on a quota of
+// 6 (random operations search, seed 11 under fifo:backfill=true).
+func TestFinishingGangKeptOnRebuild(t *testing.T) {
+	h := newHarnessWith(t, Config{Policy: "fifo", Quotas: map[string]int{"ns": 6}})
+	h.node("n0", 8)
+	for _, name := range []string{"g-0", "g-1"} {
+		h.pod(name, 3, annotate(AnnotJob, "g", AnnotGangSize, "2"))
+	}
+	h.round()
+	if w := h.where(); w["g-0"] != "n0" || w["g-1"] != "n0" {
+		t.Fatalf("placed %v, want the gang on n0", w)
+	}
+	done := h.get("g-0")
+	done.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(done); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.node("n1", 8) // the engine is rebuilt
+	h.pod("other", 6, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "n1"} })
+	for i := 0; i < 3; i++ {
+		if ev := h.round(); len(ev) > 0 {
+			t.Fatalf("round %d evicted %v; want g-1 left to finish", i, ev)
+		}
+		if n := h.get("other").Spec.NodeName; n != "" {
+			t.Fatalf("round %d: other (6 GPUs) bound to %s while g-1 holds 3 of the tenant's quota of 6", i, n)
+		}
+	}
+	finished := h.get("g-1")
+	finished.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(finished); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	if n := h.get("other").Spec.NodeName; n != "n1" {
+		t.Errorf("other on %q once g ended, want n1", n)
+	}
+}

@@ -889,7 +889,7 @@ func sortedWork(m map[string]*workload) []*workload {
 // node shape can ever host it, or the engine refuses it.
 func (s *Scheduler) submit(w *workload, id string) bool {
 	delete(s.unsched, w.key)
-	if w.tj == nil && len(w.pods) < w.minW {
+	if w.tj == nil && len(w.pods) < w.minW && !w.finishing() {
 		return false // the gang's pods are not all there yet
 	}
 	if s.holdBack(w) {
@@ -907,7 +907,7 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 		return false
 	}
 	if w.shape != nil {
-		if why := impossible(s.cur.states, w.shape, w.minW, s.cfg.GPUTypeLabel, s.jobGroup); why != "" {
+		if why := impossible(s.cur.states, w.shape, w.job("").MinGPUs/w.per, s.cfg.GPUTypeLabel, s.jobGroup); why != "" {
 			s.unsched[w.key] = why
 			s.warnOnce(w.key, w.key, "unschedulable: "+why)
 			return false
@@ -1000,7 +1000,7 @@ func (s *Scheduler) adopt(a adoption, c *cluster.Cluster, taken *gpuTaker) {
 	// held GPUs of two, which the placer kept and the engine refused, and
 	// every round failed from then on.
 	typ := c.NodeOf(gpus[0]).GPUType
-	for len(gpus) < w.minW*w.per && !w.indexed() { // complete a partial gang, best fit
+	for len(gpus) < w.job("").MinGPUs && !w.indexed() { // complete a partial gang, best fit
 		best := -1
 		for i := range c.Nodes {
 			n := &c.Nodes[i]

@@ -66,12 +66,24 @@ type workload struct {
 	shape    *shape        // what one worker asks of a node (nil: no pod to tell)
 }
 
-// job is the engine's view of w.
+// job is the engine's view of w. A gang of plain pods finishing (a pod
+// succeeded, others still live) is a job of its live pods alone: the
+// succeeded ones need no GPUs, and it is never made whole again.
 func (w *workload) job(id string) *job.Job {
+	lo, hi := w.minW, w.maxW
+	if w.finishing() {
+		lo, hi = len(w.pods), len(w.pods)
+	}
 	return &job.Job{ID: id, Submit: w.created, Tenant: w.tenant, Priority: w.priority,
-		GPUs: w.minW * w.per, MinGPUs: w.minW * w.per, MaxGPUs: w.maxW * w.per, GPUType: w.engineType(),
+		GPUs: lo * w.per, MinGPUs: lo * w.per, MaxGPUs: hi * w.per, GPUType: w.engineType(),
 		Work: w.duration, Unit: job.Seconds, Duration: w.duration, Deadline: w.deadline,
 		Share: w.part.share, GPUMemGiB: w.part.memGiB, Model: w.model()}
+}
+
+// finishing: w is a gang of plain pods short of pods because some
+// succeeded, with others still live.
+func (w *workload) finishing() bool {
+	return w.tj == nil && w.succeeded > 0 && len(w.pods) > 0 && len(w.pods) < w.minW
 }
 
 // model is the job type the engine rates w's pairs by: its spec.jobType
