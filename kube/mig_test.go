@@ -108,3 +108,38 @@ func TestMIGSlices(t *testing.T) {
 	h.round()
 	check("a slice freed", 3)
 }
+
+// TestMIGTakenBack: an edge server its owner takes back goes down whole,
+// its MIG slices with its GPUs: a slice pod bound there is evicted and
+// none is bound there while it stays taken back. Its slices, engine
+// nodes of their own, were never matched to the server's label, so they
+// stayed lent to training (random operations search, seed 34 under
+// fifo-perf).
+func TestMIGTakenBack(t *testing.T) {
+	h := newHarness(t, "fifo:backfill=true")
+	h.node("e0", 1, func(n *corev1.Node) {
+		n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "edge", "edge"
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("2")
+	})
+	h.migPod("s0", "1g.10gb")
+	h.round()
+	if w := h.where(); w["s0"] != "e0" {
+		t.Fatalf("placed %v, want s0 on e0", w)
+	}
+	n := h.s.cur.nodes["e0"].DeepCopy()
+	n.Labels[DefaultTakenBackKey] = "true"
+	if err := h.nodes.Update(n); err != nil {
+		t.Fatal(err)
+	}
+	if ev := h.round(); fmt.Sprint(ev) != "[s0]" {
+		t.Fatalf("evicted %v once e0 was taken back, want [s0]", ev)
+	}
+	_ = h.pods.Delete(h.get("s0"))
+	h.migPod("s1", "1g.10gb")
+	for i := 0; i < 3; i++ {
+		h.round()
+		if w := h.where(); w["s1"] != "" {
+			t.Fatalf("round %d: s1 bound to %s, which its owner took back", i, w["s1"])
+		}
+	}
+}

@@ -106,7 +106,8 @@ func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 	}
 	busy := t.down > 0 || len(t.reserve) > 0
 	for i := 0; i < len(c.Nodes) && !busy; i++ {
-		busy = lent(&c.Nodes[i]) || (v.nodes[c.Nodes[i].Name] != nil && s.cfg.Sites.takenBack(v.nodes[c.Nodes[i].Name]) != "")
+		kn := v.nodes[kubeNode(c.Nodes[i].Name)] // a MIG slice's engine node is its node's (mig.go)
+		busy = lent(&c.Nodes[i]) || (kn != nil && s.cfg.Sites.takenBack(kn) != "")
 	}
 	if !busy {
 		return nil
@@ -121,7 +122,7 @@ func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		byName[n.Name] = i
-		if kn := v.nodes[n.Name]; kn != nil {
+		if kn := v.nodes[kubeNode(n.Name)]; kn != nil { // the slices of a server taken back go with it
 			if w := s.cfg.Sites.takenBack(kn); w != "" {
 				want[i], why[i] = n.GPUs, w
 				continue
