@@ -44,7 +44,12 @@ import (
 //
 // The expectations are modelled here from the pods' and nodes' specs, not
 // read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200", or "300-400")
-// and TIDE_KUBE_RANDOM_STEPS search more.
+// and TIDE_KUBE_RANDOM_STEPS search more; TIDE_KUBE_RANDOM_LOG=1 prints
+// a failing seed's whole log, not its last 60 operations;
+// TIDE_KUBE_RANDOM_FEATURES=1 turns on, per seed at random, the features
+// of random_features_test.go (TideJobs, MIG slices, pair packing, quotas
+// and TideQueues, lent sites, held jobs), off by default while failures
+// it finds are open.
 func TestRandomOperations(t *testing.T) {
 	first, last := int64(1), int64(3*len(randomPolicies)) // each policy thrice
 	steps := 120
@@ -125,6 +130,17 @@ type rjob struct {
 	made     int           // pods made so far
 	done     bool          // a pod succeeded or failed on its own
 	partial  int           // rounds in a row bound in part
+	pods     []string      // its pods' names, in the order they were made
+
+	// Features the search turns on per seed (random_features_test.go).
+	tide      bool   // a TideJob: tide makes its workers; size is minWorkers
+	maxW      int    // a TideJob's maxWorkers
+	mig       string // each pod asks for one MIG slice of this profile
+	tenant    string // the queue it charges ("": its namespace, ns)
+	jobType   string // a packable TideJob's spec.jobType
+	failed    bool   // a worker failed on its own (a TideJob then fails)
+	failedFor int    // rounds a failed TideJob kept live workers
+	gone      bool   // a TideJob deleted
 }
 
 type rworld struct {
@@ -148,14 +164,17 @@ type rworld struct {
 	jobs     map[string]*rjob
 	podJob   map[string]*rjob
 	sites    bool
-	lag      float64       // chance the pod cache misses a round's sync
-	fresh    bool          // the scheduler's pod cache was synced this round
-	tick     time.Duration // the clock's move after each round
-	oneType  string        // the GPU type of every node, "" for either
-	noEdge   bool          // no edge site
+	lag      float64        // chance the pod cache misses a round's sync
+	fresh    bool           // the scheduler's pod cache was synced this round
+	freshAt  int            // the step of the last round whose pod cache was synced
+	endedAt  map[string]int // ended pod -> the step it ended
+	tick     time.Duration  // the clock's move after each round
+	oneType  string         // the GPU type of every node, "" for either
+	noEdge   bool           // no edge site
 	nextNode int
 	nextJob  int
 	uid      int
+	feat     *features // what else the search exercises (random_features_test.go)
 }
 
 type rclock struct{ w *rworld }
@@ -166,7 +185,7 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 	rng := rand.New(rand.NewSource(seed))
 	w := &rworld{t: t, rng: rng, seed: seed, policy: policy, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 		nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, dying: map[string]int{},
-		jobs: map[string]*rjob{}, podJob: map[string]*rjob{}, sites: rng.Intn(3) == 0, tick: rStep}
+		jobs: map[string]*rjob{}, podJob: map[string]*rjob{}, endedAt: map[string]int{}, sites: rng.Intn(3) == 0, tick: rStep}
 	if rng.Intn(3) == 0 {
 		w.lag = 0.25
 	}
@@ -184,9 +203,17 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 	// Tidal runs jobs without a deadline on the cloud and inference
 	// sites only (the knapsack's pools; edge servers take deadline jobs).
 	w.noEdge = strings.HasPrefix(policy, "tidal")
-	w.h = newHarnessWith(t, Config{Policy: policy, Clock: rclock{w}})
+	// One API call at a time: the calls' order is then the round's, and
+	// a seed runs alike every time (the API server names created workers
+	// in the order they come).
+	cfg := Config{Policy: policy, Clock: rclock{w}, Parallel: 1}
+	w.feat = w.pickFeatures(&cfg)
+	w.policy = cfg.Policy
+	w.h = newHarnessWith(t, cfg)
 	w.h.s.now = func() time.Time { return w.now }
 	w.h.cs.PrependReactor("create", "pods", w.react)
+	w.h.cs.PrependReactor("delete", "pods", w.reactDelete)
+	w.wireFeatures()
 	defer func() {
 		if r := recover(); r != nil {
 			w.fail("panic: %v\n%s", r, debug.Stack())
@@ -207,7 +234,7 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 func (w *rworld) fail(format string, args ...any) {
 	w.t.Helper()
 	tail := w.log
-	if len(tail) > 60 {
+	if len(tail) > 60 && os.Getenv("TIDE_KUBE_RANDOM_LOG") == "" { // set: the whole log
 		tail = tail[len(tail)-60:]
 	}
 	w.t.Fatalf("seed %d, policy %s, step %d: %s\nlast operations:\n  %s", w.seed, w.policy, w.step,
@@ -260,6 +287,8 @@ func (w *rworld) react(a k8stesting.Action) (bool, runtime.Object, error) {
 		}
 		w.evicts = append(w.evicts, name)
 		return true, nil, nil
+	case "":
+		return w.createWorker(c.GetObject().(*corev1.Pod))
 	}
 	return false, nil, nil
 }
@@ -356,12 +385,22 @@ func (w *rworld) operate() {
 	case r < 70:
 		w.userDelete()
 	case r < 74:
-		for _, name := range w.podNames(func(p *corev1.Pod) bool { return podTerminal(p) }) {
+		// Only pods a round saw ended: tide reads a job's end from its
+		// pods (a TideJob's, then, from the status it wrote), and the
+		// terminated-pod collector is not faster than its informer.
+		gone := w.podNames(func(p *corev1.Pod) bool { return podTerminal(p) && w.endedAt[p.Name] <= w.freshAt })
+		for _, name := range gone {
 			delete(w.pods, name)
+		}
+		if len(gone) > 0 {
+			sort.Strings(gone)
+			w.logf("ended pods deleted: %v", gone)
 		}
 	case r < 76:
 		w.now = w.now.Add(5 * time.Minute)
 		w.logf("clock +5m")
+	default:
+		w.operateFeature(r)
 	}
 }
 
@@ -408,6 +447,7 @@ func (w *rworld) addNode() {
 	if rng.Intn(4) == 0 {
 		n.Spec.Taints = []corev1.Taint{w.randomTaint()}
 	}
+	w.featureNode(n)
 	w.nodes[name] = n
 	w.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
 		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[rTypeLabel], n.Status.Allocatable.Cpu(),
@@ -434,6 +474,10 @@ func (w *rworld) editNode(what string, edit func(*corev1.Node) string) {
 // submit makes a new job and some or all of its pods.
 func (w *rworld) submit() {
 	rng := w.rng
+	if w.feat.tideJobs && rng.Intn(2) == 0 {
+		w.submitTideJob()
+		return
+	}
 	j := &rjob{name: fmt.Sprintf("j%d", w.nextJob), size: 1 + rng.Intn(4)*rng.Intn(2), prio: int32(rng.Intn(3) * 100),
 		dur: time.Duration(1+rng.Intn(30)) * 10 * time.Minute}
 	w.nextJob++
@@ -470,13 +514,14 @@ func (w *rworld) submit() {
 	if !j.gang {
 		j.key = "pods/ns/" + j.name + "-0"
 	}
+	w.featureJob(j)
 	w.jobs[j.name] = j
 	k := j.size
 	if j.size > 1 && rng.Intn(4) == 0 {
 		k = 1 + rng.Intn(j.size-1) // the rest come later (remake)
 	}
-	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s",
-		j.name, j.size, k, j.gpus, j.share, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline)
+	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g/mig %q, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s, queue %q",
+		j.name, j.size, k, j.gpus, j.share, j.mig, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline, j.tenant)
 	for i := 0; i < k; i++ {
 		w.makePod(j)
 	}
@@ -494,7 +539,7 @@ func (w *rworld) makePod(j *rjob) {
 	res.Limits, res.Requests = corev1.ResourceList{}, corev1.ResourceList{}
 	if j.gpus > 0 {
 		res.Limits[GPUResource] = *resource.NewQuantity(int64(j.gpus), resource.DecimalSI)
-	} else {
+	} else if j.share > 0 {
 		p.Annotations[AnnotGPUFraction] = strconv.FormatFloat(j.share, 'g', -1, 64)
 	}
 	if j.cpu > 0 {
@@ -540,14 +585,23 @@ func (w *rworld) makePod(j *rjob) {
 	if j.tolAll {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
 	}
+	if j.mig != "" {
+		delete(res.Limits, GPUResource)
+		l := *resource.NewQuantity(1, resource.DecimalSI)
+		res.Limits[corev1.ResourceName(migPrefix+j.mig)], res.Requests[corev1.ResourceName(migPrefix+j.mig)] = l, l
+	}
+	if j.tenant != "" {
+		p.Annotations[AnnotQueue] = j.tenant
+	}
 	w.pods[name] = p
 	w.podJob[name] = j
+	j.pods = append(j.pods, name)
 }
 
 // livePods are j's pods that are neither terminal nor being deleted.
 func (w *rworld) livePods(j *rjob) (out []*corev1.Pod) {
-	for i := 0; i < j.made; i++ {
-		if p := w.pods[fmt.Sprintf("%s-%d", j.name, i)]; p != nil && live(p) && p.DeletionTimestamp == nil {
+	for _, name := range j.pods {
+		if p := w.pods[name]; p != nil && live(p) && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
 	}
@@ -570,7 +624,7 @@ func (w *rworld) jobNames(keep func(*rjob) bool) []string {
 
 // remake gives a gang short of pods a new one, as its controller would.
 func (w *rworld) remake() {
-	name := w.pick(w.jobNames(func(j *rjob) bool { return j.gang && !w.ended(j) && len(w.livePods(j)) < j.size }))
+	name := w.pick(w.jobNames(func(j *rjob) bool { return j.gang && !j.tide && !w.ended(j) && len(w.livePods(j)) < j.size }))
 	if name == "" {
 		return
 	}
@@ -603,7 +657,9 @@ func (w *rworld) finish(phase corev1.PodPhase, reason string) {
 }
 
 func (w *rworld) finishOne(phase corev1.PodPhase, reason string) {
-	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.Spec.NodeName != "" }))
+	// Not a pod being deleted: one ending while tide evicts it may be
+	// gone before a round sees how it ended.
+	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.Spec.NodeName != "" && p.DeletionTimestamp == nil }))
 	if name == "" {
 		return
 	}
@@ -615,8 +671,10 @@ func (w *rworld) setPhase(name string, phase corev1.PodPhase, reason string) {
 	p := w.pods[name].DeepCopy()
 	p.Status.Phase, p.Status.Reason = phase, reason
 	w.pods[name] = p
-	if phase == corev1.PodSucceeded || failedOnItsOwn(p) {
-		w.podJob[name].done = true
+	w.endedAt[name] = w.step
+	if j := w.podJob[name]; j != nil && (phase == corev1.PodSucceeded || failedOnItsOwn(p)) {
+		j.done = true
+		j.failed = j.failed || failedOnItsOwn(p)
 	}
 }
 
@@ -654,10 +712,12 @@ func (w *rworld) sync() {
 	if err := w.h.nodes.Replace(nodes, ""); err != nil {
 		w.t.Fatal(err)
 	}
+	w.syncFeatures()
 	w.fresh = w.rng.Float64() >= w.lag
 	if !w.fresh {
 		return
 	}
+	w.freshAt = w.step
 	var pods []any
 	for _, p := range w.pods {
 		pods = append(pods, p.DeepCopy())
@@ -705,6 +765,9 @@ func (w *rworld) round() {
 			w.pods[name] = p
 		}
 	}
+	if w.feat.tidal {
+		w.bindServing()
+	}
 	w.now = w.now.Add(w.tick)
 }
 
@@ -743,6 +806,8 @@ func (j *rjob) allowed(n *corev1.Node) string {
 	}
 	pool := n.Labels[rPoolLabel]
 	switch {
+	case j.mig != "" && qty(n.Status.Allocatable, corev1.ResourceName(migPrefix+j.mig)) <= 0:
+		return "no MIG slices " + j.mig
 	case j.typ != "" && n.Labels[rTypeLabel] != j.typ:
 		return "GPU type " + n.Labels[rTypeLabel] + ", not " + j.typ
 	case j.pool != "" && pool != j.pool:
@@ -769,8 +834,11 @@ func qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
 
 // group is the set of nodes one job's workers may share: a GPU type on a
 // site, an edge server alone.
-func (w *rworld) group(n *corev1.Node) string {
+func (w *rworld) group(j *rjob, n *corev1.Node) string {
 	g := n.Labels[rTypeLabel] + "/" + n.Labels[DefaultSiteLabel]
+	if j.mig != "" {
+		g = "mig-" + j.mig + "/" + n.Labels[DefaultSiteLabel] // slices are a GPU type of their own (mig.go)
+	}
 	if n.Labels[DefaultSiteKindLabel] == "edge" {
 		g += "/" + n.Name
 	}
@@ -800,8 +868,12 @@ func (w *rworld) check() {
 	for node := range touched {
 		w.checkRoom(node)
 	}
+	w.checkFeatures()
 	for _, name := range sortedKeys(w.jobs) {
 		j := w.jobs[name]
+		if j.tide {
+			continue // checkTideJob
+		}
 		if !j.gang || w.ended(j) {
 			j.partial = 0
 			continue
@@ -823,7 +895,7 @@ func (w *rworld) check() {
 			groups := map[string]bool{}
 			for _, p := range on {
 				if n := w.nodes[p.Spec.NodeName]; n != nil {
-					groups[w.group(n)] = true
+					groups[w.group(j, n)] = true
 				}
 			}
 			if len(groups) > 1 {
@@ -843,30 +915,54 @@ func (w *rworld) check() {
 	}
 }
 
-// checkRoom: node has room for every live pod bound to it.
+// checkRoom: node has room for every live pod bound to it: GPUs (whole
+// ones, and the indices parts and packable workers hold), each index's
+// parts at most one GPU and never beside a packable worker, at most two
+// packable jobs on an index (a pair), MIG slices of each profile, CPU,
+// memory and pods. Pods of other schedulers (serving) count by their
+// GPU limit.
 func (w *rworld) checkRoom(node string) {
 	n := w.nodes[node]
 	alloc := n.Status.Allocatable
 	var gpus, cpu, mem, pods int64
 	shares := map[int]float64{}
+	packed := map[int]map[string]bool{} // index -> packable jobs there
+	slices := map[string]int64{}        // MIG profile -> slices taken
 	var names []string
 	for name, p := range w.pods {
 		if p.Spec.NodeName != node || !live(p) {
 			continue
 		}
-		j := w.podJob[name]
 		names = append(names, name)
 		pods++
-		gpus += int64(j.gpus)
+		j := w.podJob[name]
+		if j == nil { // another scheduler's
+			gpus += podGPUs(p)
+			continue
+		}
 		cpu += j.cpu
 		mem += j.mem
+		if j.mig != "" {
+			slices[j.mig]++
+			continue
+		}
+		if j.share == 0 && j.jobType == "" {
+			gpus += int64(j.gpus)
+			continue
+		}
+		i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
+		_, now := w.bound[name] // bound before, it may sit past a node that shrank since (tide evicts it)
+		if err != nil || i < 0 || (now && int64(i) >= qty(alloc, GPUResource)) {
+			w.fail("%s %s bound to %s at GPU index %q, not one of its %d GPUs", map[bool]string{true: "part", false: "packable worker"}[j.share > 0],
+				name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
+		}
 		if j.share > 0 {
-			i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
-			_, now := w.bound[name] // bound before, it may sit past a node that shrank since (tide evicts it)
-			if err != nil || i < 0 || (now && int64(i) >= qty(alloc, GPUResource)) {
-				w.fail("part %s bound to %s at GPU index %q, not one of its %d GPUs", name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
-			}
 			shares[i] += j.share
+		} else {
+			if packed[i] == nil {
+				packed[i] = map[string]bool{}
+			}
+			packed[i][j.name] = true
 		}
 	}
 	sort.Strings(names)
@@ -874,9 +970,28 @@ func (w *rworld) checkRoom(node string) {
 		if s > 1+1e-9 {
 			w.fail("node %s: GPU index %d holds parts of %g GPUs (pods %v)", node, i, s, names)
 		}
+		if len(packed[i]) > 0 {
+			w.fail("node %s: GPU index %d holds parts beside packable jobs %v (pods %v)", node, i, sortedKeys(packed[i]), names)
+		}
 	}
-	if g := gpus + int64(len(shares)); g > qty(alloc, GPUResource) {
-		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts), %d allocatable (pods %v)", node, g, gpus, len(shares), qty(alloc, GPUResource), names)
+	for i, js := range packed {
+		if len(js) > 2 {
+			w.fail("node %s: GPU index %d holds %d packable jobs %v, a pair at most (pods %v)", node, i, len(js), sortedKeys(js), names)
+		}
+	}
+	indices := len(shares)
+	for i := range packed {
+		if _, ok := shares[i]; !ok {
+			indices++
+		}
+	}
+	if g := gpus + int64(indices); g > qty(alloc, GPUResource) {
+		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts or pairs), %d allocatable (pods %v)", node, g, gpus, indices, qty(alloc, GPUResource), names)
+	}
+	for prof, k := range slices {
+		if a := qty(alloc, corev1.ResourceName(migPrefix+prof)); k > a {
+			w.fail("node %s: %d MIG slices %s taken, %d allocatable (pods %v)", node, k, prof, a, names)
+		}
 	}
 	if cpu > qty(alloc, corev1.ResourceCPU) || mem > qty(alloc, corev1.ResourceMemory) || pods > qty(alloc, corev1.ResourcePods) {
 		w.fail("node %s: pods ask for %dm CPU, %dGi memory, %d pods; allocatable %v (pods %v)", node, cpu, mem>>30, pods, alloc, names)
@@ -887,7 +1002,9 @@ func (w *rworld) checkRoom(node string) {
 func (j *rjob) capacity(n *corev1.Node) int64 {
 	alloc := n.Status.Allocatable
 	k := qty(alloc, corev1.ResourcePods)
-	if j.gpus > 0 {
+	if j.mig != "" {
+		k = min(k, qty(alloc, corev1.ResourceName(migPrefix+j.mig)))
+	} else if j.gpus > 0 {
 		k = min(k, qty(alloc, GPUResource)/int64(j.gpus))
 	} else {
 		k = min(k, qty(alloc, GPUResource)) // a job's parts go on distinct GPUs (engine.fitParts)
@@ -908,7 +1025,7 @@ func (w *rworld) fitsEmpty(j *rjob) bool {
 		if !nodeReadyCond(n) || n.Spec.Unschedulable || j.allowed(n) != "" {
 			continue
 		}
-		g := w.group(n)
+		g := w.group(j, n)
 		room[g] += j.capacity(n)
 		if room[g] >= int64(j.size) {
 			return true
@@ -944,7 +1061,7 @@ func (w *rworld) describe(j *rjob) string {
 		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v labels %v alloc gpu %d cpu %dm mem %dGi pods %d; group %q, allowed %q, holds %d; bound %v\n",
 			name, nodeReadyCond(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, qty(n.Status.Allocatable, GPUResource),
 			qty(n.Status.Allocatable, corev1.ResourceCPU), qty(n.Status.Allocatable, corev1.ResourceMemory)>>30,
-			qty(n.Status.Allocatable, corev1.ResourcePods), w.group(n), j.allowed(n), j.capacity(n), on)
+			qty(n.Status.Allocatable, corev1.ResourcePods), w.group(j, n), j.allowed(n), j.capacity(n), on)
 	}
 	return b.String()
 }
@@ -961,23 +1078,25 @@ func (w *rworld) quiet() {
 	w.dying = map[string]int{}
 	for _, name := range sortedKeys(w.jobs) {
 		j := w.jobs[name]
-		for j.gang && !w.ended(j) && len(w.livePods(j)) < j.size {
+		for j.gang && !j.tide && !w.ended(j) && len(w.livePods(j)) < j.size {
 			w.makePod(j)
 		}
 	}
+	w.quietFeatures()
 	// The jobs that do not fit the usable nodes are deleted: one at the
 	// head of a queue (FIFO's, Gavel's FIFO pass) legitimately holds the
 	// jobs behind it, and the check is about jobs that can run.
 	for _, name := range sortedKeys(w.jobs) {
 		j := w.jobs[name]
-		if w.ended(j) || w.fitsEmpty(j) {
+		if w.ended(j) || (w.fitsEmpty(j) && w.withinQuota(j)) {
 			continue
 		}
 		for _, p := range w.livePods(j) {
 			delete(w.pods, p.Name)
 		}
 		j.done = true
-		w.logf("job %s does not fit the usable nodes: deleted", name)
+		w.deleteTideJob(j)
+		w.logf("job %s does not fit the usable nodes (or its queue's quota): deleted", name)
 	}
 	// Nodes NotReady stay so: their workers are lost past the grace.
 	// Rounds are minutes apart: policies that decide every few minutes
@@ -993,7 +1112,7 @@ func (w *rworld) quiet() {
 					return false
 				}
 			}
-			return len(w.livePods(j)) == j.size && w.fitsEmpty(j)
+			return (j.tide || len(w.livePods(j)) == j.size) && w.fitsEmpty(j)
 		})
 	}
 	for iter := 0; iter < len(w.jobs)+8 && len(waiting()) > 0; iter++ {
@@ -1007,7 +1126,7 @@ func (w *rworld) quiet() {
 	}
 	for _, name := range sortedKeys(w.jobs) {
 		j := w.jobs[name]
-		if !w.fitsEmpty(j) || w.ended(j) || len(w.livePods(j)) < j.size {
+		if !w.fitsEmpty(j) || w.ended(j) || (!j.tide && len(w.livePods(j)) < j.size) {
 			continue
 		}
 		bound := false
@@ -1026,6 +1145,9 @@ func (w *rworld) quiet() {
 		}
 		if j.share > 0 && elasticPolicies[strings.Split(w.policy, ":")[0]] && strings.Contains(w.h.s.unsched[j.key], "is elastic") {
 			continue // elastic policies run whole GPUs only, and say so
+		}
+		if w.knownOpen(j) {
+			continue
 		}
 		state, reason := "not in the engine", w.h.s.unsched[j.key]
 		if st != nil {
