@@ -314,18 +314,20 @@ type cloud struct {
 }
 
 // cloudOf is the cloud site f plans (Site, or the first cloud site) as one
-// GPU type, its first node's: ElasticFlow and EdgeFlow plan a homogeneous
-// cloud. Nodes of other types count in neither perNode nor cap; the jobs
-// pinned to another type (Job.GPUType) stay out of the plan (asksOther).
+// GPU type: ElasticFlow and EdgeFlow plan a homogeneous cloud. On a site
+// of several types it is the type with the most GPUs there (the first in
+// the site's order of nodes on a tie), not its first node's: the order of
+// nodes is no choice of the user's (in tide kube, the nodes' names), and
+// a site of 2 A100 nodes before 10 T4 nodes planned every job that names
+// no type on the two. Nodes of other types count in neither perNode nor
+// cap; the jobs pinned to another type (Job.GPUType) stay out of the plan
+// (asksOther).
 func (f *Flow) cloudOf(s *engine.Snapshot) (cloud, bool) {
 	for _, site := range s.Cluster.Sites() {
 		if (f.Site == "" && site.Kind == cluster.SiteCloud) || site.Name == f.Site {
-			c := cloud{site: site.Name, nodes: site.Nodes}
+			c := cloud{site: site.Name, nodes: site.Nodes, gpuType: mostGPUs(s.Cluster, site.Nodes)}
 			for _, id := range site.Nodes {
 				n := &s.Cluster.Nodes[id]
-				if c.gpuType == "" {
-					c.gpuType = n.GPUType
-				}
 				if n.GPUType == c.gpuType {
 					c.perNode = max(c.perNode, n.GPUs)
 					c.cap += s.UpGPUs(n)
@@ -335,6 +337,38 @@ func (f *Flow) cloudOf(s *engine.Snapshot) (cloud, bool) {
 		}
 	}
 	return cloud{}, false
+}
+
+// mostGPUs is the GPU type of c's nodes ids with the most GPUs (counted
+// up or not, so that faults do not move the plan from type to type), the
+// first in ids' order on a tie; "" when ids is empty.
+func mostGPUs(c *cluster.Cluster, ids []int) string {
+	best, most := "", 0
+	for _, t := range c.GPUTypes() {
+		n, first := 0, -1
+		for i, id := range ids {
+			if nd := &c.Nodes[id]; nd.GPUType == t {
+				n += nd.GPUs
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if first >= 0 && (best == "" || n > most || (n == most && first < firstOf(c, ids, best))) {
+			best, most = t, n
+		}
+	}
+	return best
+}
+
+// firstOf is the index in ids of the first node of type t (-1 none).
+func firstOf(c *cluster.Cluster, ids []int, t string) int {
+	for i, id := range ids {
+		if c.Nodes[id].GPUType == t {
+			return i
+		}
+	}
+	return -1
 }
 
 // rate is j's progress per second on g packed GPUs of type t, at its

@@ -13,9 +13,10 @@ import (
 // Jobs pinned to a GPU type the deadline plan does not cover.
 //
 // ElasticFlow and EdgeFlow (and tidal's deadline planner, which is
-// EdgeFlow) plan the cloud as one GPU type, its first node's (cloudOf): the
-// papers' clusters are homogeneous, and minimum satisfactory shares,
-// admission and spare GPUs are counts of interchangeable GPUs. A job that
+// EdgeFlow) plan the cloud as one GPU type, the one with the most GPUs
+// (cloudOf): the papers' clusters are homogeneous, and minimum
+// satisfactory shares, admission and spare GPUs are counts of
+// interchangeable GPUs. A job that
 // asks for another type (Job.GPUType: a trace's gpu_type, tide submit
 // --gpu-type, a TideJob's spec.gpuType) can be given none of them: the
 // engine refuses a plan that gives a job GPUs of a type it does not ask

@@ -38,7 +38,7 @@ func typedCluster(cloudA100, edge, infer int) *cluster.Cluster {
 }
 
 // TestFlowPinnedTypes: ElasticFlow, EdgeFlow and tidal plan the cloud as
-// one GPU type (its first node's, a100 here). A job pinned to that type
+// one GPU type (the one with the most GPUs, a100 here). A job pinned to that type
 // is planned as any other; one pinned to another type is never given GPUs
 // of the planned type (the engine refused every such plan, so one such job
 // stopped every job): with a deadline it is declined at once, saying
@@ -212,4 +212,46 @@ func runsOn(plan engine.Plan, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestFlowPlansTheMostGPUs: on a cloud of several GPU types the flow
+// policies plan the type with the most GPUs, not the first node's: a
+// cloud listing one A100 node before two V100 nodes (in tide kube, the
+// nodes' names put them so) planned every job that names no type on the
+// four A100s, the eight V100s idle.
+func TestFlowPlansTheMostGPUs(t *testing.T) {
+	build := func(nodes ...cluster.NodeSpec) *cluster.Cluster {
+		c, err := (&cluster.Spec{Sites: []cluster.SiteSpec{{Name: "cloud", Nodes: nodes}}}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    *cluster.Cluster
+		want string
+	}{
+		{"more nodes of the second type", build(cluster.NodeSpec{Count: 1, GPUs: 4, GPU: "a100"}, cluster.NodeSpec{Count: 2, GPUs: 4, GPU: "v100"}), "v100"},
+		{"GPUs, not nodes", build(cluster.NodeSpec{Count: 2, GPUs: 2, GPU: "v100"}, cluster.NodeSpec{Count: 1, GPUs: 8, GPU: "a100"}), "a100"},
+		{"a tie: the first node's", build(cluster.NodeSpec{Count: 1, GPUs: 4, GPU: "v100"}, cluster.NodeSpec{Count: 1, GPUs: 4, GPU: "a100"}), "v100"},
+	} {
+		for _, spec := range []string{"elasticflow", "edgeflow", "tidal"} {
+			t.Run(spec+"/"+tc.name, func(t *testing.T) {
+				s := policytest.Snap(t, 2, tc.c,
+					policytest.JobState{Job: enginetest.Job("dl").Elastic(1, 4, 4).Seconds(600).Deadline(5000).Obj()},
+					policytest.JobState{Job: enginetest.Job("be").Elastic(1, 4, 4).Seconds(600).Obj()})
+				plan := fam.Parse(t, spec, contract.Context{}).Schedule(s)
+				checkTypes(t, s, plan)
+				if len(plan.Run) != 2 {
+					t.Fatalf("the plan runs %v, want both jobs", policytest.Runs(plan))
+				}
+				for _, a := range plan.Run {
+					if a.GPUType != tc.want {
+						t.Errorf("%s planned on %q, want %s", a.Job, a.GPUType, tc.want)
+					}
+				}
+			})
+		}
+	}
 }
