@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/data"
+	"github.com/tide-sched/tide/perf"
 	"github.com/tide-sched/tide/trace"
 )
 
@@ -57,38 +58,85 @@ func TestLowerBoundHolds(t *testing.T) {
 			if r.preset != "" {
 				name += "/" + r.preset
 			}
-			t.Run(name, func(t *testing.T) {
-				b, err := in.Build(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := b.Simulate()
-				if err != nil {
-					t.Fatal(err)
-				}
-				finished, beat := 0, 0
-				for _, j := range out.Jobs {
-					if j.State != "finished" {
-						continue
-					}
-					finished++
-					if !(j.LowerBound > 0) {
-						t.Errorf("%s: no bound", j.ID)
-					}
-					if run := j.Finish - j.Start; run < j.LowerBound*(1-1e-9) {
-						beat++
-						if beat <= 5 {
-							t.Errorf("%s on %d GPUs ran %.1f s (JCT %.1f s), under its lower bound %.1f s", j.ID, j.GPUs, run, j.Finish-j.Submit, j.LowerBound)
-						}
-					}
-				}
-				if beat > 0 {
-					t.Errorf("%d of %d finished jobs beat their lower bound", beat, finished)
-				}
-				if finished == 0 {
-					t.Error("no job finished")
-				}
-			})
+			t.Run(name, func(t *testing.T) { checkLowerBound(t, in, p) })
 		}
+	}
+}
+
+// TestLowerBoundHoldsWrapped is TestLowerBoundHolds with the Pollux
+// profiles inside the model wrappers tide builds around a model: speed
+// factors per GPU type (SpeedFactors, as --speed: t4=1.5, v100=1), a GPU
+// type scaled from another (Scaled, a scenario's model.edge: V100s at 0.5
+// of T4s) and both, on a cluster of two types (12x4 T4 and 4x4 V100),
+// packed and spread (most-free placer). Before the wrappers passed the
+// Pollux bound on (perf.Bounder), the simulator priced packed allocations
+// for them, and jobs beat that: under speed factors 1 of fifo's 160 jobs
+// packed, 2 spread (tiresias 1 and 1), under the scaled type 3 and 3,
+// under both 3 and 4.
+func TestLowerBoundHoldsWrapped(t *testing.T) {
+	pm, err := PolluxModel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := data.FS.Open("pollux/workloads/workload-6.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Read(f, "workload-6", trace.Pollux, trace.Options{})
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	speed := perf.SpeedFactors{Base: pm, Speed: map[string]float64{"t4": 1.5, "v100": 1}}
+	for _, m := range []struct {
+		name  string
+		model perf.Model
+	}{
+		{"speed", speed},
+		{"scaled", perf.Scaled{Model: pm, Type: "v100", Ref: "t4", Lambda: 0.5}},
+		{"speed+scaled", perf.Scaled{Model: speed, Type: "v100", Ref: "t4", Lambda: 0.5}},
+	} {
+		for _, placer := range []string{"pack", "most-free"} {
+			in := &Inputs{Trace: "workload-6", Jobs: tr.Jobs, Cluster: mustCluster(t, "12x4:t4,4x4:v100"), Model: m.model,
+				Placer: placer, Round: 60, OnEvents: true, Seed: 1}
+			for _, p := range []string{"fifo", "tiresias"} {
+				t.Run(m.name+"/"+p+"/"+placer, func(t *testing.T) { checkLowerBound(t, in, p) })
+			}
+		}
+	}
+}
+
+// checkLowerBound runs policy p on in and fails when a finished job ran
+// (first start to finish) faster than its lower bound, or has none.
+func checkLowerBound(t *testing.T, in *Inputs, p string) {
+	b, err := in.Build(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Simulate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished, beat := 0, 0
+	for _, j := range out.Jobs {
+		if j.State != "finished" {
+			continue
+		}
+		finished++
+		if !(j.LowerBound > 0) {
+			t.Errorf("%s: no bound", j.ID)
+		}
+		if run := j.Finish - j.Start; run < j.LowerBound*(1-1e-9) {
+			beat++
+			if beat <= 5 {
+				t.Errorf("%s on %d GPUs ran %.1f s (JCT %.1f s), under its lower bound %.1f s", j.ID, j.GPUs, run, j.Finish-j.Submit, j.LowerBound)
+			}
+		}
+	}
+	if beat > 0 {
+		t.Errorf("%d of %d finished jobs beat their lower bound", beat, finished)
+	}
+	if finished == 0 {
+		t.Error("no job finished")
 	}
 }

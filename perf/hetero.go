@@ -106,4 +106,15 @@ func (s SpeedFactors) Rate(j *job.Job, a Alloc, p float64) (float64, float64) {
 // Costs implements Model.
 func (s SpeedFactors) Costs(j *job.Job) Costs { return s.Base.Costs(j) }
 
-var _ Model = SpeedFactors{}
+// MaxRate implements Bounder: Base's bound times the speed factor of the
+// span's one GPU type, as Rate scales Base's rate on any allocation of
+// that type; ok is false when Base has no bound (it is no Bounder).
+func (s SpeedFactors) MaxRate(j *job.Job, sp Span, p float64) (float64, float64, bool) {
+	r, until, ok := MaxRate(s.Base, j, sp, p)
+	if !ok {
+		return 0, math.Inf(1), false
+	}
+	return r * s.Factor(sp.GPUType), until, true
+}
+
+var _ Bounder = SpeedFactors{}

@@ -54,6 +54,14 @@ func (p *Pairs) Rate(j *job.Job, a Alloc, pr float64) (float64, float64) {
 // Costs implements Model (Base's).
 func (p *Pairs) Costs(j *job.Job) Costs { return p.Base.Costs(j) }
 
+// MaxRate implements Bounder (Base's bound, as Rate is Base's rate); ok is
+// false when Base has no bound (it is no Bounder). It bounds a job alone:
+// sharing GPUs, a job runs at its rate alone times its ratio (Ratios),
+// above the bound only where a ratio is above 1 (none in Gavel's table).
+func (p *Pairs) MaxRate(j *job.Job, s Span, pr float64) (float64, float64, bool) {
+	return MaxRate(p.Base, j, s, pr)
+}
+
 // Shared implements Sharer: Base's rate of each job on a times its speed
 // beside the other over its speed alone (Ratio).
 func (p *Pairs) Shared(j1, j2 *job.Job, a Alloc) (r1, r2 float64, ok bool) {
@@ -154,4 +162,7 @@ func (p *Pairs) Forget(id string) {
 	}
 }
 
-var _ Sharer = (*Pairs)(nil)
+var (
+	_ Sharer  = (*Pairs)(nil)
+	_ Bounder = (*Pairs)(nil)
+)

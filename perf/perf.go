@@ -55,14 +55,32 @@ type Span struct {
 // no-contention lower bound on its completion time that no schedule can
 // beat: a job's rate can depend on the shape of its placement (not only on
 // its GPU count) and, for an adaptive job (job.AdaptBatch), on the batch
-// configuration its agent chooses (Alloc.LocalBsz, AccumSteps).
+// configuration its agent chooses (Alloc.LocalBsz, AccumSteps). A model
+// that is no Bounder, or whose MaxRate says !ok, is taken to run a job no
+// faster on any placement than on the packed one (Packed) of its GPU count
+// and type, with the job's own batch.
 type Bounder interface {
 	Model
 	// MaxRate is at least j's Rate at progress p on every allocation in s
 	// (every placement, and when j.AdaptBatch every batch configuration
 	// its agent may choose), and the progress up to which that holds
-	// (> p; +Inf when it never changes); 0 when nothing in s runs j.
-	MaxRate(j *job.Job, s Span, p float64) (rate, until float64)
+	// (> p; +Inf when it never changes); 0 when nothing in s runs j. ok
+	// is false when the model has no such bound (a wrapper of a model
+	// that is no Bounder): rate and until are then meaningless, and the
+	// caller prices packed allocations instead.
+	MaxRate(j *job.Job, s Span, p float64) (rate, until float64, ok bool)
+}
+
+// MaxRate is m's MaxRate when m is a Bounder with a bound for j over s; ok
+// is false otherwise (rate and until are then 0 and +Inf). Wrappers of a
+// Model implement their MaxRate with it.
+func MaxRate(m Model, j *job.Job, s Span, p float64) (rate, until float64, ok bool) {
+	if b, is := m.(Bounder); is {
+		if r, u, ok := b.MaxRate(j, s, p); ok {
+			return r, u, true
+		}
+	}
+	return 0, math.Inf(1), false
 }
 
 // GPUs is the total GPU count of a.

@@ -33,8 +33,22 @@ func (s Scaled) Rate(j *job.Job, a Alloc, p float64) (float64, float64) {
 	return s.Model.Rate(j, a, p)
 }
 
+// MaxRate implements Bounder as Rate scales: on Type, Lambda times the
+// base model's bound over the same span of Ref GPUs (same counts, nodes
+// and GPUs per node); on every other type the base model's own. ok is
+// false when the base model has no bound (it is no Bounder).
+func (s Scaled) MaxRate(j *job.Job, sp Span, p float64) (float64, float64, bool) {
+	if strings.EqualFold(sp.GPUType, s.Type) {
+		ref := sp
+		ref.GPUType = s.Ref
+		r, until, ok := MaxRate(s.Model, j, ref, p)
+		return s.Lambda * r, until, ok
+	}
+	return MaxRate(s.Model, j, sp, p)
+}
+
 // Valid reports whether Lambda is usable.
 func (s Scaled) Valid() bool { return s.Lambda > 0 && s.Lambda <= 1 && !math.IsNaN(s.Lambda) }
 
 // Observe and Limits are not forwarded: a Scaled model is never an Observer.
-var _ Model = Scaled{}
+var _ Bounder = Scaled{}

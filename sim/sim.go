@@ -780,15 +780,16 @@ func (s *simulator) finishRecords() {
 // the type's nodes (perNode GPUs at most on each) and, for an adaptive job,
 // every batch configuration its agent may choose: a job may change any of
 // them as it goes, and a spread placement can beat a packed one. With any
-// other model, it is the best GPU count and type packed on as few nodes as
-// possible, held throughout.
+// other model (or a wrapper of one, whose MaxRate is not ok), it is the
+// best GPU count and type packed on as few nodes as possible, held
+// throughout.
 func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job.Job) float64 {
 	types := c.GPUTypes()
 	if j.GPUType != "" {
 		types = []string{j.GPUType}
 	}
-	if b, ok := m.(perf.Bounder); ok {
-		return boundedLowerBound(b, c, perNode, j, types)
+	if t, ok := boundedLowerBound(m, c, perNode, j, types); ok {
+		return t
 	}
 	best := math.Inf(1)
 	var buf []int
@@ -819,8 +820,12 @@ func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job
 }
 
 // boundedLowerBound is LowerBound with a perf.Bounder: at each stretch of
-// progress the highest MaxRate over the types' spans.
-func boundedLowerBound(b perf.Bounder, c *cluster.Cluster, perNode map[string]int, j *job.Job, types []string) float64 {
+// progress the highest MaxRate over the types' spans; ok is false when m
+// has no bound for j (perf.MaxRate).
+func boundedLowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job.Job, types []string) (float64, bool) {
+	if _, ok := m.(perf.Bounder); !ok {
+		return 0, false
+	}
 	spans := make([]perf.Span, 0, len(types))
 	for _, t := range types {
 		s := perf.Span{GPUType: t, MinGPUs: j.MinGPUs, MaxGPUs: min(j.MaxGPUs, c.GPUsOfType(t)), PerNode: perNode[t]}
@@ -833,20 +838,26 @@ func boundedLowerBound(b perf.Bounder, c *cluster.Cluster, perNode map[string]in
 			spans = append(spans, s)
 		}
 	}
-	work := b.Work(j)
+	if len(spans) == 0 {
+		return 0, false // nothing holds j: the packed prices say so too
+	}
+	work := m.Work(j)
 	t, p := 0.0, 0.0
 	for p < work {
 		r, until := 0.0, math.Inf(1)
 		for _, s := range spans {
-			sr, su := b.MaxRate(j, s, p)
+			sr, su, ok := perf.MaxRate(m, j, s, p)
+			if !ok {
+				return 0, false
+			}
 			r, until = math.Max(r, sr), math.Min(until, su)
 		}
 		if !(r > 0) {
-			return 0
+			return 0, true
 		}
 		end := math.Min(until, work)
 		t += (end - p) / r
 		p = end
 	}
-	return t + b.Costs(j).Start
+	return t + m.Costs(j).Start, true
 }

@@ -16,14 +16,15 @@ import (
 // accumulation steps, capped at MaxBatch as Rate caps them (Alloc.LocalBsz,
 // AccumSteps), the model's default included. The maximum is exact: every
 // configuration is priced as Rate prices it. The bound per epoch is
-// computed once per span, job batch and adaptivity, and kept.
-func (m *Model) MaxRate(j *job.Job, s perf.Span, x float64) (float64, float64) {
+// computed once per span, job batch and adaptivity, and kept. ok is always
+// true.
+func (m *Model) MaxRate(j *job.Job, s perf.Span, x float64) (float64, float64, bool) {
 	p := m.Profiles[j.Model]
 	if p == nil {
-		return 0, math.Inf(1)
+		return 0, math.Inf(1), true
 	}
 	e := p.Epoch(x)
-	return p.spanRates(s, j.AdaptBatch, j.BatchSize)[e], p.progress[e+1]
+	return p.spanRates(s, j.AdaptBatch, j.BatchSize)[e], p.progress[e+1], true
 }
 
 var _ perf.Bounder = (*Model)(nil)

@@ -44,10 +44,10 @@ func TestMaxRateBoundsRate(t *testing.T) {
 					}
 					x := rng.Float64() * m.Work(j)
 					r, until := m.Rate(j, a, x)
-					b, buntil := m.MaxRate(j, s, x)
-					if r > b || (r > 0 && until != buntil) {
-						t.Errorf("%s on %v (batch %d+%d, adaptive %v) at %.3g: rate %v until %v, MaxRate %v until %v",
-							name, pl, a.LocalBsz, a.AccumSteps, adapt, x, r, until, b, buntil)
+					b, buntil, ok := m.MaxRate(j, s, x)
+					if !ok || r > b || (r > 0 && until != buntil) {
+						t.Errorf("%s on %v (batch %d+%d, adaptive %v) at %.3g: rate %v until %v, MaxRate %v until %v (ok %v)",
+							name, pl, a.LocalBsz, a.AccumSteps, adapt, x, r, until, b, buntil, ok)
 					}
 				}
 			}
@@ -58,7 +58,7 @@ func TestMaxRateBoundsRate(t *testing.T) {
 			for e := range p.MaxEpochs {
 				x := p.progress[e]
 				r, _ := m.Rate(j, perf.Alloc{GPUType: "t4", PerNode: pl}, x)
-				if b, _ := m.MaxRate(j, s, x); b != r || math.IsNaN(b) {
+				if b, _, _ := m.MaxRate(j, s, x); b != r || math.IsNaN(b) {
 					t.Fatalf("%s alone on %v, epoch %d: MaxRate %v, Rate %v", name, pl, e, b, r)
 				}
 			}

@@ -388,8 +388,14 @@ func PairJob(id, model string, iters float64) *job.Job {
 }
 
 // NotSharer hides a model's pair throughputs: the simulator then runs one
-// job per GPU, as tide serve and tide kube do.
+// job per GPU, as tide serve and tide kube do. Its rate bound is the
+// model's (perf.MaxRate).
 type NotSharer struct{ perf.Model }
+
+// MaxRate implements perf.Bounder: the model's bound, when it has one.
+func (n NotSharer) MaxRate(j *job.Job, s perf.Span, p float64) (float64, float64, bool) {
+	return perf.MaxRate(n.Model, j, s, p)
+}
 
 // JobsSnap is the snapshot at t=1000 of jobs all waiting on c under m
 // (Sharing set when m measures pairs).
