@@ -19,18 +19,33 @@
 // A job's GPU-seconds for a share f of its work done on pool p in τ
 // seconds are at least f·φ(τ/f), where φ(t) is the least GPU-seconds per
 // unit of work at t seconds per unit: the lower convex envelope of the
-// points (T_g, g·T_g), T_g being its time alone on g packed GPUs. φ is
-// piecewise linear and convex, so f·φ(τ/f) is the maximum of lines in
-// (f, τ) and the program stays linear. This holds where a job's rate on
-// an allocation does not change with its progress (the ElasticFlow and
-// Gavel tables); where it does, each pool counts only the least
-// GPU-seconds and the least time at any count, a weaker bound that is
-// still valid.
+// points (T_g, g·T_g), T_g being its time alone on g GPUs of the pool. φ
+// is piecewise linear and convex, so f·φ(τ/f) is the maximum of lines in
+// (f, τ) and the program stays linear. A job may do part of its work on a
+// pool where it could not end in time alone, the rest elsewhere; it is
+// out of reach only if it could not end in time with each stretch of its
+// work on the pool fastest for it.
+//
+// T_g is the fastest any policy could run the job on g GPUs, whatever
+// count the trace asks (an elastic policy's copy may take any): with a
+// perf.Bounder (the Pollux profiles) its MaxRate over every placement of
+// g GPUs on the pool's nodes and every batch configuration an adaptive
+// job's agent may choose, else its rate packed (perf.Packed) with its own
+// batch. The envelope holds where a job's rate does not change with its
+// progress (the ElasticFlow and Gavel tables). Where it does (the Pollux
+// profiles: per epoch), a share f of its work on a pool takes at least the
+// time and, apart, the GPU-seconds of the stretches of its work fastest
+// (cheapest) there that make up f, each at its best count (convex in f),
+// and all its work at least the least time and GPU-seconds with each
+// stretch on the pool best for it: a weaker bound, still valid.
 //
 // Cost. The windows grow with the square of the jobs, and the program is
-// solved to a proven optimum: BenchmarkDeadlines takes 0.03 s for 50 jobs,
+// solved to a proven optimum: BenchmarkDeadlines took 0.03 s for 50 jobs,
 // 1.8 s for 100 and 12 s for 150; the shipped scenarios (195 jobs) about
-// 20 s a point. It is meant for scenario-sized traces, not Philly's.
+// 20 s a point when a job counted only the pools it could end in time on
+// alone, about twice that since (edgeflow-faults, MTBF 6 h: 21 -> 36-42
+// CPU-s, 15,967 -> 29,175 windows). It is meant for scenario-sized traces,
+// not Philly's.
 package bound
 
 import (
@@ -52,9 +67,13 @@ type Pool struct {
 	// GPUTypes are its GPU types: a job's time on g GPUs here is its
 	// fastest on g GPUs of any of them (which only raises the bound).
 	GPUTypes []string
-	// PerNode is the GPUs of one node: the shape of a packed allocation
-	// (perf.Packed).
+	// PerNode is the most GPUs of one node: the shape of a packed
+	// allocation (perf.Packed) and the most GPUs a placement puts on a
+	// node (perf.Span).
 	PerNode int
+	// Nodes is the pool's node count, the most nodes a placement spans
+	// (perf.Span); 0: no limit.
+	Nodes int
 	// GPUs is all the pool's GPUs.
 	GPUs int
 	// MaxJob is the most GPUs one job may hold here (an edge server's
@@ -74,8 +93,10 @@ type Result struct {
 	// Jobs is the jobs with a deadline.
 	Jobs int `json:"jobs"`
 	// Alone is how many of them no pool could end in time even with
-	// nothing else running.
-	Alone int `json:"alone"`
+	// nothing else running (each stretch of its work on the pool fastest
+	// for it); AloneJobs are their IDs, in the order of the jobs.
+	Alone     int      `json:"alone"`
+	AloneJobs []string `json:"-"`
 	// Bound is the most of them any schedule could meet.
 	Bound int `json:"bound"`
 	// Windows is the capacity constraints the program kept (windows times
@@ -83,7 +104,7 @@ type Result struct {
 	Windows int `json:"windows"`
 	// Exact says every job's rate was constant in its progress, so the
 	// window-aware envelope was used for all (else some jobs count only
-	// their least GPU-seconds and time).
+	// their least GPU-seconds and time for each share of their work).
 	Exact bool `json:"exact"`
 }
 
@@ -109,15 +130,12 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 		}
 		res.Jobs++
 		jv := &jobVars{j: j, window: j.Deadline - j.Submit - m.Costs(j).Start}
-		for pi := range pools {
-			if c, ok := curveOf(m, j, &pools[pi]); ok && c.fastest <= jv.window {
-				c.pool = pi
-				jv.on = append(jv.on, c)
-				res.Exact = res.Exact && c.exact
-			}
-		}
-		if len(jv.on) == 0 {
+		var exact bool
+		jv.on, jv.least, jv.leastGS, exact = curvesOf(m, j, pools, jv.window)
+		res.Exact = res.Exact && exact
+		if !(jv.least <= jv.window) {
 			res.Alone++
+			res.AloneJobs = append(res.AloneJobs, j.ID)
 			continue
 		}
 		js = append(js, jv)
@@ -131,23 +149,32 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 		jv.x = lp.AddBinary(fmt.Sprintf("x%d", i))
 		obj = append(obj, solver.Term{Var: jv.x, Coef: 1})
 		sum := []solver.Term{{Var: jv.x, Coef: -1}}
-		var time []solver.Term
+		var time, gs []solver.Term
 		for k := range jv.on {
 			c := &jv.on[k]
-			c.f = lp.AddVar(0, 1, fmt.Sprintf("f%d_%d", i, k))
+			c.f = lp.AddVar(0, c.share, fmt.Sprintf("f%d_%d", i, k))
 			c.tau = lp.AddVar(0, math.Inf(1), fmt.Sprintf("t%d_%d", i, k))
 			c.gs = lp.AddVar(0, math.Inf(1), fmt.Sprintf("c%d_%d", i, k))
 			sum = append(sum, solver.Term{Var: c.f, Coef: 1})
 			time = append(time, solver.Term{Var: c.tau, Coef: 1})
-			// τ ≥ T_min·f: no faster than its fastest count.
-			lp.Ge([]solver.Term{{Var: c.tau, Coef: 1}, {Var: c.f, Coef: -c.fastest}}, 0, "")
+			gs = append(gs, solver.Term{Var: c.gs, Coef: 1})
+			// τ above every line of its least time for the share f.
+			for _, ln := range c.time {
+				lp.Ge([]solver.Term{{Var: c.tau, Coef: 1}, {Var: c.f, Coef: -ln.a}}, ln.c, "")
+			}
 			// GPU-seconds above every line of the envelope.
 			for _, ln := range c.lines {
-				lp.Ge([]solver.Term{{Var: c.gs, Coef: 1}, {Var: c.f, Coef: -ln.a}, {Var: c.tau, Coef: -ln.b}}, 0, "")
+				lp.Ge([]solver.Term{{Var: c.gs, Coef: 1}, {Var: c.f, Coef: -ln.a}, {Var: c.tau, Coef: -ln.b}}, ln.c, "")
 			}
 		}
-		lp.Eq(sum, 0, "")                                                    // its shares add up to x
-		lp.Le(append(time, solver.Term{Var: jv.x, Coef: -jv.window}), 0, "") // one place at a time, inside its window
+		lp.Eq(sum, 0, "")                                                                  // its shares add up to x
+		lp.Le(append(slices.Clone(time), solver.Term{Var: jv.x, Coef: -jv.window}), 0, "") // one place at a time, inside its window
+		if len(jv.on) > 1 {
+			// Wherever each stretch of its work is done, no faster and no
+			// cheaper than on the best pool for it.
+			lp.Ge(append(time, solver.Term{Var: jv.x, Coef: -jv.least}), 0, "")
+			lp.Ge(append(gs, solver.Term{Var: jv.x, Coef: -jv.leastGS}), 0, "")
+		}
 	}
 	lp.SetObjective(solver.Maximize, obj)
 	// Windows: every submission a and deadline b > a.
@@ -185,7 +212,7 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 			for pi := range pools {
 				have := gpuSeconds(&pools[pi], a, b)
 				if len(terms[pi]) == 0 || most[pi] <= have {
-					continue // the jobs inside cannot need more than the pool has
+					continue // the jobs inside need no more than the pool has
 				}
 				lp.Le(slices.Clone(terms[pi]), have, "")
 				res.Windows++
@@ -207,68 +234,186 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 type jobVars struct {
 	j      *job.Job
 	window float64 // seconds it can run: deadline less submission less its start
-	x      solver.Var
-	on     []curve // the pools it could end in time on, alone
+	// least and leastGS are its least time and GPU-seconds over all pools,
+	// each stretch of its progress on the best pool for it.
+	least, leastGS float64
+	x              solver.Var
+	on             []curve // the pools it can run on
 }
 
-// curve is a job on one pool: its envelope and its variables there.
+// curve is a job on one pool: the least time and GPU-seconds it needs
+// there for a share of its work, and its variables there.
 type curve struct {
-	pool    int
-	fastest float64 // T_min, s
-	most    float64 // GPU-seconds at its fastest count, the most it could need
-	lines   []line  // gs ≥ a·f + b·τ
-	exact   bool
-	f, tau  solver.Var
-	gs      solver.Var
+	pool  int
+	share float64 // the most of its work it can do here (< 1 where some stretch cannot run here)
+	// most is the most GPU-seconds it could need here: the least
+	// GPU-seconds at its fastest (the window constraints read it only to
+	// leave out those that cannot bind).
+	most   float64
+	time   []line // τ ≥ a·f + c
+	lines  []line // gs ≥ a·f + b·τ + c
+	f, tau solver.Var
+	gs     solver.Var
 }
 
-// line is a·f + b·τ, one piece of f·φ(τ/f).
-type line struct{ a, b float64 }
+// line is a·f + b·τ + c, one piece of a convex bound.
+type line struct{ a, b, c float64 }
 
-// curveOf is j's curve on pool p; ok is false when j cannot run there.
-func curveOf(m perf.Model, j *job.Job, p *Pool) (curve, bool) {
-	if need, known := perf.TrainMemGiB[j.Model]; known && p.MemGiB > 0 && need > p.MemGiB {
-		return curve{}, false
-	}
-	most := p.GPUs
-	if p.MaxJob > 0 {
-		most = min(most, p.MaxJob)
-	}
+// stretch is a stretch of a job's progress over which its rate on every
+// count of every pool holds: its work and, per pool and count g, the most
+// progress per second on g GPUs (0: none).
+type stretch struct {
+	work  float64
+	rates [][]float64 // [pool][g-1]
+}
+
+// curvesOf is j's curve on each pool it can run on in window seconds
+// (some of its work, if not all: it may do the rest elsewhere), its least
+// time and GPU-seconds with each stretch of its progress on the best pool
+// for it (+Inf when some stretch can run nowhere), and whether its rates
+// are constant in its progress.
+func curvesOf(m perf.Model, j *job.Job, pools []Pool, window float64) (on []curve, least, leastGS float64, exact bool) {
+	inf := math.Inf(1)
 	work := m.Work(j)
 	if !(work > 0) {
-		return curve{}, false
+		return nil, inf, inf, true
 	}
+	sts := stretchesOf(m, j, pools, work)
+	exact = len(sts) == 1
+	for _, st := range sts {
+		fast, cheap := 0.0, inf // best rate, least GPU-seconds per unit of work, over pools
+		for pi := range pools {
+			for g, r := range st.rates[pi] {
+				if r > 0 {
+					fast, cheap = math.Max(fast, r), math.Min(cheap, float64(g+1)/r)
+				}
+			}
+		}
+		least += st.work / fast
+		leastGS += st.work * cheap
+	}
+	for pi := range pools {
+		var c curve
+		var ok bool
+		if exact {
+			c, ok = envelope(sts[0].rates[pi], work)
+		} else {
+			c, ok = progressive(sts, pi, work)
+		}
+		if !ok {
+			continue
+		}
+		// The most of its work it can do here in its window: the
+		// GPU-seconds it may need here scale with it (at most the most
+		// per unit of work, the fastest count's in an envelope).
+		most := c.share
+		for _, ln := range c.time {
+			if ln.a > 0 {
+				most = math.Min(most, (window-ln.c)/ln.a)
+			}
+		}
+		if !(most > 0) {
+			continue
+		}
+		if exact {
+			c.most *= most
+		}
+		c.pool, c.share = pi, most
+		on = append(on, c)
+	}
+	return on, least, leastGS, exact
+}
+
+// stretchesOf splits j's work into the stretches over which its rates on
+// every pool hold. A job's rate on g GPUs of a pool is the most it makes
+// on g GPUs of any of the pool's types, placed on at most the pool's nodes
+// and GPUs per node, run by any policy: on any count from 1 to the most a
+// job may hold there (an elastic policy's copy may take any), with its own
+// batch or, adapting it (Pollux's agents), any batch configuration. With a
+// perf.Bounder that is the most of its MaxRate over those; with any other
+// model its rate on the packed allocation (perf.Bounder).
+func stretchesOf(m perf.Model, j *job.Job, pools []Pool, work float64) []stretch {
+	rigid := *j
+	rigid.MinGPUs, rigid.AdaptBatch = 1, false
+	adapt := rigid
+	adapt.AdaptBatch = true
+	most := make([]int, len(pools))
+	for pi := range pools {
+		p := &pools[pi]
+		if need, known := perf.TrainMemGiB[j.Model]; known && p.MemGiB > 0 && need > p.MemGiB {
+			continue // does not fit: no count
+		}
+		most[pi] = p.GPUs
+		if p.MaxJob > 0 {
+			most[pi] = min(most[pi], p.MaxJob)
+		}
+	}
+	rigid.MaxGPUs = slices.Max(most)
+	adapt.MaxGPUs = rigid.MaxGPUs
+	var out []stretch
+	for x := 0.0; x < work; {
+		st := stretch{rates: make([][]float64, len(pools))}
+		until := math.Inf(1)
+		for pi := range pools {
+			p := &pools[pi]
+			st.rates[pi] = make([]float64, most[pi])
+			for g := 1; g <= most[pi]; g++ {
+				best := 0.0
+				for _, typ := range p.GPUTypes {
+					s := perf.Span{GPUType: typ, MinGPUs: g, MaxGPUs: g, PerNode: p.PerNode, Nodes: p.Nodes}
+					r, u, ok := perf.MaxRate(m, &rigid, s, x)
+					if ok {
+						ra, ua, _ := perf.MaxRate(m, &adapt, s, x)
+						r, u = math.Max(r, ra), math.Min(u, ua)
+					} else {
+						r, u = m.Rate(&rigid, perf.Packed(typ, g, p.PerNode), x)
+					}
+					if r > 0 {
+						best = math.Max(best, r)
+					}
+					until = math.Min(until, u)
+				}
+				st.rates[pi][g-1] = best
+			}
+		}
+		end := math.Min(until, work)
+		if !(end > x) {
+			end = work // a model that says its rate holds up to where it is: read to the end
+		}
+		st.work = end - x
+		out = append(out, st)
+		x = end
+	}
+	return out
+}
+
+// envelope is the curve of a job whose rates on a pool (rates[g-1] on g
+// GPUs) are constant in its progress, for work units: its GPU-seconds for
+// a share f of its work done in τ seconds are at least f·φ(τ/f), φ(t)
+// being the least GPU-seconds per unit of work at t seconds per unit, the
+// lower convex envelope of the points (T_g, g·T_g), T_g = work / rate on g
+// GPUs; and τ ≥ f·T_min. ok is false when no count runs it.
+func envelope(rates []float64, work float64) (curve, bool) {
 	type pt struct{ t, c float64 } // time alone, GPU-seconds
 	var pts []pt
-	exact := true
-	for g := 1; g <= most; g++ {
-		t := math.Inf(1)
-		for _, typ := range p.GPUTypes {
-			a := perf.Packed(typ, g, p.PerNode)
-			if r, until := m.Rate(j, a, 0); r > 0 && until < work {
-				exact = false
-			}
-			t = math.Min(t, perf.Remaining(m, j, a, 0))
-		}
-		if t > 0 && !math.IsInf(t, 0) {
-			pts = append(pts, pt{t, float64(g) * t})
+	for g, r := range rates {
+		if t := work / r; r > 0 && t > 0 && !math.IsInf(t, 0) {
+			pts = append(pts, pt{t, float64(g+1) * t})
 		}
 	}
 	if len(pts) == 0 {
 		return curve{}, false
 	}
-	c := curve{fastest: math.Inf(1), exact: exact}
-	least := math.Inf(1)
+	c := curve{share: 1}
+	fastest, least := math.Inf(1), math.Inf(1)
 	for _, q := range pts {
-		if q.t < c.fastest || (q.t == c.fastest && q.c < c.most) {
-			c.fastest, c.most = q.t, q.c
+		if q.t < fastest || (q.t == fastest && q.c < c.most) {
+			fastest, c.most = q.t, q.c
 		}
 		least = math.Min(least, q.c)
 	}
+	c.time = []line{{a: fastest}}             // no faster than its fastest count
 	c.lines = append(c.lines, line{a: least}) // never fewer than the least GPU-seconds
-	if !exact {
-		return c, true
-	}
 	// The lower convex envelope from the fastest point to the cheapest:
 	// time ascending, GPU-seconds descending.
 	slices.SortFunc(pts, func(x, y pt) int {
@@ -299,6 +444,77 @@ func curveOf(m perf.Model, j *job.Job, p *Pool) (curve, bool) {
 		c.lines = append(c.lines, line{a: o.c - s*o.t, b: s})
 	}
 	return c, true
+}
+
+// maxPieces is the most lines progressive keeps of each bound.
+const maxPieces = 8
+
+// progressive is the curve of a job whose rates move with its progress
+// (stretches sts) on pool pi, of work units in all: for a share f of its
+// work, at least the time and, apart, the GPU-seconds of the stretches
+// fastest (cheapest) here that make up f, each at its best count here.
+// Both are convex in f; up to maxPieces of their supporting lines are
+// kept (fewer lines only lower them), the last one exact at the share it
+// can do here. The trade of time for GPU-seconds within a stretch is not
+// counted (a weaker bound). ok is false when no stretch runs here.
+func progressive(sts []stretch, pi int, work float64) (curve, bool) {
+	var tp, cp []piece
+	for _, st := range sts {
+		fast, cheap := 0.0, math.Inf(1)
+		for g, r := range st.rates[pi] {
+			if r > 0 {
+				fast, cheap = math.Max(fast, r), math.Min(cheap, float64(g+1)/r)
+			}
+		}
+		if fast > 0 && st.work > 0 {
+			tp = append(tp, piece{st.work / work, st.work / fast})
+			cp = append(cp, piece{st.work / work, st.work * cheap})
+		}
+	}
+	if len(tp) == 0 {
+		return curve{}, false
+	}
+	c := curve{}
+	c.time, c.share = supports(tp)
+	c.lines, _ = supports(cp)
+	if len(tp) == len(sts) {
+		c.share = 1 // all of it, whatever the shares add up to in floating point
+	}
+	for _, q := range cp {
+		c.most += q.cost
+	}
+	return c, true
+}
+
+// piece is a share of a job's work and what doing it costs (seconds or
+// GPU-seconds).
+type piece struct{ share, cost float64 }
+
+// supports are supporting lines a·f + c of the least cost of a share f
+// made of ps, cheapest per share first (a convex function, 0 at f = 0),
+// and the share they add up to. At most maxPieces lines are kept, spread
+// over f, the last piece's always (exact at the whole share).
+func supports(ps []piece) ([]line, float64) {
+	ps = slices.Clone(ps)
+	slices.SortFunc(ps, func(x, y piece) int { return cmp.Compare(x.cost/x.share, y.cost/y.share) })
+	var out []line
+	f, cost := 0.0, 0.0
+	total := 0.0
+	for _, q := range ps {
+		total += q.share
+	}
+	for i, q := range ps {
+		slope := q.cost / q.share
+		next := f + q.share
+		if i == len(ps)-1 || math.Floor(next/total*maxPieces) > math.Floor(f/total*maxPieces) {
+			out = append(out, line{a: slope, c: cost - slope*f})
+		}
+		f, cost = next, cost+q.cost
+	}
+	if len(out) > maxPieces {
+		out = append(out[:maxPieces-1], out[len(out)-1])
+	}
+	return out, math.Min(total, 1)
 }
 
 // gpuSeconds is the GPU-seconds pool p has in [a, b).

@@ -79,6 +79,14 @@ func TestDeadlines(t *testing.T) {
 		// An edge pool whose jobs hold at most one GPU: 100 s alone, too
 		// slow for a 60 s deadline, so it adds nothing.
 		{"one GPU per job on the edge", sqrtModel{}, jobs(2, 100, 0, 60), []Pool{pool(4), {Name: "edge", GPUTypes: []string{"x"}, PerNode: 1, GPUs: 8, MaxJob: 1}}, 1, 0},
+		// Two jobs of 6 s on one A100, due at 10 s; a second pool holds one
+		// V100 at half an A100's speed (12 s alone: too slow). Both can be
+		// met: a on the A100 over [0, 6]; b on the V100 over [0, 8] (4 s
+		// of its work), then on the A100 over [8, 10]. A job too slow on a
+		// pool alone may still do part of its work there.
+		{"part of the work on a pool too slow alone", perf.Scaled{Model: duration, Type: "v100", Ref: "a100", Lambda: 0.5},
+			jobs(2, 6, 0, 10), []Pool{{Name: "cloud", GPUTypes: []string{"a100"}, PerNode: 1, GPUs: 1},
+				{Name: "edge", GPUTypes: []string{"v100"}, PerNode: 1, GPUs: 1, MaxJob: 1}}, 2, 0},
 		// Windows apart: each job has the pool to itself.
 		{"windows apart", duration, append(jobs(1, 100, 0, 100), jobs(1, 100, 100, 200)...), []Pool{pool(1)}, 2, 0},
 		// Rates that move with progress: the least GPU-seconds (work 100:

@@ -20,8 +20,9 @@ type PointBound struct {
 // Bounds computes, at each point of the scenario (its sweep, as
 // SetSweepValues left it), the most deadlines any schedule could meet on
 // its jobs, model, sites and realised capacity (bound.Deadlines). Each site
-// is one pool: a job there runs at its fastest over the site's GPU types
-// and fits the roomiest GPU's memory (both only raise the bound); an edge
+// is one pool: a job there runs at its fastest over the site's GPU types,
+// placed on any of its nodes with at most its largest node's GPUs on each,
+// and fits the roomiest GPU's memory (all only raise the bound); an edge
 // site's job holds at most one server's GPUs. Capacity counts a server that is both failed and taken
 // once (the simulator's rule), so the pools never have less than the runs
 // had. done, when set, is called after each point.
@@ -64,6 +65,9 @@ func (sc *Scenario) pools(p *point) ([]bound.Pool, error) {
 		pool := bound.Pool{Name: site.Name, GPUs: site.GPUs, Capacity: series[site.Name]}
 		for _, id := range site.Nodes {
 			n := &p.c.Nodes[id]
+			if n.GPUs > 0 {
+				pool.Nodes++
+			}
 			pool.PerNode = max(pool.PerNode, n.GPUs)
 			if site.Kind == cluster.SiteEdge {
 				pool.MaxJob = max(pool.MaxJob, n.GPUs)
