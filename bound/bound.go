@@ -28,8 +28,9 @@
 //
 // T_g is the fastest any policy could run the job on g GPUs, whatever
 // count the trace asks (an elastic policy's copy may take any): with a
-// perf.Bounder (the Pollux profiles) its MaxRate over every placement of
-// g GPUs on the pool's nodes and every batch configuration an adaptive
+// perf.Bounder (the Pollux profiles, Gavel's tables) its MaxRate over
+// every placement of g GPUs on the pool's nodes (and, with Gavel's tables,
+// beside a partner sharing them) and every batch configuration an adaptive
 // job's agent may choose, else its rate packed (perf.Packed) with its own
 // batch. The envelope holds where a job's rate does not change with its
 // progress (the ElasticFlow and Gavel tables). Where it does (the Pollux

@@ -774,15 +774,16 @@ func (s *simulator) finishRecords() {
 
 // LowerBound is j's completion time alone on the cluster, a time no
 // schedule can beat: its start cost plus its run time at the best
-// allocation. With a perf.Bounder model (the Pollux profiles) that is, for
-// each stretch of progress over which the model's rate holds, the best of
-// every GPU count in [MinGPUs, MaxGPUs], every GPU type, every placement on
-// the type's nodes (perNode GPUs at most on each) and, for an adaptive job,
-// every batch configuration its agent may choose: a job may change any of
-// them as it goes, and a spread placement can beat a packed one. With any
-// other model (or a wrapper of one, whose MaxRate is not ok), it is the
-// best GPU count and type packed on as few nodes as possible, held
-// throughout.
+// allocation. With a perf.Bounder model (the Pollux profiles, Gavel's
+// tables) that is, for each stretch of progress over which the model's
+// rate holds, the best of every GPU count in [MinGPUs, MaxGPUs], every GPU
+// type, every placement on the type's nodes (perNode GPUs at most on each)
+// and, for an adaptive job, every batch configuration its agent may choose
+// (with Gavel's tables also the rate beside a partner sharing its GPUs): a
+// job may change any of them as it goes, and a spread placement can beat a
+// packed one. With any other model (or a wrapper of one, whose MaxRate is
+// not ok), it is the best GPU count and type packed on as few nodes as
+// possible, held throughout.
 func LowerBound(m perf.Model, c *cluster.Cluster, perNode map[string]int, j *job.Job) float64 {
 	types := c.GPUTypes()
 	if j.GPUType != "" {

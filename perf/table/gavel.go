@@ -75,6 +75,7 @@ type Gavel struct {
 type gavelType struct {
 	isolated map[JobType]float64
 	pairs    map[JobType]map[JobType][2]float64
+	bestPair map[JobType]float64 // MaxRate's pair bound (bestPairs)
 }
 
 // LoadGavel reads a Gavel throughput file.
@@ -179,6 +180,7 @@ func ParseGavel(source string, data []byte) (*Gavel, error) {
 				gt.pairs[jt][ot] = pair
 			}
 		}
+		gt.bestPairs()
 		g.types[k] = gt
 		g.names[k] = gpu
 	}
