@@ -13,8 +13,8 @@ import (
 
 // BenchmarkDeadlines: n jobs (work 2,000-40,000 at sqrt(g) per second,
 // arriving over a day, due 2-20 hours later) on a 16-GPU cloud that loses
-// a node for an hour every 12 hours and a 4-server edge. The shipped
-// scenarios (195 jobs) take about 20 s a point (docs/tidal.md).
+// a node for an hour every 12 hours and a 4-server edge. A shipped
+// scenario's point is BenchmarkScenarioPoint.
 func BenchmarkDeadlines(b *testing.B) {
 	solvertest.Require(b)
 	for _, n := range []int{50, 100, 150} {

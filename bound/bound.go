@@ -41,12 +41,13 @@
 // stretch on the pool best for it: a weaker bound, still valid.
 //
 // Cost. The windows grow with the square of the jobs, and the program is
-// solved to a proven optimum: BenchmarkDeadlines took 0.03 s for 50 jobs,
-// 1.8 s for 100 and 12 s for 150; the shipped scenarios (195 jobs) about
-// 20 s a point when a job counted only the pools it could end in time on
-// alone, about twice that since (edgeflow-faults, MTBF 6 h: 21 -> 36-42
-// CPU-s, 15,967 -> 29,175 windows). It is meant for scenario-sized traces,
-// not Philly's.
+// solved to a proven optimum, the solver handed only the windows its
+// solutions break (few bind). A point of the shipped scenarios (195 jobs)
+// takes about 0.4-4 CPU-s (BenchmarkScenarioPoint, edgeflow-faults at MTBF
+// 6 h: 0.7 CPU-s; handed every window at once, as before 30 Nov, 36);
+// BenchmarkDeadlines 0.05 s for 50 jobs, 0.8 s for 100 and 2.9 s for 150
+// (0.07, 5.7 and 34 with every window). It is meant for scenario-sized
+// traces, not Philly's.
 package bound
 
 import (
@@ -101,7 +102,8 @@ type Result struct {
 	// Bound is the most of them any schedule could meet.
 	Bound int `json:"bound"`
 	// Windows is the capacity constraints the program kept (windows times
-	// pools where the jobs inside could exceed the pool).
+	// pools where the jobs inside could exceed the pool); the solver is
+	// handed only those its solutions break.
 	Windows int `json:"windows"`
 	// Exact says every job's rate was constant in its progress, so the
 	// window-aware envelope was used for all (else some jobs count only
@@ -111,10 +113,17 @@ type Result struct {
 
 // Deadlines returns the most deadlines any schedule could meet for jobs on
 // pools under model m. Jobs without a deadline are ignored (they take no
-// GPUs in the relaxation). opt is passed to the solver; a node or time
-// limit that stops the search before the optimum is proven makes the
-// result an error, since an unproven incumbent is not a bound.
+// GPUs in the relaxation). opt is passed to each of the solver's solves
+// (the program is solved a few times, each with more of its windows); a
+// node or time limit that stops the search before the optimum is proven
+// makes the result an error, since an unproven incumbent is not a bound.
 func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) (Result, error) {
+	return deadlines(jobs, m, pools, opt, windowsPerRound)
+}
+
+// deadlines is Deadlines adding at most perRound windows after a solve
+// (solveWindows); 0: all of them before the first.
+func deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options, perRound int) (Result, error) {
 	if len(pools) == 0 {
 		return Result{}, errors.New("bound: no pools")
 	}
@@ -191,6 +200,7 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 	slices.SortStableFunc(bySubmit, func(a, b *jobVars) int { return cmp.Compare(a.j.Submit, b.j.Submit) })
 	terms := make([][]solver.Term, len(pools))
 	most := make([]float64, len(pools))
+	var windows []window
 	for _, a := range subs {
 		for _, b := range dues {
 			if b <= a {
@@ -215,20 +225,85 @@ func Deadlines(jobs []*job.Job, m perf.Model, pools []Pool, opt solver.Options) 
 				if len(terms[pi]) == 0 || most[pi] <= have {
 					continue // the jobs inside need no more than the pool has
 				}
-				lp.Le(slices.Clone(terms[pi]), have, "")
-				res.Windows++
+				windows = append(windows, window{slices.Clone(terms[pi]), have})
 			}
 		}
 	}
-	sol, err := lp.Solve(opt)
+	res.Windows = len(windows)
+	sol, err := solveWindows(lp, windows, opt, perRound)
 	if err != nil {
-		return res, fmt.Errorf("bound: %w", err)
-	}
-	if sol.Status != solver.Optimal || sol.NodeLimited {
-		return res, fmt.Errorf("bound: the solver stopped at %v, not a proven optimum", sol.Status)
+		return res, err
 	}
 	res.Bound = int(math.Round(sol.Objective))
 	return res, nil
+}
+
+// window is a capacity constraint: the GPU-seconds of the jobs inside a
+// window on a pool, at most what the pool has in it.
+type window struct {
+	terms []solver.Term
+	have  float64
+}
+
+// windowsPerRound is the most windows Deadlines adds after a solve.
+const windowsPerRound = 100
+
+// solveWindows solves lp with the windows' constraints, handing the solver
+// only those its solutions break: lp alone, then again with the perRound
+// windows the last solution breaks most (by the share of the pool's
+// GPU-seconds it asks beyond them) added, until it breaks none; perRound
+// 0 hands it all of them at once. A program with only some of the windows
+// can meet no fewer deadlines than with all of them, so an optimum that
+// breaks none of the others is the whole program's optimum, with the same
+// objective. Few windows bind, and
+// the solver's time grows with the constraints it holds (GLPK's simplex on
+// rows of up to hundreds of jobs each): edgeflow-faults at MTBF 6 h keeps
+// 29,175 windows and hands the solver 300, in four solves, 0.7 CPU-s
+// against 36 with them all. A window counts as broken beyond a relative
+// 1e-9, finer than the solver's own tolerance. opt applies to each solve.
+func solveWindows(lp *solver.Model, windows []window, opt solver.Options, perRound int) (*solver.Solution, error) {
+	in := make([]bool, len(windows))
+	if perRound <= 0 {
+		for i, w := range windows {
+			lp.Le(w.terms, w.have, "")
+			in[i] = true
+		}
+	}
+	type broken struct {
+		i    int
+		over float64 // beyond what the pool has, as a share of it
+	}
+	var bs []broken
+	for {
+		sol, err := lp.Solve(opt)
+		if err != nil {
+			return nil, fmt.Errorf("bound: %w", err)
+		}
+		if sol.Status != solver.Optimal || sol.NodeLimited {
+			return nil, fmt.Errorf("bound: the solver stopped at %v, not a proven optimum", sol.Status)
+		}
+		bs = bs[:0]
+		for i, w := range windows {
+			if in[i] {
+				continue
+			}
+			sum := 0.0
+			for _, t := range w.terms {
+				sum += t.Coef * sol.Values[t.Var]
+			}
+			if sum > w.have+1e-9*math.Max(1, w.have) {
+				bs = append(bs, broken{i, (sum - w.have) / math.Max(1, w.have)})
+			}
+		}
+		if len(bs) == 0 {
+			return sol, nil
+		}
+		slices.SortStableFunc(bs, func(a, b broken) int { return cmp.Compare(b.over, a.over) })
+		for _, b := range bs[:min(len(bs), perRound)] {
+			lp.Le(windows[b.i].terms, windows[b.i].have, "")
+			in[b.i] = true
+		}
+	}
 }
 
 // jobVars is a job's part of the program.

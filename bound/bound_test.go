@@ -1,7 +1,10 @@
 package bound
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/tide-sched/tide/forecast"
@@ -129,6 +132,51 @@ func TestDeadlinesErrors(t *testing.T) {
 	for _, pools := range [][]Pool{nil, {{Name: "p", GPUs: 0, GPUTypes: []string{"x"}}}, {{Name: "p", GPUs: 4}}} {
 		if _, err := Deadlines(jobs(1, 1, 0, 10), perf.Duration{}, pools, solver.Options{}); err == nil {
 			t.Errorf("pools %+v: no error", pools)
+		}
+	}
+}
+
+// TestWindowsAsBroken: Deadlines hands the solver only the windows its
+// solutions break (solveWindows); on random traces (BenchmarkDeadlines'
+// jobs and pools, at rates constant and moving with progress) its result
+// is the one of the whole program, every window handed at once, and of
+// adding five windows a solve. The traces are tight enough that windows
+// bind: the bound is under the job count on each.
+func TestWindowsAsBroken(t *testing.T) {
+	solvertest.Require(t)
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 40))
+		var js []*job.Job
+		for i := range 40 {
+			at := r.Float64() * 43200
+			js = append(js, &job.Job{ID: fmt.Sprint(i), Submit: at, Deadline: at + 3600 + r.Float64()*21600,
+				Work: 2000 + r.Float64()*38000, GPUs: 1, MinGPUs: 1, MaxGPUs: 16})
+		}
+		var cloud forecast.Series
+		for at := 0.0; at < 86400; at += 21600 {
+			cloud = append(cloud, forecast.Point{T: at, V: 8}, forecast.Point{T: at + 10000, V: 4}, forecast.Point{T: at + 13600, V: 8})
+		}
+		pools := []Pool{
+			{Name: "cloud", GPUTypes: []string{"x"}, PerNode: 4, GPUs: 8, Capacity: cloud},
+			{Name: "edge", GPUTypes: []string{"x"}, PerNode: 1, GPUs: 2, MaxJob: 1},
+		}
+		for _, m := range []perf.Model{sqrtModel{}, halfway{}} {
+			whole, err := deadlines(js, m, pools, solver.Options{}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if whole.Bound >= whole.Jobs-whole.Alone || whole.Windows == 0 {
+				t.Errorf("seed %d, %T: bound %d of %d jobs (%d alone), %d windows: no window binds", seed, m, whole.Bound, whole.Jobs, whole.Alone, whole.Windows)
+			}
+			for _, per := range []int{windowsPerRound, 5} {
+				got, err := deadlines(js, m, pools, solver.Options{}, per)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, whole) {
+					t.Errorf("seed %d, %T, %d windows a solve: %+v, the whole program %+v", seed, m, per, got, whole)
+				}
+			}
 		}
 	}
 }
