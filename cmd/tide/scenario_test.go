@@ -152,3 +152,32 @@ func TestSimScenarioPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioProfiles: --cpuprofile and --memprofile write their
+// profiles with --scenario too, running the policies, --bound or
+// --forecast; they were accepted there and never written.
+func TestScenarioProfiles(t *testing.T) {
+	path := writeScenario(t, "")
+	for _, mode := range [][]string{nil, {"--bound"}, {"--forecast"}} {
+		dir := t.TempDir()
+		cpu, heap := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof")
+		args := append([]string{"sim", "--scenario", path, "--json", "--cpuprofile", cpu, "--memprofile", heap}, mode...)
+		if code, _, errs := tide(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", mode, code, errs)
+		}
+		for _, f := range []string{cpu, heap} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Errorf("%v: %v", mode, err)
+				continue
+			}
+			if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Errorf("%v: %s of %d bytes does not start like gzip", mode, filepath.Base(f), len(b))
+			}
+		}
+	}
+	code, _, errs := tide(t, "sim", "--scenario", path, "--bound", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "p"))
+	if code == 0 || !strings.Contains(errs, "--cpuprofile") {
+		t.Errorf("uncreatable profile: exit %d, %s", code, errs)
+	}
+}

@@ -88,16 +88,29 @@ func cmdSim(args []string, stdout, stderr io.Writer) error {
 				return usageError{fmt.Errorf("--report: %s writes no report (--json prints its figures)", what)}
 			}
 		}
-		if *forecastOnly {
-			if pts != nil {
-				return usageError{fmt.Errorf("--points: the forecast is scored once per site, not per sweep point")}
-			}
-			return runForecast(*scenarioFile, *asJSON, stdout)
+		if *forecastOnly && pts != nil {
+			return usageError{fmt.Errorf("--points: the forecast is scored once per site, not per sweep point")}
 		}
-		if *boundOnly {
-			return runBound(*scenarioFile, pts, *asJSON, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
+		// The profiles cover the whole command, as without --scenario:
+		// they were accepted here and never written.
+		stop, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return err
 		}
-		return runScenario(*scenarioFile, policies, pts, *asJSON, *reportDir, stdout, stderr, *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr)))
+		defer stop()
+		showBar := *progress == "on" || (*progress == "auto" && isTerminal(os.Stderr))
+		switch {
+		case *forecastOnly:
+			err = runForecast(*scenarioFile, *asJSON, stdout)
+		case *boundOnly:
+			err = runBound(*scenarioFile, pts, *asJSON, stdout, stderr, showBar)
+		default:
+			err = runScenario(*scenarioFile, policies, pts, *asJSON, *reportDir, stdout, stderr, showBar)
+		}
+		if err != nil {
+			return err
+		}
+		return writeHeapProfile(*memprofile)
 	}
 	if *points != "" {
 		return usageError{fmt.Errorf("--points picks sweep values of a --scenario file; no --scenario given")}
