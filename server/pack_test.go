@@ -339,11 +339,19 @@ func TestPackedReportsSplitPair(t *testing.T) {
 	}
 	ts := startServer(t, cfg)
 	// A job appends what the test puts in rep-<its ID> to its report file.
+	// The file is renamed into place, and the job renames it away before
+	// reading it: a job that found it created but not yet written, or
+	// removed it after the next one was written, would lose a report.
+	rep := dir + `/rep-$TIDE_JOB_ID`
 	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + dir + `/go ]; do ` +
-		`if [ -e ` + dir + `/rep-$TIDE_JOB_ID ]; then cat ` + dir + `/rep-$TIDE_JOB_ID >> "$TIDE_REPORT_FILE"; rm ` + dir + `/rep-$TIDE_JOB_ID; fi; sleep 0.05; done`}
+		`if [ -e ` + rep + ` ] && mv ` + rep + ` ` + rep + `.taken; then cat ` + rep + `.taken >> "$TIDE_REPORT_FILE"; rm ` + rep + `.taken; fi; sleep 0.05; done`}
 	report := func(id, line, msg string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "rep-"+id), []byte(line+"\n"), 0o644); err != nil {
+		tmp := filepath.Join(dir, "rep-"+id+".tmp")
+		if err := os.WriteFile(tmp, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "rep-"+id)); err != nil {
 			t.Fatal(err)
 		}
 		waitJob(t, ts.admin, id, 20*time.Second, "reporting "+msg, func(j *api.Job) bool { return j.Message == msg })
