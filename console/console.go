@@ -58,7 +58,7 @@ type Console struct {
 	first   int
 
 	smu  sync.Mutex
-	subs map[chan []byte]bool
+	subs map[chan Update]bool
 
 	wmu sync.Mutex // one what-if at a time
 
@@ -97,7 +97,7 @@ func New(src Source, opts Options) *Console {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{src: src, opts: opts, subs: map[chan []byte]bool{}, done: make(chan struct{}), ordered: map[string]bool{}}
+	c := &Console{src: src, opts: opts, subs: map[chan Update]bool{}, done: make(chan struct{}), ordered: map[string]bool{}}
 	if opts.Samples != nil {
 		if err := c.load(); err != nil {
 			opts.Logger.Error("console: the utilisation history before this start is lost", "err", err)

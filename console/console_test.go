@@ -387,8 +387,29 @@ func TestPageAndHeaders(t *testing.T) {
 	}
 }
 
+// snapshotsSeen is a source that says when it has given a snapshot.
+type snapshotsSeen struct {
+	*engineSource
+	given chan struct{}
+}
+
+func (s *snapshotsSeen) Snapshot() (*Snapshot, error) {
+	snap, err := s.engineSource.Snapshot()
+	select {
+	case s.given <- struct{}{}:
+	default:
+	}
+	return snap, err
+}
+
+// TestStream: a stream opens with the current digest and sends another
+// when a job is submitted, never the same digest twice in a row. The
+// submission comes once the console has looked for changes with the
+// stream open: its first look, with nothing changed, sent the stream's
+// first digest again (seen under load, where a look fell between the
+// first event and the submission: 'update with an unchanged digest').
 func TestStream(t *testing.T) {
-	src := newEngineSource(t, "1x2:t4", "fifo")
+	src := &snapshotsSeen{newEngineSource(t, "1x2:t4", "fifo"), make(chan struct{}, 1)}
 	c := New(src, Options{Tick: 10 * time.Millisecond, MaxAge: time.Millisecond})
 	srv := httptest.NewServer(c.Handler())
 	defer srv.Close()
@@ -433,6 +454,20 @@ func TestStream(t *testing.T) {
 		}
 	}()
 	first := <-events
+	// Snapshots taken from now on are Run's, with the stream open: at most
+	// one of two is record's, at Run's start (the next is SampleEvery
+	// away), so the second is taken by a look for changes.
+	select {
+	case <-src.given:
+	default:
+	}
+	for range 2 {
+		select {
+		case <-src.given:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the console took no snapshot 60 s after the stream opened")
+		}
+	}
 	src.mu.Lock()
 	src.submit(t, "new", "alice", 1, 100, 0)
 	src.mu.Unlock()

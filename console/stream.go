@@ -9,8 +9,9 @@ import (
 // The live stream (GET /ui/api/stream) is server-sent events: an "update"
 // event whenever what the views show has changed (checked every
 // Options.Tick), carrying the snapshot's time and digest; the page then
-// fetches the page of data it shows. A comment line every 15 s keeps
-// proxies from closing an idle stream.
+// fetches the page of data it shows. A stream opens with the current
+// digest, and never sends one digest twice in a row. A comment line every
+// 15 s keeps proxies from closing an idle stream.
 
 // Update is the data of an "update" event.
 type Update struct {
@@ -25,12 +26,12 @@ func (c *Console) subscribers() int {
 }
 
 func (c *Console) broadcast(v *view) {
-	data, _ := json.Marshal(Update{Time: v.snap.Time, Digest: hex(v.digest)})
+	u := Update{Time: v.snap.Time, Digest: hex(v.digest)}
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	for ch := range c.subs {
 		select {
-		case ch <- data:
+		case ch <- u:
 		default: // a slow reader gets the next one
 		}
 	}
@@ -52,7 +53,7 @@ func (c *Console) handleStream(w http.ResponseWriter, r *http.Request, p Princip
 		writeErr(w, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	ch := make(chan []byte, 1)
+	ch := make(chan Update, 1)
 	c.smu.Lock()
 	c.subs[ch] = true
 	c.smu.Unlock()
@@ -67,9 +68,16 @@ func (c *Console) handleStream(w http.ResponseWriter, r *http.Request, p Princip
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// sent is the digest this stream sent last. Run broadcasts a digest
+	// when it differs from the last one Run saw, which a stream opened
+	// since may already have had as its first event: Run's first check
+	// with a subscriber sent that stream's first digest again (an update
+	// for nothing; TestStream).
+	var sent string
 	if v, err := c.snapshot(); err == nil {
-		data, _ := json.Marshal(Update{Time: v.snap.Time, Digest: hex(v.digest)})
-		writeEvent(w, data)
+		u := Update{Time: v.snap.Time, Digest: hex(v.digest)}
+		sent = u.Digest
+		writeEvent(w, u)
 	}
 	fl.Flush()
 	keep := time.NewTicker(15 * time.Second)
@@ -80,8 +88,12 @@ func (c *Console) handleStream(w http.ResponseWriter, r *http.Request, p Princip
 			return
 		case <-c.done:
 			return
-		case data := <-ch:
-			if writeEvent(w, data) != nil {
+		case u := <-ch:
+			if u.Digest == sent {
+				continue
+			}
+			sent = u.Digest
+			if writeEvent(w, u) != nil {
 				return
 			}
 		case <-keep.C:
@@ -93,7 +105,8 @@ func (c *Console) handleStream(w http.ResponseWriter, r *http.Request, p Princip
 	}
 }
 
-func writeEvent(w http.ResponseWriter, data []byte) error {
+func writeEvent(w http.ResponseWriter, u Update) error {
+	data, _ := json.Marshal(u)
 	_, err := w.Write(append(append([]byte("event: update\ndata: "), data...), '\n', '\n'))
 	return err
 }
