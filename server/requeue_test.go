@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tide-sched/tide/api"
+	"github.com/tide-sched/tide/localexec"
 	"github.com/tide-sched/tide/store"
 )
 
@@ -112,6 +115,56 @@ func TestRanForCountsTheCurrentRun(t *testing.T) {
 		r.RunFrom = tc.from
 		if got := ranFor(r, 50); got != tc.want {
 			t.Errorf("RunFrom %d: ran %g s, want %g", tc.from, got, tc.want)
+		}
+	}
+}
+
+// TestRequeueDuringLaunch: a job requeued while its attempt is being
+// launched has that attempt stopped once launched ("requeued"), and its new
+// run waits, held. The launch, outside mu, read the job's entry in the
+// scheduler (is it fractional?), which the requeue replaces under mu: a
+// data race, reported by TestRandomOperations under load (seed 4). Here
+// each launch is held in startProc, after that read, until the requeue has
+// been answered. The two sides meet through directories made and looked
+// for, which the race detector does not count as synchronising them (a
+// channel, or the test's HTTP request after one, would), so -race sees the
+// read and the write as concurrent if the launch still reads the entry. It
+// may lose the read among the other goroutines' (6 runs of 8 reported it
+// with one job): three jobs are requeued so.
+func TestRequeueDuringLaunch(t *testing.T) {
+	dir := t.TempDir()
+	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
+	startProc = func(l *localexec.Launch) (*localexec.Proc, error) {
+		if l.Attempt == 1 {
+			_ = os.Mkdir(filepath.Join(dir, "launching-"+l.JobID), 0o755)
+			for deadline := time.Now().Add(time.Minute); !exists(filepath.Join(dir, "requeued-"+l.JobID)) && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		return localexec.Start(l)
+	}
+	t.Cleanup(func() { startProc = localexec.Start }) // after the server's close
+	ts := startServer(t, testConfig(t, filepath.Join(dir, "data")))
+	ctx := context.Background()
+	for range 3 {
+		id := submit(t, ts.admin, &api.JobSpec{GPUs: 1, Command: []string{"sleep", "30"}}).ID
+		for deadline := time.Now().Add(time.Minute); !exists(filepath.Join(dir, "launching-"+id)); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: no launch after a minute", id)
+			}
+		}
+		j, err := ts.admin.Requeue(ctx, id, true)
+		if mkErr := os.Mkdir(filepath.Join(dir, "requeued-"+id), 0o755); mkErr != nil {
+			t.Fatal(mkErr)
+		}
+		if err != nil || j.State != api.StatePending || !j.Held {
+			t.Fatalf("job %s requeued during its launch: %v, %+v; want pending, held", id, err, j)
+		}
+		j = waitJob(t, ts.admin, id, time.Minute, "its attempt ended", func(j *api.Job) bool {
+			return len(j.Attempts) > 0 && j.Attempts[0].Ended != nil
+		})
+		if len(j.Attempts) != 1 || j.Attempts[0].PID == 0 || j.Attempts[0].Outcome != "requeued" || j.State != api.StatePending || !j.Held {
+			t.Errorf("job %s: %s held %v, attempts %+v; want pending, held, one attempt launched and stopped for the requeue", id, j.State, j.Held, j.Attempts)
 		}
 	}
 }

@@ -202,7 +202,7 @@ func (s *Server) devString(gpus []cluster.GPUID) string {
 func (s *Server) newAttempt(lj *liveJob, gpus []cluster.GPUID, delay time.Duration) *attempt {
 	r := lj.rec
 	a := &attempt{lj: lj, n: len(r.Attempts) + 1, gpus: append([]cluster.GPUID(nil), gpus...), delay: delay,
-		done: make(chan struct{}), wake: make(chan struct{})}
+		done: make(chan struct{}), wake: make(chan struct{}), frac: lj.j != nil && lj.j.Fractional()}
 	if st := s.eng.Job(r.ID); st != nil {
 		a.partner = st.PackedWith // set before claim: a packed attempt runs beside its partner
 	}

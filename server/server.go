@@ -219,6 +219,10 @@ type attempt struct {
 	stop    string // why tide is stopping it; "" while it should run
 	noRetry string // why its failure must not be retried (noRetry), if so
 	mpsHeld bool   // it holds its GPU's MPS daemon (share.go)
+	// frac: its job holds part of each GPU (job.Job.Fractional), fixed
+	// when the attempt is made. The launch reads it outside mu, where the
+	// job's lj.j may be changing (a requeue replaces it).
+	frac bool
 	// partner is the job it shares its GPUs with at launch (a packed
 	// pair, pack.go), "" when it runs alone or holds a part.
 	partner string
@@ -505,7 +509,7 @@ func (s *Server) recover(r *store.Job) {
 	if proc != nil {
 		gpus, ok := s.gpuIDs(last)
 		if ok && r.State == api.StateRunning && last.Stop == "" && s.eng.Adopt(r.ID, gpus) == nil {
-			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc}
+			att := &attempt{lj: lj, n: last.N, gpus: gpus, devs: last.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc, frac: j.Fractional()}
 			lj.att, lj.last = att, att
 			att.partner = s.eng.Job(r.ID).PackedWith // Adopt paired it with the job on its GPUs
 			for _, g := range gpus {
@@ -610,7 +614,8 @@ func (s *Server) find(r *store.Job, a *store.Attempt) *localexec.Proc {
 // keeps its GPUs busy until it is gone. Called under mu.
 func (s *Server) stopStray(lj *liveJob, a *store.Attempt, proc *localexec.Proc, why string) {
 	gpus, _ := s.gpuIDs(a)
-	att := &attempt{lj: lj, n: a.N, gpus: gpus, devs: a.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc, stop: "recovery"}
+	att := &attempt{lj: lj, n: a.N, gpus: gpus, devs: a.Devices, done: make(chan struct{}), wake: make(chan struct{}), proc: proc, stop: "recovery",
+		frac: lj.j != nil && lj.j.Fractional()}
 	lj.last = att
 	for _, g := range gpus {
 		if s.busy[g] == nil {

@@ -12,7 +12,7 @@ import (
 // (localexec.MPS).
 
 // fractional reports whether a's job asks for part of each GPU.
-func (a *attempt) fractional() bool { return a.lj.j != nil && a.lj.j.Fractional() }
+func (a *attempt) fractional() bool { return a.frac }
 
 // claim records attempt a on GPU g and adds what it must wait for to
 // a.waitFor: every earlier process on g except those that may keep running
