@@ -121,6 +121,26 @@ func waitJob(t testing.TB, c *api.Client, id string, timeout time.Duration, what
 	}
 }
 
+// waitRounds waits until ts has run n more scheduling rounds, each begun
+// after the call, with every job submitted before it in the engine: what a
+// test waits for before checking that something did not happen. Sleeping
+// for n rounds' time instead counted on the load: on a loaded machine no
+// round may have run yet.
+func waitRounds(t testing.TB, ts *testServer, n int) {
+	t.Helper()
+	rounds := func() int {
+		ts.lock() // brings the jobs submitted so far into the engine
+		defer ts.mu.Unlock()
+		return ts.eng.Rounds()
+	}
+	from := rounds()
+	for deadline := time.Now().Add(time.Minute); rounds() < from+n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rounds of %d after a minute", rounds()-from, n)
+		}
+	}
+}
+
 // waitFinished waits until job id ends and fails the test, with the job's
 // log, unless it finished.
 func waitFinished(t testing.TB, c *api.Client, id string, timeout time.Duration) *api.Job {

@@ -87,7 +87,7 @@ func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, 
 		return strings.Split(strings.TrimSpace(string(b)), "|"), err == nil
 	}
 	// Wait for the jobs the simulator runs to have launched, then for
-	// another round: any other job would have launched by then too.
+	// more rounds: any other job would have launched by then too.
 	for _, typ := range types {
 		if !slices.Contains(alone, typ) && !slices.ContainsFunc(pairs, func(p string) bool { return strings.Contains(p, typ) }) {
 			continue
@@ -103,7 +103,7 @@ func packedJobs(t *testing.T, spec string, edit func(*Config)) (ts *testServer, 
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	time.Sleep(3 * cfg.Round)
+	waitRounds(t, ts, 3)
 	for _, typ := range types {
 		if e, ok := env(typ); ok {
 			seen[typ] = e
@@ -265,7 +265,7 @@ func TestPackedPairsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJob(t, ts.admin, ids[first], 20*time.Second, "finished", inState(api.StateFinished))
-	time.Sleep(3 * ts.cfg.Round)
+	waitRounds(t, ts, 3)
 	if j := waitJob(t, ts.admin, ids[partner], time.Second, "running", inState(api.StateRunning)); len(j.Attempts) != 1 {
 		t.Errorf("job %s's partner ended; it has %d attempts, want 1 (it keeps running): %+v", partner, len(j.Attempts), j.Attempts)
 	}
@@ -292,7 +292,7 @@ func TestPackedPairsRecovered(t *testing.T) {
 	})
 	s1.close(t)
 	s2 := startServer(t, cfg)
-	time.Sleep(3 * cfg.Round)
+	waitRounds(t, s2, 3)
 	for typ, id := range ids {
 		j := waitJob(t, s2.admin, id, 5*time.Second, "running", inState(api.StateRunning))
 		if len(j.Attempts) != 1 || j.Restarts != 0 {
@@ -316,7 +316,7 @@ func TestPackedPairsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJob(t, s2.admin, ids[y], 20*time.Second, "finished", inState(api.StateFinished))
-	time.Sleep(3 * cfg.Round)
+	waitRounds(t, s2, 3)
 	if b, _ := os.ReadFile(calls); strings.Contains(string(b), "quit") {
 		t.Errorf("job %s (%s) left; %s still runs beside where it was, but its MPS daemon was stopped:\n%s", ids[y], y, ids[x], b)
 	}

@@ -75,7 +75,7 @@ func TestSharedGPUsLive(t *testing.T) {
 		t.Errorf("cluster: %d GPUs allocated, want 2 (the shared one once)", c.Allocated)
 	}
 	fifth := submit(t, ts.admin, &api.JobSpec{Command: cmd, GPUs: 1, GPUShare: 0.25})
-	time.Sleep(3 * cfg.Round)
+	waitRounds(t, ts, 3)
 	if j := waitJob(t, ts.admin, fifth.ID, time.Second, "known", inState(api.StatePending, api.StateRunning)); j.State != api.StatePending {
 		t.Errorf("a fifth quarter is %s while both GPUs are full, want pending", j.State)
 	}
@@ -170,7 +170,7 @@ func TestSharedGPUsRecovered(t *testing.T) {
 
 	s2 := startServer(t, cfg)
 	third := submit(t, s2.admin, &api.JobSpec{Command: cmd, GPUs: 1, GPUShare: 0.5})
-	time.Sleep(3 * cfg.Round)
+	waitRounds(t, s2, 3)
 	for _, id := range ids {
 		j := waitJob(t, s2.admin, id, 5*time.Second, "running", inState(api.StateRunning))
 		if len(j.Attempts) != 1 || j.Restarts != 0 {

@@ -54,7 +54,7 @@ func TestHoldTimeLimitArray(t *testing.T) {
 	ts := startServer(t, testConfig(t, t.TempDir()))
 	ctx := context.Background()
 	held := submit(t, ts.admin, &api.JobSpec{GPUs: 1, Hold: true, Command: []string{"true"}})
-	time.Sleep(700 * time.Millisecond)
+	waitRounds(t, ts, 3)
 	if j, _ := ts.admin.Job(ctx, held.ID); j.State != api.StatePending || !j.Held || !strings.Contains(j.Waiting, "held") {
 		t.Fatalf("held job: %s held %v waiting %q", j.State, j.Held, j.Waiting)
 	}
