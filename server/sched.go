@@ -288,6 +288,7 @@ func (s *Server) run(a *attempt) {
 		return
 	}
 	l, err := s.launchSpec(a)
+	s.inLaunch++ // Close waits for the launch to be recorded
 	s.mu.Unlock()
 	// Launch outside mu: fork and exec take a while.
 	var proc *localexec.Proc
@@ -298,6 +299,9 @@ func (s *Server) run(a *attempt) {
 		proc, err = startProc(l)
 	}
 	s.lock()
+	if s.inLaunch--; s.inLaunch == 0 {
+		s.idle.Broadcast()
+	}
 	if err != nil {
 		s.log.Error("job launch failed", "job", a.lj.rec.ID, "attempt", a.n, "err", err)
 		s.appendLog(a.lj.rec.ID, fmt.Sprintf("=== tide: attempt %d could not start: %v\n", a.n, err))

@@ -151,7 +151,7 @@ type Server struct {
 	inbox   []*liveJob // jobs recorded by submissions, not yet in jobs (drain)
 	wmu     sync.Mutex // orders commits' writes; taken under mu
 	writing int        // commits whose write is in flight (mu let go); under mu
-	idle    sync.Cond  // on mu: signalled when writing drops to 0
+	idle    sync.Cond  // on mu: signalled when writing or inLaunch drops to 0
 	jobs    map[string]*liveJob
 	order   []*liveJob // by submission sequence
 	busy    []*attempt // per cluster GPU: the attempt whose process may occupy it
@@ -174,6 +174,7 @@ type Server struct {
 	dropped  map[string]string
 	tls      *tls.Config // nil: plain HTTP
 	closed   bool
+	inLaunch int    // attempts run is launching outside mu; Close waits for them to be recorded
 	report   string // base URL for TIDE_REPORT_URL
 	lastSave time.Time
 
@@ -833,6 +834,14 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	if err := s.commit(); err != nil {
 		errs = append(errs, err)
+	}
+	// A launch in flight is recorded (its pid, or why it did not start)
+	// before the store closes. Left running, its process would otherwise
+	// be unknown to the store, and the next server, finding no pid file
+	// yet, would take the attempt as never launched and start the job
+	// again beside it (TestRandomOperations under load, after a restart).
+	for s.inLaunch > 0 {
+		s.idle.Wait()
 	}
 	s.mu.Unlock()
 	if s.cfg.StopJobsOnExit {
