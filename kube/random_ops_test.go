@@ -46,6 +46,8 @@ import (
 // read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200", or "300-400")
 // and TIDE_KUBE_RANDOM_STEPS search more; TIDE_KUBE_RANDOM_LOG=1 prints
 // a failing seed's whole log, not its last 60 operations;
+// TIDE_KUBE_RANDOM_DUMP=DIR writes each seed's whole log to DIR/SEED.log
+// (two runs' logs compared show whether a seed runs alike every time);
 // TIDE_KUBE_RANDOM_FEATURES=1 turns on, per seed at random, the features
 // of random_features_test.go (TideJobs, MIG slices, pair packing, quotas
 // and TideQueues, lent sites, held jobs), off by default while failures
@@ -228,6 +230,13 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 		}
 		w.round()
 	}
+	if d := os.Getenv("TIDE_KUBE_RANDOM_DUMP"); d != "" {
+		defer func() {
+			if err := os.WriteFile(fmt.Sprintf("%s/%d.log", d, seed), []byte(strings.Join(w.log, "\n")+"\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	w.quiet()
 }
 
@@ -302,18 +311,12 @@ func (w *rworld) pick(keys []string) string {
 	return keys[w.rng.Intn(len(keys))]
 }
 
-func (w *rworld) nodeNames() []string {
-	var out []string
-	for n := range w.nodes {
-		out = append(out, n)
-	}
-	return out
-}
+func (w *rworld) nodeNames() []string { return sortedKeys(w.nodes) }
 
 func (w *rworld) podNames(keep func(*corev1.Pod) bool) []string {
 	var out []string
-	for name, p := range w.pods {
-		if keep(p) {
+	for _, name := range sortedKeys(w.pods) {
+		if keep(w.pods[name]) {
 			out = append(out, name)
 		}
 	}
@@ -614,8 +617,8 @@ func (w *rworld) ended(j *rjob) bool { return j.done }
 
 func (w *rworld) jobNames(keep func(*rjob) bool) []string {
 	var out []string
-	for name, j := range w.jobs {
-		if keep(j) {
+	for _, name := range sortedKeys(w.jobs) {
+		if keep(w.jobs[name]) {
 			out = append(out, name)
 		}
 	}
