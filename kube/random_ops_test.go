@@ -169,6 +169,7 @@ type rworld struct {
 	lag      float64        // chance the pod cache misses a round's sync
 	fresh    bool           // the scheduler's pod cache was synced this round
 	freshAt  int            // the step of the last round whose pod cache was synced
+	freshNow time.Time      // the clock at that round
 	endedAt  map[string]int // ended pod -> the step it ended
 	tick     time.Duration  // the clock's move after each round
 	oneType  string         // the GPU type of every node, "" for either
@@ -706,7 +707,7 @@ func (w *rworld) terminate(name, why string) {
 }
 
 // sync copies the API server's state into the scheduler's caches (the
-// pods' now and then a round late, as a watch lags).
+// pods' now and then a round late, as a watch lags; never a minute late).
 func (w *rworld) sync() {
 	var nodes []any
 	for _, n := range w.nodes {
@@ -716,11 +717,15 @@ func (w *rworld) sync() {
 		w.t.Fatal(err)
 	}
 	w.syncFeatures()
-	w.fresh = w.rng.Float64() >= w.lag
+	// A watch lags seconds, not minutes: tide trusts its cache over its
+	// memory of a worker it created once a minute has passed (scheduler.go,
+	// s.created), and a cache that missed a pod that long missed it for
+	// good (a relist after its deletion).
+	w.fresh = w.rng.Float64() >= w.lag || w.now.Sub(w.freshNow) >= time.Minute
 	if !w.fresh {
 		return
 	}
-	w.freshAt = w.step
+	w.freshAt, w.freshNow = w.step, w.now
 	var pods []any
 	for _, p := range w.pods {
 		pods = append(pods, p.DeepCopy())
@@ -739,6 +744,9 @@ func (w *rworld) round() {
 	w.bound, w.noBind, w.evicts = map[string]string{}, map[string]bool{}, nil
 	if err := w.h.s.Round(context.Background()); err != nil {
 		w.fail("round: %v", err)
+	}
+	if !w.fresh {
+		w.logf("round on a stale pod cache")
 	}
 	w.check()
 	var bound []string
