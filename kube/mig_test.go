@@ -143,3 +143,55 @@ func TestMIGTakenBack(t *testing.T) {
 		}
 	}
 }
+
+// TestMIGPartsOffSlices: parts of a job that names no GPU type go on
+// whole GPUs, never on a node's MIG slices. The engine placed parts
+// planned on no type (a quota admits so the jobs its policy left out, as
+// FIFO leaves them behind a head that waits) on any GPUs their share fit,
+// on one node if one held them all: the slices' node did, and tide bound
+// the pods to the slices' node with the slices' numbers as their GPU
+// indices, whole GPUs of the node that whole pods held (random operations
+// search, seed 118 under fifo-perf with quotas: three parts on a node of
+// 7 GPUs beside 6 taken).
+func TestMIGPartsOffSlices(t *testing.T) {
+	h := newHarnessWith(t, Config{Policy: "fifo", Quotas: map[string]int{"ns": 10}})
+	typed := func(typ string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": typ} }
+	}
+	h.node("m1", 3, func(n *corev1.Node) {
+		n.Labels["nvidia.com/gpu.product"] = "A100"
+		n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("2")
+	})
+	h.node("m2", 1, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "A100" })
+	h.node("m3", 1, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "V100" })
+	h.pod("v1", 1, typed("V100"))
+	h.pod("a1", 2, typed("A100")) // on m1, one GPU left there
+	h.round()
+	h.pod("v2", 1, typed("V100")) // waits for v1, at the head of the queue
+	for i := 0; i < 2; i++ {
+		h.partPod(fmt.Sprintf("half-%d", i), AnnotGPUFraction, "0.5", AnnotJob, "half", AnnotGangSize, "2")
+	}
+	for i := 0; i < 3; i++ {
+		h.round()
+	}
+	h.pod("a3", 1)
+	h.pod("a4", 1)
+	for i := 0; i < 3; i++ {
+		h.round()
+	}
+	shares, _, whole := h.gpuUse(40)
+	for node, gpus := range map[string]int{"m1": 3, "m2": 1} {
+		k := whole[node]
+		for slot := range shares {
+			if strings.HasPrefix(slot, node+"#") {
+				k++
+			}
+		}
+		if k > gpus {
+			t.Errorf("%s holds %d whole GPUs and parts on GPU indices %v: %d GPUs taken of its %d outside its slices", node, whole[node], shares, k, gpus)
+		}
+	}
+	if h.get("half-0").Spec.NodeName == "" || h.get("half-1").Spec.NodeName == "" {
+		t.Error("the parts wait; want them on m1's GPU and m2's")
+	}
+}

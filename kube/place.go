@@ -462,8 +462,16 @@ type partRoom struct {
 	fit nodeFit
 }
 
-func (r partRoom) Fits(job string, node, k int) bool { return r.fit.fits(job, r.c.Nodes[node].Name, k) }
-func (r partRoom) Take(job string, node, k int)      { r.fit.take(job, r.c.Nodes[node].Name, k) }
+// Fits: k more parts of job fit on node. Never on a node of MIG slices:
+// a part is a share of a whole GPU (a slice is a device of its own, which
+// a pod asks for by its resource), and bound there it took the node's GPU
+// index of the slice's number, a whole GPU other pods hold (mig.go).
+func (r partRoom) Fits(job string, node, k int) bool {
+	n := &r.c.Nodes[node]
+	return !isMIGType(n.GPUType) && r.fit.fits(job, n.Name, k)
+}
+
+func (r partRoom) Take(job string, node, k int) { r.fit.take(job, r.c.Nodes[node].Name, k) }
 
 func (p workerPlacer) Place(c *cluster.Cluster, held map[string][]cluster.GPUID, run []engine.Assignment) map[string][]cluster.GPUID {
 	used := make([]bool, c.TotalGPUs())
