@@ -997,7 +997,14 @@ func (w *rworld) checkRoom(node string) {
 		}
 	}
 	if g := gpus + int64(indices); g > qty(alloc, GPUResource) {
-		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts or pairs), %d allocatable (pods %v)", node, g, gpus, indices, qty(alloc, GPUResource), names)
+		var at []string
+		for _, name := range names {
+			if i, ok := w.pods[name].Annotations[AnnotGPUIndex]; ok {
+				at = append(at, name+"#"+i)
+			}
+		}
+		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts or pairs), %d allocatable (pods %v, GPU indices %v)\n%s",
+			node, g, gpus, indices, qty(alloc, GPUResource), names, at, w.engineState())
 	}
 	for prof, k := range slices {
 		if a := qty(alloc, corev1.ResourceName(migPrefix+prof)); k > a {
@@ -1043,6 +1050,20 @@ func (w *rworld) fitsEmpty(j *rjob) bool {
 		}
 	}
 	return false
+}
+
+// engineState says, for a failure's message, which engine GPUs each
+// active job holds and which engine node (a node, or its MIG slices) each
+// GPU is.
+func (w *rworld) engineState() string {
+	var b strings.Builder
+	for _, st := range w.h.s.eng.Active() {
+		fmt.Fprintf(&b, "  engine: %s %s on GPUs %v\n", st.Job.ID, st.State, st.GPUs)
+	}
+	for _, n := range w.h.s.eng.Snapshot().Cluster.Nodes {
+		fmt.Fprintf(&b, "  engine node %s: GPUs %d-%d, type %s\n", n.Name, n.First, int(n.First)+n.GPUs-1, n.GPUType)
+	}
+	return b.String()
 }
 
 // describe says what j asks and what each node offers it.
