@@ -732,8 +732,12 @@ func (s *Scheduler) nodeOf(p *corev1.Pod) string {
 }
 
 // ended: a job whose pods all succeeded, or one of which failed (for a
-// TideJob, or whose status tide wrote Succeeded or Failed).
+// TideJob, or whose status tide wrote Succeeded or Failed); a gang of
+// plain pods one of which failed ends once no other is bound (finishing).
 func (w *workload) ended() bool {
+	if w.tj == nil && w.failed > 0 {
+		return w.keeps() == 0
+	}
 	if w.jobFailed() || w.over == PhaseSucceeded {
 		return true
 	}
@@ -1053,7 +1057,7 @@ func (s *Scheduler) update(v *view) {
 		if st != nil && !st.State.Terminal() && s.holdBack(w) {
 			continue // withdrawn while its workers back off
 		}
-		if st != nil && !st.State.Terminal() && w.tj == nil && w.succeeded == 0 && len(w.pods) < w.minW {
+		if st != nil && !st.State.Terminal() && w.tj == nil && !w.finishing() && len(w.pods) < w.minW {
 			// A gang that lost a pod (deleted, or rejected by its node)
 			// is withdrawn until its controller makes the pod again, as
 			// one whose pod is lost on its node, and release evicts its
@@ -1174,7 +1178,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 				missing = append(missing, n)
 			}
 		}
-		if len(missing) > 0 && (w.tj == nil || w.succeeded == 0) { // a finishing TideJob gets no new workers
+		if len(missing) > 0 && (w.tj == nil || w.succeeded == 0) && w.failed == 0 { // a finishing TideJob, or a failed gang, gets no new workers
 			sort.Strings(missing)
 			binds = append(binds, bind{w, id, missing})
 		}

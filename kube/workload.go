@@ -67,12 +67,13 @@ type workload struct {
 }
 
 // job is the engine's view of w. A gang of plain pods finishing (a pod
-// succeeded, others still live) is a job of its live pods alone: the
-// succeeded ones need no GPUs, and it is never made whole again.
+// succeeded or failed on its own, others still live) is a job of the
+// pods it keeps alone (finishing): the ended ones need no GPUs, and it is
+// never made whole again.
 func (w *workload) job(id string) *job.Job {
 	lo, hi := w.minW, w.maxW
 	if w.finishing() {
-		lo, hi = len(w.pods), len(w.pods)
+		lo, hi = w.keeps(), w.keeps()
 	}
 	return &job.Job{ID: id, Submit: w.created, Tenant: w.tenant, Priority: w.priority,
 		GPUs: lo * w.per, MinGPUs: lo * w.per, MaxGPUs: hi * w.per, GPUType: w.engineType(),
@@ -81,9 +82,26 @@ func (w *workload) job(id string) *job.Job {
 }
 
 // finishing: w is a gang of plain pods short of pods because some
-// succeeded, with others still live.
+// succeeded or failed on their own, with others still live (bound ones,
+// after a failure). Its pods run on to their end, holding their GPUs,
+// which its tenant's quota counts; a failed one gets no new pod.
 func (w *workload) finishing() bool {
-	return w.tj == nil && w.succeeded > 0 && len(w.pods) > 0 && len(w.pods) < w.minW
+	return w.tj == nil && (w.succeeded > 0 || w.failed > 0) && w.keeps() > 0 && len(w.pods) < w.minW
+}
+
+// keeps is how many pods a finishing gang is a job of: its live pods, or
+// once one failed its bound ones (a failed job starts no pod).
+func (w *workload) keeps() int {
+	if w.failed == 0 {
+		return len(w.pods)
+	}
+	n := 0
+	for _, p := range w.pods {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // model is the job type the engine rates w's pairs by: its spec.jobType
