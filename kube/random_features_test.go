@@ -449,6 +449,7 @@ func (w *rworld) createWorker(p *corev1.Pod) (bool, runtime.Object, error) {
 	w.pods[p.Name] = p
 	w.podJob[p.Name] = j
 	j.pods = append(j.pods, p.Name)
+	w.logf("tide created worker %s", p.Name)
 	return true, p.DeepCopy(), nil
 }
 

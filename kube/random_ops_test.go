@@ -166,14 +166,15 @@ type rworld struct {
 	jobs     map[string]*rjob
 	podJob   map[string]*rjob
 	sites    bool
-	lag      float64        // chance the pod cache misses a round's sync
-	fresh    bool           // the scheduler's pod cache was synced this round
-	freshAt  int            // the step of the last round whose pod cache was synced
-	freshNow time.Time      // the clock at that round
-	endedAt  map[string]int // ended pod -> the step it ended
-	tick     time.Duration  // the clock's move after each round
-	oneType  string         // the GPU type of every node, "" for either
-	noEdge   bool           // no edge site
+	lag      float64         // chance the pod cache misses a round's sync
+	fresh    bool            // the scheduler's pod cache was synced this round
+	freshAt  int             // the step of the last round whose pod cache was synced
+	freshNow time.Time       // the clock at that round
+	endedAt  map[string]int  // ended pod -> the step it ended
+	listed   map[string]bool // pods a synced pod cache listed
+	tick     time.Duration   // the clock's move after each round
+	oneType  string          // the GPU type of every node, "" for either
+	noEdge   bool            // no edge site
 	nextNode int
 	nextJob  int
 	uid      int
@@ -188,7 +189,7 @@ func runRandom(t *testing.T, seed int64, policy string, steps int) {
 	rng := rand.New(rand.NewSource(seed))
 	w := &rworld{t: t, rng: rng, seed: seed, policy: policy, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
 		nodes: map[string]*corev1.Node{}, pods: map[string]*corev1.Pod{}, dying: map[string]int{},
-		jobs: map[string]*rjob{}, podJob: map[string]*rjob{}, endedAt: map[string]int{}, sites: rng.Intn(3) == 0, tick: rStep}
+		jobs: map[string]*rjob{}, podJob: map[string]*rjob{}, endedAt: map[string]int{}, listed: map[string]bool{}, sites: rng.Intn(3) == 0, tick: rStep}
 	if rng.Intn(3) == 0 {
 		w.lag = 0.25
 	}
@@ -682,9 +683,13 @@ func (w *rworld) setPhase(name string, phase corev1.PodPhase, reason string) {
 	}
 }
 
-// userDelete deletes a live pod, at once or with a grace period.
+// userDelete deletes a live pod, at once or with a grace period: one
+// tide's pod cache listed (a user sees a pod, tide created it or not,
+// after tide's informer does; deleted unseen, a worker tide created and
+// bound is one it keeps counting for the minute it waits for its cache,
+// scheduler.go, s.created).
 func (w *rworld) userDelete() {
-	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.DeletionTimestamp == nil }))
+	name := w.pick(w.podNames(func(p *corev1.Pod) bool { return live(p) && p.DeletionTimestamp == nil && w.listed[p.Name] }))
 	if name == "" {
 		return
 	}
@@ -729,6 +734,7 @@ func (w *rworld) sync() {
 	var pods []any
 	for _, p := range w.pods {
 		pods = append(pods, p.DeepCopy())
+		w.listed[p.Name] = true
 	}
 	if err := w.h.pods.Replace(pods, ""); err != nil {
 		w.t.Fatal(err)
