@@ -129,7 +129,9 @@ func (s *Scheduler) forgetPartBinds() {
 }
 
 // noteShared records, in v, the GPU index a live pod bound to node holds
-// a part of (terminating pods too: their parts hold the GPU until gone).
+// a part of (terminating pods too: their parts hold the GPU until gone),
+// and the share and memory of its part: a plain pod's annotations, or a
+// TideJob worker's, which tide writes as a plain pod's (partWorker).
 func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 	_, annotated := p.Annotations[AnnotGPUIndex]
 	_, binding := s.partIdx[p.UID]
@@ -148,7 +150,15 @@ func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 		v.shared[node] = map[int]bool{}
 	}
 	v.shared[node][i] = true
-	if pt, err := podPart(p, 0); err == nil && pt.fractional() {
+	pt, err := podPart(p, 0)
+	if tj := p.Labels[LabelTideJob]; err == nil && !pt.fractional() && tj != "" {
+		// A TideJob's worker made before its part was annotated: its
+		// TideJob's part, while the TideJob is there.
+		if w := v.work["tidejob/"+p.Namespace+"/"+tj]; w != nil {
+			pt = w.part
+		}
+	}
+	if err == nil && pt.fractional() {
 		share, mem := s.partDemand(v, node, pt)
 		v.usePart(partSlot(node, i), share, mem)
 	}
@@ -315,6 +325,14 @@ func (s *Scheduler) partWorker(p *corev1.Pod, w *workload, node string, idx int,
 	if w.pack {
 		env = packEnv(idx, packed)
 	} else {
+		// Its part, as a plain pod says it: what it holds of its GPU
+		// once its TideJob no longer runs it (noteShared).
+		if w.tj != nil && w.tj.Spec.GPUFraction != "" {
+			p.Annotations[AnnotGPUFraction] = w.tj.Spec.GPUFraction
+		}
+		if w.tj != nil && w.tj.Spec.GPUMemory != "" {
+			p.Annotations[AnnotGPUMemory] = w.tj.Spec.GPUMemory
+		}
 		mem := 0.0
 		if n := s.cur.nodes[node]; n != nil {
 			mem = gpuMemOf(n, strings.ToLower(n.Labels[s.cfg.GPUTypeLabel]))

@@ -7,9 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // partPod makes a plain pod asking for part of a GPU by annotations (in
@@ -254,4 +258,69 @@ func FuzzPartLabels(f *testing.F) {
 			t.Fatalf("GPU memory label %q read as %g GiB", mem, g)
 		}
 	})
+}
+
+// TestTideJobPartHoldsGPUWhileTerminating: a TideJob worker holding part
+// of a GPU holds it until its pod is gone, as a plain pod's part does: a
+// worker deleted (terminating) beside another job's part on a GPU of
+// 0.5 + 0.5 is replaced only once it is gone. tide read a part's share
+// from the pod's annotations, which a TideJob's worker did not carry (its
+// share is in its TideJob), so a worker no longer its job's counted for
+// nothing, and its replacement was bound beside it: 1.5 of a GPU (random
+// operations search, seed 516 under gandiva-fair). A worker tide makes
+// carries its part as a plain pod does.
+func TestTideJobPartHoldsGPUWhileTerminating(t *testing.T) {
+	h := newHarness(t, "fifo")
+	idx := h.tideJobs()
+	h.node("n1", 1, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "A100" }) // a type of known memory: policies pack parts there
+	tj := &TideJob{TypeMeta: metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: "TideJob"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tj", UID: "tj-tj", CreationTimestamp: metav1.NewTime(time.Unix(900, 0))},
+		Spec: TideJobSpec{GPUFraction: "0.5", Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "tide",
+			Containers: []corev1.Container{{Name: "train"}}}}}}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Add(&unstructured.Unstructured{Object: obj}); err != nil {
+		t.Fatal(err)
+	}
+	h.partPod("plain", AnnotGPUFraction, "0.5")
+	for i := 0; i < 3; i++ {
+		h.round()
+	}
+	ws := h.workersOf("tj")
+	if len(ws) != 1 || ws[0].Spec.NodeName != "n1" || h.get("plain").Spec.NodeName != "n1" {
+		t.Fatalf("workers %d, where %v; want tj's worker and plain on n1", len(ws), h.where())
+	}
+	if got := ws[0].Annotations[AnnotGPUFraction]; got != "0.5" {
+		t.Errorf("worker annotated %s=%q; want 0.5, its TideJob's gpuFraction", AnnotGPUFraction, got)
+	}
+	old := ws[0].DeepCopy()
+	now := metav1.NewTime(time.Unix(2000, 0))
+	old.DeletionTimestamp = &now
+	if err := h.pods.Update(old); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		h.round()
+		for _, p := range h.workersOf("tj") {
+			if p.Name != old.Name && p.Spec.NodeName != "" {
+				t.Fatalf("round %d: worker %s bound to %s#%s beside plain and the terminating %s: 1.5 of the GPU", i, p.Name, p.Spec.NodeName, p.Annotations[AnnotGPUIndex], old.Name)
+			}
+		}
+	}
+	if err := h.pods.Delete(old); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	bound := 0
+	for _, p := range h.workersOf("tj") {
+		if p.Spec.NodeName == "n1" {
+			bound++
+		}
+	}
+	if bound != 1 {
+		t.Errorf("%d workers of tj on n1 once the terminating one is gone; want 1", bound)
+	}
 }
