@@ -765,9 +765,19 @@ func (w *rworld) round() {
 		w.logf("round: bound %v, evicted %v", bound, w.evicts)
 	}
 	for _, name := range w.evicts {
-		if w.pods[name] != nil && w.pods[name].DeletionTimestamp == nil {
-			w.terminate(name, "evicted")
+		p := w.pods[name]
+		if p == nil || p.DeletionTimestamp != nil {
+			continue
 		}
+		if podTerminal(p) && w.endedAt[name] > w.freshAt {
+			// Ended since the cache tide evicted it on: its informer
+			// sees the end within milliseconds, before the eviction
+			// deletes it (a round on a cache that stale is a model's
+			// artefact); it is left to the collector (operate).
+			w.logf("evicted: pod %s ended before tide saw it: left to the collector", name)
+			continue
+		}
+		w.terminate(name, "evicted")
 	}
 	for _, name := range sortedKeys(w.dying) {
 		if w.dying[name]--; w.dying[name] <= 0 {
