@@ -947,7 +947,11 @@ func (w *rworld) check() {
 // parts at most one GPU and never beside a packable worker, at most two
 // packable jobs on an index (a pair), MIG slices of each profile, CPU,
 // memory and pods. Pods of other schedulers (serving) count by their
-// GPU limit.
+// GPU limit. A node's GPUs and slices are checked when the round bound a
+// pod taking them there: the pods bound before may hold more than a node
+// that shrank since has (tide evicts them), and a pod asking for another
+// resource (a MIG slice beside GPUs taken) may be bound there meanwhile,
+// as the kubelet admits it.
 func (w *rworld) checkRoom(node string) {
 	n := w.nodes[node]
 	alloc := n.Status.Allocatable
@@ -955,6 +959,7 @@ func (w *rworld) checkRoom(node string) {
 	shares := map[int]float64{}
 	packed := map[int]map[string]bool{} // index -> packable jobs there
 	slices := map[string]int64{}        // MIG profile -> slices taken
+	takesGPUs, takesSlices := false, map[string]bool{}
 	var names []string
 	for name, p := range w.pods {
 		if p.Spec.NodeName != node || !live(p) {
@@ -967,18 +972,20 @@ func (w *rworld) checkRoom(node string) {
 			gpus += podGPUs(p)
 			continue
 		}
+		_, now := w.bound[name]
 		cpu += j.cpu
 		mem += j.mem
 		if j.mig != "" {
 			slices[j.mig]++
+			takesSlices[j.mig] = takesSlices[j.mig] || now
 			continue
 		}
+		takesGPUs = takesGPUs || now
 		if j.share == 0 && j.jobType == "" {
 			gpus += int64(j.gpus)
 			continue
 		}
 		i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
-		_, now := w.bound[name] // bound before, it may sit past a node that shrank since (tide evicts it)
 		if err != nil || i < 0 || (now && int64(i) >= qty(alloc, GPUResource)) {
 			w.fail("%s %s bound to %s at GPU index %q, not one of its %d GPUs", map[bool]string{true: "part", false: "packable worker"}[j.share > 0],
 				name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
@@ -1012,7 +1019,7 @@ func (w *rworld) checkRoom(node string) {
 			indices++
 		}
 	}
-	if g := gpus + int64(indices); g > qty(alloc, GPUResource) {
+	if g := gpus + int64(indices); takesGPUs && g > qty(alloc, GPUResource) {
 		var at []string
 		for _, name := range names {
 			if i, ok := w.pods[name].Annotations[AnnotGPUIndex]; ok {
@@ -1023,7 +1030,7 @@ func (w *rworld) checkRoom(node string) {
 			node, g, gpus, indices, qty(alloc, GPUResource), names, at, w.engineState())
 	}
 	for prof, k := range slices {
-		if a := qty(alloc, corev1.ResourceName(migPrefix+prof)); k > a {
+		if a := qty(alloc, corev1.ResourceName(migPrefix+prof)); takesSlices[prof] && k > a {
 			w.fail("node %s: %d MIG slices %s taken, %d allocatable (pods %v)", node, k, prof, a, names)
 		}
 	}
