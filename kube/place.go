@@ -33,7 +33,10 @@ func (w workers) of(id string) int {
 // policy plans again without it, as kube-scheduler skips a pod no node
 // can take: it preempts nothing for it, and the GPUs it would have held
 // go to the jobs behind it (under FIFO too). It stays queued and is
-// reconsidered next round. A running job whose planned growth does not fit
+// reconsidered next round. Before that, a job the nodes of another GPU
+// type could take is moved there (retype), and an elastic one is given
+// the most workers, down to its minimum, that the nodes can take
+// (shrink). A running job whose planned growth does not fit
 // keeps the workers it has. A job left out for lack of GPUs alone
 // (fragmentation) is the policy's business, as in the simulator.
 type workerPolicy struct {
@@ -116,7 +119,18 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 	for i := 0; ; i++ {
 		placed, blocked := trial()
 		if len(blocked) > 0 {
-			if moved := retype(s, plan.Run, blocked, byID, func() map[string][]cluster.GPUID { p, _ := trial(); return p }); len(moved) > 0 {
+			place := func() map[string][]cluster.GPUID { p, _ := trial(); return p }
+			moved := retype(s, plan.Run, blocked, byID, place)
+			var still []string
+			for _, id := range blocked {
+				if !moved[id] {
+					still = append(still, id)
+				}
+			}
+			for id := range shrink(plan.Run, still, byID, p.per, place) {
+				moved[id] = true
+			}
+			if len(moved) > 0 {
 				// The jobs blocked and not moved are planned without
 				// (retype counted the moves without them), with those
 				// the moves left blocked.
@@ -255,6 +269,56 @@ func retype(s *engine.Snapshot, run []engine.Assignment, blocked []string, byID 
 		}
 	}
 	return moved
+}
+
+// shrink gives the blocked elastic jobs of run (waiting jobs whose planned
+// workers no node can take now, retype having found no other type) fewer
+// workers, down to their minimum, on any type they may take and any site:
+// each keeps the largest count that places (place places run, as the
+// trial does). The policies count GPUs:
+// an elastic job planned more workers than the nodes that can host them
+// hold (their CPUs, a selector, an edge server alone) was planned without
+// every round, and waited for ever beside nodes that could run it on
+// fewer. They shrink together, a worker a step; the counts only fall, so
+// the engine's counts hold. It returns the jobs shrunk; the others are
+// left as planned.
+func shrink(run []engine.Assignment, blocked []string, byID map[string]*engine.Status, per workers, place func() map[string][]cluster.GPUID) map[string]bool {
+	idx := make(map[string]int, len(run))
+	for i, a := range run {
+		idx[a.Job] = i
+	}
+	was := map[string]engine.Assignment{}
+	for _, id := range blocked {
+		a, st := run[idx[id]], byID[id]
+		if st == nil || a.PackWith != "" || st.Job.Fractional() || a.GPUs-per.of(id) < st.Job.MinGPUs {
+			continue
+		}
+		was[id] = a
+	}
+	shrunk := map[string]bool{}
+	for len(was) > 0 {
+		for _, id := range slices.Sorted(maps.Keys(was)) {
+			a := run[idx[id]]
+			a.GPUs -= per.of(id)
+			// On any type it may take and any site, for the placer to
+			// choose, as retype moves a whole job: the counts only fall
+			// (an untyped assignment counts toward the total alone).
+			a.GPUType, a.Site, a.Nodes = byID[id].Job.GPUType, "", nil
+			run[idx[id]] = a
+		}
+		placed := place()
+		for _, id := range slices.Sorted(maps.Keys(was)) {
+			switch a := run[idx[id]]; {
+			case placed[id] != nil:
+				shrunk[id] = true
+				delete(was, id)
+			case a.GPUs-per.of(id) < byID[id].Job.MinGPUs:
+				run[idx[id]] = was[id] // no count places it: as planned
+				delete(was, id)
+			}
+		}
+	}
+	return shrunk
 }
 
 // invalid: the engine drops a before it counts the plan (engine.mismatch):

@@ -830,17 +830,10 @@ func (w *rworld) quietFeatures() {
 // and left open (reported, not fixed yet), so the liveness check passes
 // over it:
 //
-//   - an elastic TideJob under an elastic policy, which may plan it more
-//     workers than the nodes that can host them hold (their CPU, say):
-//     tide then plans without it ("no node can take its workers now")
-//     instead of at a count that fits (seed 57 under afs);
 //   - a job of a tenant whose quota a TideQueue set: the quota tide
 //     applies at the end differed from the one modelled here (seed 31
 //     under tidal), not yet traced to the model or to tide.
 func (w *rworld) knownOpen(j *rjob) bool {
-	if j.tide && j.maxW > j.size && elasticPolicies[strings.Split(w.policy, ":")[0]] {
-		return true
-	}
 	if q := w.feat.quota; q != nil {
 		if _, ok := q.accepted[j.tenantOf()]; ok {
 			return true
