@@ -235,3 +235,47 @@ func TestFailedGangCountsOnQuota(t *testing.T) {
 		t.Errorf("other on %q once g's pods ended, want n0", n)
 	}
 }
+
+// TestEvictedWorkerSucceeded: a TideJob's worker that succeeds while tide
+// evicts it (its node cordoned, so lost) ends its job: tide makes it no
+// new worker once a node has room again, and writes it Succeeded. tide
+// left the pods it evicted out of their jobs whatever became of them, so
+// it never saw the success: the job looked short of its worker, and tide
+// made and bound one, running it again (random operations search, seed
+// 379 under srtf).
+func TestEvictedWorkerSucceeded(t *testing.T) {
+	h := newHarness(t, "fifo")
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 4)
+	h.tideJob(tjs, "s", "", 1001)
+	h.round()
+	h.round()
+	ws := h.workersOf("s")
+	if len(ws) != 1 || ws[0].Spec.NodeName != "n0" {
+		t.Fatalf("workers %v, want one bound to n0", ws)
+	}
+	h.node("n0", 4, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	if ev := h.round(); len(ev) != 1 || ev[0] != ws[0].Name {
+		t.Fatalf("evicted %v, want %s, on cordoned n0", ev, ws[0].Name)
+	}
+	done := h.get(ws[0].Name)
+	done.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(done); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.node("n1", 4)
+	for i := 0; i < 3; i++ {
+		h.round()
+		for _, p := range h.workersOf("s") {
+			if p.Name != done.Name {
+				t.Fatalf("round %d: new worker %s (on %q) after the evicted one succeeded", i, p.Name, p.Spec.NodeName)
+			}
+		}
+	}
+	o, _, _ := tjs.GetByKey("ns/s")
+	if ph, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "phase"); ph != PhaseSucceeded {
+		t.Errorf("status phase %q, want Succeeded", ph)
+	}
+}

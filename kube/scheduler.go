@@ -626,7 +626,10 @@ func (s *Scheduler) look() (*view, error) {
 	// jobs restart or shrink without them, and they are evicted.
 	var mine []*corev1.Pod
 	for _, p := range pods {
-		if p.Spec.SchedulerName != s.cfg.SchedulerName || s.evicted[p.UID] {
+		// A pod tide evicted is no longer its job's, unless it succeeded
+		// meanwhile (its job's work is done); its failure is the
+		// eviction's, not the job's.
+		if p.Spec.SchedulerName != s.cfg.SchedulerName || (s.evicted[p.UID] && p.Status.Phase != corev1.PodSucceeded) {
 			continue
 		}
 		if node := s.nodeOf(p); node != "" && !podTerminal(p) {
