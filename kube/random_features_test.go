@@ -271,19 +271,13 @@ func (j *rjob) quotaGPUs() int {
 	return 1
 }
 
-// withinQuota: j's gang can run under the quotas in force. policy.Quota
-// admits a job whole within its tenant's guarantee or whole as borrowed,
-// never part of each: a job larger than both the guarantee and the
-// borrow limit never runs, though the two together would hold it (left
-// as it is, a question for the quota's contract; see the report).
+// withinQuota: j's gang can run under the quotas in force: within its
+// tenant's guarantee, or with borrowing within the guarantee and the
+// borrow limit together (a job larger than the guarantee takes it and
+// borrows the rest).
 func (w *rworld) withinQuota(j *rjob) bool {
-	q := w.feat.quota
-	guar, borrowMax := q.limits()
-	if guar == nil {
-		return true
-	}
-	need, t := j.size*j.quotaGPUs(), j.tenantOf()
-	return need <= guar[t] || (q.borrow && (borrowMax[t] < 0 || need <= borrowMax[t]))
+	m := w.feat.quota.cap(j.tenantOf())
+	return m < 0 || j.size*j.quotaGPUs() <= m
 }
 
 // featureNode gives a new node MIG slices, with the MIG feature.

@@ -24,8 +24,12 @@ import (
 // like FIFO with backfill, a job that does not fit does not block the jobs
 // behind it.
 //
-// BorrowLimits caps the GPUs a tenant may borrow beyond its quota (absent:
-// no cap). With Weights, borrowed GPUs are lent tenant by tenant, the
+// A job larger than what is left of its tenant's quota is a borrower: it
+// takes what is left and borrows the rest. BorrowLimits caps the GPUs a
+// tenant may borrow beyond its quota (absent: no cap), so a tenant holds
+// at most its quota and its borrow limit: a job of 6 GPUs on a quota of 4
+// and a limit of 4 runs (4 and 2 borrowed). With Weights, borrowed GPUs
+// are lent tenant by tenant, the
 // tenant with the fewest borrowed GPUs per unit of weight first (absent
 // weights count 1), instead of in the plan's order alone.
 type Quota struct {
@@ -122,32 +126,32 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		return t
 	}
-	used := map[string]int{}
-	// withinQuota: every member's tenant stays within its quota.
-	withinQuota := func(u quotaUnit) bool {
-		need := map[string]int{}
+	used := map[string]int{}     // GPUs of each tenant's guarantee admitted
+	borrowed := map[string]int{} // GPUs each tenant borrows beyond it
+	// need is what u asks of each member's tenant.
+	need := func(u quotaUnit) map[string]int {
+		n := make(map[string]int, len(u.as))
 		for _, a := range u.as {
-			need[byID[a.Job].Job.Tenant] += a.GPUs
+			n[byID[a.Job].Job.Tenant] += a.GPUs
 		}
-		for ten, n := range need {
-			if used[ten]+n > q.Limits[ten] {
+		return n
+	}
+	// guarLeft is the GPUs of ten's guarantee not admitted yet.
+	guarLeft := func(ten string) int { return max(0, q.Limits[ten]-used[ten]) }
+	var plan engine.Plan
+	// admit runs u when its GPUs fit: within its tenants' guarantees
+	// (quota), or with borrowing, taking what is left of each guarantee
+	// and borrowing the rest within the tenant's borrow limit (a job of 6
+	// GPUs on a guarantee of 4 and a borrow limit of 4 runs: 4
+	// guaranteed, 2 borrowed, as a TideQueue's status counts them).
+	admit := func(u quotaUnit, quota bool) bool {
+		for ten, n := range need(u) {
+			over := n - guarLeft(ten)
+			if quota && over > 0 {
 				return false
 			}
-		}
-		return true
-	}
-	var plan engine.Plan
-	borrowed := map[string]int{}
-	admit := func(u quotaUnit, quota bool) bool {
-		if quota && !withinQuota(u) {
-			return false
-		}
-		if !quota {
-			for _, a := range u.as {
-				ten := byID[a.Job].Job.Tenant
-				if lim, ok := q.BorrowLimits[ten]; ok && borrowed[ten]+a.GPUs > lim {
-					return false
-				}
+			if lim, ok := q.BorrowLimits[ten]; ok && over > 0 && borrowed[ten]+over > lim {
+				return false
 			}
 		}
 		t := typeFor(&u.as[0])
@@ -156,11 +160,10 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		free[t] -= u.as[0].GPUs
 		for _, a := range u.as {
-			if quota {
-				used[byID[a.Job].Job.Tenant] += a.GPUs
-			} else {
-				borrowed[byID[a.Job].Job.Tenant] += a.GPUs
-			}
+			ten := byID[a.Job].Job.Tenant
+			g := min(a.GPUs, guarLeft(ten))
+			used[ten] += g
+			borrowed[ten] += a.GPUs - g
 			plan.Run = append(plan.Run, a)
 		}
 		return true

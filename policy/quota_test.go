@@ -160,3 +160,39 @@ type scripted struct{ plan engine.Plan }
 
 func (*scripted) Name() string                            { return "scripted" }
 func (p *scripted) Schedule(*engine.Snapshot) engine.Plan { return p.plan }
+
+// TestQuotaBorrowsBeyondGuarantee: a job larger than its tenant's
+// guarantee runs on the guarantee and borrows the rest within its borrow
+// limit (a TideQueue's guaranteedGPUs and borrowLimit: the most GPUs the
+// tenant may borrow beyond its guarantee). Quota admitted a job whole
+// within the guarantee or whole as borrowed: a job of 6 on a guarantee of
+// 4 and a borrow limit of 4 never ran, though the tenant may hold 8.
+func TestQuotaBorrowsBeyondGuarantee(t *testing.T) {
+	c := enginetest.Cluster("2x8:t4")
+	for _, tc := range []struct {
+		first, gpus int // a's jobs: one of first GPUs (0: none), then one of gpus
+		want        string
+	}{
+		{0, 6, "a6"},    // 4 guaranteed + 2 borrowed
+		{0, 8, "a6"},    // 4 + 4
+		{0, 9, ""},      // 4 + 5: over the borrow limit
+		{0, 4, "a6"},    // within the guarantee
+		{2, 6, "a2,a6"}, // 2 + the 2 left of the guarantee + 4 borrowed
+		{2, 7, "a2"},    // 2 + 2 + 5: over
+		{4, 4, "a4,a6"}, // all 4 borrowed
+		{4, 5, "a4"},    // 5 borrowed: over
+		{5, 3, "a6,a5"}, // within the guarantee first, then 1 + 4 borrowed
+		{5, 4, "a6"},    // the same, and 5 + 4 is over: the first waits
+		{0, 16, ""},     // more than the tenant may hold
+	} {
+		snap := &engine.Snapshot{Cluster: c}
+		if tc.first > 0 {
+			snap.Jobs = append(snap.Jobs, tenantJob(fmt.Sprintf("a%d", tc.first), "a", tc.first, 0))
+		}
+		snap.Jobs = append(snap.Jobs, tenantJob("a6", "a", tc.gpus, 1))
+		q := &Quota{Inner: &classic.FIFO{}, Limits: map[string]int{"a": 4}, Borrow: true, BorrowLimits: map[string]int{"a": 4}}
+		if got := ids(q.Schedule(snap)); got != tc.want {
+			t.Errorf("a's jobs of %d and %d GPUs, guarantee 4, borrow limit 4: plan %q, want %q", tc.first, tc.gpus, got, tc.want)
+		}
+	}
+}
