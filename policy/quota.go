@@ -184,9 +184,36 @@ func (q *Quota) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		left = rest
 	}
-	// A pair left out whole: its members may still fit alone.
+	// A pair left out whole: its members may still fit alone. An elastic
+	// job left out may run on fewer GPUs, down to its minimum, within its
+	// tenant's quota (and borrow limit) and the GPUs left: planned on
+	// more than those let it hold, it waited for ever though its minimum
+	// fit.
 	for _, u := range left {
 		if len(u.as) < 2 {
+			a, st := u.as[0], byID[u.as[0].Job]
+			if a.GPUs <= st.Job.MinGPUs {
+				continue
+			}
+			// The most it could get: what its tenant may still hold, and
+			// the GPUs left of the most free type; then fewer until one
+			// count is admitted (its type depends on its count).
+			ten, most := st.Job.Tenant, 0
+			for _, n := range free {
+				most = max(most, n)
+			}
+			most = min(most, a.GPUs-1)
+			if lim, ok := q.BorrowLimits[ten]; !q.Borrow || ok {
+				if !q.Borrow {
+					lim = 0
+				}
+				most = min(most, guarLeft(ten)+max(0, lim-borrowed[ten]))
+			}
+			for a.Nodes = nil; most >= st.Job.MinGPUs; most-- { // a shape was the planned count's
+				if a.GPUs = most; admit(quotaUnit{as: []engine.Assignment{a}}, !q.Borrow) {
+					break
+				}
+			}
 			continue
 		}
 		for _, a := range u.as {
