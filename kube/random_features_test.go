@@ -819,24 +819,3 @@ func (w *rworld) quietFeatures() {
 	}
 	w.feat.serving, w.feat.takenFor = map[string]int{}, map[string]int{}
 }
-
-// knownOpen: j waiting at the end is one of the problems the search found
-// and left open (reported, not fixed yet), so the liveness check passes
-// over it:
-//
-//   - a job of a tenant whose quota a TideQueue set: the quota tide
-//     applies at the end differed from the one modelled here (seed 31
-//     under tidal), not yet traced to the model or to tide.
-func (w *rworld) knownOpen(j *rjob) bool {
-	if q := w.feat.quota; q != nil {
-		if _, ok := q.accepted[j.tenantOf()]; ok {
-			return true
-		}
-		for _, name := range sortedKeys(q.queues) {
-			if name == j.tenantOf() {
-				return true
-			}
-		}
-	}
-	return false
-}

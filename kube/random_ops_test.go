@@ -1201,9 +1201,6 @@ func (w *rworld) quiet() {
 		if j.share > 0 && elasticPolicies[strings.Split(w.policy, ":")[0]] && strings.Contains(w.h.s.unsched[j.key], "is elastic") {
 			continue // elastic policies run whole GPUs only, and say so
 		}
-		if w.knownOpen(j) {
-			continue
-		}
 		state, reason := "not in the engine", w.h.s.unsched[j.key]
 		if st != nil {
 			state, reason = string(st.State), st.Reason().Text
