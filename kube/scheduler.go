@@ -914,7 +914,11 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 		return false
 	}
 	if w.shape != nil {
-		if why := impossible(s.cur.states, w.shape, w.job("").MinGPUs/w.per, s.cfg.GPUTypeLabel, s.jobGroup); why != "" {
+		group := s.jobGroup
+		if w.part.mig != "" {
+			group = s.migGroup(w.part.mig)
+		}
+		if why := impossible(s.cur.states, w.shape, w.job("").MinGPUs/w.per, s.cfg.GPUTypeLabel, group); why != "" {
 			s.unsched[w.key] = why
 			s.warnOnce(w.key, w.key, "unschedulable: "+why)
 			return false

@@ -115,12 +115,22 @@ func (s *Scheduler) gpuType(n *corev1.Node) string {
 // n's: those of its GPU type on its site, or on an edge site n alone (the
 // engine never places a job across types, sites or edge servers). "" for
 // a node whose site labels tide refuses.
-func (s *Scheduler) jobGroup(n *nodeState) string {
+func (s *Scheduler) jobGroup(n *nodeState) string { return s.groupOf(n, s.gpuType(n.node)) }
+
+// migGroup is jobGroup for a job of MIG slices of profile: the slices of
+// a profile are one GPU type to the engine whatever GPUs they are cut from
+// (mig.go).
+func (s *Scheduler) migGroup(profile string) func(*nodeState) string {
+	return func(n *nodeState) string { return s.groupOf(n, migType(profile)) }
+}
+
+// groupOf is jobGroup with the GPU type typ.
+func (s *Scheduler) groupOf(n *nodeState, typ string) string {
 	site, kind, why := s.cfg.Sites.siteOf(n.node)
 	if why != "" {
 		return ""
 	}
-	g := s.gpuType(n.node) + "\x00" + site
+	g := typ + "\x00" + site
 	if kind == cluster.SiteEdge {
 		g += "\x00" + n.node.Name
 	}
