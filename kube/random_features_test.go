@@ -569,8 +569,7 @@ func (w *rworld) serve() {
 
 // servingNode: n is a node a serving pod p may go to, whoever holds its
 // GPUs: Ready, not cordoned, no NoSchedule or NoExecute taint (p
-// tolerates none), on p's site, lent (edge or inference), not taken back,
-// with room for another pod.
+// tolerates none), on p's site, lent (edge or inference), not taken back.
 func servingNode(p *corev1.Pod, n *corev1.Node) bool {
 	if !nodeReadyCond(n) || n.Spec.Unschedulable || n.Labels[DefaultSiteLabel] != p.Spec.NodeSelector[DefaultSiteLabel] {
 		return false
@@ -586,7 +585,19 @@ func servingNode(p *corev1.Pod, n *corev1.Node) bool {
 			return false
 		}
 	}
-	return qty(n.Status.Allocatable, corev1.ResourcePods) >= 110
+	return true
+}
+
+// podRoom: node has room for another pod beside the live pods bound to it
+// (with serving alone, beside the serving pods only).
+func (w *rworld) podRoom(node string, servingOnly bool) bool {
+	k := int64(0)
+	for name, p := range w.pods {
+		if p.Spec.NodeName == node && live(p) && (!servingOnly || w.podJob[name] == nil) {
+			k++
+		}
+	}
+	return k < qty(w.nodes[node].Status.Allocatable, corev1.ResourcePods)
 }
 
 // gpusTaken is the GPUs the live pods bound to node hold (terminating ones
@@ -623,7 +634,7 @@ func (w *rworld) bindServing() {
 		}
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) {
+			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) && w.podRoom(node, false) {
 				p = p.DeepCopy()
 				p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning
 				w.pods[name] = p
@@ -712,7 +723,7 @@ func (w *rworld) checkFeatures() {
 		var could []string
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) {
+			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) && w.podRoom(node, true) {
 				could = append(could, node)
 			}
 		}
