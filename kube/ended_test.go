@@ -279,3 +279,64 @@ func TestEvictedWorkerSucceeded(t *testing.T) {
 		t.Errorf("status phase %q, want Succeeded", ph)
 	}
 }
+
+// TestFinishingTideJobKeptOnRebuild: a TideJob one of whose workers
+// succeeded while the other runs on stays tide's job after the engine is
+// rebuilt, though no node could now take its workers anew (a taint it
+// does not tolerate on its node): its running worker's GPU counts
+// against its tenant's quota, so another job of the tenant that the quota
+// leaves no room for waits. On the rebuild tide asked whether its nodes
+// could host its minimum of workers, found them not, and left it out: its
+// running worker held a GPU no job in the engine did, and the tenant ran
+// over its quota (random operations search, seed 932 under elasticflow).
+func TestFinishingTideJobKeptOnRebuild(t *testing.T) {
+	h := newHarnessWith(t, Config{Policy: "fifo", Quotas: map[string]int{"ns": 2}})
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 4)
+	h.tideJob(tjs, "two", "", 1001)
+	o, _, _ := tjs.GetByKey("ns/two")
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tjs.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	ws := h.workersOf("two")
+	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
+		t.Fatalf("workers %v, want two bound", ws)
+	}
+	done := ws[0].DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(done); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	taint := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	h.node("n0", 4, taint) // its worker runs on; no new one could go there
+	h.node("n1", 4, taint) // the engine is rebuilt
+	h.pod("other", 2, func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	})
+	for i := 0; i < 3; i++ {
+		h.round()
+		if n := h.get("other").Spec.NodeName; n != "" {
+			t.Fatalf("round %d: other (2 GPUs) bound to %s while a worker of two holds 1 of the tenant's quota of 2", i, n)
+		}
+	}
+	last := h.get(ws[1].Name)
+	last.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(last); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	if n := h.get("other").Spec.NodeName; n == "" {
+		t.Error("other still waits once two ended")
+	}
+}

@@ -682,8 +682,8 @@ func (w *rworld) checkFeatures() {
 		guar, borrowMax := c.limits()
 		for _, t := range sortedKeys(use) {
 			if m := c.cap(t); m >= 0 && use[t] > m {
-				w.fail("tenant %s holds %d GPUs, more than its quota allows (%d: guaranteed %d, borrow %v, borrow limit %d); quotas in force %v, pods %v",
-					t, use[t], m, guar[t], c.borrow, borrowMax[t], guar, pods)
+				w.fail("tenant %s holds %d GPUs, more than its quota allows (%d: guaranteed %d, borrow %v, borrow limit %d); quotas in force %v, pods %v\n%s",
+					t, use[t], m, guar[t], c.borrow, borrowMax[t], guar, pods, w.engineState())
 			}
 		}
 	}

@@ -1081,7 +1081,7 @@ func (w *rworld) fitsEmpty(j *rjob) bool {
 func (w *rworld) engineState() string {
 	var b strings.Builder
 	for _, st := range w.h.s.eng.Active() {
-		fmt.Fprintf(&b, "  engine: %s %s on GPUs %v\n", st.Job.ID, st.State, st.GPUs)
+		fmt.Fprintf(&b, "  engine: %s (tenant %q) %s on GPUs %v\n", st.Job.ID, st.Job.Tenant, st.State, st.GPUs)
 	}
 	for _, n := range w.h.s.eng.Snapshot().Cluster.Nodes {
 		fmt.Fprintf(&b, "  engine node %s: GPUs %d-%d, type %s\n", n.Name, n.First, int(n.First)+n.GPUs-1, n.GPUType)

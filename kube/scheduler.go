@@ -913,7 +913,7 @@ func (s *Scheduler) submit(w *workload, id string) bool {
 		s.warnOnce(w.key, w.key, "unschedulable: "+why)
 		return false
 	}
-	if w.shape != nil {
+	if w.shape != nil && !(w.finishing() && w.keeps() == w.bound()) { // a job of bound pods alone runs where they are
 		group := s.jobGroup
 		if w.part.mig != "" {
 			group = s.migGroup(w.part.mig)

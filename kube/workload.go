@@ -66,8 +66,8 @@ type workload struct {
 	shape    *shape        // what one worker asks of a node (nil: no pod to tell)
 }
 
-// job is the engine's view of w. A gang of plain pods finishing (a pod
-// succeeded or failed on its own, others still live) is a job of the
+// job is the engine's view of w. A job finishing (a pod succeeded or,
+// of a plain gang, failed on its own, others still live) is a job of the
 // pods it keeps alone (finishing): the ended ones need no GPUs, and it is
 // never made whole again.
 func (w *workload) job(id string) *job.Job {
@@ -83,18 +83,29 @@ func (w *workload) job(id string) *job.Job {
 
 // finishing: w is a gang of plain pods short of pods because some
 // succeeded or failed on their own, with others still live (bound ones,
-// after a failure). Its pods run on to their end, holding their GPUs,
-// which its tenant's quota counts; a failed one gets no new pod.
+// after a failure), or a TideJob a worker of which succeeded, with others
+// bound. Its pods run on to their end, holding their GPUs, which its
+// tenant's quota counts; it gets no new pod (a finishing TideJob no new
+// worker, a failed gang no pod bound).
 func (w *workload) finishing() bool {
-	return w.tj == nil && (w.succeeded > 0 || w.failed > 0) && w.keeps() > 0 && len(w.pods) < w.minW
+	if w.tj != nil {
+		return w.succeeded > 0 && w.over == "" && w.keeps() > 0
+	}
+	return (w.succeeded > 0 || w.failed > 0) && w.keeps() > 0 && len(w.pods) < w.minW
 }
 
-// keeps is how many pods a finishing gang is a job of: its live pods, or
-// once one failed its bound ones (a failed job starts no pod).
+// keeps is how many pods a finishing job is a job of: a gang's live pods,
+// or once one failed, and for a TideJob, its bound ones (a failed gang
+// starts no pod, a finishing TideJob's unbound spares never run).
 func (w *workload) keeps() int {
-	if w.failed == 0 {
+	if w.tj == nil && w.failed == 0 {
 		return len(w.pods)
 	}
+	return w.bound()
+}
+
+// bound is how many of w's live pods are bound.
+func (w *workload) bound() int {
 	n := 0
 	for _, p := range w.pods {
 		if p.Spec.NodeName != "" {
