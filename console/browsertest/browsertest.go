@@ -44,12 +44,19 @@ func OutDir(t testing.TB) string {
 	return dir
 }
 
+// startWait is how long Chromium may take to start (to print its DevTools
+// address): chromedp's default, 20 s, ran out in a full suite's run at a
+// load of about 10 on 2 cores ("websocket url timeout reached"). It only
+// guards against a browser that never starts.
+const startWait = 3 * time.Minute
+
 // New starts headless Chromium at width x height.
 func New(t testing.TB, exe string, width, height int) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(width, height))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(width, height),
+		chromedp.WSURLReadTimeout(startWait))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
