@@ -348,8 +348,8 @@ func (e *Engine) usePart(use []gpuParts, gs []cluster.GPUID, st *Status) {
 // fit: among GPUs where its part fits (with used, only GPUs fractions use
 // already; else any GPU no whole job holds), it takes them on one node if
 // it can, the node whose chosen GPUs would have the least room left, else
-// in one site (not an edge site, whose jobs use one server) the GPUs with
-// the least room left. Among equal room, GPUs on nodes with fewer free
+// in one site (not an edge site, whose jobs use one server) and of one
+// GPU type the GPUs with the least room left. Among equal room, GPUs on nodes with fewer free
 // GPUs come first (keeping whole nodes for gangs), then lower ids. With
 // room, only the nodes it takes a's workers on count, and the workers
 // chosen are taken there. It returns nil when a cannot be placed.
@@ -421,14 +421,16 @@ func (e *Engine) fitParts(a Assignment, use []gpuParts, used bool, room NodeRoom
 			best, bestLeft = gs, left
 		}
 	}
-	// Else one site.
+	// Else one site, on one GPU type (a job's workers never mix types).
 	if best == nil && a.GPUs > 1 {
 		for _, site := range c.Sites() {
 			if site.Kind == cluster.SiteEdge {
 				continue
 			}
-			if gs, left := pick(func(x cand) bool { return c.Nodes[x.node].Site == site.Name }); gs != nil && (best == nil || left < bestLeft) {
-				best, bestLeft = gs, left
+			for _, t := range c.GPUTypes() {
+				if gs, left := pick(func(x cand) bool { n := &c.Nodes[x.node]; return n.Site == site.Name && n.GPUType == t }); gs != nil && (best == nil || left < bestLeft) {
+					best, bestLeft = gs, left
+				}
 			}
 		}
 	}

@@ -444,3 +444,25 @@ func TestFractionsTypedAndUntypedOneType(t *testing.T) {
 		t.Errorf("halves on %v and %v, want one GPU together", f, g)
 	}
 }
+
+// TestFractionalGangOneType: a gang of parts no node holds alone takes
+// its GPUs on nodes of one GPU type, when its assignment names none. It
+// took the GPUs with the most room across the site, a V100 and an A100
+// (tide kube's random operations search: a TideJob of three halves on a
+// V100 and two A100s, seed 968 under tiresias).
+func TestFractionalGangOneType(t *testing.T) {
+	e, _ := newEngine(t, "1x1:v100,2x1:a100", runAll{}, place.Pack{})
+	c := enginetest.Cluster("1x1:v100,2x1:a100")
+	submitAll(t, e, enginetest.Job("a").GPUs(2).Share(0.5).Obj())
+	if _, err := e.Schedule(); err != nil {
+		t.Fatal(err)
+	}
+	gs := e.Job("a").GPUs
+	if len(gs) != 2 || c.NodeOf(gs[0]).GPUType != "a100" || c.NodeOf(gs[1]).GPUType != "a100" {
+		var types []string
+		for _, g := range gs {
+			types = append(types, c.NodeOf(g).GPUType)
+		}
+		t.Errorf("a on GPUs %v of types %v, want both A100s", gs, types)
+	}
+}
