@@ -135,14 +135,15 @@ type rjob struct {
 	pods     []string      // its pods' names, in the order they were made
 
 	// Features the search turns on per seed (random_features_test.go).
-	tide      bool   // a TideJob: tide makes its workers; size is minWorkers
-	maxW      int    // a TideJob's maxWorkers
-	mig       string // each pod asks for one MIG slice of this profile
-	tenant    string // the queue it charges ("": its namespace, ns)
-	jobType   string // a packable TideJob's spec.jobType
-	failed    bool   // a worker failed on its own (a TideJob then fails)
-	failedFor int    // rounds a failed TideJob kept live workers
-	gone      bool   // a TideJob deleted
+	tide      bool                       // a TideJob: tide makes its workers; size is minWorkers
+	maxW      int                        // a TideJob's maxWorkers
+	mig       string                     // each pod asks for one MIG slice of this profile
+	tenant    string                     // the queue it charges ("": its namespace, ns)
+	jobType   string                     // a packable TideJob's spec.jobType
+	failed    bool                       // a worker failed on its own (a TideJob then fails)
+	ownEnd    map[string]corev1.PodPhase // its pods that ended on their own, and how
+	failedFor int                        // rounds a failed TideJob kept live workers
+	gone      bool                       // a TideJob deleted
 }
 
 type rworld struct {
@@ -680,6 +681,10 @@ func (w *rworld) setPhase(name string, phase corev1.PodPhase, reason string) {
 	if j := w.podJob[name]; j != nil && (phase == corev1.PodSucceeded || failedOnItsOwn(p)) {
 		j.done = true
 		j.failed = j.failed || failedOnItsOwn(p)
+		if j.ownEnd == nil {
+			j.ownEnd = map[string]corev1.PodPhase{}
+		}
+		j.ownEnd[name] = phase
 	}
 }
 
@@ -773,8 +778,22 @@ func (w *rworld) round() {
 			// Ended since the cache tide evicted it on: its informer
 			// sees the end within milliseconds, before the eviction
 			// deletes it (a round on a cache that stale is a model's
-			// artefact); it is left to the collector (operate).
+			// artefact); it is left to the collector (operate). A
+			// failure tide cannot tell from its eviction's (a pod it
+			// evicts may well fail of it): it is the eviction's, and
+			// the job goes on.
 			w.logf("evicted: pod %s ended before tide saw it: left to the collector", name)
+			if j := w.podJob[name]; j != nil && failedOnItsOwn(p) {
+				p = p.DeepCopy()
+				p.Status.Reason = "Evicted"
+				w.pods[name] = p
+				delete(j.ownEnd, name)
+				j.failed, j.done = false, j.gone
+				for _, ph := range j.ownEnd {
+					j.done, j.failed = true, j.failed || ph == corev1.PodFailed
+				}
+				w.logf("evicted: pod %s failed as tide evicted it: the eviction's failure, not %s's", name, j.name)
+			}
 			continue
 		}
 		w.terminate(name, "evicted")
