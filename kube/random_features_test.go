@@ -32,9 +32,10 @@ import (
 //   - MIG slices: nodes offering nvidia.com/mig-<profile>, pods asking
 //     for one slice; a node never holds more slices of a profile than it
 //     offers, and a slice pod goes only where its profile is.
-//   - pair packing (gandiva:pack=true, gavel-fifo:space_sharing=true with
-//     a pair table): packable TideJobs bound by GPU index; an index holds
-//     at most two packable jobs, never beside parts.
+//   - pair packing (gandiva:pack=true with a pair table; Gavel packs
+//     under its LP policies alone, which need GLPK): packable TideJobs
+//     bound by GPU index; an index holds at most two packable jobs, never
+//     beside parts.
 //   - quotas: --quota and --borrow, and TideQueues created, edited and
 //     deleted (guarantee, borrow limit, weight); a tenant never holds
 //     more GPUs than its guarantee without borrowing, nor more than its
@@ -92,8 +93,8 @@ const (
 func (w *rworld) pickFeatures(cfg *Config) *features {
 	frng := rand.New(rand.NewSource(w.seed*1_000_003 + 17))
 	f := &features{serving: map[string]int{}, takenFor: map[string]int{}, tjs: map[string]*unstructured.Unstructured{}}
-	if os.Getenv("TIDE_KUBE_RANDOM_FEATURES") == "" {
-		return f // off by default until the open failures (knownOpen, the report) are fixed
+	if os.Getenv("TIDE_KUBE_RANDOM_FEATURES") == "0" {
+		return f // plain pods and gangs only
 	}
 	f.tideJobs = frng.Intn(2) == 0
 	f.mig = frng.Intn(4) == 0
@@ -114,11 +115,10 @@ func (w *rworld) pickFeatures(cfg *Config) *features {
 	if frng.Intn(6) == 0 {
 		f.fill, cfg.FillIdle = true, true
 	}
-	switch base := strings.Split(cfg.Policy, ":")[0]; {
-	case (base == "gandiva" || base == "gavel-fifo") && frng.Intn(2) == 0:
+	if strings.Split(cfg.Policy, ":")[0] == "gandiva" && frng.Intn(2) == 0 {
 		f.pairs, f.tideJobs = true, true
 		cfg.PairThroughputs = writePairs(w.t)
-		cfg.Policy = map[string]string{"gandiva": "gandiva:pack=true", "gavel-fifo": "gavel-fifo:space_sharing=true"}[base]
+		cfg.Policy = "gandiva:pack=true"
 	}
 	if f.quota != nil {
 		cfg.Observe = func(RoundInfo) { w.quotaRead() }

@@ -48,10 +48,9 @@ import (
 // a failing seed's whole log, not its last 60 operations;
 // TIDE_KUBE_RANDOM_DUMP=DIR writes each seed's whole log to DIR/SEED.log
 // (two runs' logs compared show whether a seed runs alike every time);
-// TIDE_KUBE_RANDOM_FEATURES=1 turns on, per seed at random, the features
-// of random_features_test.go (TideJobs, MIG slices, pair packing, quotas
-// and TideQueues, lent sites, held jobs), off by default while failures
-// it finds are open.
+// each seed turns on at random the features of random_features_test.go
+// (TideJobs, MIG slices, pair packing, quotas and TideQueues, lent sites,
+// held jobs), which TIDE_KUBE_RANDOM_FEATURES=0 turns off.
 func TestRandomOperations(t *testing.T) {
 	first, last := int64(1), int64(3*len(randomPolicies)) // each policy thrice
 	steps := 120
