@@ -89,6 +89,19 @@ type shape struct {
 	aff   nodeaffinity.RequiredNodeAffinity
 	ports []hostPort
 	typ   string // GPU type the job asks for, "" for any
+	// unit is what one worker takes of the GPUs when it is not gpus
+	// whole ones ("part of a GPU", "a 3g.40gb MIG slice"); "" for gpus
+	// GPUs. It only names the worker in messages.
+	unit string
+}
+
+// each is what one worker of sh takes, as messages name it: "2 GPUs",
+// "part of a GPU", "a 3g.40gb MIG slice".
+func (sh *shape) each() string {
+	if sh.unit != "" {
+		return sh.unit
+	}
+	return fmt.Sprintf("%d GPUs", sh.gpus)
 }
 
 func newShape(p *corev1.Pod, gpus int, typ string) *shape {
@@ -366,16 +379,16 @@ func impossible(nodes map[string]*nodeState, sh *shape, minW int, typeLabel stri
 		for _, k := range room {
 			most = max(most, k)
 		}
-		return fmt.Sprintf("the job needs %d workers of %d GPUs at once, all on one GPU type and one site (on an edge site, one server); "+
-			"the nodes that can host its workers hold at most %d of them together (%d across %d such sets, which a job never spans)", minW, sh.gpus, most, total, len(room))
+		return fmt.Sprintf("the job needs %d workers of %s at once, all on one GPU type and one site (on an edge site, one server); "+
+			"the nodes that can host its workers hold at most %d of them together (%d across %d such sets, which a job never spans)", minW, sh.each(), most, total, len(room))
 	}
 	if total > 0 {
-		return fmt.Sprintf("the job needs %d workers of %d GPUs at once; the nodes that can host its workers hold at most %d", minW, sh.gpus, total)
+		return fmt.Sprintf("the job needs %d workers of %s at once; the nodes that can host its workers hold at most %d", minW, sh.each(), total)
 	}
 	reasons := make([]string, 0, len(counts))
 	for why, k := range counts {
 		reasons = append(reasons, fmt.Sprintf("%d %s", k, why))
 	}
 	sort.Strings(reasons)
-	return fmt.Sprintf("no node can ever host a worker of %d GPUs: 0/%d nodes fit: %s", sh.gpus, len(nodes), strings.Join(reasons, ", "))
+	return fmt.Sprintf("no node can ever host a worker of %s: 0/%d nodes fit: %s", sh.each(), len(nodes), strings.Join(reasons, ", "))
 }

@@ -152,3 +152,29 @@ func TestImpossible(t *testing.T) {
 		})
 	}
 }
+
+// TestImpossibleNamesTheWorker: a job whose workers take part of a GPU or
+// a MIG slice is named so when no node can host it, not as workers of "0
+// GPUs" (the whole GPUs its pods ask the device plugin for).
+func TestImpossibleNamesTheWorker(t *testing.T) {
+	two := map[string]*nodeState{"n0": testNode("n0"), "n1": testNode("n1")}
+	s := &Scheduler{cfg: Config{Sites: SiteLabels{Site: DefaultSiteLabel, Kind: DefaultSiteKindLabel}}}
+	for _, tc := range []struct {
+		name string
+		w    *workload
+		want string
+	}{
+		{"whole GPUs", &workload{per: 2}, "a worker of 2 GPUs"},
+		{"part of a GPU", &workload{per: 1, part: part{share: 0.5}}, "a worker of part of a GPU"},
+		{"a MIG slice", &workload{per: 1, part: part{mig: "1g.10gb"}}, "a worker of a 1g.10gb MIG slice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 200 CPUs: no node can host a worker.
+			tc.w.pods = []*corev1.Pod{testPod(tc.w.podGPUs(), "200")}
+			got := impossible(two, s.shapeOf(tc.w), 1, "", s.jobGroup)
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("impossible = %q, want it to name %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -716,7 +716,16 @@ func (s *Scheduler) shapeOf(w *workload) *shape {
 	default:
 		return nil
 	}
-	return newShape(p, w.podGPUs(), w.gpuType)
+	sh := newShape(p, w.podGPUs(), w.gpuType)
+	switch {
+	case w.part.mig != "":
+		sh.unit = "a " + w.part.mig + " MIG slice"
+	case w.part.fractional():
+		sh.unit = "part of a GPU"
+	case w.indexed():
+		sh.unit = fmt.Sprintf("%d GPUs", w.per)
+	}
+	return sh
 }
 
 func (s *Scheduler) warnOnce(key, obj, msg string) {
