@@ -34,6 +34,9 @@ type nodeState struct {
 	// mine is what the live pods of tide's jobs take here, by workload
 	// key: the placer counts those pods through the workers it keeps.
 	mine map[string]*usage
+	// leaving is what the terminating pods bound here take: room that
+	// comes back once they are gone.
+	leaving usage
 }
 
 // usage is requests and a pod count.
@@ -187,6 +190,22 @@ func (sh *shape) why(n *nodeState, base corev1.ResourceList, pods int, extraPort
 	if t, bad := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), n.node.Spec.Taints, sh.pod.Spec.Tolerations, scheduling, true); bad {
 		return untolerated(t)
 	}
+	if w := sh.short(n, base, pods); w != "" {
+		return w
+	}
+	for _, p := range sh.ports {
+		for _, q := range append(n.ports, extraPorts...) {
+			if p.conflicts(q) {
+				return "node(s) didn't have free ports for the requested pod ports"
+			}
+		}
+	}
+	return ""
+}
+
+// short says which room of n (its pod slots, its requests) one more
+// worker of sh lacks on top of base and pods, "" when none.
+func (sh *shape) short(n *nodeState, base corev1.ResourceList, pods int) string {
 	if a, ok := n.alloc[corev1.ResourcePods]; ok && int64(pods+1) > a.Value() {
 		return "Too many pods"
 	}
@@ -198,13 +217,6 @@ func (sh *shape) why(n *nodeState, base corev1.ResourceList, pods int, extraPort
 		u.Add(q)
 		if u.Cmp(a) > 0 {
 			return "Insufficient " + string(name)
-		}
-	}
-	for _, p := range sh.ports {
-		for _, q := range append(n.ports, extraPorts...) {
-			if p.conflicts(q) {
-				return "node(s) didn't have free ports for the requested pod ports"
-			}
 		}
 	}
 	return ""

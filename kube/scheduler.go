@@ -683,6 +683,11 @@ func (s *Scheduler) look() (*view, error) {
 		st.pods++
 		st.ports = append(st.ports, podPorts(p)...)
 		if p.DeletionTimestamp != nil {
+			if st.leaving.req == nil {
+				st.leaving.req = corev1.ResourceList{}
+			}
+			addTimes(st.leaving.req, req, 1)
+			st.leaving.pods++
 			continue // still holds its node's room, but its GPUs are nobody's to plan with
 		}
 		key, ok := owned[p.UID]

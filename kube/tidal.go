@@ -70,8 +70,10 @@ type tidal struct {
 type reservation struct {
 	pod       *corev1.Pod
 	node      string
-	gpus      int
-	reclaimed bool // training gave GPUs up for it: its wait counts
+	gpus      int             // GPUs down for it: its own, and those of the tide jobs whose workers took its other room
+	pins      []cluster.GPUID // of those, the ones that go down first: a GPU of each tide job whose workers took its other room (roomFor)
+	room      bool            // its other room is held for it
+	reclaimed bool            // training gave GPUs up for it: its wait counts
 }
 
 // takenBack says why an owner took node n back from training ("" when
@@ -138,6 +140,12 @@ func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 		}
 	}
 	s.reserveFor(v, c, want, why, byName)
+	for _, r := range t.reserve { // the placer leaves a reservation's other room to its pod
+		if st := v.states[r.node]; st != nil && r.room {
+			addTimes(st.used, podRequests(r.pod), 1)
+			st.pods++
+		}
+	}
 	return s.applyDown(c, want, why)
 }
 
@@ -168,7 +176,10 @@ func (s *Scheduler) settleReservations(v *view) {
 // reserveFor gives each pending pod of another scheduler without a
 // reservation the room it asks for on the lent node where taking it costs
 // least: idle GPUs are free, a job's GPUs cost 1 + its reclaim cost (the
-// simulator's order). Pods no lent node could take are not tide's
+// simulator's order). Its room is its GPUs and what else it asks of the
+// node (pod slots, CPU, memory: roomFor); a node whose other room only
+// evicting tide's workers frees costs theirs, and one where other pods
+// fill it comes last. Pods no lent node could take are not tide's
 // business.
 func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []string, byName map[string]int) {
 	t := &s.tidal
@@ -179,7 +190,8 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 		}
 		r := int(podGPUs(p))
 		sh := newShape(p, r, "")
-		best, bestCost := -1, 0.0
+		best, bestCost, bestRoom := -1, 0.0, false
+		var bestPins []cluster.GPUID
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
 			st := v.states[n.Name]
@@ -192,21 +204,89 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 			if costs == nil {
 				costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
 			}
-			cost := 0.0
-			for _, x := range s.cheapest(n, want[i], r, costs) {
-				cost += x
-			}
-			if best < 0 || cost < bestCost {
-				best, bestCost = i, cost
+			cost, pins, room := s.roomFor(v, sh, n, want[i], r, costs)
+			if best < 0 || room && !bestRoom || room == bestRoom && cost < bestCost { // a node the pod fits on first
+				best, bestCost, bestPins, bestRoom = i, cost, pins, room
 			}
 		}
 		if best < 0 {
 			continue
 		}
-		want[best] += r
-		t.reserve[p.UID] = &reservation{pod: p, node: c.Nodes[best].Name, gpus: r, reclaimed: bestCost > 0}
+		want[best] += r + len(bestPins)
+		t.reserve[p.UID] = &reservation{pod: p, node: c.Nodes[best].Name, gpus: r + len(bestPins), pins: bestPins, room: bestRoom, reclaimed: bestCost > 0}
 		s.log.Info("making room for another scheduler's pod", "pod", p.Namespace+"/"+p.Name, "node", c.Nodes[best].Name, "gpus", r, "from training", bestCost > 0)
 	}
+}
+
+// roomFor says what taking room for a pod of shape sh, asking r GPUs,
+// on node n costs and which of n's GPUs go down for it beyond the
+// wantDown already spoken for (downOrder): the r cheapest, and, when the
+// node's other room (pod slots, CPU, memory) does not take the pod beside
+// what runs there, one GPU of each tide job whose workers there must go
+// (cheapest first) to free that room: pins, which go down before any
+// other. A job goes down whole with one GPU, and its pods with it. The
+// room the other reservations on n hold counts as taken. room is false,
+// and pins nil, when evicting every tide worker there would not make
+// room: other pods fill it, which is not tide's business.
+func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int, costs map[*engine.Status]float64) (cost float64, pins []cluster.GPUID, room bool) {
+	order := s.downOrder(n, costs)
+	if wantDown+r > len(order) {
+		return 0, nil, false
+	}
+	st := v.states[n.Name]
+	base := st.used.DeepCopy()
+	if base == nil {
+		base = corev1.ResourceList{}
+	}
+	subtract(base, st.leaving.req)
+	pods := st.pods - st.leaving.pods
+	for _, res := range s.tidal.reserve {
+		if res.node == n.Name && res.room {
+			addTimes(base, podRequests(res.pod), 1)
+			pods++
+		}
+	}
+	gone := map[*engine.Status]bool{}
+	free := func(g cluster.GPUID) bool { // the GPU's jobs go: whether that frees room here
+		freed := false
+		for _, h := range append([]*engine.Status{s.eng.Holder(g)}, s.eng.Sharers(g)...) {
+			if h == nil || gone[h] {
+				continue
+			}
+			gone[h] = true
+			if w := s.work[h.Job.ID]; w != nil {
+				if u := st.mine[w.key]; u != nil {
+					subtract(base, u.req)
+					pods -= u.pods
+					freed = true
+				}
+			}
+		}
+		return freed
+	}
+	for _, g := range order[:wantDown+r] {
+		free(g)
+	}
+	for _, g := range order[wantDown : wantDown+r] {
+		cost += s.gpuCost(g, costs)
+	}
+	for _, g := range order[wantDown+r:] {
+		if sh.short(st, base, pods) == "" {
+			return cost, pins, true
+		}
+		if c := s.gpuCost(g, costs); free(g) {
+			pins = append(pins, g)
+			cost += c
+		}
+	}
+	if sh.short(st, base, pods) == "" {
+		return cost, pins, true
+	}
+	cost = 0
+	for _, g := range order[wantDown : wantDown+r] {
+		cost += s.gpuCost(g, costs)
+	}
+	return cost, nil, false
 }
 
 // checkpointCost is a job's reclaim cost when its policy names none: the
@@ -220,20 +300,6 @@ func (s *Scheduler) checkpointCost(st *engine.Status) float64 {
 	return float64(len(st.GPUs)) * max(1, s.cfg.Grace.Seconds())
 }
 
-// cheapest returns the costs of the k cheapest GPUs of node n that are up
-// beyond the down ones already wanted there (down GPUs first, so wantDown
-// of them are spoken for): 0 for an idle GPU, 1 + its holder's cost.
-func (s *Scheduler) cheapest(n *cluster.Node, wantDown, k int, costs map[*engine.Status]float64) []float64 {
-	var out []float64
-	for _, g := range s.downOrder(n, costs) {
-		out = append(out, s.gpuCost(g, costs))
-	}
-	if len(out) < wantDown+k {
-		return nil
-	}
-	return out[wantDown : wantDown+k]
-}
-
 func (s *Scheduler) gpuCost(g cluster.GPUID, costs map[*engine.Status]float64) float64 {
 	if h := s.eng.Holder(g); h != nil {
 		return 1 + costs[h]
@@ -242,11 +308,20 @@ func (s *Scheduler) gpuCost(g cluster.GPUID, costs map[*engine.Status]float64) f
 }
 
 // downOrder lists node n's GPUs in the order they go down: those down
-// now, then the cheapest to take (ties by GPU id).
+// now, then those the reservations there pin (roomFor), then the
+// cheapest to take (ties by GPU id).
 func (s *Scheduler) downOrder(n *cluster.Node, costs map[*engine.Status]float64) []cluster.GPUID {
 	gs := make([]cluster.GPUID, n.GPUs)
 	for i := range gs {
 		gs[i] = n.First + cluster.GPUID(i)
+	}
+	pinned := map[cluster.GPUID]bool{}
+	for _, r := range s.tidal.reserve {
+		if r.node == n.Name {
+			for _, g := range r.pins {
+				pinned[g] = true
+			}
+		}
 	}
 	sort.SliceStable(gs, func(a, b int) bool {
 		da, db := s.eng.IsDown(gs[a]), s.eng.IsDown(gs[b])
@@ -255,6 +330,9 @@ func (s *Scheduler) downOrder(n *cluster.Node, costs map[*engine.Status]float64)
 		}
 		if da {
 			return false
+		}
+		if pa, pb := pinned[gs[a]], pinned[gs[b]]; pa != pb {
+			return pa
 		}
 		return s.gpuCost(gs[a], costs) < s.gpuCost(gs[b], costs)
 	})
