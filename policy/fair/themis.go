@@ -343,8 +343,18 @@ func (t *Themis) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	for i := range bidders {
-		if sold[i] > 0 && kept[i] > 0 {
-			take(i, kept[i])
+		if sold[i] > 0 && kept[i] > 0 && !take(i, kept[i]) {
+			// The auction counts the GPUs of every type together: a
+			// count no type (or site) holds alone takes the largest of
+			// the bid's smaller counts that one does. Left out, an
+			// elastic job alone on a cluster of two types waited for
+			// ever beside enough free GPUs of either.
+			b := bids[i]
+			for k := len(b.counts) - 1; k >= 0; k-- {
+				if b.counts[k] < kept[i] && take(i, b.counts[k]) {
+					break
+				}
+			}
 		}
 	}
 	for i := range bidders {

@@ -148,3 +148,17 @@ func TestThemisAuctionMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestThemisWinnerShrinksToFit: an elastic job alone wins the auction for
+// the whole count it can use (12 GPUs of 16 free), which no GPU type holds
+// (8 A100s, 8 V100s): it runs on the largest count a type holds instead
+// of waiting beside 16 free GPUs (tide kube's random operations, seed 1454:
+// a TideJob of 1-4 workers of 4 GPUs never planned, 27 GPUs free).
+func TestThemisWinnerShrinksToFit(t *testing.T) {
+	e := policytest.Wait("e", 0, 4, 1000)
+	e.Job.MaxGPUs = 12
+	s := policytest.Snap(t, 1000, enginetest.Cluster("1x8:a100,1x8:v100"), e)
+	if got, want := policytest.Runs(fam.Parse(t, "themis", contract.Context{}).Schedule(s)), []string{"e:8:a100"}; !slices.Equal(got, want) {
+		t.Errorf("plan %v, want %v", got, want)
+	}
+}
