@@ -100,26 +100,7 @@ func TestSucceededWorkerDeleted(t *testing.T) {
 	tjs := h.tideJobs()
 	statusTo(h, tjs)
 	h.node("n0", 4)
-	h.tideJob(tjs, "two", "", 1001)
-	o, _, _ := tjs.GetByKey("ns/two")
-	u := o.(*unstructured.Unstructured).DeepCopy()
-	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tjs.Update(u); err != nil {
-		t.Fatal(err)
-	}
-	h.round()
-	h.round()
-	ws := h.workersOf("two")
-	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
-		t.Fatalf("workers %v, want two bound", ws)
-	}
-	done := ws[0].DeepCopy()
-	done.Status.Phase = corev1.PodSucceeded
-	if err := h.pods.Update(done); err != nil {
-		t.Fatal(err)
-	}
+	_, done := twoOneSucceeded(t, h, tjs)
 	h.round()
 	if err := h.pods.Delete(done); err != nil {
 		t.Fatal(err)
@@ -136,7 +117,7 @@ func TestSucceededWorkerDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.round()
-	o, _, _ = tjs.GetByKey("ns/two")
+	o, _, _ := tjs.GetByKey("ns/two")
 	st := o.(*unstructured.Unstructured).Object["status"].(map[string]any)
 	if n, _ := st["succeeded"].(int64); st["phase"] != PhaseSucceeded || n < 1 {
 		t.Errorf("status phase %v, succeeded %v; want Succeeded and at least 1", st["phase"], st["succeeded"])
@@ -294,26 +275,7 @@ func TestFinishingTideJobKeptOnRebuild(t *testing.T) {
 	tjs := h.tideJobs()
 	statusTo(h, tjs)
 	h.node("n0", 4)
-	h.tideJob(tjs, "two", "", 1001)
-	o, _, _ := tjs.GetByKey("ns/two")
-	u := o.(*unstructured.Unstructured).DeepCopy()
-	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tjs.Update(u); err != nil {
-		t.Fatal(err)
-	}
-	h.round()
-	h.round()
-	ws := h.workersOf("two")
-	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
-		t.Fatalf("workers %v, want two bound", ws)
-	}
-	done := ws[0].DeepCopy()
-	done.Status.Phase = corev1.PodSucceeded
-	if err := h.pods.Update(done); err != nil {
-		t.Fatal(err)
-	}
+	ws, _ := twoOneSucceeded(t, h, tjs)
 	h.round()
 	taint := func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
@@ -339,4 +301,32 @@ func TestFinishingTideJobKeptOnRebuild(t *testing.T) {
 	if n := h.get("other").Spec.NodeName; n == "" {
 		t.Error("other still waits once two ended")
 	}
+}
+
+// twoOneSucceeded makes TideJob ns/two of two workers (minWorkers 2),
+// binds them and has the first succeed: it returns the workers as bound
+// and the one that succeeded, as the pod cache now lists it.
+func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.Pod, done *corev1.Pod) {
+	t.Helper()
+	h.tideJob(tjs, "two", "", 1001)
+	o, _, _ := tjs.GetByKey("ns/two")
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tjs.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	ws = h.workersOf("two")
+	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
+		t.Fatalf("workers %v, want two bound", ws)
+	}
+	done = ws[0].DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	if err := h.pods.Update(done); err != nil {
+		t.Fatal(err)
+	}
+	return ws, done
 }

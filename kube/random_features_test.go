@@ -780,15 +780,7 @@ func (w *rworld) checkTideJob(j *rjob, evicted map[string]bool) {
 		w.fail("tidejob %s bound workers this round but has %d of its minimum %d", j.name, len(on), j.size)
 	}
 	if fresh {
-		groups := map[string]bool{}
-		for _, p := range on {
-			if n := w.nodes[p.Spec.NodeName]; n != nil {
-				groups[w.group(j, n)] = true
-			}
-		}
-		if len(groups) > 1 {
-			w.fail("tidejob %s bound across GPU types, sites or edge servers: %v", j.name, groups)
-		}
+		w.oneGroup("tidejob", j, on)
 	}
 	if len(on) > 0 && len(on) < j.size {
 		if w.fresh {

@@ -879,6 +879,20 @@ func qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
 
 // group is the set of nodes one job's workers may share: a GPU type on a
 // site, an edge server alone.
+// oneGroup fails when the pods on of job j (a "gang" or a "tidejob")
+// are bound across GPU types, sites or edge servers (group).
+func (w *rworld) oneGroup(kind string, j *rjob, on []*corev1.Pod) {
+	groups := map[string]bool{}
+	for _, p := range on {
+		if n := w.nodes[p.Spec.NodeName]; n != nil {
+			groups[w.group(j, n)] = true
+		}
+	}
+	if len(groups) > 1 {
+		w.fail("%s %s bound across GPU types, sites or edge servers: %v", kind, j.name, groups)
+	}
+}
+
 func (w *rworld) group(j *rjob, n *corev1.Node) string {
 	g := n.Labels[rTypeLabel] + "/" + n.Labels[DefaultSiteLabel]
 	if j.mig != "" {
@@ -937,15 +951,7 @@ func (w *rworld) check() {
 			w.fail("gang %s bound %d of its %d pods this round", j.name, len(on), j.size)
 		}
 		if fresh {
-			groups := map[string]bool{}
-			for _, p := range on {
-				if n := w.nodes[p.Spec.NodeName]; n != nil {
-					groups[w.group(j, n)] = true
-				}
-			}
-			if len(groups) > 1 {
-				w.fail("gang %s bound across GPU types, sites or edge servers: %v", j.name, groups)
-			}
+			w.oneGroup("gang", j, on)
 		}
 		if len(on) > 0 && len(on) < j.size {
 			if w.fresh { // a round on a stale cache cannot see why to release it
