@@ -209,6 +209,18 @@ func TestKubeTidalLearns(t *testing.T) {
 			t.Errorf("day %d: w never ran on the inference GPUs in the night: the morning tests nothing", d+1)
 		case d > 0 && (r != 0 || !(last < 7.95)):
 			t.Errorf("day %d: %d reclaims from 06:00 to 10:00, w last on the inference GPUs at %.2f h: want none, w stopped before 07:57 on the learned forecast", d+1, r, last)
+			// What the loop saw from 06:00 to 10:00 each time the reclaims
+			// or w's inference workers changed, so that a failure under
+			// load shows whether the stop came a round late.
+			day := clock.e0 + float64(d)*86400
+			prev := sample{reclaims: -1, inf: -1}
+			for _, x := range samples {
+				if h := (x.t - day) / 3600; h >= 6 && h < 10 && (x.reclaims != prev.reclaims || x.inf != prev.inf) {
+					t.Logf("  %.3f h: %d reclaims so far, %d workers of w on the inference node", h, x.reclaims, x.inf)
+					prev = x
+				}
+			}
+			t.Logf("  w's messages: %q", msgs)
 		}
 	}
 	if !(late[0] < lateNow/2) {
