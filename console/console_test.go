@@ -566,3 +566,23 @@ func TestQueueOrder(t *testing.T) {
 		t.Errorf("DRF positions %v: want %s 1, %s 2 (submission order)", p, first, second)
 	}
 }
+
+// TestBroadcastKeepsNewest: a stream reader too slow to take one update
+// before the next is broadcast gets the newest, not the older one (a page
+// left on the older digest was never told of the last change).
+func TestBroadcastKeepsNewest(t *testing.T) {
+	c := &Console{subs: map[chan Update]bool{}}
+	ch := make(chan Update, 1)
+	c.subs[ch] = true
+	for _, d := range []uint64{1, 2, 3} {
+		c.broadcast(&view{snap: &Snapshot{Time: time.Unix(int64(d), 0)}, digest: d})
+	}
+	select {
+	case u := <-ch:
+		if want := hex(3); u.Digest != want {
+			t.Errorf("pending update %s: want the newest, %s", u.Digest, want)
+		}
+	default:
+		t.Fatal("no update pending")
+	}
+}

@@ -30,9 +30,22 @@ func (c *Console) broadcast(v *view) {
 	c.smu.Lock()
 	defer c.smu.Unlock()
 	for ch := range c.subs {
+		// A slow reader's pending update gives way to this one: the
+		// newest digest is the one the page must end on, and a stream
+		// that kept the older one would never send it if nothing changes
+		// after (only broadcast sends, under smu, so the second send
+		// finds room).
 		select {
 		case ch <- u:
-		default: // a slow reader gets the next one
+		default:
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- u:
+			default:
+			}
 		}
 	}
 }
