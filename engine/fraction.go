@@ -213,10 +213,10 @@ func (e *Engine) planParts(a Assignment, st *Status, t string) error {
 			mem = max(mem, gpuMem(e.cfg.Cluster, nd.First))
 		}
 	}
-	share := 1.0
-	if mem > 0 {
-		share, _ = st.Job.Demand(mem)
-	}
+	// On GPUs of unknown memory (mem 0) a share alone counts as that
+	// share, as fitsOn places it there; a part asking for memory never
+	// fits them and counts as a whole GPU.
+	share, _ := st.Job.Demand(mem)
 	sc.partShare[k] += share * float64(a.GPUs)
 	sc.anyParts = true
 	return nil

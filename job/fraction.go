@@ -32,7 +32,9 @@ func (j *Job) Fractional() bool { return j.Share > 0 || j.GPUMemGiB > 0 || j.MIG
 // slices/MIGSlices of the compute and its memory; a share alone takes that
 // share of the memory; memory alone takes memGiB/gpuMemGiB of the compute
 // (the MPS thread percentage tide gives it). A whole-GPU job's demand is
-// (1, gpuMemGiB). gpuMemGiB > 0.
+// (1, gpuMemGiB). gpuMemGiB 0 is a GPU of unknown memory: a share alone is
+// that share (and no memory), a part asking for memory takes the whole
+// compute (and Fits no such GPU).
 func (j *Job) Demand(gpuMemGiB float64) (share, memGiB float64) {
 	if j.MIG != "" {
 		slices, mem, err := ParseMIG(j.MIG)

@@ -381,10 +381,7 @@ func countsHold(s *engine.Snapshot, run []engine.Assignment, skip map[string]boo
 					mem = max(mem, n.GPUMemGiB())
 				}
 			}
-			share := 1.0
-			if mem > 0 {
-				share, _ = st.Job.Demand(mem)
-			}
+			share, _ := st.Job.Demand(mem) // a share alone on GPUs of unknown memory (mem 0): that share, as the engine counts it
 			shares[k] += share * float64(a.GPUs)
 			continue
 		}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -251,4 +252,47 @@ func TestPartWaitsForTheGPUsParts(t *testing.T) {
 			t.Errorf("bound %v, want both halves once g0 is gone", w)
 		}
 	})
+}
+
+// TestPartsOnUnknownMemory: on GPUs whose memory tide does not know (no
+// nvidia.com/gpu.memory label, a type of no known memory: every node the
+// GPU type label leaves unnamed is of type "gpu") a part that asks for a
+// share alone is placed by its share, so a greedy policy counts it by its
+// share too: four quarters of a GPU run at once on a node of one GPU, in
+// one round, on one index. Counted as a whole GPU each, one ran and three
+// waited with the GPU three quarters idle. A part asking for memory can
+// never fit a GPU of unknown memory and is said so.
+func TestPartsOnUnknownMemory(t *testing.T) {
+	for _, policy := range []string{"fifo", "srtf", "tiresias", "themis", "drf", "gandiva"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.node("n0", 1)
+			for i := 0; i < 4; i++ {
+				h.partPod(fmt.Sprintf("q%d", i), AnnotGPUFraction, "0.25")
+			}
+			h.partPod("mem", AnnotGPUMemory, "4Gi")
+			h.round()
+			h.round()
+			got := h.where()
+			for i := 0; i < 4; i++ {
+				if name := fmt.Sprintf("q%d", i); got[name] != "n0" {
+					t.Errorf("%s on %q, want n0 (bound %v)", name, got[name], got)
+				}
+			}
+			shares, _, _ := h.gpuUse(1)
+			for slot, sh := range shares {
+				if sh > 1+1e-9 {
+					t.Errorf("GPU %s holds parts of %g GPUs", slot, sh)
+				}
+			}
+			if got["mem"] != "" {
+				t.Errorf("mem bound on %s, whose GPU memory is unknown", got["mem"])
+			}
+			if why := h.s.unsched["pods/ns/mem"]; why == "" {
+				t.Errorf("mem waits saying nothing")
+			} else {
+				t.Logf("mem: %s", why)
+			}
+		})
+	}
 }

@@ -23,10 +23,10 @@ func (p *Pool) takePart(st *engine.Status, n int) (engine.Assignment, bool) {
 			p.mem[k] = TypeMem(p.snap.Cluster, t)
 		}
 	}
+	// share: the part's compute on a GPU of type index k, as the engine
+	// places it; on GPUs of unknown memory a share alone is that share
+	// (job.Job.Demand), as the engine packs it there.
 	share := func(k int) float64 {
-		if p.mem[k] == 0 {
-			return 1
-		}
 		sh, _ := st.Job.Demand(p.mem[k])
 		return sh
 	}
