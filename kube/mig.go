@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -135,15 +136,21 @@ func wholeTypes(c *cluster.Cluster) []string {
 // policy may give an untyped job any type with room): a whole-GPU job's
 // assignment is left untyped, for the placer to choose among the whole
 // types (wholeTypes); a part's, which the engine places itself, is given
-// the whole-GPU type with the most room left (the fewest shares held),
-// lowest name first among equals. A typed job's untyped assignment is
-// given its job's type.
-func typeParts(s *engine.Snapshot, byID map[string]*engine.Status, plan *engine.Plan) {
+// the whole-GPU type with the most room left (the fewest shares held) on
+// the nodes its pods can run on (hosts: their selector, affinity, taints
+// and allocatable; nil: any node), lowest name first among equals. A part
+// whose pods no node of a whole type takes is planned without, saying
+// so: given the roomiest type whatever its nodes, it was planned where
+// it could not run and waited, saying nothing, while a type whose nodes
+// take it had room. A typed job's untyped assignment is given its job's
+// type.
+func typeParts(s *engine.Snapshot, byID map[string]*engine.Status, plan *engine.Plan, hosts func(job, node string) bool) {
 	c := s.Cluster
 	if len(wholeTypes(c)) == len(c.GPUTypes()) {
 		return // no slices: nothing to keep off
 	}
-	var best string
+	var free []float64
+	drop := map[string]bool{}
 	for i, a := range plan.Run {
 		st := byID[a.Job]
 		if st == nil || (a.GPUType != "" && !isMIGType(a.GPUType)) || st.Job.GPUType == a.GPUType {
@@ -157,36 +164,65 @@ func typeParts(s *engine.Snapshot, byID map[string]*engine.Status, plan *engine.
 			plan.Run[i].GPUType = "" // the placer keeps it off the slices (wholeTypes)
 			continue
 		}
+		if free == nil {
+			free = nodeRoom(s)
+		}
+		best := roomiestType(c, free, func(n *cluster.Node) bool { return hosts == nil || hosts(a.Job, n.Name) })
 		if best == "" {
-			best = roomiestType(s)
+			drop[a.Job] = true
+			continue
 		}
 		plan.Run[i].GPUType = best
 	}
+	if len(drop) == 0 {
+		return
+	}
+	plan.Run = slices.DeleteFunc(slices.Clone(plan.Run), func(a engine.Assignment) bool { return drop[a.Job] })
+	if plan.Reasons == nil {
+		plan.Reasons = map[string]engine.Reason{}
+	}
+	for id := range drop {
+		plan.Reasons[id] = engine.Reason{Text: "planned on MIG slices, which a part of a GPU never takes, and no node of a whole-GPU type takes its pods now " +
+			"(taints, node selector or affinity, the node's allocatable, or the node is not ready or cordoned): planned without it this round"}
+	}
+	mutualPairs(plan)
 }
 
-// roomiestType is the whole-GPU type of s's cluster whose GPUs have the
-// most compute not held: a whole job holds all of each of its GPUs, a part
+// nodeRoom is the compute not held on each engine node of s's cluster of
+// whole GPUs, in GPUs: a whole job holds all of each of its GPUs, a part
 // its share.
-func roomiestType(s *engine.Snapshot) string {
+func nodeRoom(s *engine.Snapshot) []float64 {
 	c := s.Cluster
-	free := map[string]float64{}
-	for _, t := range wholeTypes(c) {
-		free[t] = float64(c.GPUsOfType(t))
+	free := make([]float64, len(c.Nodes))
+	for i := range c.Nodes {
+		free[i] = float64(c.Nodes[i].GPUs)
 	}
 	for _, st := range s.Jobs {
 		for _, g := range st.GPUs {
-			if t := c.NodeOf(g).GPUType; !isMIGType(t) {
+			if n := c.NodeOf(g); !isMIGType(n.GPUType) {
 				if st.Share > 0 {
-					free[t] -= st.Share
+					free[n.ID] -= st.Share
 				} else {
-					free[t]--
+					free[n.ID]--
 				}
 			}
 		}
 	}
+	return free
+}
+
+// roomiestType is the whole-GPU type of c with the most room (free, per
+// engine node) on its nodes that ok keeps; "" when ok keeps none.
+func roomiestType(c *cluster.Cluster, free []float64, ok func(*cluster.Node) bool) string {
+	room := map[string]float64{}
+	for i := range c.Nodes {
+		if n := &c.Nodes[i]; n.GPUs > 0 && !isMIGType(n.GPUType) && ok(n) {
+			room[n.GPUType] += free[i]
+		}
+	}
 	best := ""
 	for _, t := range wholeTypes(c) {
-		if best == "" || free[t] > free[best] {
+		if r, in := room[t]; in && (best == "" || r > room[best]) {
 			best = t
 		}
 	}

@@ -43,6 +43,9 @@ type workerPolicy struct {
 	inner engine.Policy
 	per   workers
 	place func() workerPlacer // nil: no trial placement
+	// hosts says whether a worker of job (engine ID) could run on a
+	// Kubernetes node now, its GPUs aside (nil: any node).
+	hosts func(job, node string) bool
 }
 
 // replans bounds the policy runs per round after the first.
@@ -470,7 +473,7 @@ func (p workerPolicy) whole(s *engine.Snapshot, plan engine.Plan) engine.Plan {
 		run = append(run, a)
 	}
 	plan.Run = run
-	typeParts(s, byID, &plan) // mig.go
+	typeParts(s, byID, &plan, p.hosts) // mig.go
 	return plan
 }
 

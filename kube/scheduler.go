@@ -266,7 +266,7 @@ func New(cfg Config) (*Scheduler, error) {
 		status:  map[string]TideJobStatus{}, unsched: map[string]string{}, retries: map[string]*retry{},
 		rejects: map[types.UID]bool{}, quota: quota, notReady: map[string]time.Time{}, now: time.Now,
 		warnedAt: map[string]time.Time{}}
-	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer}
+	s.pol = workerPolicy{inner: pol, per: s.perWorker, place: s.trialPlacer, hosts: s.hosts}
 	if info, _ := policy.Lookup(cfg.Policy); info.Elastic && (cfg.Live == nil || cfg.Live.Policy == nil) {
 		s.wholeOnly = info.Name
 	}
@@ -962,6 +962,23 @@ func (s *Scheduler) placer() workerPlacer {
 // trialPlacer is the placer workerPolicy tries plans on: there parts go
 // through the placer too (as whole GPUs), so their pods' room comes back
 // through it like any job's.
+// hosts says whether a worker of job id (engine ID) could run on
+// Kubernetes node now, its GPUs aside: the node is open, and its labels,
+// taints and allocatable take the worker (shape.static); what runs there
+// is the placer's to weigh. A job tide knows no shape of runs anywhere.
+func (s *Scheduler) hosts(id, node string) bool {
+	w := s.work[id]
+	if w == nil || w.shape == nil {
+		return true
+	}
+	n := s.cur.states[node]
+	if n == nil || !n.open {
+		return false
+	}
+	why, _ := w.shape.static(n, s.cfg.GPUTypeLabel)
+	return why == ""
+}
+
 func (s *Scheduler) trialPlacer() workerPlacer {
 	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(true) }}
 }

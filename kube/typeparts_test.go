@@ -1,0 +1,95 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestUntypedPartKeepsToItsNodes: a part that names no GPU type, planned
+// by its policy on MIG slices (a type like any other to a policy), goes
+// to a whole-GPU type whose nodes take its pod: its nodeSelector, node
+// affinity and tolerations decide, not which type has the most room.
+func TestUntypedPartKeepsToItsNodes(t *testing.T) {
+	typ := func(typ, pool string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Labels["nvidia.com/gpu.product"] = typ
+			n.Labels["pool"] = pool
+		}
+	}
+	slices := func(k string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse(k)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  func(*corev1.Pod)
+	}{
+		{"selector", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p2"} }},
+		{"affinity", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "pool", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"p1"}}}}}}}}
+		}},
+		{"taint", func(p *corev1.Pod) {}},
+	} {
+		for _, policy := range []string{"fifo", "srtf", "themis", "gandiva"} {
+			t.Run(tc.name+"/"+policy, func(t *testing.T) {
+				h := newHarness(t, policy)
+				big := typ("A100", "p1")
+				if tc.name == "taint" {
+					big = func(n *corev1.Node) {
+						typ("A100", "p2")(n)
+						n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+					}
+				}
+				h.node("a", 8, big)               // the roomiest whole type, which the pod cannot use
+				h.node("b", 2, typ("V100", "p2")) // the one it can
+				h.node("m", 0, slices("1"))       // slices: the least room, a best fit
+				h.pod("big", 8)                   // takes a's GPUs in the same round
+				h.partPod("part", AnnotGPUFraction, "0.5")
+				p := h.get("part")
+				tc.pod(p)
+				_ = h.pods.Update(p)
+				h.round()
+				if got := h.where(); got["part"] != "b" {
+					t.Errorf("part on %q, want b, the only node of a whole type it takes (bound %v; tide says %q)", got["part"], got, h.s.unsched["pods/ns/part"])
+				}
+			})
+		}
+	}
+}
+
+// TestUntypedPartNoWholeNode: a part whose pod selects only a node of MIG
+// slices (a part never takes a slice) waits, and says that no node of a
+// whole-GPU type takes it.
+func TestUntypedPartNoWholeNode(t *testing.T) {
+	for _, policy := range []string{"fifo", "srtf", "themis", "gandiva"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.node("a", 4, func(n *corev1.Node) { n.Labels["pool"] = "p1" })
+			h.node("m", 0, func(n *corev1.Node) {
+				n.Labels["pool"] = "p2"
+				n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("1")
+			})
+			h.partPod("part", AnnotGPUFraction, "0.5")
+			p := h.get("part")
+			p.Spec.NodeSelector = map[string]string{"pool": "p2"}
+			_ = h.pods.Update(p)
+			h.round()
+			h.round()
+			if got := h.where(); got["part"] != "" {
+				t.Errorf("part bound on %s, want it waiting", got["part"])
+			}
+			st := h.s.eng.Job(h.s.ids["pods/ns/part"])
+			if st == nil || !strings.Contains(st.Reason().Text, "no node") {
+				t.Errorf("part's reason %v, want it to say no node takes it", st)
+			} else {
+				t.Logf("reason: %s", st.Reason().Text)
+			}
+		})
+	}
+}
