@@ -2,8 +2,10 @@ package kube
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -329,4 +331,67 @@ func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.
 		t.Fatal(err)
 	}
 	return ws, done
+}
+
+// TestRecreatedGangRunsAgain: a plain gang (pods of one job by tide's
+// annotations) whose pod failed ends; its controller (a Job's, a JobSet's)
+// then makes new pods of the same gang, after the failure, keeping the
+// failed pod (a Job keeps its failed pods for its backoff count): the new
+// pods are the gang running again, bound as a gang, whether the gang's
+// other pod still runs (a Job replaces the failed pod alone) or ended too
+// and was made again. With the failed pod still there the gang stayed
+// ended for ever and its new pods waited, saying nothing.
+func TestRecreatedGangRunsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		survivor bool // g0 runs on: the controller replaces g1 alone
+	}{
+		{"replaced", true},
+		{"all-made-again", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "fifo")
+			h.node("n0", 4)
+			gang := annotate(AnnotJob, "g", AnnotGangSize, "2")
+			h.pod("g0", 1, gang)
+			h.pod("g1", 1, gang)
+			h.round()
+			if w := h.where(); w["g0"] != "n0" || w["g1"] != "n0" {
+				t.Fatalf("bound %v, want the gang on n0", w)
+			}
+			fail := func(name string) {
+				p := h.get(name)
+				p.Status.Phase = corev1.PodFailed
+				// As the kubelet writes it: the last pod was made at
+				// 1000 + h.uid seconds (harness.pod); it fails a
+				// second after.
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: metav1.NewTime(time.Unix(int64(1000+h.uid+1), 0))}}}}
+				_ = h.pods.Update(p)
+			}
+			fail("g1")
+			if !tc.survivor {
+				fail("g0")
+			}
+			h.round()
+			h.round()
+			h.uid++                // a second passes
+			h.pod("g1-b", 1, gang) // made after the failure
+			if !tc.survivor {
+				h.pod("g0-b", 1, gang)
+			}
+			for i := 0; i < 3; i++ {
+				if ev := h.round(); len(ev) > 0 {
+					t.Errorf("round %d evicted %v; want the gang's running pod kept", i, ev)
+				}
+			}
+			w := h.where()
+			if w["g1-b"] != "n0" || (!tc.survivor && w["g0-b"] != "n0") {
+				t.Errorf("bound %v; want the new pods bound on n0 (tide says %q)", w, h.s.unsched["pods/ns/g"])
+			}
+			if !podTerminal(h.get("g1")) {
+				t.Errorf("g1 is live again")
+			}
+		})
+	}
 }

@@ -165,13 +165,16 @@ type Scheduler struct {
 	factory informers.SharedInformerFactory
 	dynFac  dynamicinformer.DynamicSharedInformerFactory
 
-	mu      sync.Mutex // guards what follows and serialises rounds
-	eng     *engine.Engine
-	state   *policyStateStore         // the policy's persisted state; nil: kept in memory only (policystate.go)
-	sig     string                    // the cluster the engine was built on
-	seen    *view                     // the last round's view, for the console (console.go)
-	ids     map[string]string         // workload key -> engine job ID
-	gen     map[string]int            // workload key -> resubmissions
+	mu    sync.Mutex // guards what follows and serialises rounds
+	eng   *engine.Engine
+	state *policyStateStore // the policy's persisted state; nil: kept in memory only (policystate.go)
+	sig   string            // the cluster the engine was built on
+	seen  *view             // the last round's view, for the console (console.go)
+	ids   map[string]string // workload key -> engine job ID
+	gen   map[string]int    // workload key -> resubmissions
+	// reran is, per plain gang running again (workload.rerunGang), the
+	// failure its run began after: a later one is a run anew.
+	reran   map[string]time.Time
 	work    map[string]*workload      // by engine ID, this round
 	assumed map[types.UID]string      // pods bound by us the cache has not seen bound yet
 	evicted map[types.UID]bool        // pods we evicted that the cache still lists
@@ -1077,6 +1080,21 @@ func (s *Scheduler) update(v *view) {
 		if id != "" {
 			st = s.eng.Job(id)
 		}
+		if !w.rerun.IsZero() && s.reran[w.key].Before(w.rerun) {
+			// Made again after its failure: the run that failed is
+			// over, and the gang runs anew, as a new job (below).
+			if st != nil && !st.State.Terminal() {
+				_ = s.eng.Fail(id)
+				s.log.Info("job ended", "job", id, "failed", 1)
+			}
+			if s.reran == nil {
+				s.reran = map[string]time.Time{}
+			}
+			s.reran[w.key] = w.rerun
+			if st != nil {
+				st = s.eng.Job(id)
+			}
+		}
 		if w.ended() {
 			if st != nil && !st.State.Terminal() {
 				if w.jobFailed() {
@@ -1131,6 +1149,11 @@ func (s *Scheduler) update(v *view) {
 		}
 		seen[id] = true
 		s.work[id] = w
+	}
+	for key := range s.reran {
+		if v.work[key] == nil {
+			delete(s.reran, key)
+		}
 	}
 	for id, w := range s.work {
 		if seen[id] {

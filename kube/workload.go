@@ -64,6 +64,12 @@ type workload struct {
 	over     string
 	rejected []*corev1.Pod // pods their node refused to run (kubelet admission), or evicted
 	shape    *shape        // what one worker asks of a node (nil: no pod to tell)
+	// lastFail is when the last of a plain gang's pods that failed on
+	// their own failed (failTime; zero when one has no time); rerun, when
+	// a live pod of the gang was made since, is that time: the gang runs
+	// again (rerunGang), failed 0.
+	lastFail, rerun time.Time
+	failUntimed     bool // a failed pod says not when it failed
 }
 
 // job is the engine's view of w. A job finishing (a pod succeeded or,
@@ -246,8 +252,48 @@ func (g grouping) group(pods []*corev1.Pod, tjs []*TideJob) (map[string]*workloa
 			// Succeeded pods may be deleted since tide counted them.
 			w.succeeded = max(w.succeeded, w.tj.Status.Succeeded)
 		}
+		w.rerunGang()
 	}
 	return out, probs
+}
+
+// rerunGang makes a plain gang whose controller made a pod of it after
+// its last failure a gang running again (docs/kubernetes.md, "Gangs"): a
+// Job replaces a failed pod (keeping the failed one for its backoff
+// count), a JobSet makes all its pods again; the failures before are
+// history, and the gang's live pods, the new ones and any still running
+// from before, are placed together as a gang. A TideJob that failed
+// stays failed (its status says so), and so does a gang no pod of which
+// was made since its last failure, or whose failed pod says not when it
+// failed (no container of it has a finish time, which the kubelet
+// writes): whether a live pod came after it cannot be told.
+func (w *workload) rerunGang() {
+	if w.tj != nil || w.failed == 0 || w.failUntimed {
+		return
+	}
+	for _, p := range w.pods {
+		// Times are whole seconds: a pod made in the second of the
+		// failure came after it (a controller replaces a failed pod at
+		// once; the pods that ran beside it were made before it failed).
+		if !p.CreationTimestamp.Time.Before(w.lastFail) {
+			w.failed, w.rerun = 0, w.lastFail
+			return
+		}
+	}
+}
+
+// failTime is when a pod that failed failed: the last of its containers'
+// finish times; false when none has one.
+func failTime(p *corev1.Pod) (time.Time, bool) {
+	var t time.Time
+	for _, cs := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range cs {
+			if tr := cs[i].State.Terminated; tr != nil && tr.FinishedAt.After(t) {
+				t = tr.FinishedAt.Time
+			}
+		}
+	}
+	return t, !t.IsZero()
 }
 
 // jobFailed: a worker of w failed on its own, or w is a TideJob whose
@@ -260,6 +306,11 @@ func (w *workload) add(p *corev1.Pod) {
 		w.succeeded++
 	case failedOnItsOwn(p):
 		w.failed++
+		if t, ok := failTime(p); !ok {
+			w.failUntimed = true
+		} else if t.After(w.lastFail) {
+			w.lastFail = t
+		}
 	case rejected(p):
 		w.rejected = append(w.rejected, p)
 	case podTerminal(p) || p.DeletionTimestamp != nil:
