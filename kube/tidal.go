@@ -134,12 +134,13 @@ func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 			want[i] = min(n.GPUs, v.foreign[n.Name])
 		}
 	}
-	for _, r := range t.reserve {
-		if i, ok := byName[r.node]; ok && why[i] == "" {
-			want[i] = min(c.Nodes[i].GPUs, want[i]+r.gpus)
+	moved := s.recheck(v, c, want, why, byName)
+	s.reserveFor(v, c, want, why, byName)
+	for uid, reclaimed := range moved { // a wait training gave GPUs up for still counts
+		if r := t.reserve[uid]; r != nil {
+			r.reclaimed = r.reclaimed || reclaimed
 		}
 	}
-	s.reserveFor(v, c, want, why, byName)
 	for _, r := range t.reserve { // the placer leaves a reservation's other room to its pod
 		if st := v.states[r.node]; st != nil && r.room {
 			addTimes(st.used, podRequests(r.pod), 1)
@@ -173,6 +174,51 @@ func (s *Scheduler) settleReservations(v *view) {
 	}
 }
 
+// recheck counts again, each round, the room of each reservation on its
+// node, adding the GPUs it takes down to want: the pins it needs now (the
+// tide workers whose room it took may be gone, others may have come), or
+// none. A reservation whose node can no longer take its pod (gone, not
+// ready, cordoned, taken back, no longer lent, its taints or labels, too
+// few GPUs left beside what is spoken for) is dropped, so that reserveFor
+// makes the pod room elsewhere; it returns those, with whether training
+// gave GPUs up for them already. Made once and kept, a reservation held
+// GPUs down for a room that had come free, and held the pod to a node
+// that could no longer take it while no other node's GPUs were taken.
+func (s *Scheduler) recheck(v *view, c *cluster.Cluster, want []int, why []string, byName map[string]int) map[types.UID]bool {
+	t := &s.tidal
+	if len(t.reserve) == 0 {
+		return nil
+	}
+	var costs map[*engine.Status]float64
+	moved := map[types.UID]bool{}
+	for _, p := range v.asking {
+		r := t.reserve[p.UID]
+		if r == nil {
+			continue
+		}
+		g := int(podGPUs(p))
+		sh := newShape(p, g, "")
+		i, ok := byName[r.node]
+		st := v.states[r.node]
+		if ok && why[i] == "" && lent(&c.Nodes[i]) && st != nil && st.open && c.Nodes[i].GPUs-want[i] >= g {
+			if w, _ := sh.static(st, s.cfg.GPUTypeLabel); w == "" {
+				if costs == nil {
+					costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
+				}
+				cost, pins, room := s.roomFor(v, sh, &c.Nodes[i], want[i], g, costs, r)
+				r.pod, r.pins, r.room, r.gpus = p, pins, room, g+len(pins)
+				r.reclaimed = r.reclaimed || cost > 0
+				want[i] = min(c.Nodes[i].GPUs, want[i]+r.gpus)
+				continue
+			}
+		}
+		delete(t.reserve, p.UID)
+		moved[p.UID] = r.reclaimed
+		s.log.Info("another scheduler's pod's room moves: its node can no longer take it", "pod", p.Namespace+"/"+p.Name, "node", r.node)
+	}
+	return moved
+}
+
 // reserveFor gives each pending pod of another scheduler without a
 // reservation the room it asks for on the lent node where taking it costs
 // least: idle GPUs are free, a job's GPUs cost 1 + its reclaim cost (the
@@ -204,7 +250,7 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 			if costs == nil {
 				costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
 			}
-			cost, pins, room := s.roomFor(v, sh, n, want[i], r, costs)
+			cost, pins, room := s.roomFor(v, sh, n, want[i], r, costs, nil)
 			if best < 0 || room && !bestRoom || room == bestRoom && cost < bestCost { // a node the pod fits on first
 				best, bestCost, bestPins, bestRoom = i, cost, pins, room
 			}
@@ -225,10 +271,11 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 // what runs there, one GPU of each tide job whose workers there must go
 // (cheapest first) to free that room: pins, which go down before any
 // other. A job goes down whole with one GPU, and its pods with it. The
-// room the other reservations on n hold counts as taken. room is false,
+// room the other reservations on n hold counts as taken (self's aside:
+// the reservation counted again, nil for a new one). room is false,
 // and pins nil, when evicting every tide worker there would not make
 // room: other pods fill it, which is not tide's business.
-func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int, costs map[*engine.Status]float64) (cost float64, pins []cluster.GPUID, room bool) {
+func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int, costs map[*engine.Status]float64, self *reservation) (cost float64, pins []cluster.GPUID, room bool) {
 	order := s.downOrder(n, costs)
 	if wantDown+r > len(order) {
 		return 0, nil, false
@@ -241,7 +288,7 @@ func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int
 	subtract(base, st.leaving.req)
 	pods := st.pods - st.leaving.pods
 	for _, res := range s.tidal.reserve {
-		if res.node == n.Name && res.room {
+		if res != self && res.node == n.Name && res.room {
 			addTimes(base, podRequests(res.pod), 1)
 			pods++
 		}
