@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,10 +40,11 @@ type nodeState struct {
 	leaving usage
 }
 
-// usage is requests and a pod count.
+// usage is requests, a pod count and the host ports those pods bind.
 type usage struct {
-	req  corev1.ResourceList
-	pods int
+	req   corev1.ResourceList
+	pods  int
+	ports []hostPort
 }
 
 // hostPort is a port a pod binds on its node.
@@ -55,6 +57,34 @@ type hostPort struct {
 
 func (a hostPort) conflicts(b hostPort) bool {
 	return a.port == b.port && a.proto == b.proto && (a.wildcard || b.wildcard || a.ip == b.ip)
+}
+
+// portsFree: none of sh's host ports conflicts with ports.
+func (sh *shape) portsFree(ports []hostPort) bool {
+	for _, p := range sh.ports {
+		for _, q := range ports {
+			if p.conflicts(q) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// portsLess is ports without those of less, each taken out once for
+// each time it appears there (two pods may bind one port on distinct
+// addresses).
+func portsLess(ports, less []hostPort) []hostPort {
+	if len(less) == 0 {
+		return ports
+	}
+	out := append([]hostPort(nil), ports...)
+	for _, q := range less {
+		if i := slices.Index(out, q); i >= 0 {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return out
 }
 
 func podPorts(p *corev1.Pod) []hostPort {

@@ -684,13 +684,15 @@ func (s *Scheduler) look() (*view, error) {
 		req := podRequests(p)
 		addTimes(st.used, req, 1)
 		st.pods++
-		st.ports = append(st.ports, podPorts(p)...)
+		ports := podPorts(p)
+		st.ports = append(st.ports, ports...)
 		if p.DeletionTimestamp != nil {
 			if st.leaving.req == nil {
 				st.leaving.req = corev1.ResourceList{}
 			}
 			addTimes(st.leaving.req, req, 1)
 			st.leaving.pods++
+			st.leaving.ports = append(st.leaving.ports, ports...)
 			continue // still holds its node's room, but its GPUs are nobody's to plan with
 		}
 		key, ok := owned[p.UID]
@@ -706,6 +708,7 @@ func (s *Scheduler) look() (*view, error) {
 		}
 		addTimes(u.req, req, 1)
 		u.pods++
+		u.ports = append(u.ports, ports...)
 	}
 	s.lookMIG(v, pods, owned)
 	s.cur = v

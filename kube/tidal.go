@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -145,6 +146,7 @@ func (s *Scheduler) tide(v *view, c *cluster.Cluster) error {
 		if st := v.states[r.node]; st != nil && r.room {
 			addTimes(st.used, podRequests(r.pod), 1)
 			st.pods++
+			st.ports = append(st.ports, podPorts(r.pod)...)
 		}
 	}
 	return s.applyDown(c, want, why)
@@ -267,10 +269,14 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 // roomFor says what taking room for a pod of shape sh, asking r GPUs,
 // on node n costs and which of n's GPUs go down for it beyond the
 // wantDown already spoken for (downOrder): the r cheapest, and, when the
-// node's other room (pod slots, CPU, memory) does not take the pod beside
-// what runs there, one GPU of each tide job whose workers there must go
-// (cheapest first) to free that room: pins, which go down before any
-// other. A job goes down whole with one GPU, and its pods with it. The
+// node's other room (pod slots, CPU, memory, the host ports it binds)
+// does not take the pod beside what runs there, one GPU of each tide job
+// whose workers there must go (cheapest first) to free that room: pins,
+// which go down before any other. A job goes down whole with one GPU, and
+// its pods with it; a GPU's jobs all go with it (both of a packed pair,
+// every part). Terminating pods' room counts as coming back, and so does
+// that of tide's workers whose job the engine no longer runs (the
+// reconcile evicts them). The
 // room the other reservations on n hold counts as taken (self's aside:
 // the reservation counted again, nil for a new one). room is false,
 // and pins nil, when evicting every tide worker there would not make
@@ -287,30 +293,41 @@ func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int
 	}
 	subtract(base, st.leaving.req)
 	pods := st.pods - st.leaving.pods
+	ports := portsLess(st.ports, st.leaving.ports)
 	for _, res := range s.tidal.reserve {
 		if res != self && res.node == n.Name && res.room {
 			addTimes(base, podRequests(res.pod), 1)
 			pods++
+			ports = append(ports, podPorts(res.pod)...)
 		}
 	}
-	gone := map[*engine.Status]bool{}
+	goneKey := map[string]bool{}
+	leave := func(key string) bool { // tide's workers of key go from here
+		u := st.mine[key]
+		if u == nil || goneKey[key] {
+			return false
+		}
+		goneKey[key] = true
+		subtract(base, u.req)
+		pods -= u.pods
+		ports = portsLess(ports, u.ports)
+		return true
+	}
+	for key := range st.mine { // sums: the order does not matter
+		if j := s.eng.Job(s.ids[key]); j == nil || len(j.GPUs) == 0 {
+			leave(key)
+		}
+	}
 	free := func(g cluster.GPUID) bool { // the GPU's jobs go: whether that frees room here
 		freed := false
-		for _, h := range append([]*engine.Status{s.eng.Holder(g)}, s.eng.Sharers(g)...) {
-			if h == nil || gone[h] {
-				continue
-			}
-			gone[h] = true
-			if w := s.work[h.Job.ID]; w != nil {
-				if u := st.mine[w.key]; u != nil {
-					subtract(base, u.req)
-					pods -= u.pods
-					freed = true
-				}
+		for _, h := range s.holders(g) {
+			if w := s.work[h.Job.ID]; w != nil && leave(w.key) {
+				freed = true
 			}
 		}
 		return freed
 	}
+	fits := func() bool { return sh.short(st, base, pods) == "" && sh.portsFree(ports) }
 	for _, g := range order[:wantDown+r] {
 		free(g)
 	}
@@ -318,7 +335,7 @@ func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int
 		cost += s.gpuCost(g, costs)
 	}
 	for _, g := range order[wantDown+r:] {
-		if sh.short(st, base, pods) == "" {
+		if fits() {
 			return cost, pins, true
 		}
 		if c := s.gpuCost(g, costs); free(g) {
@@ -326,7 +343,7 @@ func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int
 			cost += c
 		}
 	}
-	if sh.short(st, base, pods) == "" {
+	if fits() {
 		return cost, pins, true
 	}
 	cost = 0
@@ -347,11 +364,32 @@ func (s *Scheduler) checkpointCost(st *engine.Status) float64 {
 	return float64(len(st.GPUs)) * max(1, s.cfg.Grace.Seconds())
 }
 
+// gpuCost is what taking GPU g from training costs: nothing when no job
+// holds it, else 1 and the reclaim cost of each job that goes with it
+// (both of a packed pair, every part).
 func (s *Scheduler) gpuCost(g cluster.GPUID, costs map[*engine.Status]float64) float64 {
-	if h := s.eng.Holder(g); h != nil {
-		return 1 + costs[h]
+	hs := s.holders(g)
+	if len(hs) == 0 {
+		return 0
 	}
-	return 0
+	c := 1.0
+	for _, h := range hs {
+		c += costs[h]
+	}
+	return c
+}
+
+// holders are the jobs holding GPU g: its whole-GPU holder and the job
+// packed with it, or its parts' jobs.
+func (s *Scheduler) holders(g cluster.GPUID) []*engine.Status {
+	first, second := s.eng.Holders(g)
+	var out []*engine.Status
+	for _, h := range append([]*engine.Status{first, second}, s.eng.Sharers(g)...) {
+		if h != nil && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // downOrder lists node n's GPUs in the order they go down: those down

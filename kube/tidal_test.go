@@ -2,10 +2,13 @@ package kube
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestReclaimOrder: on an inference node, another scheduler's pending pod
@@ -200,5 +203,122 @@ func TestReservationRoomRecounted(t *testing.T) {
 	}
 	if w := h.where(); w["next"] != "i0" {
 		t.Errorf("next (3 GPUs, no CPU) on %q, want i0 beside inf's GPU and CPUs", w["next"])
+	}
+}
+
+// TestReclaimPodPorts: another scheduler's pending pod asking for a host
+// port that tide's worker holds on a lent node gets that port as it gets
+// the node's other room: tide evicts the worker (its job's GPU pinned to
+// go down), or, where another lent node has the port free, makes the
+// pod's room there and evicts nothing. The port was not counted: tide
+// made the pod room beside the worker, evicted nothing, and the pod
+// waited for as long as the worker ran.
+func TestReclaimPodPorts(t *testing.T) {
+	port := func(p int32) func(*corev1.Pod) {
+		return func(pod *corev1.Pod) {
+			pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: p}}
+		}
+	}
+	inference := func(n *corev1.Node) {
+		n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "serve", "inference"
+	}
+	for _, tc := range []struct {
+		name      string
+		otherNode bool
+		wantNode  string
+		wantEvict string
+	}{
+		{"one node", false, "i0", "[train]"},
+		{"another node", true, "i1", "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "fifo")
+			h.node("i0", 2, inference)
+			h.pod("train", 1, port(8080), annotate(AnnotDuration, "10h"))
+			h.round()
+			if w := h.where(); w["train"] != "i0" {
+				t.Fatalf("placed %v, want train on i0", w)
+			}
+			if tc.otherNode {
+				h.node("i1", 1, inference)
+			}
+			h.pod("inf", 1, port(8080), func(p *corev1.Pod) { p.Spec.SchedulerName = "serving" })
+			ev := h.round()
+			r := h.s.tidal.reserve[h.get("inf").UID]
+			if r == nil || r.node != tc.wantNode || fmt.Sprint(ev) != tc.wantEvict {
+				t.Fatalf("reservation %+v, evicted %v; want the pod's room on %s, evicting %s", r, ev, tc.wantNode, tc.wantEvict)
+			}
+			for _, name := range ev { // the evictions go through
+				_ = h.pods.Delete(h.get(name))
+			}
+			// While the pod waits, its port stays its own: a worker
+			// binding it is not placed beside the reservation.
+			h.pod("train2", 1, port(8080))
+			h.round()
+			if w := h.where(); w["train2"] == tc.wantNode {
+				t.Errorf("train2 bound to %s, taking the port the pod waits for there", w["train2"])
+			}
+		})
+	}
+}
+
+// TestReclaimPodPairRoom: on a lent node of two GPUs, one held by a
+// serving pod and the other by a packed pair of training jobs that take 8 of
+// the node's 9 CPUs, the serving pod ends as another (a GPU and 6 CPUs)
+// comes: tide takes the GPU freed for it and, for its CPUs, the pair's GPU, whose
+// two jobs both go. Only the pair's first job counted as freeing its
+// GPU's room, so tide found no room to make, took the free GPU alone, and the pod
+// waited for as long as the pair ran.
+func TestReclaimPodPairRoom(t *testing.T) {
+	cfg := Config{Policy: "gandiva:pack=true:quantum=3600", PairThroughputs: writePairs(t)}
+	h := newHarnessWith(t, cfg)
+	tjs := h.tideJobs()
+	h.node("i0", 2, func(n *corev1.Node) {
+		n.Labels["nvidia.com/gpu.product"] = "V100"
+		n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "serve", "inference"
+		n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("9")
+	})
+	serving := func(name, cpu string) {
+		h.pod(name, 1, func(p *corev1.Pod) {
+			p.Spec.SchedulerName = "serving"
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		})
+	}
+	serving("x", "1")
+	x := h.get("x")
+	x.Spec.NodeName, x.Status.Phase = "i0", corev1.PodRunning
+	_ = h.pods.Update(x)
+	h.tideJob(tjs, "a", "A", 1001)
+	h.tideJob(tjs, "b", "B", 1002)
+	for _, name := range []string{"a", "b"} { // a worker takes 4 CPUs
+		o, _, _ := tjs.GetByKey("ns/" + name)
+		u := o.(*unstructured.Unstructured).DeepCopy()
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		cs[0].(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "4"}}
+		if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", "containers"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tjs.Update(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.round()
+	h.round()
+	if a, b := h.onGPU("a"), h.onGPU("b"); a == "" || a != b {
+		t.Fatalf("a on %q, b on %q; want both on one GPU of i0 (a packed pair)", a, b)
+	}
+	_ = h.pods.Delete(h.get("x"))
+	serving("y", "6")
+	var evicted []string
+	for i := 0; i < 3; i++ {
+		ev := h.round()
+		for _, name := range ev { // the evictions go through
+			_ = h.pods.Delete(h.get(name))
+		}
+		evicted = append(evicted, ev...)
+	}
+	sort.Strings(evicted)
+	if len(evicted) != 2 || !strings.HasPrefix(evicted[0], "a-") || !strings.HasPrefix(evicted[1], "b-") {
+		t.Errorf("evicted %v, want the workers of a and b: the pod needs the CPUs the pair holds", evicted)
 	}
 }
