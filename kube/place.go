@@ -451,7 +451,22 @@ func keep(plan *engine.Plan, byID map[string]*engine.Status, placed map[string][
 		if placed[a.Job] != nil || st == nil || len(st.GPUs) == 0 || len(st.GPUs) < st.Job.MinGPUs {
 			continue
 		}
-		plan.Run[i] = engine.Assignment{Job: a.Job, GPUs: len(st.GPUs)}
+		plan.Run[i] = engine.Assignment{Job: a.Job, GPUs: len(st.GPUs), GPUType: st.Job.GPUType}
+	}
+}
+
+// ownTypes gives each untyped assignment of a job that names a GPU type
+// that type (keep gives its own the same way). The engine counts such an
+// assignment toward its job's type, but the placer, which sees
+// assignments alone, took it for a job of any type and placed it on the
+// first type with room: a V100 TideJob kept where it ran was placed on an
+// A100 when its GPU went to its former pair partner (random operations
+// search, seed 258 under gandiva:pack=true).
+func ownTypes(plan *engine.Plan, byID map[string]*engine.Status) {
+	for i, a := range plan.Run {
+		if st := byID[a.Job]; st != nil && a.GPUType == "" && st.Job.GPUType != "" {
+			plan.Run[i].GPUType = st.Job.GPUType
+		}
 	}
 }
 
@@ -474,6 +489,7 @@ func (p workerPolicy) whole(s *engine.Snapshot, plan engine.Plan) engine.Plan {
 	}
 	plan.Run = run
 	typeParts(s, byID, &plan, p.hosts) // mig.go
+	ownTypes(&plan, byID)
 	return plan
 }
 

@@ -6,6 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/engine"
+	"github.com/tide-sched/tide/job"
 )
 
 // TestUntypedPartKeepsToItsNodes: a part that names no GPU type, planned
@@ -91,5 +96,58 @@ func TestUntypedPartNoWholeNode(t *testing.T) {
 				t.Logf("reason: %s", st.Reason().Text)
 			}
 		})
+	}
+}
+
+// untyping is a policy that plans every job on any GPU type, as a policy
+// may leave the type to the placer.
+type untyping struct{ engine.Policy }
+
+func (p untyping) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.Policy.Schedule(s)
+	run := append([]engine.Assignment(nil), plan.Run...)
+	for i := range run {
+		run[i].GPUType = ""
+	}
+	plan.Run = run
+	return plan
+}
+
+// TestTypedJobKeepsItsType: a TideJob naming a GPU type (spec.gpuType,
+// which its workers' pods do not select: the engine keeps them to it) is
+// placed on that type only, whether its policy leaves the type to the
+// placer or tide keeps it where it runs (keep): untyped, the placer took
+// it for a job of any type and bound its worker to an A100 (random
+// operations search, seed 258 under gandiva:pack=true).
+func TestTypedJobKeepsItsType(t *testing.T) {
+	h, _, _ := selfEventHarness(t, func(p engine.Policy) engine.Policy { return untyping{p} })
+	tjs := h.tideJobs()
+	typ := func(t string) func(*corev1.Node) {
+		return func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = t }
+	}
+	h.node("a", 4, typ("A100"))
+	h.node("v", 1, typ("V100"))
+	h.tideJob(tjs, "j", "", 2001)
+	o, _, _ := tjs.GetByKey("ns/j")
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, "V100", "spec", "gpuType"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tjs.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		h.round()
+	}
+	if on := h.onGPU("j"); on != "v" {
+		t.Errorf("j's worker on %q, want v, the V100", on)
+	}
+
+	// keep: a running job the placer leaves out keeps its GPUs, on its type.
+	st := &engine.Status{Job: &job.Job{ID: "k", GPUs: 1, MinGPUs: 1, MaxGPUs: 2, GPUType: "v100"}, GPUs: []cluster.GPUID{3}}
+	plan := engine.Plan{Run: []engine.Assignment{{Job: "k", GPUs: 2}}}
+	keep(&plan, map[string]*engine.Status{"k": st}, nil)
+	if a := plan.Run[0]; a.GPUs != 1 || a.GPUType != "v100" {
+		t.Errorf("keep made %+v, want 1 GPU of v100 (the GPUs it holds, on its type)", a)
 	}
 }
