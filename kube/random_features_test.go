@@ -48,6 +48,18 @@ import (
 //     nothing to a server taken back and moves its workers off within
 //     takenGrace rounds.
 //   - held jobs (tidal's hold): a job tide says is held is never bound.
+//   - reruns: a plain gang that failed on its own is made again by its
+//     controller (its failed pods kept, as a Job keeps them): it runs
+//     again, bound whole, on one GPU type and site, beside its pods still
+//     running from before.
+//   - host ports and the room of serving pods: plain jobs whose pods bind
+//     a host port (one worker a node), and serving pods asking for CPUs
+//     and binding the same port; no node ever has two live pods binding
+//     one port, and a serving pod is bound within servingGrace rounds
+//     while a lent node would have its GPUs, pod slot, CPUs and port were
+//     training off it.
+//   - GPUs of unknown memory: nodes of a GPU type tide knows no memory
+//     for (parts are packed there by their share alone).
 //
 // What must hold is modelled from the specs the test wrote (the pods',
 // TideJobs', TideQueues' and nodes'), not read from the scheduler, with
@@ -56,6 +68,7 @@ import (
 type features struct {
 	tideJobs, mig, pairs, tidal, fill bool
 	quota                             *rquota // nil: no quotas
+	rerun, ports, oddType             bool
 
 	tjs      map[string]*unstructured.Unstructured // the API server's TideJobs, by name
 	tjIdx    cache.Indexer
@@ -123,7 +136,12 @@ func (w *rworld) pickFeatures(cfg *Config) *features {
 	if f.quota != nil {
 		cfg.Observe = func(RoundInfo) { w.quotaRead() }
 	}
-	w.logf("features: tidejobs %v, mig %v, pairs %v, tidal %v, fill %v, quota %+v", f.tideJobs, f.mig, f.pairs, f.tidal, f.fill, f.quota)
+	// Drawn after the others, so that a seed's earlier features stay.
+	f.rerun = frng.Intn(2) == 0
+	f.ports = frng.Intn(3) == 0 || f.tidal && frng.Intn(2) == 0 // the serving pods' room matters on lent sites
+	f.oddType = frng.Intn(4) == 0 && w.oneType == ""
+	w.logf("features: tidejobs %v, mig %v, pairs %v, tidal %v, fill %v, quota %+v, rerun %v, ports %v, odd type %v",
+		f.tideJobs, f.mig, f.pairs, f.tidal, f.fill, f.quota, f.rerun, f.ports, f.oddType)
 	return f
 }
 
@@ -280,8 +298,15 @@ func (w *rworld) withinQuota(j *rjob) bool {
 	return m < 0 || j.size*j.quotaGPUs() <= m
 }
 
-// featureNode gives a new node MIG slices, with the MIG feature.
+// rOddType is a GPU type tide knows no memory for.
+const rOddType = "L4X"
+
+// featureNode gives a new node a GPU type of unknown memory, with that
+// feature, and MIG slices, with the MIG feature.
 func (w *rworld) featureNode(n *corev1.Node) {
+	if w.feat.oddType && w.rng.Intn(3) == 0 {
+		n.Labels[rTypeLabel] = rOddType
+	}
 	if !w.feat.mig || w.rng.Intn(3) != 0 {
 		return
 	}
@@ -298,6 +323,9 @@ func (w *rworld) featureJob(j *rjob) {
 	}
 	if w.feat.quota != nil {
 		j.tenant = []string{"qa", "qb", ""}[w.rng.Intn(3)]
+	}
+	if w.feat.ports && w.rng.Intn(3) == 0 {
+		j.port = true
 	}
 }
 
@@ -563,8 +591,42 @@ func (w *rworld) serve() {
 		Spec: corev1.PodSpec{SchedulerName: "serving", NodeSelector: map[string]string{DefaultSiteLabel: site},
 			Containers: []corev1.Container{{Name: "s", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: *resource.NewQuantity(g, resource.DecimalSI)}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	cpu, port := int64(0), false
+	if w.feat.ports { // its other room: CPUs, and the port training pods bind
+		if w.rng.Intn(2) == 0 {
+			cpu = int64(1+w.rng.Intn(16)) * 1000
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI)}
+		}
+		if port = w.rng.Intn(2) == 0; port {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: rPort, HostPort: rPort}}
+		}
+	}
 	w.pods[name] = p
-	w.logf("serving pod %s asks %d GPUs on site %s", name, g, site)
+	w.logf("serving pod %s asks %d GPUs, %dm CPU, host port %v on site %s", name, g, cpu, port, site)
+}
+
+// servingRoom: node has room for serving pod p beyond its GPUs (a pod
+// slot, its CPUs, its host port) beside the live pods bound to it (with
+// servingOnly, beside the serving pods only).
+func (w *rworld) servingRoom(p *corev1.Pod, node string, servingOnly bool) bool {
+	if !w.podRoom(node, servingOnly) {
+		return false
+	}
+	cpu := qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
+	for name, q := range w.pods {
+		if q.Spec.NodeName != node || !live(q) || (servingOnly && w.podJob[name] != nil) {
+			continue
+		}
+		if bindsPort(p) && bindsPort(q) {
+			return false
+		}
+		if j := w.podJob[name]; j != nil {
+			cpu += j.cpu
+		} else {
+			cpu += qty(q.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
+		}
+	}
+	return cpu <= qty(w.nodes[node].Status.Allocatable, corev1.ResourceCPU)
 }
 
 // servingNode: n is a node a serving pod p may go to, whoever holds its
@@ -634,7 +696,7 @@ func (w *rworld) bindServing() {
 		}
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) && w.podRoom(node, false) {
+			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) && w.servingRoom(p, node, false) {
 				p = p.DeepCopy()
 				p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning
 				w.pods[name] = p
@@ -723,7 +785,7 @@ func (w *rworld) checkFeatures() {
 		var could []string
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) && w.podRoom(node, true) {
+			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) && w.servingRoom(p, node, true) {
 				could = append(could, node)
 			}
 		}

@@ -107,6 +107,7 @@ const (
 	rMaint     = "maint"     // NoExecute
 	rSoft      = "soft"      // PreferNoSchedule: no constraint
 	rStep      = 10 * time.Second
+	rPort      = 8080 // the host port pods of the ports feature bind
 )
 
 // rjob is a job the test submitted: every pod of it asks the same.
@@ -139,6 +140,8 @@ type rjob struct {
 	mig       string                     // each pod asks for one MIG slice of this profile
 	tenant    string                     // the queue it charges ("": its namespace, ns)
 	jobType   string                     // a packable TideJob's spec.jobType
+	port      bool                       // its pods bind host port rPort
+	reruns    int                        // times its controller made it again after it failed
 	failed    bool                       // a worker failed on its own (a TideJob then fails)
 	ownEnd    map[string]corev1.PodPhase // its pods that ended on their own, and how
 	failedFor int                        // rounds a failed TideJob kept live workers
@@ -525,8 +528,8 @@ func (w *rworld) submit() {
 	if j.size > 1 && rng.Intn(4) == 0 {
 		k = 1 + rng.Intn(j.size-1) // the rest come later (remake)
 	}
-	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g/mig %q, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s, queue %q",
-		j.name, j.size, k, j.gpus, j.share, j.mig, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline, j.tenant)
+	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g/mig %q, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s, queue %q, host port %v",
+		j.name, j.size, k, j.gpus, j.share, j.mig, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline, j.tenant, j.port)
 	for i := 0; i < k; i++ {
 		w.makePod(j)
 	}
@@ -598,6 +601,9 @@ func (w *rworld) makePod(j *rjob) {
 	if j.tenant != "" {
 		p.Annotations[AnnotQueue] = j.tenant
 	}
+	if j.port {
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: rPort, HostPort: rPort}}
+	}
 	w.pods[name] = p
 	w.podJob[name] = j
 	j.pods = append(j.pods, name)
@@ -627,15 +633,38 @@ func (w *rworld) jobNames(keep func(*rjob) bool) []string {
 	return out
 }
 
-// remake gives a gang short of pods a new one, as its controller would.
+// remake gives a gang short of pods a new one, as its controller would;
+// with the rerun feature, a plain gang that failed on its own (and none
+// of whose pods succeeded) too: its controller makes its pods again (a
+// Job replaces the failed pod and keeps it), and it runs again.
 func (w *rworld) remake() {
-	name := w.pick(w.jobNames(func(j *rjob) bool { return j.gang && !j.tide && !w.ended(j) && len(w.livePods(j)) < j.size }))
+	name := w.pick(w.jobNames(func(j *rjob) bool {
+		return j.gang && !j.tide && len(w.livePods(j)) < j.size && (!w.ended(j) || w.feat.rerun && w.failedOnly(j))
+	}))
 	if name == "" {
 		return
 	}
 	j := w.jobs[name]
+	if w.ended(j) {
+		j.done, j.failed, j.ownEnd, j.partial = false, false, nil, 0
+		j.reruns++
+		w.logf("rerun %s (run %d): its controller makes it again after it failed; live %d of %d", name, j.reruns+1, len(w.livePods(j)), j.size)
+	}
 	w.makePod(j)
 	w.logf("remake a pod of %s: %s-%d", name, name, j.made-1)
+}
+
+// failedOnly: j ended, and only by failures of its own pods.
+func (w *rworld) failedOnly(j *rjob) bool {
+	if !j.failed {
+		return false
+	}
+	for _, ph := range j.ownEnd {
+		if ph != corev1.PodFailed {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *rworld) boundJobs() []string {
@@ -675,6 +704,13 @@ func (w *rworld) finishOne(phase corev1.PodPhase, reason string) {
 func (w *rworld) setPhase(name string, phase corev1.PodPhase, reason string) {
 	p := w.pods[name].DeepCopy()
 	p.Status.Phase, p.Status.Reason = phase, reason
+	code := int32(0)
+	if phase == corev1.PodFailed {
+		code = 1
+	}
+	// As the kubelet writes it: when the container finished.
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(w.now)}}}}
 	w.pods[name] = p
 	w.endedAt[name] = w.step
 	if j := w.podJob[name]; j != nil && (phase == corev1.PodSucceeded || failedOnItsOwn(p)) {
@@ -994,6 +1030,7 @@ func (w *rworld) checkRoom(node string) {
 		j := w.podJob[name]
 		if j == nil { // another scheduler's
 			gpus += podGPUs(p)
+			cpu += qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
 			continue
 		}
 		_, now := w.bound[name]
@@ -1024,6 +1061,15 @@ func (w *rworld) checkRoom(node string) {
 		}
 	}
 	sort.Strings(names)
+	var onPort []string
+	for _, name := range names {
+		if bindsPort(w.pods[name]) {
+			onPort = append(onPort, name)
+		}
+	}
+	if len(onPort) > 1 {
+		w.fail("node %s: %d live pods bind host port %d: %v", node, len(onPort), rPort, onPort)
+	}
 	for i, s := range shares {
 		if s > 1+1e-9 {
 			w.fail("node %s: GPU index %d holds parts of %g GPUs (pods %v)", node, i, s, names)
@@ -1063,6 +1109,18 @@ func (w *rworld) checkRoom(node string) {
 	}
 }
 
+// bindsPort: p binds host port rPort.
+func bindsPort(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.HostPort == rPort {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // capacity is how many workers of j empty node n holds.
 func (j *rjob) capacity(n *corev1.Node) int64 {
 	alloc := n.Status.Allocatable
@@ -1079,6 +1137,9 @@ func (j *rjob) capacity(n *corev1.Node) int64 {
 	}
 	if j.mem > 0 {
 		k = min(k, qty(alloc, corev1.ResourceMemory)/j.mem)
+	}
+	if j.port {
+		k = min(k, 1)
 	}
 	return k
 }
