@@ -131,7 +131,8 @@ func (s *Scheduler) forgetPartBinds() {
 // noteShared records, in v, the GPU index a live pod bound to node holds
 // a part of (terminating pods too: their parts hold the GPU until gone),
 // and the share and memory of its part: a plain pod's annotations, or a
-// TideJob worker's, which tide writes as a plain pod's (partWorker).
+// TideJob worker's, which tide writes as a plain pod's (partWorker); a
+// packable worker's index counts as full to parts.
 func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 	_, annotated := p.Annotations[AnnotGPUIndex]
 	_, binding := s.partIdx[p.UID]
@@ -158,9 +159,16 @@ func (s *Scheduler) noteShared(v *view, node string, p *corev1.Pod) {
 			pt = w.part
 		}
 	}
-	if err == nil && pt.fractional() {
+	switch {
+	case err == nil && pt.fractional():
 		share, mem := s.partDemand(v, node, pt)
 		v.usePart(partSlot(node, i), share, mem)
+	case err == nil:
+		// A packable job's worker (a whole GPU bound by index): no part
+		// goes beside it, whether or not its job is still there (pairRoom
+		// knows it only while its workload is): one whose TideJob was
+		// deleted runs on while it terminates.
+		v.usePart(partSlot(node, i), 1, 0)
 	}
 }
 

@@ -411,3 +411,47 @@ func TestStaleIndexedWorker(t *testing.T) {
 		t.Errorf("the new worker is at GPU index %q with env %v; want them to agree", idx, env)
 	}
 }
+
+// TestPartWaitsForPackableWorker: a part is not bound to a GPU index
+// where a packable job's worker still runs, terminating after its
+// TideJob was deleted: the packable worker holds the whole GPU (or half,
+// packed) until it is gone. With its TideJob gone tide no longer knew the
+// worker for a packable one and bound the part beside it, over-committing
+// the GPU for the grace period (random operations search, seed 636 under
+// gandiva:pack=true).
+func TestPartWaitsForPackableWorker(t *testing.T) {
+	cfg := Config{Policy: "gandiva:pack=true:quantum=3600", PairThroughputs: writePairs(t)}
+	h := newHarnessWith(t, cfg)
+	tjs := h.tideJobs()
+	h.node("n0", 1, func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = "V100" })
+	h.tideJob(tjs, "a", "A", 1001)
+	h.round()
+	h.round()
+	if a := h.onGPU("a"); a != "n0#0" {
+		t.Fatalf("a on %q, want n0#0", a)
+	}
+	w := h.workersOf("a")[0]
+	o, _, _ := tjs.GetByKey("ns/a")
+	if err := tjs.Delete(o); err != nil { // the garbage collector then deletes its worker
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	w.DeletionTimestamp = &now
+	if err := h.pods.Update(w); err != nil {
+		t.Fatal(err)
+	}
+	h.partPod("half", AnnotGPUFraction, "0.5")
+	for i := 0; i < 3; i++ {
+		h.round()
+		if n := h.get("half").Spec.NodeName; n != "" {
+			t.Fatalf("round %d: half bound to %s#%s beside a's terminating worker", i, n, h.get("half").Annotations[AnnotGPUIndex])
+		}
+	}
+	if err := h.pods.Delete(w); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	if n := h.get("half").Spec.NodeName; n != "n0" {
+		t.Errorf("half on %q once a's worker is gone, want n0", n)
+	}
+}
