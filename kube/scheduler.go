@@ -165,16 +165,14 @@ type Scheduler struct {
 	factory informers.SharedInformerFactory
 	dynFac  dynamicinformer.DynamicSharedInformerFactory
 
-	mu    sync.Mutex // guards what follows and serialises rounds
-	eng   *engine.Engine
-	state *policyStateStore // the policy's persisted state; nil: kept in memory only (policystate.go)
-	sig   string            // the cluster the engine was built on
-	seen  *view             // the last round's view, for the console (console.go)
-	ids   map[string]string // workload key -> engine job ID
-	gen   map[string]int    // workload key -> resubmissions
-	// reran is, per plain gang running again (workload.rerunGang), the
-	// failure its run began after: a later one is a run anew.
-	reran   map[string]time.Time
+	mu      sync.Mutex // guards what follows and serialises rounds
+	eng     *engine.Engine
+	state   *policyStateStore         // the policy's persisted state; nil: kept in memory only (policystate.go)
+	sig     string                    // the cluster the engine was built on
+	seen    *view                     // the last round's view, for the console (console.go)
+	ids     map[string]string         // workload key -> engine job ID
+	gen     map[string]int            // workload key -> resubmissions
+	reran   map[string]time.Time      // plain gang key -> the failure its run again began after (workload.rerunGang)
 	work    map[string]*workload      // by engine ID, this round
 	assumed map[types.UID]string      // pods bound by us the cache has not seen bound yet
 	evicted map[types.UID]bool        // pods we evicted that the cache still lists
@@ -965,9 +963,6 @@ func (s *Scheduler) placer() workerPlacer {
 	}}
 }
 
-// trialPlacer is the placer workerPolicy tries plans on: there parts go
-// through the placer too (as whole GPUs), so their pods' room comes back
-// through it like any job's.
 // hosts says whether a worker of job id (engine ID) could run on
 // Kubernetes node now, its GPUs aside: the node is open, and its labels,
 // taints and allocatable take the worker (shape.static); what runs there
@@ -985,6 +980,9 @@ func (s *Scheduler) hosts(id, node string) bool {
 	return why == ""
 }
 
+// trialPlacer is the placer workerPolicy tries plans on: there parts go
+// through the placer too (as whole GPUs), so their pods' room comes back
+// through it like any job's.
 func (s *Scheduler) trialPlacer() workerPlacer {
 	return workerPlacer{per: s.perWorker, room: func() nodeFit { return s.room(true) }}
 }

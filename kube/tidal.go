@@ -276,11 +276,11 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 // its pods with it; a GPU's jobs all go with it (both of a packed pair,
 // every part). Terminating pods' room counts as coming back, and so does
 // that of tide's workers whose job the engine no longer runs (the
-// reconcile evicts them). The
-// room the other reservations on n hold counts as taken (self's aside:
-// the reservation counted again, nil for a new one). room is false,
-// and pins nil, when evicting every tide worker there would not make
-// room: other pods fill it, which is not tide's business.
+// reconcile evicts them). The room the other reservations on n hold
+// counts as taken (self's aside: the reservation counted again, nil for a
+// new one). room is false, and pins nil, when evicting every tide worker
+// there would not make room: other pods fill it, which is not tide's
+// business.
 func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int, costs map[*engine.Status]float64, self *reservation) (cost float64, pins []cluster.GPUID, room bool) {
 	order := s.downOrder(n, costs)
 	if wantDown+r > len(order) {
