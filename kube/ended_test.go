@@ -395,3 +395,49 @@ func TestRecreatedGangRunsAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestTideJobEndsWithNoUsableNode: a TideJob whose worker succeeds while
+// no node is usable (its only node cordoned, the worker drained) is
+// written Succeeded all the same, and stays so once the succeeded pod is
+// deleted and the node is back: tide makes it no new worker. A round with
+// no usable node wrote no status, so the end was never recorded and the
+// job ran again from scratch (random operations search, seed 1526 under
+// allox: every node NotReady).
+func TestTideJobEndsWithNoUsableNode(t *testing.T) {
+	h := newHarness(t, "fifo")
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 1)
+	h.tideJob(tjs, "j", "", 1001)
+	h.round()
+	h.round()
+	ws := h.workersOf("j")
+	if len(ws) != 1 || ws[0].Spec.NodeName != "n0" {
+		t.Fatalf("workers %v, want one bound to n0", ws)
+	}
+	h.node("n0", 1, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	h.round()
+	p := ws[0].DeepCopy()
+	p.Status.Phase = corev1.PodSucceeded
+	_ = h.pods.Update(p)
+	h.round()
+	phase := func() string {
+		o, _, _ := tjs.GetByKey("ns/j")
+		ph, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "phase")
+		return ph
+	}
+	if ph := phase(); ph != PhaseSucceeded {
+		t.Errorf("phase %q with no usable node once its worker succeeded, want %s", ph, PhaseSucceeded)
+	}
+	_ = h.pods.Delete(p) // the terminated-pod collector, or a user
+	h.node("n0", 1)
+	for i := 0; i < 3; i++ {
+		h.round()
+		if ws := h.workersOf("j"); len(ws) > 0 {
+			t.Fatalf("round %d: the TideJob that succeeded has a new worker %s", i, ws[0].Name)
+		}
+	}
+	if ph := phase(); ph != PhaseSucceeded {
+		t.Errorf("phase %q, want %s still", ph, PhaseSucceeded)
+	}
+}

@@ -1383,8 +1383,9 @@ func (s *Scheduler) evictLost(calls *calls, v *view) {
 
 // noGPUs is a round on a cluster none of whose nodes has GPUs to plan
 // with (every GPU node cordoned, NotReady, deleted or emptied): no job is
-// placed, but the workers lost with their nodes are evicted and the gangs
-// short of a pod released, as in any round. The round used to end there:
+// placed, but the workers lost with their nodes are evicted, the gangs
+// short of a pod released and the TideJobs that ended written so, as in
+// any round. The round used to end there:
 // cordoning every node evicted nothing, and the workers ran on.
 func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
 	calls := newCalls(ctx, s.cfg.Parallel)
@@ -1400,6 +1401,21 @@ func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
 			s.evicted[p.UID] = true
 			why := fmt.Sprintf("tide released it: its gang %s has %d of its %d pods", w.name, len(w.pods), w.minW)
 			calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
+		}
+	}
+	// A TideJob that ended is written so even now: its end is final only
+	// once its status says it (its ended workers may be deleted before a
+	// node is usable again, and it would run again from scratch).
+	if s.cfg.Dynamic != nil {
+		for _, w := range sortedWork(v.work) {
+			if w.tj == nil || !w.ended() {
+				continue
+			}
+			out := s.statusOf(w, nil, nil)
+			if s.eng != nil {
+				out = s.withDeadline(w, out)
+			}
+			s.putStatus(calls, w.tj, out)
 		}
 	}
 	calls.wait()
