@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -340,14 +341,20 @@ func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.
 // pods are the gang running again, bound as a gang, whether the gang's
 // other pod still runs (a Job replaces the failed pod alone) or ended too
 // and was made again. With the failed pod still there the gang stayed
-// ended for ever and its new pods waited, saying nothing.
+// ended for ever and its new pods waited, saying nothing. A gang running
+// again that then loses its new pod (deleted, evicted) is a gang short of
+// a pod, whose pod from before is released: read from the pods alone it
+// had ended again, and that pod ran on alone, a gang bound in part
+// (random operations search, seed 1628 under fifo:backfill=true).
 func TestRecreatedGangRunsAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		survivor bool // g0 runs on: the controller replaces g1 alone
+		lose     bool // then g1-b is deleted
 	}{
-		{"replaced", true},
-		{"all-made-again", false},
+		{"replaced", true, false},
+		{"all-made-again", false, false},
+		{"replacement lost", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "fifo")
@@ -391,6 +398,17 @@ func TestRecreatedGangRunsAgain(t *testing.T) {
 			}
 			if !podTerminal(h.get("g1")) {
 				t.Errorf("g1 is live again")
+			}
+			if !tc.lose {
+				return
+			}
+			_ = h.pods.Delete(h.get("g1-b"))
+			var evicted []string
+			for i := 0; i < 2; i++ {
+				evicted = append(evicted, h.round()...)
+			}
+			if fmt.Sprint(evicted) != "[g0]" {
+				t.Errorf("evicted %v once g1-b is gone, want [g0]: the gang running again is short of a pod", evicted)
 			}
 		})
 	}

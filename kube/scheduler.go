@@ -648,6 +648,9 @@ func (s *Scheduler) look() (*view, error) {
 		mine = append(mine, p)
 	}
 	v.work, v.probs = s.grp.group(mine, tjs)
+	for _, w := range v.work {
+		s.stillRerun(w)
+	}
 	for _, p := range v.probs {
 		if p.kind == "tidejob" {
 			for _, tj := range tjs {
@@ -866,6 +869,11 @@ func (s *Scheduler) rebuild(c *cluster.Cluster, sig string, v *view) error {
 			continue
 		}
 		id := s.ids[w.key]
+		if s.newRun(w) && id != "" { // a new job: nothing of the run that failed carries over
+			s.gen[w.key]++
+			id = fmt.Sprintf("%s#%d", w.key, s.gen[w.key])
+			s.ids[w.key] = id
+		}
 		if id == "" {
 			id = w.key
 			s.ids[w.key] = id
@@ -1081,20 +1089,14 @@ func (s *Scheduler) update(v *view) {
 		if id != "" {
 			st = s.eng.Job(id)
 		}
-		if !w.rerun.IsZero() && s.reran[w.key].Before(w.rerun) {
+		if s.newRun(w) && st != nil {
 			// Made again after its failure: the run that failed is
 			// over, and the gang runs anew, as a new job (below).
-			if st != nil && !st.State.Terminal() {
+			if !st.State.Terminal() {
 				_ = s.eng.Fail(id)
 				s.log.Info("job ended", "job", id, "failed", 1)
 			}
-			if s.reran == nil {
-				s.reran = map[string]time.Time{}
-			}
-			s.reran[w.key] = w.rerun
-			if st != nil {
-				st = s.eng.Job(id)
-			}
+			st = s.eng.Job(id)
 		}
 		if w.ended() {
 			if st != nil && !st.State.Terminal() {
@@ -1166,6 +1168,35 @@ func (s *Scheduler) update(v *view) {
 			s.log.Info("job withdrawn", "job", id, "key", w.key)
 		}
 	}
+}
+
+// newRun reports whether w is a plain gang running again after a failure
+// tide has not seen it run again after (workload.rerunGang), and records
+// that it now has.
+func (s *Scheduler) newRun(w *workload) bool {
+	if w.rerun.IsZero() || !s.reran[w.key].Before(w.rerun) {
+		return false
+	}
+	if s.reran == nil {
+		s.reran = map[string]time.Time{}
+	}
+	s.reran[w.key] = w.rerun
+	return true
+}
+
+// stillRerun keeps a plain gang that runs again (update, reran) running
+// again when the pods made for its new run are gone (evicted, deleted)
+// and only the pods from before its failure are left: its failures are
+// history still, and its controller makes the pods again. Read from the
+// pods alone, the gang had ended again, and its pod from before ran on
+// alone, a gang bound in part, for as long as it ran (random operations
+// search, seed 1628 under fifo:backfill=true).
+func (s *Scheduler) stillRerun(w *workload) {
+	t, ok := s.reran[w.key]
+	if w.tj != nil || w.failed == 0 || w.failUntimed || !ok || w.lastFail.After(t) {
+		return
+	}
+	w.failed, w.rerun = 0, t
 }
 
 func (w *workload) hasBound(s *Scheduler) bool {
