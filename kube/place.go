@@ -73,7 +73,7 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 			held[st.Job.ID] = st.GPUs
 		}
 	}
-	if !moves(plan, byID) {
+	if !moves(s.Cluster, plan, byID) {
 		return plan // every job keeps what it holds: nothing to place
 	}
 	out := map[string]bool{} // waiting jobs planned without
@@ -433,10 +433,24 @@ func dropWaiting(s *engine.Snapshot, plan *engine.Plan, byID map[string]*engine.
 	mutualPairs(plan)
 }
 
-// moves: the plan starts, grows or shrinks a job.
-func moves(plan engine.Plan, byID map[string]*engine.Status) bool {
+// moves: the plan starts, grows or shrinks a job, or moves one to
+// another GPU type, site, node shape or partner (as the engine tells a
+// running job's assignment unchanged). A job moved to another type with
+// its count unchanged was taken for one that stays: the plan went to the
+// engine untried and, where the type lacked the GPUs, the engine refused
+// it and the round failed (random operations search, seed 3121 under
+// fifo-perf).
+func moves(c *cluster.Cluster, plan engine.Plan, byID map[string]*engine.Status) bool {
 	for _, a := range plan.Run {
-		if st := byID[a.Job]; st == nil || len(st.GPUs) != a.GPUs {
+		st := byID[a.Job]
+		if st == nil || len(st.GPUs) != a.GPUs {
+			return true
+		}
+		if len(st.GPUs) == 0 {
+			continue
+		}
+		n := c.NodeOf(st.GPUs[0])
+		if (a.GPUType != "" && n.GPUType != a.GPUType) || (a.Site != "" && n.Site != a.Site) || !a.Fits(c, st.GPUs) || a.PackWith != st.PackedWith {
 			return true
 		}
 	}

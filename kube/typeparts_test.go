@@ -151,3 +151,53 @@ func TestTypedJobKeepsItsType(t *testing.T) {
 		t.Errorf("keep made %+v, want 1 GPU of v100 (the GPUs it holds, on its type)", a)
 	}
 }
+
+// retyping is a policy that, while *on, plans every job on A100s, its
+// count unchanged, as a policy that moves running jobs to faster GPUs
+// does (fifo-perf).
+type retyping struct {
+	engine.Policy
+	on *bool
+}
+
+func (p retyping) Schedule(s *engine.Snapshot) engine.Plan {
+	plan := p.Policy.Schedule(s)
+	if !*p.on {
+		return plan
+	}
+	run := append([]engine.Assignment(nil), plan.Run...)
+	for i := range run {
+		run[i].GPUType = "a100"
+	}
+	plan.Run = run
+	return plan
+}
+
+// TestMoveToAnotherTypeTried: a plan that moves running jobs to another
+// GPU type without changing their counts is placed on trial like any
+// move: where the new type lacks the GPUs, the jobs keep what they hold.
+// Taken for a plan that moves nothing, it went to the engine untried,
+// asked more GPUs of the type than the cluster has, and every round
+// failed (random operations search, seed 3121 under fifo-perf).
+func TestMoveToAnotherTypeTried(t *testing.T) {
+	var move bool
+	h, _, _ := selfEventHarness(t, func(p engine.Policy) engine.Policy { return retyping{p, &move} })
+	typ := func(t string) func(*corev1.Node) {
+		return func(n *corev1.Node) { n.Labels["nvidia.com/gpu.product"] = t }
+	}
+	h.node("a", 1, typ("A100"))
+	h.node("v", 1, typ("V100"))
+	h.pod("j1", 1)
+	h.pod("j2", 1)
+	h.round()
+	if w := h.where(); w["j1"] == "" || w["j2"] == "" || w["j1"] == w["j2"] {
+		t.Fatalf("bound %v, want j1 and j2 on a and v", w)
+	}
+	move = true // both planned on the A100s, of which there is one
+	for i := 0; i < 3; i++ {
+		h.round() // fails the test when the round fails
+	}
+	if w := h.where(); w["j1"] == "" || w["j2"] == "" {
+		t.Errorf("bound %v, want j1 and j2 still bound", w)
+	}
+}
