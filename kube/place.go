@@ -457,15 +457,25 @@ func moves(c *cluster.Cluster, plan engine.Plan, byID map[string]*engine.Status)
 	return false
 }
 
-// keep makes each running job the placer left out (its planned growth
-// does not fit) keep the workers it holds.
+// keep makes each running job the placer left out (its planned growth,
+// or its move to another type or site, does not fit) keep the workers it
+// holds, no more than the plan gives it: the placer keeps a shrinking
+// job's first workers where they run. Kept whole, a job the plan both
+// moved and shrank held more GPUs than the policy counted it for, and its
+// tenant more than its quota (random operations search, seed 270 under
+// deepboot: 3 GPUs kept of the 1 planned on an edge site, 9 held on a
+// quota of 8).
 func keep(plan *engine.Plan, byID map[string]*engine.Status, placed map[string][]cluster.GPUID) {
 	for i, a := range plan.Run {
 		st := byID[a.Job]
 		if placed[a.Job] != nil || st == nil || len(st.GPUs) == 0 || len(st.GPUs) < st.Job.MinGPUs {
 			continue
 		}
-		plan.Run[i] = engine.Assignment{Job: a.Job, GPUs: len(st.GPUs), GPUType: st.Job.GPUType}
+		n := len(st.GPUs)
+		if a.GPUs >= st.Job.MinGPUs && a.GPUs < n {
+			n = a.GPUs
+		}
+		plan.Run[i] = engine.Assignment{Job: a.Job, GPUs: n, GPUType: st.Job.GPUType}
 	}
 }
 

@@ -152,6 +152,28 @@ func TestTypedJobKeepsItsType(t *testing.T) {
 	}
 }
 
+// TestKeepNoMoreThanPlanned: a running job the plan both moves (to
+// another site) and shrinks, which the placer leaves out, keeps no more
+// GPUs than planned, where it runs: its policy counted it for those (a
+// tenant's quota among others). Kept whole, the tenant held more than its
+// quota (random operations search, seed 270 under deepboot).
+func TestKeepNoMoreThanPlanned(t *testing.T) {
+	st := &engine.Status{Job: &job.Job{ID: "k", GPUs: 1, MinGPUs: 1, MaxGPUs: 3}, GPUs: []cluster.GPUID{3, 4, 5}}
+	for _, tc := range []struct {
+		planned, want int
+	}{
+		{1, 1}, // moved and shrunk: the planned count
+		{3, 3}, // moved: all it holds
+		{5, 3}, // moved and grown: what it holds
+	} {
+		plan := engine.Plan{Run: []engine.Assignment{{Job: "k", GPUs: tc.planned, Site: "edge"}}}
+		keep(&plan, map[string]*engine.Status{"k": st}, nil)
+		if a := plan.Run[0]; a.GPUs != tc.want || a.Site != "" {
+			t.Errorf("planned %d on another site, left out: keep made %+v, want %d GPUs where it runs", tc.planned, a, tc.want)
+		}
+	}
+}
+
 // retyping is a policy that, while *on, plans every job on A100s, its
 // count unchanged, as a policy that moves running jobs to faster GPUs
 // does (fifo-perf).
