@@ -522,6 +522,9 @@ func (s *Server) checkRunnable(spec *api.JobSpec) []api.FieldError {
 			msg = fmt.Sprintf("needs at least %d GPUs of one type, this server has at most %d of one type (%d in all; a job never mixes types)", j.MinGPUs, have, all)
 		}
 		errs = append(errs, api.FieldError{Field: field, Message: msg})
+	} else if j.Fractional() && s.wholeOnly != "" {
+		errs = append(errs, api.FieldError{Field: partField(j), Message: fmt.Sprintf("policy %s is elastic: it runs jobs on whole GPUs, and this job asks for part of each GPU; "+
+			"tide serve runs such jobs under a policy that is not elastic (tide policies lists them)", s.wholeOnly)})
 	} else if j.Fractional() {
 		// A part no GPU here has the memory for: refused now, not
 		// accepted and failed by the first round.

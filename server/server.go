@@ -138,7 +138,10 @@ type Server struct {
 	gpus       []localexec.GPU
 	policyName string
 	placerName string
-	adapt      bool   // the policy adapts batch sizes (policy.Info.AdaptBatch)
+	adapt      bool // the policy adapts batch sizes (policy.Info.AdaptBatch)
+	// wholeOnly names the policy when it is elastic: it runs jobs on
+	// whole GPUs only (policy.Info.Elastic; see partsWait).
+	wholeOnly  string
 	polState   []byte // the policy's state after the last round, until committed (policystate.go)
 	savedState []byte // the policy state last taken (policystate.go)
 	isolate    bool   // run jobs as their tenants' Unix users (root, not SingleUser)
@@ -168,6 +171,10 @@ type Server struct {
 	quotas  *quotaPolicy
 	deps    map[*liveJob]bool // waiting jobs with dependencies; under mu
 	held    map[*liveJob]bool // jobs held (some may have been released or ended since); under mu
+	// parts are the jobs asking for part of a GPU recovered under an
+	// elastic policy (some may have ended since): they wait (partsWait).
+	// Under mu.
+	parts map[*liveJob]bool
 	// dropped is, by job, the last reason the engine gave for dropping its
 	// assignment (engine.WarnDropped), so that a mistake the policy repeats
 	// every round is recorded once; under mu.
@@ -269,7 +276,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.DataDir = dataDir
 	s := &Server{cfg: cfg, cluster: c, devices: devices, gpus: cfg.GPUs, log: cfg.Logger,
 		jobsDir: filepath.Join(dataDir, "jobs"), jobs: map[string]*liveJob{}, tenants: map[string]*store.Tenant{}, tokens: map[string]*store.Tenant{},
-		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, dropped: map[string]string{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
+		dirty: map[*liveJob]bool{}, deps: map[*liveJob]bool{}, held: map[*liveJob]bool{}, parts: map[*liveJob]bool{}, dropped: map[string]string{}, metrics: newMetrics(), kick: make(chan struct{}, 1),
 		busy: make([]*attempt, c.TotalGPUs()), isolate: geteuid() == 0 && !cfg.SingleUser}
 	s.idle.L = &s.mu
 	s.mps = localexec.NewMPS(cfg.MPS, filepath.Join(dataDir, "mps"), cfg.GPUs)
@@ -327,6 +334,9 @@ func (s *Server) setup() error {
 	sort.Slice(recs, func(a, b int) bool { return recs[a].Seq < recs[b].Seq })
 	if info, ok := policy.Lookup(s.cfg.Policy); ok {
 		s.adapt = info.AdaptBatch
+		if info.Elastic {
+			s.wholeOnly = info.Name
+		}
 	}
 	// The policy may learn the jobs known at start (Tiresias' trace order).
 	var known []*job.Job
@@ -347,7 +357,7 @@ func (s *Server) setup() error {
 		return fmt.Errorf("server: --placer: %w", err)
 	}
 	s.policyName, s.placerName = pol.Name(), pl.Name()
-	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated}
+	s.quotas = &quotaPolicy{inner: pol, blocked: s.blocked, gated: s.gated, stopped: s.partStopped}
 	s.eng, err = engine.New(engine.Config{Cluster: s.cluster, Model: s.model(), Policy: s.quotas, Placer: pl, Clock: s.clk, Sharing: s.pairs != nil,
 		DropInvalid: true})
 	if err != nil {
@@ -484,6 +494,9 @@ func (s *Server) recover(r *store.Job) {
 	}
 	if r.Held {
 		s.held[lj] = true
+	}
+	if s.wholeOnly != "" && j.Fractional() {
+		s.parts[lj] = true
 	}
 	e := r.Engine
 	restoreUsage(st, &e)

@@ -30,6 +30,9 @@ func (s *Server) blocked(id string) string {
 	if lj.rec.Held {
 		return heldWaiting(id)
 	}
+	if s.parts[lj] {
+		return s.partsWait(lj.j)
+	}
 	for _, dep := range lj.rec.Spec.After {
 		d := s.jobs[dep]
 		if d == nil {
@@ -51,7 +54,35 @@ func (s *Server) gated() bool {
 			delete(s.held, lj)
 		}
 	}
-	return len(s.held) > 0 || len(s.deps) > 0
+	for lj := range s.parts {
+		if api.Terminal(lj.rec.State) {
+			delete(s.parts, lj)
+		}
+	}
+	return len(s.held) > 0 || len(s.deps) > 0 || len(s.parts) > 0
+}
+
+// partStopped says why a running job may not run under the server's
+// policy: a part of a GPU re-adopted under an elastic policy ("" for any
+// other). Under mu (the engine's round calls it through quotaPolicy).
+func (s *Server) partStopped(id string) string {
+	if lj := s.jobs[id]; lj != nil && s.parts[lj] {
+		return s.partsWait(lj.j)
+	}
+	return ""
+}
+
+// partsWait is why part-GPU job j waits under an elastic policy, which
+// chooses counts of whole GPUs: the engine refuses a plan that gives a
+// part a whole GPU's shape, and such a plan failed every round, every
+// job then waiting (the simulator refuses such a trace). A submission or
+// requeue of such a job is refused (checkRunnable); one accepted under
+// another policy before a restart waits (one re-adopted running is
+// preempted), hidden from the policy, until the server runs a policy
+// that is not elastic.
+func (s *Server) partsWait(j *job.Job) string {
+	return fmt.Sprintf("policy %s is elastic: it runs jobs on whole GPUs, and this job asks for part of each GPU (%s); "+
+		"it waits until tide serve runs a policy that is not elastic (tide policies lists them)", s.wholeOnly, partField(j))
 }
 
 // heldWaiting is why held job id waits.

@@ -266,6 +266,10 @@ type quotaPolicy struct {
 	// another), so that a round without one skips asking for each job.
 	blocked func(id string) string
 	gated   func() bool
+	// stopped says why a running job may not run under this policy, ""
+	// when it may: hidden from the policy, it is preempted (a part of a
+	// GPU re-adopted under an elastic policy, see partsWait).
+	stopped func(id string) string
 }
 
 func (p *quotaPolicy) Name() string { return p.inner.Name() }
@@ -277,6 +281,11 @@ func (p *quotaPolicy) Schedule(snap *engine.Snapshot) engine.Plan {
 		for _, st := range snap.Jobs {
 			if len(st.GPUs) == 0 {
 				if why := p.blocked(st.Job.ID); why != "" {
+					held[st.Job.ID] = why
+					continue
+				}
+			} else if p.stopped != nil {
+				if why := p.stopped(st.Job.ID); why != "" {
 					held[st.Job.ID] = why
 					continue
 				}
