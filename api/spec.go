@@ -358,6 +358,19 @@ func (s *JobSpec) Validate() []FieldError {
 	if s.MaxLocalBsz < 0 {
 		add("max_local_bsz", "want >= 0, got %d", s.MaxLocalBsz)
 	}
+	// The part of each GPU, field by field (job.Validate checks them
+	// again, with how they go together, once every field is valid).
+	if s.GPUShare != 0 && !(s.GPUShare > 0 && s.GPUShare < 1) {
+		add("gpu_share", "want a number in (0, 1), got %v (for whole GPUs ask for a GPU count)", s.GPUShare)
+	}
+	if s.GPUMemGiB < 0 || math.IsNaN(s.GPUMemGiB) || math.IsInf(s.GPUMemGiB, 0) {
+		add("gpu_mem_gib", "want a finite number >= 0, got %v", s.GPUMemGiB)
+	}
+	if s.MIG != "" {
+		if _, _, err := job.ParseMIG(s.MIG); err != nil {
+			add("mig", "%v", err)
+		}
+	}
 	if len(s.After) > maxAfter {
 		add("after", "at most %d jobs, got %d", maxAfter, len(s.After))
 	}
