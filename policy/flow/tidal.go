@@ -1148,6 +1148,7 @@ func (t *Tidal) loan(s *engine.Snapshot, left []*engine.Status, flowUsedTraining
 		}
 		return 1
 	}
+	t.speedups.IdleOnly = true
 	out, left := t.speedups.Knapsacks(s, pools, left, perHour, func(st *engine.Status) float64 { return t.restart.RestartFactor(s, st) })
 	tr := &t.round
 	for _, a := range out {

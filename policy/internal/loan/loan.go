@@ -425,10 +425,17 @@ func SpeedupKnapsacks(s *engine.Snapshot, pools []Pool, left []*engine.Status,
 // every round: it grows only when a round needs more than any before, so
 // rounds of the same size allocate nothing. The zero value is ready to use.
 type Speedups struct {
-	ks    Knapsack
-	items [][]Choice // per job, its choices (each job's slice kept)
-	left  [2][]*engine.Status
-	out   []engine.Assignment
+	// IdleOnly keeps a waiting job whose restart factor is 0 (young,
+	// restarted often) an item at idleOnly of its speedup, so that it
+	// takes GPUs no other job wants instead of waiting on idle GPUs until
+	// its age outgrows its restarts' penalty (minutes under a live
+	// clock). tidal sets it; DeepBoot's code leaves such a job out, and so
+	// does deepboot.
+	IdleOnly bool
+	ks       Knapsack
+	items    [][]Choice // per job, its choices (each job's slice kept)
+	left     [2][]*engine.Status
+	out      []engine.Assignment
 }
 
 // Knapsacks is SpeedupKnapsacks with sp's memory. It does not write left;
@@ -461,7 +468,11 @@ func (sp *Speedups) Knapsacks(s *engine.Snapshot, pools []Pool, left []*engine.S
 			for n := lo; n <= hi; n = counts.Next(n, hi) {
 				v := speedup.at(n) * w
 				if site != p.Site || len(st.GPUs) != n {
-					v *= f
+					if f > 0 || len(st.GPUs) > 0 || !sp.IdleOnly {
+						v *= f
+					} else {
+						v *= idleOnly
+					}
 				}
 				if v > 0 {
 					ch = append(ch, Choice{GPUs: n, Value: v})
@@ -487,6 +498,11 @@ func (sp *Speedups) Knapsacks(s *engine.Snapshot, pools []Pool, left []*engine.S
 	sp.out = out
 	return out, left
 }
+
+// idleOnly is the value factor of a waiting job whose restart factor is
+// 0: small enough that any choice of positive value outweighs every such
+// choice together, so such a job gets only GPUs left idle.
+const idleOnly = 1e-9
 
 // LargestFirst orders assignments by GPUs, most first (hardest to place),
 // keeping the given order on ties.
