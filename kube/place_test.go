@@ -500,3 +500,41 @@ func TestElasticShrinksToFit(t *testing.T) {
 		})
 	}
 }
+
+// TestRunningJobKeptOffTypeItCannotUse: a running pod whose nodeSelector
+// keeps it to the V100 node, which a policy preferring faster GPUs
+// plans on the A100s without changing its count, stays where it runs.
+// The plan kept its count, so tide took it for one that moves nothing
+// and let it through untried: the engine's placer could not move the pod
+// to the A100s (its selector), the engine stopped it, the next round
+// bound it on the V100 again, and the round after evicted it, tide
+// making, binding and evicting a worker every round (kubetest's random
+// search, seed 34 under fifo-perf).
+func TestRunningJobKeptOffTypeItCannotUse(t *testing.T) {
+	for _, policy := range []string{"fifo-perf", "gavel-fifo", "allox", "themis", "fifo"} {
+		t.Run(policy, func(t *testing.T) {
+			h := newHarness(t, policy)
+			node := func(typ, pool string) func(*corev1.Node) {
+				return func(n *corev1.Node) {
+					n.Labels["nvidia.com/gpu.product"] = typ
+					n.Labels["pool"] = pool
+				}
+			}
+			h.node("v", 3, node("V100", "p2"))
+			h.pod("p", 2, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p2"} })
+			h.round()
+			if got := h.where()["p"]; got != "v" {
+				t.Fatalf("p bound to %q, want v", got)
+			}
+			h.node("a", 8, node("A100", "p1"))
+			for i := 0; i < 4; i++ {
+				if ev := h.round(); len(ev) > 0 {
+					t.Fatalf("round %d evicted %v, want p kept on v (no node of the type it was planned on can take it)", i, ev)
+				}
+			}
+			if got := h.where()["p"]; got != "v" {
+				t.Errorf("p on %q, want v", got)
+			}
+		})
+	}
+}
