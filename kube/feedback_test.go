@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,4 +95,28 @@ func apiServer(t *testing.T, handle http.HandlerFunc) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// TestWaitingSaysWhy: Scheduler.Waiting gives a driver the reason tide has
+// now for each job it leaves waiting, which the pods' conditions carry
+// only when it was last written: none for a job bound, the gang's missing
+// pods, a job no node can host, and nothing for a key tide never saw.
+func TestWaitingSaysWhy(t *testing.T) {
+	h := newHarness(t, "fifo")
+	h.node("n", 4)
+	h.pod("one", 2)
+	h.pod("big", 8)
+	h.pod("g-0", 1, annotate(AnnotJob, "g", AnnotGangSize, "2"))
+	h.round()
+	for key, want := range map[string]string{
+		"pods/ns/one":  "",
+		"pods/ns/big":  "unschedulable: no node can ever host a worker of 8 GPUs",
+		"pods/ns/g":    "gang g has 1 of its 2 pods",
+		"pods/ns/none": "",
+	} {
+		got := h.s.Waiting(key)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("Waiting(%s) = %q, want %q", key, got, want)
+		}
+	}
 }

@@ -133,6 +133,22 @@ func (s *Scheduler) MakingRoom(ns, name string) string {
 	return ""
 }
 
+// Waiting returns why tide's last round did not run the job of workload
+// key ("pods/NS/JOB" for a gang, "pods/NS/POD" for a pod alone,
+// "tidejob/NS/NAME"): the reason its pods' PodScheduled condition carries
+// (which tide rewrites at most every explainGap), "" when the job runs,
+// is about to be bound, or is not one the last round saw. A driver that
+// ends a run reads it to tell a job the policy declined, or that cannot
+// run, from one tide left waiting.
+func (s *Scheduler) Waiting(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil || s.eng == nil || s.seen.work[key] == nil {
+		return ""
+	}
+	return s.tideReason(s.seen.work[key])
+}
+
 // workOrder is the order workloads go to the engine (submitted, or again
 // on a rebuild): by creation, or under a live driver by the submission
 // times its jobs have (Live.Job), so that the engine lists them as the
