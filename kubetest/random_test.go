@@ -3,6 +3,7 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -233,6 +234,7 @@ type krand struct {
 	boundAt   map[types.UID]string      // pods bound at the last check
 	termSince map[types.UID]int         // terminating pod -> step the kubelet first saw it so
 	touched   map[string]bool           // jobs an operation touched this step
+	notReady  map[string]time.Time      // NotReady node -> when the test made it so
 	nextJob   int
 	cfg       kube.Config
 	stopTide  func()
@@ -243,7 +245,7 @@ func runKubeRandom(t *testing.T, e *env, seed int64, policy string, steps int, k
 	k := &krand{t: t, e: e, rng: rng, seed: seed, policy: policy, kcm: kcm,
 		ns: fmt.Sprintf("rnd-%d", seed), sched: fmt.Sprintf("tide-rnd-%d", seed), fence: fmt.Sprintf("rnd%d-fence", seed),
 		clock: &rclock{}, alive: map[string]bool{}, snaps: map[string][]*corev1.Node{}, jobs: map[string]*rjob{},
-		podJob: map[string]*rjob{}, boundAt: map[types.UID]string{}, termSince: map[types.UID]int{},
+		podJob: map[string]*rjob{}, notReady: map[string]time.Time{}, boundAt: map[types.UID]string{}, termSince: map[types.UID]int{},
 		tlog: &rlog{errs: map[string]int{}, stderr: os.Getenv("TIDE_KUBETEST_LOG") != ""}}
 	k.sites = rng.Intn(3) == 0
 	k.tideJobs = rng.Intn(2) == 0
@@ -277,10 +279,24 @@ func runKubeRandom(t *testing.T, e *env, seed int64, policy string, steps int, k
 	for i := 0; i < 2+rng.Intn(3); i++ {
 		k.addNode()
 	}
+	carry := false
 	for k.step = 0; k.step < steps; k.step++ {
-		k.beginStep()
+		if !carry {
+			k.beginStep()
+		}
 		for i := 0; i < 1+rng.Intn(3); i++ {
+			// Half the time tide's round on the last operation is under
+			// way when the next comes (binds of pods just deleted).
+			if d := rng.Intn(60); i > 0 && d < 30 {
+				time.Sleep(time.Duration(d) * time.Millisecond)
+			}
 			k.operate()
+		}
+		// Now and then the next step's operations come while tide is at
+		// work on these (binding pods being deleted, evicting pods gone,
+		// writing status beside other writers): checked together.
+		if carry = rng.Intn(4) == 0 && k.step < steps-1; carry {
+			continue
 		}
 		k.settle()
 		k.check()
@@ -302,9 +318,12 @@ func (k *krand) startTide() {
 	k.sch = sch
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	var once sync.Once
 	k.stopTide = func() {
-		cancel()
-		if err := <-done; err != nil {
+		var err error
+		once.Do(func() { cancel(); err = <-done })
+		// Stopped before its caches synced, it says so: not a failure.
+		if err != nil && !errors.Is(err, context.Canceled) {
 			k.fail("tide: %v", err)
 		}
 	}
@@ -523,6 +542,7 @@ func (k *krand) operate() {
 			}
 			k.alive[name] = false
 			k.snaps[name] = append(k.snaps[name], nil)
+			delete(k.notReady, name)
 			k.logf("delete node %s", name)
 		}
 	case r < 18:
@@ -688,6 +708,11 @@ func (k *krand) update(name string, status bool, edit func(*corev1.Node)) {
 		got, err := write(context.Background(), n, metav1.UpdateOptions{})
 		if err == nil {
 			k.snaps[name] = append(k.snaps[name], got)
+			if _, was := k.notReady[name]; nodeReady(got) {
+				delete(k.notReady, name)
+			} else if !was {
+				k.notReady[name] = time.Now()
+			}
 		}
 		return err
 	})
@@ -1322,6 +1347,61 @@ func (k *krand) check() {
 	}
 	for _, name := range sortedKeys(k.jobs) {
 		k.checkGang(k.jobs[name], pods, fresh[name])
+	}
+	k.checkLost(pods, nodes)
+}
+
+func nodeTaints(n *corev1.Node) []corev1.Taint {
+	if n == nil {
+		return nil
+	}
+	return n.Spec.Taints
+}
+
+// checkLost: tide, settled, has evicted every worker on a node it can no
+// longer run on (gone, cordoned, a NoExecute taint it does not tolerate,
+// NotReady past the grace period; docs/kubernetes.md), and the workers a
+// Ready node that lost GPUs can no longer hold. What the kubelets do not
+// finish stays Terminating: evicted is enough.
+func (k *krand) checkLost(pods []*corev1.Pod, nodes map[string]*corev1.Node) {
+	grace := k.cfg.NotReadyGrace + time.Second // and a round
+	held := map[string]int64{}
+	parts := map[string]map[string]bool{}
+	for _, p := range pods {
+		if !running(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		j, n := k.jobOf(p), nodes[p.Spec.NodeName]
+		why := ""
+		switch {
+		case n == nil:
+			why = "was deleted"
+		case n.Spec.Unschedulable:
+			why = "is cordoned"
+		case !nodeReady(n) && time.Since(k.notReady[n.Name]) > grace:
+			why = fmt.Sprintf("has been NotReady for %v", time.Since(k.notReady[n.Name]).Round(time.Millisecond))
+		}
+		for _, t := range nodeTaints(n) {
+			if t.Effect == corev1.TaintEffectNoExecute && !strings.HasPrefix(t.Key, "node.kubernetes.io/") && !j.tolerated(t) {
+				why = fmt.Sprintf("has taint %v", t)
+			}
+		}
+		if why != "" {
+			k.fail("pod %s of %s still on node %s, which %s, with tide settled", p.Name, j.name, p.Spec.NodeName, why)
+		}
+		if j.share > 0 {
+			if parts[n.Name] == nil {
+				parts[n.Name] = map[string]bool{}
+			}
+			parts[n.Name][p.Annotations[kube.AnnotGPUIndex]] = true
+		} else {
+			held[n.Name] += qty(p.Spec.Containers[0].Resources.Limits, kube.GPUResource)
+		}
+	}
+	for name, n := range nodes {
+		if g := held[name] + int64(len(parts[name])); nodeReady(n) && g > qty(n.Status.Allocatable, kube.GPUResource) {
+			k.fail("node %s: its live pods hold %d GPUs, %d allocatable, with tide settled", name, g, qty(n.Status.Allocatable, kube.GPUResource))
+		}
 	}
 }
 
