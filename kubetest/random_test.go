@@ -1215,8 +1215,8 @@ func (k *krand) settle() {
 	for pass := 0; ; pass++ {
 		if pass == rMaxPasses {
 			last := k.sch.Stats()
-			k.fail("tide did not settle: in %d passes since the step's operations it bound %d pods, evicted %d, made %d, with nothing else changing",
-				pass, last.Bound-first.Bound, last.Evicted-first.Evicted, last.Created-first.Created)
+			k.fail("tide did not settle: in %d passes since the step's operations it bound %d pods, evicted %d, made %d, with nothing else changing\n%s",
+				pass, last.Bound-first.Bound, last.Evicted-first.Evicted, last.Created-first.Created, k.state())
 		}
 		if p := k.panicked.Load(); p != nil {
 			k.fail("tide panicked: %s", p)
@@ -1662,6 +1662,33 @@ func (k *krand) reason(j *rjob, pods []*corev1.Pod) string {
 		}
 	}
 	return k.sch.Waiting(key)
+}
+
+// state says, for a failure's message, what each node holds and why
+// tide says each job not done waits.
+func (k *krand) state() string {
+	var b strings.Builder
+	pods := k.serverPods()
+	nodes := k.serverNodes()
+	for _, name := range sortedKeys(nodes) {
+		n := nodes[name]
+		var on []string
+		for _, p := range pods {
+			if p.Spec.NodeName == name && running(p) {
+				on = append(on, fmt.Sprintf("%s(%s,deleting=%v)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
+			}
+		}
+		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v gpus %d cpu %dm mem %dGi pods %d; holds %v\n", name, nodeReady(n), n.Spec.Unschedulable,
+			n.Spec.Taints, qty(n.Status.Allocatable, kube.GPUResource), qty(n.Status.Allocatable, corev1.ResourceCPU),
+			qty(n.Status.Allocatable, corev1.ResourceMemory)>>30, qty(n.Status.Allocatable, corev1.ResourcePods), on)
+	}
+	for _, name := range sortedKeys(k.jobs) {
+		if j := k.jobs[name]; !j.done {
+			fmt.Fprintf(&b, "  job %s (%d..%d of %d GPUs/share %g, cpu %dm, mem %dGi, prio %d): tide says %q\n", name, j.size, max(j.size, j.maxW),
+				j.gpus, j.share, j.cpu, j.mem>>30, j.prio, k.reason(j, pods))
+		}
+	}
+	return b.String()
 }
 
 // describe says what j asks and what each node offers it.
