@@ -179,6 +179,12 @@ type Scheduler struct {
 	created map[types.UID]*corev1.Pod // worker pods we created (and bound) the cache has not seen yet
 	partIdx map[types.UID]int         // GPU indices of the parts among assumed pods (gpuindex.go)
 	said    map[string]string         // problems already logged, by object
+	// deleted are the pods the pod informer saw deleted since the last
+	// round (its handler's goroutine writes them; look drains them).
+	deleted struct {
+		sync.Mutex
+		uids map[types.UID]bool
+	}
 	// tjMemo holds the TideJobs look converted, by namespace/name: each
 	// is converted again only when it changed.
 	tjMemo map[string]convertedTideJob
@@ -331,7 +337,9 @@ func (s *Scheduler) watch(ctx context.Context) error {
 	if _, err := nodeInf.Informer().AddEventHandler(handler); err != nil {
 		return err
 	}
-	if _, err := podInf.Informer().AddEventHandler(handler); err != nil {
+	podHandler := handler
+	podHandler.DeleteFunc = func(obj any) { s.podDeleted(obj); s.poke() }
+	if _, err := podInf.Informer().AddEventHandler(podHandler); err != nil {
 		return err
 	}
 	s.synced = []cache.InformerSynced{nodeInf.Informer().HasSynced, podInf.Informer().HasSynced}
@@ -404,6 +412,23 @@ func (s *Scheduler) loop(ctx context.Context) error {
 			s.log.Error("scheduling round failed", "err", err)
 		}
 	}
+}
+
+// podDeleted notes a pod the informer saw deleted, for the next look.
+func (s *Scheduler) podDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	s.deleted.Lock()
+	defer s.deleted.Unlock()
+	if s.deleted.uids == nil {
+		s.deleted.uids = map[types.UID]bool{}
+	}
+	s.deleted.uids[p.UID] = true
 }
 
 func (s *Scheduler) poke() {
@@ -599,6 +624,16 @@ func (s *Scheduler) look() (*view, error) {
 		}
 		delete(s.created, p.UID)
 	}
+	// A worker made and deleted (by a user, its TideJob's garbage
+	// collection) before a round saw it listed is gone, not a worker the
+	// cache has yet to list: counted on for a minute, its job waited that
+	// long for a new one.
+	s.deleted.Lock()
+	for uid := range s.deleted.uids {
+		delete(s.created, uid)
+	}
+	s.deleted.uids = nil
+	s.deleted.Unlock()
 	for uid, p := range s.created { // the API server stamps them on the wall clock, s.now
 		if now.Sub(p.CreationTimestamp.Time) > time.Minute {
 			delete(s.created, uid) // the cache missed it (a relist): trust the cache

@@ -759,3 +759,45 @@ func TestNoUsableNode(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerDeletedUnseen: a TideJob's worker deleted before tide's pod
+// cache listed it (a user, or its TideJob's garbage collection, quick on
+// the create; the informer saw it come and go between two rounds) is
+// replaced the next round. tide counted it as a worker its cache had yet
+// to list for a minute, the job waiting that long with no worker.
+func TestWorkerDeletedUnseen(t *testing.T) {
+	h := newHarness(t, "fifo")
+	idx := h.tideJobs()
+	var made []*corev1.Pod
+	h.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		c := a.(k8stesting.CreateAction)
+		if c.GetSubresource() != "" {
+			return false, nil, nil
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.uid++
+		p := c.GetObject().(*corev1.Pod).DeepCopy()
+		p.Name, p.UID = p.GenerateName+fmt.Sprint(h.uid), types.UID(fmt.Sprint(h.uid))
+		p.CreationTimestamp = metav1.Now() // the API server's wall clock
+		made = append(made, p)             // not in the cache: the informer has not listed it
+		return true, p.DeepCopy(), nil
+	})
+	round := func() {
+		h.binds, h.bindAnnot = map[string]string{}, map[string]map[string]string{}
+		if err := h.s.Round(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.node("n", 4)
+	h.tideJob(idx, "train", "", 1000)
+	round()
+	if len(made) != 1 {
+		t.Fatalf("made %d workers, want 1", len(made))
+	}
+	h.s.podDeleted(made[0]) // created, then deleted, before the cache listed it
+	round()
+	if len(made) != 2 {
+		t.Errorf("made %d workers after the first was deleted unseen, want a second at once", len(made))
+	}
+}
