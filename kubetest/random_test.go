@@ -1695,6 +1695,12 @@ func (k *krand) state() string {
 func (k *krand) describe(j *rjob) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job %s: %+v\n", j.name, *j)
+	if j.tide {
+		if u, err := k.e.dyn.Resource(kube.TideJobResource).Namespace(k.ns).Get(context.Background(), j.name, metav1.GetOptions{}); err == nil {
+			st, _, _ := unstructured.NestedMap(u.Object, "status")
+			fmt.Fprintf(&b, "  its status: %v\n", st)
+		}
+	}
 	pods := k.serverPods()
 	for name, n := range k.serverNodes() {
 		var on []string
