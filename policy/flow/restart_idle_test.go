@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/tide-sched/tide/engine"
-	"github.com/tide-sched/tide/engine/enginetest"
 	"github.com/tide-sched/tide/job"
 	"github.com/tide-sched/tide/policy/contract"
 	"github.com/tide-sched/tide/policy/internal/policytest"
@@ -21,17 +20,7 @@ import (
 // and only those: the job beside it gets what it gets alone. (deepboot
 // keeps DeepBoot's rule: loan.Speedups.IdleOnly.)
 func TestTidalRestartedJobTakesIdleGPUs(t *testing.T) {
-	snap := func(works ...float64) *engine.Snapshot {
-		s := &engine.Snapshot{Now: 15, Cluster: policytest.LoanCluster(t), Model: policytest.SqrtModel{}, GPUsPerNode: map[string]int{"a100": 4}}
-		for i, w := range works {
-			j := enginetest.Job(fmt.Sprintf("j%d", i)).At(0).Elastic(1, 1, 4).Seconds(w).Obj()
-			if err := j.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: w, FirstStart: -1, LastStart: -1, Finish: -1})
-		}
-		return s
-	}
+	snap := func(works ...float64) *engine.Snapshot { return policytest.LoanSnapshot(t, 15, 0, works...) }
 	plan := func(p engine.Plan) []string {
 		var out []string
 		for _, a := range p.Run {

@@ -16,30 +16,11 @@ import (
 	"github.com/tide-sched/tide/policy/internal/policytest"
 )
 
-// loanSnap is a snapshot at now on loanCluster with the sqrt model and the
-// first `down` inference GPUs taken by inference; jobs are elastic 1..4,
-// waiting, with the given seconds of work on one GPU.
 // fam builds this family's policies in its tests.
 var fam = policytest.Family(Policies)
 
-func loanSnap(t *testing.T, now float64, down int, works ...float64) *engine.Snapshot {
-	c := policytest.LoanCluster(t)
-	s := &engine.Snapshot{Now: now, Cluster: c, Model: policytest.SqrtModel{}, GPUsPerNode: map[string]int{"a100": 4}}
-	if down > 0 {
-		s.Down = make([]bool, c.TotalGPUs())
-		for g := 4; g < 4+down; g++ {
-			s.Down[g] = true
-		}
-	}
-	for i, w := range works {
-		j := enginetest.Job(fmt.Sprintf("j%d", i)).At(0).Elastic(1, 1, 4).Seconds(w).Obj()
-		if err := j.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: w, FirstStart: -1, LastStart: -1, Finish: -1})
-	}
-	return s
-}
+// loanSnap is policytest.LoanSnapshot.
+var loanSnap = policytest.LoanSnapshot
 
 func sitePlan(p engine.Plan) []string {
 	var out []string

@@ -494,6 +494,29 @@ func LoanCluster(t testing.TB) *cluster.Cluster {
 	return c
 }
 
+// LoanSnapshot is a snapshot at now on LoanCluster with SqrtModel and
+// the first `down` inference GPUs taken by inference; its jobs (j0, j1,
+// ...) are elastic 1..4, waiting, with the given seconds of work on one
+// GPU.
+func LoanSnapshot(t testing.TB, now float64, down int, works ...float64) *engine.Snapshot {
+	c := LoanCluster(t)
+	s := &engine.Snapshot{Now: now, Cluster: c, Model: SqrtModel{}, GPUsPerNode: map[string]int{"a100": 4}}
+	if down > 0 {
+		s.Down = make([]bool, c.TotalGPUs())
+		for g := 4; g < 4+down; g++ {
+			s.Down[g] = true
+		}
+	}
+	for i, w := range works {
+		j := enginetest.Job(fmt.Sprintf("j%d", i)).At(0).Elastic(1, 1, 4).Seconds(w).Obj()
+		if err := j.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		s.Jobs = append(s.Jobs, &engine.Status{Job: j, State: job.Pending, Work: w, FirstStart: -1, LastStart: -1, Finish: -1})
+	}
+	return s
+}
+
 // checkedPolicy wraps a policy and checks every round: no job holds a GPU
 // that is down (inference has it back), and no plan gives a site more GPUs
 // than it has up.
