@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand"
 	"net/http"
 	"net/url"
@@ -21,13 +23,23 @@ import (
 
 	"github.com/tide-sched/tide/api"
 	"github.com/tide-sched/tide/localexec"
+	"github.com/tide-sched/tide/policy"
 )
 
 // TestRandomOperations drives a server with random sequences of what an
 // admin and three tenants may do (submissions, valid and not, cancel,
-// hold, release, requeue, reads, quota changes, token rotations) and
-// restarts of the server on the same database, and checks after every
-// step what the API promises against a model the test keeps:
+// hold, release, requeue, reports, reads, paged lists, quota changes,
+// token rotations) and restarts of the server on the same database, and
+// checks after every step what the API promises against a model the test
+// keeps. Each seed picks a policy among every one tide serve runs (presets,
+// priority classes, tiresias-gittins with a distribution file, the packing
+// ones with a pair file), one or two GPU types, a pair-throughput file
+// (packable jobs, by job_type) or none, a stand-in MPS control program or
+// none; restarts may change the policy (the saved policy state must not
+// break the next one) or first try one tide serve refuses, which must say
+// why. Jobs ask for whole GPUs, elastic ranges with batch sizes, or parts
+// of each GPU (gpu_share, gpu_mem_gib, mig; refused under an elastic
+// policy), with deadlines, dependencies, limits and holds. The checks:
 //
 //   - every job the API accepted is listed, with the spec it was accepted
 //     with, also after restarts; no other job is; a refused submission
@@ -37,10 +49,26 @@ import (
 //     requests set);
 //   - an ended job changes only by a requeue; a held job does not start;
 //     a job with dependencies does not start before they finished;
-//   - no GPU is held by two jobs (the jobs' and the cluster's views), a
-//     running job holds between its min and max GPUs of its type, and
-//     each job's process locks its GPUs (flock in gpujob below): no
-//     process finds a GPU another process still holds;
+//   - a GPU is held by one whole-GPU job, or two packed ones where a
+//     packing policy ran (both of measured job types), or by parts whose
+//     shares and memory sum to at most the GPU's, never parts beside a
+//     whole-GPU job (the jobs' and the cluster's views, which list the
+//     same holders); a running job holds between its min and max GPUs of
+//     its type; each job's process locks its GPUs (flock in gpujob below,
+//     shared for parts and packable jobs): no process finds a GPU another
+//     one still holds that it may not share, and by the attempts the API
+//     records, none started on a GPU before the one it may not share
+//     ended;
+//   - each attempt was told its GPU count, its part of each GPU (a packed
+//     job half) and a batch its GPUs, local batch and accumulation steps
+//     make up, within the spec's batch sizes, as the API records it;
+//   - a declined job names the deadline, a failed one has a reason, and a
+//     job waiting through two rounds says why (reason or waiting);
+//   - a report is taken while the job runs or waits, a bad one refused
+//     naming the field; paged lists give the caller's jobs in order, each
+//     once, in the states asked for;
+//   - once every job has ended, each MPS daemon started was stopped, in
+//     turn on each GPU;
 //   - a tenant sees and changes only its own jobs (404 for the others',
 //     403 for submitting as another, "(other tenant)" in the cluster
 //     view), and holds at most its quota of GPUs;
@@ -81,13 +109,20 @@ func TestRandomOperations(t *testing.T) {
 // own status). A GPU whose lock another process holds is written to
 // $GPULOCKS/conflicts: two processes were given the same GPU. The locks
 // go with the last process holding their descriptors, however it ends.
+//
+// A job whose spec sets GPULOCK=s (one asking for part of a GPU, or one
+// the packing policies may pair) takes shared locks: such jobs may run
+// side by side, never beside a job holding its GPU whole. The first line
+// records what the attempt was given: its GPUs, its share and its batch.
 const gpujobScript = `#!/bin/sh
 code=$1; shift
-echo "gpujob $TIDE_JOB_ID attempt $TIDE_ATTEMPT gpus $CUDA_VISIBLE_DEVICES"
+echo "gpujob $TIDE_JOB_ID attempt $TIDE_ATTEMPT gpus $CUDA_VISIBLE_DEVICES n $TIDE_GPUS share $TIDE_GPU_SHARE batch $TIDE_BATCH_SIZE $TIDE_LOCAL_BSZ $TIDE_ACCUM_STEPS"
+mode=-x
+[ "$GPULOCK" = s ] && mode=-s
 fd=5
 for g in $(echo "$CUDA_VISIBLE_DEVICES" | tr , ' '); do
 	eval "exec $fd>>\"\$GPULOCKS/gpu$g\""
-	flock -n $fd || echo "$TIDE_JOB_ID attempt $TIDE_ATTEMPT: GPU $g is held by another process" >>"$GPULOCKS/conflicts"
+	flock -n $mode $fd || echo "$TIDE_JOB_ID attempt $TIDE_ATTEMPT: GPU $g is held by another process" >>"$GPULOCKS/conflicts"
 	fd=$((fd+1))
 done
 "$@"
@@ -132,6 +167,9 @@ type roJob struct {
 	obs       *api.Job // the last observation
 	// heldAttempts is the job's attempt count when it was first seen held.
 	heldAttempts int
+	// waitRound is the cluster's round count when the job was first seen
+	// waiting in its current wait (-1: not waiting).
+	waitRound int
 	// by, sent and key: who submitted the job, what, under which
 	// idempotency key ("" for none).
 	by   *roActor
@@ -150,6 +188,17 @@ type roTest struct {
 	locks  string
 	types  map[int]string // CUDA index -> GPU type
 	perTyp map[string]int
+	mem    map[int]float64 // CUDA index -> GPU memory, GiB
+	// mpsCalls logs the stand-in MPS control program's calls ("" for
+	// none); dist is tiresias-gittins' GPU-time distribution.
+	mpsCalls, dist string
+	// packedEver says whether a packing policy ran at some point (packed
+	// pairs may still run under the next one).
+	packedEver bool
+	// adaptEver: a policy that adapts batch sizes ran at some point.
+	adaptEver bool
+	// rounds is the cluster's round count at the last check.
+	rounds int
 	actors []*roActor // admin first
 	jobs   map[string]*roJob
 	order  []string // accepted job IDs
@@ -160,11 +209,9 @@ type roTest struct {
 func runRandomOps(t *testing.T, seed int64, steps int, script string) {
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
-	cfg := testConfig(t, dir)
+	cfg := testConfig(t, filepath.Join(dir, "data"))
 	cfg.Grace = 300 * time.Millisecond
 	cfg.StopJobsOnExit = rng.Intn(2) == 0
-	policies := []string{"fifo", "srtf", "edf", "tiresias", "afs", "elasticflow"}
-	cfg.Policy = policies[int(seed)%len(policies)]
 	if rng.Intn(2) == 0 {
 		// Two types, their CUDA indices interleaved (the cluster's GPU
 		// IDs, grouped by type, are not the indices).
@@ -174,16 +221,42 @@ func runRandomOps(t *testing.T, seed int64, steps int, script string) {
 		cfg.GPUs = []localexec.GPU{t4[0], a100[0], t4[1], a100[1]}
 	}
 	r := &roTest{t: t, seed: seed, rng: rng, cfg: cfg, ctx: context.Background(), script: script,
-		locks: filepath.Join(dir, "locks"), types: map[int]string{}, perTyp: map[string]int{}, jobs: map[string]*roJob{}}
+		locks: filepath.Join(dir, "locks"), types: map[int]string{}, perTyp: map[string]int{}, mem: map[int]float64{}, jobs: map[string]*roJob{}}
 	for _, g := range cfg.GPUs {
 		r.types[g.Index] = g.Type
 		r.perTyp[g.Type]++
+		r.mem[g.Index] = g.MemGiB
 	}
 	if err := os.MkdirAll(r.locks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r.logf("policy %s, gpus %v, stop jobs on exit %v", cfg.Policy, r.types, cfg.StopJobsOnExit)
-	r.ts = startServer(t, cfg)
+	if rng.Intn(3) == 0 {
+		// Packable jobs: the pair file measures job types A to D on
+		// every GPU type of the server.
+		r.cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
+		if err := os.WriteFile(r.cfg.PairThroughputs, []byte(pairTable(slices.Collect(maps.Keys(r.perTyp)))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rng.Intn(2) == 0 {
+		// A stand-in MPS control program: a daemon per shared GPU,
+		// started and stopped in turn (checked at the end).
+		control := filepath.Join(dir, "mps-control")
+		r.mpsCalls = filepath.Join(dir, "mps-calls")
+		sh := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + r.mpsCalls + "\n"
+		if err := os.WriteFile(control, []byte(sh), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r.cfg.MPS = control
+	}
+	r.dist = filepath.Join(dir, "gputime.csv")
+	if err := os.WriteFile(r.dist, []byte("duration\n60\n600\n3600\n7200\n36000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Policy = r.randomPolicy()
+	r.packedEver, r.adaptEver = r.packing(), r.adapts()
+	r.logf("policy %s, gpus %v, stop jobs on exit %v, pair file %v, mps %v", r.cfg.Policy, r.types, r.cfg.StopJobsOnExit, r.cfg.PairThroughputs != "", r.cfg.MPS != "")
+	r.ts = startServer(t, r.cfg)
 	admin := &roActor{name: "admin", token: r.ts.token, c: r.ts.admin}
 	r.actors = []*roActor{admin}
 	for _, name := range []string{"alice", "bob", "carol"} {
@@ -207,6 +280,73 @@ func runRandomOps(t *testing.T, seed int64, steps int, script string) {
 		r.check()
 	}
 	r.finish()
+}
+
+// pairTable is a pair-throughput file (Gavel's format) measuring job
+// types A to D alone and in pairs on each GPU type of types: A+B, A+C,
+// B+D and C+D gain from packing, A+D and B+C lose.
+func pairTable(types []string) string {
+	sort.Strings(types)
+	var b strings.Builder
+	b.WriteString("{")
+	for i, t := range types {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `%q: {
+ "('A', 1)": {"null": 10.0, "('B', 1)": [6.0, 6.0], "('C', 1)": [6.0, 4.0], "('D', 1)": [4.0, 8.1]},
+ "('B', 1)": {"null": 10.0, "('C', 1)": [3.0, 3.6], "('D', 1)": [6.0, 9.0]},
+ "('C', 1)": {"null": 8.0, "('D', 1)": [4.0, 9.9]},
+ "('D', 1)": {"null": 18.0}}`, t)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// randomPolicy is a spec tide serve runs, any of tide's policies and
+// presets (tiresias-gittins with a GPU-time distribution), the packing
+// ones with their packing knob where the server has a pair file, some
+// with strict or preemptive priority classes.
+func (r *roTest) randomPolicy() string {
+	var specs []string
+	for _, s := range policy.Specs() {
+		if strings.HasPrefix(s, "tiresias-gittins") {
+			s += ":dist=" + r.dist
+		}
+		specs = append(specs, s)
+	}
+	if r.cfg.PairThroughputs != "" {
+		for _, g := range []string{"gavel-las", "gavel-ftf", "gavel-makespan", "gavel-throughput"} {
+			specs = append(specs, g+":space_sharing=true")
+		}
+		specs = append(specs, "gandiva:pack=true", "gandiva:preset=gavel:pack=true")
+	}
+	s := specs[r.pick(len(specs))]
+	switch r.pick(8) {
+	case 0:
+		s += ":priority=strict"
+	case 1:
+		s += ":priority=preempt"
+	}
+	return s
+}
+
+// elastic says whether the server's policy chooses GPU counts (and runs
+// only whole-GPU jobs).
+func (r *roTest) elastic() bool {
+	i, _ := policy.Lookup(r.cfg.Policy)
+	return i.Elastic
+}
+
+// adapts says whether the server's policy adapts batch sizes.
+func (r *roTest) adapts() bool {
+	i, _ := policy.Lookup(r.cfg.Policy)
+	return i.AdaptBatch
+}
+
+// packing says whether the server may pack two whole-GPU jobs on a GPU.
+func (r *roTest) packing() bool {
+	return r.cfg.PairThroughputs != "" && (strings.Contains(r.cfg.Policy, "pack=true") || strings.Contains(r.cfg.Policy, "space_sharing=true"))
 }
 
 func (r *roTest) logf(format string, a ...any) {
@@ -252,8 +392,10 @@ func (r *roTest) randomStep() {
 		r.jobOp("release")
 	case n < 72:
 		r.jobOp("requeue")
-	case n < 80:
+	case n < 77:
 		r.read()
+	case n < 80:
+		r.report()
 	case n < 85:
 		r.foreign()
 	case n < 87:
@@ -322,17 +464,49 @@ func (r *roTest) validSpec(owner *roActor) *api.JobSpec {
 			s.GPUType = strings.ToUpper(s.GPUType) // types are case-blind
 		}
 	}
-	if r.pick(4) == 0 && avail > 1 {
+	switch n := r.pick(12); {
+	case n < 2 && !r.elastic():
+		// Part of each GPU (of one that has the memory for it: the
+		// part's memory is chosen so that every GPU here holds it).
+		s.GPUs = 1 + r.pick(min(avail, 2))
+		switch r.pick(4) {
+		case 0:
+			s.GPUShare = []float64{0.25, 0.3, 0.5, 0.75}[r.pick(4)]
+		case 1:
+			s.GPUMemGiB = float64(2 + 2*r.pick(4))
+		case 2:
+			s.GPUShare, s.GPUMemGiB = []float64{0.25, 0.5}[r.pick(2)], float64(1+r.pick(4))
+		default:
+			s.MIG = []string{"1g.5gb", "2g.10gb", "1g.10gb"}[r.pick(3)]
+		}
+		s.Env["GPULOCK"] = "s"
+	case n < 5 && avail > 1:
 		s.MinGPUs = 1 + r.pick(avail-1)
 		s.MaxGPUs = s.MinGPUs + 1 + r.pick(avail-s.MinGPUs)
 		if r.pick(2) == 0 {
 			s.GPUs = s.MinGPUs + r.pick(s.MaxGPUs-s.MinGPUs+1)
 		}
-	} else {
+		if r.pick(2) == 0 {
+			// Goodput reports and batch sizes (Pollux adapts them).
+			s.BatchSize = 64
+			if r.pick(2) == 0 {
+				s.MaxBatchSize = 64 << r.pick(3)
+			}
+			if r.pick(3) == 0 {
+				s.MaxLocalBsz = 16
+			}
+		}
+	default:
 		s.GPUs = 1 + r.pick(avail)
 		if r.pick(2) == 0 {
 			s.GPUs = 1
 		}
+	}
+	if s.GPUShare == 0 && s.GPUMemGiB == 0 && s.MIG == "" && r.pick(3) == 0 {
+		// What it trains: the packing policies may pair it (the server
+		// without a pair file keeps the name, unused).
+		s.JobType = string(rune('A' + r.pick(4)))
+		s.Env["GPULOCK"] = "s"
 	}
 	s.Priority = r.pick(4) - 1
 	if r.pick(2) == 0 {
@@ -366,6 +540,9 @@ func (r *roTest) validSpec(owner *roActor) *api.JobSpec {
 	}
 	return s
 }
+
+// isPart says whether s asks for part of each GPU.
+func isPart(s *api.JobSpec) bool { return s.GPUShare > 0 || s.GPUMemGiB > 0 || s.MIG != "" }
 
 // accepted is the spec the server must show for s, submitted by owner.
 func accepted(s *api.JobSpec, owner string) api.JobSpec {
@@ -469,12 +646,13 @@ func (r *roTest) submitted(a *roActor, s *api.JobSpec, want api.JobSpec, mustRef
 	if v.Tenant != want.Tenant || (v.State != api.StatePending && (len(s.After) == 0 || v.State != api.StateRunning)) || v.Held != s.Hold {
 		r.fail("%s: job %s accepted as tenant %q, state %s, held %v; want %s, pending, held %v", a.name, v.ID, v.Tenant, v.State, v.Held, want.Tenant, s.Hold)
 	}
-	j := &roJob{id: v.ID, tenant: want.Tenant, spec: want, held: s.Hold, by: a, sent: s, key: key}
+	j := &roJob{id: v.ID, tenant: want.Tenant, spec: want, held: s.Hold, by: a, sent: s, key: key, waitRound: -1}
 	r.jobs[v.ID] = j
 	r.order = append(r.order, v.ID)
 	sort.Slice(r.order, func(x, y int) bool { return jobNum(r.order[x]) < jobNum(r.order[y]) })
-	r.logf("%s submit %s: tenant %s, gpus %d [%d,%d] %q, prio %d, deadline %q, retries %v, limit %g, hold %v, after %v: %v",
-		a.name, v.ID, want.Tenant, s.GPUs, s.MinGPUs, s.MaxGPUs, s.GPUType, s.Priority, s.Deadline, ptrInt(s.MaxRetries), s.TimeLimitS, s.Hold, s.After, s.Command[1:])
+	r.logf("%s submit %s: tenant %s, gpus %d [%d,%d] %q, share %g mem %g mig %q type %q batch %d/%d/%d, prio %d, deadline %q, retries %v, limit %g, hold %v, after %v: %v",
+		a.name, v.ID, want.Tenant, s.GPUs, s.MinGPUs, s.MaxGPUs, s.GPUType, s.GPUShare, s.GPUMemGiB, s.MIG, s.JobType, s.BatchSize, s.MaxBatchSize, s.MaxLocalBsz,
+		s.Priority, s.Deadline, ptrInt(s.MaxRetries), s.TimeLimitS, s.Hold, s.After, s.Command[1:])
 }
 
 // depEnded says whether a dependency of s may have ended without
@@ -593,9 +771,28 @@ func (r *roTest) submitInvalid() {
 			s.Env = map[string]string{"TIDE_JOB_ID": "x"}
 			fields = append(fields, "env")
 		case 11:
-			s.EstimateS = -5
-			fields = append(fields, "estimate_s")
+			switch r.pick(4) {
+			case 0:
+				s.EstimateS = -5
+				fields = append(fields, "estimate_s")
+			case 1:
+				s.GPUs, s.MinGPUs, s.MaxGPUs, s.GPUShare, s.GPUMemGiB, s.MIG = 1, 0, 0, 1.5, 0, ""
+				fields = append(fields, "gpu_share")
+			case 2:
+				s.GPUs, s.MinGPUs, s.MaxGPUs, s.GPUShare, s.GPUMemGiB, s.MIG = 1, 0, 0, 0, 0, "5g.40gb"
+				fields = append(fields, "mig")
+			default:
+				// More memory than any GPU here has: checked against
+				// the server.
+				s.GPUs, s.MinGPUs, s.MaxGPUs, s.GPUShare, s.GPUMemGiB, s.MIG, static = 1, 0, 0, 0, 200, "", false
+				fields = append(fields, "gpu_mem_gib")
+			}
 		case 12:
+			if r.cfg.PairThroughputs != "" && r.pick(2) == 0 {
+				s.JobType, s.GPUShare, s.GPUMemGiB, s.MIG, static = "Z", 0, 0, "", false
+				fields = append(fields, "job_type")
+				break
+			}
 			s.Workdir = "relative/dir"
 			fields = append(fields, "workdir")
 		default:
@@ -800,7 +997,7 @@ func (r *roTest) jobOp(op string) {
 			j.requeues++
 			j.held, j.cancelled = hold, false
 		case status == http.StatusConflict:
-			if wasEnded && len(j.spec.After) == 0 && r.tenant(j.tenant) != nil {
+			if wasEnded && len(j.spec.After) == 0 && r.tenant(j.tenant) != nil && !(r.elastic() && isPart(&j.spec)) {
 				r.fail("requeue of %s, which was %s, refused: %v", j.id, j.obs.State, err)
 			}
 		case status == http.StatusTooManyRequests:
@@ -813,11 +1010,60 @@ func (r *roTest) jobOp(op string) {
 	}
 }
 
+// report sends a progress report for a job as its owner or the admin:
+// progress and what the goodput model learns from (step times on the
+// job's GPUs, gradient statistics), or a bad value, which is refused
+// naming it.
+func (r *roTest) report() {
+	j, a := r.target()
+	if j == nil {
+		return
+	}
+	if a.name != "admin" && a.name != j.tenant {
+		a = r.actors[0]
+		if o := r.tenant(j.tenant); o != nil && r.pick(2) == 0 {
+			a = o
+		}
+	}
+	replicas := 1
+	if j.obs != nil && len(j.obs.GPUs) > 0 {
+		replicas = len(j.obs.GPUs)
+	}
+	p := float64(r.pick(100)) / 100
+	rep := &api.Report{Progress: &p, StepTime: 0.02 + float64(r.pick(20))/100, Replicas: replicas, LocalBsz: 16 << r.pick(3),
+		GradSqr: 1, GradVar: float64(1 + r.pick(1000)), Message: fmt.Sprintf("step %d", r.step)}
+	rep.ComputeTime = rep.StepTime / 2
+	bad := r.pick(5) == 0
+	if bad {
+		p = 1.5
+	}
+	err := a.c.Report(r.ctx, j.id, rep)
+	r.logf("%s reports on %s (progress %g, step %gs on %d GPUs, local batch %d): %v", a.name, j.id, p, rep.StepTime, replicas, rep.LocalBsz, oneLine(err))
+	var e *api.Error
+	switch {
+	case err == nil && !bad:
+	case err == nil:
+		r.fail("a report of progress %g on %s: accepted", p, j.id)
+	case !errors.As(err, &e):
+		r.fail("report on %s: %v", j.id, err)
+	case e.Status == http.StatusBadRequest && bad && hasField(e, "progress"):
+	case e.Status == http.StatusConflict:
+		// Only once the job is over: a job held waiting is not.
+		if j.held && len(j.spec.After) == 0 && !j.cancelled && (j.obs == nil || !api.Terminal(j.obs.State)) {
+			r.fail("report on held job %s refused: %v", j.id, err)
+		}
+	default:
+		r.fail("report on %s (bad %v): %v", j.id, bad, err)
+	}
+}
+
 // read reads a job's detail, log or events, the usage or the cluster as
 // some actor and checks what it may see.
 func (r *roTest) read() {
 	a := r.actors[r.pick(len(r.actors))]
-	switch r.pick(3) {
+	switch r.pick(4) {
+	case 3:
+		r.listPages(a)
 	case 0:
 		u, err := a.c.Usage(r.ctx, time.Time{}, time.Time{})
 		r.logf("%s usage: %d jobs, %v", a.name, len(u.Jobs), oneLine(err))
@@ -863,13 +1109,73 @@ func (r *roTest) read() {
 	}
 }
 
+// listPages lists a's jobs a page at a time (limit, after, next), all of
+// them or those in some states: the pages together are a's jobs in
+// submission order, each once, each in a state asked for (as it was when
+// its page was read).
+func (r *roTest) listPages(a *roActor) {
+	limit := 1 + r.pick(4)
+	var states []string
+	if r.pick(2) == 0 {
+		for _, k := range r.rng.Perm(len(jobStatesAll))[:1+r.pick(2)] {
+			states = append(states, jobStatesAll[k])
+		}
+	}
+	var got []string
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if states != nil {
+		q.Set("state", strings.Join(states, ","))
+	}
+	for pages := 0; ; pages++ {
+		l, err := a.c.ListJobs(r.ctx, q)
+		if err != nil {
+			r.fail("%s lists jobs %v: %v", a.name, q, err)
+		}
+		if len(l.Jobs) > limit || pages > len(r.order)+1 {
+			r.fail("%s lists jobs %v: %d jobs on page %d", a.name, q, len(l.Jobs), pages)
+		}
+		for _, v := range l.Jobs {
+			if states != nil && !slices.Contains(states, v.State) {
+				r.fail("%s lists jobs in %v: %s is %s", a.name, states, v.ID, v.State)
+			}
+			got = append(got, v.ID)
+		}
+		if l.Next == "" {
+			break
+		}
+		q.Set("after", l.Next)
+	}
+	r.logf("%s lists its jobs %d a page, states %v: %d", a.name, limit, states, len(got))
+	var mine []string
+	for _, id := range r.order {
+		if a.name == "admin" || r.jobs[id].tenant == a.name {
+			mine = append(mine, id)
+		}
+	}
+	if states == nil && !slices.Equal(got, mine) {
+		r.fail("%s's pages of %d list %v; its jobs are %v", a.name, limit, got, mine)
+	}
+	for i, id := range got {
+		if !slices.Contains(mine, id) || (i > 0 && jobNum(id) <= jobNum(got[i-1])) {
+			r.fail("%s's pages of %d in %v list %v; its jobs are %v", a.name, limit, states, got, mine)
+		}
+	}
+}
+
 var jobStatesAll = []string{api.StatePending, api.StateRunning, api.StatePreempted, api.StateFinished, api.StateFailed, api.StateCancelled, api.StateDeclined}
 
-var gpujobLine = regexp.MustCompile(`(?m)^gpujob (\S+) attempt (\d+) gpus (\S*)$`)
+var gpujobLine = regexp.MustCompile(`(?m)^gpujob (\S+) attempt (\d+) gpus (\S*) n (\d*) share (\S*) batch (\d*) (\d*) (\d*)$`)
 
 // checkLog checks a job's log: only its own attempts, each on the GPUs
-// the job's view gives it (v: read after the log).
+// the job's view gives it (v: read after the log), told its GPU count,
+// its part of each GPU (a packed job half), and a batch that its GPUs,
+// local batch and accumulation steps make up, the one the API records,
+// within the spec's batch sizes.
 func (r *roTest) checkLog(id, log string, v *api.Job) {
+	spec, err := v.Spec.Job(id, 0)
+	if err != nil {
+		r.fail("job %s's spec: %v", id, err)
+	}
 	for _, m := range gpujobLine.FindAllStringSubmatch(log, -1) {
 		if m[1] != id {
 			r.fail("the log of %s holds a line of job %s: %q", id, m[1], m[0])
@@ -878,12 +1184,52 @@ func (r *roTest) checkLog(id, log string, v *api.Job) {
 		if n < 1 || n > len(v.Attempts) {
 			r.fail("the log of %s has attempt %d, the job %d attempts", id, n, len(v.Attempts))
 		}
+		att := v.Attempts[n-1]
 		var gs []string
-		for _, g := range v.Attempts[n-1].GPUs {
+		for _, g := range att.GPUs {
 			gs = append(gs, strconv.Itoa(g))
 		}
 		if got := strings.Join(gs, ","); got != m[3] {
 			r.fail("job %s attempt %d ran on CUDA_VISIBLE_DEVICES=%s, the API says GPUs %s", id, n, m[3], got)
+		}
+		if m[4] != strconv.Itoa(len(att.GPUs)) {
+			r.fail("job %s attempt %d on GPUs %v was told TIDE_GPUS=%s", id, n, att.GPUs, m[4])
+		}
+		switch share, _ := strconv.ParseFloat(m[5], 64); {
+		case spec.Fractional():
+			want, _ := spec.Demand(r.mem[att.GPUs[0]])
+			if math.Abs(share-want) > 1e-5 {
+				r.fail("job %s attempt %d, asking %+v of GPU %d, was told TIDE_GPU_SHARE=%q, want %g", id, n, v.Spec, att.GPUs[0], m[5], want)
+			}
+		case m[5] != "" && !(r.packedEver && m[5] == "0.5"):
+			r.fail("job %s attempt %d, a whole-GPU job (packing %v), was told TIDE_GPU_SHARE=%q", id, n, r.packedEver, m[5])
+		}
+		if v.Spec.BatchSize == 0 {
+			if m[6] != "" {
+				r.fail("job %s attempt %d, without a batch_size, was told TIDE_BATCH_SIZE=%s", id, n, m[6])
+			}
+			continue
+		}
+		b, _ := strconv.Atoi(m[6])
+		local, _ := strconv.Atoi(m[7])
+		accum, _ := strconv.Atoi(m[8])
+		// The batch is the spec's, or under a policy adapting batches up
+		// to max_batch_size, rounded up to whole passes of equal local
+		// batches.
+		hi := v.Spec.BatchSize
+		if r.adaptEver {
+			hi = max(hi, v.Spec.MaxBatchSize)
+		}
+		hi += len(att.GPUs)*(accum+1) - 1
+		switch {
+		case b != len(att.GPUs)*local*(accum+1):
+			r.fail("job %s attempt %d on %d GPUs: batch %d, local %d, %d accumulation steps", id, n, len(att.GPUs), b, local, accum)
+		case b < v.Spec.BatchSize || b > hi:
+			r.fail("job %s attempt %d: batch %d, want %d to %d (adapting policies %v)", id, n, b, v.Spec.BatchSize, hi, r.adaptEver)
+		case v.Spec.MaxLocalBsz > 0 && local > v.Spec.MaxLocalBsz:
+			r.fail("job %s attempt %d: local batch %d over max_local_bsz %d", id, n, local, v.Spec.MaxLocalBsz)
+		case att.BatchSize != b || att.LocalBsz != local || att.AccumSteps != accum:
+			r.fail("job %s attempt %d ran with batch %d/%d/%d, the API records %d/%d/%d", id, n, b, local, accum, att.BatchSize, att.LocalBsz, att.AccumSteps)
 		}
 	}
 }
@@ -1039,9 +1385,41 @@ func (r *roTest) deleteTenant() {
 
 // restart closes the server and starts another on the same database.
 func (r *roTest) restart() {
-	r.logf("restart")
 	r.ts.close(r.t)
+	switch n := r.pick(6); {
+	case n < 2:
+		// Another policy: the state the last one saved must not break it.
+		r.cfg.Policy = r.randomPolicy()
+	case n == 2:
+		// A policy tide serve refuses: the error says why, and the
+		// database is left for the next start.
+		bad := r.cfg
+		// (tiresias-gittins without dist=FILE learns from the jobs there
+		// are: refused only without any.)
+		bad.Policy = []string{"tiresias-gittins", "nosuch", "fifo:nosuchknob=1", "gavel-fifo:space_sharing=true"}[r.pick(4)]
+		if bad.Policy == "tiresias-gittins" && len(r.order) > 0 {
+			bad.Policy = "nosuch"
+		}
+		s, err := New(bad)
+		if err == nil {
+			_ = s.Close(r.ctx)
+			r.fail("tide serve started with --policy %s", bad.Policy)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "--policy") || !strings.Contains(msg, strings.SplitN(bad.Policy, ":", 2)[0]) {
+			r.fail("tide serve refused --policy %s with an error naming neither the flag nor the policy: %v", bad.Policy, err)
+		}
+		r.logf("--policy %s refused: %v", bad.Policy, oneLine(err))
+	}
+	r.logf("restart under %s", r.cfg.Policy)
+	r.packedEver = r.packedEver || r.packing()
+	r.adaptEver = r.adaptEver || r.adapts()
 	r.ts = startServer(r.t, r.cfg)
+	r.reconnect()
+}
+
+// reconnect points the actors' clients at the new server, whose rounds
+// apply the quotas afresh.
+func (r *roTest) reconnect() {
 	for _, a := range r.actors {
 		a.c = api.NewClient(r.ts.url, a.token)
 	}
@@ -1065,6 +1443,13 @@ func (r *roTest) check() {
 		r.fail("cluster: %v", err)
 	}
 	r.checkClusterView(admin, cl)
+	if cl.Rounds < r.rounds {
+		// A new server counts its rounds afresh.
+		for _, j := range r.jobs {
+			j.waitRound = -1
+		}
+	}
+	r.rounds = cl.Rounds
 	list, err := admin.c.ListJobs(r.ctx, nil)
 	if err != nil {
 		r.fail("list: %v", err)
@@ -1076,20 +1461,14 @@ func (r *roTest) check() {
 	if !slices.Equal(ids, r.order) {
 		r.fail("the admin lists jobs %v; accepted %v", ids, r.order)
 	}
-	held := map[int]string{} // CUDA index -> job
 	used := map[string]int{} // tenant -> GPUs
 	for i := range list.Jobs {
 		v := &list.Jobs[i]
 		j := r.jobs[v.ID]
 		r.checkJob(j, v, list)
-		for _, g := range v.GPUs {
-			if o, ok := held[g]; ok {
-				r.fail("GPU %d is held by %s and %s", g, o, v.ID)
-			}
-			held[g] = v.ID
-		}
 		used[v.Tenant] += len(v.GPUs)
 	}
+	r.checkSharing(list.Jobs, cl)
 	for i := range list.Jobs {
 		r.jobs[list.Jobs[i].ID].obs = &list.Jobs[i]
 	}
@@ -1121,6 +1500,91 @@ func (r *roTest) check() {
 	if data, err := os.ReadFile(filepath.Join(r.locks, "conflicts")); err == nil {
 		r.fail("two processes held a GPU at once:\n%s", data)
 	}
+}
+
+// checkSharing checks who holds each GPU, by the jobs' views: whole-GPU
+// jobs alone, or two of them packed where a packing policy ran, their
+// job types measured; or parts, their shares summing to at most the GPU
+// and their memory to at most its memory; never parts beside a whole-GPU
+// job. The cluster view lists the same holders, counting a GPU once.
+func (r *roTest) checkSharing(jobs []api.Job, cl *api.Cluster) {
+	type holders struct {
+		ids         []string
+		whole, frac int
+		share, mem  float64
+		types       []string
+	}
+	by := map[int]*holders{}
+	for i := range jobs {
+		v := &jobs[i]
+		j, err := v.Spec.Job(v.ID, 0)
+		if err != nil {
+			r.fail("job %s's spec: %v", v.ID, err)
+		}
+		for _, g := range v.GPUs {
+			h := by[g]
+			if h == nil {
+				h = &holders{}
+				by[g] = h
+			}
+			h.ids = append(h.ids, v.ID)
+			if !j.Fractional() {
+				h.whole++
+				h.types = append(h.types, v.Spec.JobType)
+				continue
+			}
+			share, mem := j.Demand(r.mem[g])
+			h.frac++
+			h.share += share
+			h.mem += mem
+		}
+	}
+	for g, h := range by {
+		switch {
+		case h.whole > 0 && h.frac > 0:
+			r.fail("GPU %d holds whole-GPU jobs and parts at once: %v", g, h.ids)
+		case h.whole > 2 || (h.whole == 2 && !r.packedEver):
+			r.fail("GPU %d is held by %v (packing: %v)", g, h.ids, r.packedEver)
+		case h.whole == 2 && (h.types[0] == "" || h.types[1] == ""):
+			r.fail("GPU %d packs %v, job types %q: a pair the file does not measure", g, h.ids, h.types)
+		case h.share > 1+1e-9 || h.mem > r.mem[g]+1e-9:
+			r.fail("GPU %d's parts (%v) sum to %.3g of its compute and %.3g GiB of its %.3g GiB", g, h.ids, h.share, h.mem, r.mem[g])
+		}
+	}
+	// The cluster read before and after the list: when both agree, the
+	// list, read between them, names the same holders.
+	after, err := r.actors[0].c.Cluster(r.ctx)
+	if err != nil {
+		r.fail("cluster: %v", err)
+	}
+	if !reflect.DeepEqual(holdersOf(cl), holdersOf(after)) {
+		return
+	}
+	for g, got := range holdersOf(cl) {
+		var want []string
+		if h := by[g]; h != nil {
+			want = h.ids
+		}
+		if !slices.Equal(got, want) {
+			r.fail("cluster: GPU %d held by %v, the jobs' views say %v", g, got, want)
+		}
+	}
+}
+
+// holdersOf is who holds each GPU in a cluster view, by CUDA index.
+func holdersOf(cl *api.Cluster) map[int][]string {
+	m := map[int][]string{}
+	for _, g := range cl.GPUs {
+		switch {
+		case len(g.Jobs) > 0:
+			m[g.Index] = g.Jobs
+		case g.Job != "":
+			m[g.Index] = []string{g.Job}
+		default:
+			m[g.Index] = nil
+		}
+	}
+	return m
 }
 
 // checkJob checks one job's view against the model and its last one.
@@ -1188,6 +1652,20 @@ func (r *roTest) checkJob(j *roJob, v *api.Job, list *api.JobList) {
 				r.fail("job %s started while its dependency %s is %s", v.ID, d, now.State)
 			}
 		}
+	}
+	// Why: a job a policy declined or that failed says so; one waiting
+	// through two rounds says what it waits for.
+	switch {
+	case v.State == api.StateDeclined && (v.Spec.Deadline == "" || !strings.Contains(v.Reason, "deadline")):
+		r.fail("job %s (deadline %q) declined with reason %q: want the deadline named", v.ID, v.Spec.Deadline, v.Reason)
+	case v.State == api.StateFailed && v.Reason == "":
+		r.fail("job %s failed without a reason", v.ID)
+	case v.State != api.StatePending && v.State != api.StatePreempted:
+		j.waitRound = -1
+	case j.waitRound < 0 || (j.obs != nil && (j.obs.State != v.State || j.obs.Requeues != v.Requeues)):
+		j.waitRound = r.rounds
+	case r.rounds >= j.waitRound+2 && v.Reason == "" && v.Waiting == "":
+		r.fail("job %s, %s (held %v) since round %d, is at round %d without a reason", v.ID, v.State, v.Held, j.waitRound, r.rounds)
 	}
 	o := j.obs
 	if v.Held && !api.Terminal(v.State) && (o == nil || !o.Held || o.Requeues != v.Requeues) {
@@ -1257,8 +1735,16 @@ func (r *roTest) checkClusterView(a *roActor, cl *api.Cluster) {
 		if r.types[g.Index] != g.Type {
 			r.fail("cluster: GPU %d of type %s, configured %s", g.Index, g.Type, r.types[g.Index])
 		}
-		if len(g.Jobs) > 1 {
-			r.fail("cluster: GPU %d shared by %v (no job asks for a part of one)", g.Index, g.Jobs)
+		if len(g.Jobs) > 0 && (g.Job != g.Jobs[0] || len(g.Jobs) == 1) {
+			r.fail("cluster: GPU %d: job %q, jobs %v: want jobs only when shared, job their first", g.Index, g.Job, g.Jobs)
+		}
+		for _, id := range g.Jobs {
+			if j := r.jobs[id]; id != "(other tenant)" && (j == nil || (a.name != "admin" && j.tenant != a.name)) {
+				r.fail("%s's cluster view shows GPU %d shared by %v (model %+v)", a.name, g.Index, g.Jobs, j)
+			}
+			if id == "(other tenant)" && a.name == "admin" {
+				r.fail("the admin's cluster view hides GPU %d's jobs %v", g.Index, g.Jobs)
+			}
 		}
 		if g.Job == "" {
 			continue
@@ -1305,13 +1791,34 @@ func (r *roTest) finish() {
 			r.fail("release of %s at the end: %v", id, err)
 		}
 	}
+	if r.elastic() && slices.ContainsFunc(r.order, func(id string) bool {
+		j := r.jobs[id]
+		return isPart(&j.spec) && !api.Terminal(j.obs.State)
+	}) {
+		// Parts wait under an elastic policy: back to one that runs them.
+		for r.elastic() {
+			r.cfg.Policy = r.randomPolicy()
+		}
+		r.ts.close(r.t)
+		r.logf("restart under %s, for the parts", r.cfg.Policy)
+		r.packedEver = r.packedEver || r.packing()
+		r.adaptEver = r.adaptEver || r.adapts()
+		r.ts = startServer(r.t, r.cfg)
+		r.reconnect()
+	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		r.check()
 		var open []string
 		for _, id := range r.order {
 			if v := r.jobs[id].obs; !api.Terminal(v.State) {
-				open = append(open, fmt.Sprintf("%s %s held %v waiting %q reason %q", id, v.State, v.Held, v.Waiting, v.Reason))
+				var evs []string
+				if es, err := admin.c.Events(r.ctx, id); err == nil {
+					for _, e := range es {
+						evs = append(evs, e.Kind+" "+e.Message)
+					}
+				}
+				open = append(open, fmt.Sprintf("%s %s held %v waiting %q reason %q; events:\n    %s", id, v.State, v.Held, v.Waiting, v.Reason, strings.Join(evs, "\n    ")))
 			}
 		}
 		if len(open) == 0 {
@@ -1350,6 +1857,7 @@ func (r *roTest) finish() {
 		r.checkEvents(id)
 	}
 	r.checkAttempts(views)
+	r.checkMPS(deadline)
 	states := map[string]int{}
 	for _, id := range r.order {
 		states[r.jobs[id].obs.State]++
@@ -1357,6 +1865,42 @@ func (r *roTest) finish() {
 	r.t.Logf("seed %d: %d jobs accepted, ended %v", r.seed, len(r.order), states)
 	if os.Getenv("TIDE_RANDOM_OPS_LOG") != "" {
 		r.t.Logf("steps:\n  %s", strings.Join(r.hist, "\n  "))
+	}
+}
+
+// checkMPS checks the stand-in MPS control program's calls once every
+// job has ended: on each GPU a daemon started and stopped in turn, each
+// one stopped by now.
+func (r *roTest) checkMPS(deadline time.Time) {
+	if r.mpsCalls == "" {
+		return
+	}
+	for {
+		b, err := os.ReadFile(r.mpsCalls)
+		if errors.Is(err, os.ErrNotExist) {
+			return // no GPU was shared
+		}
+		state := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			dev, what, _ := strings.Cut(l, " ")
+			if (what == "start") == (state[dev] == "start") {
+				r.fail("MPS control calls out of turn: %q after %q on GPU %s:\n%s", what, state[dev], dev, b)
+			}
+			state[dev] = what
+		}
+		var running []string
+		for dev, st := range state {
+			if st == "start" {
+				running = append(running, dev)
+			}
+		}
+		if len(running) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.fail("every job ended, the MPS daemons of GPUs %v still run:\n%s", running, b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -1401,6 +1945,9 @@ func (r *roTest) checkAttempts(views map[string]*api.Job) {
 		job        string
 		n          int
 		start, end time.Time
+		// shared: a part of a GPU; packable: a whole-GPU job a packing
+		// policy may pair (its job type measured).
+		shared, packable bool
 	}
 	byGPU := map[int][]span{}
 	for id, v := range views {
@@ -1412,15 +1959,28 @@ func (r *roTest) checkAttempts(views map[string]*api.Job) {
 				r.fail("job %s attempt %d: started %v, ended %v", id, a.N, a.Started, a.Ended)
 			}
 			for _, g := range a.GPUs {
-				byGPU[g] = append(byGPU[g], span{id, a.N, *a.Started, *a.Ended})
+				byGPU[g] = append(byGPU[g], span{id, a.N, *a.Started, *a.Ended, isPart(&v.Spec), r.packedEver && !isPart(&v.Spec) && v.Spec.JobType != ""})
 			}
 		}
 	}
 	for g, ss := range byGPU {
 		sort.Slice(ss, func(i, j int) bool { return ss[i].start.Before(ss[j].start) })
-		for i := 1; i < len(ss); i++ {
-			if p, c := ss[i-1], ss[i]; c.start.Before(p.end) {
+		// Parts overlap parts, and packable jobs packable ones (at most
+		// two at once), never anything else.
+		for i, c := range ss {
+			var beside []string
+			for _, p := range ss[:i] {
+				if !c.start.Before(p.end) {
+					continue
+				}
+				if (c.shared && p.shared) || (c.packable && p.packable) {
+					beside = append(beside, p.job)
+					continue
+				}
 				r.fail("GPU %d: job %s attempt %d started at %v, before job %s attempt %d ended at %v", g, c.job, c.n, c.start, p.job, p.n, p.end)
+			}
+			if c.packable && len(beside) > 1 {
+				r.fail("GPU %d: job %s attempt %d started at %v beside %v: more than a pair", g, c.job, c.n, c.start, beside)
 			}
 		}
 	}
