@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -790,7 +791,14 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 	s.lock()
 	out := api.Cluster{Policy: s.policyName, Placer: s.placerName, Total: s.cluster.TotalGPUs(),
 		Allocated: s.eng.Allocated(), Rounds: s.eng.Rounds()}
-	holders := make([][]string, s.cluster.TotalGPUs())
+	// Each GPU's holders in submission order (the engine's is queue
+	// order, where a requeued job comes after those queued before its
+	// requeue).
+	type holder struct {
+		seq  uint64
+		name string
+	}
+	holders := make([][]holder, s.cluster.TotalGPUs())
 	for _, st := range s.eng.Active() {
 		if len(st.GPUs) > 0 {
 			out.Running++
@@ -802,8 +810,12 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 		if p.admin || (lj != nil && lj.rec.Tenant == p.tenant) {
 			name = st.Job.ID
 		}
+		var seq uint64
+		if lj != nil {
+			seq = lj.rec.Seq
+		}
 		for _, g := range st.GPUs {
-			holders[g] = append(holders[g], name)
+			holders[g] = append(holders[g], holder{seq, name})
 		}
 	}
 	s.mu.Unlock()
@@ -815,9 +827,12 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request, p *princi
 		d := s.gpus[byIndex[dev]]
 		gpu := api.GPU{Index: d.Index, Name: d.Name, Type: d.Type, MemoryGiB: d.MemGiB}
 		if hs := holders[g]; len(hs) > 0 {
-			gpu.Job = hs[0]
+			slices.SortStableFunc(hs, func(a, b holder) int { return cmp.Compare(a.seq, b.seq) })
+			gpu.Job = hs[0].name
 			if len(hs) > 1 {
-				gpu.Jobs = hs
+				for _, h := range hs {
+					gpu.Jobs = append(gpu.Jobs, h.name)
+				}
 			}
 		}
 		out.GPUs = append(out.GPUs, gpu)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,4 +204,46 @@ func jobEvents(c *api.Client, id string) string {
 		fmt.Fprintf(&b, "  %s attempt %d %s: %s\n", ev.Time.Format("15:04:05.000"), ev.Attempt, ev.Kind, ev.Message)
 	}
 	return b.String()
+}
+
+// TestClusterSharersInSubmissionOrder: GET /v1/cluster lists the jobs
+// sharing a GPU in submission order, as docs/api.md says, the first as its
+// job. It listed them in queue order, where a job requeued comes after
+// those queued before its requeue: two halves of a GPU, the first
+// requeued, were listed second first (found by the random operations
+// search, seed 72).
+func TestClusterSharersInSubmissionOrder(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, t.TempDir())
+	gpus, err := localexec.Discover("fake:1:t4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GPUs = gpus
+	ts := startServer(t, cfg)
+	var ids []string
+	for range 2 {
+		s := countSpec(1, 2000, 10*time.Millisecond)
+		s.GPUShare = 0.5
+		ids = append(ids, submit(t, ts.admin, s).ID)
+	}
+	for _, id := range ids {
+		waitJob(t, ts.admin, id, 20*time.Second, "running", inState(api.StateRunning))
+	}
+	if _, err := ts.admin.Requeue(ctx, ids[0], false); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, ts.admin, ids[0], 20*time.Second, "running again", func(j *api.Job) bool { return j.State == api.StateRunning && j.Requeues == 1 })
+	cl, err := ts.admin.Cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cl.GPUs[0]; g.Job != ids[0] || !slices.Equal(g.Jobs, ids) {
+		t.Errorf("GPU 0 shared by job %q, jobs %v; want %s, %v (submission order)", g.Job, g.Jobs, ids[0], ids)
+	}
+	for _, id := range ids {
+		if _, err := ts.admin.Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
