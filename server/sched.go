@@ -329,7 +329,7 @@ func (s *Server) run(a *attempt) {
 	r := a.lj.rec
 	now := s.clk.Now()
 	ra := &r.Attempts[a.n-1]
-	ra.PID, ra.StartTicks, ra.Started = proc.PID(), proc.StartTicks(), now
+	ra.PID, ra.StartTicks, ra.Started, ra.MPS = proc.PID(), proc.StartTicks(), now, a.mpsHeld
 	if a.stop == "" {
 		ra.Phase = store.PhaseRunning
 	}

@@ -195,6 +195,12 @@ type Server struct {
 	// run on it together (share.go); mps runs their GPUs' MPS daemons.
 	sharing map[cluster.GPUID][]*attempt
 	mps     *localexec.MPS
+	// mpsOrphans are the GPUs whose daemon a recovered attempt, gone
+	// while the server was down, held (counted as held until recovery
+	// is done); mpsStops are the daemons' releases in flight, which
+	// Close waits for.
+	mpsOrphans []int
+	mpsStops   sync.WaitGroup
 	// pairs rates jobs packed in pairs (Config.PairThroughputs); nil when
 	// the engine runs one job per GPU (pack.go).
 	pairs *perf.Pairs
@@ -368,6 +374,12 @@ func (s *Server) setup() error {
 	for _, r := range recs {
 		s.recover(r)
 	}
+	// The daemons of attempts gone while the server was down go now,
+	// unless a re-adopted attempt holds them too.
+	for _, dev := range s.mpsOrphans {
+		s.releaseDev(dev)
+	}
+	s.mpsOrphans = nil
 	s.restorePolicyState()
 	s.addEvent(&store.Event{Kind: "server-start", Message: fmt.Sprintf("policy %s, %s, %d jobs recovered", s.policyName, s.cluster, len(recs))})
 	if err := s.commit(); err != nil {
@@ -530,9 +542,14 @@ func (s *Server) recover(r *store.Job) {
 				s.claim(att, g)
 			}
 			s.adoptMPS(att)
+			last.MPS = last.MPS || att.mpsHeld
 			if p := s.jobs[att.partner]; p != nil && p.att != nil && p.att.partner == "" {
 				p.att.partner = r.ID // adopted alone before this one joined it
 				s.adoptMPS(p.att)
+				if pl := p.rec.Last(); pl != nil {
+					pl.MPS = pl.MPS || p.att.mpsHeld
+					s.touch(p)
+				}
 			}
 			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
 			s.touch(lj)
@@ -550,6 +567,7 @@ func (s *Server) recover(r *store.Job) {
 		return
 	}
 	// The process is gone: how did it end?
+	s.orphanMPS(last)
 	code, known := localexec.ExitCode(s.exitFile(r.ID, last.N))
 	last.Phase, last.Ended = store.PhaseEnded, now
 	if known {
@@ -592,6 +610,7 @@ func (s *Server) recover(r *store.Job) {
 // gone and whose end does not count: it was being stopped, or its job is
 // over. Under mu.
 func (s *Server) endGone(lj *liveJob, a *store.Attempt, now float64) {
+	s.orphanMPS(a)
 	code, known := localexec.ExitCode(s.exitFile(lj.rec.ID, a.N))
 	a.Phase, a.Ended = store.PhaseEnded, now
 	if known {
@@ -635,6 +654,11 @@ func (s *Server) stopStray(lj *liveJob, a *store.Attempt, proc *localexec.Proc, 
 		if s.busy[g] == nil {
 			s.busy[g] = att
 		}
+	}
+	if a.MPS && len(a.Devices) == 1 && s.mps.Available() {
+		// Its daemon serves it until it is gone, then goes with it.
+		s.mps.Adopt(a.Devices[0])
+		att.mpsHeld = true
 	}
 	a.Phase, a.Stop, a.PID, a.StartTicks = store.PhaseStopping, "recovery", proc.PID(), proc.StartTicks()
 	s.touch(lj)
@@ -859,6 +883,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	if s.cfg.StopJobsOnExit {
 		s.running.Wait()
+		s.mpsStops.Wait() // a daemon left running would outlive its jobs
 		s.lock()
 		if err := s.commit(); err != nil {
 			errs = append(errs, err)

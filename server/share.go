@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/tide-sched/tide/cluster"
+	"github.com/tide-sched/tide/store"
 )
 
 // GPU sharing (docs/sharing.md): jobs that hold part of a GPU (fractional
@@ -122,10 +123,29 @@ func (s *Server) releaseMPS(a *attempt) {
 		return
 	}
 	a.mpsHeld = false
-	dev := a.devs[0]
+	s.releaseDev(a.devs[0])
+}
+
+// releaseDev lets go of one hold of GPU dev's daemon, stopping it when it
+// was the last (outside mu: that takes a moment; Close waits for it).
+func (s *Server) releaseDev(dev int) {
+	s.mpsStops.Add(1)
 	go func() {
+		defer s.mpsStops.Done()
 		if err := s.mps.Release(dev); err != nil {
 			s.log.Warn("MPS daemon", "gpu", dev, "err", err)
 		}
 	}()
+}
+
+// orphanMPS counts, for recovered attempt a whose process is gone, the
+// daemon it held, which the previous server left running: released once
+// recovery is done (mpsOrphans), it stops unless a re-adopted attempt
+// holds it too. Under mu, during recovery.
+func (s *Server) orphanMPS(a *store.Attempt) {
+	if a.MPS && a.Phase != store.PhaseEnded && len(a.Devices) == 1 && s.mps.Available() {
+		s.mps.Adopt(a.Devices[0])
+		s.mpsOrphans = append(s.mpsOrphans, a.Devices[0])
+		a.MPS = false
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,4 +247,60 @@ func TestClusterSharersInSubmissionOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestMPSDaemonAfterRestart: the MPS daemon a part held is stopped when
+// the part ends while tide serve is down (the next server finds it gone)
+// and when the server stops its jobs on exit (Close waits for the stop).
+// The next server knew only the daemons of the jobs it re-adopted: it left
+// the first running and started another on the same GPU for the next part
+// (the random operations search, seed 34); on exit the daemons' stops ran
+// after Close returned, so a tide serve process exited before them.
+func TestMPSDaemonAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg, calls := mpsConfig(t, dir, "fake:1:t4")
+	gate := filepath.Join(dir, "go")
+	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + gate + ` ]; do sleep 0.05; done`}
+	part := &api.JobSpec{Command: cmd, GPUs: 1, GPUShare: 0.5}
+
+	// The part ends while no server runs.
+	cfg.StopJobsOnExit = false
+	s1 := startServer(t, cfg)
+	id := submit(t, s1.admin, part).ID
+	j := waitJob(t, s1.admin, id, 20*time.Second, "launched", func(j *api.Job) bool {
+		_, err := os.Stat(filepath.Join(dir, id+".ran"))
+		return j.State == api.StateRunning && err == nil && len(j.Attempts) == 1 && j.Attempts[0].PID > 0
+	})
+	s1.close(t)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(j.Attempts[0].PID, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s's process %d did not end", id, j.Attempts[0].PID)
+		}
+	}
+	s2 := startServer(t, cfg)
+	waitJob(t, s2.admin, id, 20*time.Second, "finished", inState(api.StateFinished))
+	waitMPSStopped(t, calls, "0")
+	if err := os.Remove(gate); err != nil {
+		t.Fatal(err)
+	}
+	next := submit(t, s2.admin, part).ID
+	waitJob(t, s2.admin, next, 20*time.Second, "running", inState(api.StateRunning))
+	s2.close(t)
+
+	// The server stops its jobs on exit: the daemon is stopped by then.
+	cfg.StopJobsOnExit = true
+	s3 := startServer(t, cfg)
+	waitJob(t, s3.admin, next, 20*time.Second, "running", inState(api.StateRunning))
+	s3.close(t)
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); lines[len(lines)-1] != "0 quit" {
+		t.Errorf("tide serve stopped its jobs and exited; the MPS control calls end with %q, want the daemon stopped:\n%s", lines[len(lines)-1], b)
+	}
+	waitMPSStopped(t, calls, "0")
 }

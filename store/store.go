@@ -153,6 +153,10 @@ type Attempt struct {
 	Outcome    string  `json:"outcome,omitempty"` // see api.Attempt
 	// Stop is why tide is stopping it (preempt, resize, cancel, ...).
 	Stop string `json:"stop,omitempty"`
+	// MPS says the attempt holds its GPU's MPS daemon (started or
+	// adopted for it): a server that finds the attempt gone, or stops
+	// it, lets the daemon go.
+	MPS bool `json:"mps,omitempty"`
 	// The batch configuration the attempt was given, for jobs with a
 	// batch size (api.Attempt).
 	BatchSize  int `json:"batch_size,omitempty"`
