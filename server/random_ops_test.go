@@ -1312,6 +1312,17 @@ func quotaOf(l api.Limits) int {
 // rotate gives a tenant a new token: the old one stops working.
 func (r *roTest) rotate() {
 	a := r.actors[1+r.pick(len(r.actors)-1)]
+	if r.pick(3) == 0 {
+		// Revoked: no token works until the rotation.
+		v, err := r.actors[0].c.RevokeToken(r.ctx, a.name)
+		r.logf("admin revokes %s's token: %v", a.name, oneLine(err))
+		if err != nil || !v.Revoked {
+			r.fail("revoking %s's token: %+v %v", a.name, v, err)
+		}
+		if _, err := a.c.Jobs(r.ctx, ""); !isStatus(err, http.StatusUnauthorized) {
+			r.fail("%s's token after a revocation: %v", a.name, err)
+		}
+	}
 	t, err := r.actors[0].c.RotateToken(r.ctx, a.name)
 	r.logf("admin rotates %s's token: %v", a.name, oneLine(err))
 	if err != nil || t.Token == "" || t.Token == a.token {
