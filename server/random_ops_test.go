@@ -1434,6 +1434,11 @@ func (r *roTest) restart() {
 // reconnect points the actors' clients at the new server, whose rounds
 // apply the quotas afresh.
 func (r *roTest) reconnect() {
+	// A new server gives its reasons from its first round on, whatever
+	// round count it restored with the policy's state.
+	for _, j := range r.jobs {
+		j.waitRound = -1
+	}
 	for _, a := range r.actors {
 		a.c = api.NewClient(r.ts.url, a.token)
 	}
@@ -1457,12 +1462,6 @@ func (r *roTest) check() {
 		r.fail("cluster: %v", err)
 	}
 	r.checkClusterView(admin, cl)
-	if cl.Rounds < r.rounds {
-		// A new server counts its rounds afresh.
-		for _, j := range r.jobs {
-			j.waitRound = -1
-		}
-	}
 	r.rounds = cl.Rounds
 	list, err := admin.c.ListJobs(r.ctx, nil)
 	if err != nil {
