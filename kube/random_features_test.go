@@ -18,6 +18,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tide-sched/tide/kube/randsearch"
 )
 
 // The features of tide kube the random operations search turns on per
@@ -305,7 +307,7 @@ const rOddType = "L4X"
 // feature, and MIG slices, with the MIG feature.
 func (w *rworld) featureNode(n *corev1.Node) {
 	if w.feat.oddType && w.rng.Intn(3) == 0 {
-		n.Labels[rTypeLabel] = rOddType
+		n.Labels[randsearch.TypeLabel] = rOddType
 	}
 	if !w.feat.mig || w.rng.Intn(3) != 0 {
 		return
@@ -319,7 +321,7 @@ func (w *rworld) featureNode(n *corev1.Node) {
 // featureJob gives a new plain job a MIG slice per pod or a queue.
 func (w *rworld) featureJob(j *rjob) {
 	if w.feat.mig && j.share == 0 && w.rng.Intn(4) == 0 {
-		j.mig, j.gpus, j.typ = []string{"1g.10gb", "2g.20gb"}[w.rng.Intn(2)], 0, ""
+		j.mig, j.gpus, j.Type = []string{"1g.10gb", "2g.20gb"}[w.rng.Intn(2)], 0, ""
 	}
 	if w.feat.quota != nil {
 		j.tenant = []string{"qa", "qb", ""}[w.rng.Intn(3)]
@@ -380,29 +382,29 @@ func (w *rworld) submitTideJob() {
 	case rng.Intn(6) == 0:
 		j.share, j.maxW = []float64{0.25, 0.5}[rng.Intn(2)], j.size
 	case w.feat.pairs && rng.Intn(2) == 0:
-		j.jobType, j.gpus, j.typ, j.size, j.maxW = []string{"A", "B", "C"}[rng.Intn(3)], 1, "V100", 1, 1
+		j.jobType, j.gpus, j.Type, j.size, j.maxW = []string{"A", "B", "C"}[rng.Intn(3)], 1, "V100", 1, 1
 	default:
 		j.gpus = []int{1, 1, 2, 4}[rng.Intn(4)]
 	}
 	if rng.Intn(2) == 0 {
-		j.cpu = int64(rng.Intn(17)) * 1000
+		j.CPU = int64(rng.Intn(17)) * 1000
 	}
 	if rng.Intn(2) == 0 {
-		j.mem = int64(rng.Intn(65)) << 30
+		j.Mem = int64(rng.Intn(65)) << 30
 	}
-	if j.typ == "" && rng.Intn(4) == 0 {
-		j.typ = []string{"V100", "A100"}[rng.Intn(2)]
+	if j.Type == "" && rng.Intn(4) == 0 {
+		j.Type = []string{"V100", "A100"}[rng.Intn(2)]
 	}
 	switch rng.Intn(6) {
 	case 0:
-		j.pool = []string{"p1", "p2"}[rng.Intn(2)]
+		j.Pool = []string{"p1", "p2"}[rng.Intn(2)]
 	case 1:
-		j.notIn = []string{"p1", "p2"}[rng.Intn(2)]
+		j.NotIn = []string{"p1", "p2"}[rng.Intn(2)]
 	}
-	j.tolDed = rng.Intn(3) == 0
-	j.tolMaint = rng.Intn(3) == 0
+	j.TolDed = rng.Intn(3) == 0
+	j.TolMaint = rng.Intn(3) == 0
 	if rng.Intn(3) == 0 {
-		j.deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
+		j.Deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
 	}
 	if w.feat.quota != nil {
 		j.tenant = []string{"qa", "qb", ""}[rng.Intn(3)]
@@ -410,37 +412,19 @@ func (w *rworld) submitTideJob() {
 	j.key = "tidejob/ns/" + j.name
 	w.jobs[j.name] = j
 	c := corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}
-	if j.cpu > 0 {
-		c.Resources.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(j.cpu, resource.DecimalSI)
-	}
-	if j.mem > 0 {
-		c.Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(j.mem, resource.BinarySI)
-	}
-	spec := TideJobSpec{MinWorkers: j.size, MaxWorkers: j.maxW, GPUsPerWorker: max(j.gpus, 1), JobType: j.jobType, GPUType: j.typ,
+	spec := TideJobSpec{MinWorkers: j.size, MaxWorkers: j.maxW, GPUsPerWorker: max(j.gpus, 1), JobType: j.jobType, GPUType: j.Type,
 		Priority: int(j.prio), Queue: j.tenant, Duration: j.dur.String(),
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: "tide", Containers: []corev1.Container{c}}}}
 	if j.share > 0 {
 		spec.GPUFraction = fmt.Sprint(j.share)
 	}
-	if j.deadline > 0 {
-		d := metav1.NewTime(w.now.Add(j.deadline))
+	if j.Deadline > 0 {
+		d := metav1.NewTime(w.now.Add(j.Deadline))
 		spec.Deadline = &d
 	}
-	ps := &spec.Template.Spec
-	if j.pool != "" {
-		ps.NodeSelector = map[string]string{rPoolLabel: j.pool}
-	}
-	if j.notIn != "" {
-		ps.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: rPoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{j.notIn}}}}}}}}
-	}
-	if j.tolDed {
-		ps.Tolerations = append(ps.Tolerations, corev1.Toleration{Key: rDedicated, Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
-	}
-	if j.tolMaint {
-		ps.Tolerations = append(ps.Tolerations, corev1.Toleration{Key: rMaint, Operator: corev1.TolerationOpExists})
-	}
+	cons := j.Constraints
+	cons.Type = "" // the TideJob's GPUType
+	cons.Apply(&spec.Template.Spec)
 	w.uid++
 	w.feat.rv++
 	tj := &TideJob{TypeMeta: metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: "TideJob"},
@@ -452,7 +436,7 @@ func (w *rworld) submitTideJob() {
 	}
 	w.feat.tjs[j.name] = &unstructured.Unstructured{Object: obj}
 	w.logf("submit tidejob %s: %d..%d workers of %d GPUs/share %g type %q jobType %q, cpu %dm, mem %dGi, pool %q notIn %q, tol ded=%v maint=%v, prio %d, dur %s, deadline %s, queue %q",
-		j.name, j.size, j.maxW, j.gpus, j.share, j.typ, j.jobType, j.cpu, j.mem>>30, j.pool, j.notIn, j.tolDed, j.tolMaint, j.prio, j.dur, j.deadline, j.tenant)
+		j.name, j.size, j.maxW, j.gpus, j.share, j.Type, j.jobType, j.CPU, j.Mem>>30, j.Pool, j.NotIn, j.TolDed, j.TolMaint, j.prio, j.dur, j.Deadline, j.tenant)
 }
 
 // createWorker is the API server creating a worker pod tide made for a
@@ -612,7 +596,7 @@ func (w *rworld) servingRoom(p *corev1.Pod, node string, servingOnly bool) bool 
 	if !w.podRoom(node, servingOnly) {
 		return false
 	}
-	cpu := qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
+	cpu := randsearch.Qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
 	for name, q := range w.pods {
 		if q.Spec.NodeName != node || !live(q) || (servingOnly && w.podJob[name] != nil) {
 			continue
@@ -621,19 +605,19 @@ func (w *rworld) servingRoom(p *corev1.Pod, node string, servingOnly bool) bool 
 			return false
 		}
 		if j := w.podJob[name]; j != nil {
-			cpu += j.cpu
+			cpu += j.CPU
 		} else {
-			cpu += qty(q.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
+			cpu += randsearch.Qty(q.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
 		}
 	}
-	return cpu <= qty(w.nodes[node].Status.Allocatable, corev1.ResourceCPU)
+	return cpu <= randsearch.Qty(w.nodes[node].Status.Allocatable, corev1.ResourceCPU)
 }
 
 // servingNode: n is a node a serving pod p may go to, whoever holds its
 // GPUs: Ready, not cordoned, no NoSchedule or NoExecute taint (p
 // tolerates none), on p's site, lent (edge or inference), not taken back.
 func servingNode(p *corev1.Pod, n *corev1.Node) bool {
-	if !nodeReadyCond(n) || n.Spec.Unschedulable || n.Labels[DefaultSiteLabel] != p.Spec.NodeSelector[DefaultSiteLabel] {
+	if !randsearch.NodeReady(n) || n.Spec.Unschedulable || n.Labels[DefaultSiteLabel] != p.Spec.NodeSelector[DefaultSiteLabel] {
 		return false
 	}
 	if k := n.Labels[DefaultSiteKindLabel]; k != "edge" && k != "inference" {
@@ -659,7 +643,7 @@ func (w *rworld) podRoom(node string, servingOnly bool) bool {
 			k++
 		}
 	}
-	return k < qty(w.nodes[node].Status.Allocatable, corev1.ResourcePods)
+	return k < randsearch.Qty(w.nodes[node].Status.Allocatable, corev1.ResourcePods)
 }
 
 // gpusTaken is the GPUs the live pods bound to node hold (terminating ones
@@ -696,7 +680,7 @@ func (w *rworld) bindServing() {
 		}
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) && w.servingRoom(p, node, false) {
+			if servingNode(p, n) && randsearch.Qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, false) >= podGPUs(p) && w.servingRoom(p, node, false) {
 				p = p.DeepCopy()
 				p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning
 				w.pods[name] = p
@@ -785,7 +769,7 @@ func (w *rworld) checkFeatures() {
 		var could []string
 		for _, node := range sortedKeys(w.nodes) {
 			n := w.nodes[node]
-			if servingNode(p, n) && qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) && w.servingRoom(p, node, true) {
+			if servingNode(p, n) && randsearch.Qty(n.Status.Allocatable, GPUResource)-w.gpusTaken(node, true) >= podGPUs(p) && w.servingRoom(p, node, true) {
 				could = append(could, node)
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/tide-sched/tide/job"
+	"github.com/tide-sched/tide/kube/randsearch"
 )
 
 // TestRandomOperations drives a Scheduler with random operations on nodes
@@ -99,40 +100,41 @@ var elasticPolicies = map[string]bool{"afs": true, "aryl": true, "deepboot": tru
 // a node NotReady keeps its workers for NotReadyGrace).
 const partialGrace = 4
 
-// Labels and taints the random nodes carry.
+// The search's step and the host port its ports feature binds.
 const (
-	rTypeLabel = "nvidia.com/gpu.product"
-	rPoolLabel = "pool"
-	rDedicated = "dedicated" // NoSchedule
-	rMaint     = "maint"     // NoExecute
-	rSoft      = "soft"      // PreferNoSchedule: no constraint
-	rStep      = 10 * time.Second
-	rPort      = 8080 // the host port pods of the ports feature bind
+	rStep = 10 * time.Second
+	rPort = 8080 // the host port pods of the ports feature bind
 )
+
+// TestRandsearchNames: the names package randsearch restates (it
+// cannot import kube, whose tests import it) are kube's.
+func TestRandsearchNames(t *testing.T) {
+	for _, c := range []struct{ name, restated, kube string }{
+		{"GPUResource", string(randsearch.GPUResource), string(GPUResource)},
+		{"DefaultSiteLabel", randsearch.SiteLabel, DefaultSiteLabel},
+		{"DefaultSiteKindLabel", randsearch.SiteKindLabel, DefaultSiteKindLabel},
+	} {
+		if c.restated != c.kube {
+			t.Errorf("randsearch restates %s as %q; kube's is %q", c.name, c.restated, c.kube)
+		}
+	}
+}
 
 // rjob is a job the test submitted: every pod of it asks the same.
 type rjob struct {
-	name     string
-	key      string // the scheduler's workload key
-	size     int    // gang size
-	gang     bool   // annotated as a job (a single pod without it is a job alone)
-	gpus     int    // whole GPUs per pod (0 for a part)
-	share    float64
-	cpu, mem int64 // millicores and bytes per pod
-	typ      string
-	pool     string   // nodeSelector pool=...
-	in       []string // required affinity: pool In ...
-	notIn    string   // required affinity: pool NotIn ...
-	tolDed   bool
-	tolMaint bool
-	tolAll   bool
-	prio     int32
-	dur      time.Duration
-	deadline time.Duration // from submission; 0: none
-	made     int           // pods made so far
-	done     bool          // a pod succeeded or failed on its own
-	partial  int           // rounds in a row bound in part
-	pods     []string      // its pods' names, in the order they were made
+	name                   string
+	key                    string // the scheduler's workload key
+	size                   int    // gang size
+	gang                   bool   // annotated as a job (a single pod without it is a job alone)
+	gpus                   int    // whole GPUs per pod (0 for a part)
+	share                  float64
+	prio                   int32
+	dur                    time.Duration
+	randsearch.Constraints          // what each pod asks beyond its GPUs
+	made                   int      // pods made so far
+	done                   bool     // a pod succeeded or failed on its own
+	partial                int      // rounds in a row bound in part
+	pods                   []string // its pods' names, in the order they were made
 
 	// Features the search turns on per seed (random_features_test.go).
 	tide      bool                       // a TideJob: tide makes its workers; size is minWorkers
@@ -349,7 +351,7 @@ func (w *rworld) operate() {
 				n.Spec.Taints = nil
 				return "untainted"
 			}
-			n.Spec.Taints = []corev1.Taint{w.randomTaint()}
+			n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(w.rng)}
 			return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
 		})
 	case r < 18:
@@ -375,8 +377,8 @@ func (w *rworld) operate() {
 		})
 	case r < 25:
 		w.editNode("pool", func(n *corev1.Node) string {
-			n.Labels[rPoolLabel] = []string{"p1", "p2"}[w.rng.Intn(2)]
-			return "pool=" + n.Labels[rPoolLabel]
+			n.Labels[randsearch.PoolLabel] = []string{"p1", "p2"}[w.rng.Intn(2)]
+			return "pool=" + n.Labels[randsearch.PoolLabel]
 		})
 	case r < 40:
 		w.submit()
@@ -412,24 +414,14 @@ func (w *rworld) operate() {
 	}
 }
 
-func (w *rworld) randomTaint() corev1.Taint {
-	switch w.rng.Intn(3) {
-	case 0:
-		return corev1.Taint{Key: rDedicated, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
-	case 1:
-		return corev1.Taint{Key: rMaint, Effect: corev1.TaintEffectNoExecute}
-	}
-	return corev1.Taint{Key: rSoft, Effect: corev1.TaintEffectPreferNoSchedule}
-}
-
 func (w *rworld) addNode() {
 	name := fmt.Sprintf("n%d", w.nextNode)
 	w.nextNode++
 	rng := w.rng
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"kubernetes.io/hostname": name,
-		rTypeLabel:               w.nodeType(),
-		rPoolLabel:               []string{"p1", "p2"}[rng.Intn(2)],
+		randsearch.TypeLabel:     w.nodeType(),
+		randsearch.PoolLabel:     []string{"p1", "p2"}[rng.Intn(2)],
 	}}}
 	if w.sites {
 		switch rng.Intn(3) {
@@ -453,12 +445,12 @@ func (w *rworld) addNode() {
 	}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	if rng.Intn(4) == 0 {
-		n.Spec.Taints = []corev1.Taint{w.randomTaint()}
+		n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(w.rng)}
 	}
 	w.featureNode(n)
 	w.nodes[name] = n
 	w.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
-		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[rTypeLabel], n.Status.Allocatable.Cpu(),
+		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[randsearch.TypeLabel], n.Status.Allocatable.Cpu(),
 		n.Status.Allocatable.Memory(), pods, n.Labels, n.Spec.Taints)
 }
 
@@ -495,29 +487,7 @@ func (w *rworld) submit() {
 	} else {
 		j.gpus = []int{1, 1, 2, 2, 4, 8, 3, 6}[rng.Intn(8)]
 	}
-	if rng.Intn(2) == 0 {
-		j.cpu = int64(rng.Intn(17)) * 1000
-	}
-	if rng.Intn(2) == 0 {
-		j.mem = int64(rng.Intn(65)) << 30
-	}
-	if rng.Intn(4) == 0 {
-		j.typ = []string{"V100", "A100"}[rng.Intn(2)]
-	}
-	switch rng.Intn(8) {
-	case 0:
-		j.pool = []string{"p1", "p2"}[rng.Intn(2)]
-	case 1:
-		j.in = []string{[]string{"p1", "p2"}[rng.Intn(2)]}
-	case 2:
-		j.notIn = []string{"p1", "p2"}[rng.Intn(2)]
-	}
-	j.tolDed = rng.Intn(3) == 0
-	j.tolMaint = rng.Intn(3) == 0
-	j.tolAll = rng.Intn(20) == 0
-	if rng.Intn(3) == 0 {
-		j.deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
-	}
+	j.Constraints = randsearch.Draw(rng, true)
 	j.key = "pods/ns/" + j.name
 	if !j.gang {
 		j.key = "pods/ns/" + j.name + "-0"
@@ -528,8 +498,8 @@ func (w *rworld) submit() {
 	if j.size > 1 && rng.Intn(4) == 0 {
 		k = 1 + rng.Intn(j.size-1) // the rest come later (remake)
 	}
-	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g/mig %q, cpu %dm, mem %dGi, type %q, pool %q in %v notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s, queue %q, host port %v",
-		j.name, j.size, k, j.gpus, j.share, j.mig, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline, j.tenant, j.port)
+	w.logf("submit %s: %d pods (%d now) of %d GPUs/share %g/mig %q, cpu %dm, mem %dGi, type %q, pool %q in [%s] notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s, queue %q, host port %v",
+		j.name, j.size, k, j.gpus, j.share, j.mig, j.CPU, j.Mem>>30, j.Type, j.Pool, j.In, j.NotIn, j.TolDed, j.TolMaint, j.TolAll, j.prio, j.dur, j.Deadline, j.tenant, j.port)
 	for i := 0; i < k; i++ {
 		w.makePod(j)
 	}
@@ -550,49 +520,14 @@ func (w *rworld) makePod(j *rjob) {
 	} else if j.share > 0 {
 		p.Annotations[AnnotGPUFraction] = strconv.FormatFloat(j.share, 'g', -1, 64)
 	}
-	if j.cpu > 0 {
-		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(j.cpu, resource.DecimalSI)
-	}
-	if j.mem > 0 {
-		res.Requests[corev1.ResourceMemory] = *resource.NewQuantity(j.mem, resource.BinarySI)
-	}
 	if j.gang {
 		p.Annotations[AnnotJob] = j.name
 		p.Annotations[AnnotGangSize] = strconv.Itoa(j.size)
 	}
-	if j.deadline > 0 {
-		p.Annotations[AnnotDeadline] = w.now.Add(j.deadline).Format(time.RFC3339)
+	if j.Deadline > 0 {
+		p.Annotations[AnnotDeadline] = w.now.Add(j.Deadline).Format(time.RFC3339)
 	}
-	sel := map[string]string{}
-	if j.typ != "" {
-		sel[rTypeLabel] = j.typ
-	}
-	if j.pool != "" {
-		sel[rPoolLabel] = j.pool
-	}
-	if len(sel) > 0 {
-		p.Spec.NodeSelector = sel
-	}
-	var exprs []corev1.NodeSelectorRequirement
-	if len(j.in) > 0 {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpIn, Values: j.in})
-	}
-	if j.notIn != "" {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{j.notIn}})
-	}
-	if len(exprs) > 0 {
-		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
-	}
-	if j.tolDed {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: rDedicated, Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
-	}
-	if j.tolMaint {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: rMaint, Operator: corev1.TolerationOpExists})
-	}
-	if j.tolAll {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
-	}
+	j.Constraints.Apply(&p.Spec)
 	if j.mig != "" {
 		delete(res.Limits, GPUResource)
 		l := *resource.NewQuantity(1, resource.DecimalSI)
@@ -861,56 +796,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// tolerated: j tolerates taint t (the API's matching rules, written out).
-func (j *rjob) tolerated(t corev1.Taint) bool {
-	if t.Effect == corev1.TaintEffectPreferNoSchedule {
-		return true
-	}
-	if j.tolAll {
-		return true
-	}
-	switch t.Key {
-	case rDedicated:
-		return j.tolDed && t.Value == "gpu" && t.Effect == corev1.TaintEffectNoSchedule
-	case rMaint:
-		return j.tolMaint
-	}
-	return false
-}
-
 // allowed: a pod of j may run on n at all (labels and taints), and why not.
 func (j *rjob) allowed(n *corev1.Node) string {
-	for _, t := range n.Spec.Taints {
-		if !j.tolerated(t) {
-			return fmt.Sprintf("taint %v not tolerated", t)
-		}
+	if why := j.Untolerated(n); why != "" {
+		return why
 	}
-	pool := n.Labels[rPoolLabel]
-	switch {
-	case j.mig != "" && qty(n.Status.Allocatable, corev1.ResourceName(migPrefix+j.mig)) <= 0:
+	if j.mig != "" && randsearch.Qty(n.Status.Allocatable, corev1.ResourceName(migPrefix+j.mig)) <= 0 {
 		return "no MIG slices " + j.mig
-	case j.typ != "" && n.Labels[rTypeLabel] != j.typ:
-		return "GPU type " + n.Labels[rTypeLabel] + ", not " + j.typ
-	case j.pool != "" && pool != j.pool:
-		return "pool " + pool + " fails nodeSelector " + j.pool
-	case len(j.in) > 0 && pool != j.in[0]:
-		return "pool " + pool + " fails affinity In " + j.in[0]
-	case j.notIn != "" && pool == j.notIn:
-		return "pool " + pool + " fails affinity NotIn " + j.notIn
 	}
-	return ""
-}
-
-func nodeReadyCond(n *corev1.Node) bool {
-	return len(n.Status.Conditions) > 0 && n.Status.Conditions[0].Status == corev1.ConditionTrue
-}
-
-func qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
-	q := l[name]
-	if name == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
+	return j.Unselected(n)
 }
 
 // group is the set of nodes one job's workers may share: a GPU type on a
@@ -930,14 +824,10 @@ func (w *rworld) oneGroup(kind string, j *rjob, on []*corev1.Pod) {
 }
 
 func (w *rworld) group(j *rjob, n *corev1.Node) string {
-	g := n.Labels[rTypeLabel] + "/" + n.Labels[DefaultSiteLabel]
 	if j.mig != "" {
-		g = "mig-" + j.mig + "/" + n.Labels[DefaultSiteLabel] // slices are a GPU type of their own (mig.go)
+		return randsearch.Group(n, "mig-"+j.mig) // slices are a GPU type of their own (mig.go)
 	}
-	if n.Labels[DefaultSiteKindLabel] == "edge" {
-		g += "/" + n.Name
-	}
-	return g
+	return randsearch.Group(n, n.Labels[randsearch.TypeLabel])
 }
 
 // check checks the round just run.
@@ -951,7 +841,7 @@ func (w *rworld) check() {
 		switch {
 		case n == nil:
 			w.fail("pod %s bound to node %s, which does not exist", name, node)
-		case !nodeReadyCond(n):
+		case !randsearch.NodeReady(n):
 			w.fail("pod %s bound to node %s, which is NotReady", name, node)
 		case n.Spec.Unschedulable:
 			w.fail("pod %s bound to node %s, which is cordoned", name, node)
@@ -1030,12 +920,12 @@ func (w *rworld) checkRoom(node string) {
 		j := w.podJob[name]
 		if j == nil { // another scheduler's
 			gpus += podGPUs(p)
-			cpu += qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
+			cpu += randsearch.Qty(p.Spec.Containers[0].Resources.Requests, corev1.ResourceCPU)
 			continue
 		}
 		_, now := w.bound[name]
-		cpu += j.cpu
-		mem += j.mem
+		cpu += j.CPU
+		mem += j.Mem
 		if j.mig != "" {
 			slices[j.mig]++
 			takesSlices[j.mig] = takesSlices[j.mig] || now
@@ -1047,9 +937,9 @@ func (w *rworld) checkRoom(node string) {
 			continue
 		}
 		i, err := strconv.Atoi(p.Annotations[AnnotGPUIndex])
-		if err != nil || i < 0 || (now && int64(i) >= qty(alloc, GPUResource)) {
+		if err != nil || i < 0 || (now && int64(i) >= randsearch.Qty(alloc, GPUResource)) {
 			w.fail("%s %s bound to %s at GPU index %q, not one of its %d GPUs", map[bool]string{true: "part", false: "packable worker"}[j.share > 0],
-				name, node, p.Annotations[AnnotGPUIndex], qty(alloc, GPUResource))
+				name, node, p.Annotations[AnnotGPUIndex], randsearch.Qty(alloc, GPUResource))
 		}
 		if j.share > 0 {
 			shares[i] += j.share
@@ -1089,7 +979,7 @@ func (w *rworld) checkRoom(node string) {
 			indices++
 		}
 	}
-	if g := gpus + int64(indices); takesGPUs && g > qty(alloc, GPUResource) {
+	if g := gpus + int64(indices); takesGPUs && g > randsearch.Qty(alloc, GPUResource) {
 		var at []string
 		for _, name := range names {
 			if i, ok := w.pods[name].Annotations[AnnotGPUIndex]; ok {
@@ -1097,14 +987,14 @@ func (w *rworld) checkRoom(node string) {
 			}
 		}
 		w.fail("node %s: %d GPUs taken (%d whole, %d holding parts or pairs), %d allocatable (pods %v, GPU indices %v)\n%s",
-			node, g, gpus, indices, qty(alloc, GPUResource), names, at, w.engineState())
+			node, g, gpus, indices, randsearch.Qty(alloc, GPUResource), names, at, w.engineState())
 	}
 	for prof, k := range slices {
-		if a := qty(alloc, corev1.ResourceName(migPrefix+prof)); takesSlices[prof] && k > a {
+		if a := randsearch.Qty(alloc, corev1.ResourceName(migPrefix+prof)); takesSlices[prof] && k > a {
 			w.fail("node %s: %d MIG slices %s taken, %d allocatable (pods %v)", node, k, prof, a, names)
 		}
 	}
-	if cpu > qty(alloc, corev1.ResourceCPU) || mem > qty(alloc, corev1.ResourceMemory) || pods > qty(alloc, corev1.ResourcePods) {
+	if cpu > randsearch.Qty(alloc, corev1.ResourceCPU) || mem > randsearch.Qty(alloc, corev1.ResourceMemory) || pods > randsearch.Qty(alloc, corev1.ResourcePods) {
 		w.fail("node %s: pods ask for %dm CPU, %dGi memory, %d pods; allocatable %v (pods %v)", node, cpu, mem>>30, pods, alloc, names)
 	}
 }
@@ -1123,20 +1013,9 @@ func bindsPort(p *corev1.Pod) bool {
 
 // capacity is how many workers of j empty node n holds.
 func (j *rjob) capacity(n *corev1.Node) int64 {
-	alloc := n.Status.Allocatable
-	k := qty(alloc, corev1.ResourcePods)
+	k := j.Capacity(n.Status.Allocatable, GPUResource, int64(j.gpus))
 	if j.mig != "" {
-		k = min(k, qty(alloc, corev1.ResourceName(migPrefix+j.mig)))
-	} else if j.gpus > 0 {
-		k = min(k, qty(alloc, GPUResource)/int64(j.gpus))
-	} else {
-		k = min(k, qty(alloc, GPUResource)) // a job's parts go on distinct GPUs (engine.fitParts)
-	}
-	if j.cpu > 0 {
-		k = min(k, qty(alloc, corev1.ResourceCPU)/j.cpu)
-	}
-	if j.mem > 0 {
-		k = min(k, qty(alloc, corev1.ResourceMemory)/j.mem)
+		k = j.Capacity(n.Status.Allocatable, corev1.ResourceName(migPrefix+j.mig), 1)
 	}
 	if j.port {
 		k = min(k, 1)
@@ -1148,7 +1027,7 @@ func (j *rjob) capacity(n *corev1.Node) int64 {
 func (w *rworld) fitsEmpty(j *rjob) bool {
 	room := map[string]int64{}
 	for _, n := range w.nodes {
-		if !nodeReadyCond(n) || n.Spec.Unschedulable || j.allowed(n) != "" {
+		if !randsearch.NodeReady(n) || n.Spec.Unschedulable || j.allowed(n) != "" {
 			continue
 		}
 		g := w.group(j, n)
@@ -1199,9 +1078,9 @@ func (w *rworld) describe(j *rjob) string {
 			fmt.Fprintf(&b, "  tide sees %s: open %v lost %v used %v pods %d, why not: %q\n", name, st.open, st.lost, st.used, st.pods, why)
 		}
 		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v labels %v alloc gpu %d cpu %dm mem %dGi pods %d; group %q, allowed %q, holds %d; bound %v\n",
-			name, nodeReadyCond(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, qty(n.Status.Allocatable, GPUResource),
-			qty(n.Status.Allocatable, corev1.ResourceCPU), qty(n.Status.Allocatable, corev1.ResourceMemory)>>30,
-			qty(n.Status.Allocatable, corev1.ResourcePods), w.group(j, n), j.allowed(n), j.capacity(n), on)
+			name, randsearch.NodeReady(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, randsearch.Qty(n.Status.Allocatable, GPUResource),
+			randsearch.Qty(n.Status.Allocatable, corev1.ResourceCPU), randsearch.Qty(n.Status.Allocatable, corev1.ResourceMemory)>>30,
+			randsearch.Qty(n.Status.Allocatable, corev1.ResourcePods), w.group(j, n), j.allowed(n), j.capacity(n), on)
 	}
 	return b.String()
 }
@@ -1280,7 +1159,7 @@ func (w *rworld) quiet() {
 		if st != nil && st.State == job.Declined {
 			continue
 		}
-		if st != nil && j.deadline > 0 && strings.HasPrefix(st.Reason().Text, "held, not declined") {
+		if st != nil && j.Deadline > 0 && strings.HasPrefix(st.Reason().Text, "held, not declined") {
 			continue // tidal holds a deadline job it may still admit (when nodes it counts on come back)
 		}
 		if j.share > 0 && elasticPolicies[strings.Split(w.policy, ":")[0]] && strings.Contains(w.h.s.unsched[j.key], "is elastic") {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tide-sched/tide/kube"
+	"github.com/tide-sched/tide/kube/randsearch"
 )
 
 // TestKubeRandom is kube's random operations search (kube/random_ops_test.go)
@@ -125,39 +126,30 @@ var rElastic = map[string]bool{"afs": true, "aryl": true, "deepboot": true, "edg
 
 const (
 	rPartialSteps = 3 // settled steps a gang may stay bound in part
-	rTypeLabel    = "nvidia.com/gpu.product"
-	rPoolLabel    = "pool"
-	rDedicated    = "dedicated" // NoSchedule
-	rMaint        = "maint"     // NoExecute
-	rSoft         = "soft"      // PreferNoSchedule: no constraint
 	rFenceAnnot   = "tide-sched.io/random-fence"
 	rMaxPasses    = 12 // settle passes per step before checking anyway
 )
 
 // rjob is a job the test submitted: all its pods ask the same.
 type rjob struct {
-	name             string
-	size             int  // gang size (a TideJob's minWorkers)
-	maxW             int  // a TideJob's maxWorkers
-	gang             bool // annotated as a job
-	tide             bool // a TideJob: tide makes its workers
-	gpus             int  // whole GPUs per pod (0: a part)
-	share            float64
-	cpu, mem         int64 // millicores and bytes per pod
-	typ, pool, notIn string
-	in               string
-	tolDed, tolMaint bool
-	tolAll           bool
-	prio             int32
-	dur, deadline    time.Duration
-	made             int
-	done             bool // a pod ended on its own, or the TideJob was deleted
-	failed           bool // a pod failed on its own
-	gone             bool // a TideJob deleted
-	partial          int  // settled steps in a row bound in part
-	failedFor        int  // steps a failed TideJob kept live workers
-	rejects          int  // a TideJob's workers its kubelets rejected
-	rejectedAt       time.Time
+	name                   string
+	size                   int  // gang size (a TideJob's minWorkers)
+	maxW                   int  // a TideJob's maxWorkers
+	gang                   bool // annotated as a job
+	tide                   bool // a TideJob: tide makes its workers
+	gpus                   int  // whole GPUs per pod (0: a part)
+	share                  float64
+	prio                   int32
+	dur                    time.Duration
+	randsearch.Constraints // what each pod asks beyond its GPUs
+	made                   int
+	done                   bool // a pod ended on its own, or the TideJob was deleted
+	failed                 bool // a pod failed on its own
+	gone                   bool // a TideJob deleted
+	partial                int  // settled steps in a row bound in part
+	failedFor              int  // steps a failed TideJob kept live workers
+	rejects                int  // a TideJob's workers its kubelets rejected
+	rejectedAt             time.Time
 }
 
 // backingOff: j is a TideJob whose workers tide may not make again yet
@@ -531,7 +523,7 @@ func (k *krand) operate() {
 				n.Spec.Taints = nil
 				return "untainted"
 			}
-			n.Spec.Taints = []corev1.Taint{k.randomTaint()}
+			n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(k.rng)}
 			return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
 		})
 	case r < 17:
@@ -576,8 +568,8 @@ func (k *krand) operate() {
 		})
 	case r < 25:
 		k.editNode("pool", false, func(n *corev1.Node) string {
-			n.Labels[rPoolLabel] = []string{"p1", "p2"}[k.rng.Intn(2)]
-			return "pool=" + n.Labels[rPoolLabel]
+			n.Labels[randsearch.PoolLabel] = []string{"p1", "p2"}[k.rng.Intn(2)]
+			return "pool=" + n.Labels[randsearch.PoolLabel]
 		})
 	case r < 26:
 		k.drain()
@@ -617,16 +609,6 @@ func (k *krand) operate() {
 	}
 }
 
-func (k *krand) randomTaint() corev1.Taint {
-	switch k.rng.Intn(3) {
-	case 0:
-		return corev1.Taint{Key: rDedicated, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
-	case 1:
-		return corev1.Taint{Key: rMaint, Effect: corev1.TaintEffectNoExecute}
-	}
-	return corev1.Taint{Key: rSoft, Effect: corev1.TaintEffectPreferNoSchedule}
-}
-
 func (k *krand) addNode() {
 	name := fmt.Sprintf("rnd%d-n%d", k.seed, len(k.nodes))
 	k.nodes = append(k.nodes, name)
@@ -640,8 +622,8 @@ func (k *krand) makeNode(name string) {
 	rng := k.rng
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"kubernetes.io/hostname": name,
-		rTypeLabel:               k.nodeType(),
-		rPoolLabel:               []string{"p1", "p2"}[rng.Intn(2)],
+		randsearch.TypeLabel:     k.nodeType(),
+		randsearch.PoolLabel:     []string{"p1", "p2"}[rng.Intn(2)],
 	}}}
 	if k.sites {
 		switch rng.Intn(3) {
@@ -665,7 +647,7 @@ func (k *krand) makeNode(name string) {
 	}
 	var taints []corev1.Taint
 	if rng.Intn(4) == 0 {
-		taints = []corev1.Taint{k.randomTaint()}
+		taints = []corev1.Taint{randsearch.RandomTaint(k.rng)}
 	}
 	ctx := context.Background()
 	got, err := k.e.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
@@ -681,7 +663,7 @@ func (k *krand) makeNode(name string) {
 	})
 	k.update(name, false, func(n *corev1.Node) { n.Spec.Taints = taints })
 	k.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
-		alloc.Name(kube.GPUResource, resource.DecimalSI), n.Labels[rTypeLabel], alloc.Cpu(), alloc.Memory(), pods, n.Labels, taints)
+		alloc.Name(kube.GPUResource, resource.DecimalSI), n.Labels[randsearch.TypeLabel], alloc.Cpu(), alloc.Memory(), pods, n.Labels, taints)
 }
 
 func (k *krand) nodeType() string {
@@ -708,7 +690,7 @@ func (k *krand) update(name string, status bool, edit func(*corev1.Node)) {
 		got, err := write(context.Background(), n, metav1.UpdateOptions{})
 		if err == nil {
 			k.snaps[name] = append(k.snaps[name], got)
-			if _, was := k.notReady[name]; nodeReady(got) {
+			if _, was := k.notReady[name]; randsearch.NodeReady(got) {
 				delete(k.notReady, name)
 			} else if !was {
 				k.notReady[name] = time.Now()
@@ -784,46 +766,16 @@ func (k *krand) submit() {
 	} else {
 		j.gpus = []int{1, 1, 2, 2, 4, 8, 3, 6}[rng.Intn(8)]
 	}
-	k.constrain(j, true)
+	j.Constraints = randsearch.Draw(rng, true)
 	k.jobs[j.name] = j
 	n := j.size
 	if j.size > 1 && rng.Intn(4) == 0 {
 		n = 1 + rng.Intn(j.size-1) // the rest come later (remake)
 	}
 	k.logf("submit %s: %d pods (%d now) of %d GPUs/share %g, cpu %dm, mem %dGi, type %q, pool %q in %q notIn %q, tol ded=%v maint=%v all=%v, prio %d, dur %s, deadline %s",
-		j.name, j.size, n, j.gpus, j.share, j.cpu, j.mem>>30, j.typ, j.pool, j.in, j.notIn, j.tolDed, j.tolMaint, j.tolAll, j.prio, j.dur, j.deadline)
+		j.name, j.size, n, j.gpus, j.share, j.CPU, j.Mem>>30, j.Type, j.Pool, j.In, j.NotIn, j.TolDed, j.TolMaint, j.TolAll, j.prio, j.dur, j.Deadline)
 	for i := 0; i < n; i++ {
 		k.makePod(j)
-	}
-}
-
-// constrain draws what j asks beyond GPUs.
-func (k *krand) constrain(j *rjob, plain bool) {
-	rng := k.rng
-	if rng.Intn(2) == 0 {
-		j.cpu = int64(rng.Intn(17)) * 1000
-	}
-	if rng.Intn(2) == 0 {
-		j.mem = int64(rng.Intn(65)) << 30
-	}
-	if rng.Intn(4) == 0 {
-		j.typ = []string{"V100", "A100"}[rng.Intn(2)]
-	}
-	switch rng.Intn(8) {
-	case 0:
-		j.pool = []string{"p1", "p2"}[rng.Intn(2)]
-	case 1:
-		if plain {
-			j.in = []string{"p1", "p2"}[rng.Intn(2)]
-		}
-	case 2:
-		j.notIn = []string{"p1", "p2"}[rng.Intn(2)]
-	}
-	j.tolDed = rng.Intn(3) == 0
-	j.tolMaint = rng.Intn(3) == 0
-	j.tolAll = plain && rng.Intn(20) == 0
-	if rng.Intn(3) == 0 {
-		j.deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
 	}
 }
 
@@ -839,42 +791,11 @@ func (k *krand) podSpec(j *rjob) corev1.PodSpec {
 	if j.gpus > 0 && !j.tide {
 		res.Limits[kube.GPUResource] = *resource.NewQuantity(int64(j.gpus), resource.DecimalSI)
 	}
-	if j.cpu > 0 {
-		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(j.cpu, resource.DecimalSI)
+	c := j.Constraints
+	if j.tide {
+		c.Type = "" // the TideJob's GPUType
 	}
-	if j.mem > 0 {
-		res.Requests[corev1.ResourceMemory] = *resource.NewQuantity(j.mem, resource.BinarySI)
-	}
-	sel := map[string]string{}
-	if j.typ != "" && !j.tide {
-		sel[rTypeLabel] = j.typ
-	}
-	if j.pool != "" {
-		sel[rPoolLabel] = j.pool
-	}
-	if len(sel) > 0 {
-		spec.NodeSelector = sel
-	}
-	var exprs []corev1.NodeSelectorRequirement
-	if j.in != "" {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{j.in}})
-	}
-	if j.notIn != "" {
-		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: rPoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{j.notIn}})
-	}
-	if len(exprs) > 0 {
-		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
-	}
-	if j.tolDed {
-		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: rDedicated, Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
-	}
-	if j.tolMaint {
-		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: rMaint, Operator: corev1.TolerationOpExists})
-	}
-	if j.tolAll {
-		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
-	}
+	c.Apply(&spec)
 	return spec
 }
 
@@ -890,8 +811,8 @@ func (k *krand) makePod(j *rjob) {
 		p.Annotations[kube.AnnotJob] = j.name
 		p.Annotations[kube.AnnotGangSize] = strconv.Itoa(j.size)
 	}
-	if j.deadline > 0 {
-		p.Annotations[kube.AnnotDeadline] = k.clock.time().Add(j.deadline).Format(time.RFC3339)
+	if j.Deadline > 0 {
+		p.Annotations[kube.AnnotDeadline] = k.clock.time().Add(j.Deadline).Format(time.RFC3339)
 	}
 	if _, err := k.e.cs.CoreV1().Pods(k.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		k.t.Fatalf("creating pod %s: %v", name, err)
@@ -914,16 +835,16 @@ func (k *krand) submitTideJob() {
 	} else {
 		j.gpus = []int{1, 1, 2, 4}[rng.Intn(4)]
 	}
-	k.constrain(j, false)
+	j.Constraints = randsearch.Draw(rng, false)
 	k.jobs[j.name] = j
-	spec := kube.TideJobSpec{MinWorkers: j.size, MaxWorkers: j.maxW, GPUsPerWorker: max(j.gpus, 1), GPUType: j.typ,
+	spec := kube.TideJobSpec{MinWorkers: j.size, MaxWorkers: j.maxW, GPUsPerWorker: max(j.gpus, 1), GPUType: j.Type,
 		Priority: int(j.prio), Duration: j.dur.String(), Template: corev1.PodTemplateSpec{Spec: k.podSpec(j)}}
 	spec.Template.Spec.PriorityClassName = ""
 	if j.share > 0 {
 		spec.GPUFraction = fmt.Sprint(j.share)
 	}
-	if j.deadline > 0 {
-		d := metav1.NewTime(k.clock.time().Add(j.deadline))
+	if j.Deadline > 0 {
+		d := metav1.NewTime(k.clock.time().Add(j.Deadline))
 		spec.Deadline = &d
 	}
 	tj := &kube.TideJob{TypeMeta: metav1.TypeMeta{APIVersion: kube.Group + "/" + kube.Version, Kind: "TideJob"},
@@ -937,7 +858,7 @@ func (k *krand) submitTideJob() {
 	}
 	k.touched[j.name] = true
 	k.logf("submit tidejob %s: %d..%d workers of %d GPUs/share %g type %q, cpu %dm, mem %dGi, pool %q notIn %q, tol ded=%v maint=%v, prio %d, dur %s, deadline %s",
-		j.name, j.size, j.maxW, j.gpus, j.share, j.typ, j.cpu, j.mem>>30, j.pool, j.notIn, j.tolDed, j.tolMaint, j.prio, j.dur, j.deadline)
+		j.name, j.size, j.maxW, j.gpus, j.share, j.Type, j.CPU, j.Mem>>30, j.Pool, j.NotIn, j.TolDed, j.TolMaint, j.prio, j.dur, j.Deadline)
 }
 
 // deleteTideJob deletes a TideJob and, as the garbage collector would,
@@ -1139,7 +1060,7 @@ func (k *krand) kubelet(nodes map[string]*corev1.Node) bool {
 	ctx := context.Background()
 	for _, p := range k.serverPods() {
 		n := nodes[p.Spec.NodeName]
-		if n == nil || !nodeReady(n) {
+		if n == nil || !randsearch.NodeReady(n) {
 			continue
 		}
 		switch {
@@ -1167,15 +1088,6 @@ func (k *krand) kubelet(nodes map[string]*corev1.Node) bool {
 		}
 	}
 	return wrote
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // writeFences writes a new value on the fence pod and node and waits until
@@ -1240,67 +1152,6 @@ func (k *krand) settle() {
 	}
 }
 
-// tolerated: j tolerates taint t (the API's matching rules, written out).
-func (j *rjob) tolerated(t corev1.Taint) bool {
-	switch {
-	case t.Effect == corev1.TaintEffectPreferNoSchedule, j.tolAll:
-		return true
-	case t.Key == rDedicated:
-		return j.tolDed && t.Value == "gpu" && t.Effect == corev1.TaintEffectNoSchedule
-	case t.Key == rMaint:
-		return j.tolMaint
-	}
-	return false
-}
-
-// why says why a pod of j cannot run on node n ("": it can).
-func (j *rjob) why(n *corev1.Node) string {
-	switch {
-	case n == nil:
-		return "the node does not exist"
-	case !nodeReady(n):
-		return "the node is NotReady"
-	case n.Spec.Unschedulable:
-		return "the node is cordoned"
-	}
-	for _, t := range n.Spec.Taints {
-		if !j.tolerated(t) {
-			return fmt.Sprintf("taint %v not tolerated", t)
-		}
-	}
-	pool := n.Labels[rPoolLabel]
-	switch {
-	case j.typ != "" && !strings.EqualFold(n.Labels[rTypeLabel], j.typ):
-		return "GPU type " + n.Labels[rTypeLabel] + ", not " + j.typ
-	case j.pool != "" && pool != j.pool:
-		return "pool " + pool + " fails nodeSelector " + j.pool
-	case j.in != "" && pool != j.in:
-		return "pool " + pool + " fails affinity In " + j.in
-	case j.notIn != "" && pool == j.notIn:
-		return "pool " + pool + " fails affinity NotIn " + j.notIn
-	}
-	return ""
-}
-
-func qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
-	q := l[name]
-	if name == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
-// group is the set of nodes one job's workers may share: a GPU type on a
-// site, an edge server alone.
-func group(n *corev1.Node) string {
-	g := n.Labels[rTypeLabel] + "/" + n.Labels[kube.DefaultSiteLabel]
-	if n.Labels[kube.DefaultSiteKindLabel] == "edge" {
-		g += "/" + n.Name
-	}
-	return g
-}
-
-// check checks the step just settled.
 func (k *krand) check() {
 	k.t.Helper()
 	pods := k.serverPods()
@@ -1327,7 +1178,7 @@ func (k *krand) check() {
 		took[p.Spec.NodeName] = true
 		var whys []string
 		for _, n := range k.snaps[p.Spec.NodeName] {
-			why := j.why(n)
+			why := j.Why(n)
 			if why == "" {
 				whys = nil
 				break
@@ -1378,11 +1229,11 @@ func (k *krand) checkLost(pods []*corev1.Pod, nodes map[string]*corev1.Node) {
 			why = "was deleted"
 		case n.Spec.Unschedulable:
 			why = "is cordoned"
-		case !nodeReady(n) && time.Since(k.notReady[n.Name]) > grace:
+		case !randsearch.NodeReady(n) && time.Since(k.notReady[n.Name]) > grace:
 			why = fmt.Sprintf("has been NotReady for %v", time.Since(k.notReady[n.Name]).Round(time.Millisecond))
 		}
 		for _, t := range nodeTaints(n) {
-			if t.Effect == corev1.TaintEffectNoExecute && !strings.HasPrefix(t.Key, "node.kubernetes.io/") && !j.tolerated(t) {
+			if t.Effect == corev1.TaintEffectNoExecute && !strings.HasPrefix(t.Key, "node.kubernetes.io/") && !j.Tolerates(t) {
 				why = fmt.Sprintf("has taint %v", t)
 			}
 		}
@@ -1395,14 +1246,14 @@ func (k *krand) checkLost(pods []*corev1.Pod, nodes map[string]*corev1.Node) {
 			}
 			parts[n.Name][p.Annotations[kube.AnnotGPUIndex]] = true
 		} else {
-			held[n.Name] += qty(p.Spec.Containers[0].Resources.Limits, kube.GPUResource)
+			held[n.Name] += randsearch.Qty(p.Spec.Containers[0].Resources.Limits, kube.GPUResource)
 		}
 	}
 	// A node whose GPUs all went (allocatable 0: its device plugin gone)
 	// is left out of tide's view, its workers kept: not checked.
 	for name, n := range nodes {
-		if g, a := held[name]+int64(len(parts[name])), qty(n.Status.Allocatable, kube.GPUResource); nodeReady(n) && a > 0 && g > a {
-			k.fail("node %s: its live pods hold %d GPUs, %d allocatable, with tide settled", name, g, qty(n.Status.Allocatable, kube.GPUResource))
+		if g, a := held[name]+int64(len(parts[name])), randsearch.Qty(n.Status.Allocatable, kube.GPUResource); randsearch.NodeReady(n) && a > 0 && g > a {
+			k.fail("node %s: its live pods hold %d GPUs, %d allocatable, with tide settled", name, g, randsearch.Qty(n.Status.Allocatable, kube.GPUResource))
 		}
 	}
 }
@@ -1426,7 +1277,7 @@ func (k *krand) checkRoom(node string, pods []*corev1.Pod) {
 			continue
 		}
 		for _, r := range []corev1.ResourceName{kube.GPUResource, corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
-			alloc[r] = max(alloc[r], qty(n.Status.Allocatable, r))
+			alloc[r] = max(alloc[r], randsearch.Qty(n.Status.Allocatable, r))
 		}
 	}
 	var gpus, cpu, mem, count int64
@@ -1439,9 +1290,9 @@ func (k *krand) checkRoom(node string, pods []*corev1.Pod) {
 		names = append(names, p.Name)
 		count++
 		for _, c := range p.Spec.Containers {
-			cpu += qty(c.Resources.Requests, corev1.ResourceCPU)
-			mem += qty(c.Resources.Requests, corev1.ResourceMemory)
-			gpus += qty(c.Resources.Limits, kube.GPUResource)
+			cpu += randsearch.Qty(c.Resources.Requests, corev1.ResourceCPU)
+			mem += randsearch.Qty(c.Resources.Requests, corev1.ResourceMemory)
+			gpus += randsearch.Qty(c.Resources.Limits, kube.GPUResource)
 		}
 		// A part asks the device plugin for no GPU (a TideJob's worker
 		// carries no fraction annotation): its job says what it takes.
@@ -1482,7 +1333,7 @@ func (k *krand) checkGang(j *rjob, pods []*corev1.Pod, nodes map[string]*corev1.
 		if p.Spec.NodeName != "" {
 			on = append(on, p)
 			if n := nodes[p.Spec.NodeName]; n != nil {
-				groups[group(n)] = true
+				groups[randsearch.Group(n, n.Labels[randsearch.TypeLabel])] = true
 			}
 		}
 	}
@@ -1516,32 +1367,15 @@ func (k *krand) checkGang(j *rjob, pods []*corev1.Pod, nodes map[string]*corev1.
 	}
 }
 
-// capacity is how many pods of j empty node n holds.
-func (j *rjob) capacity(n *corev1.Node) int64 {
-	alloc := n.Status.Allocatable
-	c := qty(alloc, corev1.ResourcePods)
-	if j.gpus > 0 {
-		c = min(c, qty(alloc, kube.GPUResource)/int64(j.gpus))
-	} else {
-		c = min(c, qty(alloc, kube.GPUResource)) // a job's parts go on distinct GPUs
-	}
-	if j.cpu > 0 {
-		c = min(c, qty(alloc, corev1.ResourceCPU)/j.cpu)
-	}
-	if j.mem > 0 {
-		c = min(c, qty(alloc, corev1.ResourceMemory)/j.mem)
-	}
-	return c
-}
-
 // fits: j's gang fits on the usable nodes were they empty.
 func (k *krand) fits(j *rjob, nodes map[string]*corev1.Node) bool {
 	room := map[string]int64{}
 	for _, n := range nodes {
-		if j.why(n) != "" {
+		if j.Why(n) != "" {
 			continue
 		}
-		if room[group(n)] += j.capacity(n); room[group(n)] >= int64(j.size) {
+		g := randsearch.Group(n, n.Labels[randsearch.TypeLabel])
+		if room[g] += j.Capacity(n.Status.Allocatable, kube.GPUResource, int64(j.gpus)); room[g] >= int64(j.size) {
 			return true
 		}
 	}
@@ -1678,14 +1512,14 @@ func (k *krand) state() string {
 				on = append(on, fmt.Sprintf("%s(%s,deleting=%v)", p.Name, p.Status.Phase, p.DeletionTimestamp != nil))
 			}
 		}
-		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v gpus %d cpu %dm mem %dGi pods %d; holds %v\n", name, nodeReady(n), n.Spec.Unschedulable,
-			n.Spec.Taints, qty(n.Status.Allocatable, kube.GPUResource), qty(n.Status.Allocatable, corev1.ResourceCPU),
-			qty(n.Status.Allocatable, corev1.ResourceMemory)>>30, qty(n.Status.Allocatable, corev1.ResourcePods), on)
+		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v gpus %d cpu %dm mem %dGi pods %d; holds %v\n", name, randsearch.NodeReady(n), n.Spec.Unschedulable,
+			n.Spec.Taints, randsearch.Qty(n.Status.Allocatable, kube.GPUResource), randsearch.Qty(n.Status.Allocatable, corev1.ResourceCPU),
+			randsearch.Qty(n.Status.Allocatable, corev1.ResourceMemory)>>30, randsearch.Qty(n.Status.Allocatable, corev1.ResourcePods), on)
 	}
 	for _, name := range sortedKeys(k.jobs) {
 		if j := k.jobs[name]; !j.done {
 			fmt.Fprintf(&b, "  job %s (%d..%d of %d GPUs/share %g, cpu %dm, mem %dGi, prio %d): tide says %q\n", name, j.size, max(j.size, j.maxW),
-				j.gpus, j.share, j.cpu, j.mem>>30, j.prio, k.reason(j, pods))
+				j.gpus, j.share, j.CPU, j.Mem>>30, j.prio, k.reason(j, pods))
 		}
 	}
 	return b.String()
@@ -1710,7 +1544,7 @@ func (k *krand) describe(j *rjob) string {
 			}
 		}
 		fmt.Fprintf(&b, "  node %s: ready %v cordoned %v taints %v labels %v alloc %v; why not %q, holds %d; bound %v\n",
-			name, nodeReady(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, n.Status.Allocatable, j.why(n), j.capacity(n), on)
+			name, randsearch.NodeReady(n), n.Spec.Unschedulable, n.Spec.Taints, n.Labels, n.Status.Allocatable, j.Why(n), j.Capacity(n.Status.Allocatable, kube.GPUResource, int64(j.gpus)), on)
 	}
 	return b.String()
 }

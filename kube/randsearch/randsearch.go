@@ -1,0 +1,268 @@
+// Package randsearch holds what tide kube's two random operation searches
+// share: the one against an in-memory fake API (kube's
+// TestRandomOperations) and the one against a real kube-apiserver
+// (kubetest's TestKubeRandom). It draws what a job asks of a node beyond
+// its GPUs, writes that into a pod spec, and says, as the API's rules
+// would, where such a pod may run and how many of them an empty node
+// holds. The searches' invariant checks use it, so it must stay a plain
+// restatement of Kubernetes' matching rules, never a call into tide.
+//
+// Every draw takes the search's *rand.Rand and draws from it in a fixed
+// order: a seed's operation sequence depends on that order, so changing
+// what or in which order a function draws changes every seed's search.
+package randsearch
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The labels, taints and resource the searches' nodes carry.
+const (
+	TypeLabel = "nvidia.com/gpu.product" // a node's GPU type
+	PoolLabel = "pool"                   // a node's pool: "p1" or "p2"
+	Dedicated = "dedicated"              // a NoSchedule taint key, value "gpu"
+	Maint     = "maint"                  // a NoExecute taint key
+	Soft      = "soft"                   // a PreferNoSchedule taint key: no constraint
+)
+
+// GPUResource, SiteLabel and SiteKindLabel are kube's GPUResource,
+// DefaultSiteLabel and DefaultSiteKindLabel, restated because kube's own
+// tests import this package (its random search checks they agree).
+const (
+	GPUResource   corev1.ResourceName = "nvidia.com/gpu"
+	SiteLabel     string              = "tide-sched.io/site"
+	SiteKindLabel string              = "tide-sched.io/site-kind"
+)
+
+// Types and Pools are the GPU types and pools the searches draw from.
+var (
+	Types = []string{"V100", "A100"}
+	Pools = []string{"p1", "p2"}
+)
+
+// RandomTaint draws one of the three taints the searches put on nodes
+// (one draw).
+func RandomTaint(rng *rand.Rand) corev1.Taint {
+	switch rng.Intn(3) {
+	case 0:
+		return corev1.Taint{Key: Dedicated, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	case 1:
+		return corev1.Taint{Key: Maint, Effect: corev1.TaintEffectNoExecute}
+	}
+	return corev1.Taint{Key: Soft, Effect: corev1.TaintEffectPreferNoSchedule}
+}
+
+// Constraints is what every pod of a job asks beyond its GPUs. The zero
+// value asks nothing.
+type Constraints struct {
+	CPU, Mem int64  // requests per pod: millicores and bytes; 0: none
+	Type     string // nodeSelector on TypeLabel; "": any type
+	Pool     string // nodeSelector on PoolLabel
+	In       string // required node affinity: PoolLabel In [In]
+	NotIn    string // required node affinity: PoolLabel NotIn [NotIn]
+	TolDed   bool   // tolerates the Dedicated taint (value "gpu", NoSchedule)
+	TolMaint bool   // tolerates the Maint taint (any value and effect)
+	TolAll   bool   // tolerates every taint (the empty key, Exists)
+
+	// Deadline is how long after submission the job must end; 0: none.
+	Deadline time.Duration
+}
+
+// Draw draws a job's constraints. plain is a pod job; a TideJob's
+// (plain false) have neither an In affinity nor a toleration of all
+// taints, and draw the same number of times but for the last of those.
+func Draw(rng *rand.Rand, plain bool) Constraints {
+	var c Constraints
+	if rng.Intn(2) == 0 {
+		c.CPU = int64(rng.Intn(17)) * 1000
+	}
+	if rng.Intn(2) == 0 {
+		c.Mem = int64(rng.Intn(65)) << 30
+	}
+	if rng.Intn(4) == 0 {
+		c.Type = Types[rng.Intn(2)]
+	}
+	switch rng.Intn(8) {
+	case 0:
+		c.Pool = Pools[rng.Intn(2)]
+	case 1:
+		if plain {
+			c.In = Pools[rng.Intn(2)]
+		}
+	case 2:
+		c.NotIn = Pools[rng.Intn(2)]
+	}
+	c.TolDed = rng.Intn(3) == 0
+	c.TolMaint = rng.Intn(3) == 0
+	c.TolAll = plain && rng.Intn(20) == 0
+	if rng.Intn(3) == 0 {
+		c.Deadline = time.Duration(1+rng.Intn(20)) * 30 * time.Minute
+	}
+	return c
+}
+
+// Apply writes c into spec: CPU and memory requests on its first
+// container (which spec must have), nodeSelector, required node affinity
+// and tolerations. It replaces spec's nodeSelector and affinity when c
+// asks for them and appends to its tolerations; the deadline is the
+// caller's (an annotation or a TideJob field).
+func (c Constraints) Apply(spec *corev1.PodSpec) {
+	res := &spec.Containers[0].Resources
+	if res.Requests == nil && (c.CPU > 0 || c.Mem > 0) {
+		res.Requests = corev1.ResourceList{}
+	}
+	if c.CPU > 0 {
+		res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(c.CPU, resource.DecimalSI)
+	}
+	if c.Mem > 0 {
+		res.Requests[corev1.ResourceMemory] = *resource.NewQuantity(c.Mem, resource.BinarySI)
+	}
+	sel := map[string]string{}
+	if c.Type != "" {
+		sel[TypeLabel] = c.Type
+	}
+	if c.Pool != "" {
+		sel[PoolLabel] = c.Pool
+	}
+	if len(sel) > 0 {
+		spec.NodeSelector = sel
+	}
+	var exprs []corev1.NodeSelectorRequirement
+	if c.In != "" {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{c.In}})
+	}
+	if c.NotIn != "" {
+		exprs = append(exprs, corev1.NodeSelectorRequirement{Key: PoolLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{c.NotIn}})
+	}
+	if len(exprs) > 0 {
+		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
+	}
+	if c.TolDed {
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: Dedicated, Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule})
+	}
+	if c.TolMaint {
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: Maint, Operator: corev1.TolerationOpExists})
+	}
+	if c.TolAll {
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	}
+}
+
+// Tolerates: a pod asking c tolerates taint t (the API's matching rules
+// for the tolerations Apply writes, written out; PreferNoSchedule binds
+// nothing).
+func (c Constraints) Tolerates(t corev1.Taint) bool {
+	switch {
+	case t.Effect == corev1.TaintEffectPreferNoSchedule, c.TolAll:
+		return true
+	case t.Key == Dedicated:
+		return c.TolDed && t.Value == "gpu" && t.Effect == corev1.TaintEffectNoSchedule
+	case t.Key == Maint:
+		return c.TolMaint
+	}
+	return false
+}
+
+// Untolerated says which of n's taints a pod asking c does not tolerate
+// ("": none).
+func (c Constraints) Untolerated(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		if !c.Tolerates(t) {
+			return fmt.Sprintf("taint %v not tolerated", t)
+		}
+	}
+	return ""
+}
+
+// Unselected says which of c's nodeSelector and affinity terms n's labels
+// fail ("": none). GPU types match case-insensitively, as tide matches
+// them.
+func (c Constraints) Unselected(n *corev1.Node) string {
+	pool := n.Labels[PoolLabel]
+	switch {
+	case c.Type != "" && !strings.EqualFold(n.Labels[TypeLabel], c.Type):
+		return "GPU type " + n.Labels[TypeLabel] + ", not " + c.Type
+	case c.Pool != "" && pool != c.Pool:
+		return "pool " + pool + " fails nodeSelector " + c.Pool
+	case c.In != "" && pool != c.In:
+		return "pool " + pool + " fails affinity In " + c.In
+	case c.NotIn != "" && pool == c.NotIn:
+		return "pool " + pool + " fails affinity NotIn " + c.NotIn
+	}
+	return ""
+}
+
+// Why says why a new pod asking c may not run on node n ("": it may):
+// the node is gone (nil), NotReady or cordoned, or it fails
+// Untolerated or Unselected.
+func (c Constraints) Why(n *corev1.Node) string {
+	switch {
+	case n == nil:
+		return "the node does not exist"
+	case !NodeReady(n):
+		return "the node is NotReady"
+	case n.Spec.Unschedulable:
+		return "the node is cordoned"
+	}
+	if why := c.Untolerated(n); why != "" {
+		return why
+	}
+	return c.Unselected(n)
+}
+
+// NodeReady: n's Ready condition is True (false when it has none).
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Qty is l's amount of name: millicores for CPU, whole units (bytes,
+// GPUs, pods, slices) for the rest; 0 when l has none.
+func Qty(l corev1.ResourceList, name corev1.ResourceName) int64 {
+	q := l[name]
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// Capacity is how many pods asking c and per GPUs of resource gpu each
+// an empty node with allocatable alloc holds. per 0 is a part of a GPU:
+// a job's parts go on distinct GPUs, so one a GPU.
+func (c Constraints) Capacity(alloc corev1.ResourceList, gpu corev1.ResourceName, per int64) int64 {
+	k := Qty(alloc, corev1.ResourcePods)
+	if per > 0 {
+		k = min(k, Qty(alloc, gpu)/per)
+	} else {
+		k = min(k, Qty(alloc, gpu))
+	}
+	if c.CPU > 0 {
+		k = min(k, Qty(alloc, corev1.ResourceCPU)/c.CPU)
+	}
+	if c.Mem > 0 {
+		k = min(k, Qty(alloc, corev1.ResourceMemory)/c.Mem)
+	}
+	return k
+}
+
+// Group is the set of nodes one job's workers may share: typ (the
+// node's GPU type, or a MIG profile's) on n's site, an edge server
+// (site kind "edge") alone.
+func Group(n *corev1.Node, typ string) string {
+	g := typ + "/" + n.Labels[SiteLabel]
+	if n.Labels[SiteKindLabel] == "edge" {
+		g += "/" + n.Name
+	}
+	return g
+}
