@@ -341,19 +341,9 @@ func (w *rworld) operate() {
 			w.addNode()
 		}
 	case r < 12:
-		w.editNode("cordon", func(n *corev1.Node) string {
-			n.Spec.Unschedulable = !n.Spec.Unschedulable
-			return fmt.Sprintf("unschedulable=%v", n.Spec.Unschedulable)
-		})
+		w.editNode("cordon", randsearch.ToggleCordon)
 	case r < 16:
-		w.editNode("taint", func(n *corev1.Node) string {
-			if len(n.Spec.Taints) > 0 {
-				n.Spec.Taints = nil
-				return "untainted"
-			}
-			n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(w.rng)}
-			return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
-		})
+		w.editNode("taint", func(n *corev1.Node) string { return randsearch.ToggleTaint(w.rng, n) })
 	case r < 18:
 		if name := w.pick(w.nodeNames()); name != "" {
 			delete(w.nodes, name)
@@ -376,10 +366,7 @@ func (w *rworld) operate() {
 			return fmt.Sprintf("Ready=%s", c.Status)
 		})
 	case r < 25:
-		w.editNode("pool", func(n *corev1.Node) string {
-			n.Labels[randsearch.PoolLabel] = []string{"p1", "p2"}[w.rng.Intn(2)]
-			return "pool=" + n.Labels[randsearch.PoolLabel]
-		})
+		w.editNode("pool", func(n *corev1.Node) string { return randsearch.Repool(w.rng, n) })
 	case r < 40:
 		w.submit()
 	case r < 45:
@@ -417,41 +404,13 @@ func (w *rworld) operate() {
 func (w *rworld) addNode() {
 	name := fmt.Sprintf("n%d", w.nextNode)
 	w.nextNode++
-	rng := w.rng
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name,
-		randsearch.TypeLabel:     w.nodeType(),
-		randsearch.PoolLabel:     []string{"p1", "p2"}[rng.Intn(2)],
-	}}}
-	if w.sites {
-		switch rng.Intn(3) {
-		case 1:
-			if !w.noEdge {
-				n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "edge", "edge"
-			}
-		case 2:
-			n.Labels[DefaultSiteLabel], n.Labels[DefaultSiteKindLabel] = "infer", "inference"
-		}
-	}
-	pods := int64(110)
-	if rng.Intn(6) == 0 {
-		pods = int64(1 + rng.Intn(3))
-	}
-	n.Status.Allocatable = corev1.ResourceList{
-		GPUResource:           *resource.NewQuantity(int64(1+rng.Intn(8)), resource.DecimalSI),
-		corev1.ResourceCPU:    *resource.NewQuantity(int64([]int{8, 16, 32, 64}[rng.Intn(4)]), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(int64([]int{32, 64, 256}[rng.Intn(3)])<<30, resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
-	}
+	n := randsearch.NewNode(w.rng, name, w.nodeType(), w.sites, w.noEdge)
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if rng.Intn(4) == 0 {
-		n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(w.rng)}
-	}
 	w.featureNode(n)
 	w.nodes[name] = n
 	w.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
 		n.Status.Allocatable.Name(GPUResource, resource.DecimalSI), n.Labels[randsearch.TypeLabel], n.Status.Allocatable.Cpu(),
-		n.Status.Allocatable.Memory(), pods, n.Labels, n.Spec.Taints)
+		n.Status.Allocatable.Memory(), n.Status.Allocatable.Pods().Value(), n.Labels, n.Spec.Taints)
 }
 
 func (w *rworld) nodeType() string {

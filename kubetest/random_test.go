@@ -513,19 +513,9 @@ func (k *krand) operate() {
 			k.addNode()
 		}
 	case r < 11:
-		k.editNode("cordon", false, func(n *corev1.Node) string {
-			n.Spec.Unschedulable = !n.Spec.Unschedulable
-			return fmt.Sprintf("unschedulable=%v", n.Spec.Unschedulable)
-		})
+		k.editNode("cordon", false, randsearch.ToggleCordon)
 	case r < 15:
-		k.editNode("taint", false, func(n *corev1.Node) string {
-			if len(n.Spec.Taints) > 0 {
-				n.Spec.Taints = nil
-				return "untainted"
-			}
-			n.Spec.Taints = []corev1.Taint{randsearch.RandomTaint(k.rng)}
-			return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
-		})
+		k.editNode("taint", false, func(n *corev1.Node) string { return randsearch.ToggleTaint(k.rng, n) })
 	case r < 17:
 		// No pod garbage collector: its pods stay bound to the name.
 		if name := k.pick(k.aliveNodes()); name != "" {
@@ -567,10 +557,7 @@ func (k *krand) operate() {
 			return fmt.Sprintf("Ready=%s", c.Status)
 		})
 	case r < 25:
-		k.editNode("pool", false, func(n *corev1.Node) string {
-			n.Labels[randsearch.PoolLabel] = []string{"p1", "p2"}[k.rng.Intn(2)]
-			return "pool=" + n.Labels[randsearch.PoolLabel]
-		})
+		k.editNode("pool", false, func(n *corev1.Node) string { return randsearch.Repool(k.rng, n) })
 	case r < 26:
 		k.drain()
 	case r < 41:
@@ -619,36 +606,9 @@ func (k *krand) addNode() {
 // create, then its status), clears the not-ready taint admission put on
 // it, as the node lifecycle controller does, and gives it random taints.
 func (k *krand) makeNode(name string) {
-	rng := k.rng
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name,
-		randsearch.TypeLabel:     k.nodeType(),
-		randsearch.PoolLabel:     []string{"p1", "p2"}[rng.Intn(2)],
-	}}}
-	if k.sites {
-		switch rng.Intn(3) {
-		case 1:
-			if !k.noEdge {
-				n.Labels[kube.DefaultSiteLabel], n.Labels[kube.DefaultSiteKindLabel] = "edge", "edge"
-			}
-		case 2:
-			n.Labels[kube.DefaultSiteLabel], n.Labels[kube.DefaultSiteKindLabel] = "infer", "inference"
-		}
-	}
-	pods := int64(110)
-	if rng.Intn(6) == 0 {
-		pods = int64(1 + rng.Intn(3))
-	}
-	alloc := corev1.ResourceList{
-		kube.GPUResource:      *resource.NewQuantity(int64(1+rng.Intn(8)), resource.DecimalSI),
-		corev1.ResourceCPU:    *resource.NewQuantity(int64([]int{8, 16, 32, 64}[rng.Intn(4)]), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(int64([]int{32, 64, 256}[rng.Intn(3)])<<30, resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
-	}
-	var taints []corev1.Taint
-	if rng.Intn(4) == 0 {
-		taints = []corev1.Taint{randsearch.RandomTaint(k.rng)}
-	}
+	n := randsearch.NewNode(k.rng, name, k.nodeType(), k.sites, k.noEdge)
+	alloc, taints := n.Status.Allocatable, n.Spec.Taints
+	n.Status, n.Spec = corev1.NodeStatus{}, corev1.NodeSpec{}
 	ctx := context.Background()
 	got, err := k.e.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
@@ -663,7 +623,7 @@ func (k *krand) makeNode(name string) {
 	})
 	k.update(name, false, func(n *corev1.Node) { n.Spec.Taints = taints })
 	k.logf("add node %s: %s GPUs %s, cpu %s, mem %s, pods %d, labels %v, taints %v", name,
-		alloc.Name(kube.GPUResource, resource.DecimalSI), n.Labels[randsearch.TypeLabel], alloc.Cpu(), alloc.Memory(), pods, n.Labels, taints)
+		alloc.Name(kube.GPUResource, resource.DecimalSI), n.Labels[randsearch.TypeLabel], alloc.Cpu(), alloc.Memory(), alloc.Pods().Value(), n.Labels, taints)
 }
 
 func (k *krand) nodeType() string {

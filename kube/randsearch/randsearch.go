@@ -20,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The labels, taints and resource the searches' nodes carry.
@@ -265,4 +266,67 @@ func Group(n *corev1.Node, typ string) string {
 		g += "/" + n.Name
 	}
 	return g
+}
+
+// NewNode draws a node named name as the searches register it: labels
+// (hostname, GPU type typ, a pool and, with sites, one time in three an
+// edge site (none with noEdge) and one in three an inference site),
+// allocatable GPUs, CPU, memory and pods, and one time in four a
+// RandomTaint. It has no conditions: the caller makes it Ready as its
+// API server would. The caller draws typ first, so that draw comes
+// before NewNode's.
+func NewNode(rng *rand.Rand, name, typ string, sites, noEdge bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name,
+		TypeLabel:                typ,
+		PoolLabel:                Pools[rng.Intn(2)],
+	}}}
+	if sites {
+		switch rng.Intn(3) {
+		case 1:
+			if !noEdge {
+				n.Labels[SiteLabel], n.Labels[SiteKindLabel] = "edge", "edge"
+			}
+		case 2:
+			n.Labels[SiteLabel], n.Labels[SiteKindLabel] = "infer", "inference"
+		}
+	}
+	pods := int64(110)
+	if rng.Intn(6) == 0 {
+		pods = int64(1 + rng.Intn(3))
+	}
+	n.Status.Allocatable = corev1.ResourceList{
+		GPUResource:           *resource.NewQuantity(int64(1+rng.Intn(8)), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64([]int{8, 16, 32, 64}[rng.Intn(4)]), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64([]int{32, 64, 256}[rng.Intn(3)])<<30, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(pods, resource.DecimalSI),
+	}
+	if rng.Intn(4) == 0 {
+		n.Spec.Taints = []corev1.Taint{RandomTaint(rng)}
+	}
+	return n
+}
+
+// ToggleCordon cordons n, or uncordons it, and says which.
+func ToggleCordon(n *corev1.Node) string {
+	n.Spec.Unschedulable = !n.Spec.Unschedulable
+	return fmt.Sprintf("unschedulable=%v", n.Spec.Unschedulable)
+}
+
+// ToggleTaint clears n's taints, or when it has none gives it a
+// RandomTaint, and says which.
+func ToggleTaint(rng *rand.Rand, n *corev1.Node) string {
+	if len(n.Spec.Taints) > 0 {
+		n.Spec.Taints = nil
+		return "untainted"
+	}
+	n.Spec.Taints = []corev1.Taint{RandomTaint(rng)}
+	return fmt.Sprintf("tainted %v", n.Spec.Taints[0])
+}
+
+// Repool moves n to a pool drawn anew (maybe the one it is in) and says
+// which.
+func Repool(rng *rand.Rand, n *corev1.Node) string {
+	n.Labels[PoolLabel] = Pools[rng.Intn(2)]
+	return "pool=" + n.Labels[PoolLabel]
 }
