@@ -717,15 +717,9 @@ func (k *krand) drain() {
 // submit makes a job of plain pods and some or all of them.
 func (k *krand) submit() {
 	rng := k.rng
-	j := &rjob{name: fmt.Sprintf("j%d", k.nextJob), size: 1 + rng.Intn(4)*rng.Intn(2), prio: int32(rng.Intn(3) * 100),
-		dur: time.Duration(1+rng.Intn(30)) * 10 * time.Minute}
+	d := randsearch.DrawPodJob(rng)
+	j := &rjob{name: fmt.Sprintf("j%d", k.nextJob), size: d.Size, gang: d.Gang, gpus: d.GPUs, share: d.Share, prio: d.Prio, dur: d.Dur}
 	k.nextJob++
-	j.gang = j.size > 1 || rng.Intn(2) == 0
-	if rng.Intn(6) == 0 {
-		j.share = []float64{0.25, 0.5, 0.75}[rng.Intn(3)]
-	} else {
-		j.gpus = []int{1, 1, 2, 2, 4, 8, 3, 6}[rng.Intn(8)]
-	}
 	j.Constraints = randsearch.Draw(rng, true)
 	k.jobs[j.name] = j
 	n := j.size

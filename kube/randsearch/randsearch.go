@@ -59,6 +59,30 @@ func RandomTaint(rng *rand.Rand) corev1.Taint {
 	return corev1.Taint{Key: Soft, Effect: corev1.TaintEffectPreferNoSchedule}
 }
 
+// PodJob is a job of plain pods as the searches draw it, but for its
+// Constraints.
+type PodJob struct {
+	Size  int           // pods; above 1 a gang
+	Gang  bool          // annotated as a job (always when Size > 1)
+	GPUs  int           // whole GPUs per pod; 0 with a Share
+	Share float64       // a part of a GPU per pod; 0 with GPUs
+	Prio  int32         // its priority class's value: 0, 100 or 200
+	Dur   time.Duration // how long each pod runs
+}
+
+// DrawPodJob draws a PodJob (before its Constraints: the searches call
+// Draw after it).
+func DrawPodJob(rng *rand.Rand) PodJob {
+	j := PodJob{Size: 1 + rng.Intn(4)*rng.Intn(2), Prio: int32(rng.Intn(3) * 100), Dur: time.Duration(1+rng.Intn(30)) * 10 * time.Minute}
+	j.Gang = j.Size > 1 || rng.Intn(2) == 0
+	if rng.Intn(6) == 0 {
+		j.Share = []float64{0.25, 0.5, 0.75}[rng.Intn(3)]
+	} else {
+		j.GPUs = []int{1, 1, 2, 2, 4, 8, 3, 6}[rng.Intn(8)]
+	}
+	return j
+}
+
 // Constraints is what every pod of a job asks beyond its GPUs. The zero
 // value asks nothing.
 type Constraints struct {
