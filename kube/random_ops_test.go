@@ -44,7 +44,8 @@ import (
 //     declined it (a deadline it cannot meet).
 //
 // The expectations are modelled here from the pods' and nodes' specs, not
-// read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200", or "300-400")
+// read from the scheduler. TIDE_KUBE_RANDOM_SEEDS ("200": seeds 1
+// to 200, or "300-400")
 // and TIDE_KUBE_RANDOM_STEPS search more; TIDE_KUBE_RANDOM_LOG=1 prints
 // a failing seed's whole log, not its last 60 operations;
 // TIDE_KUBE_RANDOM_DUMP=DIR writes each seed's whole log to DIR/SEED.log

@@ -63,9 +63,12 @@ import (
 // nodes re-registered under a name pods are still bound to, evictions
 // through the API, TideJobs through the CRD and their status subresource.
 //
-// The operations of a seed are the same every run (they draw only on the
-// seed's generator and the test's own record); what tide does meanwhile
-// may differ with timing. TIDE_KUBETEST_RANDOM_SEEDS ("5", or "300-340")
+// The operations of a seed draw only on the seed's generator and the
+// test's own record, but what tide does meanwhile may differ with timing,
+// and so may the names of a TideJob's workers (the API server draws them):
+// an operation that picks one of them can pick another worker in another
+// run, and the steps after it differ. TIDE_KUBETEST_RANDOM_SEEDS ("5":
+// seed 5 alone, or "300-340")
 // and TIDE_KUBETEST_RANDOM_STEPS search more; TIDE_KUBETEST_RANDOM_LOG=1
 // prints a failing seed's whole operation log and tide's log, not their
 // tails (TIDE_KUBETEST_RANDOM_DEBUG=1: tide's debug log too);
