@@ -107,9 +107,17 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 		if len(blocked) > 0 {
 			onGPUs := placeTrial(s, free, held, plan.Run)
+			// Also tried on any node: the nodes the policy named for a
+			// job (a.Nodes) may lack GPUs this round and have them the
+			// next, and the job, left out for its constraints only
+			// where they had them, was planned without one round and
+			// with the next: the jobs planned beside it flipped with
+			// it (see loose).
+			anyGPUs, anyRoom := loose(s, pl, free, held, plan.Run, blocked)
 			k := 0
 			for _, id := range blocked {
-				if onGPUs[id] != nil || (valid(run(id)) && free.Place(s.Cluster, nil, []engine.Assignment{run(id)})[id] == nil) {
+				if onGPUs[id] != nil || (anyGPUs[id] != nil && anyRoom[id] == nil) ||
+					(valid(run(id)) && free.Place(s.Cluster, nil, []engine.Assignment{run(id)})[id] == nil) {
 					blocked[k] = id
 					k++
 				}
@@ -193,6 +201,35 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 		}
 	}
 	return plan
+}
+
+// loose places run on trial with the nodes the policy named for the
+// jobs in ids (waiting jobs the trial left out) forgotten, on GPUs alone
+// (free) and as the nodes can take them (pl). A job the first places and
+// the second does not is one no node can take now, whatever the policy's
+// choice of node. Judged on the nodes the policy named alone, such a job
+// (a TideJob whose selector matches only nodes other jobs fill) counted
+// as left out for lack of
+// GPUs when they were full, and was kept in the plan; when they had room,
+// it was planned without, and the policy, planning without it, moved the
+// others: EdgeFlow, asked without it, preempted a pod it had just started
+// and grew an elastic TideJob onto that pod's node, then, asked with it,
+// shrank the TideJob for the pod again, tide evicting and binding the
+// TideJob's workers some 20 times a second (kubetest's random search,
+// seed 303 under edgeflow).
+func loose(s *engine.Snapshot, pl, free engine.Placer, held map[string][]cluster.GPUID, run []engine.Assignment, ids []string) (onGPUs, onRoom map[string][]cluster.GPUID) {
+	untied := slices.Clone(run)
+	changed := false
+	for i, a := range untied {
+		if a.Nodes != nil && slices.Contains(ids, a.Job) {
+			untied[i].Nodes = nil
+			changed = true
+		}
+	}
+	if !changed {
+		return nil, nil
+	}
+	return placeTrial(s, free, held, untied), placeTrial(s, pl, held, untied)
 }
 
 // retype moves the blocked jobs of run (waiting jobs no node of their

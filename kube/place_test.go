@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -534,6 +535,67 @@ func TestRunningJobKeptOffTypeItCannotUse(t *testing.T) {
 			}
 			if got := h.where()["p"]; got != "v" {
 				t.Errorf("p on %q, want v", got)
+			}
+		})
+	}
+}
+
+// TestBlockedWhateverNodeNamed: a waiting pod whose selector matches
+// only a node another pod fills is planned without, with the reason that
+// no node can take it now, whichever node the policy names for it: one
+// with its GPUs free, or one a third pod fills. Judged on the named node alone, it was
+// taken for one waiting on GPUs when that node was full, kept in the plan,
+// and planned without when it was not: EdgeFlow named a full node for it
+// one round and an empty one the next, its plan without the pod differed
+// from its plan with it, and tide shrank an elastic TideJob to start a pod
+// and grew it back over that pod's node, round after round (kubetest's
+// random search, seed 303 under edgeflow).
+func TestBlockedWhateverNodeNamed(t *testing.T) {
+	for _, full := range []bool{true, false} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			h := newHarness(t, "fifo")
+			wp := h.s.pol.(workerPolicy)
+			wp.inner = planFunc{wp.inner, func(s *engine.Snapshot) engine.Plan {
+				var plan engine.Plan
+				on := -1 // the node r runs on
+				for _, st := range s.Jobs {
+					if st.Job.ID == "pods/ns/r" && len(st.GPUs) > 0 {
+						on = s.Cluster.NodeOf(st.GPUs[0]).ID
+					}
+				}
+				for _, st := range s.Jobs {
+					switch id := st.Job.ID; {
+					case id == "pods/ns/r" || id == "pods/ns/s":
+						plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 4})
+					case id == "pods/ns/q" && on >= 0:
+						node := on
+						if !full {
+							node = slices.IndexFunc(s.Cluster.Nodes, func(n cluster.Node) bool { return n.Name != "c" && n.ID != on })
+						}
+						plan.Run = append(plan.Run, engine.Assignment{Job: id, GPUs: 2, Nodes: []engine.NodeGPUs{{Node: node, GPUs: 2}}})
+					}
+				}
+				return plan
+			}}
+			h.s.pol = wp
+			h.node("a", 4)
+			h.node("b", 4)
+			h.node("c", 4, func(n *corev1.Node) { n.Labels["pool"] = "p1" })
+			p1 := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "p1"} }
+			h.pod("r", 4, func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "a"} })
+			h.pod("s", 4, p1)
+			h.pod("q", 2, p1)
+			h.round()
+			if w := h.where(); w["r"] != "a" || w["s"] != "c" {
+				t.Fatalf("bound %v, want r on a and s on c", w)
+			}
+			h.round()
+			st := h.s.eng.Job(h.s.ids["pods/ns/q"])
+			if st == nil {
+				t.Fatal("q unknown to the engine")
+			}
+			if want := "no node can take its workers now"; !strings.Contains(st.Reason().Text, want) {
+				t.Errorf("q waits for %q, want a reason with %q", st.Reason().Text, want)
 			}
 		})
 	}
