@@ -209,10 +209,9 @@ func (p workerPolicy) Schedule(s *engine.Snapshot) engine.Plan {
 // the second does not is one no node can take now, whatever the policy's
 // choice of node. Judged on the nodes the policy named alone, such a job
 // (a TideJob whose selector matches only nodes other jobs fill) counted
-// as left out for lack of
-// GPUs when they were full, and was kept in the plan; when they had room,
-// it was planned without, and the policy, planning without it, moved the
-// others: EdgeFlow, asked without it, preempted a pod it had just started
+// as left out for lack of GPUs when they were full, and was kept in the
+// plan; when they had room, it was planned without, and the policy,
+// planning without it, moved the others: EdgeFlow, asked without it, preempted a pod it had just started
 // and grew an elastic TideJob onto that pod's node, then, asked with it,
 // shrank the TideJob for the pod again, tide evicting and binding the
 // TideJob's workers some 20 times a second (kubetest's random search,
