@@ -1450,14 +1450,23 @@ func (s *Scheduler) evictLost(calls *calls, v *view) {
 // noGPUs is a round on a cluster none of whose nodes has GPUs to plan
 // with (every GPU node cordoned, NotReady, deleted or emptied): no job is
 // placed, but the workers lost with their nodes are evicted, the gangs
-// short of a pod released and the TideJobs that ended written so, as in
-// any round. The round used to end there:
+// short of a pod released (a plain gang short of pods, a TideJob short of
+// bound workers: none can be made whole) and the TideJobs that ended
+// written so, as in any round. The round used to end there:
 // cordoning every node evicted nothing, and the workers ran on.
 func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
 	calls := newCalls(ctx, s.cfg.Parallel)
 	s.evictLost(calls, v)
 	for _, w := range sortedWork(v.work) {
-		if w.tj != nil || w.succeeded > 0 || w.ended() || len(w.pods) >= w.minW {
+		// A TideJob's workers are tide's to make: it is short when fewer
+		// than its minimum are bound, however many pods it has. It was
+		// passed over, and one that lost a worker here ran on in part.
+		have, why := len(w.pods), fmt.Sprintf("tide released it: its gang %s has %d of its %d pods", w.name, len(w.pods), w.minW)
+		if w.tj != nil {
+			have = w.bound()
+			why = fmt.Sprintf("tide released it: its TideJob %s has %d of its %d workers bound, and no node can take more", w.name, have, w.minW)
+		}
+		if w.succeeded > 0 || w.ended() || have >= w.minW || (w.tj != nil && w.jobFailed()) {
 			continue
 		}
 		for _, p := range w.pods {
@@ -1465,7 +1474,6 @@ func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
 				continue
 			}
 			s.evicted[p.UID] = true
-			why := fmt.Sprintf("tide released it: its gang %s has %d of its %d pods", w.name, len(w.pods), w.minW)
 			calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
 		}
 	}

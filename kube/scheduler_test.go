@@ -801,3 +801,76 @@ func TestWorkerDeletedUnseen(t *testing.T) {
 		t.Errorf("made %d workers after the first was deleted unseen, want a second at once", len(made))
 	}
 }
+
+// TestNoUsableNodeShortTideJob: with no node left to plan on, a rigid
+// TideJob short of its minimum (a worker deleted, gone or still
+// terminating) has its other worker released, as a plain gang short of a
+// pod is, not run on alone. Its node is NotReady within the grace, so the
+// worker is not lost; the node gives the engine no GPU when it has none
+// allocatable left, or when the job's workers hold parts of GPUs (only
+// whole ones are kept for a NotReady node). The round passed TideJobs
+// over, and the worker ran on alone, a gang bound in part, until a node
+// came back (kubetest random search, seed 299 under themis: a TideJob of
+// two half GPUs).
+func TestNoUsableNodeShortTideJob(t *testing.T) {
+	for _, tc := range []struct {
+		policy   string
+		fraction string // each worker's part of a GPU ("": one GPU)
+		left     int    // GPUs the NotReady node has allocatable
+		how      string // what becomes of the deleted worker
+	}{
+		{"fifo", "", 4, "gone"},
+		{"fifo", "", 0, "gone"},
+		{"fifo", "", 0, "terminating"},
+		{"fifo", "0.5", 4, "gone"},
+		{"themis", "0.5", 4, "terminating"},
+	} {
+		t.Run(fmt.Sprintf("%s/fraction=%s/left=%d/%s", tc.policy, tc.fraction, tc.left, tc.how), func(t *testing.T) {
+			h := newHarness(t, tc.policy)
+			clock := time.Unix(1e9, 0)
+			h.s.now = func() time.Time { return clock }
+			tjs := h.tideJobs()
+			h.node("n0", 4)
+			h.tideJob(tjs, "two", "", 1001)
+			o, _, _ := tjs.GetByKey("ns/two")
+			u := o.(*unstructured.Unstructured).DeepCopy()
+			if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.fraction != "" {
+				if err := unstructured.SetNestedField(u.Object, tc.fraction, "spec", "gpuFraction"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tjs.Update(u); err != nil {
+				t.Fatal(err)
+			}
+			h.round()
+			h.round()
+			ws := h.workersOf("two")
+			if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
+				t.Fatalf("workers %v, want two bound", ws)
+			}
+			h.node("n0", tc.left, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
+			if tc.how == "gone" {
+				if err := h.pods.Delete(ws[1]); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				p := ws[1].DeepCopy()
+				now := metav1.NewTime(clock)
+				p.DeletionTimestamp = &now // no kubelet on a NotReady node to finish it
+				if err := h.pods.Update(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ev []string
+			for i := 0; i < 2; i++ {
+				ev = append(ev, h.round()...)
+			}
+			if fmt.Sprint(ev) != fmt.Sprint([]string{ws[0].Name}) {
+				t.Errorf("evicted %v, want %s, its TideJob short of a worker", ev, ws[0].Name)
+			}
+		})
+	}
+}
