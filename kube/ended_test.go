@@ -459,3 +459,49 @@ func TestTideJobEndsWithNoUsableNode(t *testing.T) {
 		t.Errorf("phase %q, want %s still", ph, PhaseSucceeded)
 	}
 }
+
+// TestFailedTideJobNoUsableNode: a TideJob one of whose two workers fails
+// on its own while no node is usable (its node NotReady within its grace,
+// its GPUs gone from allocatable) has its other worker deleted all the
+// same. A round
+// with no usable node deleted a failed TideJob's workers only once a node
+// could take work again, so the worker ran on for a job that had failed.
+func TestFailedTideJobNoUsableNode(t *testing.T) {
+	h := newHarness(t, "fifo")
+	tjs := h.tideJobs()
+	statusTo(h, tjs)
+	h.node("n0", 4)
+	h.tideJob(tjs, "two", "", 1001)
+	o, _, _ := tjs.GetByKey("ns/two")
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tjs.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	h.round()
+	h.round()
+	ws := h.workersOf("two")
+	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
+		t.Fatalf("workers %v, want two bound", ws)
+	}
+	h.node("n0", 0, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
+	p := ws[1].DeepCopy()
+	p.Status.Phase = corev1.PodFailed
+	if err := h.pods.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	h.cs.ClearActions()
+	h.round()
+	h.round()
+	deleted := map[string]bool{}
+	for _, a := range h.cs.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "pods" {
+			deleted[d.GetName()] = true
+		}
+	}
+	if !deleted[ws[0].Name] {
+		t.Errorf("deleted %v: want %s, the live worker of a TideJob that failed", deleted, ws[0].Name)
+	}
+}

@@ -118,6 +118,19 @@ func (s *Scheduler) release(v *view) []*corev1.Pod {
 	return out
 }
 
+// removeFailed deletes p, a failed TideJob's worker marked evicted, in
+// calls; a delete that fails unmarks it for the next round to try again.
+func (s *Scheduler) removeFailed(calls *calls, p *corev1.Pod) {
+	calls.do(func(ctx context.Context) {
+		if err := s.remove(ctx, p); err != nil {
+			calls.then(func() {
+				delete(s.evicted, p.UID)
+				s.log.Warn("deleting a failed TideJob's worker failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+			})
+		}
+	})
+}
+
 // remove deletes a pod tide no longer wants and no budget protects (a
 // failed TideJob's worker), with the configured grace period.
 func (s *Scheduler) remove(ctx context.Context, p *corev1.Pod) error {

@@ -1339,14 +1339,7 @@ func (s *Scheduler) reconcile(ctx context.Context, v *view) {
 			why += ": " + u
 		}
 		if w := v.work[workloadKey(p)]; w != nil && w.tj != nil && w.jobFailed() {
-			calls.do(func(ctx context.Context) {
-				if err := s.remove(ctx, p); err != nil {
-					calls.then(func() {
-						delete(s.evicted, p.UID)
-						s.log.Warn("deleting a failed TideJob's worker failed", "pod", p.Namespace+"/"+p.Name, "err", err)
-					})
-				}
-			})
+			s.removeFailed(calls, p)
 			continue
 		}
 		calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
@@ -1475,6 +1468,21 @@ func (s *Scheduler) noGPUs(ctx context.Context, v *view) {
 			}
 			s.evicted[p.UID] = true
 			calls.do(func(ctx context.Context) { s.evictPod(ctx, calls, p, "Preempted", why) })
+		}
+	}
+	// A failed TideJob's workers are deleted even now, as release has the
+	// next round with GPUs do: they ran on where the job had failed for
+	// as long as no node was usable.
+	for _, w := range sortedWork(v.work) {
+		if w.tj == nil || !w.jobFailed() {
+			continue
+		}
+		for _, p := range w.pods {
+			if s.evicted[p.UID] {
+				continue
+			}
+			s.evicted[p.UID] = true
+			s.removeFailed(calls, p)
 		}
 	}
 	// A TideJob that ended is written so even now: its end is final only
