@@ -126,6 +126,10 @@ type shape struct {
 	// whole ones ("part of a GPU", "a 3g.40gb MIG slice"); "" for gpus
 	// GPUs. It only names the worker in messages.
 	unit string
+	// part: a worker takes part of a whole GPU (a share or memory, not a
+	// MIG slice), which only a node with whole GPUs can give it: a node
+	// whose GPUs are all cut into MIG slices never hosts one.
+	part bool
 }
 
 // each is what one worker of sh takes, as messages name it: "2 GPUs",
@@ -170,6 +174,9 @@ func (sh *shape) static(n *nodeState, typeLabel string) (string, int) {
 		return untolerated(t), 0
 	}
 	k := int64(1 << 30)
+	if sh.part && n.alloc.Name(GPUResource, resource.DecimalSI).Value() == 0 {
+		return "Insufficient " + string(GPUResource), 0
+	}
 	if sh.gpus > 0 {
 		k = n.alloc.Name(GPUResource, resource.DecimalSI).Value() / int64(sh.gpus)
 		if k == 0 {

@@ -178,3 +178,35 @@ func TestImpossibleNamesTheWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestPartNeverOnMIGOnlyNode: a worker taking part of a GPU can never run
+// on a node whose GPUs are all cut into MIG slices (no whole GPU
+// allocatable): a job whose selector leaves it only such a node is one no
+// node can ever host, not one waiting for room; a MIG slice's worker and a
+// part with a node of whole GPUs beside are not.
+func TestPartNeverOnMIGOnlyNode(t *testing.T) {
+	migOnly := func(n *corev1.Node) {
+		n.Status.Allocatable[GPUResource] = resource.MustParse("0")
+		n.Status.Allocatable["nvidia.com/mig-1g.10gb"] = resource.MustParse("7")
+	}
+	s := &Scheduler{cfg: Config{Sites: SiteLabels{Site: DefaultSiteLabel, Kind: DefaultSiteKindLabel}}}
+	for _, tc := range []struct {
+		name  string
+		w     *workload
+		nodes map[string]*nodeState
+		never bool
+	}{
+		{"part, MIG-only node", &workload{per: 1, part: part{share: 0.5}}, map[string]*nodeState{"m0": testNode("m0", migOnly)}, true},
+		{"part, a whole-GPU node beside", &workload{per: 1, part: part{share: 0.5}},
+			map[string]*nodeState{"m0": testNode("m0", migOnly), "n0": testNode("n0")}, false},
+		{"MIG slice, MIG-only node", &workload{per: 1, part: part{mig: "1g.10gb"}}, map[string]*nodeState{"m0": testNode("m0", migOnly)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.w.pods = []*corev1.Pod{testPod(tc.w.podGPUs(), "1")}
+			got := impossible(tc.nodes, s.shapeOf(tc.w), 1, "", s.jobGroup)
+			if never := strings.HasPrefix(got, "no node can ever host"); never != tc.never {
+				t.Errorf("impossible = %q, want never %v", got, tc.never)
+			}
+		})
+	}
+}

@@ -768,7 +768,7 @@ func (s *Scheduler) shapeOf(w *workload) *shape {
 	case w.part.mig != "":
 		sh.unit = "a " + w.part.mig + " MIG slice"
 	case w.part.fractional():
-		sh.unit = "part of a GPU"
+		sh.unit, sh.part = "part of a GPU", true
 	case w.indexed():
 		sh.unit = fmt.Sprintf("%d GPUs", w.per)
 	}
