@@ -306,10 +306,9 @@ func TestFinishingTideJobKeptOnRebuild(t *testing.T) {
 	}
 }
 
-// twoOneSucceeded makes TideJob ns/two of two workers (minWorkers 2),
-// binds them and has the first succeed: it returns the workers as bound
-// and the one that succeeded, as the pod cache now lists it.
-func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.Pod, done *corev1.Pod) {
+// twoBound makes TideJob ns/two of two workers (minWorkers 2), edited
+// further by edit, and returns its workers once both are bound.
+func twoBound(t *testing.T, h *harness, tjs cache.Indexer, edit ...func(*unstructured.Unstructured)) []*corev1.Pod {
 	t.Helper()
 	h.tideJob(tjs, "two", "", 1001)
 	o, _, _ := tjs.GetByKey("ns/two")
@@ -317,15 +316,27 @@ func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.
 	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
 		t.Fatal(err)
 	}
+	for _, e := range edit {
+		e(u)
+	}
 	if err := tjs.Update(u); err != nil {
 		t.Fatal(err)
 	}
 	h.round()
 	h.round()
-	ws = h.workersOf("two")
+	ws := h.workersOf("two")
 	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
 		t.Fatalf("workers %v, want two bound", ws)
 	}
+	return ws
+}
+
+// twoOneSucceeded is twoBound with the first worker succeeded: it
+// returns the workers as bound and the one that succeeded, as the pod
+// cache now lists it.
+func twoOneSucceeded(t *testing.T, h *harness, tjs cache.Indexer) (ws []*corev1.Pod, done *corev1.Pod) {
+	t.Helper()
+	ws = twoBound(t, h, tjs)
 	done = ws[0].DeepCopy()
 	done.Status.Phase = corev1.PodSucceeded
 	if err := h.pods.Update(done); err != nil {
@@ -471,21 +482,7 @@ func TestFailedTideJobNoUsableNode(t *testing.T) {
 	tjs := h.tideJobs()
 	statusTo(h, tjs)
 	h.node("n0", 4)
-	h.tideJob(tjs, "two", "", 1001)
-	o, _, _ := tjs.GetByKey("ns/two")
-	u := o.(*unstructured.Unstructured).DeepCopy()
-	if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tjs.Update(u); err != nil {
-		t.Fatal(err)
-	}
-	h.round()
-	h.round()
-	ws := h.workersOf("two")
-	if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
-		t.Fatalf("workers %v, want two bound", ws)
-	}
+	ws := twoBound(t, h, tjs)
 	h.node("n0", 0, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
 	p := ws[1].DeepCopy()
 	p.Status.Phase = corev1.PodFailed

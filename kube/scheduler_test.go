@@ -831,26 +831,14 @@ func TestNoUsableNodeShortTideJob(t *testing.T) {
 			h.s.now = func() time.Time { return clock }
 			tjs := h.tideJobs()
 			h.node("n0", 4)
-			h.tideJob(tjs, "two", "", 1001)
-			o, _, _ := tjs.GetByKey("ns/two")
-			u := o.(*unstructured.Unstructured).DeepCopy()
-			if err := unstructured.SetNestedField(u.Object, int64(2), "spec", "minWorkers"); err != nil {
-				t.Fatal(err)
-			}
-			if tc.fraction != "" {
+			ws := twoBound(t, h, tjs, func(u *unstructured.Unstructured) {
+				if tc.fraction == "" {
+					return
+				}
 				if err := unstructured.SetNestedField(u.Object, tc.fraction, "spec", "gpuFraction"); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := tjs.Update(u); err != nil {
-				t.Fatal(err)
-			}
-			h.round()
-			h.round()
-			ws := h.workersOf("two")
-			if len(ws) != 2 || ws[0].Spec.NodeName == "" || ws[1].Spec.NodeName == "" {
-				t.Fatalf("workers %v, want two bound", ws)
-			}
+			})
 			h.node("n0", tc.left, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
 			if tc.how == "gone" {
 				if err := h.pods.Delete(ws[1]); err != nil {
