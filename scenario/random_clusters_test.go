@@ -2,11 +2,13 @@ package scenario
 
 import (
 	"fmt"
+
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/policy"
 	"github.com/tide-sched/tide/solver"
 )
@@ -29,77 +31,10 @@ func TestRandomClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every policy on random clusters")
 	}
-	types := []string{"a100", "v100", "t4"}
 	for seed := uint64(1); seed <= 200; seed++ {
-		r := rand.New(rand.NewPCG(seed, 7))
-		pin := seed%2 == 0
-		dir := t.TempDir()
-		nt := 1 + r.IntN(3)
-		var nodes []string
-		total := map[string]int{} // GPUs of each type on the cloud
-		most := 0
-		for k := 0; k < nt; k++ {
-			count, gpus := 1+r.IntN(3), []int{1, 2, 4, 8}[r.IntN(4)]
-			nodes = append(nodes, fmt.Sprintf("{count: %d, gpus: %d, gpu: %s}", count, gpus, types[k]))
-			total[types[k]] = count * gpus
-			most = max(most, count*gpus)
-		}
-		y := "name: random\ncluster:\n  sites:\n    - {name: cloud, nodes: [" + strings.Join(nodes, ", ") + "]}\n"
-		var avail []string
-		edge, infer := r.IntN(2) == 0, r.IntN(2) == 0
-		if edge {
-			y += fmt.Sprintf("    - {name: edge, kind: edge, nodes: [{count: %d, gpus: 1, gpu: v100}]}\n", 1+r.IntN(4))
-			avail = append(avail, fmt.Sprintf("    - {site: edge, measure: available, period: 14400, trough: 0, peak: 4, noise: 1, step: 600, seed: %d}", seed))
-		}
-		if infer {
-			y += fmt.Sprintf("    - {name: infer, kind: inference, nodes: [{count: 1, gpus: %d, gpu: a100}]}\n", []int{2, 4, 8}[r.IntN(3)])
-			avail = append(avail, fmt.Sprintf("    - {site: infer, measure: inference, period: 14400, trough: 0, peak: 8, noise: 1, step: 600, seed: %d}", seed+100))
-		}
-		if len(avail) > 0 || r.IntN(2) == 0 {
-			y += "availability:\n"
-			if len(avail) > 0 {
-				y += "  diurnal:\n" + strings.Join(avail, "\n") + "\n"
-			}
-			if r.IntN(2) == 0 {
-				y += fmt.Sprintf("  faults: [{site: cloud, mtbf: %d, mttr: 1800, seed: %d}]\n", 7200+r.IntN(20000), seed)
-			}
-		}
-		// The largest job fits the cloud's largest node group.
-		tr := "id,submit,gpus,duration,deadline,gpu_type\n"
-		for i := 0; i < 14; i++ {
-			sub := i * (300 + r.IntN(2400))
-			g := []int{1, 1, 2, 4, 8}[r.IntN(5)]
-			dl := ""
-			if r.IntN(2) == 0 {
-				dl = fmt.Sprint(sub + 2000 + r.IntN(20000))
-			}
-			typ, room := "", most
-			if pin && r.IntN(4) == 0 {
-				typ = types[r.IntN(nt)]
-				room = total[typ]
-			}
-			g = min(g, room)
-			tr += fmt.Sprintf("j%d,%d,%d,%d,%s,%s\n", i, sub, g, 600+r.IntN(5400), dl, typ)
-		}
-		write(t, filepath.Join(dir, "t.csv"), tr)
-		model := "model: {kind: duration, costs: \"5\""
-		if edge {
-			model += ", edge: {type: v100, ref: a100, lambda: 0.5}"
-		}
-		y += "trace: {file: t.csv, format: tide-csv, sort: true}\n" + model + "}\nround: 120\npolicies: [fifo]\n"
-		write(t, filepath.Join(dir, "s.yaml"), y)
-		sc, err := Load(filepath.Join(dir, "s.yaml"))
-		if err != nil {
-			t.Fatalf("seed %d: %v\n%s", seed, err, y)
-		}
-		in, pts, err := sc.readPoints()
-		if err != nil {
-			t.Logf("seed %d: %v (skipped)\n%s", seed, err, y)
+		y, tr, ins, ok := randomCluster(t, seed)
+		if !ok {
 			continue
-		}
-		ins, err := sc.inputs(in, pts[0])
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
 		}
 		var specs []string
 		for _, info := range policy.All() {
@@ -126,4 +61,85 @@ func TestRandomClusters(t *testing.T) {
 			})
 		}
 	}
+}
+
+// randomCluster draws TestRandomClusters' cluster and trace for seed (one
+// to three GPU types, a cloud whose nodes may fail, edge and inference
+// sites whose capacity varies, 14 jobs) and returns the scenario, the
+// trace and its inputs; ok is false when the draw has no runnable point
+// (logged).
+func randomCluster(t *testing.T, seed uint64) (y, tr string, ins *assemble.Inputs, ok bool) {
+	t.Helper()
+	types := []string{"a100", "v100", "t4"}
+	r := rand.New(rand.NewPCG(seed, 7))
+	pin := seed%2 == 0
+	dir := t.TempDir()
+	nt := 1 + r.IntN(3)
+	var nodes []string
+	total := map[string]int{} // GPUs of each type on the cloud
+	most := 0
+	for k := 0; k < nt; k++ {
+		count, gpus := 1+r.IntN(3), []int{1, 2, 4, 8}[r.IntN(4)]
+		nodes = append(nodes, fmt.Sprintf("{count: %d, gpus: %d, gpu: %s}", count, gpus, types[k]))
+		total[types[k]] = count * gpus
+		most = max(most, count*gpus)
+	}
+	y = "name: random\ncluster:\n  sites:\n    - {name: cloud, nodes: [" + strings.Join(nodes, ", ") + "]}\n"
+	var avail []string
+	edge, infer := r.IntN(2) == 0, r.IntN(2) == 0
+	if edge {
+		y += fmt.Sprintf("    - {name: edge, kind: edge, nodes: [{count: %d, gpus: 1, gpu: v100}]}\n", 1+r.IntN(4))
+		avail = append(avail, fmt.Sprintf("    - {site: edge, measure: available, period: 14400, trough: 0, peak: 4, noise: 1, step: 600, seed: %d}", seed))
+	}
+	if infer {
+		y += fmt.Sprintf("    - {name: infer, kind: inference, nodes: [{count: 1, gpus: %d, gpu: a100}]}\n", []int{2, 4, 8}[r.IntN(3)])
+		avail = append(avail, fmt.Sprintf("    - {site: infer, measure: inference, period: 14400, trough: 0, peak: 8, noise: 1, step: 600, seed: %d}", seed+100))
+	}
+	if len(avail) > 0 || r.IntN(2) == 0 {
+		y += "availability:\n"
+		if len(avail) > 0 {
+			y += "  diurnal:\n" + strings.Join(avail, "\n") + "\n"
+		}
+		if r.IntN(2) == 0 {
+			y += fmt.Sprintf("  faults: [{site: cloud, mtbf: %d, mttr: 1800, seed: %d}]\n", 7200+r.IntN(20000), seed)
+		}
+	}
+	// The largest job fits the cloud's largest node group.
+	tr = "id,submit,gpus,duration,deadline,gpu_type\n"
+	for i := 0; i < 14; i++ {
+		sub := i * (300 + r.IntN(2400))
+		g := []int{1, 1, 2, 4, 8}[r.IntN(5)]
+		dl := ""
+		if r.IntN(2) == 0 {
+			dl = fmt.Sprint(sub + 2000 + r.IntN(20000))
+		}
+		typ, room := "", most
+		if pin && r.IntN(4) == 0 {
+			typ = types[r.IntN(nt)]
+			room = total[typ]
+		}
+		g = min(g, room)
+		tr += fmt.Sprintf("j%d,%d,%d,%d,%s,%s\n", i, sub, g, 600+r.IntN(5400), dl, typ)
+	}
+	write(t, filepath.Join(dir, "t.csv"), tr)
+	model := "model: {kind: duration, costs: \"5\""
+	if edge {
+		model += ", edge: {type: v100, ref: a100, lambda: 0.5}"
+	}
+	y += "trace: {file: t.csv, format: tide-csv, sort: true}\n" + model + "}\nround: 120\npolicies: [fifo]\n"
+	write(t, filepath.Join(dir, "s.yaml"), y)
+	sc, err := Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatalf("seed %d: %v\n%s", seed, err, y)
+	}
+	in, pts, err := sc.readPoints()
+	if err != nil {
+		t.Logf("seed %d: %v (skipped)\n%s", seed, err, y)
+		return y, tr, nil, false
+	}
+	ins, err = sc.inputs(in, pts[0])
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return y, tr, ins, true
 }

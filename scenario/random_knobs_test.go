@@ -1,0 +1,171 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tide-sched/tide/assemble"
+	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/policy/contract"
+	"github.com/tide-sched/tide/solver"
+)
+
+// TestRandomKnobs: a policy with a few of its knobs set together, each to
+// a value a user might give (the default, another of the values the knob
+// names, a number scaled or of another sign, a boolean flipped), on
+// TestRandomClusters' random clusters, either fails to build with an
+// error that names the policy's knob or runs every job to an end, twice
+// with the same result (a simulation is a pure function of its inputs).
+// TestKnobExtremes sets one knob at a time on one cluster; users set
+// several (`tidal:swap=off:hold=false`), and knobs that switch a path on
+// reach code the defaults never run.
+//
+// TIDE_RANDOM_KNOBS sets the draws: "N" for draws 1..N, "A-B" for A..B
+// (default 1-60).
+func TestRandomKnobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs policies with random knobs on random clusters")
+	}
+	lo, hi := uint64(1), uint64(60)
+	if s := os.Getenv("TIDE_RANDOM_KNOBS"); s != "" {
+		a, b, found := strings.Cut(s, "-")
+		var err error
+		if lo, err = strconv.ParseUint(a, 10, 64); err == nil && found {
+			hi, err = strconv.ParseUint(b, 10, 64)
+		} else if err == nil {
+			lo, hi = 1, lo
+		}
+		if err != nil || lo < 1 || hi < lo {
+			t.Fatalf("TIDE_RANDOM_KNOBS=%q: want N or A-B (draws, from 1)", s)
+		}
+	}
+	var infos []contract.Info
+	for _, info := range policy.All() {
+		if info.NeedsSolver && solver.Available() != nil {
+			continue
+		}
+		infos = append(infos, info)
+	}
+	for draw := lo; draw <= hi; draw++ {
+		r := rand.New(rand.NewPCG(draw, 11))
+		y, tr, ins, ok := randomCluster(t, 1+r.Uint64N(1000))
+		if !ok {
+			continue
+		}
+		info := infos[r.IntN(len(infos))]
+		spec, keys := randomKnobs(t, r, info)
+		if strings.Contains(spec, ":search=ga") {
+			// The artifact's genetic search costs pop x generations
+			// fitness evaluations a round by design (minutes here).
+			spec += ":pop=8:generations=4"
+		}
+		t.Run(fmt.Sprintf("draw%d/%s", draw, spec), func(t *testing.T) {
+			run, err := ins.Build(spec)
+			if err != nil {
+				if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(err.Error(), k) }) {
+					t.Errorf("build error %q names none of the knobs set (%s)", err, strings.Join(keys, ", "))
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			if msg := runEnds(run); msg != "" {
+				t.Fatalf("%s\n%s\n%s", msg, y, tr)
+			}
+			a, b := summary(t, ins.Build, spec), summary(t, ins.Build, spec)
+			if !bytes.Equal(a, b) {
+				t.Errorf("two runs of the same inputs differ:\n%s\n%s\n%s\n%s", a, b, y, tr)
+			}
+		})
+	}
+}
+
+// randomKnobs draws one to four of info's knobs and a value for each:
+// spec is the policy spec (name:key=value:...), keys the knobs set.
+func randomKnobs(t *testing.T, r *rand.Rand, info contract.Info) (spec string, keys []string) {
+	t.Helper()
+	knobs := info.KnobList()
+	spec = info.Name
+	if len(knobs) == 0 {
+		return spec, nil
+	}
+	n := 1 + r.IntN(min(4, len(knobs)))
+	for _, i := range r.Perm(len(knobs))[:n] {
+		k := knobs[i]
+		v, ok := knobValue(t, r, info, k)
+		if !ok {
+			continue
+		}
+		spec += ":" + k.Key + "=" + v
+		keys = append(keys, k.Key)
+	}
+	return spec, keys
+}
+
+// knobValue draws a value for knob k: for a boolean the other one or the
+// default; for a number the default, 0, 1, -1, or the default halved,
+// doubled or times ten; for a word one of those the policy names when it
+// refuses another (its "want a, b or c"). ok is false for a knob whose
+// values cannot be drawn (a free-form word, such as a job ID prefix).
+func knobValue(t *testing.T, r *rand.Rand, info contract.Info, k contract.Knob) (string, bool) {
+	t.Helper()
+	switch k.Default {
+	case "true", "false":
+		return []string{"true", "false"}[r.IntN(2)], true
+	}
+	if d, err := strconv.ParseFloat(k.Default, 64); err == nil {
+		vs := []float64{d, 0, 1, -1, d / 2, d * 2, d * 10}
+		return strconv.FormatFloat(vs[r.IntN(len(vs))], 'g', -1, 64), true
+	}
+	alts := knobWords(info, k.Key)
+	if len(alts) == 0 {
+		return "", false
+	}
+	return alts[r.IntN(len(alts))], true
+}
+
+// wantWords finds an enumeration in an error: "want a, b or c".
+var wantWords = regexp.MustCompile(`want ((?:[a-z0-9_.-]+, )*[a-z0-9_.-]+,? or [a-z0-9_.-]+)`)
+
+// knobWords is the words the policy's builder names when key is given a
+// value it does not take, or nil.
+func knobWords(info contract.Info, key string) []string {
+	_, err := info.Build(contract.Context{}, contract.NewOptions(info.Name, map[string]string{key: "no-such-value"}))
+	if err == nil {
+		return nil
+	}
+	m := wantWords.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ", "), func(c rune) bool { return c == ',' || c == ' ' }) {
+		out = append(out, w)
+	}
+	return out
+}
+
+// summary runs spec from build and returns its result as JSON.
+func summary(t *testing.T, build func(string) (*assemble.Run, error), spec string) []byte {
+	t.Helper()
+	run, err := build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run.Simulate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
