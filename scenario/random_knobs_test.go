@@ -34,19 +34,7 @@ func TestRandomKnobs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs policies with random knobs on random clusters")
 	}
-	lo, hi := uint64(1), uint64(60)
-	if s := os.Getenv("TIDE_RANDOM_KNOBS"); s != "" {
-		a, b, found := strings.Cut(s, "-")
-		var err error
-		if lo, err = strconv.ParseUint(a, 10, 64); err == nil && found {
-			hi, err = strconv.ParseUint(b, 10, 64)
-		} else if err == nil {
-			lo, hi = 1, lo
-		}
-		if err != nil || lo < 1 || hi < lo {
-			t.Fatalf("TIDE_RANDOM_KNOBS=%q: want N or A-B (draws, from 1)", s)
-		}
-	}
+	lo, hi := draws(t, "TIDE_RANDOM_KNOBS", 60)
 	var infos []contract.Info
 	for _, info := range policy.All() {
 		if info.NeedsSolver && solver.Available() != nil {
@@ -168,4 +156,26 @@ func summary(t *testing.T, build func(string) (*assemble.Run, error), spec strin
 		t.Fatal(err)
 	}
 	return b
+}
+
+// draws reads the draws a random search runs from the environment
+// variable env: "N" for 1..N, "A-B" for A..B; unset, 1..n.
+func draws(t *testing.T, env string, n uint64) (lo, hi uint64) {
+	t.Helper()
+	s := os.Getenv(env)
+	if s == "" {
+		return 1, n
+	}
+	a, b, found := strings.Cut(s, "-")
+	lo, err := strconv.ParseUint(a, 10, 64)
+	hi = lo
+	if err == nil && found {
+		hi, err = strconv.ParseUint(b, 10, 64)
+	} else if err == nil {
+		lo = 1
+	}
+	if err != nil || lo < 1 || hi < lo {
+		t.Fatalf("%s=%q: want N or A-B (draws, from 1)", env, s)
+	}
+	return lo, hi
 }
