@@ -32,27 +32,48 @@ func TestRandomClusters(t *testing.T) {
 		t.Skip("runs every policy on random clusters")
 	}
 	lo, hi := draws(t, "TIDE_RANDOM_CLUSTERS", 200)
-	for seed := lo; seed <= hi; seed++ {
-		y, tr, ins, ok := randomCluster(t, seed)
-		if !ok {
+	everyPolicy(t, lo, hi, false)
+}
+
+// TestRandomClustersRich is TestRandomClusters with tenants, priorities,
+// elastic ranges and parts of GPUs in the traces (richColumns): each
+// policy runs every job to an end, or refuses at the start, naming it, a
+// job it cannot run (a part of a GPU under an elastic policy).
+// TIDE_RANDOM_RICH: "N" for seeds 1..N, "A-B" for A..B (default 1-60).
+func TestRandomClustersRich(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every policy on random clusters")
+	}
+	lo, hi := draws(t, "TIDE_RANDOM_RICH", 60)
+	everyPolicy(t, lo, hi, true)
+}
+
+// everyPolicy runs every policy and preset on randomCluster's draws lo..hi.
+func everyPolicy(t *testing.T, lo, hi uint64, rich bool) {
+	var specs []string
+	for _, info := range policy.All() {
+		if info.NeedsSolver && solver.Available() != nil {
 			continue
 		}
-		var specs []string
-		for _, info := range policy.All() {
-			if info.NeedsSolver && solver.Available() != nil {
-				continue
+		specs = append(specs, info.Name)
+		for _, p := range info.Presets {
+			if p != info.Name {
+				specs = append(specs, p)
 			}
-			specs = append(specs, info.Name)
-			for _, p := range info.Presets {
-				if p != info.Name {
-					specs = append(specs, p)
-				}
-			}
+		}
+	}
+	for seed := lo; seed <= hi; seed++ {
+		y, tr, ins, ok := randomCluster(t, seed, rich)
+		if !ok {
+			continue
 		}
 		for _, spec := range specs {
 			t.Run(fmt.Sprintf("seed%d/%s", seed, spec), func(t *testing.T) {
 				r, err := ins.Build(spec)
 				if err != nil {
+					if rich && jobNamed.MatchString(err.Error()) {
+						return
+					}
 					t.Logf("build: %v", err)
 					return
 				}
@@ -64,15 +85,41 @@ func TestRandomClusters(t *testing.T) {
 	}
 }
 
+// richColumns draws a job's tenant, priority and either an elastic range
+// or a part of each of its g GPUs (a share, or a MIG slice on an A100),
+// as tide-csv's columns after gpu_type; room is the most GPUs its type
+// has on one site.
+func richColumns(x *rand.Rand, g, room int, typ string) string {
+	tenant := []string{"vision", "nlp", "ops"}[x.IntN(3)]
+	prio := 0
+	if x.IntN(10) < 3 {
+		prio = 1
+	}
+	lo, hi, share, mig := "", "", "", ""
+	switch k := x.IntN(10); {
+	case k < 3:
+		lo, hi = "1", fmt.Sprint(min(2*g, room))
+	case k < 5 && g <= 2:
+		share = []string{"0.25", "0.5", "50%"}[x.IntN(3)]
+	case k < 6 && g <= 2 && typ == "a100":
+		mig = []string{"1g.10gb", "3g.40gb"}[x.IntN(2)]
+	}
+	return fmt.Sprintf(",%s,%d,%s,%s,%s,%s", tenant, prio, lo, hi, share, mig)
+}
+
 // randomCluster draws TestRandomClusters' cluster and trace for seed (one
 // to three GPU types, a cloud whose nodes may fail, edge and inference
 // sites whose capacity varies, 14 jobs) and returns the scenario, the
 // trace and its inputs; ok is false when the draw has no runnable point
-// (logged).
-func randomCluster(t *testing.T, seed uint64) (y, tr string, ins *assemble.Inputs, ok bool) {
+// (logged). rich adds tenants, priorities, elastic ranges and parts of
+// GPUs (richColumns).
+func randomCluster(t *testing.T, seed uint64, rich bool) (y, tr string, ins *assemble.Inputs, ok bool) {
 	t.Helper()
 	types := []string{"a100", "v100", "t4"}
 	r := rand.New(rand.NewPCG(seed, 7))
+	// rich's draws come from a stream of their own: the other draws stay
+	// what they are without it.
+	x := rand.New(rand.NewPCG(seed, 13))
 	pin := seed%2 == 0
 	dir := t.TempDir()
 	nt := 1 + r.IntN(3)
@@ -106,7 +153,11 @@ func randomCluster(t *testing.T, seed uint64) (y, tr string, ins *assemble.Input
 		}
 	}
 	// The largest job fits the cloud's largest node group.
-	tr = "id,submit,gpus,duration,deadline,gpu_type\n"
+	tr = "id,submit,gpus,duration,deadline,gpu_type"
+	if rich {
+		tr += ",tenant,priority,min_gpus,max_gpus,gpu_share,mig"
+	}
+	tr += "\n"
 	for i := 0; i < 14; i++ {
 		sub := i * (300 + r.IntN(2400))
 		g := []int{1, 1, 2, 4, 8}[r.IntN(5)]
@@ -120,7 +171,11 @@ func randomCluster(t *testing.T, seed uint64) (y, tr string, ins *assemble.Input
 			room = total[typ]
 		}
 		g = min(g, room)
-		tr += fmt.Sprintf("j%d,%d,%d,%d,%s,%s\n", i, sub, g, 600+r.IntN(5400), dl, typ)
+		tr += fmt.Sprintf("j%d,%d,%d,%d,%s,%s", i, sub, g, 600+r.IntN(5400), dl, typ)
+		if rich {
+			tr += richColumns(x, g, room, typ)
+		}
+		tr += "\n"
 	}
 	write(t, filepath.Join(dir, "t.csv"), tr)
 	model := "model: {kind: duration, costs: \"5\""
