@@ -10,6 +10,7 @@ import (
 
 	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -103,23 +104,34 @@ policies: [fifo]
 // error, or no end within two minutes (the run is then left going); ""
 // when it ended.
 func runEnds(r *assemble.Run) string {
-	ended := make(chan string, 1)
+	_, msg := runResult(r)
+	return msg
+}
+
+// runResult is runEnds with the run's result (nil unless it ended).
+func runResult(r *assemble.Run) (*report.Run, string) {
+	type end struct {
+		res *report.Run
+		msg string
+	}
+	ended := make(chan end, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ended <- fmt.Sprintf("panic: %v", p)
+				ended <- end{msg: fmt.Sprintf("panic: %v", p)}
 			}
 		}()
-		if _, err := r.Simulate(); err != nil {
-			ended <- "error: " + err.Error()
+		res, err := r.Simulate()
+		if err != nil {
+			ended <- end{msg: "error: " + err.Error()}
 			return
 		}
-		ended <- ""
+		ended <- end{res: res}
 	}()
 	select {
-	case msg := <-ended:
-		return msg
+	case e := <-ended:
+		return e.res, e.msg
 	case <-time.After(2 * time.Minute):
-		return "the run did not end in 2 minutes"
+		return nil, "the run did not end in 2 minutes"
 	}
 }

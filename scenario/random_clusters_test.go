@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 
 	"math/rand/v2"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tide-sched/tide/assemble"
 	"github.com/tide-sched/tide/policy"
+	"github.com/tide-sched/tide/report"
 	"github.com/tide-sched/tide/solver"
 )
 
@@ -77,12 +79,58 @@ func everyPolicy(t *testing.T, lo, hi uint64, rich bool) {
 					t.Logf("build: %v", err)
 					return
 				}
-				if msg := runEnds(r); msg != "" {
+				res, msg := runResult(r)
+				if msg == "" {
+					msg = resultHolds(res)
+				}
+				if msg != "" {
 					t.Errorf("%s\n%s\n%s", msg, y, tr)
 				}
 			})
 		}
 	}
+}
+
+// resultHolds says what a run's result breaks of what every run must
+// hold ("" when nothing): every job ended, finished (with some useful
+// GPU-seconds) or declined, its times in order, its figures finite and
+// not negative, its useful GPU-seconds within those it held; at every
+// sample no more GPUs held than the cluster has, nor more making
+// progress than held.
+func resultHolds(res *report.Run) string {
+	const eps = 1e-6
+	for _, j := range res.Jobs {
+		figs := []float64{j.GPUSeconds, j.UsefulGPUSeconds, j.RestartSeconds, j.WaitSeconds, j.SharedGPUSeconds}
+		for _, f := range figs {
+			if math.IsNaN(f) || math.IsInf(f, 0) || f < -eps {
+				return fmt.Sprintf("job %s: a figure %v (GPU-s %v, useful %v, restart %v, wait %v, shared %v)", j.ID, f, figs[0], figs[1], figs[2], figs[3], figs[4])
+			}
+		}
+		switch j.State {
+		case "finished":
+			if j.Start < j.Submit-eps || j.Finish < j.Start-eps {
+				return fmt.Sprintf("job %s: submitted %v, started %v, finished %v", j.ID, j.Submit, j.Start, j.Finish)
+			}
+			if j.UsefulGPUSeconds <= 0 {
+				return fmt.Sprintf("job %s finished with no useful GPU-seconds", j.ID)
+			}
+			if j.WaitSeconds > j.Finish-j.Submit+eps {
+				return fmt.Sprintf("job %s waited %v s of the %v s from its submission to its end", j.ID, j.WaitSeconds, j.Finish-j.Submit)
+			}
+		case "declined":
+		default:
+			return fmt.Sprintf("job %s ended %s", j.ID, j.State)
+		}
+		if j.UsefulGPUSeconds > j.GPUSeconds*(1+1e-9)+eps {
+			return fmt.Sprintf("job %s: %v useful GPU-seconds of %v held", j.ID, j.UsefulGPUSeconds, j.GPUSeconds)
+		}
+	}
+	for _, s := range res.Timeline {
+		if int(s.Allocated) > res.TotalGPUs || s.Useful > s.Allocated || s.Allocated < 0 {
+			return fmt.Sprintf("t=%v: %d GPUs held, %d making progress, of %d", s.T, s.Allocated, s.Useful, res.TotalGPUs)
+		}
+	}
+	return ""
 }
 
 // richColumns draws a job's tenant, priority and either an elastic range
