@@ -62,7 +62,12 @@ type HiveD struct {
 type hivedLayout struct {
 	owner []string
 	bound map[string]int
+	// cells counts each VC's bound GPUs by type and site.
+	cells map[string]map[typeSite]int
 }
+
+// typeSite is a GPU type on a site.
+type typeSite struct{ typ, site string }
 
 // ParseHiveD reads the options of "hived[:vc=T@N[@TYPE]/...]".
 func ParseHiveD(opts string) (*HiveD, error) {
@@ -135,6 +140,17 @@ func (h *HiveD) layout(c *cluster.Cluster) *hivedLayout {
 			}
 		}
 	}
+	l.cells = map[string]map[typeSite]int{}
+	for g, vc := range l.owner {
+		if vc == "" {
+			continue
+		}
+		if l.cells[vc] == nil {
+			l.cells[vc] = map[typeSite]int{}
+		}
+		n := c.NodeOf(cluster.GPUID(g))
+		l.cells[vc][typeSite{n.GPUType, n.Site}]++
+	}
 	if h.layouts == nil {
 		h.layouts = map[*cluster.Cluster]*hivedLayout{}
 	}
@@ -143,12 +159,14 @@ func (h *HiveD) layout(c *cluster.Cluster) *hivedLayout {
 }
 
 // bind gives tenant q unbound GPUs of type t as cells, or nothing when the
-// type lacks room, and returns how many.
+// type lacks room, and returns how many. Only cloud GPUs are bound: an
+// edge server is its owner's and an inference GPU inference's, lent to
+// training while idle, so no tenant can be guaranteed one.
 func (l *hivedLayout) bind(c *cluster.Cluster, tenant, t string, q int) int {
 	unbound := func(g cluster.GPUID) bool { return l.owner[g] == "" }
 	room := 0
 	for _, n := range c.Nodes {
-		if n.GPUType == t {
+		if n.GPUType == t && cloudNode(&n) {
 			room += usable(&n, unbound)
 		}
 	}
@@ -199,12 +217,17 @@ func (l *hivedLayout) bind(c *cluster.Cluster, tenant, t string, q int) int {
 func nodesByRack(c *cluster.Cluster, t string) []int {
 	var ids []int
 	for _, n := range c.Nodes {
-		if n.GPUType == t && n.GPUs > 0 {
+		if n.GPUType == t && n.GPUs > 0 && cloudNode(&n) {
 			ids = append(ids, n.ID)
 		}
 	}
 	slices.SortStableFunc(ids, func(a, b int) int { return cmp.Compare(c.Nodes[a].RackIdx, c.Nodes[b].RackIdx) })
 	return ids
+}
+
+// cloudNode reports whether n is on a cloud site (the kind a VC binds).
+func cloudNode(n *cluster.Node) bool {
+	return n.SiteKind == "" || n.SiteKind == cluster.SiteCloud
 }
 
 // blocks is the binary decomposition of n, largest first (6 -> 4, 2).
@@ -306,9 +329,25 @@ func (h *HiveD) PlaceJobs(c *cluster.Cluster, held map[string][]cluster.GPUID, r
 	for _, vc := range h.VCs {
 		quota[vc.Tenant] = true
 	}
+	// A job its VC's cells cannot hold (more GPUs than the VC has of the
+	// type and site it asks for; HiveD refuses such a job at submission)
+	// runs opportunistically rather than never.
 	guaranteed := func(a engine.Assignment) (string, bool) {
 		j := jobOf(a.Job)
 		if j == nil || j.Priority < 0 || !quota[j.Tenant] || a.GPUs > l.bound[j.Tenant] {
+			return "", false
+		}
+		t := a.GPUType
+		if t == "" {
+			t = j.GPUType
+		}
+		n := 0
+		for k, v := range l.cells[j.Tenant] {
+			if (t == "" || k.typ == t) && (a.Site == "" || k.site == a.Site) {
+				n += v
+			}
+		}
+		if n < a.GPUs {
 			return "", false
 		}
 		return j.Tenant, true
@@ -414,6 +453,9 @@ func (h *HiveD) find(c *cluster.Cluster, a engine.Assignment, ok func(cluster.GP
 			if ng.Node < 0 || ng.Node >= len(c.Nodes) || !fits(&c.Nodes[ng.Node]) {
 				return nil
 			}
+			if len(a.Nodes) > 1 && c.Nodes[ng.Node].SiteKind == cluster.SiteEdge {
+				return nil // a job on an edge site uses one server
+			}
 			gs := onNode(&c.Nodes[ng.Node], ng.GPUs, func(g cluster.GPUID) bool { return ok(g) && !slices.Contains(out, g) })
 			if gs == nil {
 				return nil
@@ -439,16 +481,17 @@ func (h *HiveD) find(c *cluster.Cluster, a engine.Assignment, ok func(cluster.GP
 	if best >= 0 {
 		return bestGs
 	}
-	// Whole free nodes of one group (a rack, else a site) plus buddy blocks
-	// for the rest; the group needing the fewest nodes wins.
+	// Whole free nodes of one group (a rack, else a site) of one GPU type
+	// plus buddy blocks for the rest; the group needing the fewest nodes
+	// wins. Never edge servers: a job on an edge site uses one server.
 	keys := func(n *cluster.Node) []string {
-		return []string{"rack:" + strconv.Itoa(n.RackIdx), "site:" + n.Site}
+		return []string{"rack:" + strconv.Itoa(n.RackIdx) + "/" + n.GPUType, "site:" + n.Site + "/" + n.GPUType}
 	}
 	var order []string
 	members := map[string][]int{}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		if !fits(n) {
+		if !fits(n) || n.SiteKind == cluster.SiteEdge {
 			continue
 		}
 		for _, k := range keys(n) {

@@ -262,3 +262,75 @@ func checkBuddy(t *testing.T, c *cluster.Cluster, id string, gs []cluster.GPUID)
 		i += b
 	}
 }
+
+// TestHiveDSites: HiveD on a cluster of several sites and GPU types keeps
+// the engine's rules and its own guarantees. The random knob search
+// (scenario.TestRandomKnobs) found the first and last cases failing
+// simulations: a 2-GPU job planned on an edge site of 1-GPU servers
+// placed across two of them (the engine refused the plan and the run
+// stopped), and a tenant's job of a type its VC did not have waiting for
+// ever as guaranteed in cells it could never use. An untyped job took
+// whole nodes of two GPU types in one rack, and a VC was bound to an
+// inference site's GPUs, which inference takes back.
+func TestHiveDSites(t *testing.T) {
+	c, err := cluster.New([]cluster.Node{
+		{Name: "a0", Site: "cloud", GPUType: "a100", GPUs: 2},
+		{Name: "a1", Site: "cloud", GPUType: "a100", GPUs: 2},
+		{Name: "v0", Site: "cloud", GPUType: "v100", GPUs: 4},
+		{Name: "e0", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "v100", GPUs: 1},
+		{Name: "e1", Site: "edge", SiteKind: cluster.SiteEdge, GPUType: "v100", GPUs: 1},
+		{Name: "i0", Site: "infer", SiteKind: cluster.SiteInference, GPUType: "a100", GPUs: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeOf := func(gs []cluster.GPUID) []string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, c.NodeOf(g).Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		vcs  string
+		job  *job.Job
+		a    engine.Assignment
+		want []string // nodes of its GPUs; nil: left unplaced
+	}{
+		{"2 GPUs on the edge: no one server holds it", "",
+			enginetest.Job("e").GPUs(2).Tenant("x").Obj(), engine.Assignment{Job: "e", GPUs: 2, Site: "edge"}, nil},
+		{"1 GPU on the edge: one server", "",
+			enginetest.Job("e").GPUs(1).Tenant("x").Obj(), engine.Assignment{Job: "e", GPUs: 1, Site: "edge"}, []string{"e0"}},
+		{"untyped 6 GPUs: no type has them on the cloud", "",
+			enginetest.Job("u").GPUs(6).Tenant("x").Obj(), engine.Assignment{Job: "u", GPUs: 6, Site: "cloud"}, nil},
+		{"4 A100s: whole nodes a0 and a1", "",
+			enginetest.Job("u").GPUs(4).Tenant("x").Obj(), engine.Assignment{Job: "u", GPUs: 4, Site: "cloud", GPUType: "a100"}, []string{"a0", "a0", "a1", "a1"}},
+		{"a V100 job of a tenant whose VC is A100s runs opportunistically", "vc=a@2@a100",
+			enginetest.Job("v").GPUs(1).Tenant("a").Type("v100").Obj(), engine.Assignment{Job: "v", GPUs: 1, GPUType: "v100", Site: "cloud"}, []string{"v0"}},
+		{"an A100 job of that tenant is guaranteed in its VC", "vc=a@2@a100",
+			enginetest.Job("g").GPUs(2).Tenant("a").Type("a100").Obj(), engine.Assignment{Job: "g", GPUs: 2, GPUType: "a100"}, []string{"a0", "a0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseHiveD(tc.vcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := h.PlaceJobs(c, map[string][]cluster.GPUID{}, []engine.Assignment{tc.a}, jobs(tc.job))
+			if gs, ok := got[tc.a.Job]; !slices.Equal(nodeOf(gs), tc.want) || ok != (tc.want != nil) {
+				t.Errorf("placed on %v, want %v", nodeOf(gs), tc.want)
+			}
+		})
+	}
+	// A VC of 4 A100s: the cloud has 4 (a0, a1), the inference site 4
+	// more, which no VC may be given.
+	for _, vcs := range []string{"vc=a@4@a100", "vc=b@2@a100/a@4@a100"} {
+		h, _ := ParseHiveD(vcs)
+		owner, _ := h.Bound(c)
+		for g, o := range owner {
+			if n := c.NodeOf(cluster.GPUID(g)); o != "" && n.SiteKind != cluster.SiteCloud {
+				t.Errorf("%s: GPU %d of %s (%s) bound to VC %s", vcs, g, n.Name, n.SiteKind, o)
+			}
+		}
+	}
+}

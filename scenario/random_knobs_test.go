@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -21,9 +22,12 @@ import (
 // TestRandomKnobs: a policy with a few of its knobs set together, each to
 // a value a user might give (the default, another of the values the knob
 // names, a number scaled or of another sign, a boolean flipped), on
-// TestRandomClusters' random clusters, either fails to build with an
-// error that names the policy's knob or runs every job to an end, twice
-// with the same result (a simulation is a pure function of its inputs).
+// TestRandomClusters' random clusters (half of them rich), with any of
+// the placers (pack, most-free, HiveD with or without virtual clusters)
+// and sometimes tenants' quotas, either fails to build with an error
+// that names the policy's knob (or a job it cannot run, or the placer or
+// quotas) or runs to a result that holds (resultHolds), twice the same
+// (a simulation is a pure function of its inputs).
 // TestKnobExtremes sets one knob at a time on one cluster; users set
 // several (`tidal:swap=off:hold=false`), and knobs that switch a path on
 // reach code the defaults never run.
@@ -48,6 +52,20 @@ func TestRandomKnobs(t *testing.T) {
 		if !ok {
 			continue
 		}
+		rich := strings.Contains(tr, "tenant")
+		switch r.IntN(6) {
+		case 0:
+			ins.Placer = "most-free"
+		case 1:
+			ins.Placer = "hived"
+		case 2:
+			if rich {
+				ins.Placer = fmt.Sprintf("hived:vc=vision@%d/nlp@%d", 1<<r.IntN(3), 1<<r.IntN(3))
+			}
+		}
+		if rich && r.IntN(3) == 0 {
+			ins.Quotas = map[string]int{"vision": 1 + r.IntN(4), "ops": 1 + r.IntN(8)}
+		}
 		info := infos[r.IntN(len(infos))]
 		spec, keys := randomKnobs(t, r, info)
 		if strings.Contains(spec, ":search=ga") {
@@ -55,19 +73,29 @@ func TestRandomKnobs(t *testing.T) {
 			// fitness evaluations a round by design (minutes here).
 			spec += ":pop=8:generations=4"
 		}
-		t.Run(fmt.Sprintf("draw%d/%s", draw, spec), func(t *testing.T) {
+		t.Run(fmt.Sprintf("draw%d/%s/placer=%s/quotas=%v", draw, spec, ins.Placer, ins.Quotas), func(t *testing.T) {
 			run, err := ins.Build(spec)
 			if err != nil {
 				// A policy may refuse the knobs, or a job it cannot run
-				// (a part of a GPU under an elastic policy), naming it.
+				// (a part of a GPU under an elastic policy), naming it;
+				// a placer or quotas the cluster cannot take are refused
+				// as such.
 				names := slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(err.Error(), k) })
+				var ae *assemble.Error
+				if errors.As(err, &ae) && (ae.Field == "placer" || ae.Field == "quota") {
+					names = true
+				}
 				if !names && !jobNamed.MatchString(err.Error()) {
 					t.Errorf("build error %q names none of the knobs set (%s) and no job", err, strings.Join(keys, ", "))
 				}
 				t.Logf("refused: %v", err)
 				return
 			}
-			if msg := runEnds(run); msg != "" {
+			res, msg := runResult(run)
+			if msg == "" {
+				msg = resultHolds(res)
+			}
+			if msg != "" {
 				t.Fatalf("%s\n%s\n%s", msg, y, tr)
 			}
 			a, b := summary(t, ins.Build, spec), summary(t, ins.Build, spec)
