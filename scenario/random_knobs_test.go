@@ -24,7 +24,8 @@ import (
 // names, a number scaled or of another sign, a boolean flipped), on
 // TestRandomClusters' random clusters (half of them rich), with any of
 // the placers (pack, most-free, HiveD with or without virtual clusters)
-// and sometimes tenants' quotas, either fails to build with an error
+// and sometimes tenants' quotas (with borrowing or not), another round
+// length or rounds only at their times, either fails to build with an error
 // that names the policy's knob (or a job it cannot run, or the placer or
 // quotas) or runs to a result that holds (resultHolds), twice the same
 // (a simulation is a pure function of its inputs).
@@ -65,6 +66,16 @@ func TestRandomKnobs(t *testing.T) {
 		}
 		if rich && r.IntN(3) == 0 {
 			ins.Quotas = map[string]int{"vision": 1 + r.IntN(4), "ops": 1 + r.IntN(8)}
+			if r.IntN(2) == 0 {
+				ins.Quotas["nlp"] = 1 + r.IntN(8)
+			}
+			ins.Borrow = r.IntN(2) == 0
+		}
+		if r.IntN(4) == 0 {
+			ins.Round = []float64{1, 10, 37, 600, 3600}[r.IntN(5)]
+		}
+		if r.IntN(4) == 0 {
+			ins.OnEvents = !ins.OnEvents
 		}
 		info := infos[r.IntN(len(infos))]
 		spec, keys := randomKnobs(t, r, info)
@@ -73,7 +84,7 @@ func TestRandomKnobs(t *testing.T) {
 			// fitness evaluations a round by design (minutes here).
 			spec += ":pop=8:generations=4"
 		}
-		t.Run(fmt.Sprintf("draw%d/%s/placer=%s/quotas=%v", draw, spec, ins.Placer, ins.Quotas), func(t *testing.T) {
+		t.Run(fmt.Sprintf("draw%d/%s/placer=%s/quotas=%v,borrow=%v/round=%v,events=%v", draw, spec, ins.Placer, ins.Quotas, ins.Borrow, ins.Round, ins.OnEvents), func(t *testing.T) {
 			run, err := ins.Build(spec)
 			if err != nil {
 				// A policy may refuse the knobs, or a job it cannot run
