@@ -3,9 +3,11 @@ package scenario
 import (
 	"fmt"
 	"math"
-
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -231,6 +233,67 @@ func randomCluster(t *testing.T, seed uint64, rich bool) (y, tr string, ins *ass
 		model += ", edge: {type: v100, ref: a100, lambda: 0.5}"
 	}
 	y += "trace: {file: t.csv, format: tide-csv, sort: true}\n" + model + "}\nround: 120\npolicies: [fifo]\n"
+	write(t, filepath.Join(dir, "s.yaml"), y)
+	sc, err := Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatalf("seed %d: %v\n%s", seed, err, y)
+	}
+	in, pts, err := sc.readPoints()
+	if err != nil {
+		t.Logf("seed %d: %v (skipped)\n%s", seed, err, y)
+		return y, tr, nil, false
+	}
+	ins, err = sc.inputs(in, pts[0])
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	return y, tr, ins, true
+}
+
+// randomPollux draws a scenario on Pollux's model and measured profiles
+// (embedded): 10 to 30 jobs of workload-6 (cifar10, bert, imagenet, ...,
+// elastic, batch sizes adapted by goodput, each job's agent fitting and
+// reporting its goodput model), their arrivals compressed, on one to four
+// T4 nodes of one to four GPUs, sometimes beside an inference site whose
+// demand follows a wave, sometimes with node faults. It returns the
+// scenario, the trace and its inputs; ok as randomCluster's.
+func randomPollux(t *testing.T, seed uint64) (y, tr string, ins *assemble.Inputs, ok bool) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 17))
+	b, err := os.ReadFile("../data/pollux/workloads/workload-6.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	rows := lines[1:]
+	pick := r.Perm(len(rows))[:10+r.IntN(21)]
+	slices.Sort(pick)
+	squeeze := []float64{1, 0.25, 0.05}[r.IntN(3)]
+	tr = lines[0] + "\n"
+	for _, i := range pick {
+		f := strings.Split(rows[i], ",")
+		at, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f[1] = strconv.FormatFloat(math.Round(at*squeeze), 'f', -1, 64)
+		tr += strings.Join(f, ",") + "\n"
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "t.csv"), tr)
+	y = fmt.Sprintf("name: random-pollux\ncluster:\n  sites:\n    - {name: train, nodes: [{count: %d, gpus: %d, gpu: t4}]}\n", 1+r.IntN(4), 1<<r.IntN(3))
+	var avail []string
+	if r.IntN(3) == 0 {
+		y += fmt.Sprintf("    - {name: infer, kind: inference, nodes: [{count: %d, gpus: 4, gpu: t4}]}\n", 1+r.IntN(2))
+		avail = append(avail, fmt.Sprintf("  diurnal:\n    - {site: infer, measure: inference, period: 14400, trough: 0, peak: 8, noise: 1, step: 600, seed: %d}", seed))
+	}
+	if r.IntN(3) == 0 {
+		avail = append(avail, fmt.Sprintf("  faults: [{site: train, mtbf: %d, mttr: 1800, seed: %d}]", 7200+r.IntN(40000), seed))
+	}
+	if len(avail) > 0 {
+		y += "availability:\n" + strings.Join(avail, "\n") + "\n"
+	}
+	y += "trace: {file: t.csv, format: pollux, sort: true}\nmodel: {kind: pollux}\nround: 60\npolicies: [fifo]\n"
 	write(t, filepath.Join(dir, "s.yaml"), y)
 	sc, err := Load(filepath.Join(dir, "s.yaml"))
 	if err != nil {

@@ -22,7 +22,8 @@ import (
 // TestRandomKnobs: a policy with a few of its knobs set together, each to
 // a value a user might give (the default, another of the values the knob
 // names, a number scaled or of another sign, a boolean flipped), on
-// TestRandomClusters' random clusters (half of them rich), with any of
+// TestRandomClusters' random clusters (half of them rich) or on Pollux's
+// model and workload (randomPollux, a fifth of the draws), with any of
 // the placers (pack, most-free, HiveD with or without virtual clusters)
 // and sometimes tenants' quotas (with borrowing or not), another round
 // length or rounds only at their times, either fails to build with an error
@@ -49,7 +50,14 @@ func TestRandomKnobs(t *testing.T) {
 	}
 	for draw := lo; draw <= hi; draw++ {
 		r := rand.New(rand.NewPCG(draw, 11))
-		y, tr, ins, ok := randomCluster(t, 1+r.Uint64N(1000), r.IntN(2) == 0)
+		var y, tr string
+		var ins *assemble.Inputs
+		var ok bool
+		if r.IntN(5) == 0 {
+			y, tr, ins, ok = randomPollux(t, 1+r.Uint64N(1000))
+		} else {
+			y, tr, ins, ok = randomCluster(t, 1+r.Uint64N(1000), r.IntN(2) == 0)
+		}
 		if !ok {
 			continue
 		}
@@ -73,6 +81,9 @@ func TestRandomKnobs(t *testing.T) {
 		}
 		if r.IntN(4) == 0 {
 			ins.Round = []float64{1, 10, 37, 600, 3600}[r.IntN(5)]
+			if ins.Round == 1 && strings.Contains(y, "pollux") {
+				ins.Round = 10 // Pollux's model and agents cost a minute a run at 1 s
+			}
 		}
 		if r.IntN(4) == 0 {
 			ins.OnEvents = !ins.OnEvents
