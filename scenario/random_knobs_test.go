@@ -196,11 +196,7 @@ func knobWords(info contract.Info, key string) []string {
 	if m == nil {
 		return nil
 	}
-	var out []string
-	for _, w := range strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ", "), func(c rune) bool { return c == ',' || c == ' ' }) {
-		out = append(out, w)
-	}
-	return out
+	return strings.FieldsFunc(strings.ReplaceAll(m[1], " or ", ", "), func(c rune) bool { return c == ',' || c == ' ' })
 }
 
 // summary runs spec from build and returns its result as JSON.
