@@ -162,7 +162,7 @@ func randomKnobs(t *testing.T, r *rand.Rand, info contract.Info) (spec string, k
 
 // knobValue draws a value for knob k: for a boolean the other one or the
 // default; for a number the default, 0, 1, -1, or the default halved,
-// doubled or times ten; for a word one of those the policy names when it
+// doubled or times ten (not above the default for costKnobs); for a word one of those the policy names when it
 // refuses another (its "want a, b or c"). ok is false for a knob whose
 // values cannot be drawn (a free-form word, such as a job ID prefix).
 func knobValue(t *testing.T, r *rand.Rand, info contract.Info, k contract.Knob) (string, bool) {
@@ -173,6 +173,9 @@ func knobValue(t *testing.T, r *rand.Rand, info contract.Info, k contract.Knob) 
 	}
 	if d, err := strconv.ParseFloat(k.Default, 64); err == nil {
 		vs := []float64{d, 0, 1, -1, d / 2, d * 2, d * 10}
+		if costKnobs[info.Name+":"+k.Key] {
+			vs = vs[:5]
+		}
 		return strconv.FormatFloat(vs[r.IntN(len(vs))], 'g', -1, 64), true
 	}
 	alts := knobWords(info, k.Key)
@@ -180,6 +183,15 @@ func knobValue(t *testing.T, r *rand.Rand, info contract.Info, k contract.Knob) 
 		return "", false
 	}
 	return alts[r.IntN(len(alts))], true
+}
+
+// costKnobs are knobs that size a search a round runs (Chronus' MILP
+// horizon, Pollux's genetic search): drawn no larger than their defaults,
+// since larger ones cost minutes a run by design (chronus:horizon=60 took
+// 24 s on 14 jobs, against 0.06 s at its default 30).
+var costKnobs = map[string]bool{
+	"chronus:horizon": true, "chronus:maxjobs": true,
+	"pollux:pop": true, "pollux:generations": true, "pollux:tries": true,
 }
 
 // wantWords finds an enumeration in an error: "want a, b or c".
