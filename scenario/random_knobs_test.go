@@ -162,9 +162,10 @@ func randomKnobs(t *testing.T, r *rand.Rand, info contract.Info) (spec string, k
 
 // knobValue draws a value for knob k: for a boolean the other one or the
 // default; for a number the default, 0, 1, -1, or the default halved,
-// doubled or times ten (not above the default for costKnobs); for a word one of those the policy names when it
-// refuses another (its "want a, b or c"). ok is false for a knob whose
-// values cannot be drawn (a free-form word, such as a job ID prefix).
+// doubled or times ten (not above the default for costKnobs); for a word
+// one of those the policy names when it refuses another (its "want a, b
+// or c"). ok is false for a knob whose values cannot be drawn (a
+// free-form word, such as a job ID prefix).
 func knobValue(t *testing.T, r *rand.Rand, info contract.Info, k contract.Knob) (string, bool) {
 	t.Helper()
 	switch k.Default {
