@@ -447,6 +447,7 @@ type view struct {
 	foreign map[string]int          // node -> GPUs held by running pods no active tide job owns (lost workers included)
 	lost    []lostPod               // tide's live workers on nodes they can no longer run on, to evict
 	held    map[string]int          // node -> GPUs held by running pods of active tide jobs
+	parts   map[string]map[int]bool // node -> GPU indices the running parts of active tide jobs hold
 	shared  map[string]map[int]bool // node -> GPU indices live parts hold there (gpuindex.go)
 	onIndex map[string][]string     // "node#index" -> workload keys of the live pods bound there by index (sharepairs.go)
 	partUse map[string][2]float64   // "node#index" -> share and GiB the live parts bound there hold (gpuindex.go)
@@ -737,6 +738,15 @@ func (s *Scheduler) look() (*view, error) {
 			continue
 		}
 		v.held[node] += g
+		if i := s.podIndex(p); g == 0 && i >= 0 {
+			if v.parts == nil {
+				v.parts = map[string]map[int]bool{}
+			}
+			if v.parts[node] == nil {
+				v.parts[node] = map[int]bool{}
+			}
+			v.parts[node][i] = true
+		}
 		u := st.mine[key]
 		if u == nil {
 			u = &usage{req: corev1.ResourceList{}}
@@ -815,9 +825,10 @@ func (w *workload) ended() bool {
 
 // buildCluster makes the engine's cluster: every usable GPU node with the
 // GPUs no foreign pod holds, every node NotReady for less than the grace
-// period with only the GPUs tide's running pods hold there, so that they
-// keep them and nothing new goes there, and no lost node (nodes.go). sig identifies it: it does not change
-// while pods terminate, so capacity is stable across rounds.
+// period with only the GPUs tide's running pods hold there (kept), so
+// that they keep them and nothing new goes there, and no lost node
+// (nodes.go). sig identifies it: it does not change while pods
+// terminate, so capacity is stable across rounds.
 func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	names := make([]string, 0, len(v.nodes))
 	for n := range v.nodes {
@@ -840,7 +851,7 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 			if v.states[name].lost {
 				g = 0
 			} else if !v.states[name].open {
-				g = min(g, v.held[en])
+				g = min(g, v.kept(en))
 			}
 			if g <= 0 {
 				continue
@@ -870,6 +881,23 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 		return nil, "", fmt.Errorf("kube: nodes: %w", err)
 	}
 	return c, sig.String(), nil
+}
+
+// kept is how many GPUs engine node en shows while its node takes no new
+// work but keeps its workers (NotReady within the grace): the whole GPUs
+// tide's running pods hold there and the GPUs its running parts hold, and
+// at least up to the highest of those parts' indices, as a part is adopted
+// on the GPU at its recorded index (partGPUs). With the whole GPUs alone,
+// a part had no GPU to be adopted on and was evicted at once, while the
+// whole-GPU workers beside it were kept. GPUs below that index that no
+// worker holds are not given out: no placement takes a node that is not
+// open (shape.why).
+func (v *view) kept(en string) int {
+	k := v.held[en] + len(v.parts[en])
+	for i := range v.parts[en] {
+		k = max(k, i+1)
+	}
+	return k
 }
 
 // rebuild makes a new engine on c and puts every job back: submitted,

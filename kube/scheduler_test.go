@@ -807,8 +807,8 @@ func TestWorkerDeletedUnseen(t *testing.T) {
 // terminating) has its other worker released, as a plain gang short of a
 // pod is, not run on alone. Its node is NotReady within the grace, so the
 // worker is not lost; the node gives the engine no GPU when it has none
-// allocatable left, or when the job's workers hold parts of GPUs (only
-// whole ones are kept for a NotReady node). The round passed TideJobs
+// allocatable left, else the GPUs the kept worker holds (a whole one, or
+// the one its part is on: TestNotReadyKeepsParts). The round passed TideJobs
 // over, and the worker ran on alone, a gang bound in part, until a node
 // came back (kubetest random search, seed 299 under themis: a TideJob of
 // two half GPUs).
@@ -823,6 +823,7 @@ func TestNoUsableNodeShortTideJob(t *testing.T) {
 		{"fifo", "", 0, "gone"},
 		{"fifo", "", 0, "terminating"},
 		{"fifo", "0.5", 4, "gone"},
+		{"fifo", "0.5", 0, "gone"},
 		{"themis", "0.5", 4, "terminating"},
 	} {
 		t.Run(fmt.Sprintf("%s/fraction=%s/left=%d/%s", tc.policy, tc.fraction, tc.left, tc.how), func(t *testing.T) {
