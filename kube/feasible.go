@@ -26,7 +26,8 @@ import (
 // nodeState is one node's room beyond its GPUs.
 type nodeState struct {
 	node  *corev1.Node
-	open  bool                // Ready and not cordoned: takes new pods
+	open  bool                // Ready, not cordoned and not short: takes new pods
+	short bool                // fewer GPUs or slices allocatable than its running pods hold (look)
 	lost  bool                // unusable: the workers on it are lost (nodes.go)
 	alloc corev1.ResourceList // allocatable
 	used  corev1.ResourceList // requests of every live pod bound here, terminating ones included
@@ -218,6 +219,9 @@ func (sh *shape) why(n *nodeState, base corev1.ResourceList, pods int, extraPort
 	if !n.open {
 		if n.node.Spec.Unschedulable {
 			return "node(s) were unschedulable"
+		}
+		if n.short {
+			return "node(s) had fewer GPUs allocatable than their running pods hold"
 		}
 		return "node(s) were not ready"
 	}

@@ -58,9 +58,21 @@ func migAlloc(n *corev1.Node) map[string]int {
 	return out
 }
 
-// noteMIGNode records node n's slices in v, under their engine nodes.
-func (v *view) noteMIGNode(n *corev1.Node) {
-	for prof, k := range migAlloc(n) {
+// noteMIGNode records node n's slices in v, under their engine nodes,
+// and those of the profiles in held (slices tide's live workers there
+// ask for) with none allocatable: a node whose device plugin restarts
+// offers none for a while, and its workers keep their slices (shortOf).
+func (v *view) noteMIGNode(n *corev1.Node, held map[string]bool) {
+	alloc := migAlloc(n)
+	for prof := range held {
+		if _, ok := alloc[prof]; !ok {
+			if alloc == nil {
+				alloc = map[string]int{}
+			}
+			alloc[prof] = 0
+		}
+	}
+	for prof, k := range alloc {
 		v.alloc[migNode(n.Name, prof)] = k
 		if v.migNodes == nil {
 			v.migNodes = map[string][]string{}
@@ -68,6 +80,17 @@ func (v *view) noteMIGNode(n *corev1.Node) {
 		v.migNodes[n.Name] = append(v.migNodes[n.Name], migNode(n.Name, prof))
 	}
 	sort.Strings(v.migNodes[n.Name])
+}
+
+// migProfiles are the MIG profiles (lower case) p asks a slice of.
+func migProfiles(p *corev1.Pod) []string {
+	var out []string
+	for name, q := range podRequests(p) {
+		if prof, ok := strings.CutPrefix(string(name), migPrefix); ok && q.Value() > 0 {
+			out = append(out, strings.ToLower(prof))
+		}
+	}
+	return out
 }
 
 // engineNodes are the engine's nodes of Kubernetes node name: itself (its

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -594,18 +595,34 @@ func (s *Scheduler) look() (*view, error) {
 	byName := make(map[string]*corev1.Node, len(nodes))
 	lostNode := map[string]string{}
 	now := s.now()
+	// A node with no GPU allocatable is still a GPU node while tide's
+	// workers run there, and so is a MIG profile with no slice
+	// allocatable: its device plugin may be restarting (shortOf).
+	working := map[string]map[string]bool{} // node -> the MIG profiles tide's workers there ask for
+	for _, p := range pods {
+		if p.Spec.SchedulerName == s.cfg.SchedulerName && !podTerminal(p) {
+			if node := s.nodeOf(p); node != "" {
+				if working[node] == nil {
+					working[node] = map[string]bool{}
+				}
+				for _, prof := range migProfiles(p) {
+					working[node][prof] = true
+				}
+			}
+		}
+	}
 	for _, n := range nodes {
 		byName[n.Name] = n
 		if why := nodeLost(n, s.notReady, s.cfg.NotReadyGrace, now); why != "" {
 			lostNode[n.Name] = why
 		}
 		q, ok := n.Status.Allocatable[GPUResource]
-		if (!ok || q.Value() <= 0) && migAlloc(n) == nil {
+		if (!ok || q.Value() <= 0) && migAlloc(n) == nil && working[n.Name] == nil {
 			continue
 		}
 		v.nodes[n.Name] = n
 		v.alloc[n.Name] = int(q.Value())
-		v.noteMIGNode(n)
+		v.noteMIGNode(n, working[n.Name])
 		v.states[n.Name] = &nodeState{node: n, open: nodeUsable(n), lost: lostNode[n.Name] != "", alloc: n.Status.Allocatable,
 			used: corev1.ResourceList{}, mine: map[string]*usage{}}
 	}
@@ -757,8 +774,43 @@ func (s *Scheduler) look() (*view, error) {
 		u.ports = append(u.ports, ports...)
 	}
 	s.lookMIG(v, pods, owned)
+	v.shortOf()
 	s.cur = v
 	return v, nil
+}
+
+// shortOf closes each node that has fewer GPUs (or slices of a profile)
+// allocatable than the running pods bound there hold, counting a GPU
+// tide's parts are on as held: its device plugin restarting (allocatable
+// 0 until it registers again) or GPUs gone unhealthy. The kubelet evicts
+// no running pod for that, and admits no new one short of room; so tide
+// keeps its workers there, the engine's node showing the GPUs they hold
+// (kept), and places nothing new there until the node has its GPUs again.
+// With only the allocatable to show, the engine had fewer GPUs (or no
+// node) to adopt the workers on and they were evicted, while alone in the
+// cluster the node left no GPU to plan with and they ran on.
+//
+// What a short node can ever host is judged on the GPUs and slices its
+// running pods hold, where they are more than its allocatable: judged on
+// an allocatable of none, a job running there alone was found never
+// schedulable and released.
+func (v *view) shortOf() {
+	for name, st := range v.states {
+		for _, en := range v.engineNodes(name) {
+			hold := v.held[en] + len(v.parts[en]) + v.foreign[en]
+			if v.alloc[en] >= hold {
+				continue
+			}
+			if !st.short {
+				st.open, st.short, st.alloc = false, true, st.alloc.DeepCopy()
+			}
+			res := GPUResource
+			if en != name {
+				res = corev1.ResourceName(migPrefix + en[len(name)+len("/mig-"):])
+			}
+			st.alloc[res] = *resource.NewQuantity(int64(hold), resource.DecimalSI)
+		}
+	}
 }
 
 // shapeOf is what one worker of w asks of a node: a TideJob's worker as
@@ -825,9 +877,9 @@ func (w *workload) ended() bool {
 
 // buildCluster makes the engine's cluster: every usable GPU node with the
 // GPUs no foreign pod holds, every node NotReady for less than the grace
-// period with only the GPUs tide's running pods hold there (kept), so
-// that they keep them and nothing new goes there, and no lost node
-// (nodes.go). sig identifies it: it does not change while pods
+// period or short of GPUs allocatable (shortOf) with only the GPUs tide's
+// running pods hold there (kept), so that they keep them and nothing new
+// goes there, and no lost node (nodes.go). sig identifies it: it does not change while pods
 // terminate, so capacity is stable across rounds.
 func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 	names := make([]string, 0, len(v.nodes))
@@ -851,7 +903,7 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 			if v.states[name].lost {
 				g = 0
 			} else if !v.states[name].open {
-				g = min(g, v.kept(en))
+				g = v.kept(en)
 			}
 			if g <= 0 {
 				continue
@@ -884,7 +936,8 @@ func (s *Scheduler) buildCluster(v *view) (*cluster.Cluster, string, error) {
 }
 
 // kept is how many GPUs engine node en shows while its node takes no new
-// work but keeps its workers (NotReady within the grace): the whole GPUs
+// work but keeps its workers (NotReady within the grace, or short of GPUs
+// allocatable: shortOf): the whole GPUs
 // tide's running pods hold there and the GPUs its running parts hold, and
 // at least up to the highest of those parts' indices, as a part is adopted
 // on the GPU at its recorded index (partGPUs). With the whole GPUs alone,

@@ -749,7 +749,8 @@ func TestNoUsableNode(t *testing.T) {
 		h.pod("g1", 1, gang)
 		h.round()
 		// NotReady (within the grace: its workers are kept) and its GPUs
-		// gone from allocatable: no GPU to plan with.
+		// gone from allocatable: it takes nothing new (until 30 Nov the
+		// engine had no GPU to plan with; now it has g0's, shortOf).
 		h.node("n0", 0, func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse })
 		p := h.get("g1")
 		p.Status.Phase, p.Status.Reason = corev1.PodFailed, "OutOfnvidia.com/gpu"
@@ -806,9 +807,10 @@ func TestWorkerDeletedUnseen(t *testing.T) {
 // TideJob short of its minimum (a worker deleted, gone or still
 // terminating) has its other worker released, as a plain gang short of a
 // pod is, not run on alone. Its node is NotReady within the grace, so the
-// worker is not lost; the node gives the engine no GPU when it has none
-// allocatable left, else the GPUs the kept worker holds (a whole one, or
-// the one its part is on: TestNotReadyKeepsParts). The round passed TideJobs
+// worker is not lost; the node gives the engine the GPUs the kept worker
+// holds (a whole one, or the one its part is on: TestNotReadyKeepsParts),
+// even with none allocatable left (TestAllocatableShrinkKeepsWorkers; until
+// 30 Nov it gave no GPU then, and the round had none to plan with). The round passed TideJobs
 // over, and the worker ran on alone, a gang bound in part, until a node
 // came back (kubetest random search, seed 299 under themis: a TideJob of
 // two half GPUs).
