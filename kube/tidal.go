@@ -207,10 +207,10 @@ func (s *Scheduler) recheck(v *view, c *cluster.Cluster, want []int, why []strin
 				if costs == nil {
 					costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
 				}
-				cost, pins, room := s.roomFor(v, sh, &c.Nodes[i], want[i], g, costs, r)
+				cost, pins, room := s.roomFor(v, sh, c, i, want, g, costs, r)
 				r.pod, r.pins, r.room, r.gpus = p, pins, room, g+len(pins)
 				r.reclaimed = r.reclaimed || cost > 0
-				want[i] = min(c.Nodes[i].GPUs, want[i]+r.gpus)
+				wantFor(c, want, i, g, pins)
 				continue
 			}
 		}
@@ -252,7 +252,7 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 			if costs == nil {
 				costs = s.eng.ReclaimCosts(s.quota.inner, s.checkpointCost)
 			}
-			cost, pins, room := s.roomFor(v, sh, n, want[i], r, costs, nil)
+			cost, pins, room := s.roomFor(v, sh, c, i, want, r, costs, nil)
 			if best < 0 || room && !bestRoom || room == bestRoom && cost < bestCost { // a node the pod fits on first
 				best, bestCost, bestPins, bestRoom = i, cost, pins, room
 			}
@@ -260,19 +260,35 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 		if best < 0 {
 			continue
 		}
-		want[best] += r + len(bestPins)
+		wantFor(c, want, best, r, bestPins)
 		t.reserve[p.UID] = &reservation{pod: p, node: c.Nodes[best].Name, gpus: r + len(bestPins), pins: bestPins, room: bestRoom, reclaimed: bestCost > 0}
 		s.log.Info("making room for another scheduler's pod", "pod", p.Namespace+"/"+p.Name, "node", c.Nodes[best].Name, "gpus", r, "from training", bestCost > 0)
 	}
 }
 
+// wantFor adds to want what a reservation on engine node i takes down: r
+// GPUs of node i and its pins, each on its own engine node (a pin may be
+// a MIG slice of i's Kubernetes node: roomFor).
+func wantFor(c *cluster.Cluster, want []int, i, r int, pins []cluster.GPUID) {
+	want[i] = min(c.Nodes[i].GPUs, want[i]+r)
+	for _, g := range pins {
+		j := c.NodeOf(g).ID
+		want[j] = min(c.Nodes[j].GPUs, want[j]+1)
+	}
+}
+
 // roomFor says what taking room for a pod of shape sh, asking r GPUs,
-// on node n costs and which of n's GPUs go down for it beyond the
-// wantDown already spoken for (downOrder): the r cheapest, and, when the
-// node's other room (pod slots, CPU, memory, the host ports it binds)
-// does not take the pod beside what runs there, one GPU of each tide job
-// whose workers there must go (cheapest first) to free that room: pins,
-// which go down before any other. A job goes down whole with one GPU, and
+// on engine node c.Nodes[i] (n) costs and which GPUs go down for it
+// beyond those already spoken for (want, by engine node; downOrder): the
+// r cheapest of n's, and, when the node's other room (pod slots, CPU,
+// memory, the host ports it binds) does not take the pod beside what
+// runs there, one GPU of each tide job whose workers there must go
+// (cheapest first: n's GPUs, then the MIG slices of its Kubernetes node,
+// engine nodes of their own) to free that room: pins, which go down
+// before any other. A worker holding a slice took room that only n's
+// GPUs were tried for, so tide found none to make and the pod waited for
+// as long as the worker ran (kube random search, seed 3661 at 200 steps
+// under gavel-fifo: a slice worker's host port). A job goes down whole with one GPU, and
 // its pods with it; a GPU's jobs all go with it (both of a packed pair,
 // every part). Terminating pods' room counts as coming back, and so does
 // that of tide's workers whose job the engine no longer runs (the
@@ -281,7 +297,8 @@ func (s *Scheduler) reserveFor(v *view, c *cluster.Cluster, want []int, why []st
 // new one). room is false, and pins nil, when evicting every tide worker
 // there would not make room: other pods fill it, which is not tide's
 // business.
-func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int, costs map[*engine.Status]float64, self *reservation) (cost float64, pins []cluster.GPUID, room bool) {
+func (s *Scheduler) roomFor(v *view, sh *shape, c *cluster.Cluster, i int, want []int, r int, costs map[*engine.Status]float64, self *reservation) (cost float64, pins []cluster.GPUID, room bool) {
+	n, wantDown := &c.Nodes[i], want[i]
 	order := s.downOrder(n, costs)
 	if wantDown+r > len(order) {
 		return 0, nil, false
@@ -334,7 +351,17 @@ func (s *Scheduler) roomFor(v *view, sh *shape, n *cluster.Node, wantDown, r int
 	for _, g := range order[wantDown : wantDown+r] {
 		cost += s.gpuCost(g, costs)
 	}
-	for _, g := range order[wantDown+r:] {
+	var more []cluster.GPUID // the slices, those going down anyway freed first
+	for j := range c.Nodes {
+		if j != i && kubeNode(c.Nodes[j].Name) == n.Name {
+			o := s.downOrder(&c.Nodes[j], costs)
+			for _, g := range o[:want[j]] {
+				free(g)
+			}
+			more = append(more, o[want[j]:]...)
+		}
+	}
+	for _, g := range append(order[wantDown+r:], more...) {
 		if fits() {
 			return cost, pins, true
 		}
@@ -402,7 +429,7 @@ func (s *Scheduler) downOrder(n *cluster.Node, costs map[*engine.Status]float64)
 	}
 	pinned := map[cluster.GPUID]bool{}
 	for _, r := range s.tidal.reserve {
-		if r.node == n.Name {
+		if r.node == kubeNode(n.Name) { // a slice it pins is on an engine node of its own
 			for _, g := range r.pins {
 				pinned[g] = true
 			}

@@ -212,7 +212,9 @@ func TestReservationRoomRecounted(t *testing.T) {
 // go down), or, where another lent node has the port free, makes the
 // pod's room there and evicts nothing. The port was not counted: tide
 // made the pod room beside the worker, evicted nothing, and the pod
-// waited for as long as the worker ran.
+// waited for as long as the worker ran; and so it did, later, when the
+// worker held a MIG slice of the node: only the node's whole GPUs were
+// tried for room (kube random search, seed 3661 at 200 steps).
 func TestReclaimPodPorts(t *testing.T) {
 	port := func(p int32) func(*corev1.Pod) {
 		return func(pod *corev1.Pod) {
@@ -225,16 +227,31 @@ func TestReclaimPodPorts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		otherNode bool
+		slice     bool // train holds a MIG slice of i0, not a whole GPU
 		wantNode  string
 		wantEvict string
 	}{
-		{"one node", false, "i0", "[train]"},
-		{"another node", true, "i1", "[]"},
+		{"one node", false, false, "i0", "[train]"},
+		{"another node", true, false, "i1", "[]"},
+		{"one node, a slice", false, true, "i0", "[train]"},
+		{"another node, a slice", true, true, "i1", "[]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "fifo")
-			h.node("i0", 2, inference)
-			h.pod("train", 1, port(8080), annotate(AnnotDuration, "10h"))
+			h.node("i0", 2, inference, func(n *corev1.Node) {
+				n.Status.Allocatable[corev1.ResourceName(migPrefix+"1g.10gb")] = resource.MustParse("1")
+			})
+			if tc.slice {
+				h.migPod("train", "1g.10gb")
+				p := h.get("train")
+				port(8080)(p)
+				annotate(AnnotDuration, "10h")(p)
+				if err := h.pods.Update(p); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				h.pod("train", 1, port(8080), annotate(AnnotDuration, "10h"))
+			}
 			h.round()
 			if w := h.where(); w["train"] != "i0" {
 				t.Fatalf("placed %v, want train on i0", w)
