@@ -220,7 +220,7 @@ func (sh *shape) why(n *nodeState, base corev1.ResourceList, pods int, extraPort
 		if n.node.Spec.Unschedulable {
 			return "node(s) were unschedulable"
 		}
-		if n.short {
+		if n.short && nodeReady(n.node) {
 			return "node(s) had fewer GPUs allocatable than their running pods hold"
 		}
 		return "node(s) were not ready"

@@ -351,15 +351,15 @@ func (s *Scheduler) roomFor(v *view, sh *shape, c *cluster.Cluster, i int, want 
 	for _, g := range order[wantDown : wantDown+r] {
 		cost += s.gpuCost(g, costs)
 	}
-	var more []cluster.GPUID // the slices, those going down anyway freed first
-	for j := range c.Nodes {
-		if j != i && kubeNode(c.Nodes[j].Name) == n.Name {
-			o := s.downOrder(&c.Nodes[j], costs)
-			for _, g := range o[:want[j]] {
-				free(g)
-			}
-			more = append(more, o[want[j]:]...)
+	// The slices, engine nodes right after n (buildCluster); those going
+	// down anyway free their room first.
+	var more []cluster.GPUID
+	for j := i + 1; j < len(c.Nodes) && kubeNode(c.Nodes[j].Name) == n.Name; j++ {
+		o := s.downOrder(&c.Nodes[j], costs)
+		for _, g := range o[:want[j]] {
+			free(g)
 		}
+		more = append(more, o[want[j]:]...)
 	}
 	for _, g := range append(order[wantDown+r:], more...) {
 		if fits() {
