@@ -268,3 +268,58 @@ func TestRecoverStoppedAttempts(t *testing.T) {
 		}
 	})
 }
+
+// TestRecoverStrayParts: two parts of a GPU, cancelled just before the
+// server stopped and still running (they ignore SIGTERM), are leftovers
+// the next server stops. A whole-GPU job given that GPU must wait for
+// both. The server kept only the first leftover as the GPU's holder: the
+// whole-GPU job started as soon as that one ended, beside the second one.
+func TestRecoverStrayParts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(t, filepath.Join(dir, "data"))
+	cfg.StopJobsOnExit, cfg.Grace = false, time.Minute // the leftovers end when told to, not killed
+	cfg.GPUs = cfg.GPUs[:1]
+	part := func(name string) *api.JobSpec {
+		gate := filepath.Join(dir, name+".go")
+		return &api.JobSpec{Name: name, GPUs: 1, GPUShare: 0.5, Command: []string{"sh", "-c",
+			"trap '' TERM; touch " + filepath.Join(dir, name+".ran") + "; while [ ! -e " + gate + " ]; do sleep 0.02; done"}}
+	}
+	release := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name+".go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1 := startServer(t, cfg)
+	first := submit(t, s1.admin, part("first"))
+	second := submit(t, s1.admin, part("second"))
+	for _, j := range []*api.Job{first, second} {
+		waitJob(t, s1.admin, j.ID, 20*time.Second, "launched", func(v *api.Job) bool {
+			_, err := os.Stat(filepath.Join(dir, v.Spec.Name+".ran"))
+			return v.State == api.StateRunning && err == nil
+		})
+		if _, err := s1.admin.Cancel(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1.close(t)
+
+	s2 := startServer(t, cfg)
+	whole := submit(t, s2.admin, &api.JobSpec{Command: []string{"sh", "-c", "while [ ! -e " + filepath.Join(dir, "whole.go") + " ]; do sleep 0.02; done"}, GPUs: 1})
+	release("first")
+	waitJob(t, s2.admin, first.ID, 20*time.Second, "its leftover gone", func(v *api.Job) bool { return v.Attempts[0].Ended != nil })
+	waitRounds(t, s2, 3)
+	if v, err := s2.admin.Job(ctx, whole.ID); err != nil || len(v.Attempts) > 0 && v.Attempts[0].Started != nil {
+		t.Errorf("a whole-GPU job launched beside a leftover part still running: %+v, %v", v, err)
+	}
+	release("second")
+	release("whole")
+	got := waitFinished(t, s2.admin, whole.ID, 20*time.Second)
+	sv, err := s2.admin.Job(ctx, second.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended, started := sv.Attempts[0].Ended, got.Attempts[0].Started; ended == nil || started.Before(*ended) {
+		t.Errorf("the whole-GPU job started at %v, the leftover part %s ended at %v", started, second.ID, ended)
+	}
+}

@@ -191,8 +191,10 @@ type Server struct {
 	running sync.WaitGroup // attempt goroutines
 	http    *http.Server
 
-	// sharing are, per GPU, the fractional attempts whose processes may
-	// run on it together (share.go); mps runs their GPUs' MPS daemons.
+	// sharing are, per GPU, the attempts whose processes may run on it
+	// together (parts, packed pairs; share.go) and the leftover processes
+	// recovery is stopping there (stopStray); mps runs the GPUs' MPS
+	// daemons.
 	sharing map[cluster.GPUID][]*attempt
 	mps     *localexec.MPS
 	// mpsOrphans are the GPUs whose daemon a recovered attempt, gone
@@ -651,9 +653,14 @@ func (s *Server) stopStray(lj *liveJob, a *store.Attempt, proc *localexec.Proc, 
 		frac: lj.j != nil && lj.j.Fractional()}
 	lj.last = att
 	for _, g := range gpus {
-		if s.busy[g] == nil {
-			s.busy[g] = att
+		// Listed with the GPU's sharers, not as its holder: several
+		// leftovers may be on one GPU (parts, a packed pair), and each
+		// later attempt there must wait for every one of them (claim
+		// waits for each sharer being stopped).
+		if s.sharing == nil {
+			s.sharing = make(map[cluster.GPUID][]*attempt)
 		}
+		s.sharing[g] = append(s.sharing[g], att)
 	}
 	if a.MPS && len(a.Devices) == 1 && s.mps.Available() {
 		// Its daemon serves it until it is gone, then goes with it.
