@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -252,6 +253,74 @@ func TestStrayReaped(t *testing.T) {
 	}
 }
 
+// mainThreadExitsEnv, set to a path, makes the test binary a process
+// whose main thread exits at once while another thread runs on until the
+// path exists.
+const mainThreadExitsEnv = "TIDE_LOCALEXEC_TEST_MAIN_THREAD_EXITS"
+
+func init() {
+	if os.Getenv(mainThreadExitsEnv) != "" {
+		runtime.LockOSThread() // main runs on the main thread
+	}
+}
+
+func mainThreadExits(gate string) {
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+		}
+		os.Exit(0)
+	}()
+	// exit(2), not exit_group(2): this thread alone ends.
+	syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+}
+
+// TestGroupAliveWhileThreadsRun: a process whose main thread has exited
+// while its other threads run on shows in /proc as a zombie, yet keeps
+// its files (a GPU's device, a lock) until its last thread is gone. Its
+// group is alive until then: groupAlive took it for gone, so Done could
+// close and the attempt's GPUs go to the next job while a process of the
+// group, killed but its threads still exiting, held them.
+func TestGroupAliveWhileThreadsRun(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), mainThreadExitsEnv+"="+gate)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		_ = signalGroup(pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, state, err := procStat(pid); err != nil || state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the helper's main thread did not exit")
+		}
+	}
+	if _, state, err := procStat(pid); err != nil || state != 'Z' {
+		t.Fatalf("helper %d: state %c, %v; want a zombie leader", pid, state, err)
+	}
+	if !groupAlive(pid) {
+		t.Errorf("a group whose process has a thread running is taken for gone")
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every thread gone, not yet reaped: a zombie holds nothing.
+	for deadline := time.Now().Add(10 * time.Second); groupAlive(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a group whose one process is a zombie with no thread left is taken for alive")
+		}
+	}
+}
+
 // TestAdopt attaches to a running attempt by pid and start time, as a
 // restarted server does, and learns its exit code from the exit file.
 func TestAdopt(t *testing.T) {
@@ -389,6 +458,9 @@ const termIgnoredEnv = "TIDE_LOCALEXEC_TEST_TERM_IGNORED"
 // TestMain fails the run when a test left SIGTERM ignored by the test
 // process: the commands of every test after it could not catch it.
 func TestMain(m *testing.M) {
+	if gate := os.Getenv(mainThreadExitsEnv); gate != "" {
+		mainThreadExits(gate)
+	}
 	code := m.Run()
 	if code == 0 && signal.Ignored(syscall.SIGTERM) && os.Getenv(termIgnoredEnv) != "1" {
 		fmt.Fprintln(os.Stderr, "FAIL: a test left SIGTERM ignored by the test process (signal.Reset does not undo signal.Ignore): "+

@@ -498,6 +498,9 @@ func (p *Proc) signal(sig syscall.Signal) {
 // leader exited (workers a job left behind would hold its GPUs), and waits
 // up to five seconds for every member to exit. Zombies count as gone: they
 // hold no memory, and whoever inherited them may take its time to reap.
+// A process whose main thread is a zombie while its other threads still
+// run (or are still exiting, a killed CUDA process freeing its memory)
+// is not gone: it keeps its files, the GPU's device among them.
 func (p *Proc) reapGroup() {
 	if signalGroup(p.pid, syscall.SIGKILL) != nil {
 		return
@@ -509,7 +512,7 @@ func (p *Proc) reapGroup() {
 }
 
 // groupAlive reports whether process group pgid has a member that is not a
-// zombie.
+// zombie, or whose main thread is a zombie but not its last thread.
 func groupAlive(pgid int) bool {
 	if signalGroup(pgid, 0) != nil {
 		return false // no member at all, zombies included
@@ -531,9 +534,13 @@ func groupAlive(pgid int) bool {
 		if i < 0 {
 			continue
 		}
-		// After the command name: state, ppid, pgrp.
+		// After the command name: state, ppid, pgrp, ... num_threads
+		// (field 20 of the line).
 		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 18 {
+			continue
+		}
+		if threads, _ := strconv.Atoi(f[17]); (f[0] == "Z" || f[0] == "X") && threads <= 1 {
 			continue
 		}
 		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid && pid > 0 {
