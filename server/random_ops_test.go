@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,7 +30,11 @@ import (
 // TestRandomOperations drives a server with random sequences of what an
 // admin and three tenants may do (submissions, valid and not, cancel,
 // hold, release, requeue, reports, reads, paged lists, quota changes,
-// token rotations) and restarts of the server on the same database, and
+// token rotations; the web console's views and actions, logs followed
+// from an offset as `tide logs -f` does, malformed requests; a cancel,
+// hold, requeue or restart a moment after a submission, while its round
+// and launch may be under way) and restarts of the server on the same
+// database, and
 // checks after every step what the API promises against a model the test
 // keeps. Each seed picks a policy among every one tide serve runs (presets,
 // priority classes, tiresias-gittins with a distribution file, the packing
@@ -73,7 +78,15 @@ import (
 //     403 for submitting as another, "(other tenant)" in the cluster
 //     view), and holds at most its quota of GPUs;
 //   - every attempt's process saw the GPUs the API says it had, and a
-//     job's log holds only its own attempts;
+//     job's log holds only its own attempts; a log followed piece by
+//     piece (across restarts) is the start of the whole log;
+//   - nothing a tenant reads (job lists and their reasons, events, logs,
+//     the console's queue, cluster, job view and tenants, errors) names
+//     another tenant's job (but those its request or its jobs' specs
+//     name) or holds anyone's token; the console's queue lists every job
+//     the caller may see, and its actions follow the API's rules;
+//   - a malformed request gets a 4xx with a JSON error (naming the field
+//     where there is one) and creates nothing, never a 5xx;
 //   - at the end, with holds released and quotas lifted, every job ends.
 //
 // TIDE_RANDOM_OPS_SEEDS=N runs seeds 1..N (from TIDE_RANDOM_OPS_FIRST),
@@ -175,6 +188,11 @@ type roJob struct {
 	by   *roActor
 	sent *api.JobSpec
 	key  string
+	// at is when its submission was answered; obsAt when obs was read.
+	at, obsAt time.Time
+	// tailed is its log as followed so far (tail), to tailOff.
+	tailed  []byte
+	tailOff int64
 }
 
 type roTest struct {
@@ -377,7 +395,7 @@ func (r *roTest) tenant(name string) *roActor {
 
 // randomStep does one random operation and checks its answer.
 func (r *roTest) randomStep() {
-	switch n := r.pick(100); {
+	switch n := r.pick(116); {
 	case n < 28:
 		r.submitValid(r.actors[r.pick(len(r.actors))])
 	case n < 33:
@@ -408,10 +426,48 @@ func (r *roTest) randomStep() {
 		r.deleteTenant()
 	case n < 95:
 		r.restart()
-	default:
+	case n < 100:
 		d := time.Duration(50+r.pick(400)) * time.Millisecond
 		r.logf("wait %s", d)
 		time.Sleep(d)
+	case n < 106:
+		r.consoleOp()
+	case n < 110:
+		r.tail()
+	case n < 112:
+		r.badRequest()
+	default:
+		r.actOnStart()
+	}
+}
+
+// actOnStart submits a job and at once, or within a few milliseconds,
+// while the round that starts it and its launch may be under way,
+// cancels, holds or requeues it, or restarts the server.
+func (r *roTest) actOnStart() {
+	a := r.actors[r.pick(len(r.actors))]
+	s := r.validSpec(a)
+	s.Hold, s.After = false, nil
+	n := len(r.order)
+	r.submit(a, s)
+	if len(r.order) == n {
+		return // refused (a quota)
+	}
+	j := r.jobs[r.order[len(r.order)-1]]
+	for _, id := range r.order[n:] {
+		if r.jobs[id].sent == s {
+			j = r.jobs[id]
+		}
+	}
+	d := time.Duration(r.pick(30)) * time.Millisecond
+	time.Sleep(d)
+	switch op := []string{"cancel", "hold", "requeue", "restart"}[r.pick(4)]; op {
+	case "restart":
+		r.logf("restart %s after submitting %s", d, j.id)
+		r.restart()
+	default:
+		r.logf("%s %s after submitting it", op, d)
+		r.jobOpOn(op, j, a)
 	}
 }
 
@@ -646,7 +702,7 @@ func (r *roTest) submitted(a *roActor, s *api.JobSpec, want api.JobSpec, mustRef
 	if v.Tenant != want.Tenant || (v.State != api.StatePending && (len(s.After) == 0 || v.State != api.StateRunning)) || v.Held != s.Hold {
 		r.fail("%s: job %s accepted as tenant %q, state %s, held %v; want %s, pending, held %v", a.name, v.ID, v.Tenant, v.State, v.Held, want.Tenant, s.Hold)
 	}
-	j := &roJob{id: v.ID, tenant: want.Tenant, spec: want, held: s.Hold, by: a, sent: s, key: key, waitRound: -1}
+	j := &roJob{id: v.ID, tenant: want.Tenant, spec: want, held: s.Hold, by: a, sent: s, key: key, waitRound: -1, at: time.Now()}
 	r.jobs[v.ID] = j
 	r.order = append(r.order, v.ID)
 	sort.Slice(r.order, func(x, y int) bool { return jobNum(r.order[x]) < jobNum(r.order[y]) })
@@ -889,6 +945,11 @@ func (r *roTest) jobOp(op string) {
 	if j == nil {
 		return
 	}
+	r.jobOpOn(op, j, a)
+}
+
+// jobOpOn is jobOp on job j as a.
+func (r *roTest) jobOpOn(op string, j *roJob, a *roActor) {
 	foreign := a.name != "admin" && a.name != j.tenant
 	hold := op == "requeue" && r.pick(4) == 0
 	var v *api.Job
@@ -1107,6 +1168,9 @@ func (r *roTest) read() {
 			r.fail("job %s has spec\n%+v\naccepted\n%+v", j.id, v.Spec, j.spec)
 		}
 		r.checkLog(j.id, string(data), v)
+		if b, err := json.Marshal(evs); err == nil {
+			r.noLeak(a, "events of "+j.id, b, j.id)
+		}
 	default:
 		r.checkCluster(a)
 	}
@@ -1467,6 +1531,7 @@ func (r *roTest) check() {
 	if err != nil {
 		r.fail("list: %v", err)
 	}
+	listed := time.Now()
 	var ids []string
 	for i := range list.Jobs {
 		ids = append(ids, list.Jobs[i].ID)
@@ -1483,7 +1548,8 @@ func (r *roTest) check() {
 	}
 	r.checkSharing(list.Jobs, cl)
 	for i := range list.Jobs {
-		r.jobs[list.Jobs[i].ID].obs = &list.Jobs[i]
+		j := r.jobs[list.Jobs[i].ID]
+		j.obs, j.obsAt = &list.Jobs[i], listed
 	}
 	for _, a := range r.actors[1:] {
 		q := quotaOf(a.limits)
@@ -1496,6 +1562,9 @@ func (r *roTest) check() {
 		mine, err := a.c.Jobs(r.ctx, "")
 		if err != nil {
 			r.fail("%s lists its jobs: %v", a.name, err)
+		}
+		if b, err := json.Marshal(mine); err == nil {
+			r.noLeak(a, "job list", b) // their reasons too
 		}
 		var got, want []string
 		for _, v := range mine {
