@@ -52,7 +52,10 @@ func (r *roTest) raw(token, method, path, body string) (int, []byte) {
 	return resp.StatusCode, data
 }
 
-var jobIDs = regexp.MustCompile(`\bj\d{6,}\b`)
+var (
+	jobIDs    = regexp.MustCompile(`\bj\d{6,}\b`)
+	exampleID = regexp.MustCompile(`such as (j\d{6,})\b`)
+)
 
 // noLeak checks what a was answered: no actor's token, and for a tenant
 // no job of another tenant but those it asked about (asked) and those its
@@ -396,5 +399,11 @@ func (r *roTest) badRequest() {
 	if c.field != "" && !hasField(&e, c.field) {
 		r.fail("%s: %s %s: %s; want the field %s named", a.name, c.method, c.path, body, c.field)
 	}
-	r.noLeak(a, "error", body, jobIDs.FindAllString(c.path, -1)...)
+	// The ID a message gives as an example of the format ("want a job ID
+	// such as j000042") is no job's: it may be another tenant's.
+	asked := jobIDs.FindAllString(c.path, -1)
+	for _, m := range exampleID.FindAllStringSubmatch(string(body), -1) {
+		asked = append(asked, m[1])
+	}
+	r.noLeak(a, "error", body, asked...)
 }
