@@ -233,21 +233,8 @@ func randomCluster(t *testing.T, seed uint64, rich bool) (y, tr string, ins *ass
 		model += ", edge: {type: v100, ref: a100, lambda: 0.5}"
 	}
 	y += "trace: {file: t.csv, format: tide-csv, sort: true}\n" + model + "}\nround: 120\npolicies: [fifo]\n"
-	write(t, filepath.Join(dir, "s.yaml"), y)
-	sc, err := Load(filepath.Join(dir, "s.yaml"))
-	if err != nil {
-		t.Fatalf("seed %d: %v\n%s", seed, err, y)
-	}
-	in, pts, err := sc.readPoints()
-	if err != nil {
-		t.Logf("seed %d: %v (skipped)\n%s", seed, err, y)
-		return y, tr, nil, false
-	}
-	ins, err = sc.inputs(in, pts[0])
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	return y, tr, ins, true
+	ins, ok = loadDraw(t, dir, seed, y)
+	return y, tr, ins, ok
 }
 
 // randomPollux draws a scenario on Pollux's model and measured profiles
@@ -294,6 +281,14 @@ func randomPollux(t *testing.T, seed uint64) (y, tr string, ins *assemble.Inputs
 		y += "availability:\n" + strings.Join(avail, "\n") + "\n"
 	}
 	y += "trace: {file: t.csv, format: pollux, sort: true}\nmodel: {kind: pollux}\nround: 60\npolicies: [fifo]\n"
+	ins, ok = loadDraw(t, dir, seed, y)
+	return y, tr, ins, ok
+}
+
+// loadDraw writes scenario y into dir (beside its trace) and loads its
+// one point's inputs; ok is false, logged, when the point cannot run.
+func loadDraw(t *testing.T, dir string, seed uint64, y string) (*assemble.Inputs, bool) {
+	t.Helper()
 	write(t, filepath.Join(dir, "s.yaml"), y)
 	sc, err := Load(filepath.Join(dir, "s.yaml"))
 	if err != nil {
@@ -302,11 +297,11 @@ func randomPollux(t *testing.T, seed uint64) (y, tr string, ins *assemble.Inputs
 	in, pts, err := sc.readPoints()
 	if err != nil {
 		t.Logf("seed %d: %v (skipped)\n%s", seed, err, y)
-		return y, tr, nil, false
+		return nil, false
 	}
-	ins, err = sc.inputs(in, pts[0])
+	ins, err := sc.inputs(in, pts[0])
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	return y, tr, ins, true
+	return ins, true
 }
