@@ -907,6 +907,14 @@ func (s *Server) Close(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// A daemon whose last job ended before the store closed is stopped
+	// before Close returns, jobs left running or not: the store says no
+	// job holds it, so the next server starts it afresh for the next part,
+	// and a stop still in flight would then stop that one, or be cut off
+	// by tide serve's exit and leave this one running beside it. With the
+	// store closed no attempt ends here any more (watch), so nothing adds
+	// to mpsStops now.
+	s.mpsStops.Wait()
 	return errors.Join(errs...)
 }
 

@@ -304,3 +304,48 @@ func TestMPSDaemonAfterRestart(t *testing.T) {
 	}
 	waitMPSStopped(t, calls, "0")
 }
+
+// TestMPSDaemonStoppedByClose: the MPS daemon of a part that ended while
+// the server ran is stopped by the time Close returns, also when the
+// server leaves its jobs running on exit. Close waited for the daemons'
+// stops only when it stopped the jobs: the store, closed, said no job
+// held the daemon, so the next server started another on the same GPU
+// for the next part, and the old server's stop, still in flight, came
+// after that start (the random operations search, seed 859 at 150 steps:
+// "0 start, 0 start, 0 quit" when a part ended just before a restart);
+// in tide serve, which exits once Close returns, the stop was cut off,
+// leaving the daemon running beside the next server's. Here the stand-in
+// takes a moment to stop a daemon, as a real one does.
+func TestMPSDaemonStoppedByClose(t *testing.T) {
+	dir := t.TempDir()
+	cfg, calls := mpsConfig(t, dir, "fake:1:t4")
+	slow := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; sleep 0.5; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + calls + "\n"
+	if err := os.WriteFile(cfg.MPS, []byte(slow), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg.StopJobsOnExit = false
+	part := countSpec(1, 1, time.Millisecond)
+	part.GPUShare = 0.5
+
+	s1 := startServer(t, cfg)
+	id := submit(t, s1.admin, part).ID
+	waitJob(t, s1.admin, id, 20*time.Second, "finished", inState(api.StateFinished))
+	s1.close(t)
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "0 start\n0 quit" {
+		t.Errorf("Close returned after the only part ended; MPS control calls:\n%s\nwant its daemon started and stopped", got)
+	}
+
+	// The next server starts a daemon for its part after the old one's
+	// stop, and stops it in turn.
+	s2 := startServer(t, cfg)
+	next := submit(t, s2.admin, part).ID
+	waitJob(t, s2.admin, next, 20*time.Second, "finished", inState(api.StateFinished))
+	waitMPSStopped(t, calls, "0")
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "start") != 2 {
+		t.Errorf("two parts ran one after the other; MPS control calls:\n%s\nwant a daemon started for each", b)
+	}
+}
