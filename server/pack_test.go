@@ -323,6 +323,85 @@ func TestPackedPairsRecovered(t *testing.T) {
 	endPacked(t, s2, ids, gates, calls, "0", "1")
 }
 
+// TestPackedSurvivorKeepsMPSDaemon: the member of a packed pair whose
+// partner ended before a restart still holds its GPU's MPS daemon when the
+// next server re-adopts it alone. That server took holding the daemon
+// from whether the attempt shared its GPU now, not from its record
+// (store.Attempt.MPS): adopted alone, the survivor held nothing, its
+// daemon ran on unknown to the server, which started a second one on the
+// GPU for the next part (the random operations search, seed 859 at 150
+// steps, under gavel-makespan:space_sharing=true: "0 start, 0 start,
+// 0 quit") and never stopped the first.
+func TestPackedSurvivorKeepsMPSDaemon(t *testing.T) {
+	dir := t.TempDir()
+	cfg, calls := mpsConfig(t, dir, "fake:1:v100")
+	cfg.Policy = "gandiva:pack=true"
+	cfg.StopJobsOnExit = false
+	cfg.PairThroughputs = filepath.Join(dir, "pairs.json")
+	if err := os.WriteFile(cfg.PairThroughputs, []byte(packTable), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string{"sh", "-c", `touch ` + dir + `/$TIDE_JOB_ID.ran; while [ ! -e ` + dir + `/go-$TIDE_JOB_ID ]; do sleep 0.05; done`}
+	gate := func(id string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "go-"+id), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launched := func(ts *testServer, id string) {
+		t.Helper()
+		waitJob(t, ts.admin, id, 20*time.Second, "launched", func(j *api.Job) bool {
+			_, err := os.Stat(filepath.Join(dir, id+".ran"))
+			return j.State == api.StateRunning && err == nil
+		})
+	}
+
+	s1 := startServer(t, cfg)
+	// Both reach the engine before its first round, which packs them.
+	s1.mu.Lock()
+	var ids []string
+	for _, typ := range []string{"A", "B"} {
+		j, err := s1.admin.Submit(context.Background(), &api.JobSpec{Command: cmd, GPUs: 1, JobType: typ, EstimateS: 600})
+		if err != nil {
+			s1.mu.Unlock()
+			t.Fatalf("submit: %v", err)
+		}
+		ids = append(ids, j.ID)
+	}
+	s1.mu.Unlock()
+	a, b := ids[0], ids[1]
+	launched(s1, a)
+	launched(s1, b)
+	s1.lock()
+	if st := s1.eng.Job(b); st.PackedWith != a {
+		t.Errorf("job B runs packed with %q, want A (%s)", st.PackedWith, a)
+	}
+	s1.mu.Unlock()
+	gate(a)
+	waitJob(t, s1.admin, a, 20*time.Second, "finished", inState(api.StateFinished))
+	s1.close(t)
+	if b, _ := os.ReadFile(calls); strings.TrimSpace(string(b)) != "0 start" {
+		t.Fatalf("a packed pair ran on GPU 0, one member still runs; MPS control calls:\n%s\nwant one daemon started", b)
+	}
+
+	// B, re-adopted alone, keeps the daemon until it ends; the next part
+	// on the GPU starts a daemon of its own after that.
+	s2 := startServer(t, cfg)
+	if j := waitJob(t, s2.admin, b, 20*time.Second, "running", inState(api.StateRunning)); len(j.Attempts) != 1 {
+		t.Fatalf("job B after the restart: %d attempts, want it re-adopted", len(j.Attempts))
+	}
+	gate(b)
+	waitJob(t, s2.admin, b, 20*time.Second, "finished", inState(api.StateFinished))
+	part := countSpec(1, 1, time.Millisecond)
+	part.GPUShare = 0.5
+	next := submit(t, s2.admin, part).ID
+	waitJob(t, s2.admin, next, 20*time.Second, "finished", inState(api.StateFinished))
+	waitMPSStopped(t, calls, "0")
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "start") != 2 {
+		t.Errorf("a packed pair, then a part, ran on GPU 0; MPS control calls:\n%s\nwant a daemon started for each", b)
+	}
+}
+
 // TestPackedReportsSplitPair: the step times jobs report feed the pair
 // model, and Gandiva (the paper's rule) splits a packed pair they show
 // losing. A runs alone on the one V100 and reports 0.1 s steps; B arrives

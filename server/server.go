@@ -543,15 +543,9 @@ func (s *Server) recover(r *store.Job) {
 			for _, g := range gpus {
 				s.claim(att, g)
 			}
-			s.adoptMPS(att)
-			last.MPS = last.MPS || att.mpsHeld
+			s.adoptMPS(att, last.MPS)
 			if p := s.jobs[att.partner]; p != nil && p.att != nil && p.att.partner == "" {
 				p.att.partner = r.ID // adopted alone before this one joined it
-				s.adoptMPS(p.att)
-				if pl := p.rec.Last(); pl != nil {
-					pl.MPS = pl.MPS || p.att.mpsHeld
-					s.touch(p)
-				}
 			}
 			last.Phase, last.PID, last.StartTicks = store.PhaseRunning, proc.PID(), proc.StartTicks()
 			s.touch(lj)

@@ -106,10 +106,16 @@ func (s *Server) acquireMPS(a *attempt) (string, error) {
 	return dir, err
 }
 
-// adoptMPS holds, for a re-adopted attempt that shares its one GPU, the
-// MPS daemon that still runs for it. Under mu.
-func (s *Server) adoptMPS(a *attempt) {
-	if a.shares() && !a.mpsHeld && len(a.devs) == 1 && s.mps.Available() {
+// adoptMPS holds, for a re-adopted attempt whose record says it holds
+// its GPU's MPS daemon (held, store.Attempt.MPS), that daemon, which
+// still runs for it. The record decides, not whether the attempt shares
+// its GPU now: a packed attempt adopted alone, its partner gone, still
+// holds the daemon it was launched with (else the daemon runs on unknown
+// to the server, which starts a second one on the GPU for the next part
+// and never stops the first), and one launched alone, paired at
+// recovery, never had one. Under mu.
+func (s *Server) adoptMPS(a *attempt, held bool) {
+	if held && !a.mpsHeld && len(a.devs) == 1 && s.mps.Available() {
 		s.mps.Adopt(a.devs[0])
 		a.mpsHeld = true
 	}
