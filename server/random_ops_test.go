@@ -91,7 +91,10 @@ import (
 //
 // TIDE_RANDOM_OPS_SEEDS=N runs seeds 1..N (from TIDE_RANDOM_OPS_FIRST),
 // TIDE_RANDOM_OPS_STEPS=N makes each run N steps; a failure names its
-// seed and the steps before it.
+// seed and the last 60 steps before it (each with the time it was taken,
+// to set beside the stand-in MPS control program's timed calls), or,
+// with TIDE_RANDOM_OPS_LOG=1, every step (and a run that passes logs its
+// steps and MPS control calls, seen with -v).
 func TestRandomOperations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("random operations on a live server: not in -short")
@@ -261,7 +264,7 @@ func runRandomOps(t *testing.T, seed int64, steps int, script string) {
 		// started and stopped in turn (checked at the end).
 		control := filepath.Join(dir, "mps-control")
 		r.mpsCalls = filepath.Join(dir, "mps-calls")
-		sh := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what\" >> " + r.mpsCalls + "\n"
+		sh := "#!/bin/sh\nif [ \"$1\" = -d ]; then what=start; else read what; fi\necho \"$CUDA_VISIBLE_DEVICES $what $(date +%H:%M:%S.%N)\" >> " + r.mpsCalls + "\n"
 		if err := os.WriteFile(control, []byte(sh), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -368,14 +371,14 @@ func (r *roTest) packing() bool {
 }
 
 func (r *roTest) logf(format string, a ...any) {
-	r.hist = append(r.hist, fmt.Sprintf("%3d ", r.step)+fmt.Sprintf(format, a...))
+	r.hist = append(r.hist, fmt.Sprintf("%3d %s ", r.step, time.Now().Format("15:04:05.000"))+fmt.Sprintf(format, a...))
 }
 
 // fail stops the run, saying what led there.
 func (r *roTest) fail(format string, a ...any) {
 	r.t.Helper()
 	h := r.hist
-	if len(h) > 60 {
+	if len(h) > 60 && os.Getenv("TIDE_RANDOM_OPS_LOG") == "" {
 		h = h[len(h)-60:]
 	}
 	r.t.Fatalf("seed %d, step %d: %s\n(rerun: TIDE_RANDOM_OPS_SEEDS=1 TIDE_RANDOM_OPS_FIRST=%d go test ./server -run TestRandomOperations -v)\nsteps so far:\n  %s",
@@ -1958,6 +1961,10 @@ func (r *roTest) finish() {
 	r.t.Logf("seed %d: %d jobs accepted, ended %v", r.seed, len(r.order), states)
 	if os.Getenv("TIDE_RANDOM_OPS_LOG") != "" {
 		r.t.Logf("steps:\n  %s", strings.Join(r.hist, "\n  "))
+		if r.mpsCalls != "" {
+			b, _ := os.ReadFile(r.mpsCalls)
+			r.t.Logf("MPS control calls:\n%s", b)
+		}
 	}
 }
 
@@ -1975,7 +1982,9 @@ func (r *roTest) checkMPS(deadline time.Time) {
 		}
 		state := map[string]string{}
 		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			dev, what, _ := strings.Cut(l, " ")
+			// "GPU start|quit time"
+			f := append(strings.Fields(l), "", "")
+			dev, what := f[0], f[1]
 			if (what == "start") == (state[dev] == "start") {
 				r.fail("MPS control calls out of turn: %q after %q on GPU %s:\n%s", what, state[dev], dev, b)
 			}
