@@ -57,6 +57,20 @@ var (
 	exampleID = regexp.MustCompile(`such as (j\d{6,})\b`)
 )
 
+// consoleRead GETs a console page as a: it must answer 200 with JSON
+// that decodes into out and leaks nothing a may not see (noLeak).
+func (r *roTest) consoleRead(a *roActor, path, what string, out any) {
+	code, body := r.raw(a.token, "GET", path, "")
+	r.logf("%s reads the console's %s: %d", a.name, what, code)
+	if code != http.StatusOK {
+		r.fail("%s reads the console's %s: %d %s", a.name, what, code, body)
+	}
+	r.noLeak(a, "console "+what, body)
+	if err := json.Unmarshal(body, out); err != nil {
+		r.fail("the console's %s: %v: %s", what, err, body)
+	}
+}
+
 // noLeak checks what a was answered: no actor's token, and for a tenant
 // no job of another tenant but those it asked about (asked) and those its
 // own jobs' specs name (the admin may make a tenant's job wait for
@@ -95,16 +109,8 @@ func (r *roTest) consoleOp() {
 	case 0:
 		r.consoleQueue(a)
 	case 1:
-		code, body := r.raw(a.token, "GET", "/ui/api/cluster", "")
-		r.logf("%s reads the console's cluster: %d", a.name, code)
-		if code != http.StatusOK {
-			r.fail("%s reads the console's cluster: %d %s", a.name, code, body)
-		}
-		r.noLeak(a, "console cluster", body)
 		var page console.ClusterPage
-		if err := json.Unmarshal(body, &page); err != nil {
-			r.fail("the console's cluster: %v: %s", err, body)
-		}
+		r.consoleRead(a, "/ui/api/cluster", "cluster", &page)
 		n := 0
 		for _, node := range page.Nodes {
 			for _, g := range node.GPUs {
@@ -158,16 +164,8 @@ func (r *roTest) consoleOp() {
 			r.fail("the console's log tail of %s is not in its log:\n%s\n---- log:\n%s", j.id, d.LogTail, data)
 		}
 	case 3:
-		code, body := r.raw(a.token, "GET", "/ui/api/tenants", "")
-		r.logf("%s reads the console's tenants: %d", a.name, code)
-		if code != http.StatusOK {
-			r.fail("%s reads the console's tenants: %d %s", a.name, code, body)
-		}
-		r.noLeak(a, "console tenants", body)
 		var out struct{ Tenants []console.TenantRow }
-		if err := json.Unmarshal(body, &out); err != nil {
-			r.fail("the console's tenants: %v: %s", err, body)
-		}
+		r.consoleRead(a, "/ui/api/tenants", "tenants", &out)
 		for _, row := range out.Tenants {
 			if a.name != "admin" && row.Name != a.name {
 				r.fail("tenant %s's console shows tenant %s: %+v", a.name, row.Name, row)
@@ -186,15 +184,8 @@ func (r *roTest) consoleOp() {
 // shown ended.
 func (r *roTest) consoleQueue(a *roActor) {
 	read := time.Now()
-	code, body := r.raw(a.token, "GET", "/ui/api/queue?state=all&limit=1000", "")
-	if code != http.StatusOK {
-		r.fail("%s reads the console's queue: %d %s", a.name, code, body)
-	}
-	r.noLeak(a, "console queue", body)
 	var page console.QueuePage
-	if err := json.Unmarshal(body, &page); err != nil {
-		r.fail("the console's queue: %v: %s", err, body)
-	}
+	r.consoleRead(a, "/ui/api/queue?state=all&limit=1000", "queue", &page)
 	r.logf("%s reads the console's queue: %d jobs", a.name, len(page.Jobs))
 	seen := map[string]bool{}
 	for _, v := range page.Jobs {
